@@ -1,0 +1,175 @@
+"""All terminals → one byte-level lexer DFA that knows, per state, which terminals are live.
+
+Lexing semantics (documented in docs/semantics.md and shared by compiler and runtime):
+*greedy longest match over all terminals at once*. A lexeme extends while the next byte keeps
+some terminal alive; when the next byte kills every terminal the lexeme ends, and it must then
+be in an accepting state. The winner among the accepting terminals is the one with the highest
+priority, then string literals before regexes, then grammar order. This is lark's ``basic``
+lexer (keywords are reserved) made deterministic on bytes, which is what lets a token's effect
+from a lexer state be precomputed once, independent of the parser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..grammar import TerminalSpec
+from .regex_bytes import ByteDFA, regex_to_byte_dfa
+
+__all__ = ["LexerDFA", "build_lexer_dfa"]
+
+
+@dataclass
+class LexerDFA:
+    """The combined lexer automaton; state 0 is "no byte of the lexeme read yet".
+
+    trans     (S, 256) int32   next state, -1 when every terminal dies
+    accept    (S,)     int32   winning terminal if the lexeme ended here, else -1
+    live      (S, T)   bool    terminal still matchable from here
+    winnable  (S, T)   bool    some longer-or-equal lexeme from here ends with this winner
+    """
+
+    trans: np.ndarray
+    accept: np.ndarray
+    live: np.ndarray
+    winnable: np.ndarray
+    terminal_names: tuple[str, ...]
+    ignored: np.ndarray  # (T,) bool
+
+    @property
+    def num_states(self) -> int:
+        return int(self.trans.shape[0])
+
+    @property
+    def num_terminals(self) -> int:
+        return len(self.terminal_names)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "lex_trans": self.trans,
+            "lex_accept": self.accept,
+            "lex_live": np.packbits(self.live, axis=1),
+            "lex_winnable": np.packbits(self.winnable, axis=1),
+            "lex_ignored": self.ignored,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], names: Sequence[str]) -> LexerDFA:
+        t = len(names)
+        return cls(
+            trans=np.ascontiguousarray(arrays["lex_trans"], dtype=np.int32),
+            accept=np.asarray(arrays["lex_accept"], dtype=np.int32),
+            live=np.unpackbits(arrays["lex_live"], axis=1, count=t).astype(bool),
+            winnable=np.unpackbits(arrays["lex_winnable"], axis=1, count=t).astype(bool),
+            terminal_names=tuple(names),
+            ignored=np.asarray(arrays["lex_ignored"], dtype=bool),
+        )
+
+
+def _winner_order(terminals: Sequence[TerminalSpec]) -> list[int]:
+    """Terminal indices from strongest to weakest claim on a tie."""
+    return sorted(
+        range(len(terminals)),
+        key=lambda i: (-terminals[i].priority, not terminals[i].is_string, i),
+    )
+
+
+def build_lexer_dfa(
+    terminals: Sequence[TerminalSpec], dfas: Sequence[ByteDFA] | None = None
+) -> LexerDFA:
+    """Product of the per-terminal byte DFAs, restricted to reachable states."""
+    if dfas is None:
+        dfas = [regex_to_byte_dfa(t.name, t.pattern) for t in terminals]
+    n_terms = len(terminals)
+    rank = {t: r for r, t in enumerate(_winner_order(terminals))}
+
+    # bytes that no terminal distinguishes share a class
+    stacked = np.concatenate([d.trans for d in dfas], axis=0) if dfas else np.zeros((1, 256))
+    _, first, byte_class = np.unique(stacked.T, axis=0, return_index=True, return_inverse=True)
+    byte_class = byte_class.reshape(-1)
+    reps = [int(np.flatnonzero(byte_class == c)[0]) for c in range(len(first))]
+
+    start = tuple((i, 0) for i in range(n_terms) if dfas[i].num_states and _nonempty(dfas[i]))
+    index: dict[tuple, int] = {start: 0}
+    order = [start]
+    rows: list[list[int]] = []
+    i = 0
+    tables = [d.trans for d in dfas]
+    while i < len(order):
+        st = order[i]
+        i += 1
+        row = []
+        for b in reps:
+            nxt = []
+            for term, s in st:
+                t = int(tables[term][s, b])
+                if t >= 0:
+                    nxt.append((term, t))
+            if not nxt:
+                row.append(-1)
+                continue
+            key = tuple(nxt)
+            j = index.get(key)
+            if j is None:
+                j = index[key] = len(order)
+                order.append(key)
+            row.append(j)
+        rows.append(row)
+    cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), len(reps))
+    trans = np.ascontiguousarray(cls_trans[:, byte_class])
+
+    n = len(order)
+    live = np.zeros((n, n_terms), dtype=bool)
+    accept = np.full(n, -1, dtype=np.int32)
+    for q, st in enumerate(order):
+        best = None
+        for term, s in st:
+            live[q, term] = True
+            if dfas[term].finals[s] and (best is None or rank[term] < rank[best]):
+                best = term
+        if best is not None and q != 0:  # empty lexemes never count
+            accept[q] = best
+
+    winnable = _winnable(cls_trans, accept, n_terms)
+    ignored = np.array([t.ignored for t in terminals], dtype=bool)
+    return LexerDFA(
+        trans=trans,
+        accept=accept,
+        live=live,
+        winnable=winnable,
+        terminal_names=tuple(t.name for t in terminals),
+        ignored=ignored,
+    )
+
+
+def _nonempty(d: ByteDFA) -> bool:
+    return bool(d.finals.any())
+
+
+def _winnable(cls_trans: np.ndarray, accept: np.ndarray, n_terms: int) -> np.ndarray:
+    """Backward closure of "this state's lexeme can end with terminal T" as int bitsets."""
+    n = cls_trans.shape[0]
+    preds: list[set[int]] = [set() for _ in range(n)]
+    for q in range(n):
+        for t in set(cls_trans[q].tolist()):
+            if t >= 0:
+                preds[t].add(q)
+    bits = [(1 << int(a)) if a >= 0 else 0 for a in accept.tolist()]
+    work = [q for q in range(n) if bits[q]]
+    while work:
+        t = work.pop()
+        for p in preds[t]:
+            merged = bits[p] | bits[t]
+            if merged != bits[p]:
+                bits[p] = merged
+                work.append(p)
+    out = np.zeros((n, n_terms), dtype=bool)
+    for q, b in enumerate(bits):
+        while b:
+            low = b & -b
+            out[q, low.bit_length() - 1] = True
+            b ^= low
+    return out

@@ -1,0 +1,299 @@
+"""One terminal's regex → a byte-level DFA.
+
+LLM tokens are byte strings that may split a UTF-8 character, so the lexer must run on bytes.
+interegular gives a character-level FSM; here every character class becomes the exact set of
+UTF-8 byte sequences that encode it (surrogates excluded), and the result is determinised and
+trimmed, so that a state exists only if some completion of it matches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..errors import InvalidRegexError, UnsupportedRegexError
+
+try:  # Python ≥ 3.11
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+__all__ = ["ByteDFA", "regex_to_byte_dfa", "utf8_sequences"]
+
+MAX_CODEPOINT = 0x10FFFF
+_UNSUPPORTED = {
+    "ASSERT": "a lookahead/lookbehind",
+    "ASSERT_NOT": "a negative lookahead/lookbehind",
+    "GROUPREF": "a backreference",
+    "GROUPREF_EXISTS": "a conditional group",
+    "AT": "an anchor (^, $, \\b, \\A, \\Z)",
+}
+
+
+class ByteDFA:
+    """A trimmed DFA over bytes: ``trans[s, b]`` is the next state or -1 (dead); start is 0."""
+
+    __slots__ = ("finals", "trans")
+
+    def __init__(self, trans: np.ndarray, finals: np.ndarray) -> None:
+        self.trans = trans
+        self.finals = finals
+
+    @property
+    def num_states(self) -> int:
+        return int(self.trans.shape[0])
+
+    def matches(self, data: bytes) -> bool:
+        s = 0
+        for b in data:
+            s = int(self.trans[s, b])
+            if s < 0:
+                return False
+        return bool(self.finals[s])
+
+
+def _check_features(name: str, pattern: str) -> None:
+    try:
+        parsed = _sre_parse.parse(pattern)
+    except re.error as e:
+        raise InvalidRegexError(
+            f"terminal {name}: invalid regex /{pattern}/: {e}", name=name
+        ) from None
+
+    def walk(items: object) -> Iterator[str]:
+        for op, av in items:  # type: ignore[attr-defined]
+            opname = str(op)
+            if opname in _UNSUPPORTED:
+                yield _UNSUPPORTED[opname]
+            if isinstance(av, (list, tuple)):
+                for a in av:
+                    if isinstance(a, _sre_parse.SubPattern):
+                        yield from walk(a)
+                    elif isinstance(a, (list, tuple)):
+                        for x in a:
+                            if isinstance(x, _sre_parse.SubPattern):
+                                yield from walk(x)
+            elif isinstance(av, _sre_parse.SubPattern):
+                yield from walk(av)
+
+    for feature in walk(parsed):
+        raise UnsupportedRegexError(
+            f"terminal {name}: regex /{pattern}/ uses {feature}, which has no finite "
+            "automaton; rewrite it as a plain regular expression",
+            name=name,
+        )
+
+
+def _utf8_encode(cp: int) -> bytes:
+    return chr(cp).encode("utf-8", "surrogatepass")
+
+
+def utf8_sequences(lo: int, hi: int) -> Iterator[list[tuple[int, int]]]:
+    """Byte-range sequences whose concatenations are exactly the UTF-8 of [lo, hi]."""
+    if lo > hi:
+        return
+    # surrogates are not characters
+    if lo <= 0xDFFF and hi >= 0xD800:
+        yield from utf8_sequences(lo, 0xD7FF)
+        yield from utf8_sequences(0xE000, hi)
+        return
+    for bound in (0x7F, 0x7FF, 0xFFFF):
+        if lo <= bound < hi:
+            yield from utf8_sequences(lo, bound)
+            yield from utf8_sequences(bound + 1, hi)
+            return
+    n = len(_utf8_encode(lo))
+    for i in range(1, n):
+        m = (1 << (6 * i)) - 1
+        if lo & ~m != hi & ~m:
+            if lo & m != 0:
+                yield from utf8_sequences(lo, lo | m)
+                yield from utf8_sequences((lo | m) + 1, hi)
+                return
+            if hi & m != m:
+                yield from utf8_sequences(lo, (hi & ~m) - 1)
+                yield from utf8_sequences(hi & ~m, hi)
+                return
+    a, b = _utf8_encode(lo), _utf8_encode(hi)
+    yield [(a[j], b[j]) for j in range(n)]
+
+
+def _ranges(codepoints: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for cp in sorted(set(codepoints)):
+        if out and out[-1][1] + 1 == cp:
+            out[-1] = (out[-1][0], cp)
+        else:
+            out.append((cp, cp))
+    return out
+
+
+def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out, nxt = [], 0
+    for lo, hi in ranges:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CODEPOINT:
+        out.append((nxt, MAX_CODEPOINT))
+    return out
+
+
+def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
+    """Compile one terminal's regex to a trimmed byte DFA.
+
+    Raises
+    ------
+    InvalidRegexError
+        The regex does not parse.
+    UnsupportedRegexError
+        The regex is valid but not regular (lookaround, backreference, anchors), or
+        interegular cannot handle it; the message names the terminal and the pattern.
+    """
+    _check_features(name, pattern)
+    import interegular
+    from interegular.fsm import anything_else
+
+    try:
+        fsm = interegular.parse_pattern(pattern).to_fsm()
+    except interegular.patterns.InvalidSyntax as e:
+        raise InvalidRegexError(
+            f"terminal {name}: invalid regex /{pattern}/: {e}", name=name
+        ) from None
+    except (interegular.patterns.Unsupported, NotImplementedError, ValueError) as e:
+        raise UnsupportedRegexError(
+            f"terminal {name}: regex /{pattern}/ is not supported: {e}", name=name
+        ) from None
+
+    # character class of every transition key
+    by_key: dict[object, list[int]] = {}
+    for ch, key in fsm.alphabet._symbol_mapping.items():  # interegular has no public accessor
+        if ch is anything_else:
+            by_key.setdefault(key, [])
+        else:
+            by_key.setdefault(key, []).append(ord(ch))
+    explicit = _ranges([cp for key, cps in by_key.items() for cp in cps])
+    other_key = fsm.alphabet._symbol_mapping.get(anything_else)
+    key_ranges: dict[object, list[tuple[int, int]]] = {}
+    for key, cps in by_key.items():
+        rs = _ranges(cps)
+        if key == other_key:
+            rs = sorted(rs + _complement(explicit))
+        key_ranges[key] = rs
+    key_seqs = {
+        key: [seq for lo, hi in rs for seq in utf8_sequences(lo, hi)]
+        for key, rs in key_ranges.items()
+    }
+
+    # byte NFA: fsm states + intermediate nodes inside multi-byte characters
+    states = sorted(fsm.states, key=repr)
+    node_of = {s: i for i, s in enumerate(states)}
+    edges: list[list[tuple[int, int, int]]] = [[] for _ in states]
+    finals_nfa = {node_of[s] for s in fsm.finals}
+    inter: dict[tuple, int] = {}
+    for s, moves in fsm.map.items():
+        src = node_of[s]
+        for key, t in moves.items():
+            dst = node_of[t]
+            for seq in key_seqs.get(key, ()):
+                cur = src
+                for j in range(len(seq) - 1):
+                    k = (src, dst, tuple(seq[: j + 1]))
+                    nxt = inter.get(k)
+                    if nxt is None:
+                        nxt = inter[k] = len(edges)
+                        edges.append([])
+                    lo, hi = seq[j]
+                    edges[cur].append((lo, hi, nxt))
+                    cur = nxt
+                lo, hi = seq[-1]
+                edges[cur].append((lo, hi, dst))
+
+    # subset construction over bytes
+    start = frozenset([node_of[fsm.initial]])
+    index = {start: 0}
+    order = [start]
+    rows: list[list[int]] = []
+    i = 0
+    while i < len(order):
+        subset = order[i]
+        i += 1
+        per_byte: list[set[int]] = [set() for _ in range(256)]
+        for n in subset:
+            for lo, hi, t in edges[n]:
+                for b in range(lo, hi + 1):
+                    per_byte[b].add(t)
+        row = []
+        for b in range(256):
+            if not per_byte[b]:
+                row.append(-1)
+                continue
+            key = frozenset(per_byte[b])
+            j = index.get(key)
+            if j is None:
+                j = index[key] = len(order)
+                order.append(key)
+            row.append(j)
+        rows.append(row)
+    trans = np.array(rows, dtype=np.int64)
+    finals = np.array([bool(sub & finals_nfa) for sub in order], dtype=bool)
+    return _trim(trans, finals)
+
+
+def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
+    """Drop states that cannot reach a final state, and unreachable ones; renumber, start = 0."""
+    n = trans.shape[0]
+    alive = finals.copy()
+    changed = True
+    while changed:
+        nxt = alive | np.array(
+            [bool(np.any(alive[trans[s][trans[s] >= 0]])) for s in range(n)], dtype=bool
+        )
+        changed = bool((nxt != alive).any())
+        alive = nxt
+    if not alive[0]:
+        return ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.array([False]))
+    t = np.where((trans >= 0) & alive[np.maximum(trans, 0)], trans, -1)
+    # reachable from 0
+    seen = {0}
+    stack = [0]
+    while stack:
+        s = stack.pop()
+        for x in set(t[s][t[s] >= 0].tolist()):
+            if x not in seen:
+                seen.add(x)
+                stack.append(x)
+    keep = sorted(seen)
+    remap = np.full(n, -1, dtype=np.int64)
+    remap[keep] = np.arange(len(keep))
+    t2 = t[keep]
+    t2 = np.where(t2 >= 0, remap[np.maximum(t2, 0)], -1).astype(np.int32)
+    return minimize(t2, finals[keep].copy())
+
+
+def minimize(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
+    """Moore partition refinement; the class of state 0 becomes the new start 0."""
+    cls = finals.astype(np.int64)
+    n_cls = len(np.unique(cls))
+    while True:
+        succ = np.where(trans >= 0, cls[np.maximum(trans, 0)], -1)
+        sig = np.concatenate([cls[:, None], succ], axis=1)
+        _, inv = np.unique(sig, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        k = int(inv.max()) + 1
+        cls = inv
+        if k == n_cls:
+            break
+        n_cls = k
+    # renumber so that the start state's class is 0, others in first-seen order
+    order: dict[int, int] = {}
+    for c in [int(cls[0]), *cls.tolist()]:
+        order.setdefault(c, len(order))
+    new = np.array([order[c] for c in cls.tolist()], dtype=np.int64)
+    rep = np.zeros(len(order), dtype=np.int64)
+    rep[new[::-1]] = np.arange(len(new))[::-1]
+    t = trans[rep]
+    t = np.where(t >= 0, new[np.maximum(t, 0)], -1).astype(np.int32)
+    return ByteDFA(t, finals[rep].copy())

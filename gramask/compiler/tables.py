@@ -1,0 +1,361 @@
+"""Lexer DFA × vocabulary → token-mask tables.
+
+For every lexer state ``q`` and token ``t`` the greedy lexer is deterministic, so walking ``t``'s
+bytes from ``q`` has exactly one outcome: dead, or the terminals it completes followed by the
+lexer state it stops in. Outcomes are interned as cons lists in one node table::
+
+    node n <  C : END(class n)           – the token stops inside a lexeme whose possible
+                                            winners are winnable-class n
+    node n >= C : CONS(head[n], tail[n])  – the token completes terminal head[n] (or, for the
+                                            indentation newline, NEWLINE of a width) first
+
+so tokens that do the same thing to the parser share one node, and the runtime decides each
+node once per parser state instead of each token. Ignored terminals are dropped from the lists.
+
+A token whose first byte ends the current lexeme does, from ``q``, exactly what it does from
+the start state after the current lexeme's terminal: those entries are *not* stored per state
+(row 0 plus the per-state kill set covers them), which keeps the tables small. Row ``q`` holds
+only tokens whose first byte continues the current lexeme.
+
+Nothing here depends on the grammar's rules: the parser only supplies, per step, which
+terminals are viable. One artifact serves the plain grammar, its quotients and budgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .lexer import LexerDFA
+
+__all__ = ["TokenTables", "build_token_tables", "walk_token"]
+
+
+@dataclass
+class TokenTables:
+    """The compiled tables (see module docstring)."""
+
+    rows: sp.csr_array  # (S, V) int32: node id + 1 of tokens whose first byte continues q
+    row_base: np.ndarray  # (S,) int32: -1, or the state whose row this row is a diff against
+    node_head: np.ndarray  # (N,) int32: terminal id, NL width code (>= T), or -1 for END
+    node_tail: np.ndarray  # (N,) int32: next node, or winnable class for END
+    class_winnable: np.ndarray  # (C, T) bool
+    state_class: np.ndarray  # (S,) int32: winnable class of each lexer state
+    first_byte: np.ndarray  # (V,) int16: first byte of each token, -1 for special/empty
+    nl_terminal: int  # terminal id of the indentation newline, or -1
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.class_winnable.shape[0])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        r = self.rows
+        return {
+            "rows_indptr": r.indptr.astype(np.int64),
+            "rows_indices": r.indices.astype(np.int32),
+            "rows_data": r.data.astype(np.int32),
+            "row_base": self.row_base,
+            "node_head": self.node_head,
+            "node_tail": self.node_tail,
+            "class_winnable": np.packbits(self.class_winnable, axis=1),
+            "state_class": self.state_class,
+            "first_byte": self.first_byte,
+        }
+
+    @classmethod
+    def from_arrays(
+        cls, a: dict[str, np.ndarray], num_states: int, vocab_size: int, num_terminals: int,
+        nl_terminal: int,
+    ) -> TokenTables:
+        rows = sp.csr_array(
+            (a["rows_data"], a["rows_indices"], a["rows_indptr"]),
+            shape=(num_states, vocab_size),
+        )
+        return cls(
+            rows=rows,
+            row_base=np.asarray(a["row_base"], dtype=np.int32),
+            node_head=np.asarray(a["node_head"], dtype=np.int32),
+            node_tail=np.asarray(a["node_tail"], dtype=np.int32),
+            class_winnable=np.unpackbits(a["class_winnable"], axis=1, count=num_terminals).astype(
+                bool
+            ),
+            state_class=np.asarray(a["state_class"], dtype=np.int32),
+            first_byte=np.asarray(a["first_byte"], dtype=np.int16),
+            nl_terminal=nl_terminal,
+        )
+
+
+def nl_code(num_terminals: int, width: int, relative: bool) -> int:
+    """Encode "the indentation newline ended with this width" as a node head."""
+    return num_terminals + 2 * width + (1 if relative else 0)
+
+
+def decode_nl(num_terminals: int, head: int) -> tuple[int, bool]:
+    v = head - num_terminals
+    return v >> 1, bool(v & 1)
+
+
+class _Interner:
+    """Interns CONS(head, tail) pairs in bulk, numbering after the END nodes."""
+
+    def __init__(self, num_classes: int) -> None:
+        self.ids: dict[int, int] = {}
+        self.heads: list[int] = []
+        self.tails: list[int] = []
+        self.base = num_classes
+
+    def cons(self, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
+        if heads.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        keys = (heads.astype(np.int64) << 32) | tails.astype(np.int64)
+        uniq, inv = np.unique(keys, return_inverse=True)
+        out = np.empty(len(uniq), dtype=np.int64)
+        ids = self.ids
+        for j, k in enumerate(uniq.tolist()):
+            n = ids.get(k)
+            if n is None:
+                n = ids[k] = self.base + len(self.heads)
+                self.heads.append(k >> 32)
+                self.tails.append(k & 0xFFFFFFFF)
+            out[j] = n
+        return out[inv.reshape(-1)]
+
+
+def build_token_tables(
+    dfa: LexerDFA,
+    tokens: list[bytes],
+    special: np.ndarray,
+    *,
+    nl_terminal: int = -1,
+    tab_len: int = 8,
+    progress: Callable[[int], None] | None = None,
+) -> TokenTables:
+    """Walk every token from every lexer state (vectorised over tokens).
+
+    ``progress(k)`` is called with the number of lexer states finished since the last call.
+    """
+    n_states, n_terms = dfa.num_states, dfa.num_terminals
+    trans = dfa.trans
+    accept = dfa.accept
+    ignored = dfa.ignored
+
+    # winnable classes
+    classes, state_class = np.unique(dfa.winnable, axis=0, return_inverse=True)
+    state_class = state_class.reshape(-1).astype(np.int32)
+    n_classes = classes.shape[0]
+    interner = _Interner(n_classes)
+
+    # token byte matrix
+    v = len(tokens)
+    lens = np.array([0 if special[i] else len(t) for i, t in enumerate(tokens)], dtype=np.int64)
+    lmax = max(1, int(lens.max()) if v else 1)
+    buf = np.zeros((v, lmax), dtype=np.uint8)
+    for i, t in enumerate(tokens):
+        if lens[i]:
+            buf[i, : lens[i]] = np.frombuffer(t, dtype=np.uint8)
+    first_byte = np.where(lens > 0, buf[:, 0].astype(np.int16), np.int16(-1)).astype(np.int16)
+
+    # per-position indentation helpers (only used for the newline terminal)
+    use_nl = nl_terminal >= 0
+    if use_nl:
+        is_nl = buf == 10
+        pos = np.arange(lmax)[None, :]
+        # index of the last '\n' strictly before p (p = 0..lmax), -1 if none
+        last_nl = np.full((v, lmax + 1), -1, dtype=np.int64)
+        last_nl[:, 1:] = np.maximum.accumulate(np.where(is_nl, pos, -1), axis=1)
+        wsum = np.zeros((v, lmax + 1), dtype=np.int64)
+        wsum[:, 1:] = np.cumsum((buf == 32) + tab_len * (buf == 9), axis=1)
+
+    # SUF[t, k]: node of walking t[k:] from the start state (-1 dead); column lmax = unused
+    suf = np.full((v, lmax + 1), -1, dtype=np.int64)
+
+    def walk(q_start: np.ndarray, idx: np.ndarray, k0: int | np.ndarray, from_start: bool):
+        """Walk tokens ``idx`` from states ``q_start`` beginning at offset ``k0``; the first
+        byte is assumed to continue the lexeme. Returns node ids (-1 dead)."""
+        out = np.full(len(idx), -1, dtype=np.int64)
+        k = np.broadcast_to(np.asarray(k0, dtype=np.int64), idx.shape).copy()
+        lex_start = k.copy()
+        cur = trans[q_start, buf[idx, k]].astype(np.int64)
+        k += 1
+        act = np.arange(len(idx))
+        while act.size:
+            ti = idx[act]
+            done = k[act] >= lens[ti]
+            if done.any():
+                d = act[done]
+                out[d] = state_class[cur[d]]
+                act = act[~done]
+                ti = idx[act]
+            if not act.size:
+                break
+            nb = trans[cur[act], buf[ti, k[act]]]
+            cont = nb >= 0
+            cur[act[cont]] = nb[cont]
+            k[act[cont]] += 1
+            stop = act[~cont]
+            if stop.size:
+                win = accept[cur[stop]]
+                ok = win >= 0
+                ends = stop[ok]
+                if ends.size:
+                    te = idx[ends]
+                    ke = k[ends]
+                    tail = suf[te, ke]
+                    heads = win[ok].astype(np.int64)
+                    good = tail >= 0
+                    ends, te, ke, tail, heads = ends[good], te[good], ke[good], tail[good], heads[good]
+                    res = tail.copy()
+                    if use_nl:
+                        nl = heads == nl_terminal
+                        if nl.any():
+                            ln = last_nl[te[nl], ke[nl]]
+                            ls = lex_start[ends[nl]]
+                            seg = np.maximum(ln + 1, ls)
+                            width = wsum[te[nl], ke[nl]] - wsum[te[nl], seg]
+                            rel = (ln < ls) & (not from_start) & (ls == 0)
+                            heads[nl] = n_terms + 2 * width + rel.astype(np.int64)
+                    keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
+                    if keep.any():
+                        res[keep] = interner.cons(heads[keep], tail[keep])
+                    out[ends] = res
+            act = act[cont]
+        return out
+
+    # suffix walks from the start state, longest offsets first
+    alive0 = trans[0]
+    for k in range(lmax - 1, -1, -1):
+        idx = np.flatnonzero(lens > k)
+        if not idx.size:
+            continue
+        idx = idx[alive0[buf[idx, k]] >= 0]
+        if not idx.size:
+            continue
+        suf[idx, k] = walk(np.zeros(len(idx), dtype=np.int64), idx, k, True)
+
+    # per-state rows: tokens whose first byte continues the current lexeme
+    indptr = [0]
+    all_idx: list[np.ndarray] = []
+    all_dat: list[np.ndarray] = []
+    valid = np.flatnonzero(lens > 0)
+    fb = buf[valid, 0]
+    for q in range(n_states):
+        if q == 0:
+            node = suf[valid, 0]
+            keep = node >= 0
+            idx, node = valid[keep], node[keep]
+        else:
+            idx = valid[trans[q, fb] >= 0]
+            node = walk(np.full(len(idx), q, dtype=np.int64), idx, 0, False) if idx.size else idx
+            keep = node >= 0
+            idx, node = idx[keep], node[keep]
+        all_idx.append(idx.astype(np.int32))
+        all_dat.append((node + 1).astype(np.int32))
+        indptr.append(indptr[-1] + len(idx))
+        if progress is not None:
+            progress(1)
+    rows = sp.csr_array(
+        (
+            np.concatenate(all_dat) if all_dat else np.zeros(0, np.int32),
+            np.concatenate(all_idx) if all_idx else np.zeros(0, np.int32),
+            np.array(indptr, dtype=np.int64),
+        ),
+        shape=(n_states, v),
+    )
+    rows, row_base = _delta_encode(rows, trans)
+    node_head = np.concatenate(
+        [np.full(n_classes, -1, dtype=np.int32), np.array(interner.heads, dtype=np.int32)]
+    )
+    node_tail = np.concatenate(
+        [np.arange(n_classes, dtype=np.int32), np.array(interner.tails, dtype=np.int32)]
+    )
+    return TokenTables(
+        rows=rows,
+        row_base=row_base,
+        node_head=node_head,
+        node_tail=node_tail,
+        class_winnable=classes.astype(bool),
+        state_class=state_class,
+        first_byte=first_byte,
+        nl_terminal=nl_terminal,
+    )
+
+
+def _delta_encode(rows: sp.csr_array, trans: np.ndarray) -> tuple[sp.csr_array, np.ndarray]:
+    """Store a row as its differences from a similar row when that is much smaller.
+
+    States whose first byte continues the same byte set (keyword prefixes of NAME, the
+    bodies of string terminals) have rows that differ in few tokens. The largest row of each
+    such group is kept whole; the others keep (token, node + 1) where they differ, and
+    (token, 0) where the base has the token and they do not.
+    """
+    n = rows.shape[0]
+    nnz = np.diff(rows.indptr)
+    sig = np.packbits(trans >= 0, axis=1)
+    _, group = np.unique(sig, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    base = np.full(n, -1, dtype=np.int32)
+    out_rows: list[sp.csr_array] = []
+    for q in range(n):
+        members = np.flatnonzero(group == group[q])
+        b = int(members[np.argmax(nnz[members])])
+        if b != q and nnz[q] > 64:
+            rq, rb = rows[[q]], rows[[b]]
+            changed = (rq != rb).astype(np.int8)  # where the node differs or one side is missing
+            diff_idx = changed.indices
+            if len(diff_idx) < nnz[q] // 2:
+                vals = rq[[0]].toarray().reshape(-1)[diff_idx] if len(diff_idx) else diff_idx
+                out_rows.append(
+                    sp.csr_array(
+                        (vals.astype(np.int32), diff_idx.astype(np.int32), [0, len(diff_idx)]),
+                        shape=(1, rows.shape[1]),
+                    )
+                )
+                base[q] = b
+                continue
+        out_rows.append(rows[[q]])
+    stacked = sp.vstack(out_rows, format="csr")
+    return sp.csr_array(stacked), base
+
+
+def expand_row(tables: TokenTables, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row ``q`` as (token ids, node ids), base rows applied."""
+    r = tables.rows
+    lo, hi = r.indptr[q], r.indptr[q + 1]
+    idx, dat = r.indices[lo:hi], r.data[lo:hi]
+    b = int(tables.row_base[q])
+    if b < 0:
+        return idx.astype(np.int64), dat.astype(np.int64) - 1
+    bidx, bnode = expand_row(tables, b)
+    full = np.zeros(r.shape[1], dtype=np.int64)
+    full[bidx] = bnode + 1
+    full[idx] = dat
+    keep = np.flatnonzero(full)
+    return keep, full[keep] - 1
+
+
+def walk_token(
+    dfa: LexerDFA, q: int, data: bytes
+) -> tuple[list[tuple[int, int, int]], int] | None:
+    """Reference walk of one token (pure Python): the completed lexemes as
+    (terminal, start offset, end offset) — offsets in ``data``, start -1 when the lexeme began
+    before it — and the final state; None if the token dies. Ignored terminals included."""
+    trans, accept = dfa.trans, dfa.accept
+    out = []
+    start = -1 if q != 0 else 0
+    for i, b in enumerate(data):
+        nq = int(trans[q, b])
+        if nq >= 0:
+            q = nq
+            continue
+        a = int(accept[q])
+        if a < 0 or q == 0:
+            return None
+        out.append((a, start, i))
+        start = i
+        q = int(trans[0, b])
+        if q < 0:
+            return None
+    return out, q

@@ -1,0 +1,76 @@
+"""Every exception gramask raises; each also subclasses the builtin it means."""
+
+from __future__ import annotations
+
+
+class GramaskError(Exception):
+    """Root of all gramask errors."""
+
+
+class GrammarError(GramaskError, ValueError):
+    """A grammar cannot be loaded or compiled; names the rule/terminal and where."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        context: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.line = line
+        self.column = column
+        self.context = context
+        self.name = name
+        text = message
+        if line is not None:
+            text += f" (line {line}" + (f", column {column}" if column is not None else "") + ")"
+        if context:
+            text += "\n" + context
+        super().__init__(text)
+
+
+class UnsupportedRegexError(GrammarError):
+    """A terminal's regex is valid but has no finite automaton (lookaround, backreference)."""
+
+
+class InvalidRegexError(GrammarError):
+    """A terminal's regex does not parse."""
+
+
+class VocabularyError(GramaskError, ValueError):
+    """A vocabulary file or tokenizer cannot be read into exact token bytes."""
+
+
+class ArtifactError(GramaskError, ValueError):
+    """A compiled artifact is corrupt, truncated or not a gramask artifact."""
+
+
+class ArtifactVersionError(ArtifactError):
+    """A compiled artifact was written by an incompatible format version."""
+
+
+class TokenRejected(GramaskError, ValueError):
+    """A token id that the constraint does not allow at this step."""
+
+
+class InvalidPrefixError(GramaskError, ValueError):
+    """A prefix (or suffix) that no completion can turn into a member of the language."""
+
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        self.position = position
+        super().__init__(message if position is None else f"{message} (at byte {position})")
+
+
+__all__ = [
+    "ArtifactError",
+    "ArtifactVersionError",
+    "GramaskError",
+    "GrammarError",
+    "InvalidPrefixError",
+    "InvalidRegexError",
+    "TokenRejected",
+    "UnsupportedRegexError",
+    "VocabularyError",
+]

@@ -1,0 +1,240 @@
+"""The grammar frontend: Lark text → a plain, serialisable description (terminals + rules).
+
+Lark's own loader does the parsing (EBNF expansion, ``%import``, ``%ignore``, ``%declare``);
+we keep only what the compiler and runtime need, as plain data, so that an artifact can carry
+the grammar without pickling lark objects and the runtime never imports lark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import GrammarError
+
+__all__ = ["Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
+
+
+@dataclass(frozen=True)
+class TerminalSpec:
+    """One lexer terminal. ``pattern`` is a Python regex (flags folded in as an inline group)."""
+
+    name: str
+    pattern: str
+    is_string: bool = False
+    priority: int = 0
+    ignored: bool = False
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One BNF production ``lhs → rhs`` (EBNF already expanded by lark)."""
+
+    lhs: str
+    rhs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IndentationSpec:
+    """Python-style indentation, as ``lark.indenter.PythonIndenter`` does it.
+
+    The runtime drops ``newline`` inside brackets and turns leading whitespace after it
+    into ``indent``/``dedent`` terminals; at end of input it closes the last line and all blocks.
+    """
+
+    newline: str = "_NEWLINE"
+    indent: str = "_INDENT"
+    dedent: str = "_DEDENT"
+    open_brackets: tuple[str, ...] = ("LPAR", "LSQB", "LBRACE")
+    close_brackets: tuple[str, ...] = ("RPAR", "RSQB", "RBRACE")
+    tab_len: int = 8
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A context-free grammar over lexer terminals, ready for :func:`gramask.compile`."""
+
+    terminals: tuple[TerminalSpec, ...]
+    rules: tuple[RuleSpec, ...]
+    start: str
+    declared: tuple[str, ...] = ()
+    indentation: IndentationSpec | None = None
+    source: str = field(default="", compare=False)
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_lark(
+        cls,
+        text: str,
+        start: str = "start",
+        *,
+        import_paths: Sequence[str] = (),
+        indentation: IndentationSpec | bool | None = None,
+        source: str = "<string>",
+    ) -> Grammar:
+        """Load Lark grammar text.
+
+        ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
+        with a ``_NEWLINE`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
+
+        Raises
+        ------
+        GrammarError
+            The text is not a valid Lark grammar; the message names the rule or terminal and the
+            line when lark reports them.
+        """
+        try:
+            import lark
+            from lark.exceptions import GrammarError as LarkGrammarError
+            from lark.exceptions import UnexpectedInput
+        except ImportError as e:  # pragma: no cover - lark is a core dependency
+            raise ImportError("gramask needs lark to load grammars: pip install lark") from e
+        try:
+            parser = lark.Lark(
+                text,
+                start=start,
+                parser="earley",
+                lexer="basic",
+                import_paths=list(import_paths),
+                keep_all_tokens=True,
+            )
+        except UnexpectedInput as e:
+            raise GrammarError(
+                f"{source}: invalid Lark grammar syntax",
+                line=getattr(e, "line", None),
+                column=getattr(e, "column", None),
+                context=e.get_context(text) if hasattr(e, "get_context") else None,
+            ) from None
+        except (LarkGrammarError, KeyError) as e:
+            msg = str(e).strip("'\"")
+            line = _guess_line(text, msg)
+            raise GrammarError(f"{source}: {msg}", line=line) from None
+        except re.error as e:
+            raise GrammarError(f"{source}: a terminal's regex does not compile: {e}") from None
+
+        ignore = set(parser.ignore_tokens)
+        terminals = []
+        for t in parser.terminals:
+            pat = t.pattern
+            is_string = type(pat).__name__ == "PatternStr"
+            regex = re.escape(pat.value) if is_string else pat.value
+            regex = _REGULAR_EQUIVALENTS.get(regex, regex)
+            flags = "".join(sorted(f for f in pat.flags if f in "ismx"))
+            if flags:
+                regex = f"(?{flags}:{regex})"
+            terminals.append(
+                TerminalSpec(
+                    name=t.name,
+                    pattern=regex,
+                    is_string=is_string,
+                    priority=int(t.priority),
+                    ignored=t.name in ignore,
+                )
+            )
+        known = {t.name for t in terminals}
+        rules = []
+        declared: set[str] = set()
+        for r in parser.rules:
+            rhs = []
+            for s in r.expansion:
+                rhs.append(s.name)
+                if s.is_term and s.name not in known:
+                    declared.add(s.name)
+            rules.append(RuleSpec(lhs=r.origin.name, rhs=tuple(rhs)))
+        if not any(r.lhs == start for r in rules):
+            raise GrammarError(f"{source}: start rule {start!r} is not defined", name=start)
+
+        spec: IndentationSpec | None
+        if indentation is None:
+            auto = IndentationSpec()
+            spec = (
+                auto
+                if {auto.indent, auto.dedent} <= declared and auto.newline in known
+                else None
+            )
+        elif indentation is True:
+            spec = IndentationSpec()
+        elif indentation is False:
+            spec = None
+        else:
+            spec = indentation
+        if spec is not None:
+            missing = [n for n in (spec.newline,) if n not in known]
+            if missing:
+                raise GrammarError(
+                    f"{source}: indentation needs terminal {missing[0]!r}", name=missing[0]
+                )
+        return cls(
+            terminals=tuple(terminals),
+            rules=tuple(rules),
+            start=start,
+            declared=tuple(sorted(declared)),
+            indentation=spec,
+            source=source,
+        )
+
+    # ------------------------------------------------------------------ identity
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "terminals": [asdict(t) for t in self.terminals],
+            "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
+            "start": self.start,
+            "declared": list(self.declared),
+            "indentation": None if self.indentation is None else asdict(self.indentation),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Grammar:
+        ind = obj.get("indentation")
+        return cls(
+            terminals=tuple(TerminalSpec(**t) for t in obj["terminals"]),
+            rules=tuple(RuleSpec(lhs=a, rhs=tuple(b)) for a, b in obj["rules"]),
+            start=obj["start"],
+            declared=tuple(obj.get("declared", ())),
+            indentation=None
+            if ind is None
+            else IndentationSpec(
+                **{
+                    k: tuple(v) if isinstance(v, list) else v
+                    for k, v in ind.items()
+                }
+            ),
+            source=obj.get("source", ""),
+        )
+
+    def fingerprint(self) -> str:
+        """Content hash of everything that changes the compiled result (imports resolved)."""
+        body = self.to_json()
+        body.pop("source", None)
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+    def lexer_fingerprint(self) -> str:
+        """Hash of the terminals alone: the token tables depend on nothing else."""
+        body = [asdict(t) for t in self.terminals]
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+    @property
+    def terminal_names(self) -> list[str]:
+        return [t.name for t in self.terminals]
+
+
+# lark's common.lark writes these with lookbehinds; the same languages as plain regexes.
+_REGULAR_EQUIVALENTS = {
+    # common.ESCAPED_STRING: a double-quoted one-line string with backslash escapes
+    '".*?(?<!\\\\)(\\\\\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
+}
+
+
+def _guess_line(text: str, message: str) -> int | None:
+    """Lark's grammar errors often name a rule/terminal but not the line: find its definition."""
+    for cand in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", message):
+        pat = re.compile(rf"^\s*[?!]?{re.escape(cand)}\b", re.M)
+        hit = pat.search(text)
+        if hit and cand.lower() not in {"rule", "terminal", "using", "an", "the"}:
+            return text.count("\n", 0, hit.start()) + 1
+    return None

@@ -1,0 +1,213 @@
+"""One generation under a grammar: allowed(), advance(), is_complete(), clone(), rollback().
+
+Runtime contract
+----------------
+* ``allowed()`` returns a fresh numpy bool array of shape ``(len(vocab),)``. A grammar token is
+  True iff some continuation after it completes a program (see docs/semantics.md for the lexing
+  rules this is exact under); special tokens are False except EOS, which is True iff
+  ``is_complete()``. Cost: a cache hit is a copy; a miss decides each distinct table outcome
+  of one or two rows once for this parser configuration.
+* ``advance(token_id)`` walks the token's bytes (cost ∝ token length) and raises
+  :class:`~gramask.TokenRejected` — leaving the constraint unchanged — for a token the mask does
+  not allow. After EOS only ``rollback`` is accepted.
+* ``clone()`` is O(steps) list copy of immutable states; ``rollback(n)`` is O(n). Neither
+  re-parses: every step's state is an immutable, shared object.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidPrefixError, TokenRejected
+from .masks import MaskBuilder
+from .parse_state import PState
+
+if TYPE_CHECKING:
+    from ..vocab import Vocabulary
+
+__all__ = ["Constraint", "LexState"]
+
+LexState = tuple[int, int, PState]  # lexer DFA state, indentation carry, parser state
+
+
+class Constraint:
+    """The state of one constrained generation. Create with ``CompiledGrammar.constraint()``."""
+
+    def __init__(
+        self,
+        builder: MaskBuilder,
+        vocab: Vocabulary,
+        prefix: str | bytes = "",
+        *,
+        tab_len: int = 8,
+        _history: list | None = None,
+        _chunks: list | None = None,
+        _finished: bool = False,
+    ) -> None:
+        self._b = builder
+        self._vocab = vocab
+        self._tab = tab_len
+        if _history is not None:
+            self._history = _history
+            self._chunks = _chunks if _chunks is not None else []
+            self._finished = _finished
+            return
+        start: LexState = (0, 0, builder.ctx.root)
+        data = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+        st = self._walk(start, data)
+        if isinstance(st, int):
+            raise InvalidPrefixError("the prefix is not a prefix of any program", position=st)
+        self._prefix = data
+        self._history = [st]
+        self._chunks = []
+        self._finished = False
+
+    # ------------------------------------------------------------------ lexing
+    def _walk(self, st: LexState, data: bytes) -> LexState | int:
+        """Feed bytes; the new state, or the offset of the first byte that cannot fit."""
+        q, carry, p = st
+        b = self._b
+        rows, accept, ignored, ctx, nl_t, tab = (
+            b.trans_rows, b.accept, b.ignored, b.ctx, b.nl_t, self._tab,
+        )
+        for i, byte in enumerate(data):
+            nq = rows[q][byte]
+            if nq < 0:
+                a = accept[q]
+                if a < 0 or q == 0:
+                    return i
+                if a == nl_t:
+                    p2 = ctx.newline(p, carry)
+                elif ignored[a]:
+                    p2 = p
+                else:
+                    p2 = ctx.shift(p, a)
+                if p2 is None:
+                    return i
+                p = p2
+                carry = 0
+                nq = rows[0][byte]
+                if nq < 0:
+                    return i
+            q = nq
+            if byte == 10:
+                carry = 0
+            elif byte == 32:
+                carry += 1
+            elif byte == 9:
+                carry += tab
+        # the lexeme in progress must still be able to end with a terminal the parser takes
+        if q != 0 and not (b.ctx.expects(p) & b.class_bits[b.state_class[q]]):
+            return len(data)
+        return (q, carry, p)
+
+    # ------------------------------------------------------------------ API
+    def allowed(self) -> np.ndarray:
+        """Bool mask over the vocabulary: True where the token keeps a program reachable."""
+        v = len(self._vocab)
+        if self._finished:
+            return np.zeros(v, dtype=bool)
+        q, carry, p = self._history[-1]
+        m = self._b.mask(p, q, carry).copy()
+        eos = self._vocab.eos_token_id
+        if eos is not None and 0 <= eos < v:
+            m[eos] = self._b.complete(p, q, carry)
+        return m
+
+    def is_allowed(self, token_id: int) -> bool:
+        """One token's verdict without building the whole mask."""
+        return self._try(token_id) is not None
+
+    def _try(self, token_id: int) -> LexState | None | bool:
+        if self._finished:
+            return None
+        vocab = self._vocab
+        if token_id == vocab.eos_token_id:
+            q, carry, p = self._history[-1]
+            return True if self._b.complete(p, q, carry) else None
+        if not 0 <= token_id < len(vocab) or vocab.is_special(token_id):
+            return None
+        data = vocab.token_bytes(token_id)
+        if not data:
+            return None
+        st = self._walk(self._history[-1], data)
+        return None if isinstance(st, int) else st
+
+    def advance(self, token_id: int) -> None:
+        """Consume one token.
+
+        Raises
+        ------
+        TokenRejected
+            The token is not allowed here; the constraint is unchanged.
+        """
+        st = self._try(int(token_id))
+        if st is None:
+            raise TokenRejected(
+                f"token {token_id} ({self._describe(token_id)}) is not allowed after "
+                f"{len(self.data)} generated bytes"
+            )
+        if st is True:
+            self._finished = True
+            self._history.append(self._history[-1])
+            self._chunks.append(b"")
+            return
+        self._history.append(st)  # type: ignore[arg-type]
+        self._chunks.append(self._vocab.token_bytes(int(token_id)))
+
+    def is_complete(self) -> bool:
+        """Is prefix + generated text a member of the language?"""
+        q, carry, p = self._history[-1]
+        return self._b.complete(p, q, carry)
+
+    @property
+    def is_finished(self) -> bool:
+        """EOS was advanced."""
+        return self._finished
+
+    def clone(self) -> Constraint:
+        c = Constraint(
+            self._b,
+            self._vocab,
+            tab_len=self._tab,
+            _history=list(self._history),
+            _chunks=list(self._chunks),
+            _finished=self._finished,
+        )
+        c._prefix = self._prefix
+        return c
+
+    def rollback(self, n: int = 1) -> None:
+        """Undo the last ``n`` advanced tokens (EOS included)."""
+        if n < 0 or n > len(self._chunks):
+            raise ValueError(f"cannot roll back {n} tokens: {len(self._chunks)} were advanced")
+        if n:
+            del self._history[-n:]
+            del self._chunks[-n:]
+            self._finished = False
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self._chunks)
+
+    @property
+    def data(self) -> bytes:
+        """Bytes generated so far (prefix excluded)."""
+        return b"".join(self._chunks)
+
+    @property
+    def text(self) -> str:
+        """Text generated so far; a UTF-8 character split by the last token shows as U+FFFD."""
+        return self.data.decode("utf-8", errors="replace")
+
+    def _describe(self, token_id: int) -> str:
+        v = self._vocab
+        if not 0 <= token_id < len(v):
+            return "out of range"
+        if token_id == v.eos_token_id:
+            return "EOS"
+        if v.is_special(token_id):
+            return "special"
+        return repr(v.token_bytes(token_id))

@@ -1,0 +1,161 @@
+"""Per-step masks from the compiled tables: a few table rows, decided node by node.
+
+The mask at lexer state ``q`` and parser state ``p`` is the union of
+  * row ``q``: tokens whose first byte continues the current lexeme, grouped by outcome node;
+    a node is allowed iff the parser accepts its terminals and its final lexeme can still end
+    with a terminal the parser then expects (``expects ∩ winnable``: seed 002's early error);
+  * if the current lexeme can end here: row 0 evaluated after its terminal, restricted to the
+    tokens whose first byte ends the lexeme (the "kill set" of ``q``).
+Node decisions are memoised on the hash-consed parser state and whole masks in an LRU, so a
+configuration met again costs a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from ..compiler.lexer import LexerDFA
+from ..compiler.tables import TokenTables, expand_row
+from .parse_state import ParserContext, PState
+
+__all__ = ["MaskBuilder"]
+
+
+class _Row:
+    __slots__ = ("counts", "nodes", "tokens")
+
+    def __init__(self, nodes: list[int], counts: np.ndarray, tokens: np.ndarray) -> None:
+        self.nodes = nodes
+        self.counts = counts
+        self.tokens = tokens
+
+
+class MaskBuilder:
+    """Shared by every constraint of one compiled grammar (not thread-safe)."""
+
+    ROW_CACHE = 96
+    MASK_CACHE = 256
+
+    def __init__(
+        self, tables: TokenTables, dfa: LexerDFA, ctx: ParserContext, vocab_size: int
+    ) -> None:
+        self.tables = tables
+        self.dfa = dfa
+        self.ctx = ctx
+        self.vocab_size = vocab_size
+        self.num_terminals = dfa.num_terminals
+        self.head = tables.node_head.tolist()
+        self.tail = tables.node_tail.tolist()
+        self.class_bits = [
+            sum(1 << int(t) for t in np.flatnonzero(row)) for row in tables.class_winnable
+        ]
+        self.state_class = tables.state_class.tolist()
+        self.accept = dfa.accept.tolist()
+        self.ignored = dfa.ignored.tolist()
+        self.trans = dfa.trans
+        self.trans_rows = [row.tolist() for row in dfa.trans]
+        self.nl_t = tables.nl_terminal
+        self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
+        self._rows: OrderedDict[int, _Row] = OrderedDict()
+        self._kill: dict[int, np.ndarray] = {}
+        self._masks: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self.first_byte = tables.first_byte.astype(np.int64)
+
+    # ------------------------------------------------------------------ tables
+    def row(self, q: int) -> _Row:
+        r = self._rows.get(q)
+        if r is not None:
+            self._rows.move_to_end(q)
+            return r
+        idx, node = expand_row(self.tables, q)
+        order = np.argsort(node, kind="stable")
+        node_sorted = node[order]
+        uniq, start = np.unique(node_sorted, return_index=True)
+        counts = np.diff(np.append(start, len(node_sorted)))
+        r = _Row(uniq.tolist(), counts, idx[order])
+        self._rows[q] = r
+        if len(self._rows) > self.ROW_CACHE:
+            self._rows.popitem(last=False)
+        return r
+
+    def kill_set(self, q: int) -> np.ndarray:
+        """Tokens whose first byte ends the lexeme in progress at ``q``."""
+        k = self._kill.get(q)
+        if k is None:
+            fb = self.first_byte
+            k = (fb >= 0) & (self.trans[q][np.maximum(fb, 0)] < 0)
+            self._kill[q] = k
+        return k
+
+    # ------------------------------------------------------------------ decisions
+    def node_ok(self, p: PState, n: int, carry: int) -> bool:
+        """Does the parser, at ``p``, accept what a token with outcome ``n`` does?"""
+        h = self.head[n]
+        if h < 0:
+            key: object = n
+        elif h >= self.num_terminals and (h - self.num_terminals) & 1:
+            key = (n, carry)
+        else:
+            key = n
+        memo = p.node_ok
+        r = memo.get(key)
+        if r is not None:
+            return r
+        ctx = self.ctx
+        if h < 0:
+            r = (ctx.expects(p) & self.class_bits[self.tail[n]]) != 0
+        else:
+            if h >= self.num_terminals:
+                v = h - self.num_terminals
+                p2 = ctx.newline(p, (v >> 1) + (carry if v & 1 else 0))
+            else:
+                p2 = ctx.shift(p, h)
+            r = p2 is not None and self.node_ok(p2, self.tail[n], 0)
+        memo[key] = r
+        return r
+
+    def row_tokens(self, p: PState, q: int, carry: int) -> np.ndarray:
+        row = self.row(q)
+        ok = np.fromiter((self.node_ok(p, n, carry) for n in row.nodes), bool, len(row.nodes))
+        if ok.all():
+            return row.tokens
+        return row.tokens[np.repeat(ok, row.counts)]
+
+    def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
+        """Parser state after the lexeme in progress ends here (None if it cannot)."""
+        a = self.accept[q]
+        if q == 0:
+            return p
+        if a < 0:
+            return None
+        if a == self.nl_t:
+            return self.ctx.newline(p, 0 if at_eof else carry)
+        if self.ignored[a]:
+            return p
+        return self.ctx.shift(p, a)
+
+    def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
+        """Allowed grammar tokens (bool, shape (V,)); never includes special tokens. Shared:
+        callers must copy before writing."""
+        ckey = (p, q, carry if self.nl_live is not None and self.nl_live[q] else 0)
+        m = self._masks.get(ckey)
+        if m is not None:
+            self._masks.move_to_end(ckey)
+            return m
+        m = np.zeros(self.vocab_size, dtype=bool)
+        m[self.row_tokens(p, q, carry)] = True
+        if q != 0:
+            p2 = self.lexeme_end(p, q, carry)
+            if p2 is not None:
+                m |= self.mask(p2, 0, 0) & self.kill_set(q)
+        self._masks[ckey] = m
+        if len(self._masks) > self.MASK_CACHE:
+            self._masks.popitem(last=False)
+        return m
+
+    def complete(self, p: PState, q: int, carry: int) -> bool:
+        """Is the text so far a member of the language?"""
+        p2 = self.lexeme_end(p, q, carry, at_eof=True)
+        return p2 is not None and self.ctx.finish(p2)

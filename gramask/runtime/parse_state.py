@@ -1,0 +1,137 @@
+"""Parser state = Earley set + the indentation layer (Python's NEWLINE/INDENT/DEDENT).
+
+The indentation layer is lark's ``PythonIndenter`` made incremental: newlines inside brackets
+are dropped; outside, a newline of width ``w`` is the newline terminal followed by INDENT or
+DEDENTs against the indentation stack. States are hash-consed like Earley sets, so the memo
+tables hanging off them (next state per terminal, accepted table nodes, cached masks) are
+shared by every step that reaches the same configuration.
+"""
+
+from __future__ import annotations
+
+from .earley import Automaton, EarleySet
+
+__all__ = ["ParserContext", "PState"]
+
+_MISSING = object()
+
+
+class PState:
+    __slots__ = ("bol", "depth", "es", "indent", "mask_cache", "next", "node_ok")
+
+    def __init__(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> None:
+        self.es = es
+        self.indent = indent  # indentation stack, innermost last
+        self.depth = depth  # bracket depth
+        self.bol = bol  # the last significant terminal was a newline (or none yet)
+        self.next: dict[int, PState | None] = {}
+        self.node_ok: dict = {}
+        self.mask_cache: dict = {}
+
+
+class ParserContext:
+    """Everything the runtime needs about the parser side, shared by all constraints."""
+
+    MAX_INTERNED = 200_000
+
+    def __init__(
+        self,
+        automaton: Automaton,
+        num_lexer_terminals: int,
+        ignored_bits: int,
+        newline: int = -1,
+        indent: int = -1,
+        dedent: int = -1,
+        open_brackets: tuple[int, ...] = (),
+        close_brackets: tuple[int, ...] = (),
+    ) -> None:
+        self.automaton = automaton
+        self.num_lexer_terminals = num_lexer_terminals
+        self.ignored_bits = ignored_bits
+        self.nl_t = newline
+        self.indent_t = indent
+        self.dedent_t = dedent
+        self.open_brackets = frozenset(open_brackets)
+        self.close_brackets = frozenset(close_brackets)
+        self._interned: dict[tuple, PState] = {}
+        self.root = self.make(automaton.root, (0,), 0, True)
+
+    def make(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> PState:
+        key = (es.uid, indent, depth, bol)
+        p = self._interned.get(key)
+        if p is None:
+            if len(self._interned) >= self.MAX_INTERNED:
+                self._interned.clear()
+            p = self._interned[key] = PState(es, indent, depth, bol)
+        return p
+
+    # ------------------------------------------------------------------ stepping
+    def shift(self, p: PState, terminal: int) -> PState | None:
+        """Feed one (non-newline, non-ignored) lexer terminal."""
+        r = p.next.get(terminal, _MISSING)
+        if r is not _MISSING:
+            return r  # type: ignore[return-value]
+        es = self.automaton.advance(p.es, terminal)
+        if es is None:
+            res = None
+        else:
+            depth = p.depth
+            if terminal in self.open_brackets:
+                depth += 1
+            elif terminal in self.close_brackets:
+                depth = max(0, depth - 1)
+            res = self.make(es, p.indent, depth, False)
+        p.next[terminal] = res
+        return res
+
+    def newline(self, p: PState, width: int) -> PState | None:
+        """Feed a newline lexeme whose last line is indented by ``width``."""
+        if p.depth > 0:
+            return p
+        key = -1 - width
+        r = p.next.get(key, _MISSING)
+        if r is not _MISSING:
+            return r  # type: ignore[return-value]
+        res = self._newline(p, width)
+        p.next[key] = res
+        return res
+
+    def _newline(self, p: PState, width: int) -> PState | None:
+        adv = self.automaton.advance
+        es = adv(p.es, self.nl_t)
+        if es is None:
+            return None
+        indent = p.indent
+        if width > indent[-1]:
+            es = adv(es, self.indent_t)
+            indent = (*indent, width)
+        else:
+            while width < indent[-1]:
+                es = adv(es, self.dedent_t) if es is not None else None
+                indent = indent[:-1]
+            if es is None or width != indent[-1]:
+                return None  # dedent to a level that was never opened
+        return self.make(es, indent, 0, True)
+
+    def expects(self, p: PState) -> int:
+        """Lexer terminals that may come next (bitset), ignored ones included."""
+        bits = p.es.expected | self.ignored_bits
+        if self.nl_t >= 0 and p.depth > 0:
+            bits |= 1 << self.nl_t
+        return bits & ((1 << self.num_lexer_terminals) - 1)
+
+    def finish(self, p: PState) -> bool:
+        """Would the input end here? (closes the last line and every open block)"""
+        if self.nl_t < 0:
+            return p.es.accepts
+        if p.depth > 0:
+            return False
+        if not p.bol:
+            q = self.newline(p, 0)
+            if q is None:
+                return False
+            p = q
+        es: EarleySet | None = p.es
+        for _ in p.indent[1:]:
+            es = self.automaton.advance(es, self.dedent_t) if es is not None else None
+        return es is not None and es.accepts
