@@ -194,7 +194,7 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
         comp.extend(lhs_done)
         comp_indptr[s + 1] = len(comp)
         accepting[s] = (0, 1) in states[s]
-    return ParseTables(
+    pt = ParseTables(
         symbols=tuple(symbols),
         num_terminals=nt_count,
         goto_indptr=goto_indptr,
@@ -206,3 +206,18 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
         accepting=accepting,
         start_state=start,
     )
+    pt._debug_items = (states, rules)  # type: ignore[attr-defined]  # for describe_state
+    return pt
+
+
+def describe_state(pt: ParseTables, s: int) -> list[str]:
+    """The LR(0) items of state ``s`` (only for tables built in this process)."""
+    states, rules = pt._debug_items  # type: ignore[attr-defined]
+    sym = pt.symbols
+    out = []
+    for r, d in sorted(states[s]):
+        lhs, rhs = rules[r]
+        out.append(
+            f"{sym[lhs]} -> {' '.join(sym[x] for x in rhs[:d])} • {' '.join(sym[x] for x in rhs[d:])}"
+        )
+    return out

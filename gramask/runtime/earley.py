@@ -66,6 +66,9 @@ class Automaton:
         self.completed = [tuple(cl[ci[s] : ci[s + 1]]) for s in range(n)]
         self.nonkernel = pt.nonkernel.tolist()
         self.accepting = pt.accepting.tolist()
+        self.live_state = [
+            bool(self.goto_t[s] or self.goto_n[s] or self.accepting[s]) for s in range(n)
+        ]
         self._interned: dict[frozenset, EarleySet] = {}
         self._next_uid = 1  # 0 stands for "this set" in keys
         self.root = self._close([(pt.start_state, None)])
@@ -97,6 +100,11 @@ class Automaton:
                 for t, k in o.waiting.get(a, ()):
                     add(t, k)
 
+        # Items that can neither shift nor wait for a completion have done their work (they
+        # completed above); dropping them makes sets that differ only in finished business
+        # identical, which is what lets hash-consing share states across the text.
+        live = self.live_state
+        items = {k: it for k, it in items.items() if live[k[0]]}
         key = frozenset(items)
         hit = self._interned.get(key)
         if hit is not None:

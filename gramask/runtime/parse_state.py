@@ -104,6 +104,8 @@ class ParserContext:
         indent = p.indent
         if width > indent[-1]:
             es = adv(es, self.indent_t)
+            if es is None:
+                return None
             indent = (*indent, width)
         else:
             while width < indent[-1]:
