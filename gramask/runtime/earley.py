@@ -26,15 +26,33 @@ _MISSING = object()
 class EarleySet:
     """One Earley set; never mutated after construction (``next`` is a memo)."""
 
-    __slots__ = ("__weakref__", "accepts", "expected", "items", "next", "uid", "waiting")
+    __slots__ = ("__weakref__", "_automaton", "_waiting", "accepts", "expected", "items",
+                 "next", "uid")
 
-    def __init__(self, uid: int, items: tuple) -> None:
+    def __init__(self, uid: int, items: tuple, automaton: Automaton) -> None:
         self.uid = uid
         self.items = items  # tuple of (state, origin EarleySet or None = this set)
         self.expected = 0  # bitset of parser terminals some item can shift
         self.accepts = False
-        self.waiting: dict[int, list] = {}  # nonterminal → [(target state, origin)]
+        self._automaton = automaton
+        self._waiting: dict[int, list] | None = None  # built on the first completion into it
         self.next: dict[int, EarleySet | None] = {}
+
+    def waiting_for(self, nonterminal: int) -> list:
+        """[(target state, origin)] of the items here that wait for ``nonterminal``."""
+        w = self._waiting
+        if w is None:
+            w = self._waiting = {}
+            goto_n = self._automaton.goto_n
+            for s, o in self.items:
+                origin = self if o is None else o
+                for sym, tgt in goto_n[s]:
+                    lst = w.get(sym)
+                    if lst is None:
+                        w[sym] = [(tgt, origin)]
+                    else:
+                        lst.append((tgt, origin))
+        return w.get(nonterminal, ())  # type: ignore[return-value]
 
 
 class Automaton:
@@ -79,8 +97,7 @@ class Automaton:
         work: list[tuple] = []
         nonkernel = self.nonkernel
         completed = self.completed
-
-        def add(s: int, o: EarleySet | None) -> None:
+        for s, o in seeds:
             key = (s, o.uid if o is not None else 0)
             if key not in items:
                 items[key] = (s, o)
@@ -88,42 +105,39 @@ class Automaton:
             nk = nonkernel[s]
             if nk >= 0 and (nk, 0) not in items:
                 items[(nk, 0)] = (nk, None)
-                work.append((nk, None))
-
-        for s, o in seeds:
-            add(s, o)
         while work:
             s, o = work.pop()
-            if o is None:
-                continue  # completions at the current position are folded into the automaton
+            # completions at the current position (o is None) are folded into the automaton
             for a in completed[s]:
-                for t, k in o.waiting.get(a, ()):
-                    add(t, k)
+                for t, k in o.waiting_for(a):
+                    key = (t, k.uid)
+                    if key not in items:
+                        items[key] = (t, k)
+                        work.append((t, k))
+                    nk = nonkernel[t]
+                    if nk >= 0 and (nk, 0) not in items:
+                        items[(nk, 0)] = (nk, None)
 
         # Items that can neither shift nor wait for a completion have done their work (they
         # completed above); dropping them makes sets that differ only in finished business
         # identical, which is what lets hash-consing share states across the text.
         live = self.live_state
-        items = {k: it for k, it in items.items() if live[k[0]]}
-        key = frozenset(items)
+        key = frozenset(k for k in items if live[k[0]])
         hit = self._interned.get(key)
         if hit is not None:
             return hit
-        es = EarleySet(self._next_uid, tuple(items.values()))
+        kept = tuple(it for k, it in items.items() if live[k[0]])
+        es = EarleySet(self._next_uid, kept, self)
         self._next_uid += 1
         expected = 0
         accepts = False
-        waiting: dict[int, list] = {}
-        term_bits, goto_n, accepting = self.term_bits, self.goto_n, self.accepting
-        for s, o in es.items:
+        term_bits, accepting = self.term_bits, self.accepting
+        for s, _ in kept:
             expected |= term_bits[s]
-            accepts = accepts or accepting[s]
-            origin = es if o is None else o
-            for sym, tgt in goto_n[s]:
-                waiting.setdefault(sym, []).append((tgt, origin))
+            if accepting[s]:
+                accepts = True
         es.expected = expected
         es.accepts = accepts
-        es.waiting = waiting
         if len(self._interned) >= self.MAX_INTERNED:
             self._interned.clear()  # sharing is an optimisation; live sets stay valid
         self._interned[key] = es

@@ -90,29 +90,34 @@ class MaskBuilder:
         return k
 
     # ------------------------------------------------------------------ decisions
+    def class_ok(self, p: PState) -> list[bool]:
+        """Per winnable class: could the lexeme in progress end with a terminal ``p`` expects?"""
+        r = p.node_ok.get("classes")
+        if r is None:
+            bits = self.ctx.expects(p)
+            r = p.node_ok["classes"] = [(bits & c) != 0 for c in self.class_bits]
+        return r
+
     def node_ok(self, p: PState, n: int, carry: int) -> bool:
         """Does the parser, at ``p``, accept what a token with outcome ``n`` does?"""
         h = self.head[n]
         if h < 0:
-            key: object = n
-        elif h >= self.num_terminals and (h - self.num_terminals) & 1:
-            key = (n, carry)
-        else:
-            key = n
+            return self.class_ok(p)[self.tail[n]]
+        nt = self.num_terminals
+        key: object = (n, carry) if h >= nt and (h - nt) & 1 else n
         memo = p.node_ok
         r = memo.get(key)
         if r is not None:
             return r
-        ctx = self.ctx
-        if h < 0:
-            r = (ctx.expects(p) & self.class_bits[self.tail[n]]) != 0
+        if h < nt:
+            if not (p.es.expected >> h) & 1:
+                memo[key] = False
+                return False
+            p2 = self.ctx.shift(p, h)
         else:
-            if h >= self.num_terminals:
-                v = h - self.num_terminals
-                p2 = ctx.newline(p, (v >> 1) + (carry if v & 1 else 0))
-            else:
-                p2 = ctx.shift(p, h)
-            r = p2 is not None and self.node_ok(p2, self.tail[n], 0)
+            v = h - nt
+            p2 = self.ctx.newline(p, (v >> 1) + (carry if v & 1 else 0))
+        r = p2 is not None and self.node_ok(p2, self.tail[n], 0)
         memo[key] = r
         return r
 
