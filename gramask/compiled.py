@@ -161,8 +161,8 @@ class CompiledGrammar:
         t = self.tables
         v = len(self.vocab)
         s = self.dfa.num_states
-        nnz = int(t.rows.nnz)
-        row_nnz = np.diff(t.rows.indptr)
+        nnz = t.nnz
+        row_nnz = np.diff(t.rows_indptr)
         full_rows = t.row_base < 0
         # per terminal: lexer states where it is live, and table entries in those rows
         per_term = []
@@ -191,8 +191,9 @@ class CompiledGrammar:
             "table_rows": s,
             "rows_stored_whole": int(full_rows.sum()),
             "rows_stored_as_diff": int((~full_rows).sum()),
-            "unique_rows": int(len({bytes(t.rows.indices[a:b]) + bytes(t.rows.data[a:b])
-                                    for a, b in zip(t.rows.indptr[:-1], t.rows.indptr[1:])})),
+            "unique_rows": int(len({
+                (int(t.row_base[q]), bytes(t.rows_indices[a:b]), bytes(t.rows_data[a:b]))
+                for q, (a, b) in enumerate(zip(t.rows_indptr[:-1], t.rows_indptr[1:]))})),
             "nonzeros": nnz,
             "density": nnz / max(1, s * v),
             "outcome_nodes": len(t.node_head),

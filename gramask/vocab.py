@@ -382,14 +382,24 @@ class Vocabulary:
             raise VocabularyError(f"metadata says {meta_size} tokens, the arrays hold {size}")
         blob = data.tobytes()
         off = offsets.tolist()
-        tokens = [blob[off[i] : off[i + 1]] for i in range(size)]
+        tokens = [blob[a:b] for a, b in zip(off[:-1], off[1:])]
         eos = meta.get("eos_token_id")
-        return cls(
-            tokens,
-            special=np.flatnonzero(special).tolist(),
-            eos_token_id=None if eos is None else int(eos),
-            name=str(meta.get("name") or ""),
-        )
+        eos = None if eos is None else _as_id(eos, "eos_token_id")
+        if eos is not None and not 0 <= eos < size:
+            raise VocabularyError(f"eos_token_id {eos} is outside the vocabulary (size {size})")
+        # fast path (artifact loading): the arrays were validated above, skip __init__'s checks
+        obj = cls.__new__(cls)
+        specials = set(np.flatnonzero(special | (np.diff(offsets) == 0)).tolist())
+        if eos is not None:
+            specials.add(eos)
+        obj._tokens = tokens
+        obj.name = str(meta.get("name") or "")
+        obj.eos_token_id = eos
+        obj.special_ids = frozenset(specials)
+        obj._arrays = None
+        obj._fingerprint = None
+        obj._index = None
+        return obj
 
     # -- constructors ---------------------------------------------------------------------
 

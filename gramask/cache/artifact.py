@@ -96,6 +96,8 @@ def read_artifact(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], 
         raise ArtifactError(f"{path}: no such artifact") from None
     except OSError as e:
         raise ArtifactError(f"{path}: cannot read: {e}") from None
+    if not raw.startswith(b"PK"):
+        raise ArtifactError(f"{path}: not a gramask artifact")
     try:
         with np.load(io.BytesIO(raw), allow_pickle=False) as z:
             if "__header__" not in z.files:

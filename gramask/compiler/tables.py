@@ -26,10 +26,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from .lexer import LexerDFA
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["TokenTables", "build_token_tables", "walk_token"]
 
@@ -38,7 +42,10 @@ __all__ = ["TokenTables", "build_token_tables", "walk_token"]
 class TokenTables:
     """The compiled tables (see module docstring)."""
 
-    rows: sp.csr_array  # (S, V) int32: node id + 1 of tokens whose first byte continues q
+    rows_indptr: np.ndarray  # CSR (S, V): node id + 1 of tokens whose first byte continues q
+    rows_indices: np.ndarray
+    rows_data: np.ndarray
+    vocab_size: int
     row_base: np.ndarray  # (S,) int32: -1, or the state whose row this row is a diff against
     node_head: np.ndarray  # (N,) int32: terminal id, NL width code (>= T), or -1 for END
     node_tail: np.ndarray  # (N,) int32: next node, or winnable class for END
@@ -51,12 +58,25 @@ class TokenTables:
     def num_classes(self) -> int:
         return int(self.class_winnable.shape[0])
 
+    @property
+    def nnz(self) -> int:
+        return int(self.rows_indptr[-1])
+
+    @property
+    def rows(self) -> sp.csr_array:
+        """The rows as a scipy sparse array (imports scipy; the runtime does not need it)."""
+        import scipy.sparse as sp
+
+        n = len(self.rows_indptr) - 1
+        return sp.csr_array(
+            (self.rows_data, self.rows_indices, self.rows_indptr), shape=(n, self.vocab_size)
+        )
+
     def arrays(self) -> dict[str, np.ndarray]:
-        r = self.rows
         return {
-            "rows_indptr": r.indptr.astype(np.int64),
-            "rows_indices": r.indices.astype(np.int32),
-            "rows_data": r.data.astype(np.int32),
+            "rows_indptr": self.rows_indptr.astype(np.int64),
+            "rows_indices": self.rows_indices.astype(np.int32),
+            "rows_data": self.rows_data.astype(np.int32),
             "row_base": self.row_base,
             "node_head": self.node_head,
             "node_tail": self.node_tail,
@@ -70,12 +90,14 @@ class TokenTables:
         cls, a: dict[str, np.ndarray], num_states: int, vocab_size: int, num_terminals: int,
         nl_terminal: int,
     ) -> TokenTables:
-        rows = sp.csr_array(
-            (a["rows_data"], a["rows_indices"], a["rows_indptr"]),
-            shape=(num_states, vocab_size),
-        )
+        indptr = np.asarray(a["rows_indptr"], dtype=np.int64)
+        if len(indptr) != num_states + 1:
+            raise ValueError(f"table has {len(indptr) - 1} rows for {num_states} lexer states")
         return cls(
-            rows=rows,
+            rows_indptr=indptr,
+            rows_indices=np.asarray(a["rows_indices"], dtype=np.int32),
+            rows_data=np.asarray(a["rows_data"], dtype=np.int32),
+            vocab_size=vocab_size,
             row_base=np.asarray(a["row_base"], dtype=np.int32),
             node_head=np.asarray(a["node_head"], dtype=np.int32),
             node_tail=np.asarray(a["node_tail"], dtype=np.int32),
@@ -256,6 +278,8 @@ def build_token_tables(
         indptr.append(indptr[-1] + len(idx))
         if progress is not None:
             progress(1)
+    import scipy.sparse as sp
+
     rows = sp.csr_array(
         (
             np.concatenate(all_dat) if all_dat else np.zeros(0, np.int32),
@@ -272,7 +296,10 @@ def build_token_tables(
         [np.arange(n_classes, dtype=np.int32), np.array(interner.tails, dtype=np.int32)]
     )
     return TokenTables(
-        rows=rows,
+        rows_indptr=rows.indptr.astype(np.int64),
+        rows_indices=rows.indices.astype(np.int32),
+        rows_data=rows.data.astype(np.int32),
+        vocab_size=v,
         row_base=row_base,
         node_head=node_head,
         node_tail=node_tail,
@@ -284,6 +311,8 @@ def build_token_tables(
 
 
 def _delta_encode(rows: sp.csr_array, trans: np.ndarray) -> tuple[sp.csr_array, np.ndarray]:
+    import scipy.sparse as sp
+
     """Store a row as its differences from a similar row when that is much smaller.
 
     States whose first byte continues the same byte set (keyword prefixes of NAME, the
@@ -322,14 +351,13 @@ def _delta_encode(rows: sp.csr_array, trans: np.ndarray) -> tuple[sp.csr_array, 
 
 def expand_row(tables: TokenTables, q: int) -> tuple[np.ndarray, np.ndarray]:
     """Row ``q`` as (token ids, node ids), base rows applied."""
-    r = tables.rows
-    lo, hi = r.indptr[q], r.indptr[q + 1]
-    idx, dat = r.indices[lo:hi], r.data[lo:hi]
+    lo, hi = tables.rows_indptr[q], tables.rows_indptr[q + 1]
+    idx, dat = tables.rows_indices[lo:hi], tables.rows_data[lo:hi]
     b = int(tables.row_base[q])
     if b < 0:
         return idx.astype(np.int64), dat.astype(np.int64) - 1
     bidx, bnode = expand_row(tables, b)
-    full = np.zeros(r.shape[1], dtype=np.int64)
+    full = np.zeros(tables.vocab_size, dtype=np.int64)
     full[bidx] = bnode + 1
     full[idx] = dat
     keep = np.flatnonzero(full)

@@ -188,6 +188,23 @@ class Constraint:
             del self._chunks[-n:]
             self._finished = False
 
+    def explain(self) -> dict:
+        """Why the mask is what it is: the lexeme in progress and what the parser expects."""
+        q, _carry, p = self._history[-1]
+        b = self._b
+        names = b.dfa.terminal_names
+        sym = b.ctx.automaton.symbols
+        exp = p.es.expected
+        could = [names[t] for t in range(len(names)) if b.dfa.winnable[q, t]] if q else []
+        return {
+            "lexeme_in_progress": bool(q),
+            "lexeme_could_be": could,
+            "parser_expects": [sym[t] for t in range(b.ctx.automaton.num_terminals)
+                               if (exp >> t) & 1],
+            "bracket_depth": p.depth,
+            "indentation": list(p.indent),
+        }
+
     @property
     def num_tokens(self) -> int:
         return len(self._chunks)

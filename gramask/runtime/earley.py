@@ -66,6 +66,7 @@ class Automaton:
         gi, gs, gt = pt.goto_indptr.tolist(), pt.goto_symbol.tolist(), pt.goto_target.tolist()
         ci, cl = pt.completed_indptr.tolist(), pt.completed_lhs.tolist()
         self.num_terminals = nt
+        self.symbols = pt.symbols
         self.goto_t: list[dict[int, int]] = []  # terminal moves
         self.goto_n: list[tuple[tuple[int, int], ...]] = []  # nonterminal moves
         self.term_bits: list[int] = []

@@ -1,0 +1,264 @@
+"""The ``gramask`` command: compile, inspect, mask, demo.
+
+Errors print one line to stderr (``gramask: error: ...``) and exit 1; usage errors exit 2.
+``-v`` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import GramaskError
+
+__all__ = ["main"]
+
+DEMO_PREFIX = '''def fibonacci(n: int) -> int:
+    """Return the n-th Fibonacci number."""
+    if n < 2:
+        return n
+    return fibonacci(n - 1) + fibonacci('''
+
+
+def _vocab(spec: str):
+    from .vocab import load_vocabulary
+
+    return load_vocabulary(spec)
+
+
+def _default_out(grammar: str, vocab: str) -> Path:
+    g = Path(grammar).stem if grammar.endswith(".lark") else grammar
+    v = Path(vocab).stem if ("/" in vocab or "." in Path(vocab).name) else vocab
+    return Path(f"{g}.{v}.gmask")
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    import gramask
+    from gramask.grammars import load_spec
+
+    grammar = load_spec(args.grammar, args.start)
+    vocab = _vocab(args.vocab)
+    t0 = time.perf_counter()
+    cg = gramask.compile(
+        grammar, vocab, cache=not args.no_cache, cache_dir=args.cache_dir,
+        progress=None if not args.quiet else False,
+    )
+    secs = time.perf_counter() - t0
+    out = Path(args.output) if args.output else _default_out(args.grammar, args.vocab)
+    size = cg.save(out)
+    src = "cache" if cg.info.get("from_cache") else "built"
+    print(
+        f"{out}: {size / 1e6:.2f} MB, {cg.dfa.num_states} lexer states, "
+        f"{cg.tables.nnz} table entries, {len(vocab)} tokens ({src} in {secs:.2f} s)"
+    )
+    return 0
+
+
+def _load(path: str):
+    from .compiled import CompiledGrammar
+
+    return CompiledGrammar.load(path)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    cg = _load(args.artifact)
+    load_s = time.perf_counter() - t0
+    st = cg.stats()
+    st["artifact"] = args.artifact
+    st["bytes_on_disk"] = Path(args.artifact).stat().st_size
+    st["load_seconds"] = round(load_s, 4)
+    if args.json:
+        json.dump(st, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    print(f"artifact          {args.artifact} ({st['bytes_on_disk'] / 1e6:.2f} MB on disk, "
+          f"loaded in {load_s * 1000:.0f} ms)")
+    print(f"grammar           {st['grammar']} (start {st['start']}, {st['rules']} rules, "
+          f"{st['terminals']} terminals)")
+    voc = st["vocabulary"]
+    print(f"vocabulary        {voc.get('name') or '?'}: {st['vocab_size']} tokens, "
+          f"eos {voc.get('eos_token_id')}")
+    print(f"lexer states      {st['lexer_states']}")
+    print(f"parser states     {st['parser_states']}")
+    print(f"table rows        {st['table_rows']} ({st['rows_stored_whole']} whole, "
+          f"{st['rows_stored_as_diff']} as diffs; {st['unique_rows']} unique)")
+    print(f"non-zeros         {st['nonzeros']} (density {st['density']:.4%})")
+    print(f"outcome nodes     {st['outcome_nodes']} ({st['winnable_classes']} end classes)")
+    print(f"array bytes       {st['array_bytes'] / 1e6:.2f} MB")
+    print(f"build             {st['build_seconds']} s at {st['built_at']}, "
+          f"gramask {st['gramask_version']}")
+    if args.terminals:
+        print("\nterminal                 live  accept   entries  pattern")
+        for t in st["per_terminal"]:
+            pat = t["pattern"] if len(t["pattern"]) < 50 else t["pattern"][:47] + "..."
+            ign = " (ignored)" if t["ignored"] else ""
+            print(f"{t['name'][:24]:<24} {t['live_states']:>5} {t['accepting_states']:>7} "
+                  f"{t['table_entries']:>9}  {pat}{ign}")
+    return 0
+
+
+def _read(path: str | None) -> str | None:
+    if path is None:
+        return None
+    return Path(path).read_text(encoding="utf-8")
+
+
+def cmd_mask(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    cg = _load(args.artifact)
+    prefix = _read(args.prefix_file) or ""
+    suffix = _read(args.suffix_file)
+    c = cg.constraint(prefix=prefix, suffix=suffix)
+    t0 = time.perf_counter()
+    m = c.allowed()
+    ms = (time.perf_counter() - t0) * 1000
+    ids = np.flatnonzero(m)
+    v = cg.vocab
+    shown = []
+    for i in ids[: args.top]:
+        shown.append({"id": int(i), "token": v.token_bytes(int(i)).decode("utf-8", "replace"),
+                      "eos": int(i) == v.eos_token_id})
+    why = c.explain()
+    if args.json:
+        json.dump({"allowed": int(len(ids)), "vocab_size": len(v), "complete": c.is_complete(),
+                   "mask_ms": round(ms, 3), **why, "tokens": shown}, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{len(ids)} of {len(v)} tokens allowed ({ms:.1f} ms); complete: {c.is_complete()}")
+    print(f"lexeme in progress: {why['lexeme_in_progress'] or '(none)'}"
+          + (f" — could become {', '.join(why['lexeme_could_be'])}" if why["lexeme_could_be"]
+             else ""))
+    print(f"parser expects: {', '.join(why['parser_expects'])}")
+    for s in shown:
+        print(f"  {s['id']:>7}  {'<EOS>' if s['eos'] else repr(s['token'])}")
+    if len(ids) > args.top:
+        print(f"  ... and {len(ids) - args.top} more")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    import gramask
+    from gramask.grammars import load
+
+    vocab_name = args.vocab
+    print(f"== compiling the bundled Python grammar against the {vocab_name} vocabulary")
+    grammar = load("python")
+    vocab = _vocab(vocab_name)
+    t0 = time.perf_counter()
+    cg = gramask.compile(grammar, vocab, cache=not args.no_cache)
+    print(f"   {'loaded from cache' if cg.info.get('from_cache') else 'compiled'} in "
+          f"{time.perf_counter() - t0:.2f} s")
+    st = cg.stats()
+    print(f"   {st['terminals']} terminals, {st['rules']} rules, {st['lexer_states']} lexer "
+          f"states, {st['nonzeros']} table entries ({st['density']:.3%} dense), "
+          f"{st['array_bytes'] / 1e6:.1f} MB of arrays")
+    print("\n== a constrained completion, step by step (a random model, masked)")
+    print("--- prefix ---")
+    print(DEMO_PREFIX + "|")
+    c = cg.constraint(prefix=DEMO_PREFIX)
+    rng = np.random.default_rng(args.seed)
+    for step in range(args.steps):
+        t1 = time.perf_counter()
+        m = c.allowed()
+        ms = (time.perf_counter() - t1) * 1000
+        ids = np.flatnonzero(m)
+        # a toy model: prefer short tokens so the demo reaches a complete program
+        lengths = np.array([len(vocab.token_bytes(int(i))) or 1 for i in ids], dtype=float)
+        p = np.exp(-lengths)
+        if vocab.eos_token_id in set(ids.tolist()):
+            p[ids == vocab.eos_token_id] = p.sum()  # the model would like to stop
+        tok = int(rng.choice(ids, p=p / p.sum()))
+        shown = "<EOS>" if tok == vocab.eos_token_id else repr(vocab.token_bytes(tok).decode(
+            "utf-8", "replace"))
+        print(f"step {step:2d}: {len(ids):6d} allowed ({ms:5.1f} ms), "
+              f"complete={c.is_complete()!s:5}  → {shown}")
+        c.advance(tok)
+        if c.is_finished:
+            break
+    print("--- completed program ---")
+    print(DEMO_PREFIX + c.text)
+    import ast
+
+    try:
+        ast.parse(DEMO_PREFIX + c.text)
+        print("--- ast.parse: OK")
+    except SyntaxError as e:  # pragma: no cover - would be a bug
+        print(f"--- ast.parse: {e}")
+    print("\nFill-in-the-middle (suffix=...) and budgets (max_tokens=...) are not built yet.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="count", default=0,
+                        help="show tracebacks on errors")
+    p = argparse.ArgumentParser(
+        prog="gramask", description="Compile grammars into token-mask tables and use them.",
+        parents=[common],
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", parents=[common], help="compile a grammar against a vocabulary")
+    c.add_argument("grammar", help="bundled grammar name or path to a .lark file")
+    c.add_argument("--vocab", required=True, help="bundled vocabulary name or tokenizer file")
+    c.add_argument("-o", "--output", help="artifact path (default GRAMMAR.VOCAB.gmask)")
+    c.add_argument("--start", help="start rule (default: the bundled grammar's, else 'start')")
+    c.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    c.add_argument("--cache-dir", help="cache directory (default $GRAMASK_CACHE_DIR or "
+                   "~/.cache/gramask)")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    c.set_defaults(func=cmd_compile)
+
+    i = sub.add_parser("inspect", parents=[common], help="what a compiled artifact holds")
+    i.add_argument("artifact")
+    i.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    i.add_argument("--terminals", action="store_true", help="per-terminal breakdown")
+    i.set_defaults(func=cmd_inspect)
+
+    m = sub.add_parser("mask", parents=[common], help="which tokens are allowed after a prefix")
+    m.add_argument("artifact")
+    m.add_argument("--prefix-file", required=True)
+    m.add_argument("--suffix-file")
+    m.add_argument("--top", type=int, default=20)
+    m.add_argument("--json", action="store_true")
+    m.set_defaults(func=cmd_mask)
+
+    d = sub.add_parser("demo", parents=[common], help="compile Python × a real vocabulary and "
+                       "show a masked completion")
+    d.add_argument("--vocab", default="deepseek-v4")
+    d.add_argument("--steps", type=int, default=40)
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--no-cache", action="store_true")
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (GramaskError, OSError, ValueError, NotImplementedError, KeyError) as e:
+        if args.verbose:
+            raise
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"gramask: error: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # pragma: no cover
+        return 130
+
+
+def _entry() -> None:  # pragma: no cover
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

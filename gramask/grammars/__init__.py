@@ -1,0 +1,92 @@
+"""Bundled Lark grammars (``*.lark`` files shipped inside this package).
+
+Every bundled grammar satisfies gramask's lexer contract: each terminal is a plain regular
+language (no lookaround, no backreference), terminals lex correctly with a greedy
+all-terminals-at-once lexer (priority, then string literal over regex), the start rule is
+named ``start``, and the grammar loads with ``Lark(text, parser="lalr", lexer="basic")``
+without conflicts. ``tests/test_grammar_bundled.py`` checks all of this.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from importlib import resources
+
+__all__ = ["load", "load_spec", "names", "path", "start_rule", "text"]
+
+_SUFFIX = ".lark"
+
+
+def _files():  # importlib.resources Traversable for this package
+    return resources.files(__name__)
+
+
+def names() -> list[str]:
+    """The bundled grammar names (``.lark`` files in this package), sorted."""
+    return sorted(
+        entry.name[: -len(_SUFFIX)]
+        for entry in _files().iterdir()
+        if entry.name.endswith(_SUFFIX) and entry.is_file()
+    )
+
+
+def _check(name: str) -> str:
+    known = names()
+    if not isinstance(name, str) or name not in known:
+        raise ValueError(f"unknown bundled grammar {name!r}; known grammars: {', '.join(known)}")
+    return name
+
+
+def path(name: str) -> pathlib.Path:
+    """Filesystem path of bundled grammar ``name`` (e.g. ``"json"``)."""
+    return pathlib.Path(str(_files().joinpath(_check(name) + _SUFFIX)))
+
+
+def text(name: str) -> str:
+    """Source text of bundled grammar ``name``."""
+    return _files().joinpath(_check(name) + _SUFFIX).read_text(encoding="utf-8")
+
+
+# Start rule of each bundled grammar whose start rule is not ``start``.
+_START = {"python": "file_input"}
+
+
+def start_rule(name: str) -> str:
+    """The start rule of bundled grammar ``name``."""
+    return _START.get(_check(name), "start")
+
+
+def load(name: str, start: str | None = None):  # -> gramask.Grammar (lazy import keeps lark out)
+    """Bundled grammar ``name`` as a :class:`gramask.Grammar`.
+
+    Raises
+    ------
+    ValueError
+        Unknown name; the message lists the bundled grammars.
+    """
+    from ..grammar import Grammar
+
+    return Grammar.from_lark(
+        text(name), start=start or start_rule(name), source=f"{name}.lark"
+    )
+
+
+def load_spec(spec: str, start: str | None = None):
+    """A bundled grammar name, or a path to a ``.lark`` file (imports resolve beside it)."""
+    import os
+
+    from ..grammar import Grammar
+
+    if spec in names() and not os.path.exists(spec):
+        return load(spec, start)
+    p = pathlib.Path(spec)
+    if not p.exists():
+        raise ValueError(
+            f"grammar {spec!r} is neither a bundled grammar ({', '.join(names())}) nor a file"
+        )
+    return Grammar.from_lark(
+        p.read_text(encoding="utf-8"),
+        start=start or "start",
+        import_paths=[str(p.parent)],
+        source=str(p),
+    )
