@@ -201,8 +201,10 @@ def apply_token_bitmask_inplace(
 
     Notes
     -----
-    Pure torch, vectorised: the words are viewed as bytes (little-endian, like every CUDA and
-    x86/ARM host) and unpacked with one shift-and-test against ``1 << arange(8)``.
+    Pure torch and branch-free, the same operations on every device: the words are unpacked
+    with ``bitmask.unsqueeze(-1) << (31 - arange(32))`` into float32 ``+inf``/``-inf`` bit
+    patterns and the logits become ``minimum(logits, that)``. On the CPU rows go a few at a
+    time so the temporaries stay in cache. A NaN logit stays NaN.
 
     Raises
     ------
@@ -245,42 +247,71 @@ def apply_token_bitmask_inplace(
         _mask_rows(logits, bitmask, width, words)
         return
 
+    limit = min(batch, bitmask.shape[0])
     if isinstance(indices, torch.Tensor):
+        # Not range-checked: that would synchronise with the device (torch raises on the CPU).
         idx = indices.to(device=logits.device, dtype=torch.long).flatten()
-        bad = idx.numel() and (
-            bool((idx < 0).any()) or bool((idx >= min(batch, bitmask.shape[0])).any())
-        )
     else:
         ids = [int(i) for i in indices]
-        bad = any(not 0 <= i < min(batch, bitmask.shape[0]) for i in ids)
+        bad = [i for i in ids if not 0 <= i < limit]
+        if bad:
+            raise ValueError(f"indices: expected values in [0, {limit}), got {bad[0]}")
         idx = torch.tensor(ids, dtype=torch.long, device=logits.device)
-    if bad:
-        raise ValueError(
-            f"indices: expected values in [0, {min(batch, bitmask.shape[0])}), got "
-            f"{idx.tolist()}"
-        )
-    if idx.numel() == 0:
-        return
-    sub = logits.index_select(0, idx)
-    _mask_rows(sub, bitmask.index_select(0, idx), width, words)
-    logits.index_copy_(0, idx, sub)
+    n = idx.numel()
+    step = _chunk_rows(logits.device, min(width, 32 * words), n)
+    for i in range(0, n, step):
+        part = idx[i : i + step]
+        sub = logits.index_select(0, part)
+        _mask_rows(sub, bitmask.index_select(0, part), width, words)
+        logits.index_copy_(0, part, sub)
+
+
+# Bit patterns of float32 +inf and -inf, as int32.
+_POS_INF_BITS = 0x7F800000
+_SIGN_BIT = -(1 << 31)
+# On the CPU, rows are masked a few at a time so the (rows, 32 * words) temporaries stay in
+# cache: about 4x faster than one pass at 64 x 151k. Elsewhere one pass (one set of kernels).
+_CPU_CHUNK_TOKENS = 1 << 19
+
+
+def _chunk_rows(device: torch.device, tokens_per_row: int, rows: int) -> int:
+    if device.type != "cpu":
+        return max(rows, 1)
+    return max(1, _CPU_CHUNK_TOKENS // max(tokens_per_row, 1))
+
+
+def _bias(bitmask: torch.Tensor, covered: int) -> torch.Tensor:
+    """float32 (rows, covered): +inf where the bit is set, -inf where it is clear.
+
+    Bit j of each word is shifted into the sign position, the other bits are dropped, and the
+    result is OR-ed with the bits of +inf: sign clear gives +inf, sign set gives -inf. Working on
+    the inverted words makes "allowed" the clear sign. All int32 ops, reinterpreted as float32.
+    """
+    words = (covered + 31) // 32
+    shifts = 31 - torch.arange(32, dtype=torch.int32, device=bitmask.device)
+    inv = torch.bitwise_not(bitmask[:, :words]).unsqueeze(-1)  # (rows, words, 1)
+    bits = torch.bitwise_left_shift(inv, shifts)  # (rows, words, 32)
+    bits.bitwise_and_(_SIGN_BIT).bitwise_or_(_POS_INF_BITS)
+    return bits.view(bitmask.shape[0], 32 * words).view(torch.float32)[:, :covered]
 
 
 def _mask_rows(logits: torch.Tensor, bitmask: torch.Tensor, width: int, words: int) -> None:
-    """Core kernel: ``logits`` and ``bitmask`` have the same number of rows."""
+    """Core kernel: ``logits`` and ``bitmask`` have the same number of rows.
+
+    ``logits = minimum(logits, bias)`` with ``bias`` = +inf (allowed) or -inf (disallowed):
+    branch-free, unlike ``masked_fill_``, whose CPU kernel is a data-dependent scalar loop.
+    A NaN logit stays NaN.
+    """
     covered = min(width, 32 * words)
+    rows = logits.shape[0]
     if covered:
-        if _LITTLE or bitmask.device.type != "cpu":
-            # bytes of a little-endian int32 word are bits 0-7, 8-15, ...: test 8 bits per byte
-            nbytes = (covered + 7) // 8
-            as_bytes = bitmask.contiguous().view(torch.uint8)[:, :nbytes]  # (B, nbytes)
-            bits = torch.tensor([1, 2, 4, 8, 16, 32, 64, 128], dtype=torch.uint8,
-                                device=bitmask.device)
-            disallowed = (as_bytes.unsqueeze(-1) & bits).eq(0).view(-1, nbytes * 8)
-        else:  # big-endian host CPU: shift whole words
-            shifts = torch.arange(32, dtype=torch.int32, device=bitmask.device)
-            disallowed = ((bitmask.unsqueeze(-1) >> shifts) & 1).eq(0).view(-1, 32 * words)
-        logits[:, :covered].masked_fill_(disallowed[:, :covered], float("-inf"))
+        step = _chunk_rows(logits.device, covered, rows)
+        for i in range(0, rows, step):
+            part = logits[i : i + step, :covered]
+            bias = _bias(bitmask[i : i + step], covered)
+            if part.dtype != torch.float32:
+                bias = bias.to(part.dtype)  # +-inf convert exactly to every float dtype
+            torch.minimum(part, bias, out=part)
     if width > covered:
         logits[:, covered:] = float("-inf")
 

@@ -66,8 +66,9 @@ class Constraint:
 
     # ------------------------------------------------------------------ lexing
     def _walk(self, st: LexState, data: bytes) -> LexState | int:
-        """Feed bytes; the new state, or the offset of the first byte that cannot fit."""
+        """Feed bytes; the new state, or the offset where the offending lexeme starts."""
         q, carry, p = st
+        lex_start = 0
         b = self._b
         rows, accept, ignored, ctx, nl_t, tab = (
             b.trans_rows, b.accept, b.ignored, b.ctx, b.nl_t, self._tab,
@@ -77,7 +78,7 @@ class Constraint:
             if nq < 0:
                 a = accept[q]
                 if a < 0 or q == 0:
-                    return i
+                    return i  # no lexeme can take this byte
                 if a == nl_t:
                     p2 = ctx.newline(p, carry)
                 elif ignored[a]:
@@ -85,9 +86,10 @@ class Constraint:
                 else:
                     p2 = ctx.shift(p, a)
                 if p2 is None:
-                    return i
+                    return lex_start
                 p = p2
                 carry = 0
+                lex_start = i
                 nq = rows[0][byte]
                 if nq < 0:
                     return i
@@ -100,7 +102,7 @@ class Constraint:
                 carry += tab
         # the lexeme in progress must still be able to end with a terminal the parser takes
         if q != 0 and not (b.ctx.expects(p) & b.class_bits[b.state_class[q]]):
-            return len(data)
+            return lex_start
         return (q, carry, p)
 
     # ------------------------------------------------------------------ API

@@ -1,0 +1,1 @@
+"""Adapters from gramask constraints to inference frameworks (each imports its framework)."""

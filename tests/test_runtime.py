@@ -1,0 +1,322 @@
+"""Constraint behaviour: exact masks against oracles, EOS, clone/rollback, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import lark
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gramask
+from gramask.grammar import Grammar
+
+from .conftest import compiled, hf_tokenizer
+
+# --------------------------------------------------------------------------- tiny grammars
+
+PARENS = r"""
+start: item*
+item: "(" item* ")" | NAME | NUMBER
+NAME: /[a-z]+/
+NUMBER: /[0-9]+/
+%ignore " "
+"""
+PARENS_TOKENS = ["(", ")", "((", "))", "()", ")(", "a", "ab", "b", "1", "12", "a1", "1a", " ",
+                 " (", ") ", "a)", "(a", "x y", ")))"]
+
+
+def _tiny(grammar_text: str, tokens: list[str], start: str = "start"):
+    vocab = gramask.Vocabulary.from_tokens([*tokens, "</s>"], eos_token_id=len(tokens))
+    g = Grammar.from_lark(grammar_text, start=start)
+    return gramask.compile(g, vocab, cache=False), vocab
+
+
+def check(grammar_text, tokens, passing, failing, start="start"):
+    """Each passing sequence of token texts is allowed step by step and complete at the end;
+    each failing one is rejected at some step or incomplete at the end."""
+    cg, vocab = _tiny(grammar_text, tokens, start)
+    ids = {t: i for i, t in enumerate(tokens)}
+    for seq in passing:
+        c = cg.constraint()
+        for t in seq:
+            assert c.allowed()[ids[t]], (seq, t)
+            c.advance(ids[t])
+        assert c.is_complete(), seq
+        assert c.allowed()[vocab.eos_token_id]
+    for seq in failing:
+        c = cg.constraint()
+        ok = True
+        for t in seq:
+            if not c.allowed()[ids[t]]:
+                with pytest.raises(gramask.TokenRejected):
+                    c.advance(ids[t])
+                ok = False
+                break
+            c.advance(ids[t])
+        if ok:
+            assert not c.is_complete(), seq
+            assert not c.allowed()[vocab.eos_token_id]
+
+
+def test_check_parens():
+    check(
+        PARENS,
+        PARENS_TOKENS,
+        passing=[[], ["(", ")"], ["((", "a", "))"], ["a", " ", "b"], ["(a", ")", " (", "1", ")"],
+                 ["a1"], ["1a"], ["a", "b"]],
+        failing=[[")"], ["(", "(", ")"], ["((", ")))"], ["(a"]],  # last: valid prefix, incomplete
+    )
+
+
+def test_maximal_munch_keywords_and_operators():
+    grammar = r"""
+    start: stmt*
+    stmt: "if" NAME ":" | NAME "=" NAME | NAME "==" NAME
+    NAME: /[a-z]+/
+    %ignore " "
+    """
+    tokens = ["if", "iffy", " ", "x", ":", "=", "==", "i", "f", "fy", "=="]
+    check(
+        grammar,
+        tokens,
+        passing=[["if", " ", "x", ":"], ["iffy", "=", "x"], ["i", "f", "fy", "==", "x"],
+                 ["x", "=", "=", "x"]],  # "=" "=" lexes as "==" (greedy), so x == x
+        failing=[["if", "=", "x"],  # "if" is a keyword, not a NAME
+                 ["i", "f", ":"]],
+    )
+
+
+# --------------------------------------------------------------------------- oracle: lark
+
+_PARENS_LARK = lark.Lark(PARENS, parser="lalr", lexer="basic")
+
+
+def _lark_accepts(text: str) -> bool:
+    try:
+        _PARENS_LARK.parse(text)
+        return True
+    except lark.exceptions.LarkError:
+        return False
+
+
+def _viable(text: str) -> bool:
+    """Every viable prefix of PARENS completes by closing brackets (after a space if needed)."""
+    return any(_lark_accepts(text + sep + ")" * k) for k in range(12) for sep in ("", " "))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, len(PARENS_TOKENS) - 1), max_size=10), st.randoms())
+def test_parens_masks_equal_oracle(choices, rnd):
+    cg, vocab = _tiny(PARENS, PARENS_TOKENS)
+    c = cg.constraint()
+    text = ""
+    for choice in choices:
+        m = c.allowed()
+        want = np.array([_viable(text + t) for t in PARENS_TOKENS] + [_lark_accepts(text)])
+        assert (m == want).all(), (text, np.flatnonzero(m != want))
+        allowed = np.flatnonzero(m[:-1])
+        if not allowed.size:
+            break
+        t = int(allowed[choice % len(allowed)]) if rnd.random() < 0.9 else choice
+        if not m[t]:
+            with pytest.raises(gramask.TokenRejected):
+                c.advance(t)
+            continue
+        c.advance(t)
+        text += PARENS_TOKENS[t]
+        assert c.text == text
+
+
+# --------------------------------------------------------------------------- clone/rollback
+
+
+def test_clone_and_rollback_restore_masks():
+    cg, vocab = _tiny(PARENS, PARENS_TOKENS)
+    c = cg.constraint()
+    seq = [0, 6, 1, 14, 0, 9]
+    masks = [c.allowed()]
+    for t in seq:
+        c.advance(t)
+        masks.append(c.allowed())
+    d = c.clone()
+    d.advance(1)
+    assert d.num_tokens == c.num_tokens + 1
+    assert (c.allowed() == masks[-1]).all()  # the clone is independent
+    for k in range(1, len(seq) + 1):
+        c.rollback(1)
+        assert (c.allowed() == masks[-1 - k]).all()
+    assert c.text == ""
+    with pytest.raises(ValueError):
+        c.rollback(1)
+
+
+def test_rejected_token_leaves_constraint_unchanged():
+    cg, vocab = _tiny(PARENS, PARENS_TOKENS)
+    c = cg.constraint("(")
+    before = c.allowed()
+    with pytest.raises(gramask.TokenRejected):
+        c.advance(PARENS_TOKENS.index(")))"))
+    with pytest.raises(gramask.TokenRejected):
+        c.advance(len(vocab) + 5)
+    with pytest.raises(gramask.TokenRejected):
+        c.advance(vocab.eos_token_id)  # not complete yet
+    assert (c.allowed() == before).all()
+    assert c.num_tokens == 0
+
+
+def test_eos_finishes_and_rollback_reopens():
+    cg, vocab = _tiny(PARENS, PARENS_TOKENS)
+    c = cg.constraint()
+    c.advance(PARENS_TOKENS.index("()"))
+    assert c.allowed()[vocab.eos_token_id]
+    c.advance(vocab.eos_token_id)
+    assert c.is_finished and not c.allowed().any()
+    c.rollback(1)
+    assert not c.is_finished and c.allowed()[vocab.eos_token_id]
+
+
+def test_invalid_prefix_names_position():
+    cg, _ = _tiny(PARENS, PARENS_TOKENS)
+    with pytest.raises(gramask.InvalidPrefixError) as e:
+        cg.constraint("(a))b")
+    assert e.value.position == 3  # the second ")"
+
+
+def test_suffix_and_budget_say_not_implemented():
+    cg, _ = _tiny(PARENS, PARENS_TOKENS)
+    with pytest.raises(NotImplementedError, match="fill-in-the-middle"):
+        cg.constraint("", suffix=")")
+    with pytest.raises(NotImplementedError, match="budget"):
+        cg.constraint("", max_tokens=3)
+
+
+# --------------------------------------------------------------------------- JSON, real vocab
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False,
+                                                                       allow_infinity=False)
+    | st.text(max_size=12),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids,
+                                                               max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(json_values, st.sampled_from([None, 2]), st.booleans())
+def test_json_documents_forced_token_by_token(value, indent, ensure_ascii):
+    cg = compiled("json", "gpt2")
+    vocab = cg.vocab
+    doc = json.dumps(value, indent=indent, ensure_ascii=ensure_ascii)
+    c = cg.constraint()
+    for t in hf_tokenizer("gpt2")(doc):
+        assert c.allowed()[t], (doc, c.text, vocab.token_bytes(t))
+        c.advance(t)
+    assert c.is_complete() and c.allowed()[vocab.eos_token_id]
+    assert c.text == doc
+
+
+def test_json_random_walks_are_sound():
+    cg = compiled("json", "gpt2")
+    vocab = cg.vocab
+    rng = np.random.default_rng(0)
+    lengths = np.array([len(vocab.token_bytes(i)) for i in range(len(vocab))], dtype=float)
+    completes = 0
+    for _ in range(15):
+        c = cg.constraint()
+        for _step in range(40):
+            m = c.allowed()
+            ids = np.flatnonzero(m)
+            p = np.exp(-lengths[ids])
+            p[ids == vocab.eos_token_id] = p.sum()  # stop as soon as it may
+            t = int(rng.choice(ids, p=p / p.sum()))
+            if t == vocab.eos_token_id:
+                json.loads(c.text)  # sound: EOS only when the text is complete JSON
+                completes += 1
+                break
+            c.advance(t)
+            if c.is_complete():
+                json.loads(c.text)
+    assert completes >= 1
+
+
+# --------------------------------------------------------------------------- Python, real vocab
+
+PY_SNIPPETS = [
+    "import os\n\n\ndef f(x, *args, y=1, **kw):\n    return [i ** 2 for i in range(x) if i]\n",
+    "class A(B, metaclass=M):\n    '''doc'''\n\n    @property\n    def x(self) -> int:\n"
+    "        if (n := len(self)) > 2:\n            return n\n        return -1\n",
+    "async def g():\n    async with a as b, c:\n        await b\n    x = {**d, 'k': f'{v!r}'}\n",
+    "try:\n\tpass\nexcept* ValueError as e:\n\traise\nfinally:\n\tprint(1, sep='')\n",
+    "match command.split():\n    case [action, *rest] if action:\n        pass\n"
+    "    case {'x': 1, **kw}:\n        pass\n    case _:\n        pass\n",
+    "x = (1 +\n     2)  # comment\ny = [\n    1,\n    2,\n]\nprint(x, y)",
+    "if a:\n    if b:\n        pass\n# trailing comment at column 0\n    else:\n        pass\n",
+]
+
+
+@pytest.mark.parametrize("vocab", ["deepseek-v4", "qwen2"])
+@pytest.mark.parametrize("src", PY_SNIPPETS, ids=range(len(PY_SNIPPETS)))
+def test_python_snippets_forced_with_real_vocab(vocab, src):
+    import ast
+
+    ast.parse(src)
+    cg = compiled("python", vocab)
+    c = cg.constraint()
+    for t in hf_tokenizer(vocab)(src):
+        assert c.allowed()[t], (c.text, cg.vocab.token_bytes(t))
+        c.advance(t)
+    assert c.is_complete(), c.text
+    assert c.allowed()[cg.vocab.eos_token_id]
+
+
+@pytest.mark.parametrize(
+    ("bad", "position"),
+    [("def f(:\n", 6), ("x = = 1\n", 4), ("if x:\npass\n", 6), ("return )\n", 7),
+     ("def if(): pass\n", 4), ("x = 1\n    y = 2\n", 5)],
+)
+def test_python_invalid_prefixes_raise_with_position(bad, position):
+    cg = compiled("python", "deepseek-v4")
+    with pytest.raises(gramask.InvalidPrefixError) as e:
+        cg.constraint(bad)
+    assert e.value.position == position
+
+
+def test_python_eos_only_when_complete():
+    cg = compiled("python", "deepseek-v4")
+    eos = cg.vocab.eos_token_id
+    for prefix, complete in [("x = 1", True), ("x = (1,", False), ("def f():", False),
+                             ("def f():\n    pass", True), ("if x:\n    y\nelse", False),
+                             ("'''doc", False), ("# just a comment", True), ("", True)]:
+        c = cg.constraint(prefix)
+        assert c.is_complete() == complete, prefix
+        assert c.allowed()[eos] == complete, prefix
+
+
+# --------------------------------------------------------------------------- layering
+
+
+def test_runtime_imports_neither_lark_nor_torch_nor_scipy(tmp_path):
+    cg, _ = _tiny(PARENS, PARENS_TOKENS)
+    path = tmp_path / "p.gmask"
+    cg.save(path)
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import gramask
+        cg = gramask.CompiledGrammar.load({str(path)!r})
+        c = cg.constraint("(a")
+        c.allowed(); c.advance(1)
+        bad = [m for m in ("lark", "torch", "scipy", "interegular", "transformers")
+               if m in sys.modules]
+        print(",".join(bad))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
