@@ -24,12 +24,30 @@ __all__ = ["MaskBuilder"]
 
 
 class _Row:
-    __slots__ = ("counts", "nodes", "tokens")
+    """Row ``q`` prepared for evaluation: tokens sorted by outcome node; the nodes split into
+    END nodes (decided by one vector lookup) and CONS nodes grouped by their first terminal
+    (a group whose terminal the parser does not expect is skipped whole)."""
 
-    def __init__(self, nodes: list[int], counts: np.ndarray, tokens: np.ndarray) -> None:
-        self.nodes = nodes
+    __slots__ = ("counts", "end_cls", "end_pos", "groups", "n", "tokens")
+
+    def __init__(self, nodes: np.ndarray, counts: np.ndarray, tokens: np.ndarray,
+                 head: np.ndarray, tail: np.ndarray) -> None:
+        self.n = len(nodes)
         self.counts = counts
         self.tokens = tokens
+        h, t = head[nodes], tail[nodes]
+        end = h < 0
+        self.end_pos = np.flatnonzero(end)
+        self.end_cls = t[end]
+        cons = np.flatnonzero(~end)
+        order = cons[np.argsort(h[cons], kind="stable")]
+        hs = h[order]
+        cut = np.flatnonzero(np.diff(hs)) + 1
+        self.groups = [
+            (int(hh[0]), pp, t[pp].tolist())
+            for hh, pp in zip(np.split(hs, cut), np.split(order, cut))
+            if len(pp)
+        ]
 
 
 class MaskBuilder:
@@ -48,6 +66,8 @@ class MaskBuilder:
         self.num_terminals = dfa.num_terminals
         self.head = tables.node_head.tolist()
         self.tail = tables.node_tail.tolist()
+        self.head_arr = tables.node_head.astype(np.int64)
+        self.tail_arr = tables.node_tail.astype(np.int64)
         self.class_bits = [
             sum(1 << int(t) for t in np.flatnonzero(row)) for row in tables.class_winnable
         ]
@@ -74,7 +94,7 @@ class MaskBuilder:
         node_sorted = node[order]
         uniq, start = np.unique(node_sorted, return_index=True)
         counts = np.diff(np.append(start, len(node_sorted)))
-        r = _Row(uniq.tolist(), counts, idx[order])
+        r = _Row(uniq, counts, idx[order], self.head_arr, self.tail_arr)
         self._rows[q] = r
         if len(self._rows) > self.ROW_CACHE:
             self._rows.popitem(last=False)
@@ -123,7 +143,23 @@ class MaskBuilder:
 
     def row_tokens(self, p: PState, q: int, carry: int) -> np.ndarray:
         row = self.row(q)
-        ok = np.fromiter((self.node_ok(p, n, carry) for n in row.nodes), bool, len(row.nodes))
+        ok = np.zeros(row.n, dtype=bool)
+        if row.end_pos.size:
+            ok[row.end_pos] = np.array(self.class_ok(p), dtype=bool)[row.end_cls]
+        expected = p.es.expected
+        nt = self.num_terminals
+        node_ok = self.node_ok
+        for h, pos, tails in row.groups:
+            if h < nt:
+                if not (expected >> h) & 1:
+                    continue
+                p2 = self.ctx.shift(p, h)
+            else:
+                v = h - nt
+                p2 = self.ctx.newline(p, (v >> 1) + (carry if v & 1 else 0))
+            if p2 is None:
+                continue
+            ok[pos] = [node_ok(p2, t, 0) for t in tails]
         if ok.all():
             return row.tokens
         return row.tokens[np.repeat(ok, row.counts)]
