@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,12 +47,11 @@ __all__ = [
     "unpack_bitmask_numpy",
 ]
 
+if TYPE_CHECKING:
+    from .runtime.constraint import Constraint
+
 BITMASK_DTYPE = torch.int32
 _LITTLE = sys.byteorder == "little"
-
-
-class _HasAllowed(Protocol):  # a Constraint, or anything with the same allowed()
-    def allowed(self) -> np.ndarray: ...
 
 
 # ---------------------------------------------------------------------------------------- shape
@@ -89,7 +88,7 @@ def allocate_token_bitmask(
 
 # ----------------------------------------------------------------------------------------- fill
 def fill_next_token_bitmask(
-    constraints: Sequence[_HasAllowed | None],
+    constraints: Sequence[Constraint | None],
     bitmask: torch.Tensor,
     indices: Sequence[int] | None = None,
 ) -> None:

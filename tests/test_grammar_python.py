@@ -133,23 +133,19 @@ def test_keywords_are_string_terminals_and_win_over_name(greedy):
     assert not greedy.ambiguous, f"lexemes with two equally ranked winners: {greedy.ambiguous}"
 
 
-def test_lalr1_without_conflicts():
+def test_lalr1_without_conflicts_and_loads_from_the_package():
     """lark resolves shift/reduce conflicts silently (as shift); strict mode turns them, and
-    regex collisions between terminals, into errors."""
-    for start in ("file_input", "single_input", "eval_input"):
-        Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="basic",
-             postlex=PythonIndenter(), start=start, strict=True)
-
-
-def test_loads_as_documented_and_from_the_package():
-    kwargs = dict(parser="lalr", lexer="basic", postlex=PythonIndenter(), start="file_input")
-    p = Lark(GRAMMAR.read_text(encoding="utf-8"), **kwargs)
-    assert p.parse("x = 1\n") is not None
-    p = Lark.open_from_package("gramask", "python.lark", ("grammars",), **kwargs)
-    assert p.parse("match = 1\n") is not None
-    # `start` is file_input also for loaders that use lark's default start symbol
-    assert Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="basic",
-                postlex=PythonIndenter()).parse("pass\n") is not None
+    regex collisions between terminals, into errors.  Loaded the way a package user would,
+    for every start symbol (`start` is `file_input`, for loaders using lark's default)."""
+    p = Lark.open_from_package(
+        "gramask", "python.lark", ("grammars",), parser="lalr", lexer="basic",
+        postlex=PythonIndenter(), start=["file_input", "single_input", "eval_input", "start"],
+        strict=True,
+    )
+    assert p.parse("match = 1\n", start="file_input") is not None
+    assert p.parse("pass\n", start="start") is not None
+    assert p.parse("x + 1\n", start="eval_input") is not None
+    assert p.parse("x = 1\n", start="single_input") is not None
 
 
 # Greedy lexing of tricky spots: (source, expected lexemes without ignored ones)

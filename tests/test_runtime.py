@@ -320,3 +320,45 @@ def test_runtime_imports_neither_lark_nor_torch_nor_scipy(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_python_random_walks_are_sound():
+    """Whenever a random masked walk is complete, ast.parse accepts it. ASCII tokens only:
+    non-ASCII identifier characters are over-approximated (docs/semantics.md)."""
+    import ast
+
+    cg = compiled("python", "deepseek-v4")
+    v = cg.vocab
+    lengths = np.array([len(v.token_bytes(i)) for i in range(len(v))], dtype=float)
+    ascii_ok = np.array([v.token_bytes(i).isascii() for i in range(len(v))], dtype=float)
+    rng = np.random.default_rng(0)
+    complete = 0
+    for _ in range(12):
+        c = cg.constraint()
+        for _step in range(25):
+            ids = np.flatnonzero(c.allowed())
+            p = np.exp(-2 * lengths[ids]) * ascii_ok[ids]
+            p[ids == v.eos_token_id] = 0
+            c.advance(int(rng.choice(ids, p=p / p.sum())))
+            if c.is_complete():
+                complete += 1
+                ast.parse(c.text)
+    assert complete > 20
+
+
+@pytest.mark.parametrize(("text", "ok"), [("  x = 1\n", False), ("  \nx = 1\n", True),
+                                          ("   # c\nx = 1\n", True), ("\n\n", True)])
+def test_python_first_line_indentation(text, ok):
+    import ast
+
+    try:
+        ast.parse(text)
+        assert ok
+    except SyntaxError:
+        assert not ok
+    cg = compiled("python", "deepseek-v4")
+    try:
+        complete = cg.constraint(text).is_complete()
+    except gramask.InvalidPrefixError:
+        complete = False
+    assert complete == ok

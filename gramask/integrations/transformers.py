@@ -25,6 +25,9 @@ in that row are ignored. Any other token the constraint rejects raises
 processor, or the processor is being reused for another ``generate`` call (use :meth:`reset`,
 or a fresh processor).
 
+``generate`` calls processors before sampling, so when it returns the constraints have not yet
+seen the last token of each row: ``proc.consume(output_ids)`` brings them up to date.
+
 This module imports torch and transformers; ``import gramask`` imports neither.
 """
 
@@ -184,16 +187,26 @@ class GramaskLogitsProcessor(LogitsProcessor):
         return [e is not None for e in self._ended_at]
 
     # ------------------------------------------------------------------------------ call
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
+    def consume(self, input_ids: torch.Tensor) -> None:
+        """Advance the constraints to the generated part of ``input_ids``, without masking.
+
+        ``__call__`` does this first. ``generate`` does not call processors after the last
+        token it samples, so pass its output here to bring ``constraints`` (and
+        :attr:`finished`) up to date with the returned sequences. The first call ever (of this
+        or ``__call__``) records the prompt length.
+
+        Raises
+        ------
+        ValueError
+            ``input_ids`` is not ``(len(constraints), length)`` or is shorter than the prompt.
+        TokenRejected
+            A row holds a token its constraint rejects that is neither EOS nor pad.
+        """
         n = len(self.constraints)
         if input_ids.dim() != 2 or input_ids.shape[0] != n:
             raise ValueError(
                 f"input_ids: expected shape ({n}, length) (one row per constraint), got "
                 f"{tuple(input_ids.shape)}"
-            )
-        if scores.dim() != 2 or scores.shape[0] != n:
-            raise ValueError(
-                f"scores: expected shape ({n}, vocab), got {tuple(scores.shape)}"
             )
         if self._prompt_len is None:
             self._prompt_len = int(input_ids.shape[1])
@@ -204,6 +217,11 @@ class GramaskLogitsProcessor(LogitsProcessor):
             )
         self._sync(input_ids[:, self._prompt_len :].detach().cpu().numpy())
 
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
+        self.consume(input_ids)
+        n = len(self.constraints)
+        if scores.dim() != 2 or scores.shape[0] != n:
+            raise ValueError(f"scores: expected shape ({n}, vocab), got {tuple(scores.shape)}")
         sources = [
             self._ended if e is not None else c
             for c, e in zip(self.constraints, self._ended_at, strict=True)

@@ -54,7 +54,7 @@ class Constraint:
             self._chunks = _chunks if _chunks is not None else []
             self._finished = _finished
             return
-        start: LexState = (0, 0, builder.ctx.root)
+        start = self._initial_state()
         data = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
         st = self._walk(start, data)
         if isinstance(st, int):
@@ -63,6 +63,17 @@ class Constraint:
         self._history = [st]
         self._chunks = []
         self._finished = False
+
+    def _initial_state(self) -> LexState:
+        """Start of input. With indentation, the input starts as if after a newline, so
+        that leading whitespace on the first line is an indentation error (as in Python),
+        while blank or comment lines before the first statement are fine."""
+        b = self._b
+        st: LexState | int = (0, 0, b.ctx.root)
+        if b.nl_t >= 0 and b.ctx.automaton.advance(b.ctx.root.es, b.nl_t) is not None:
+            st = self._walk(st, b"\n")  # type: ignore[arg-type]
+        assert not isinstance(st, int)
+        return st
 
     # ------------------------------------------------------------------ lexing
     def _walk(self, st: LexState, data: bytes) -> LexState | int:
