@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,6 +38,7 @@ except ImportError as exc:  # tests/test_torch_bitmask.py hides torch to check t
     ) from exc
 
 __all__ = [
+    "SupportsAllowed",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
     "apply_token_bitmask_numpy",
@@ -47,11 +48,15 @@ __all__ = [
     "unpack_bitmask_numpy",
 ]
 
-if TYPE_CHECKING:
-    from .runtime.constraint import Constraint
-
 BITMASK_DTYPE = torch.int32
 _LITTLE = sys.byteorder == "little"
+
+
+class SupportsAllowed(Protocol):
+    """What :func:`fill_next_token_bitmask` needs: a :class:`~gramask.Constraint`, or anything
+    whose ``allowed()`` returns a numpy bool array of shape ``(V,)``."""
+
+    def allowed(self) -> np.ndarray: ...
 
 
 # ---------------------------------------------------------------------------------------- shape
@@ -88,7 +93,7 @@ def allocate_token_bitmask(
 
 # ----------------------------------------------------------------------------------------- fill
 def fill_next_token_bitmask(
-    constraints: Sequence[Constraint | None],
+    constraints: Sequence[SupportsAllowed | None],
     bitmask: torch.Tensor,
     indices: Sequence[int] | None = None,
 ) -> None:
@@ -332,7 +337,8 @@ def pack_bitmask_numpy(allowed: np.ndarray, num_words: int | None = None) -> np.
     padded[:, :v] = a
     weights = np.uint64(1) << np.arange(32, dtype=np.uint64)
     words = (padded.reshape(b, w, 32) * weights).sum(axis=-1, dtype=np.uint64)
-    return words.astype(np.uint32).view(np.int32)
+    out: np.ndarray = words.astype(np.uint32).view(np.int32)
+    return out
 
 
 def unpack_bitmask_numpy(bitmask: np.ndarray | torch.Tensor, vocab_size: int) -> np.ndarray:

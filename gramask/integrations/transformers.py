@@ -71,7 +71,7 @@ class _Fixed:
 
 
 def _vocab_of(c: Constraint) -> Vocabulary:
-    vocab = getattr(c, "vocab", None)
+    vocab: Vocabulary | None = getattr(c, "vocab", None)
     if vocab is None:
         vocab = getattr(c, "_vocab", None)  # Constraint keeps its vocabulary privately
     if vocab is None:
@@ -97,8 +97,9 @@ class GramaskLogitsProcessor(LogitsProcessor):
     constraints
         One :class:`~gramask.Constraint` per row of ``input_ids`` (batch size times
         ``num_return_sequences`` or ``num_beams``), all over the same vocabulary. They are
-        advanced in place; the processor keeps them, so ``proc.constraints[i].text`` is row
-        ``i``'s generated text afterwards.
+        advanced in place; the processor keeps them, so after ``proc.consume(output_ids)``
+        ``proc.constraints[i].text`` is row ``i``'s generated text. With beam search they
+        follow the live beams, not the returned hypotheses.
     eos_token_id
         Token id(s) that end a row; default the vocabulary's EOS. The grammar's own EOS (the
         vocabulary's) is the one ``allowed()`` opens when the text is complete.
@@ -128,7 +129,7 @@ class GramaskLogitsProcessor(LogitsProcessor):
             raise ValueError("constraints: expected at least one Constraint, got none")
         vocab = _vocab_of(self.constraints[0])
         for c in self.constraints[1:]:
-            if _vocab_of(c) is not vocab and len(_vocab_of(c)) != len(vocab):
+            if len(_vocab_of(c)) != len(vocab):
                 raise ValueError(
                     f"constraints: expected one vocabulary of {len(vocab)} tokens, got one of "
                     f"{len(_vocab_of(c))}"

@@ -39,20 +39,21 @@ class EarleySet:
         self.next: dict[int, EarleySet | None] = {}
 
     def waiting_for(self, nonterminal: int) -> list:
-        """[(target state, origin)] of the items here that wait for ``nonterminal``."""
+        """[(target state, origin)] of the items here that wait for ``nonterminal``
+        (memoised per nonterminal: a set is completed into for few of them)."""
         w = self._waiting
         if w is None:
             w = self._waiting = {}
-            goto_n = self._automaton.goto_n
+        r = w.get(nonterminal)
+        if r is None:
+            goto_nd = self._automaton.goto_nd
+            r = []
             for s, o in self.items:
-                origin = self if o is None else o
-                for sym, tgt in goto_n[s]:
-                    lst = w.get(sym)
-                    if lst is None:
-                        w[sym] = [(tgt, origin)]
-                    else:
-                        lst.append((tgt, origin))
-        return w.get(nonterminal, ())  # type: ignore[return-value]
+                t = goto_nd[s].get(nonterminal)
+                if t is not None:
+                    r.append((t, self if o is None else o))
+            w[nonterminal] = r
+        return r
 
 
 class Automaton:
@@ -82,6 +83,7 @@ class Automaton:
             self.goto_t.append(t_moves)
             self.goto_n.append(tuple(n_moves))
             self.term_bits.append(bits)
+        self.goto_nd = [dict(moves) for moves in self.goto_n]
         self.completed = [tuple(cl[ci[s] : ci[s + 1]]) for s in range(n)]
         self.nonkernel = pt.nonkernel.tolist()
         self.accepting = pt.accepting.tolist()

@@ -112,17 +112,20 @@ class MaskBuilder:
     # ------------------------------------------------------------------ decisions
     def class_ok(self, p: PState) -> list[bool]:
         """Per winnable class: could the lexeme in progress end with a terminal ``p`` expects?"""
-        r = p.node_ok.get("classes")
+        r = p.classes
         if r is None:
             bits = self.ctx.expects(p)
-            r = p.node_ok["classes"] = [(bits & c) != 0 for c in self.class_bits]
+            r = p.classes = [(bits & c) != 0 for c in self.class_bits]
         return r
 
     def node_ok(self, p: PState, n: int, carry: int) -> bool:
         """Does the parser, at ``p``, accept what a token with outcome ``n`` does?"""
         h = self.head[n]
         if h < 0:
-            return self.class_ok(p)[self.tail[n]]
+            c = p.classes
+            if c is None:
+                c = self.class_ok(p)
+            return c[self.tail[n]]
         nt = self.num_terminals
         key: object = (n, carry) if h >= nt and (h - nt) & 1 else n
         memo = p.node_ok

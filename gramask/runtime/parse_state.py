@@ -17,7 +17,7 @@ _MISSING = object()
 
 
 class PState:
-    __slots__ = ("bol", "depth", "es", "indent", "mask_cache", "next", "node_ok")
+    __slots__ = ("bol", "classes", "depth", "es", "indent", "mask_cache", "next", "node_ok")
 
     def __init__(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> None:
         self.es = es
@@ -27,6 +27,7 @@ class PState:
         self.next: dict[int, PState | None] = {}
         self.node_ok: dict = {}
         self.mask_cache: dict = {}
+        self.classes: list[bool] | None = None  # MaskBuilder.class_ok memo
 
 
 class ParserContext:
