@@ -73,8 +73,6 @@ class _Fixed:
 def _vocab_of(c: Constraint) -> Vocabulary:
     vocab: Vocabulary | None = getattr(c, "vocab", None)
     if vocab is None:
-        vocab = getattr(c, "_vocab", None)  # Constraint keeps its vocabulary privately
-    if vocab is None:
         raise ValueError(
             f"constraints: expected gramask Constraint objects, got {type(c).__name__}"
         )

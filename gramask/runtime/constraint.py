@@ -10,6 +10,10 @@ Runtime contract
 * ``advance(token_id)`` walks the token's bytes (cost ∝ token length) and raises
   :class:`~gramask.TokenRejected` — leaving the constraint unchanged — for a token the mask does
   not allow. After EOS only ``rollback`` is accepted.
+* Before EOS the mask is never all False: a constraint that reached a state with no
+  continuation would have rejected the token that led there. After EOS it is all False.
+* Not thread-safe: constraints of one compiled grammar share memo tables; use one thread per
+  compiled grammar (or a lock) when filling a batch.
 * ``clone()`` is O(steps) list copy of immutable states; ``rollback(n)`` is O(n). Neither
   re-parses: every step's state is an immutable, shared object.
 """
@@ -174,6 +178,11 @@ class Constraint:
         """Is prefix + generated text a member of the language?"""
         q, carry, p = self._history[-1]
         return self._b.complete(p, q, carry)
+
+    @property
+    def vocab(self) -> Vocabulary:
+        """The vocabulary the masks index."""
+        return self._vocab
 
     @property
     def is_finished(self) -> bool:
