@@ -26,8 +26,7 @@ _MISSING = object()
 class EarleySet:
     """One Earley set; never mutated after construction (``next`` is a memo)."""
 
-    __slots__ = ("__weakref__", "_automaton", "_waiting", "accepts", "expected", "items",
-                 "next", "uid")
+    __slots__ = ("__weakref__", "_automaton", "_waiting", "accepts", "expected", "items", "uid")
 
     def __init__(self, uid: int, items: tuple, automaton: Automaton) -> None:
         self.uid = uid
@@ -36,11 +35,11 @@ class EarleySet:
         self.accepts = False
         self._automaton = automaton
         self._waiting: dict[int, list] | None = None  # built on the first completion into it
-        self.next: dict[int, EarleySet | None] = {}
 
     def waiting_for(self, nonterminal: int) -> list:
         """[(target state, origin)] of the items here that wait for ``nonterminal``
-        (memoised per nonterminal: a set is completed into for few of them)."""
+        (memoised per nonterminal: a set is completed into for few of them). Origin None
+        means this set: no object refers to itself, so no reference cycles."""
         w = self._waiting
         if w is None:
             w = self._waiting = {}
@@ -51,7 +50,7 @@ class EarleySet:
             for s, o in self.items:
                 t = goto_nd[s].get(nonterminal)
                 if t is not None:
-                    r.append((t, self if o is None else o))
+                    r.append((t, o))
             w[nonterminal] = r
         return r
 
@@ -60,6 +59,7 @@ class Automaton:
     """Runtime view of :class:`ParseTables` plus the hash-consing table."""
 
     MAX_INTERNED = 200_000
+    MAX_MEMO = 400_000
 
     def __init__(self, pt: ParseTables) -> None:
         n = pt.num_states
@@ -91,6 +91,9 @@ class Automaton:
             bool(self.goto_t[s] or self.goto_n[s] or self.accepting[s]) for s in range(n)
         ]
         self._interned: dict[frozenset, EarleySet] = {}
+        # (set uid, terminal) → next set. Kept here, bounded, not on the sets: a set holding
+        # its successors would form cycles with their origins and keep every explored set alive.
+        self._next: dict[tuple[int, int], EarleySet | None] = {}
         self._next_uid = 1  # 0 stands for "this set" in keys
         self.root = self._close([(pt.start_state, None)])
 
@@ -113,6 +116,8 @@ class Automaton:
             # completions at the current position (o is None) are folded into the automaton
             for a in completed[s]:
                 for t, k in o.waiting_for(a):
+                    if k is None:
+                        k = o
                     key = (t, k.uid)
                     if key not in items:
                         items[key] = (t, k)
@@ -148,17 +153,20 @@ class Automaton:
 
     def advance(self, es: EarleySet, terminal: int) -> EarleySet | None:
         """The set after shifting ``terminal``, or None if no item can shift it (memoised)."""
-        r = es.next.get(terminal, _MISSING)
+        if not (es.expected >> terminal) & 1:
+            return None
+        memo = self._next
+        mkey = (es.uid, terminal)
+        r = memo.get(mkey, _MISSING)
         if r is not _MISSING:
             return r  # type: ignore[return-value]
-        if not (es.expected >> terminal) & 1:
-            es.next[terminal] = None
-            return None
         seeds = []
         for s, o in es.items:
             t = self.goto_t[s].get(terminal)
             if t is not None:
                 seeds.append((t, es if o is None else o))
         res = self._close(seeds)
-        es.next[terminal] = res
+        if len(memo) >= self.MAX_MEMO:
+            memo.clear()
+        memo[mkey] = res
         return res

@@ -17,16 +17,17 @@ _MISSING = object()
 
 
 class PState:
-    __slots__ = ("bol", "classes", "depth", "es", "indent", "mask_cache", "next", "node_ok")
+    __slots__ = ("bol", "classes", "depth", "es", "indent", "node_ok", "uid")
 
-    def __init__(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> None:
+    def __init__(
+        self, uid: int, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool
+    ) -> None:
+        self.uid = uid
         self.es = es
         self.indent = indent  # indentation stack, innermost last
         self.depth = depth  # bracket depth
         self.bol = bol  # the last significant terminal was a newline (or none yet)
-        self.next: dict[int, PState | None] = {}
-        self.node_ok: dict = {}
-        self.mask_cache: dict = {}
+        self.node_ok: dict = {}  # outcome node → verdict (MaskBuilder)
         self.classes: list[bool] | None = None  # MaskBuilder.class_ok memo
 
 
@@ -55,6 +56,8 @@ class ParserContext:
         self.open_brackets = frozenset(open_brackets)
         self.close_brackets = frozenset(close_brackets)
         self._interned: dict[tuple, PState] = {}
+        self._next: dict[tuple[int, int], PState | None] = {}  # bounded, see Automaton._next
+        self._uid = 0
         self.root = self.make(automaton.root, (0,), 0, True)
 
     def make(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> PState:
@@ -63,13 +66,20 @@ class ParserContext:
         if p is None:
             if len(self._interned) >= self.MAX_INTERNED:
                 self._interned.clear()
-            p = self._interned[key] = PState(es, indent, depth, bol)
+            self._uid += 1
+            p = self._interned[key] = PState(self._uid, es, indent, depth, bol)
         return p
+
+    def _remember(self, key: tuple[int, int], value: PState | None) -> None:
+        if len(self._next) >= 2 * self.MAX_INTERNED:
+            self._next.clear()
+        self._next[key] = value
 
     # ------------------------------------------------------------------ stepping
     def shift(self, p: PState, terminal: int) -> PState | None:
         """Feed one (non-newline, non-ignored) lexer terminal."""
-        r = p.next.get(terminal, _MISSING)
+        key = (p.uid, terminal)
+        r = self._next.get(key, _MISSING)
         if r is not _MISSING:
             return r  # type: ignore[return-value]
         es = self.automaton.advance(p.es, terminal)
@@ -82,19 +92,19 @@ class ParserContext:
             elif terminal in self.close_brackets:
                 depth = max(0, depth - 1)
             res = self.make(es, p.indent, depth, False)
-        p.next[terminal] = res
+        self._remember(key, res)
         return res
 
     def newline(self, p: PState, width: int) -> PState | None:
         """Feed a newline lexeme whose last line is indented by ``width``."""
         if p.depth > 0:
             return p
-        key = -1 - width
-        r = p.next.get(key, _MISSING)
+        key = (p.uid, -1 - width)
+        r = self._next.get(key, _MISSING)
         if r is not _MISSING:
             return r  # type: ignore[return-value]
         res = self._newline(p, width)
-        p.next[key] = res
+        self._remember(key, res)
         return res
 
     def _newline(self, p: PState, width: int) -> PState | None:
