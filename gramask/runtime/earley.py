@@ -58,8 +58,8 @@ class EarleySet:
 class Automaton:
     """Runtime view of :class:`ParseTables` plus the hash-consing table."""
 
-    MAX_INTERNED = 200_000
-    MAX_MEMO = 400_000
+    MAX_INTERNED = 40_000
+    MAX_MEMO = 80_000
 
     def __init__(self, pt: ParseTables) -> None:
         n = pt.num_states

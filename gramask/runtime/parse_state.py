@@ -34,7 +34,7 @@ class PState:
 class ParserContext:
     """Everything the runtime needs about the parser side, shared by all constraints."""
 
-    MAX_INTERNED = 200_000
+    MAX_INTERNED = 40_000
 
     def __init__(
         self,
