@@ -74,7 +74,13 @@ class CompiledGrammar:
                     close_brackets=tuple(sym[n] for n in ind.close_brackets if n in sym),
                 )
             ctx = ParserContext(Automaton(pt), self.dfa.num_terminals, ignored_bits, **kw)
-            self._builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab))
+            names = list(self.dfa.terminal_names)
+            cont = (
+                names.index(ind.continuation)
+                if ind is not None and ind.continuation in names
+                else -1
+            )
+            self._builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
         return self._builder
 
     def constraint(

@@ -52,6 +52,8 @@ class IndentationSpec:
     open_brackets: tuple[str, ...] = ("LPAR", "LSQB", "LBRACE")
     close_brackets: tuple[str, ...] = ("RPAR", "RSQB", "RBRACE")
     tab_len: int = 8
+    # an ignored terminal that joins lines: input may not end inside or right after it
+    continuation: str = "LINE_CONT"
 
 
 @dataclass(frozen=True)

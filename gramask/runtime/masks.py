@@ -57,7 +57,8 @@ class MaskBuilder:
     MASK_CACHE = 256
 
     def __init__(
-        self, tables: TokenTables, dfa: LexerDFA, ctx: ParserContext, vocab_size: int
+        self, tables: TokenTables, dfa: LexerDFA, ctx: ParserContext, vocab_size: int,
+        continuation_terminal: int = -1,
     ) -> None:
         self.tables = tables
         self.dfa = dfa
@@ -77,6 +78,7 @@ class MaskBuilder:
         self.trans = dfa.trans
         self.trans_rows = [row.tolist() for row in dfa.trans]
         self.nl_t = tables.nl_terminal
+        self.continuation_t = continuation_terminal
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: OrderedDict[int, _Row] = OrderedDict()
         self._kill: dict[int, np.ndarray] = {}
@@ -201,5 +203,7 @@ class MaskBuilder:
 
     def complete(self, p: PState, q: int, carry: int) -> bool:
         """Is the text so far a member of the language?"""
+        if q != 0 and self.accept[q] == self.continuation_t:
+            return False  # a line continuation needs a next line
         p2 = self.lexeme_end(p, q, carry, at_eof=True)
         return p2 is not None and self.ctx.finish(p2)
