@@ -57,6 +57,7 @@ __all__ = [
     "CompiledGrammar",
     "Constraint",
     "GramaskError",
+    "Grammar",
     "GrammarError",
     "InvalidPrefixError",
     "InvalidRegexError",

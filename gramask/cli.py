@@ -11,7 +11,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from .errors import GramaskError
 
@@ -126,7 +125,7 @@ def cmd_mask(args: argparse.Namespace) -> int:
                       "eos": int(i) == v.eos_token_id})
     why = c.explain()
     if args.json:
-        json.dump({"allowed": int(len(ids)), "vocab_size": len(v), "complete": c.is_complete(),
+        json.dump({"allowed": len(ids), "vocab_size": len(v), "complete": c.is_complete(),
                    "mask_ms": round(ms, 3), **why, "tokens": shown}, sys.stdout)
         sys.stdout.write("\n")
         return 0

@@ -197,9 +197,9 @@ class CompiledGrammar:
             "table_rows": s,
             "rows_stored_whole": int(full_rows.sum()),
             "rows_stored_as_diff": int((~full_rows).sum()),
-            "unique_rows": int(len({
+            "unique_rows": len({
                 (int(t.row_base[q]), bytes(t.rows_indices[a:b]), bytes(t.rows_data[a:b]))
-                for q, (a, b) in enumerate(zip(t.rows_indptr[:-1], t.rows_indptr[1:]))})),
+                for q, (a, b) in enumerate(zip(t.rows_indptr[:-1], t.rows_indptr[1:], strict=False))}),
             "nonzeros": nnz,
             "density": nnz / max(1, s * v),
             "outcome_nodes": len(t.node_head),
@@ -249,7 +249,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
     return CompiledGrammar(grammar, vocab, dfa, tables, pt, info)
 
 
-def compile(  # noqa: A001 - the public name is fixed by the API
+def compile(
     grammar: Grammar,
     vocab: Vocabulary,
     *,

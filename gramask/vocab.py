@@ -50,7 +50,7 @@ import os
 import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
+from itertools import pairwise, repeat
 from pathlib import Path
 from typing import Any
 
@@ -382,7 +382,7 @@ class Vocabulary:
             raise VocabularyError(f"metadata says {meta_size} tokens, the arrays hold {size}")
         blob = data.tobytes()
         off = offsets.tolist()
-        tokens = [blob[a:b] for a, b in zip(off[:-1], off[1:])]
+        tokens = [blob[a:b] for a, b in pairwise(off)]
         eos = meta.get("eos_token_id")
         eos = None if eos is None else _as_id(eos, "eos_token_id")
         if eos is not None and not 0 <= eos < size:

@@ -22,14 +22,14 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory):
         os.environ["GRAMASK_CACHE_DIR"] = old
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(grammar: str, vocab: str) -> gramask.CompiledGrammar:
     """A bundled grammar compiled against a bundled vocabulary (once per session)."""
     return gramask.compile(gramask.grammars.load(grammar), gramask.Vocabulary.bundled(vocab),
                            progress=False)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hf_tokenizer(vocab: str):
     """The real tokenizer behind a bundled vocabulary, as a callable str → ids."""
     import importlib.util

@@ -113,7 +113,7 @@ def _viable(text: str) -> bool:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, len(PARENS_TOKENS) - 1), max_size=10), st.randoms())
 def test_parens_masks_equal_oracle(choices, rnd):
-    cg, vocab = _tiny(PARENS, PARENS_TOKENS)
+    cg, _vocab = _tiny(PARENS, PARENS_TOKENS)
     c = cg.constraint()
     text = ""
     for choice in choices:
@@ -137,7 +137,7 @@ def test_parens_masks_equal_oracle(choices, rnd):
 
 
 def test_clone_and_rollback_restore_masks():
-    cg, vocab = _tiny(PARENS, PARENS_TOKENS)
+    cg, _vocab = _tiny(PARENS, PARENS_TOKENS)
     c = cg.constraint()
     seq = [0, 6, 1, 14, 0, 9]
     masks = [c.allowed()]

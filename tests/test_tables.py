@@ -54,12 +54,12 @@ def _check_tables(grammar, vocab, n_states=40, seed=0):
     special = np.array([vocab.is_special(i) for i in range(len(vocab))])
     tt = build_token_tables(dfa, vocab.tokens, special, nl_terminal=nl)
     nt = dfa.num_terminals
-    row0 = dict(zip(*[a.tolist() for a in expand_row(tt, 0)]))
+    row0 = dict(zip(*[a.tolist() for a in expand_row(tt, 0)], strict=False))
     states = random.Random(seed).sample(range(dfa.num_states), min(n_states, dfa.num_states))
     mismatches = []
     for q in {0, *states}:
         idx, node = expand_row(tt, q)
-        row = dict(zip(idx.tolist(), node.tolist()))
+        row = dict(zip(idx.tolist(), node.tolist(), strict=False))
         for t, data in enumerate(vocab.tokens):
             if special[t] or not data:
                 assert t not in row
@@ -100,7 +100,7 @@ def test_tables_match_brute_force_small_vocab_with_multibyte():
     toks = [b"a", b"ab", b"(", b")", b"=", b"==", b"===", b'"', b'"x', b'x"', b"\\", b"1", b"1.",
             b".5", b" ", b"  a", "é".encode(), "é".encode()[:1], "é".encode()[1:], "日本".encode(),
             "😀".encode()[:3], b'a"b', b'"")', b"\xff", b"1.2.3", b"a==b", b"a = b"]
-    vocab = gramask.Vocabulary.from_tokens(toks + [b"</s>"], eos_token_id=len(toks))
+    vocab = gramask.Vocabulary.from_tokens([*toks, b"</s>"], eos_token_id=len(toks))
     _check_tables(g, vocab, n_states=1000)
 
 
@@ -119,7 +119,7 @@ def test_utf8_sequences_cover_exactly_the_range(lo, span):
             continue
         enc = chr(cp).encode()
         hit = any(
-            len(s) == len(enc) and all(a <= b <= c for (a, c), b in zip(s, enc)) for s in seqs
+            len(s) == len(enc) and all(a <= b <= c for (a, c), b in zip(s, enc, strict=False)) for s in seqs
         )
         assert hit == (lo <= cp <= hi), (hex(cp), hex(lo), hex(hi))
 
@@ -130,7 +130,7 @@ def test_utf8_sequences_cover_exactly_the_range(lo, span):
      r"#[^\n]*", r"[é-ü]x", r"a|ab|abc", r"\d+(\.\d*)?([eE][+-]?\d+)?", r"[^a-z]{2,3}"],
 )
 @settings(max_examples=150, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(list('ab"\\\n é日😀#xSeLcT09.e+') + ["ü"]),
+@given(text=st.text(alphabet=st.sampled_from([*list('ab"\\\n é日😀#xSeLcT09.e+'), "ü"]),
                     max_size=8))
 def test_byte_dfa_agrees_with_re(pattern, text):
     # classes like \w and \d are ASCII in interegular (documented in docs/semantics.md)

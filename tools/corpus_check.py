@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import gramask  # noqa: E402
-from tests.conftest import hf_tokenizer  # noqa: E402
+import gramask
+from tests.conftest import hf_tokenizer
 
 
 def python_files(dirs: list[str]) -> list[Path]:

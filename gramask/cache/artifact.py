@@ -9,6 +9,7 @@ truncated, corrupt or foreign file is reported, never trusted. Writes are atomic
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -52,10 +53,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

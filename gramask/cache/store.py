@@ -9,6 +9,7 @@ both files are complete.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -53,7 +54,5 @@ def cached_path(cache_dir: Path, key: str) -> Path:
 def report_bad_entry(path: Path, err: ArtifactError | str) -> None:
     warnings.warn(f"gramask cache entry {path} is unusable ({err}); rebuilding", CacheWarning,
                   stacklevel=3)
-    try:
+    with contextlib.suppress(OSError):
         path.unlink()
-    except OSError:
-        pass

@@ -137,7 +137,7 @@ class Constraint:
         """One token's verdict without building the whole mask."""
         return self._try(token_id) is not None
 
-    def _try(self, token_id: int) -> LexState | None | bool:
+    def _try(self, token_id: int) -> LexState | bool | None:
         if self._finished:
             return None
         vocab = self._vocab

@@ -45,7 +45,7 @@ class _Row:
         cut = np.flatnonzero(np.diff(hs)) + 1
         self.groups = [
             (int(hh[0]), pp, t[pp].tolist())
-            for hh, pp in zip(np.split(hs, cut), np.split(order, cut))
+            for hh, pp in zip(np.split(hs, cut), np.split(order, cut), strict=False)
             if len(pp)
         ]
 

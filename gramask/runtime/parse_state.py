@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .earley import Automaton, EarleySet
 
-__all__ = ["ParserContext", "PState"]
+__all__ = ["PState", "ParserContext"]
 
 _MISSING = object()
 
