@@ -198,14 +198,7 @@ class Grammar:
             rules=tuple(RuleSpec(lhs=a, rhs=tuple(b)) for a, b in obj["rules"]),
             start=obj["start"],
             declared=tuple(obj.get("declared", ())),
-            indentation=None
-            if ind is None
-            else IndentationSpec(
-                **{
-                    k: tuple(v) if isinstance(v, list) else v
-                    for k, v in ind.items()
-                }
-            ),
+            indentation=None if ind is None else _indentation_from_json(ind),
             source=obj.get("source", ""),
         )
 
@@ -223,6 +216,11 @@ class Grammar:
     @property
     def terminal_names(self) -> list[str]:
         return [t.name for t in self.terminals]
+
+
+def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:
+    kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in obj.items()}
+    return IndentationSpec(**kwargs)
 
 
 # lark's common.lark writes these with lookbehinds; the same languages as plain regexes.

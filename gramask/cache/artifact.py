@@ -72,7 +72,7 @@ def write_artifact(
     buf = io.BytesIO()
     payload = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
     payload["__header__"] = np.frombuffer(json.dumps(head, sort_keys=True).encode(), np.uint8)
-    np.savez_compressed(buf, **payload)
+    np.savez_compressed(buf, **payload)  # type: ignore[arg-type]  # numpy's stub
     data = buf.getvalue()
     atomic_write_bytes(path, data)
     return len(data)

@@ -183,17 +183,17 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
     comp_indptr = np.zeros(n + 1, dtype=np.int64)
     comp = []
     accepting = np.zeros(n, dtype=bool)
-    for s in range(n):
-        for sym, t in gotos[s].items():
+    for st in range(n):
+        for sym, t in gotos[st].items():
             gs.append(sym)
             gt.append(t)
-        goto_indptr[s + 1] = len(gs)
+        goto_indptr[st + 1] = len(gs)
         lhs_done = sorted(
-            {rules[r][0] for r, d in states[s] if d == len(rules[r][1]) and r != 0}
+            {rules[r][0] for r, d in states[st] if d == len(rules[r][1]) and r != 0}
         )
         comp.extend(lhs_done)
-        comp_indptr[s + 1] = len(comp)
-        accepting[s] = (0, 1) in states[s]
+        comp_indptr[st + 1] = len(comp)
+        accepting[st] = (0, 1) in states[st]
     pt = ParseTables(
         symbols=tuple(symbols),
         num_terminals=nt_count,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -169,13 +170,14 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
 
     # character class of every transition key
     by_key: dict[object, list[int]] = {}
-    for ch, key in fsm.alphabet._symbol_mapping.items():  # interegular has no public accessor
+    mapping: dict[Any, Any] = fsm.alphabet._symbol_mapping  # interegular has no public accessor
+    for ch, tkey in mapping.items():
         if ch is anything_else:
-            by_key.setdefault(key, [])
+            by_key.setdefault(tkey, [])
         else:
-            by_key.setdefault(key, []).append(ord(ch))
-    explicit = _ranges([cp for key, cps in by_key.items() for cp in cps])
-    other_key = fsm.alphabet._symbol_mapping.get(anything_else)
+            by_key.setdefault(tkey, []).append(ord(ch))
+    explicit = _ranges([cp for cps in by_key.values() for cp in cps])
+    other_key = mapping.get(anything_else)
     key_ranges: dict[object, list[tuple[int, int]]] = {}
     for key, cps in by_key.items():
         rs = _ranges(cps)
@@ -221,21 +223,21 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         subset = order[i]
         i += 1
         per_byte: list[set[int]] = [set() for _ in range(256)]
-        for n in subset:
-            for lo, hi, t in edges[n]:
+        for node in subset:
+            for lo, hi, tgt in edges[node]:
                 for b in range(lo, hi + 1):
-                    per_byte[b].add(t)
+                    per_byte[b].add(tgt)
         row = []
         for b in range(256):
             if not per_byte[b]:
                 row.append(-1)
                 continue
-            key = frozenset(per_byte[b])
-            j = index.get(key)
-            if j is None:
-                j = index[key] = len(order)
-                order.append(key)
-            row.append(j)
+            subset_key = frozenset(per_byte[b])
+            known = index.get(subset_key)
+            if known is None:
+                known = index[subset_key] = len(order)
+                order.append(subset_key)
+            row.append(known)
         rows.append(row)
     trans = np.array(rows, dtype=np.int64)
     finals = np.array([bool(sub & finals_nfa) for sub in order], dtype=bool)

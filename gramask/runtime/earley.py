@@ -130,8 +130,8 @@ class Automaton:
         # completed above); dropping them makes sets that differ only in finished business
         # identical, which is what lets hash-consing share states across the text.
         live = self.live_state
-        key = frozenset(k for k in items if live[k[0]])
-        hit = self._interned.get(key)
+        set_key = frozenset(k for k in items if live[k[0]])
+        hit = self._interned.get(set_key)
         if hit is not None:
             return hit
         kept = tuple(it for k, it in items.items() if live[k[0]])
@@ -148,7 +148,7 @@ class Automaton:
         es.accepts = accepts
         if len(self._interned) >= self.MAX_INTERNED:
             self._interned.clear()  # sharing is an optimisation; live sets stay valid
-        self._interned[key] = es
+        self._interned[set_key] = es
         return es
 
     def advance(self, es: EarleySet, terminal: int) -> EarleySet | None:
