@@ -30,10 +30,12 @@ import gramask
 from tests.conftest import hf_tokenizer
 
 
-def python_files(dirs: list[str]) -> list[Path]:
+def python_files(dirs: list[str], skip_site_packages: bool = True) -> list[Path]:
     out = []
     for d in dirs:
-        for root, _, files in os.walk(d):
+        for root, subdirs, files in os.walk(d):
+            if skip_site_packages and "site-packages" in subdirs:
+                subdirs.remove("site-packages")  # the stdlib proper, not third-party code
             out.extend(Path(root) / f for f in files if f.endswith(".py"))
     return sorted(out)
 
@@ -68,6 +70,8 @@ def main() -> int:
     ap.add_argument("grammar", choices=["python", "json"])
     ap.add_argument("--vocab", default="deepseek-v4")
     ap.add_argument("--dirs", nargs="*", help="default: the running interpreter's stdlib")
+    ap.add_argument("--site-packages", action="store_true",
+                    help="also walk site-packages directories found under --dirs")
     ap.add_argument("--sample", type=int, default=0, help="check a seeded sample of N files")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--mask-every", type=int, default=0)
@@ -76,7 +80,11 @@ def main() -> int:
     args = ap.parse_args()
 
     dirs = args.dirs or [sysconfig.get_paths()["stdlib"]]
-    files = python_files(dirs) if args.grammar == "python" else json_files(dirs)
+    files = (
+        python_files(dirs, not args.site_packages)
+        if args.grammar == "python"
+        else json_files(dirs)
+    )
     if args.sample:
         random.Random(args.seed).shuffle(files)
         files = files[: args.sample]
