@@ -23,6 +23,50 @@ DEMO_PREFIX = '''def fibonacci(n: int) -> int:
     return fibonacci(n - 1) + fibonacci('''
 
 
+DEMO_TARGET = "n - 2]\n"
+
+
+def _show(vocab, tok: int) -> str:
+    if tok == vocab.eos_token_id:
+        return "<EOS>"
+    return repr(vocab.token_bytes(tok).decode("utf-8", "replace"))
+
+
+class _ToyModel:
+    """Scores that follow a target text (with a bug in it); after the target, it wants EOS.
+    Everything else gets a small score, so the masked choice is visible."""
+
+    def __init__(self, vocab, target: str, seed: int) -> None:
+        import numpy as np
+
+        self.vocab = vocab
+        self.rest = target.encode()
+        rng = np.random.default_rng(seed)
+        toks = [vocab.token_bytes(i) for i in range(len(vocab))]
+        plausible = {b")", b"\n", b")\n", b" ", b"2", b"1"}
+        self.base = np.array(
+            [(2.0 if t in plausible else rng.random()) if t.isascii() and not
+             vocab.is_special(i) else -1.0 for i, t in enumerate(toks)]
+        )
+        self.toks = toks
+
+    def scores(self):
+        s = self.base.copy()
+        if self.rest:
+            for i, t in enumerate(self.toks):
+                if t and self.rest.startswith(t) and not self.vocab.is_special(i):
+                    s[i] = 10.0 + len(t)
+        elif self.vocab.eos_token_id is not None:
+            s[self.vocab.eos_token_id] = 20.0
+        return s
+
+    def took(self, tok: int, want: int) -> None:
+        t = self.vocab.token_bytes(want if self.rest.startswith(self.vocab.token_bytes(want))
+                                   and want != tok else tok)
+        if self.rest.startswith(t):
+            self.rest = self.rest[len(t):]
+
+
 def _vocab(spec: str):
     from .vocab import load_vocabulary
 
@@ -159,27 +203,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"   {st['terminals']} terminals, {st['rules']} rules, {st['lexer_states']} lexer "
           f"states, {st['nonzeros']} table entries ({st['density']:.3%} dense), "
           f"{st['array_bytes'] / 1e6:.1f} MB of arrays")
-    print("\n== a constrained completion, step by step (a random model, masked)")
+    print("\n== a constrained completion, step by step")
+    print(f"   a toy model wants to write {DEMO_TARGET!r} (the ']' should be ')');")
+    print("   each step takes the model's favourite *allowed* token")
     print("--- prefix ---")
     print(DEMO_PREFIX + "|")
     c = cg.constraint(prefix=DEMO_PREFIX)
-    rng = np.random.default_rng(args.seed)
+    model = _ToyModel(vocab, DEMO_TARGET, seed=args.seed)
     for step in range(args.steps):
         t1 = time.perf_counter()
         m = c.allowed()
         ms = (time.perf_counter() - t1) * 1000
-        ids = np.flatnonzero(m)
-        # a toy model: prefer short tokens so the demo reaches a complete program
-        lengths = np.array([len(vocab.token_bytes(int(i))) or 1 for i in ids], dtype=float)
-        p = np.exp(-lengths)
-        if vocab.eos_token_id in set(ids.tolist()):
-            p[ids == vocab.eos_token_id] = p.sum()  # the model would like to stop
-        tok = int(rng.choice(ids, p=p / p.sum()))
-        shown = "<EOS>" if tok == vocab.eos_token_id else repr(vocab.token_bytes(tok).decode(
-            "utf-8", "replace"))
-        print(f"step {step:2d}: {len(ids):6d} allowed ({ms:5.1f} ms), "
-              f"complete={c.is_complete()!s:5}  → {shown}")
+        scores = model.scores()
+        want = int(np.argmax(scores))
+        scores[~m] = -np.inf
+        tok = int(np.argmax(scores))
+        note = "" if tok == want else f"   (model wanted {_show(vocab, want)}: masked)"
+        print(f"step {step:2d}: {int(m.sum()):6d} allowed ({ms:5.1f} ms)  → "
+              f"{_show(vocab, tok)}{note}")
         c.advance(tok)
+        model.took(tok, want)
         if c.is_finished:
             break
     print("--- completed program ---")
