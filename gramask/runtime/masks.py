@@ -24,9 +24,10 @@ __all__ = ["MaskBuilder"]
 
 
 class _Row:
-    """Row ``q`` prepared for evaluation: tokens sorted by outcome node; the nodes split into
-    END nodes (decided by one vector lookup) and CONS nodes grouped by their first terminal
-    (a group whose terminal the parser does not expect is skipped whole)."""
+    """Row ``q`` prepared for evaluation: tokens sorted by outcome node, and the outcome
+    nodes arranged as a trie over the terminals they complete. Each trie level holds the
+    nodes that end there (decided together by one vector lookup of their lexeme classes) and
+    one subtree per next terminal (skipped whole when the parser does not expect it)."""
 
     __slots__ = ("counts", "end_cls", "end_pos", "groups", "n", "tokens")
 
@@ -35,19 +36,24 @@ class _Row:
         self.n = len(nodes)
         self.counts = counts
         self.tokens = tokens
-        h, t = head[nodes], tail[nodes]
-        end = h < 0
-        self.end_pos = np.flatnonzero(end)
-        self.end_cls = t[end]
-        cons = np.flatnonzero(~end)
+        self.end_pos, self.end_cls, self.groups = _trie(
+            np.arange(len(nodes)), nodes, head, tail
+        )
+
+
+def _trie(pos: np.ndarray, cur: np.ndarray, head: np.ndarray, tail: np.ndarray) -> tuple:
+    """(END positions, their classes, [(terminal, subtrie...)]) for nodes ``cur`` at ``pos``."""
+    h, t = head[cur], tail[cur]
+    end = h < 0
+    cons = np.flatnonzero(~end)
+    groups = []
+    if cons.size:
         order = cons[np.argsort(h[cons], kind="stable")]
         hs = h[order]
         cut = np.flatnonzero(np.diff(hs)) + 1
-        self.groups = [
-            (int(hh[0]), pp, t[pp].tolist())
-            for hh, pp in zip(np.split(hs, cut), np.split(order, cut), strict=False)
-            if len(pp)
-        ]
+        for hh, sel in zip(np.split(hs, cut), np.split(order, cut), strict=True):
+            groups.append((int(hh[0]), *_trie(pos[sel], t[sel], head, tail)))
+    return pos[end], t[end], groups
 
 
 class MaskBuilder:
@@ -65,13 +71,18 @@ class MaskBuilder:
         self.ctx = ctx
         self.vocab_size = vocab_size
         self.num_terminals = dfa.num_terminals
-        self.head = tables.node_head.tolist()
-        self.tail = tables.node_tail.tolist()
         self.head_arr = tables.node_head.astype(np.int64)
         self.tail_arr = tables.node_tail.astype(np.int64)
         self.class_bits = [
             sum(1 << int(t) for t in np.flatnonzero(row)) for row in tables.class_winnable
         ]
+        # winnable classes as 64-bit words, for one vectorised "expects ∩ winnable" per state
+        n_words = max(1, (dfa.num_terminals + 63) // 64)
+        self.class_words = np.array(
+            [[(b >> (64 * i)) & 0xFFFFFFFFFFFFFFFF for i in range(n_words)]
+             for b in self.class_bits],
+            dtype=np.uint64,
+        ).reshape(len(self.class_bits), n_words)
         self.state_class = tables.state_class.tolist()
         self.accept = dfa.accept.tolist()
         self.ignored = dfa.ignored.tolist()
@@ -112,59 +123,43 @@ class MaskBuilder:
         return k
 
     # ------------------------------------------------------------------ decisions
-    def class_ok(self, p: PState) -> list[bool]:
-        """Per winnable class: could the lexeme in progress end with a terminal ``p`` expects?"""
-        r = p.classes
+    def class_vector(self, p: PState) -> np.ndarray:
+        """Per winnable class: could a lexeme of that class end with a terminal ``p`` expects
+        (or an ignored one)? One vectorised AND over 64-bit words, memoised on ``p``."""
+        r = p.classes_np
         if r is None:
             bits = self.ctx.expects(p)
-            r = p.classes = [(bits & c) != 0 for c in self.class_bits]
+            w = np.array([(bits >> (64 * i)) & 0xFFFFFFFFFFFFFFFF
+                          for i in range(self.class_words.shape[1])], dtype=np.uint64)
+            r = np.asarray((self.class_words & w).any(axis=1))
+            p.classes_np = r
         return r
 
-    def node_ok(self, p: PState, n: int, carry: int) -> bool:
-        """Does the parser, at ``p``, accept what a token with outcome ``n`` does?"""
-        h = self.head[n]
-        if h < 0:
-            c = p.classes
-            if c is None:
-                c = self.class_ok(p)
-            return c[self.tail[n]]
+    def _eval_trie(self, p: PState, groups: list, ok: np.ndarray, carry: int) -> None:
+        expected = p.es.expected
         nt = self.num_terminals
-        key: object = (n, carry) if h >= nt and (h - nt) & 1 else n
-        memo = p.node_ok
-        r = memo.get(key)
-        if r is not None:
-            return r
-        if h < nt:
-            if not (p.es.expected >> h) & 1:
-                memo[key] = False
-                return False
-            p2 = self.ctx.shift(p, h)
-        else:
-            v = h - nt
-            p2 = self.ctx.newline(p, (v >> 1) + (carry if v & 1 else 0))
-        r = p2 is not None and self.node_ok(p2, self.tail[n], 0)
-        memo[key] = r
-        return r
+        ctx = self.ctx
+        for h, end_pos, end_cls, sub in groups:
+            if h < nt:
+                if not (expected >> h) & 1:
+                    continue
+                p2 = ctx.shift(p, h)
+            else:
+                v = h - nt
+                p2 = ctx.newline(p, (v >> 1) + (carry if v & 1 else 0))
+            if p2 is None:
+                continue
+            if end_pos.size:
+                ok[end_pos] = self.class_vector(p2)[end_cls]
+            if sub:
+                self._eval_trie(p2, sub, ok, 0)
 
     def row_tokens(self, p: PState, q: int, carry: int) -> np.ndarray:
         row = self.row(q)
         ok = np.zeros(row.n, dtype=bool)
         if row.end_pos.size:
-            ok[row.end_pos] = np.array(self.class_ok(p), dtype=bool)[row.end_cls]
-        expected = p.es.expected
-        nt = self.num_terminals
-        node_ok = self.node_ok
-        for h, pos, tails in row.groups:
-            if h < nt:
-                if not (expected >> h) & 1:
-                    continue
-                p2 = self.ctx.shift(p, h)
-            else:
-                v = h - nt
-                p2 = self.ctx.newline(p, (v >> 1) + (carry if v & 1 else 0))
-            if p2 is None:
-                continue
-            ok[pos] = [node_ok(p2, t, 0) for t in tails]
+            ok[row.end_pos] = self.class_vector(p)[row.end_cls]
+        self._eval_trie(p, row.groups, ok, carry)
         if ok.all():
             return row.tokens
         return row.tokens[np.repeat(ok, row.counts)]

@@ -9,6 +9,8 @@ shared by every step that reaches the same configuration.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .earley import Automaton, EarleySet
 
 __all__ = ["PState", "ParserContext"]
@@ -17,7 +19,7 @@ _MISSING = object()
 
 
 class PState:
-    __slots__ = ("bol", "classes", "depth", "es", "indent", "node_ok", "uid")
+    __slots__ = ("bol", "classes_np", "depth", "es", "indent", "uid")
 
     def __init__(
         self, uid: int, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool
@@ -27,8 +29,7 @@ class PState:
         self.indent = indent  # indentation stack, innermost last
         self.depth = depth  # bracket depth
         self.bol = bol  # the last significant terminal was a newline (or none yet)
-        self.node_ok: dict = {}  # outcome node → verdict (MaskBuilder)
-        self.classes: list[bool] | None = None  # MaskBuilder.class_ok memo
+        self.classes_np: np.ndarray | None = None  # MaskBuilder.class_vector memo
 
 
 class ParserContext:
