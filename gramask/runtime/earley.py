@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .memo import BoundedMemo
+
 if TYPE_CHECKING:
     from ..compiler.parse_tables import ParseTables
 
@@ -58,8 +60,8 @@ class EarleySet:
 class Automaton:
     """Runtime view of :class:`ParseTables` plus the hash-consing table."""
 
-    MAX_INTERNED = 40_000
-    MAX_MEMO = 80_000
+    MAX_INTERNED = 30_000
+    MAX_MEMO = 60_000
 
     def __init__(self, pt: ParseTables) -> None:
         n = pt.num_states
@@ -90,10 +92,10 @@ class Automaton:
         self.live_state = [
             bool(self.goto_t[s] or self.goto_n[s] or self.accepting[s]) for s in range(n)
         ]
-        self._interned: dict[frozenset, EarleySet] = {}
+        self._interned: BoundedMemo[frozenset, EarleySet] = BoundedMemo(self.MAX_INTERNED)
         # (set uid, terminal) → next set. Kept here, bounded, not on the sets: a set holding
         # its successors would form cycles with their origins and keep every explored set alive.
-        self._next: dict[tuple[int, int], EarleySet | None] = {}
+        self._next: BoundedMemo[tuple[int, int], EarleySet | None] = BoundedMemo(self.MAX_MEMO)
         self._next_uid = 1  # 0 stands for "this set" in keys
         self.root = self._close([(pt.start_state, None)])
 
@@ -131,7 +133,7 @@ class Automaton:
         # identical, which is what lets hash-consing share states across the text.
         live = self.live_state
         set_key = frozenset(k for k in items if live[k[0]])
-        hit = self._interned.get(set_key)
+        hit: EarleySet | None = self._interned.get(set_key)  # type: ignore[assignment]
         if hit is not None:
             return hit
         kept = tuple(it for k, it in items.items() if live[k[0]])
@@ -146,9 +148,7 @@ class Automaton:
                 accepts = True
         es.expected = expected
         es.accepts = accepts
-        if len(self._interned) >= self.MAX_INTERNED:
-            self._interned.clear()  # sharing is an optimisation; live sets stay valid
-        self._interned[set_key] = es
+        self._interned.put(set_key, es)  # sharing is an optimisation; forgotten sets stay valid
         return es
 
     def advance(self, es: EarleySet, terminal: int) -> EarleySet | None:
@@ -166,7 +166,5 @@ class Automaton:
             if t is not None:
                 seeds.append((t, es if o is None else o))
         res = self._close(seeds)
-        if len(memo) >= self.MAX_MEMO:
-            memo.clear()
-        memo[mkey] = res
+        memo.put(mkey, res)
         return res

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .earley import Automaton, EarleySet
+from .memo import BoundedMemo
 
 __all__ = ["PState", "ParserContext"]
 
@@ -35,7 +36,7 @@ class PState:
 class ParserContext:
     """Everything the runtime needs about the parser side, shared by all constraints."""
 
-    MAX_INTERNED = 40_000
+    MAX_INTERNED = 30_000
 
     def __init__(
         self,
@@ -56,25 +57,24 @@ class ParserContext:
         self.dedent_t = dedent
         self.open_brackets = frozenset(open_brackets)
         self.close_brackets = frozenset(close_brackets)
-        self._interned: dict[tuple, PState] = {}
-        self._next: dict[tuple[int, int], PState | None] = {}  # bounded, see Automaton._next
+        self._interned: BoundedMemo[tuple, PState] = BoundedMemo(self.MAX_INTERNED)
+        self._next: BoundedMemo[tuple[int, int], PState | None] = BoundedMemo(
+            2 * self.MAX_INTERNED
+        )  # bounded, see Automaton._next
         self._uid = 0
         self.root = self.make(automaton.root, (0,), 0, True)
 
     def make(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> PState:
         key = (es.uid, indent, depth, bol)
-        p = self._interned.get(key)
+        p: PState | None = self._interned.get(key)  # type: ignore[assignment]
         if p is None:
-            if len(self._interned) >= self.MAX_INTERNED:
-                self._interned.clear()
             self._uid += 1
-            p = self._interned[key] = PState(self._uid, es, indent, depth, bol)
+            p = PState(self._uid, es, indent, depth, bol)
+            self._interned.put(key, p)
         return p
 
     def _remember(self, key: tuple[int, int], value: PState | None) -> None:
-        if len(self._next) >= 2 * self.MAX_INTERNED:
-            self._next.clear()
-        self._next[key] = value
+        self._next.put(key, value)
 
     # ------------------------------------------------------------------ stepping
     def shift(self, p: PState, terminal: int) -> PState | None:
