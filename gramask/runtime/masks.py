@@ -1,4 +1,4 @@
-"""Per-step masks from the compiled tables: a few table rows, decided node by node.
+"""Per-step masks from the compiled tables: one or two table rows, decided as tries.
 
 The mask at lexer state ``q`` and parser state ``p`` is the union of
   * row ``q``: tokens whose first byte continues the current lexeme, grouped by outcome node;
@@ -6,8 +6,10 @@ The mask at lexer state ``q`` and parser state ``p`` is the union of
     with a terminal the parser then expects (``expects ∩ winnable``: seed 002's early error);
   * if the current lexeme can end here: row 0 evaluated after its terminal, restricted to the
     tokens whose first byte ends the lexeme (the "kill set" of ``q``).
-Node decisions are memoised on the hash-consed parser state and whole masks in an LRU, so a
-configuration met again costs a dictionary lookup.
+A row's nodes form a trie over the terminals they complete: the parser steps once per trie
+edge it expects (memoised on the hash-consed parser states), and the nodes ending at a trie
+vertex are decided by one vector lookup. Whole masks are kept in an LRU, so a configuration
+met again costs a dictionary lookup.
 """
 
 from __future__ import annotations
