@@ -362,3 +362,19 @@ def test_python_first_line_indentation(text, ok):
     except gramask.InvalidPrefixError:
         complete = False
     assert complete == ok
+
+
+@pytest.mark.parametrize(("prefix", "hash_ok"), [("x = a.", False), ("def f(", True),
+                                                 ("x = 1", True), ("x = [1,", True),
+                                                 ("if x:", True), ("return x +", False)])
+def test_no_dead_end_through_ignored_lexemes(prefix, hash_ok):
+    """A comment is ignored, but only a newline can follow it: where the parser cannot take a
+    newline (outside brackets, mid-expression), '#' would be a dead end and is masked."""
+    cg = compiled("python", "deepseek-v4")
+    assert cg.constraint(prefix).allowed()[cg.vocab.token_id("#")] == hash_ok
+
+
+def test_comment_at_end_of_input_is_complete():
+    cg = compiled("python", "deepseek-v4")
+    c = cg.constraint("x = 1  # done")
+    assert c.is_complete() and c.allowed()[cg.vocab.eos_token_id]

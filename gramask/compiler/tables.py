@@ -48,7 +48,7 @@ class TokenTables:
     row_base: np.ndarray  # (S,) int32: -1, or the state whose row this row is a diff against
     node_head: np.ndarray  # (N,) int32: terminal id, NL width code (>= T), or -1 for END
     node_tail: np.ndarray  # (N,) int32: next node, or winnable class for END
-    class_winnable: np.ndarray  # (C, T) bool
+    class_winnable: np.ndarray  # (C, T + 1) bool: see end_classes
     state_class: np.ndarray  # (S,) int32: winnable class of each lexer state
     first_byte: np.ndarray  # (V,) int16: first byte of each token, -1 for special/empty
     nl_terminal: int  # terminal id of the indentation newline, or -1
@@ -100,9 +100,9 @@ class TokenTables:
             row_base=np.asarray(a["row_base"], dtype=np.int32),
             node_head=np.asarray(a["node_head"], dtype=np.int32),
             node_tail=np.asarray(a["node_tail"], dtype=np.int32),
-            class_winnable=np.unpackbits(a["class_winnable"], axis=1, count=num_terminals).astype(
-                bool
-            ),
+            class_winnable=np.unpackbits(
+                a["class_winnable"], axis=1, count=num_terminals + 1
+            ).astype(bool),
             state_class=np.asarray(a["state_class"], dtype=np.int32),
             first_byte=np.asarray(a["first_byte"], dtype=np.int16),
             nl_terminal=nl_terminal,
@@ -163,8 +163,8 @@ def build_token_tables(
     accept = dfa.accept
     ignored = dfa.ignored
 
-    # winnable classes
-    classes, state_class = np.unique(dfa.winnable, axis=0, return_inverse=True)
+    # end classes: what the lexeme a token stops inside can still lead to
+    classes, state_class = np.unique(end_classes(dfa), axis=0, return_inverse=True)
     state_class = state_class.reshape(-1).astype(np.int32)
     n_classes = classes.shape[0]
     interner = _Interner(n_classes)
@@ -307,6 +307,71 @@ def build_token_tables(
         first_byte=first_byte,
         nl_terminal=nl_terminal,
     )
+
+
+def end_classes(dfa: LexerDFA) -> np.ndarray:
+    """(S, T + 1) bool: per lexer state, the non-ignored terminals that can come next from it
+    — as the winner of the lexeme in progress, or, if that lexeme can end as an ignored
+    terminal, as a lexeme after it (which must start with a byte that ends the ignored one:
+    after a Python comment, only a newline) — and, in the last column, whether the lexeme can
+    end as an ignored terminal at all (so that the input may end there).
+
+    This is what makes "a comment right after ``x.``" a dead end the mask excludes: the
+    comment itself is ignored, but only a newline can follow it.
+    """
+    n, nt = dfa.num_states, dfa.num_terminals
+    trans, accept, ignored = dfa.trans, dfa.accept.tolist(), dfa.ignored.tolist()
+    ign_bits = sum(1 << t for t in range(nt) if ignored[t])
+    win = [
+        sum(1 << int(t) for t in np.flatnonzero(row)) & ~ign_bits for row in dfa.winnable
+    ]
+    ign_acc = [s for s in range(n) if accept[s] >= 0 and ignored[accept[s]]]
+    preds: list[set[int]] = [set() for _ in range(n)]
+    for q in range(n):
+        for t in set(trans[q][trans[q] >= 0].tolist()):
+            preds[t].add(q)
+    reach: list[list[int]] = [[] for _ in range(n)]  # ignored-accepting states reachable
+    for s in ign_acc:
+        seen, stack = {s}, [s]
+        while stack:
+            x = stack.pop()
+            reach[x].append(s)
+            for y in preds[x]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+    start_row = trans[0]
+    next_start = {
+        s: sorted({int(start_row[b]) for b in range(256)
+                   if trans[s, b] < 0 and start_row[b] >= 0})
+        for s in ign_acc
+    }
+    eff = list(win)
+    changed = True
+    while changed:
+        changed = False
+        follow = {}
+        for s in ign_acc:
+            bits = 0
+            for r in next_start[s]:
+                bits |= eff[r]
+            follow[s] = bits
+        for q in range(n):
+            bits = win[q]
+            for s in reach[q]:
+                bits |= follow[s]
+            if bits != eff[q]:
+                eff[q] = bits
+                changed = True
+    out = np.zeros((n, nt + 1), dtype=bool)
+    for q in range(n):
+        b = eff[q]
+        while b:
+            low = b & -b
+            out[q, low.bit_length() - 1] = True
+            b ^= low
+        out[q, nt] = bool(reach[q])
+    return out
 
 
 def _delta_encode(rows: sp.csr_array, trans: np.ndarray) -> tuple[sp.csr_array, np.ndarray]:

@@ -116,7 +116,7 @@ class Constraint:
             elif byte == 9:
                 carry += tab
         # the lexeme in progress must still be able to end with a terminal the parser takes
-        if q != 0 and not (b.ctx.expects(p) & b.class_bits[b.state_class[q]]):
+        if q != 0 and not b.end_ok(p, q):
             return lex_start
         return (q, carry, p)
 

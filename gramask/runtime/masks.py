@@ -75,9 +75,9 @@ class MaskBuilder:
         self.num_terminals = dfa.num_terminals
         self.head_arr = tables.node_head.astype(np.int64)
         self.tail_arr = tables.node_tail.astype(np.int64)
-        self.class_bits = [
-            sum(1 << int(t) for t in np.flatnonzero(row)) for row in tables.class_winnable
-        ]
+        cw = tables.class_winnable
+        self.class_bits = [sum(1 << int(t) for t in np.flatnonzero(row[:-1])) for row in cw]
+        self.class_ignored_end = cw[:, -1].copy()
         # winnable classes as 64-bit words, for one vectorised "expects ∩ winnable" per state
         n_words = max(1, (dfa.num_terminals + 63) // 64)
         self.class_words = np.array(
@@ -130,12 +130,18 @@ class MaskBuilder:
         (or an ignored one)? One vectorised AND over 64-bit words, memoised on ``p``."""
         r = p.classes_np
         if r is None:
-            bits = self.ctx.expects(p)
+            bits = self.ctx.expects(p) & ~self.ctx.ignored_bits
             w = np.array([(bits >> (64 * i)) & 0xFFFFFFFFFFFFFFFF
                           for i in range(self.class_words.shape[1])], dtype=np.uint64)
             r = np.asarray((self.class_words & w).any(axis=1))
+            if self.ctx.finish(p):  # the input may also end right after an ignored lexeme
+                r = r | self.class_ignored_end
             p.classes_np = r
         return r
+
+    def end_ok(self, p: PState, q: int) -> bool:
+        """May the input stop mid-lexeme at state ``q`` with the parser at ``p``?"""
+        return bool(self.class_vector(p)[self.state_class[q]])
 
     def _eval_trie(self, p: PState, groups: list, ok: np.ndarray, carry: int) -> None:
         expected = p.es.expected
