@@ -375,8 +375,6 @@ def end_classes(dfa: LexerDFA) -> np.ndarray:
 
 
 def _delta_encode(rows: sp.csr_array, trans: np.ndarray) -> tuple[sp.csr_array, np.ndarray]:
-    import scipy.sparse as sp
-
     """Store a row as its differences from a similar row when that is much smaller.
 
     States whose first byte continues the same byte set (keyword prefixes of NAME, the
@@ -384,6 +382,8 @@ def _delta_encode(rows: sp.csr_array, trans: np.ndarray) -> tuple[sp.csr_array, 
     such group is kept whole; the others keep (token, node + 1) where they differ, and
     (token, 0) where the base has the token and they do not.
     """
+    import scipy.sparse as sp
+
     n = rows.shape[0]
     nnz = np.diff(rows.indptr)
     sig = np.packbits(trans >= 0, axis=1)

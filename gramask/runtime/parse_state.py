@@ -2,9 +2,9 @@
 
 The indentation layer is lark's ``PythonIndenter`` made incremental: newlines inside brackets
 are dropped; outside, a newline of width ``w`` is the newline terminal followed by INDENT or
-DEDENTs against the indentation stack. States are hash-consed like Earley sets, so the memo
-tables hanging off them (next state per terminal, accepted table nodes, cached masks) are
-shared by every step that reaches the same configuration.
+DEDENTs against the indentation stack. States are hash-consed like Earley sets, so what is
+memoised for them (next state per terminal, class verdicts, cached masks) is shared by every
+step that reaches the same configuration.
 """
 
 from __future__ import annotations
