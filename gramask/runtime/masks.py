@@ -94,7 +94,7 @@ class MaskBuilder:
         self.continuation_t = continuation_terminal
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: OrderedDict[int, _Row] = OrderedDict()
-        self._kill: dict[int, np.ndarray] = {}
+        self._kill: OrderedDict[int, np.ndarray] = OrderedDict()  # (V,) bool each: bounded
         self._masks: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self.first_byte = tables.first_byte.astype(np.int64)
 
@@ -122,12 +122,17 @@ class MaskBuilder:
             fb = self.first_byte
             k = (fb >= 0) & (self.trans[q][np.maximum(fb, 0)] < 0)
             self._kill[q] = k
+            if len(self._kill) > self.ROW_CACHE:
+                self._kill.popitem(last=False)
+        else:
+            self._kill.move_to_end(q)
         return k
 
     # ------------------------------------------------------------------ decisions
     def class_vector(self, p: PState) -> np.ndarray:
-        """Per winnable class: could a lexeme of that class end with a terminal ``p`` expects
-        (or an ignored one)? One vectorised AND over 64-bit words, memoised on ``p``."""
+        """Per end class: can a token that stops inside a lexeme of that class lead somewhere
+        from ``p``? (``p`` expects a terminal the lexeme can become or that can follow it past
+        an ignored lexeme, or the input may end here.) Vectorised, memoised on ``p``."""
         r = p.classes_np
         if r is None:
             bits = self.ctx.expects(p) & ~self.ctx.ignored_bits
