@@ -257,7 +257,7 @@ def test_bundled_names_and_errors():
 
 
 def test_bundled_missing_package(monkeypatch):
-    import gramask.vocab as vocab_module
+    import gramask.vocab.bundled as vocab_module
 
     real_find_spec = importlib.util.find_spec
 
@@ -526,6 +526,20 @@ def test_added_tokens_policy(tmp_path):
         (b"just some text\nwith lines\n", "unknown vocabulary format"),
         (b'{"model": {"type": "BPE", "vocab": [1, 2]}}', r"\[piece, score\]"),
         (b'{"model": {"type": "BPE", "vocab": {}}, "added_tokens": [{"id": "x"}]}', "added_tokens"),
+        # a source that cannot mean a vocabulary is an error, never silently trimmed
+        (b"IQ== 0\nIg== 3000000000\n", "far beyond the 2 tokens"),
+        (b'{"a": 0, "b": 99999999}', "far beyond"),
+        (b"IQ== 0\nIg== -1\n", "negative rank -1"),
+        (b'{"model": {"type": "BPE", "vocab": {"a": 0, "b": -1}}}', "negative id"),
+        (b'{"model": {"type": "BPE", "vocab": {"a": 0}}, "added_tokens": '
+         b'[{"id": -3, "content": "  ", "special": false}]}', "negative id -3"),
+        (b'{"model": {"type": "BPE", "vocab": {}}}', "empty"),
+        (b'{"model": {"type": "BPE", "vocab": {}}, "added_tokens": '
+         b'[{"id": 0, "content": "<s>"}]}', "no ordinary tokens"),
+        (b'{"model": {"type": "BPE", "vocab": {"a": 0}}, "decoder": {"type": "Frobnicate"}}',
+         "unknown decoder type 'Frobnicate'"),
+        (b'{"model": {"type": "BPE", "vocab": {"a": 0}}, "decoder": {"type": "Sequence", '
+         b'"decoders": [{"type": "Replace", "content": " "}]}}', "Replace decoder"),
     ],
 )
 def test_errors_on_garbage_files(tmp_path, content, match):
@@ -552,6 +566,18 @@ def test_errors_on_paths(tmp_path):
     (bad_config_dir / "tokenizer_config.json").write_text("{oops", "utf-8")
     with pytest.raises(VocabularyError, match=r"tokenizer_config\.json: malformed JSON"):
         Vocabulary.from_file(bad_config_dir / "encoder.json")
+
+
+def test_holes_up_to_the_limit_are_fine(tmp_path):
+    # padded embeddings and reserved specials leave holes; only runaway ids are errors
+    from gramask.vocab.builder import MAX_HOLES
+
+    path = tmp_path / "holes.tiktoken"
+    path.write_text(f"IQ== 0\nIg== {MAX_HOLES}\n", "utf-8")
+    assert len(Vocabulary.from_file(path)) == MAX_HOLES + 1
+    path.write_text(f"IQ== 0\nIg== {MAX_HOLES + 2}\n", "utf-8")
+    with pytest.raises(VocabularyError, match="far beyond"):
+        Vocabulary.from_file(path)
 
 
 def test_tiktoken_file_with_holes_and_given_specials(tmp_path):

