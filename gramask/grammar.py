@@ -122,7 +122,7 @@ class Grammar:
         terminals = []
         for t in parser.terminals:
             pat = t.pattern
-            is_string = type(pat).__name__ == "PatternStr"
+            is_string = pat.type == "str"
             regex = re.escape(pat.value) if is_string else pat.value
             regex = _REGULAR_EQUIVALENTS.get(regex, regex)
             flags = "".join(sorted(f for f in pat.flags if f in "ismx"))
@@ -208,14 +208,21 @@ class Grammar:
         body.pop("source", None)
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
-    def lexer_fingerprint(self) -> str:
-        """Hash of the terminals alone: the token tables depend on nothing else."""
-        body = [asdict(t) for t in self.terminals]
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
     @property
     def terminal_names(self) -> list[str]:
         return [t.name for t in self.terminals]
+
+    def terminal_index(self, name: str) -> int:
+        """Index of terminal ``name`` in ``terminals``, or -1 if there is none."""
+        for i, t in enumerate(self.terminals):
+            if t.name == name:
+                return i
+        return -1
+
+    @property
+    def newline_terminal(self) -> int:
+        """Index of the indentation newline terminal, or -1 without indentation."""
+        return -1 if self.indentation is None else self.terminal_index(self.indentation.newline)
 
 
 def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:

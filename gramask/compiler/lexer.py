@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..encoding import rows_of_bits
 from ..grammar import TerminalSpec
 from .regex_bytes import ByteDFA, regex_to_byte_dfa
 
@@ -166,10 +167,4 @@ def _winnable(cls_trans: np.ndarray, accept: np.ndarray, n_terms: int) -> np.nda
             if merged != bits[p]:
                 bits[p] = merged
                 work.append(p)
-    out = np.zeros((n, n_terms), dtype=bool)
-    for q, b in enumerate(bits):
-        while b:
-            low = b & -b
-            out[q, low.bit_length() - 1] = True
-            b ^= low
-    return out
+    return rows_of_bits(bits, n_terms)

@@ -206,18 +206,4 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
         accepting=accepting,
         start_state=start,
     )
-    pt._debug_items = (states, rules)  # type: ignore[attr-defined]  # for describe_state
     return pt
-
-
-def describe_state(pt: ParseTables, s: int) -> list[str]:
-    """The LR(0) items of state ``s`` (only for tables built in this process)."""
-    states, rules = pt._debug_items  # type: ignore[attr-defined]
-    sym = pt.symbols
-    out = []
-    for r, d in sorted(states[s]):
-        lhs, rhs = rules[r]
-        out.append(
-            f"{sym[lhs]} -> {' '.join(sym[x] for x in rhs[:d])} • {' '.join(sym[x] for x in rhs[d:])}"
-        )
-    return out

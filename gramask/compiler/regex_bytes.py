@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
@@ -168,16 +167,17 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
             f"terminal {name}: regex /{pattern}/ is not supported: {e}", name=name
         ) from None
 
-    # character class of every transition key
+    # character class of every transition key (anything_else: every other character)
     by_key: dict[object, list[int]] = {}
-    mapping: dict[Any, Any] = fsm.alphabet._symbol_mapping  # interegular has no public accessor
-    for ch, tkey in mapping.items():
-        if ch is anything_else:
-            by_key.setdefault(tkey, [])
-        else:
-            by_key.setdefault(tkey, []).append(ord(ch))
+    other_key: object = None
+    for tkey, symbols in fsm.alphabet.by_transition.items():
+        cps = by_key.setdefault(tkey, [])
+        for ch in symbols:
+            if ch is anything_else:
+                other_key = tkey
+            else:
+                cps.append(ord(ch))
     explicit = _ranges([cp for cps in by_key.values() for cp in cps])
-    other_key = mapping.get(anything_else)
     key_ranges: dict[object, list[tuple[int, int]]] = {}
     for key, cps in by_key.items():
         rs = _ranges(cps)

@@ -3,7 +3,7 @@
 The mask at lexer state ``q`` and parser state ``p`` is the union of
   * row ``q``: tokens whose first byte continues the current lexeme, grouped by outcome node;
     a node is allowed iff the parser accepts its terminals and its final lexeme can still end
-    with a terminal the parser then expects (``expects ∩ winnable``: seed 002's early error);
+    with a terminal the parser then expects (``expects ∩ winnable``: the early error of Microsoft's AICI controller interface);
   * if the current lexeme can end here: row 0 evaluated after its terminal, restricted to the
     tokens whose first byte ends the lexeme (the "kill set" of ``q``).
 A row's nodes form a trie over the terminals they complete: the parser steps once per trie
@@ -20,6 +20,7 @@ import numpy as np
 
 from ..compiler.lexer import LexerDFA
 from ..compiler.tables import TokenTables, expand_row
+from ..encoding import bits_of_rows, decode_nl, words_of_bits
 from .parse_state import ParserContext, PState
 
 __all__ = ["MaskBuilder"]
@@ -76,15 +77,13 @@ class MaskBuilder:
         self.head_arr = tables.node_head.astype(np.int64)
         self.tail_arr = tables.node_tail.astype(np.int64)
         cw = tables.class_winnable
-        self.class_bits = [sum(1 << int(t) for t in np.flatnonzero(row[:-1])) for row in cw]
+        class_bits = bits_of_rows(cw[:, :-1])
         self.class_ignored_end = cw[:, -1].copy()
         # winnable classes as 64-bit words, for one vectorised "expects ∩ winnable" per state
         n_words = max(1, (dfa.num_terminals + 63) // 64)
         self.class_words = np.array(
-            [[(b >> (64 * i)) & 0xFFFFFFFFFFFFFFFF for i in range(n_words)]
-             for b in self.class_bits],
-            dtype=np.uint64,
-        ).reshape(len(self.class_bits), n_words)
+            [words_of_bits(b, n_words) for b in class_bits], dtype=np.uint64
+        ).reshape(len(class_bits), n_words)
         self.state_class = tables.state_class.tolist()
         self.accept = dfa.accept.tolist()
         self.ignored = dfa.ignored.tolist()
@@ -136,8 +135,7 @@ class MaskBuilder:
         r = p.classes_np
         if r is None:
             bits = self.ctx.expects(p) & ~self.ctx.ignored_bits
-            w = np.array([(bits >> (64 * i)) & 0xFFFFFFFFFFFFFFFF
-                          for i in range(self.class_words.shape[1])], dtype=np.uint64)
+            w = words_of_bits(bits, self.class_words.shape[1])
             r = np.asarray((self.class_words & w).any(axis=1))
             if self.ctx.finish(p):  # the input may also end right after an ignored lexeme
                 r = r | self.class_ignored_end
@@ -158,8 +156,8 @@ class MaskBuilder:
                     continue
                 p2 = ctx.shift(p, h)
             else:
-                v = h - nt
-                p2 = ctx.newline(p, (v >> 1) + (carry if v & 1 else 0))
+                width, relative = decode_nl(nt, h)
+                p2 = ctx.newline(p, width + carry if relative else width)
             if p2 is None:
                 continue
             if end_pos.size:
