@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import GrammarError
+from .errors import GrammarError, InvalidRegexError
 
 __all__ = ["Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
 
@@ -92,7 +92,7 @@ class Grammar:
         try:
             import lark
             from lark.exceptions import GrammarError as LarkGrammarError
-            from lark.exceptions import UnexpectedInput
+            from lark.exceptions import LexError, UnexpectedInput
         except ImportError as e:  # pragma: no cover - lark is a core dependency
             raise ImportError("gramask needs lark to load grammars: pip install lark") from e
         try:
@@ -115,6 +115,8 @@ class Grammar:
             msg = str(e).strip("'\"")
             line = _guess_line(text, msg)
             raise GrammarError(f"{source}: {msg}", line=line) from None
+        except LexError as e:
+            raise _lex_error(text, source, str(e)) from None
         except re.error as e:
             raise GrammarError(f"{source}: a terminal's regex does not compile: {e}") from None
 
@@ -235,6 +237,31 @@ _REGULAR_EQUIVALENTS = {
     # common.ESCAPED_STRING: a double-quoted one-line string with backslash escapes
     '".*?(?<!\\\\)(\\\\\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
 }
+
+
+def _lex_error(text: str, source: str, message: str) -> GrammarError:
+    """Lark's ``LexError`` about one terminal, as a GrammarError naming it and its line."""
+    m = re.search(r"zero-width terminals\. \((\w+): (.*)\)$", message)
+    if m:
+        name = m.group(1)
+        return GrammarError(
+            f"{source}: terminal {name} matches the empty string ({m.group(2)}); a terminal "
+            f"must consume at least one character",
+            line=_guess_line(text, name), name=name,
+        )
+    m = re.search(r"Cannot compile token (\w+): (.*)$", message)
+    if m:
+        name, pattern = m.group(1), m.group(2)
+        detail = ""
+        try:
+            re.compile(pattern.strip("'\""))
+        except re.error as e:
+            detail = f": {e}"
+        return InvalidRegexError(
+            f"{source}: terminal {name} has an invalid regex {pattern}{detail}",
+            line=_guess_line(text, name), name=name,
+        )
+    return GrammarError(f"{source}: {message}", line=_guess_line(text, message))
 
 
 def _guess_line(text: str, message: str) -> int | None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import pathlib
 from importlib import resources
 
+from ..errors import GrammarError
+
 __all__ = ["load", "load_spec", "names", "path", "start_rule", "text"]
 
 _SUFFIX = ".lark"
@@ -33,7 +35,9 @@ def names() -> list[str]:
 def _check(name: str) -> str:
     known = names()
     if not isinstance(name, str) or name not in known:
-        raise ValueError(f"unknown bundled grammar {name!r}; known grammars: {', '.join(known)}")
+        raise GrammarError(
+            f"unknown bundled grammar {name!r}; known grammars: {', '.join(known)}", name=str(name)
+        )
     return name
 
 
@@ -61,8 +65,8 @@ def load(name: str, start: str | None = None):  # -> gramask.Grammar (lazy impor
 
     Raises
     ------
-    ValueError
-        Unknown name; the message lists the bundled grammars.
+    GrammarError
+        Unknown name (a ``ValueError`` too); the message lists the bundled grammars.
     """
     from ..grammar import Grammar
 
@@ -81,7 +85,7 @@ def load_spec(spec: str, start: str | None = None):
         return load(spec, start)
     p = pathlib.Path(spec)
     if not p.exists():
-        raise ValueError(
+        raise GrammarError(
             f"grammar {spec!r} is neither a bundled grammar ({', '.join(names())}) nor a file"
         )
     return Grammar.from_lark(
