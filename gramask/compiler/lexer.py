@@ -94,7 +94,7 @@ def build_lexer_dfa(
     reps = [int(np.flatnonzero(byte_class == c)[0]) for c in range(len(first))]
 
     start = tuple((i, 0) for i in range(n_terms) if dfas[i].num_states and _nonempty(dfas[i]))
-    index: dict[tuple, int] = {start: 0}
+    index: dict[tuple[tuple[int, int], ...], int] = {start: 0}
     order = [start]
     rows: list[list[int]] = []
     i = 0

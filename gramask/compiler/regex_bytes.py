@@ -16,9 +16,9 @@ import numpy as np
 from ..errors import InvalidRegexError, UnsupportedRegexError
 
 try:  # Python ≥ 3.11
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+    from re import _parser as _sre_parse
 except ImportError:  # pragma: no cover
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+    import sre_parse as _sre_parse
 
 __all__ = ["ByteDFA", "regex_to_byte_dfa", "utf8_sequences"]
 
@@ -194,7 +194,7 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
     node_of = {s: i for i, s in enumerate(states)}
     edges: list[list[tuple[int, int, int]]] = [[] for _ in states]
     finals_nfa = {node_of[s] for s in fsm.finals}
-    inter: dict[tuple, int] = {}
+    inter: dict[tuple[int, int, tuple[tuple[int, int], ...]], int] = {}
     for s, moves in fsm.map.items():
         src = node_of[s]
         for key, t in moves.items():

@@ -123,7 +123,8 @@ class _Interner:
                 self.heads.append(k >> 32)
                 self.tails.append(k & 0xFFFFFFFF)
             out[j] = n
-        return out[inv.reshape(-1)]
+        result: np.ndarray = out[inv.reshape(-1)]
+        return result
 
 
 def build_token_tables(
@@ -174,7 +175,9 @@ def build_token_tables(
     # SUF[t, k]: node of walking t[k:] from the start state (-1 dead); column lmax = unused
     suf = np.full((v, lmax + 1), -1, dtype=np.int64)
 
-    def walk(q_start: np.ndarray, idx: np.ndarray, k0: int | np.ndarray, from_start: bool):
+    def walk(
+        q_start: np.ndarray, idx: np.ndarray, k0: int | np.ndarray, from_start: bool
+    ) -> np.ndarray:
         """Walk tokens ``idx`` from states ``q_start`` beginning at offset ``k0``; the first
         byte is assumed to continue the lexeme. Returns node ids (-1 dead)."""
         out = np.full(len(idx), -1, dtype=np.int64)

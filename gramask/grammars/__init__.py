@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import pathlib
 from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING
 
 from ..errors import GrammarError
+
+if TYPE_CHECKING:
+    from ..grammar import Grammar
 
 __all__ = ["load", "load_spec", "names", "path", "start_rule", "text"]
 
 _SUFFIX = ".lark"
 
 
-def _files():  # importlib.resources Traversable for this package
+def _files() -> Traversable:
     return resources.files(__name__)
 
 
@@ -48,7 +53,7 @@ def path(name: str) -> pathlib.Path:
 
 def text(name: str) -> str:
     """Source text of bundled grammar ``name``."""
-    return _files().joinpath(_check(name) + _SUFFIX).read_text(encoding="utf-8")
+    return str(_files().joinpath(_check(name) + _SUFFIX).read_text(encoding="utf-8"))
 
 
 # Start rule of each bundled grammar whose start rule is not ``start``.
@@ -60,7 +65,7 @@ def start_rule(name: str) -> str:
     return _START.get(_check(name), "start")
 
 
-def load(name: str, start: str | None = None):  # -> gramask.Grammar (lazy import keeps lark out)
+def load(name: str, start: str | None = None) -> Grammar:
     """Bundled grammar ``name`` as a :class:`gramask.Grammar`.
 
     Raises
@@ -75,7 +80,7 @@ def load(name: str, start: str | None = None):  # -> gramask.Grammar (lazy impor
     )
 
 
-def load_spec(spec: str, start: str | None = None):
+def load_spec(spec: str, start: str | None = None) -> Grammar:
     """A bundled grammar name, or a path to a ``.lark`` file (imports resolve beside it)."""
     import os
 

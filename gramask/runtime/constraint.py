@@ -20,7 +20,7 @@ Runtime contract
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,8 +46,8 @@ class Constraint:
         prefix: str | bytes = "",
         *,
         tab_len: int = 8,
-        _history: list | None = None,
-        _chunks: list | None = None,
+        _history: list[LexState] | None = None,
+        _chunks: list[bytes] | None = None,
         _finished: bool = False,
     ) -> None:
         self._b = builder
@@ -164,12 +164,12 @@ class Constraint:
         st = self._try(token_id)
         if st is None:
             raise self._rejection(token_id)
-        if st is True:
+        if isinstance(st, bool):  # EOS
             self._finished = True
             self._history.append(self._history[-1])
             self._chunks.append(b"")
             return
-        self._history.append(st)  # type: ignore[arg-type]
+        self._history.append(st)
         self._chunks.append(self._vocab.token_bytes(int(token_id)))
 
     def is_complete(self) -> bool:
@@ -208,7 +208,7 @@ class Constraint:
             del self._chunks[-n:]
             self._finished = False
 
-    def explain(self) -> dict:
+    def explain(self) -> dict[str, Any]:
         """Why the mask is what it is: the lexeme in progress and what the parser expects."""
         q, _carry, p = self._history[-1]
         b = self._b

@@ -15,6 +15,7 @@ met again costs a dictionary lookup.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,9 @@ class _Row:
         )
 
 
-def _trie(pos: np.ndarray, cur: np.ndarray, head: np.ndarray, tail: np.ndarray) -> tuple:
+def _trie(
+    pos: np.ndarray, cur: np.ndarray, head: np.ndarray, tail: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[Any]]:
     """(END positions, their classes, [(terminal, subtrie...)]) for nodes ``cur`` at ``pos``."""
     h, t = head[cur], tail[cur]
     end = h < 0
@@ -94,7 +97,7 @@ class MaskBuilder:
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: OrderedDict[int, _Row] = OrderedDict()
         self._kill: OrderedDict[int, np.ndarray] = OrderedDict()  # (V,) bool each: bounded
-        self._masks: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         self.first_byte = tables.first_byte.astype(np.int64)
 
     # ------------------------------------------------------------------ tables
@@ -146,7 +149,7 @@ class MaskBuilder:
         """May the input stop mid-lexeme at state ``q`` with the parser at ``p``?"""
         return bool(self.class_vector(p)[self.state_class[q]])
 
-    def _eval_trie(self, p: PState, groups: list, ok: np.ndarray, carry: int) -> None:
+    def _eval_trie(self, p: PState, groups: list[Any], ok: np.ndarray, carry: int) -> None:
         expected = p.es.expected
         nt = self.num_terminals
         ctx = self.ctx
@@ -173,7 +176,8 @@ class MaskBuilder:
         self._eval_trie(p, row.groups, ok, carry)
         if ok.all():
             return row.tokens
-        return row.tokens[np.repeat(ok, row.counts)]
+        tokens: np.ndarray = row.tokens[np.repeat(ok, row.counts)]
+        return tokens
 
     def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
         """Parser state after the lexeme in progress ends here (None if it cannot)."""
