@@ -8,6 +8,7 @@ and saves and loads ``.gmask`` files. Building them is ``gramask.compiler.pipeli
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,25 +32,20 @@ def package_version() -> str:
     return __version__
 
 
+@dataclass(eq=False)
 class CompiledGrammar:
     """Token-mask tables for one (grammar, vocabulary) pair, plus the parser automaton."""
 
-    def __init__(
-        self,
-        grammar: Grammar,
-        vocab: Vocabulary,
-        dfa: LexerDFA,
-        tables: TokenTables,
-        parse_tables: ParseTables,
-        info: dict[str, Any] | None = None,
-    ) -> None:
-        self.grammar = grammar
-        self.vocab = vocab
-        self.dfa = dfa
-        self.tables = tables
-        self.parse_tables = parse_tables
-        self.info: dict[str, Any] = dict(info or {})
-        self._builder: Any = None
+    grammar: Grammar
+    vocab: Vocabulary
+    dfa: LexerDFA
+    tables: TokenTables
+    parse_tables: ParseTables
+    info: dict[str, Any] = field(default_factory=dict)
+    _builder: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.info = dict(self.info)  # the caller's dict is not shared
 
     # ------------------------------------------------------------------ runtime
     def _runtime(self) -> Any:

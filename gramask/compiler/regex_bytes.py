@@ -9,7 +9,8 @@ trimmed, so that a state exists only if some completion of it matches.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
+from typing import TypeVar
 
 import numpy as np
 
@@ -20,7 +21,9 @@ try:  # Python ≥ 3.11
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
-__all__ = ["ByteDFA", "regex_to_byte_dfa", "utf8_sequences"]
+__all__ = ["ByteDFA", "explore", "regex_to_byte_dfa", "utf8_sequences"]
+
+K = TypeVar("K", bound=Hashable)
 
 MAX_CODEPOINT = 0x10FFFF
 _UNSUPPORTED = {
@@ -214,34 +217,46 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
                 edges[cur].append((lo, hi, dst))
 
     # subset construction over bytes
-    start = frozenset([node_of[fsm.initial]])
+    def successors(subset: frozenset[int]) -> list[frozenset[int] | None]:
+        per_byte: list[set[int]] = [set() for _ in range(256)]
+        for node in subset:
+            for lo, hi, tgt in edges[node]:
+                for byte in range(lo, hi + 1):
+                    per_byte[byte].add(tgt)
+        return [frozenset(x) if x else None for x in per_byte]
+
+    order, rows = explore(frozenset([node_of[fsm.initial]]), successors)
+    trans = np.array(rows, dtype=np.int64)
+    finals = np.array([bool(sub & finals_nfa) for sub in order], dtype=bool)
+    return _trim(trans, finals)
+
+
+def explore(
+    start: K, successors: Callable[[K], list[K | None]]
+) -> tuple[list[K], list[list[int]]]:
+    """Worklist construction of a DFA whose states are hashable keys (subsets, tuples).
+
+    States are numbered in discovery order, ``start`` = 0; ``rows[i][c]`` is the number of
+    ``successors(order[i])[c]``, or -1 where that is None (dead).
+    """
     index = {start: 0}
     order = [start]
     rows: list[list[int]] = []
     i = 0
     while i < len(order):
-        subset = order[i]
-        i += 1
-        per_byte: list[set[int]] = [set() for _ in range(256)]
-        for node in subset:
-            for lo, hi, tgt in edges[node]:
-                for b in range(lo, hi + 1):
-                    per_byte[b].add(tgt)
         row = []
-        for b in range(256):
-            if not per_byte[b]:
+        for key in successors(order[i]):
+            if key is None:
                 row.append(-1)
                 continue
-            subset_key = frozenset(per_byte[b])
-            known = index.get(subset_key)
-            if known is None:
-                known = index[subset_key] = len(order)
-                order.append(subset_key)
-            row.append(known)
+            j = index.get(key)
+            if j is None:
+                j = index[key] = len(order)
+                order.append(key)
+            row.append(j)
         rows.append(row)
-    trans = np.array(rows, dtype=np.int64)
-    finals = np.array([bool(sub & finals_nfa) for sub in order], dtype=bool)
-    return _trim(trans, finals)
+        i += 1
+    return order, rows
 
 
 def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:

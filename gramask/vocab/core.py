@@ -298,11 +298,14 @@ class Vocabulary:
             format, or inconsistent (two tokens on one id, a negative id, an id far beyond the
             number of tokens, no ordinary token, an unknown decoder); the message names the path.
         """
-        from .files import read_vocabulary_file
+        from .files import default_name, read_builder
 
-        return read_vocabulary_file(
-            path, special_tokens=special_tokens, eos_token_id=eos_token_id, eos_token=eos_token,
-            name=name,
+        b, p = read_builder(path)
+        for text, i in (special_tokens or {}).items():
+            b.add_special(as_id(i, f"special token {text!r}"), text)
+        return b.build(
+            name=default_name(p) if name is None else name, eos_token_id=eos_token_id,
+            eos_token=eos_token, where=str(p),
         )
 
     @classmethod

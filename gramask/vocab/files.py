@@ -11,28 +11,21 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..errors import VocabularyError
-from .builder import Builder, as_id
-from .core import Vocabulary
+from .builder import Builder
 
-__all__ = ["beside", "parse_json", "read_bytes", "read_config", "read_vocabulary_file"]
+__all__ = ["beside", "default_name", "parse_json", "read_builder", "read_bytes", "read_config"]
 
 _GENERIC_STEMS = {"tokenizer", "encoder", "vocab", "merges", "tokenizer_config"}
 
 
-def read_vocabulary_file(
-    path: str | os.PathLike[str],
-    *,
-    special_tokens: Mapping[str, int] | None = None,
-    eos_token_id: int | None = None,
-    eos_token: str | None = None,
-    name: str | None = None,
-) -> Vocabulary:
-    """What ``Vocabulary.from_file`` does (see there)."""
+def read_builder(path: str | os.PathLike[str]) -> tuple[Builder, Path]:
+    """The file's tokens, specials and EOS candidates (what ``Vocabulary.from_file`` builds
+    from), and the path they were read from (a merges file leads to its encoder)."""
     p = Path(path)
     if p.is_dir():
         p = _pick_in_dir(p)
@@ -49,41 +42,25 @@ def read_vocabulary_file(
         fmt, parsed = _sniff(p, read_bytes(p))
         if fmt != "encoder":
             raise VocabularyError(f"{p}: expected a GPT-2 encoder.json (token -> id)")
+    from .formats.gpt2 import build_encoder
+    from .formats.hf import build_hf
+    from .formats.tiktoken import build_tiktoken
+
     try:
-        return _build(p, fmt, parsed, raw, special_tokens, eos_token_id, eos_token, name)
+        if fmt == "hf":
+            return build_hf(p, parsed, config=read_config(p)), p
+        if fmt == "encoder":
+            return build_encoder(p, parsed, config=read_config(p)), p
+        return build_tiktoken(p, raw), p  # _sniff raises for anything else
     except VocabularyError as e:
         if str(p) in str(e):
             raise
         raise VocabularyError(f"{p}: {e}") from None
 
 
-def _build(
-    p: Path,
-    fmt: str,
-    parsed: Any,
-    raw: bytes,
-    special_tokens: Mapping[str, int] | None,
-    eos_token_id: int | None,
-    eos_token: str | None,
-    name: str | None,
-) -> Vocabulary:
-    from .formats.gpt2 import build_encoder
-    from .formats.hf import build_hf
-    from .formats.tiktoken import build_tiktoken
-
-    b: Builder
-    if fmt == "hf":
-        b = build_hf(p, parsed, config=read_config(p))
-    elif fmt == "encoder":
-        b = build_encoder(p, parsed, config=read_config(p))
-    else:  # _sniff raises for anything else
-        b = build_tiktoken(p, raw)
-    if special_tokens:
-        for text, i in special_tokens.items():
-            b.add_special(as_id(i, f"special token {text!r}"), text)
-    if name is None:
-        name = p.parent.name if p.stem in _GENERIC_STEMS and p.parent.name else p.stem
-    return b.build(name=name, eos_token_id=eos_token_id, eos_token=eos_token, where=str(p))
+def default_name(p: Path) -> str:
+    """``deepseek`` for ``deepseek/tokenizer.json``, ``qwen`` for ``qwen.tiktoken``."""
+    return p.parent.name if p.stem in _GENERIC_STEMS and p.parent.name else p.stem
 
 
 def read_bytes(p: Path) -> bytes:
