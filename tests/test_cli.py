@@ -136,6 +136,14 @@ def test_bad_terminal_is_one_line(tmp_path, capsys, text, words):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_grammar_file_not_utf8_is_one_line(tmp_path, capsys):
+    g = tmp_path / "latin1.lark"
+    g.write_bytes(b'start: "\xe9"\n')
+    assert main(["compile", str(g), "--vocab", "gpt2", "--no-cache", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "not UTF-8 text" in err and len(err.strip().splitlines()) == 1
+
+
 def test_grammar_file_with_error(tmp_path, capsys):
     g = tmp_path / "bad.lark"
     g.write_text("start: A\nA: /x(?=y)/\n")

@@ -93,8 +93,12 @@ def load_spec(spec: str, start: str | None = None) -> Grammar:
         raise GrammarError(
             f"grammar {spec!r} is neither a bundled grammar ({', '.join(names())}) nor a file"
         )
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise GrammarError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     return Grammar.from_lark(
-        p.read_text(encoding="utf-8"),
+        text,
         start=start or "start",
         import_paths=[str(p.parent)],
         source=str(p),
