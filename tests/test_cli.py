@@ -65,6 +65,9 @@ def test_mask_prefix_text_stdin_and_logits(json_artifact, tmp_path, capsys, monk
     assert [t["token"] for t in ranked] == ["]", ",", "1"]
     assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--logits", str(path)]) == 0
     assert "most likely allowed tokens" in capsys.readouterr().out
+    np.save(path, np.zeros(7))
+    assert main(["mask", str(json_artifact), "--prefix", "[", "--logits", str(path)]) == 1
+    assert "holds 7 values, the vocabulary has 50257" in capsys.readouterr().err
 
 
 def test_inspect_terminals_escapes_regexes(json_artifact, capsys):
