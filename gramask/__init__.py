@@ -6,6 +6,8 @@ Importing gramask loads numpy only; lark, interegular, scipy and torch are impor
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -20,11 +22,15 @@ from .errors import (
     VocabularyError,
 )
 
-__version__ = "0.1.0"
+try:
+    __version__: str = _dist_version("gramask")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from . import grammars
-    from .compiled import CompiledGrammar, compile
+    from .compiled import CompiledGrammar
+    from .compiler.pipeline import Compiler, compile
     from .grammar import Grammar
     from .runtime.constraint import Constraint
     from .vocab import Vocabulary
@@ -32,7 +38,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "Vocabulary": ("gramask.vocab", "Vocabulary"),
     "Grammar": ("gramask.grammar", "Grammar"),
-    "compile": ("gramask.compiled", "compile"),
+    "compile": ("gramask.compiler.pipeline", "compile"),
+    "Compiler": ("gramask.compiler.pipeline", "Compiler"),
     "CompiledGrammar": ("gramask.compiled", "CompiledGrammar"),
     "Constraint": ("gramask.runtime.constraint", "Constraint"),
     "grammars": ("gramask.grammars", None),
@@ -55,6 +62,7 @@ __all__ = [
     "ArtifactError",
     "ArtifactVersionError",
     "CompiledGrammar",
+    "Compiler",
     "Constraint",
     "GramaskError",
     "Grammar",

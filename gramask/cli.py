@@ -1,7 +1,8 @@
 """The ``gramask`` command: compile, inspect, mask, demo.
 
-Errors print one line to stderr (``gramask: error: ...``) and exit 1; usage errors exit 2.
-``-v`` shows tracebacks.
+Errors a user can cause (a bad grammar, vocabulary, artifact, file or prefix) print one line to
+stderr (``gramask: error: ...``) and exit 1; usage errors exit 2; ``-v`` (before or after the
+subcommand) shows the traceback. Sizes are in MB (10^6 bytes), as in the README.
 """
 
 from __future__ import annotations
@@ -11,66 +12,18 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import GramaskError
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from .compiled import CompiledGrammar
 
-DEMO_PREFIX = '''def fibonacci(n: int) -> int:
-    """Return the n-th Fibonacci number."""
-    if n < 2:
-        return n
-    return fibonacci(n - 1) + fibonacci('''
+__all__ = ["build_parser", "main"]
 
 
-DEMO_TARGET = "n - 2]\n"
-
-
-def _show(vocab, tok: int) -> str:
-    if tok == vocab.eos_token_id:
-        return "<EOS>"
-    return repr(vocab.token_bytes(tok).decode("utf-8", "replace"))
-
-
-class _ToyModel:
-    """Scores that follow a target text (with a bug in it); after the target, it wants EOS.
-    Everything else gets a small score, so the masked choice is visible."""
-
-    def __init__(self, vocab, target: str, seed: int) -> None:
-        import numpy as np
-
-        self.vocab = vocab
-        self.rest = target.encode()
-        rng = np.random.default_rng(seed)
-        toks = [vocab.token_bytes(i) for i in range(len(vocab))]
-        plausible = {b")", b"\n", b")\n", b" ", b"2", b"1"}
-        self.base = np.array(
-            [(2.0 if t in plausible else rng.random()) if t.isascii() and not
-             vocab.is_special(i) else -1.0 for i, t in enumerate(toks)]
-        )
-        self.toks = toks
-
-    def scores(self):
-        s = self.base.copy()
-        if self.rest:
-            for i, t in enumerate(self.toks):
-                if t and self.rest.startswith(t) and not self.vocab.is_special(i):
-                    s[i] = 10.0 + len(t)
-        elif self.vocab.eos_token_id is not None:
-            s[self.vocab.eos_token_id] = 20.0
-        return s
-
-    def took(self, tok: int, want: int) -> None:
-        t = self.vocab.token_bytes(want if self.rest.startswith(self.vocab.token_bytes(want))
-                                   and want != tok else tok)
-        if self.rest.startswith(t):
-            self.rest = self.rest[len(t):]
-
-
-def _vocab(spec: str):
-    from .vocab import load_vocabulary
-
-    return load_vocabulary(spec)
+class CliError(GramaskError):
+    """A mistake in what was passed on the command line (a missing file, bad text)."""
 
 
 def _default_out(grammar: str, vocab: str) -> Path:
@@ -83,8 +36,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     import gramask
     from gramask.grammars import load_spec
 
+    from .vocab import load_vocabulary
+
     grammar = load_spec(args.grammar, args.start)
-    vocab = _vocab(args.vocab)
+    vocab = load_vocabulary(args.vocab)
     t0 = time.perf_counter()
     cg = gramask.compile(
         grammar, vocab, cache=not args.no_cache, cache_dir=args.cache_dir,
@@ -101,10 +56,22 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(path: str):
+def _load(path: str) -> CompiledGrammar:
     from .compiled import CompiledGrammar
 
     return CompiledGrammar.load(path)
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {
+    ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"
+}
+
+
+def _escaped(pattern: str, width: int = 50) -> str:
+    """A regex on one table line: newlines, tabs and other controls escaped (as a regex
+    would write them), long ones cut."""
+    text = pattern.translate(_CONTROLS)
+    return text if len(text) < width else text[: width - 3] + "..."
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -138,39 +105,64 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.terminals:
         print("\nterminal                 live  accept   entries  pattern")
         for t in st["per_terminal"]:
-            pat = t["pattern"] if len(t["pattern"]) < 50 else t["pattern"][:47] + "..."
             ign = " (ignored)" if t["ignored"] else ""
             print(f"{t['name'][:24]:<24} {t['live_states']:>5} {t['accepting_states']:>7} "
-                  f"{t['table_entries']:>9}  {pat}{ign}")
+                  f"{t['table_entries']:>9}  {_escaped(t['pattern'])}{ign}")
     return 0
 
 
-def _read(path: str | None) -> str | None:
-    if path is None:
-        return None
-    return Path(path).read_text(encoding="utf-8")
+def _text_arg(text: str | None, path: str | None, what: str) -> str | None:
+    """The text given inline, or read from a file (``-`` = stdin) as UTF-8."""
+    if text is not None or path is None:
+        return text
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except FileNotFoundError:
+        raise CliError(f"{what} file {path}: no such file") from None
+    except OSError as e:
+        raise CliError(f"cannot read {what} file {path}: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CliError(
+            f"{what} file {path} is not UTF-8 text ({e.reason} at byte {e.start})"
+        ) from None
 
 
 def cmd_mask(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from .mask_report import group_by_lexing, load_logits, rank_by_logits
+
     cg = _load(args.artifact)
-    prefix = _read(args.prefix_file) or ""
-    suffix = _read(args.suffix_file)
-    c = cg.constraint(prefix=prefix, suffix=suffix)
+    prefix = _text_arg(args.prefix, args.prefix_file, "prefix") or ""
+    suffix = _text_arg(args.suffix, args.suffix_file, "suffix")
+    c = cg.constraint(prefix=prefix, suffix=suffix, max_tokens=args.max_tokens)
     t0 = time.perf_counter()
     m = c.allowed()
     ms = (time.perf_counter() - t0) * 1000
     ids = np.flatnonzero(m)
     v = cg.vocab
-    shown = []
-    for i in ids[: args.top]:
-        shown.append({"id": int(i), "token": v.token_bytes(int(i)).decode("utf-8", "replace"),
-                      "eos": int(i) == v.eos_token_id})
     why = c.explain()
+
+    def token(i: int) -> dict[str, object]:
+        return {"id": i, "token": v.token_bytes(i).decode("utf-8", "replace"),
+                "eos": i == v.eos_token_id}
+
+    report: dict[str, object] = {"allowed": len(ids), "vocab_size": len(v),
+                                 "complete": c.is_complete(), "mask_ms": round(ms, 3), **why}
+    if args.logits:
+        logits = load_logits(args.logits, len(v))
+        ranked = rank_by_logits(ids, logits)[: args.top]
+        shown = [dict(token(int(i)), logit=float(logits[i])) for i in ranked]
+        report["tokens"] = shown
+        groups = []
+    else:
+        groups = group_by_lexing(cg, int(why["lexer_state"]), ids)[: args.top]
+        report["groups"] = [{"lexes_to": g.lexes_to, "count": len(g.ids),
+                             "examples": [token(i) for i in g.ids[:8]]} for g in groups]
     if args.json:
-        json.dump({"allowed": len(ids), "vocab_size": len(v), "complete": c.is_complete(),
-                   "mask_ms": round(ms, 3), **why, "tokens": shown}, sys.stdout)
+        json.dump(report, sys.stdout)
         sys.stdout.write("\n")
         return 0
     print(f"{len(ids)} of {len(v)} tokens allowed ({ms:.1f} ms); complete: {c.is_complete()}")
@@ -178,107 +170,89 @@ def cmd_mask(args: argparse.Namespace) -> int:
           + (f" — could become {', '.join(why['lexeme_could_be'])}" if why["lexeme_could_be"]
              else ""))
     print(f"parser expects: {', '.join(why['parser_expects'])}")
-    for s in shown:
-        print(f"  {s['id']:>7}  {'<EOS>' if s['eos'] else repr(s['token'])}")
-    if len(ids) > args.top:
-        print(f"  ... and {len(ids) - args.top} more")
-    return 0
 
+    def show(i: int) -> str:
+        return "<EOS>" if i == v.eos_token_id else repr(v.token_bytes(i).decode("utf-8", "replace"))
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    import gramask
-    from gramask.grammars import load
-
-    vocab_name = args.vocab
-    print(f"== compiling the bundled Python grammar against the {vocab_name} vocabulary")
-    grammar = load("python")
-    vocab = _vocab(vocab_name)
-    t0 = time.perf_counter()
-    cg = gramask.compile(grammar, vocab, cache=not args.no_cache)
-    print(f"   {'loaded from cache' if cg.info.get('from_cache') else 'compiled'} in "
-          f"{time.perf_counter() - t0:.2f} s")
-    st = cg.stats()
-    print(f"   {st['terminals']} terminals, {st['rules']} rules, {st['lexer_states']} lexer "
-          f"states, {st['nonzeros']} table entries ({st['density']:.3%} dense), "
-          f"{st['array_bytes'] / 1e6:.1f} MB of arrays")
-    print("\n== a constrained completion, step by step")
-    print(f"   a toy model wants to write {DEMO_TARGET!r} (the ']' should be ')');")
-    print("   each step takes the model's favourite *allowed* token")
-    print("--- prefix ---")
-    print(DEMO_PREFIX + "|")
-    c = cg.constraint(prefix=DEMO_PREFIX)
-    model = _ToyModel(vocab, DEMO_TARGET, seed=args.seed)
-    for step in range(args.steps):
-        t1 = time.perf_counter()
-        m = c.allowed()
-        ms = (time.perf_counter() - t1) * 1000
-        scores = model.scores()
-        want = int(np.argmax(scores))
-        scores[~m] = -np.inf
-        tok = int(np.argmax(scores))
-        note = "" if tok == want else f"   (model wanted {_show(vocab, want)}: masked)"
-        print(f"step {step:2d}: {int(m.sum()):6d} allowed ({ms:5.1f} ms)  → "
-              f"{_show(vocab, tok)}{note}")
-        c.advance(tok)
-        model.took(tok, want)
-        if c.is_finished:
-            break
-    print("--- completed program ---")
-    print(DEMO_PREFIX + c.text)
-    import ast
-
-    try:
-        ast.parse(DEMO_PREFIX + c.text)
-        print("--- ast.parse: OK")
-    except SyntaxError as e:  # pragma: no cover - would be a bug
-        print(f"--- ast.parse: {e}")
-    print("\nFill-in-the-middle (suffix=...) and budgets (max_tokens=...) are not built yet.")
+    if args.logits:
+        print(f"most likely allowed tokens (by {args.logits}):")
+        for s in report["tokens"]:  # type: ignore[attr-defined]
+            print(f"  {s['id']:>7}  {s['logit']:>9.3f}  {show(s['id'])}")
+    else:
+        print("allowed tokens by what they lex to (… = a lexeme left open), largest group first:")
+        for g in groups:
+            examples = " ".join(show(i) for i in g.ids[:8])
+            print(f"  {len(g.ids):>7}  {g.lexes_to or '(nothing)':<28} {examples}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-v", "--verbose", action="count", default=0,
-                        help="show tracebacks on errors")
-    p = argparse.ArgumentParser(
-        prog="gramask", description="Compile grammars into token-mask tables and use them.",
-        parents=[common],
-    )
-    sub = p.add_subparsers(dest="command", required=True)
+    from . import __version__
+    from .cli_demo import cmd_demo
 
-    c = sub.add_parser("compile", parents=[common], help="compile a grammar against a vocabulary")
-    c.add_argument("grammar", help="bundled grammar name or path to a .lark file")
-    c.add_argument("--vocab", required=True, help="bundled vocabulary name or tokenizer file")
+    # -v after the subcommand too; SUPPRESS keeps a subcommand from resetting a global -v
+    sub_common = argparse.ArgumentParser(add_help=False)
+    sub_common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                            help="show the traceback on errors")
+    p = argparse.ArgumentParser(
+        prog="gramask",
+        description="Compile grammars against LLM vocabularies into token-mask tables, and "
+        "use them.",
+        epilog="Run 'gramask COMMAND --help' for a command's options; 'gramask demo' to see it work.",
+    )
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="show the traceback on errors")
+    p.add_argument("--version", action="version", version=f"gramask {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    c = sub.add_parser("compile", parents=[sub_common],
+                       help="compile a grammar against a vocabulary into a .gmask artifact")
+    c.add_argument("grammar", help="bundled grammar name (json, python, ...) or a .lark file")
+    c.add_argument("--vocab", required=True,
+                   help="bundled vocabulary name (gpt2, deepseek-v4, qwen2, ...) or tokenizer file")
     c.add_argument("-o", "--output", help="artifact path (default GRAMMAR.VOCAB.gmask)")
     c.add_argument("--start", help="start rule (default: the bundled grammar's, else 'start')")
     c.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-    c.add_argument("--cache-dir", help="cache directory (default $GRAMASK_CACHE_DIR or "
-                   "~/.cache/gramask)")
+    c.add_argument("--cache-dir", help="cache directory (default $GRAMASK_CACHE_DIR, else the "
+                   "user cache directory, ~/.cache/gramask on Linux)")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=cmd_compile)
 
-    i = sub.add_parser("inspect", parents=[common], help="what a compiled artifact holds")
-    i.add_argument("artifact")
+    i = sub.add_parser("inspect", parents=[sub_common], help="what a compiled artifact holds")
+    i.add_argument("artifact", help="a .gmask file")
     i.add_argument("--json", action="store_true", help="one JSON object on stdout")
     i.add_argument("--terminals", action="store_true", help="per-terminal breakdown")
     i.set_defaults(func=cmd_inspect)
 
-    m = sub.add_parser("mask", parents=[common], help="which tokens are allowed after a prefix")
-    m.add_argument("artifact")
-    m.add_argument("--prefix-file", required=True)
-    m.add_argument("--suffix-file")
-    m.add_argument("--top", type=int, default=20)
-    m.add_argument("--json", action="store_true")
+    m = sub.add_parser("mask", parents=[sub_common],
+                       help="which tokens are allowed after a prefix, and why")
+    m.add_argument("artifact", help="a .gmask file")
+    pre = m.add_mutually_exclusive_group()
+    pre.add_argument("--prefix", help="the code before the cursor, as text (default empty)")
+    pre.add_argument("--prefix-file", metavar="FILE",
+                     help="the code before the cursor, from a UTF-8 file ('-' = stdin)")
+    suf = m.add_mutually_exclusive_group()
+    suf.add_argument("--suffix", help="the code after the cursor, as text (fill-in-the-middle)")
+    suf.add_argument("--suffix-file", metavar="FILE",
+                     help="the code after the cursor, from a UTF-8 file ('-' = stdin)")
+    m.add_argument("--max-tokens", type=int, metavar="N",
+                   help="token budget: only tokens that can still finish within N")
+    m.add_argument("--top", type=int, default=20, metavar="N",
+                   help="show N groups of allowed tokens (by what they lex to), or with "
+                   "--logits the N most likely allowed tokens (default 20)")
+    m.add_argument("--logits", metavar="NPY",
+                   help="a 1-D .npy of a model's logits here: rank the allowed tokens by it")
+    m.add_argument("--json", action="store_true", help="one JSON object on stdout")
     m.set_defaults(func=cmd_mask)
 
-    d = sub.add_parser("demo", parents=[common], help="compile Python × a real vocabulary and "
-                       "show a masked completion")
-    d.add_argument("--vocab", default="deepseek-v4")
-    d.add_argument("--steps", type=int, default=40)
-    d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--no-cache", action="store_true")
+    d = sub.add_parser("demo", parents=[sub_common],
+                       help="compile Python × a real vocabulary and show a masked completion")
+    d.add_argument("--vocab", default="deepseek-v4",
+                   help="bundled vocabulary name or tokenizer file (default deepseek-v4)")
+    d.add_argument("--steps", type=int, default=40,
+                   help="stop after this many tokens even before EOS (default 40)")
+    d.add_argument("--seed", type=int, default=0, help="seed of the toy model's scores")
+    d.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     d.set_defaults(func=cmd_demo)
     return p
 
@@ -286,9 +260,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         return int(args.func(args))
-    except (GramaskError, OSError, ValueError, NotImplementedError, KeyError) as e:
+    except (GramaskError, OSError, NotImplementedError) as e:
         if args.verbose:
             raise
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -296,10 +273,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:  # pragma: no cover
         return 130
-
-
-def _entry() -> None:  # pragma: no cover
-    sys.exit(main())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,21 +1,19 @@
-"""``compile()`` and ``CompiledGrammar``: the pipeline's middle, between building and running.
+"""``CompiledGrammar``: the compiled arrays as loaded data, and the factory of constraints.
 
-compile: Grammar + Vocabulary → lexer DFA → token tables + parse automaton → artifact (cached).
-CompiledGrammar: holds the arrays; builds the shared runtime (parser context, mask builder)
-lazily on the first ``constraint()``; saves and loads ``.gmask`` files.
+It holds the lexer DFA, token tables and parse automaton of one (grammar, vocabulary) pair,
+builds the shared runtime (parser context, mask builder) lazily on the first ``constraint()``,
+and saves and loads ``.gmask`` files. Building them is ``gramask.compiler.pipeline``.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .cache.artifact import FORMAT_VERSION, read_artifact, write_artifact
-from .cache.store import cache_key, cached_path, default_cache_dir, report_bad_entry
+from .cache.artifact import read_artifact, write_artifact
 from .compiler.lexer import LexerDFA
 from .compiler.parse_tables import ParseTables
 from .compiler.tables import TokenTables
@@ -24,34 +22,30 @@ from .grammar import Grammar
 from .runtime.constraint import Constraint
 from .vocab import Vocabulary
 
-__all__ = ["CompiledGrammar", "compile"]
+__all__ = ["CompiledGrammar", "package_version"]
 
 
-def _version() -> str:
+def package_version() -> str:
+    """The installed gramask version (written into artifacts and cache keys)."""
     from . import __version__
 
     return __version__
 
 
+@dataclass(eq=False)
 class CompiledGrammar:
     """Token-mask tables for one (grammar, vocabulary) pair, plus the parser automaton."""
 
-    def __init__(
-        self,
-        grammar: Grammar,
-        vocab: Vocabulary,
-        dfa: LexerDFA,
-        tables: TokenTables,
-        parse_tables: ParseTables,
-        info: dict[str, Any] | None = None,
-    ) -> None:
-        self.grammar = grammar
-        self.vocab = vocab
-        self.dfa = dfa
-        self.tables = tables
-        self.parse_tables = parse_tables
-        self.info: dict[str, Any] = dict(info or {})
-        self._builder: Any = None
+    grammar: Grammar
+    vocab: Vocabulary
+    dfa: LexerDFA
+    tables: TokenTables
+    parse_tables: ParseTables
+    info: dict[str, Any] = field(default_factory=dict)
+    _builder: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.info = dict(self.info)  # the caller's dict is not shared
 
     # ------------------------------------------------------------------ runtime
     def _runtime(self) -> Any:
@@ -74,12 +68,7 @@ class CompiledGrammar:
                     close_brackets=tuple(sym[n] for n in ind.close_brackets if n in sym),
                 )
             ctx = ParserContext(Automaton(pt), self.dfa.num_terminals, ignored_bits, **kw)
-            names = list(self.dfa.terminal_names)
-            cont = (
-                names.index(ind.continuation)
-                if ind is not None and ind.continuation in names
-                else -1
-            )
+            cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             self._builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
         return self._builder
 
@@ -123,7 +112,7 @@ class CompiledGrammar:
     def save(self, path: str | os.PathLike[str]) -> int:
         """Write the artifact atomically; returns its size in bytes."""
         header = {
-            "gramask_version": _version(),
+            "gramask_version": package_version(),
             "grammar": self.grammar.to_json(),
             "grammar_hash": self.grammar.fingerprint(),
             "vocab": self.vocab.metadata(),
@@ -148,9 +137,9 @@ class CompiledGrammar:
             vocab = Vocabulary.from_arrays(arrays, header["vocab"])
             names = [t.name for t in grammar.terminals]
             dfa = LexerDFA.from_arrays(arrays, names)
-            nl = names.index(grammar.indentation.newline) if grammar.indentation else -1
             tables = TokenTables.from_arrays(
-                arrays, dfa.num_states, len(vocab), len(names), nl_terminal=nl
+                arrays, dfa.num_states, len(vocab), len(names),
+                nl_terminal=grammar.newline_terminal,
             )
             pt = ParseTables.from_arrays(arrays, header["parse_tables"])
         except (KeyError, ValueError, TypeError, IndexError) as e:
@@ -207,93 +196,18 @@ class CompiledGrammar:
             "array_bytes": int(sum(a.nbytes for a in arrays.values())),
             "build_seconds": self.info.get("build_seconds"),
             "built_at": self.info.get("built_at"),
-            "gramask_version": self.info.get("gramask_version", _version()),
+            "gramask_version": self.info.get("gramask_version", package_version()),
             "grammar_hash": self.grammar.fingerprint(),
             "vocab_hash": self.vocab.fingerprint(),
             "per_terminal": per_term,
         }
 
 
-def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) -> CompiledGrammar:
-    """Compile without the cache."""
-    from tqdm.auto import tqdm
 
-    from .compiler.lexer import build_lexer_dfa
-    from .compiler.parse_tables import build_parse_tables
-    from .compiler.tables import build_token_tables
+def __getattr__(name: str) -> Any:
+    """``gramask.compiled.compile``/``build`` moved to ``gramask.compiler.pipeline``."""
+    if name in ("compile", "build", "Compiler"):
+        from .compiler import pipeline
 
-    t0 = time.perf_counter()
-    dfa = build_lexer_dfa(grammar.terminals)
-    pt = build_parse_tables(grammar)
-    nl = (
-        [t.name for t in grammar.terminals].index(grammar.indentation.newline)
-        if grammar.indentation
-        else -1
-    )
-    special = np.array([vocab.is_special(i) for i in range(len(vocab))], dtype=bool)
-    disable = None if progress is None else not progress
-    with tqdm(total=dfa.num_states, desc="gramask: token tables", unit="state",
-              disable=disable, leave=False) as bar:
-        tables = build_token_tables(
-            dfa,
-            vocab.tokens,
-            special,
-            nl_terminal=nl,
-            tab_len=grammar.indentation.tab_len if grammar.indentation else 8,
-            progress=bar.update,
-        )
-    info = {
-        "build_seconds": round(time.perf_counter() - t0, 3),
-        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    return CompiledGrammar(grammar, vocab, dfa, tables, pt, info)
-
-
-def compile(
-    grammar: Grammar,
-    vocab: Vocabulary,
-    *,
-    cache: bool = True,
-    cache_dir: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-) -> CompiledGrammar:
-    """Compile ``grammar`` against ``vocab``, or load the result from the on-disk cache.
-
-    The cache key hashes the grammar (terminals and rules, imports resolved), the vocabulary's
-    bytes, the artifact format and the gramask version. An unusable entry is warned about
-    (:class:`gramask.cache.store.CacheWarning`) and rebuilt.
-    """
-    if not cache:
-        return build(grammar, vocab, progress=progress)
-    d = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    key = cache_key(
-        grammar_hash=grammar.fingerprint(),
-        vocab_hash=vocab.fingerprint(),
-        format_version=FORMAT_VERSION,
-        version=_version(),
-    )
-    path = cached_path(d, key)
-    if path.exists():
-        try:
-            cg = CompiledGrammar.load(path)
-            if cg.grammar.fingerprint() != grammar.fingerprint() or (
-                cg.vocab.fingerprint() != vocab.fingerprint()
-            ):
-                raise ArtifactError("stale: its grammar or vocabulary hash does not match")
-            cg.info["cache_path"] = str(path)
-            cg.info["from_cache"] = True
-            return cg
-        except ArtifactError as e:
-            report_bad_entry(path, e)
-    cg = build(grammar, vocab, progress=progress)
-    try:
-        cg.save(path)
-        cg.info["cache_path"] = str(path)
-    except OSError as e:  # a read-only cache must not break compilation
-        import warnings
-
-        from .cache.store import CacheWarning
-
-        warnings.warn(f"gramask: cannot write cache entry {path}: {e}", CacheWarning, stacklevel=2)
-    cg.info["from_cache"] = False
-    return cg
+        return getattr(pipeline, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

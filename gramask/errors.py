@@ -52,7 +52,27 @@ class ArtifactVersionError(ArtifactError):
 
 
 class TokenRejected(GramaskError, ValueError):
-    """A token id that the constraint does not allow at this step."""
+    """A token id that the constraint does not allow at this step.
+
+    ``token_id``; ``position``: the byte offset in prefix + generated text where the token
+    would have started; ``expected``: the terminals the parser could take there (empty after
+    EOS); ``finished``: EOS was already advanced.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        token_id: int | None = None,
+        position: int | None = None,
+        expected: tuple[str, ...] = (),
+        finished: bool = False,
+    ) -> None:
+        self.token_id = token_id
+        self.position = position
+        self.expected = expected
+        self.finished = finished
+        super().__init__(message)
 
 
 class InvalidPrefixError(GramaskError, ValueError):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import GrammarError
+from .errors import GrammarError, InvalidRegexError
 
 __all__ = ["Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
 
@@ -92,7 +92,7 @@ class Grammar:
         try:
             import lark
             from lark.exceptions import GrammarError as LarkGrammarError
-            from lark.exceptions import UnexpectedInput
+            from lark.exceptions import LexError, UnexpectedInput
         except ImportError as e:  # pragma: no cover - lark is a core dependency
             raise ImportError("gramask needs lark to load grammars: pip install lark") from e
         try:
@@ -115,6 +115,8 @@ class Grammar:
             msg = str(e).strip("'\"")
             line = _guess_line(text, msg)
             raise GrammarError(f"{source}: {msg}", line=line) from None
+        except LexError as e:
+            raise _lex_error(text, source, str(e)) from None
         except re.error as e:
             raise GrammarError(f"{source}: a terminal's regex does not compile: {e}") from None
 
@@ -122,7 +124,7 @@ class Grammar:
         terminals = []
         for t in parser.terminals:
             pat = t.pattern
-            is_string = type(pat).__name__ == "PatternStr"
+            is_string = pat.type == "str"
             regex = re.escape(pat.value) if is_string else pat.value
             regex = _REGULAR_EQUIVALENTS.get(regex, regex)
             flags = "".join(sorted(f for f in pat.flags if f in "ismx"))
@@ -208,14 +210,21 @@ class Grammar:
         body.pop("source", None)
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
-    def lexer_fingerprint(self) -> str:
-        """Hash of the terminals alone: the token tables depend on nothing else."""
-        body = [asdict(t) for t in self.terminals]
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
     @property
     def terminal_names(self) -> list[str]:
         return [t.name for t in self.terminals]
+
+    def terminal_index(self, name: str) -> int:
+        """Index of terminal ``name`` in ``terminals``, or -1 if there is none."""
+        for i, t in enumerate(self.terminals):
+            if t.name == name:
+                return i
+        return -1
+
+    @property
+    def newline_terminal(self) -> int:
+        """Index of the indentation newline terminal, or -1 without indentation."""
+        return -1 if self.indentation is None else self.terminal_index(self.indentation.newline)
 
 
 def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:
@@ -228,6 +237,31 @@ _REGULAR_EQUIVALENTS = {
     # common.ESCAPED_STRING: a double-quoted one-line string with backslash escapes
     '".*?(?<!\\\\)(\\\\\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
 }
+
+
+def _lex_error(text: str, source: str, message: str) -> GrammarError:
+    """Lark's ``LexError`` about one terminal, as a GrammarError naming it and its line."""
+    m = re.search(r"zero-width terminals\. \((\w+): (.*)\)$", message)
+    if m:
+        name = m.group(1)
+        return GrammarError(
+            f"{source}: terminal {name} matches the empty string ({m.group(2)}); a terminal "
+            f"must consume at least one character",
+            line=_guess_line(text, name), name=name,
+        )
+    m = re.search(r"Cannot compile token (\w+): (.*)$", message)
+    if m:
+        name, pattern = m.group(1), m.group(2)
+        detail = ""
+        try:
+            re.compile(pattern.strip("'\""))
+        except re.error as e:
+            detail = f": {e}"
+        return InvalidRegexError(
+            f"{source}: terminal {name} has an invalid regex {pattern}{detail}",
+            line=_guess_line(text, name), name=name,
+        )
+    return GrammarError(f"{source}: {message}", line=_guess_line(text, message))
 
 
 def _guess_line(text: str, message: str) -> int | None:

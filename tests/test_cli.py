@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import gramask
 from gramask.cli import main
 
 
@@ -35,7 +36,56 @@ def test_mask(json_artifact, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["allowed"] > 5 and not out["complete"]
     assert "NUMBER" in out["lexeme_could_be"]
-    assert len(out["tokens"]) == 5
+    groups = out["groups"]
+    assert len(groups) == 5 and [g["count"] for g in groups] == sorted(
+        (g["count"] for g in groups), reverse=True)
+    by_label = {g["lexes_to"]: g for g in groups}
+    assert "NUMBER…" in by_label  # digits continue the number in progress
+    assert by_label["NUMBER COMMA LSQB…"]["examples"][0]["token"] == ",["
+    assert by_label["NUMBER WS…"]["count"] == 5
+
+
+def test_mask_prefix_text_stdin_and_logits(json_artifact, tmp_path, capsys, monkeypatch):
+    import io
+
+    import numpy as np
+
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--json"]) == 0
+    inline = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"[1, 2")))
+    assert main(["mask", str(json_artifact), "--prefix-file", "-", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["allowed"] == inline["allowed"]
+    logits = np.zeros(50257)
+    logits[[60, 11, 16, 2]] = [5.0, 4.0, 3.0, 9.0]  # ']', ',', '1', '#' (masked)
+    path = tmp_path / "logits.npy"
+    np.save(path, logits)
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--logits", str(path),
+                 "--top", "3", "--json"]) == 0
+    ranked = json.loads(capsys.readouterr().out)["tokens"]
+    assert [t["token"] for t in ranked] == ["]", ",", "1"]
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--logits", str(path)]) == 0
+    assert "most likely allowed tokens" in capsys.readouterr().out
+    np.save(path, np.zeros(7))
+    assert main(["mask", str(json_artifact), "--prefix", "[", "--logits", str(path)]) == 1
+    assert "holds 7 values, the vocabulary has 50257" in capsys.readouterr().err
+
+
+def test_inspect_terminals_escapes_regexes(json_artifact, capsys):
+    assert main(["inspect", str(json_artifact), "--terminals"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    ws = next(line for line in lines if line.startswith("WS "))
+    assert "[ \\t\\n\\r]+" in ws and "\t" not in ws
+
+
+def test_global_options(capsys):
+    assert main([]) == 0
+    assert "compile" in capsys.readouterr().out  # bare gramask prints help
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.startswith("gramask ")
+    for argv in (["-v", "inspect", "/nonexistent.gmask"], ["inspect", "/nonexistent.gmask", "-v"]):
+        with pytest.raises(gramask.ArtifactError):  # -v: the traceback, before or after
+            main(argv)
 
 
 @pytest.mark.parametrize(
@@ -44,6 +94,7 @@ def test_mask(json_artifact, tmp_path, capsys):
         (["inspect", "/nonexistent.gmask"], "no such artifact"),
         (["compile", "nosuchgrammar", "--vocab", "gpt2"], "neither a bundled grammar"),
         (["compile", "json", "--vocab", "nosuchvocab"], "nosuchvocab"),
+        (["mask", "/nonexistent.gmask", "--prefix", "x"], "no such artifact"),
     ],
 )
 def test_errors_are_one_line(argv, words, capsys):
@@ -65,6 +116,37 @@ def test_bad_prefix_and_suffix(json_artifact, tmp_path, capsys):
     assert "not implemented" in capsys.readouterr().err
 
 
+def test_missing_or_bad_prefix_file_is_one_line(json_artifact, tmp_path, capsys):
+    assert main(["mask", str(json_artifact), "--prefix-file", str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == f"gramask: error: prefix file {tmp_path / 'nope'}: no such file"
+    latin = tmp_path / "latin1.json"
+    latin.write_bytes(b'["\xe9')
+    assert main(["mask", str(json_artifact), "--prefix-file", str(latin)]) == 1
+    assert "not UTF-8 text" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [("start: A\nA: /a*/\n", "matches the empty string"), ("start: A\nA: /(/\n", "invalid regex")],
+)
+def test_bad_terminal_is_one_line(tmp_path, capsys, text, words):
+    g = tmp_path / "bad.lark"
+    g.write_text(text)
+    assert main(["compile", str(g), "--vocab", "gpt2", "--no-cache", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gramask: error:") and words in err and "(line 2)" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_grammar_file_not_utf8_is_one_line(tmp_path, capsys):
+    g = tmp_path / "latin1.lark"
+    g.write_bytes(b'start: "\xe9"\n')
+    assert main(["compile", str(g), "--vocab", "gpt2", "--no-cache", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "not UTF-8 text" in err and len(err.strip().splitlines()) == 1
+
+
 def test_grammar_file_with_error(tmp_path, capsys):
     g = tmp_path / "bad.lark"
     g.write_text("start: A\nA: /x(?=y)/\n")
@@ -74,7 +156,19 @@ def test_grammar_file_with_error(tmp_path, capsys):
     assert "terminal A" in err and "lookahead" in err
 
 
-def test_demo_runs(capsys):
-    assert main(["demo", "--vocab", "gpt2", "--steps", "12"]) == 0
+def test_demo_fixes_the_bracket_and_finishes(capsys):
+    assert main(["demo", "--vocab", "gpt2"]) == 0
     out = capsys.readouterr().out
-    assert "allowed" in out and "compiling the bundled Python grammar" in out
+    assert "(model wanted ']': masked)" in out  # the mask steered the toy model ...
+    program = out.split("--- completed program")[1].split("--- ast.parse")[0]
+    assert "return fibonacci(n - 1) + fibonacci(n - 2)\n" in program  # ... to ')'
+    assert "--- ast.parse: OK" in out
+    assert "→ <EOS>" in out
+
+
+def test_demo_cut_short_does_not_claim_a_program(capsys):
+    assert main(["demo", "--vocab", "gpt2", "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "completed program" not in out and "ast.parse" not in out
+    assert "program so far (cut after 2 steps, before EOS)" in out
+    assert out.count("\nstep ") == 2

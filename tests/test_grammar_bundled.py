@@ -48,9 +48,7 @@ from lark.lexer import LexerThread, PatternStr
 import gramask.grammars as bundled
 
 BUNDLED = ["json", "sql", "c"]
-SITE_PACKAGES = Path("/work/venv/lib/python3.11/site-packages")
-if not SITE_PACKAGES.is_dir():  # another checkout / venv: use this interpreter's
-    SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
+SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])  # this interpreter's
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 FULL = os.environ.get("GRAMASK_CORPUS") == "full"
 full_corpus = pytest.mark.skipif(not FULL, reason="set GRAMASK_CORPUS=full for the full corpus")

@@ -14,33 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gramask
-from gramask.grammar import Grammar
 
-from .conftest import compiled, hf_tokenizer
+from ._support import PARENS, PARENS_TOKENS, compiled, hf_tokenizer, tiny
 
 # --------------------------------------------------------------------------- tiny grammars
-
-PARENS = r"""
-start: item*
-item: "(" item* ")" | NAME | NUMBER
-NAME: /[a-z]+/
-NUMBER: /[0-9]+/
-%ignore " "
-"""
-PARENS_TOKENS = ["(", ")", "((", "))", "()", ")(", "a", "ab", "b", "1", "12", "a1", "1a", " ",
-                 " (", ") ", "a)", "(a", "x y", ")))"]
-
-
-def _tiny(grammar_text: str, tokens: list[str], start: str = "start"):
-    vocab = gramask.Vocabulary.from_tokens([*tokens, "</s>"], eos_token_id=len(tokens))
-    g = Grammar.from_lark(grammar_text, start=start)
-    return gramask.compile(g, vocab, cache=False), vocab
-
 
 def check(grammar_text, tokens, passing, failing, start="start"):
     """Each passing sequence of token texts is allowed step by step and complete at the end;
     each failing one is rejected at some step or incomplete at the end."""
-    cg, vocab = _tiny(grammar_text, tokens, start)
+    cg, vocab = tiny(grammar_text, tokens, start)
     ids = {t: i for i, t in enumerate(tokens)}
     for seq in passing:
         c = cg.constraint()
@@ -113,7 +95,7 @@ def _viable(text: str) -> bool:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, len(PARENS_TOKENS) - 1), max_size=10), st.randoms())
 def test_parens_masks_equal_oracle(choices, rnd):
-    cg, _vocab = _tiny(PARENS, PARENS_TOKENS)
+    cg, _vocab = tiny(PARENS, PARENS_TOKENS)
     c = cg.constraint()
     text = ""
     for choice in choices:
@@ -137,7 +119,7 @@ def test_parens_masks_equal_oracle(choices, rnd):
 
 
 def test_clone_and_rollback_restore_masks():
-    cg, _vocab = _tiny(PARENS, PARENS_TOKENS)
+    cg, _vocab = tiny(PARENS, PARENS_TOKENS)
     c = cg.constraint()
     seq = [0, 6, 1, 14, 0, 9]
     masks = [c.allowed()]
@@ -157,7 +139,7 @@ def test_clone_and_rollback_restore_masks():
 
 
 def test_rejected_token_leaves_constraint_unchanged():
-    cg, vocab = _tiny(PARENS, PARENS_TOKENS)
+    cg, vocab = tiny(PARENS, PARENS_TOKENS)
     c = cg.constraint("(")
     before = c.allowed()
     with pytest.raises(gramask.TokenRejected):
@@ -171,7 +153,7 @@ def test_rejected_token_leaves_constraint_unchanged():
 
 
 def test_eos_finishes_and_rollback_reopens():
-    cg, vocab = _tiny(PARENS, PARENS_TOKENS)
+    cg, vocab = tiny(PARENS, PARENS_TOKENS)
     c = cg.constraint()
     c.advance(PARENS_TOKENS.index("()"))
     assert c.allowed()[vocab.eos_token_id]
@@ -182,14 +164,14 @@ def test_eos_finishes_and_rollback_reopens():
 
 
 def test_invalid_prefix_names_position():
-    cg, _ = _tiny(PARENS, PARENS_TOKENS)
+    cg, _ = tiny(PARENS, PARENS_TOKENS)
     with pytest.raises(gramask.InvalidPrefixError) as e:
         cg.constraint("(a))b")
     assert e.value.position == 3  # the second ")"
 
 
 def test_suffix_and_budget_say_not_implemented():
-    cg, _ = _tiny(PARENS, PARENS_TOKENS)
+    cg, _ = tiny(PARENS, PARENS_TOKENS)
     with pytest.raises(NotImplementedError, match="fill-in-the-middle"):
         cg.constraint("", suffix=")")
     with pytest.raises(NotImplementedError, match="budget"):
@@ -303,7 +285,7 @@ def test_python_eos_only_when_complete():
 
 
 def test_runtime_imports_neither_lark_nor_torch_nor_scipy(tmp_path):
-    cg, _ = _tiny(PARENS, PARENS_TOKENS)
+    cg, _ = tiny(PARENS, PARENS_TOKENS)
     path = tmp_path / "p.gmask"
     cg.save(path)
     code = textwrap.dedent(

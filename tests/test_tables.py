@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import gramask
 from gramask.compiler.lexer import build_lexer_dfa
 from gramask.compiler.regex_bytes import regex_to_byte_dfa, utf8_sequences
-from gramask.compiler.tables import build_token_tables, decode_nl, expand_row, walk_token
+from gramask.compiler.tables import build_token_tables, expand_row, walk_token
+from gramask.encoding import decode_nl
 from gramask.errors import InvalidRegexError, UnsupportedRegexError
 from gramask.grammar import TerminalSpec
 
@@ -130,12 +131,18 @@ def test_utf8_sequences_cover_exactly_the_range(lo, span):
      r"#[^\n]*", r"[é-ü]x", r"a|ab|abc", r"\d+(\.\d*)?([eE][+-]?\d+)?", r"[^a-z]{2,3}"],
 )
 @settings(max_examples=150, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from([*list('ab"\\\n é日😀#xSeLcT09.e+'), "ü"]),
-                    max_size=8))
-def test_byte_dfa_agrees_with_re(pattern, text):
+@given(data=st.data())
+def test_byte_dfa_agrees_with_re(pattern, data):
     # classes like \w and \d are ASCII in interegular (documented in docs/semantics.md)
     dfa = regex_to_byte_dfa("T", pattern)
-    assert dfa.matches(text.encode()) == bool(re.fullmatch(pattern, text, re.ASCII))
+    rx = re.compile(pattern, re.ASCII)
+    member = data.draw(st.from_regex(rx, fullmatch=True), label="member")
+    assert dfa.matches(member.encode()), member  # every member is accepted ...
+    for cut in (member[:-1], member[1:], member + member[-1:]):  # ... near misses decide alike
+        assert dfa.matches(cut.encode()) == bool(rx.fullmatch(cut)), cut
+    text = data.draw(st.text(alphabet=st.sampled_from([*list('ab"\\\n é日😀#xSeLcT09.e+'), "ü"]),
+                             max_size=8), label="text")
+    assert dfa.matches(text.encode()) == bool(rx.fullmatch(text)), text
 
 
 @pytest.mark.parametrize(

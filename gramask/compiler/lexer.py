@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..encoding import rows_of_bits
 from ..grammar import TerminalSpec
-from .regex_bytes import ByteDFA, regex_to_byte_dfa
+from .regex_bytes import ByteDFA, explore, regex_to_byte_dfa
 
 __all__ = ["LexerDFA", "build_lexer_dfa"]
 
@@ -92,32 +93,17 @@ def build_lexer_dfa(
     byte_class = byte_class.reshape(-1)
     reps = [int(np.flatnonzero(byte_class == c)[0]) for c in range(len(first))]
 
-    start = tuple((i, 0) for i in range(n_terms) if dfas[i].num_states and _nonempty(dfas[i]))
-    index: dict[tuple, int] = {start: 0}
-    order = [start]
-    rows: list[list[int]] = []
-    i = 0
     tables = [d.trans for d in dfas]
-    while i < len(order):
-        st = order[i]
-        i += 1
-        row = []
+
+    def successors(st: tuple[tuple[int, int], ...]) -> list[tuple[tuple[int, int], ...] | None]:
+        out: list[tuple[tuple[int, int], ...] | None] = []
         for b in reps:
-            nxt = []
-            for term, s in st:
-                t = int(tables[term][s, b])
-                if t >= 0:
-                    nxt.append((term, t))
-            if not nxt:
-                row.append(-1)
-                continue
-            key = tuple(nxt)
-            j = index.get(key)
-            if j is None:
-                j = index[key] = len(order)
-                order.append(key)
-            row.append(j)
-        rows.append(row)
+            nxt = tuple((term, t) for term, s in st if (t := int(tables[term][s, b])) >= 0)
+            out.append(nxt or None)
+        return out
+
+    start = tuple((i, 0) for i in range(n_terms) if dfas[i].num_states and _nonempty(dfas[i]))
+    order, rows = explore(start, successors)
     cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), len(reps))
     trans = np.ascontiguousarray(cls_trans[:, byte_class])
 
@@ -166,10 +152,4 @@ def _winnable(cls_trans: np.ndarray, accept: np.ndarray, n_terms: int) -> np.nda
             if merged != bits[p]:
                 bits[p] = merged
                 work.append(p)
-    out = np.zeros((n, n_terms), dtype=bool)
-    for q, b in enumerate(bits):
-        while b:
-            low = b & -b
-            out[q, low.bit_length() - 1] = True
-            b ^= low
-    return out
+    return rows_of_bits(bits, n_terms)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class ParseTables:
             "pt_accepting": self.accepting,
         }
 
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         return {
             "symbols": list(self.symbols),
             "num_terminals": self.num_terminals,
@@ -57,7 +58,7 @@ class ParseTables:
         }
 
     @classmethod
-    def from_arrays(cls, a: dict[str, np.ndarray], meta: dict) -> ParseTables:
+    def from_arrays(cls, a: dict[str, np.ndarray], meta: dict[str, Any]) -> ParseTables:
         return cls(
             symbols=tuple(meta["symbols"]),
             num_terminals=int(meta["num_terminals"]),
@@ -150,10 +151,10 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
                             work.append(rhs2[d2])
         return frozenset(out)
 
-    index: dict[frozenset, int] = {}
-    states: list[frozenset] = []
+    index: dict[frozenset[tuple[int, int]], int] = {}
+    states: list[frozenset[tuple[int, int]]] = []
 
-    def intern(items: frozenset) -> int:
+    def intern(items: frozenset[tuple[int, int]]) -> int:
         j = index.get(items)
         if j is None:
             j = index[items] = len(states)
@@ -168,10 +169,10 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
         items = states[i]
         i += 1
         moves: dict[int, list[tuple[int, int]]] = {}
-        for r, d in items:
-            rhs = rules[r][1]
+        for ri, d in items:
+            rhs = rules[ri][1]
             if d < len(rhs):
-                moves.setdefault(rhs[d], []).append((r, d + 1))
+                moves.setdefault(rhs[d], []).append((ri, d + 1))
         g = {sym: intern(skip_nullable(its)) for sym, its in sorted(moves.items())}
         gotos.append(g)
         nk = predict(items)
@@ -206,18 +207,4 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
         accepting=accepting,
         start_state=start,
     )
-    pt._debug_items = (states, rules)  # type: ignore[attr-defined]  # for describe_state
     return pt
-
-
-def describe_state(pt: ParseTables, s: int) -> list[str]:
-    """The LR(0) items of state ``s`` (only for tables built in this process)."""
-    states, rules = pt._debug_items  # type: ignore[attr-defined]
-    sym = pt.symbols
-    out = []
-    for r, d in sorted(states[s]):
-        lhs, rhs = rules[r]
-        out.append(
-            f"{sym[lhs]} -> {' '.join(sym[x] for x in rhs[:d])} • {' '.join(sym[x] for x in rhs[d:])}"
-        )
-    return out

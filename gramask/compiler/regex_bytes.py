@@ -9,19 +9,21 @@ trimmed, so that a state exists only if some completion of it matches.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator
+from typing import TypeVar
 
 import numpy as np
 
 from ..errors import InvalidRegexError, UnsupportedRegexError
 
 try:  # Python ≥ 3.11
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+    from re import _parser as _sre_parse
 except ImportError:  # pragma: no cover
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+    import sre_parse as _sre_parse
 
-__all__ = ["ByteDFA", "regex_to_byte_dfa", "utf8_sequences"]
+__all__ = ["ByteDFA", "explore", "regex_to_byte_dfa", "utf8_sequences"]
+
+K = TypeVar("K", bound=Hashable)
 
 MAX_CODEPOINT = 0x10FFFF
 _UNSUPPORTED = {
@@ -168,16 +170,17 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
             f"terminal {name}: regex /{pattern}/ is not supported: {e}", name=name
         ) from None
 
-    # character class of every transition key
+    # character class of every transition key (anything_else: every other character)
     by_key: dict[object, list[int]] = {}
-    mapping: dict[Any, Any] = fsm.alphabet._symbol_mapping  # interegular has no public accessor
-    for ch, tkey in mapping.items():
-        if ch is anything_else:
-            by_key.setdefault(tkey, [])
-        else:
-            by_key.setdefault(tkey, []).append(ord(ch))
+    other_key: object = None
+    for tkey, symbols in fsm.alphabet.by_transition.items():
+        cps = by_key.setdefault(tkey, [])
+        for ch in symbols:
+            if ch is anything_else:
+                other_key = tkey
+            else:
+                cps.append(ord(ch))
     explicit = _ranges([cp for cps in by_key.values() for cp in cps])
-    other_key = mapping.get(anything_else)
     key_ranges: dict[object, list[tuple[int, int]]] = {}
     for key, cps in by_key.items():
         rs = _ranges(cps)
@@ -194,7 +197,7 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
     node_of = {s: i for i, s in enumerate(states)}
     edges: list[list[tuple[int, int, int]]] = [[] for _ in states]
     finals_nfa = {node_of[s] for s in fsm.finals}
-    inter: dict[tuple, int] = {}
+    inter: dict[tuple[int, int, tuple[tuple[int, int], ...]], int] = {}
     for s, moves in fsm.map.items():
         src = node_of[s]
         for key, t in moves.items():
@@ -214,34 +217,46 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
                 edges[cur].append((lo, hi, dst))
 
     # subset construction over bytes
-    start = frozenset([node_of[fsm.initial]])
+    def successors(subset: frozenset[int]) -> list[frozenset[int] | None]:
+        per_byte: list[set[int]] = [set() for _ in range(256)]
+        for node in subset:
+            for lo, hi, tgt in edges[node]:
+                for byte in range(lo, hi + 1):
+                    per_byte[byte].add(tgt)
+        return [frozenset(x) if x else None for x in per_byte]
+
+    order, rows = explore(frozenset([node_of[fsm.initial]]), successors)
+    trans = np.array(rows, dtype=np.int64)
+    finals = np.array([bool(sub & finals_nfa) for sub in order], dtype=bool)
+    return _trim(trans, finals)
+
+
+def explore(
+    start: K, successors: Callable[[K], list[K | None]]
+) -> tuple[list[K], list[list[int]]]:
+    """Worklist construction of a DFA whose states are hashable keys (subsets, tuples).
+
+    States are numbered in discovery order, ``start`` = 0; ``rows[i][c]`` is the number of
+    ``successors(order[i])[c]``, or -1 where that is None (dead).
+    """
     index = {start: 0}
     order = [start]
     rows: list[list[int]] = []
     i = 0
     while i < len(order):
-        subset = order[i]
-        i += 1
-        per_byte: list[set[int]] = [set() for _ in range(256)]
-        for node in subset:
-            for lo, hi, tgt in edges[node]:
-                for b in range(lo, hi + 1):
-                    per_byte[b].add(tgt)
         row = []
-        for b in range(256):
-            if not per_byte[b]:
+        for key in successors(order[i]):
+            if key is None:
                 row.append(-1)
                 continue
-            subset_key = frozenset(per_byte[b])
-            known = index.get(subset_key)
-            if known is None:
-                known = index[subset_key] = len(order)
-                order.append(subset_key)
-            row.append(known)
+            j = index.get(key)
+            if j is None:
+                j = index[key] = len(order)
+                order.append(key)
+            row.append(j)
         rows.append(row)
-    trans = np.array(rows, dtype=np.int64)
-    finals = np.array([bool(sub & finals_nfa) for sub in order], dtype=bool)
-    return _trim(trans, finals)
+        i += 1
+    return order, rows
 
 
 def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:

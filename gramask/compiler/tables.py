@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..encoding import bits_of_rows, nl_code, rows_of_bits
 from .lexer import LexerDFA
 
 if TYPE_CHECKING:
@@ -60,16 +61,6 @@ class TokenTables:
     @property
     def nnz(self) -> int:
         return int(self.rows_indptr[-1])
-
-    @property
-    def rows(self) -> sp.csr_array:
-        """The rows as a scipy sparse array (imports scipy; the runtime does not need it)."""
-        import scipy.sparse as sp
-
-        n = len(self.rows_indptr) - 1
-        return sp.csr_array(
-            (self.rows_data, self.rows_indices, self.rows_indptr), shape=(n, self.vocab_size)
-        )
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {
@@ -109,16 +100,6 @@ class TokenTables:
         )
 
 
-def nl_code(num_terminals: int, width: int, relative: bool) -> int:
-    """Encode "the indentation newline ended with this width" as a node head."""
-    return num_terminals + 2 * width + (1 if relative else 0)
-
-
-def decode_nl(num_terminals: int, head: int) -> tuple[int, bool]:
-    v = head - num_terminals
-    return v >> 1, bool(v & 1)
-
-
 class _Interner:
     """Interns CONS(head, tail) pairs in bulk, numbering after the END nodes."""
 
@@ -142,7 +123,8 @@ class _Interner:
                 self.heads.append(k >> 32)
                 self.tails.append(k & 0xFFFFFFFF)
             out[j] = n
-        return out[inv.reshape(-1)]
+        result: np.ndarray = out[inv.reshape(-1)]
+        return result
 
 
 def build_token_tables(
@@ -193,7 +175,9 @@ def build_token_tables(
     # SUF[t, k]: node of walking t[k:] from the start state (-1 dead); column lmax = unused
     suf = np.full((v, lmax + 1), -1, dtype=np.int64)
 
-    def walk(q_start: np.ndarray, idx: np.ndarray, k0: int | np.ndarray, from_start: bool):
+    def walk(
+        q_start: np.ndarray, idx: np.ndarray, k0: int | np.ndarray, from_start: bool
+    ) -> np.ndarray:
         """Walk tokens ``idx`` from states ``q_start`` beginning at offset ``k0``; the first
         byte is assumed to continue the lexeme. Returns node ids (-1 dead)."""
         out = np.full(len(idx), -1, dtype=np.int64)
@@ -237,7 +221,7 @@ def build_token_tables(
                             seg = np.maximum(ln + 1, ls)
                             width = wsum[te[nl], ke[nl]] - wsum[te[nl], seg]
                             rel = (ln < ls) & (not from_start) & (ls == 0)
-                            heads[nl] = n_terms + 2 * width + rel.astype(np.int64)
+                            heads[nl] = nl_code(n_terms, width, rel)
                     keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
                     if keep.any():
                         res[keep] = interner.cons(heads[keep], tail[keep])
@@ -322,9 +306,7 @@ def end_classes(dfa: LexerDFA) -> np.ndarray:
     n, nt = dfa.num_states, dfa.num_terminals
     trans, accept, ignored = dfa.trans, dfa.accept.tolist(), dfa.ignored.tolist()
     ign_bits = sum(1 << t for t in range(nt) if ignored[t])
-    win = [
-        sum(1 << int(t) for t in np.flatnonzero(row)) & ~ign_bits for row in dfa.winnable
-    ]
+    win = [b & ~ign_bits for b in bits_of_rows(dfa.winnable)]
     ign_acc = [s for s in range(n) if accept[s] >= 0 and ignored[accept[s]]]
     preds: list[set[int]] = [set() for _ in range(n)]
     for q in range(n):
@@ -363,14 +345,8 @@ def end_classes(dfa: LexerDFA) -> np.ndarray:
             if bits != eff[q]:
                 eff[q] = bits
                 changed = True
-    out = np.zeros((n, nt + 1), dtype=bool)
-    for q in range(n):
-        b = eff[q]
-        while b:
-            low = b & -b
-            out[q, low.bit_length() - 1] = True
-            b ^= low
-        out[q, nt] = bool(reach[q])
+    out = rows_of_bits(eff, nt + 1)
+    out[:, nt] = [bool(r) for r in reach]
     return out
 
 

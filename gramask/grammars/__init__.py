@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import pathlib
 from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING
+
+from ..errors import GrammarError
+
+if TYPE_CHECKING:
+    from ..grammar import Grammar
 
 __all__ = ["load", "load_spec", "names", "path", "start_rule", "text"]
 
 _SUFFIX = ".lark"
 
 
-def _files():  # importlib.resources Traversable for this package
+def _files() -> Traversable:
     return resources.files(__name__)
 
 
@@ -33,7 +40,9 @@ def names() -> list[str]:
 def _check(name: str) -> str:
     known = names()
     if not isinstance(name, str) or name not in known:
-        raise ValueError(f"unknown bundled grammar {name!r}; known grammars: {', '.join(known)}")
+        raise GrammarError(
+            f"unknown bundled grammar {name!r}; known grammars: {', '.join(known)}", name=str(name)
+        )
     return name
 
 
@@ -44,7 +53,7 @@ def path(name: str) -> pathlib.Path:
 
 def text(name: str) -> str:
     """Source text of bundled grammar ``name``."""
-    return _files().joinpath(_check(name) + _SUFFIX).read_text(encoding="utf-8")
+    return str(_files().joinpath(_check(name) + _SUFFIX).read_text(encoding="utf-8"))
 
 
 # Start rule of each bundled grammar whose start rule is not ``start``.
@@ -56,13 +65,13 @@ def start_rule(name: str) -> str:
     return _START.get(_check(name), "start")
 
 
-def load(name: str, start: str | None = None):  # -> gramask.Grammar (lazy import keeps lark out)
+def load(name: str, start: str | None = None) -> Grammar:
     """Bundled grammar ``name`` as a :class:`gramask.Grammar`.
 
     Raises
     ------
-    ValueError
-        Unknown name; the message lists the bundled grammars.
+    GrammarError
+        Unknown name (a ``ValueError`` too); the message lists the bundled grammars.
     """
     from ..grammar import Grammar
 
@@ -71,7 +80,7 @@ def load(name: str, start: str | None = None):  # -> gramask.Grammar (lazy impor
     )
 
 
-def load_spec(spec: str, start: str | None = None):
+def load_spec(spec: str, start: str | None = None) -> Grammar:
     """A bundled grammar name, or a path to a ``.lark`` file (imports resolve beside it)."""
     import os
 
@@ -81,11 +90,15 @@ def load_spec(spec: str, start: str | None = None):
         return load(spec, start)
     p = pathlib.Path(spec)
     if not p.exists():
-        raise ValueError(
+        raise GrammarError(
             f"grammar {spec!r} is neither a bundled grammar ({', '.join(names())}) nor a file"
         )
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise GrammarError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     return Grammar.from_lark(
-        p.read_text(encoding="utf-8"),
+        text,
         start=start or "start",
         import_paths=[str(p.parent)],
         source=str(p),

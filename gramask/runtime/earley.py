@@ -13,7 +13,7 @@ Rollback and clone are free: a parse state is a pointer to a set.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .memo import BoundedMemo
 
@@ -30,15 +30,15 @@ class EarleySet:
 
     __slots__ = ("_automaton", "_waiting", "accepts", "expected", "items", "uid")
 
-    def __init__(self, uid: int, items: tuple, automaton: Automaton) -> None:
+    def __init__(self, uid: int, items: tuple[Any, ...], automaton: Automaton) -> None:
         self.uid = uid
         self.items = items  # tuple of (state, origin EarleySet or None = this set)
         self.expected = 0  # bitset of parser terminals some item can shift
         self.accepts = False
         self._automaton = automaton
-        self._waiting: dict[int, list] | None = None  # built on the first completion into it
+        self._waiting: dict[int, list[Any]] | None = None  # built on the first completion into it
 
-    def waiting_for(self, nonterminal: int) -> list:
+    def waiting_for(self, nonterminal: int) -> list[Any]:
         """[(target state, origin)] of the items here that wait for ``nonterminal``
         (memoised per nonterminal: a set is completed into for few of them). Origin None
         means this set: no object refers to itself, so no reference cycles."""
@@ -92,7 +92,7 @@ class Automaton:
         self.live_state = [
             bool(self.goto_t[s] or self.goto_n[s] or self.accepting[s]) for s in range(n)
         ]
-        self._interned: BoundedMemo[frozenset, EarleySet] = BoundedMemo(self.MAX_INTERNED)
+        self._interned: BoundedMemo[frozenset[Any], EarleySet] = BoundedMemo(self.MAX_INTERNED)
         # (set uid, terminal) → next set. Kept here, bounded, not on the sets: a set holding
         # its successors would form cycles with their origins and keep every explored set alive.
         self._next: BoundedMemo[tuple[int, int], EarleySet | None] = BoundedMemo(self.MAX_MEMO)
@@ -100,11 +100,11 @@ class Automaton:
         self.root = self._close([(pt.start_state, None)])
 
     # ---------------------------------------------------------------- building
-    def _close(self, seeds: list) -> EarleySet:
+    def _close(self, seeds: list[Any]) -> EarleySet:
         # The add-an-item block below appears twice (seeds, completions) on purpose: this is
         # the hottest loop of the runtime, and a helper call per item costs ~15% of p99.
-        items: dict[tuple[int, int], tuple] = {}
-        work: list[tuple] = []
+        items: dict[tuple[int, int], tuple[Any, ...]] = {}
+        work: list[tuple[Any, ...]] = []
         nonkernel = self.nonkernel
         completed = self.completed
         for s, o in seeds:

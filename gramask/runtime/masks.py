@@ -3,7 +3,7 @@
 The mask at lexer state ``q`` and parser state ``p`` is the union of
   * row ``q``: tokens whose first byte continues the current lexeme, grouped by outcome node;
     a node is allowed iff the parser accepts its terminals and its final lexeme can still end
-    with a terminal the parser then expects (``expects ∩ winnable``: seed 002's early error);
+    with a terminal the parser then expects (``expects ∩ winnable``: the early error of Microsoft's AICI controller interface);
   * if the current lexeme can end here: row 0 evaluated after its terminal, restricted to the
     tokens whose first byte ends the lexeme (the "kill set" of ``q``).
 A row's nodes form a trie over the terminals they complete: the parser steps once per trie
@@ -15,11 +15,13 @@ met again costs a dictionary lookup.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
 from ..compiler.lexer import LexerDFA
 from ..compiler.tables import TokenTables, expand_row
+from ..encoding import bits_of_rows, decode_nl, words_of_bits
 from .parse_state import ParserContext, PState
 
 __all__ = ["MaskBuilder"]
@@ -43,7 +45,9 @@ class _Row:
         )
 
 
-def _trie(pos: np.ndarray, cur: np.ndarray, head: np.ndarray, tail: np.ndarray) -> tuple:
+def _trie(
+    pos: np.ndarray, cur: np.ndarray, head: np.ndarray, tail: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[Any]]:
     """(END positions, their classes, [(terminal, subtrie...)]) for nodes ``cur`` at ``pos``."""
     h, t = head[cur], tail[cur]
     end = h < 0
@@ -76,15 +80,13 @@ class MaskBuilder:
         self.head_arr = tables.node_head.astype(np.int64)
         self.tail_arr = tables.node_tail.astype(np.int64)
         cw = tables.class_winnable
-        self.class_bits = [sum(1 << int(t) for t in np.flatnonzero(row[:-1])) for row in cw]
+        class_bits = bits_of_rows(cw[:, :-1])
         self.class_ignored_end = cw[:, -1].copy()
         # winnable classes as 64-bit words, for one vectorised "expects ∩ winnable" per state
         n_words = max(1, (dfa.num_terminals + 63) // 64)
         self.class_words = np.array(
-            [[(b >> (64 * i)) & 0xFFFFFFFFFFFFFFFF for i in range(n_words)]
-             for b in self.class_bits],
-            dtype=np.uint64,
-        ).reshape(len(self.class_bits), n_words)
+            [words_of_bits(b, n_words) for b in class_bits], dtype=np.uint64
+        ).reshape(len(class_bits), n_words)
         self.state_class = tables.state_class.tolist()
         self.accept = dfa.accept.tolist()
         self.ignored = dfa.ignored.tolist()
@@ -95,7 +97,7 @@ class MaskBuilder:
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: OrderedDict[int, _Row] = OrderedDict()
         self._kill: OrderedDict[int, np.ndarray] = OrderedDict()  # (V,) bool each: bounded
-        self._masks: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         self.first_byte = tables.first_byte.astype(np.int64)
 
     # ------------------------------------------------------------------ tables
@@ -136,8 +138,7 @@ class MaskBuilder:
         r = p.classes_np
         if r is None:
             bits = self.ctx.expects(p) & ~self.ctx.ignored_bits
-            w = np.array([(bits >> (64 * i)) & 0xFFFFFFFFFFFFFFFF
-                          for i in range(self.class_words.shape[1])], dtype=np.uint64)
+            w = words_of_bits(bits, self.class_words.shape[1])
             r = np.asarray((self.class_words & w).any(axis=1))
             if self.ctx.finish(p):  # the input may also end right after an ignored lexeme
                 r = r | self.class_ignored_end
@@ -148,7 +149,7 @@ class MaskBuilder:
         """May the input stop mid-lexeme at state ``q`` with the parser at ``p``?"""
         return bool(self.class_vector(p)[self.state_class[q]])
 
-    def _eval_trie(self, p: PState, groups: list, ok: np.ndarray, carry: int) -> None:
+    def _eval_trie(self, p: PState, groups: list[Any], ok: np.ndarray, carry: int) -> None:
         expected = p.es.expected
         nt = self.num_terminals
         ctx = self.ctx
@@ -158,8 +159,8 @@ class MaskBuilder:
                     continue
                 p2 = ctx.shift(p, h)
             else:
-                v = h - nt
-                p2 = ctx.newline(p, (v >> 1) + (carry if v & 1 else 0))
+                width, relative = decode_nl(nt, h)
+                p2 = ctx.newline(p, width + carry if relative else width)
             if p2 is None:
                 continue
             if end_pos.size:
@@ -175,7 +176,8 @@ class MaskBuilder:
         self._eval_trie(p, row.groups, ok, carry)
         if ok.all():
             return row.tokens
-        return row.tokens[np.repeat(ok, row.counts)]
+        tokens: np.ndarray = row.tokens[np.repeat(ok, row.counts)]
+        return tokens
 
     def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
         """Parser state after the lexeme in progress ends here (None if it cannot)."""

@@ -9,6 +9,8 @@ step that reaches the same configuration.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .earley import Automaton, EarleySet
@@ -57,7 +59,7 @@ class ParserContext:
         self.dedent_t = dedent
         self.open_brackets = frozenset(open_brackets)
         self.close_brackets = frozenset(close_brackets)
-        self._interned: BoundedMemo[tuple, PState] = BoundedMemo(self.MAX_INTERNED)
+        self._interned: BoundedMemo[tuple[Any, ...], PState] = BoundedMemo(self.MAX_INTERNED)
         self._next: BoundedMemo[tuple[int, int], PState | None] = BoundedMemo(
             2 * self.MAX_INTERNED
         )  # bounded, see Automaton._next

@@ -1,0 +1,131 @@
+"""The build pipeline: Grammar + Vocabulary → lexer DFA → token tables + parse automaton.
+
+A :class:`Compiler` is bound to one vocabulary and owns the on-disk cache (as XGrammar's
+``GrammarCompiler`` is bound to one tokenizer): compiling many grammars against one vocabulary
+hashes the vocabulary once. :func:`gramask.compile` is the one-call form.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..cache.artifact import FORMAT_VERSION
+from ..cache.store import CacheWarning, cache_key, cached_path, default_cache_dir, report_bad_entry
+from ..compiled import CompiledGrammar, package_version
+from ..errors import ArtifactError
+from ..grammar import Grammar
+from ..vocab import Vocabulary
+
+__all__ = ["Compiler", "build", "compile"]
+
+
+def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) -> CompiledGrammar:
+    """Compile without the cache. ``progress``: None shows a bar on a terminal only."""
+    from tqdm.auto import tqdm
+
+    from .lexer import build_lexer_dfa
+    from .parse_tables import build_parse_tables
+    from .tables import build_token_tables
+
+    t0 = time.perf_counter()
+    dfa = build_lexer_dfa(grammar.terminals)
+    pt = build_parse_tables(grammar)
+    special = np.array([vocab.is_special(i) for i in range(len(vocab))], dtype=bool)
+    disable = None if progress is None else not progress
+    with tqdm(total=dfa.num_states, desc="gramask: token tables", unit="state",
+              disable=disable, leave=False) as bar:
+        tables = build_token_tables(
+            dfa,
+            vocab.tokens,
+            special,
+            nl_terminal=grammar.newline_terminal,
+            tab_len=grammar.indentation.tab_len if grammar.indentation else 8,
+            progress=bar.update,
+        )
+    info = {
+        "build_seconds": round(time.perf_counter() - t0, 3),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    return CompiledGrammar(grammar, vocab, dfa, tables, pt, info)
+
+
+class Compiler:
+    """Compiles grammars against one vocabulary, through an on-disk cache.
+
+    The cache key hashes the grammar (terminals and rules, imports resolved), the vocabulary's
+    bytes, the artifact format and the gramask version. An unusable entry is warned about
+    (:class:`gramask.cache.store.CacheWarning`) and rebuilt. ``cache=False`` neither reads nor
+    writes it; ``cache_dir`` defaults to ``$GRAMASK_CACHE_DIR``, else the user cache directory.
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        *,
+        cache: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        self.vocab = vocab
+        self.cache = cache
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.progress = progress
+
+    def cache_path(self, grammar: Grammar) -> Path:
+        """Where the artifact of ``grammar`` × this vocabulary lives in the cache."""
+        key = cache_key(
+            grammar_hash=grammar.fingerprint(),
+            vocab_hash=self.vocab.fingerprint(),
+            format_version=FORMAT_VERSION,
+            version=package_version(),
+        )
+        return cached_path(self.cache_dir or default_cache_dir(), key)
+
+    def compile(self, grammar: Grammar) -> CompiledGrammar:
+        """The compiled grammar, from the cache if a valid entry is there, else built."""
+        vocab = self.vocab
+        if not self.cache:
+            return build(grammar, vocab, progress=self.progress)
+        path = self.cache_path(grammar)
+        if path.exists():
+            try:
+                cg = CompiledGrammar.load(path)
+                if cg.grammar.fingerprint() != grammar.fingerprint() or (
+                    cg.vocab.fingerprint() != vocab.fingerprint()
+                ):
+                    raise ArtifactError("stale: its grammar or vocabulary hash does not match")
+                cg.info["cache_path"] = str(path)
+                cg.info["from_cache"] = True
+                return cg
+            except ArtifactError as e:
+                report_bad_entry(path, e)
+        cg = build(grammar, vocab, progress=self.progress)
+        try:
+            cg.save(path)
+            cg.info["cache_path"] = str(path)
+        except OSError as e:  # a read-only cache must not break compilation
+            warnings.warn(
+                f"gramask: cannot write cache entry {path}: {e}", CacheWarning, stacklevel=2
+            )
+        cg.info["from_cache"] = False
+        return cg
+
+
+def compile(
+    grammar: Grammar,
+    vocab: Vocabulary,
+    *,
+    cache: bool = True,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+) -> CompiledGrammar:
+    """Compile ``grammar`` against ``vocab``, or load the result from the on-disk cache.
+
+    The one-call form of :class:`Compiler` (see there for the cache).
+    """
+    return Compiler(vocab, cache=cache, cache_dir=cache_dir, progress=progress).compile(grammar)

@@ -1,0 +1,52 @@
+"""Encodings shared by the compiler, the artifact and the runtime: one definition of each.
+
+* Terminal sets as Python ints (bit ``t`` = terminal ``t``): the parser's expected set, the
+  lexer's winnable sets. Converted to and from bool rows and 64-bit words here.
+* The indentation newline as a table node head: a newline lexeme that ends a token with its
+  last line ``width`` columns wide; ``relative`` when the line began before the token, so the
+  runtime adds the columns it has already carried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = ["bits_of_rows", "decode_nl", "nl_code", "rows_of_bits", "words_of_bits"]
+
+_WORD = 0xFFFFFFFFFFFFFFFF
+
+
+def bits_of_rows(rows: np.ndarray) -> list[int]:
+    """Each bool row of a (n, T) array as an int bitset."""
+    return [sum(1 << int(t) for t in np.flatnonzero(row)) for row in rows]
+
+
+def rows_of_bits(bits: Iterable[int], width: int) -> np.ndarray:
+    """Int bitsets as a (n, width) bool array (inverse of :func:`bits_of_rows`)."""
+    bits = list(bits)
+    out = np.zeros((len(bits), width), dtype=bool)
+    for q, b in enumerate(bits):
+        while b:
+            low = b & -b
+            out[q, low.bit_length() - 1] = True
+            b ^= low
+    return out
+
+
+def words_of_bits(bits: int, n_words: int) -> np.ndarray:
+    """An int bitset as ``n_words`` little-endian uint64 words."""
+    return np.array([(bits >> (64 * i)) & _WORD for i in range(n_words)], dtype=np.uint64)
+
+
+def nl_code(num_terminals: int, width: np.ndarray, relative: np.ndarray) -> np.ndarray:
+    """Node heads for indentation newlines (vectorised); heads below ``num_terminals`` are
+    terminals."""
+    return num_terminals + 2 * width + relative.astype(np.int64)
+
+
+def decode_nl(num_terminals: int, head: int) -> tuple[int, bool]:
+    """(width, relative) of a newline node head made by :func:`nl_code`."""
+    v = head - num_terminals
+    return v >> 1, bool(v & 1)

@@ -1,0 +1,1 @@
+"""Readers of one tokenizer format each; every one fills a ``Builder``."""

