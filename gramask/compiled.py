@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .cache.artifact import FORMAT_VERSION, read_artifact, write_artifact
+from .artifact import FORMAT_VERSION, read_artifact, write_artifact
 from .cache.store import cache_key, cached_path, default_cache_dir, report_bad_entry
 from .compiler.lexer import LexerDFA
 from .compiler.parse_tables import ParseTables

@@ -1,0 +1,235 @@
+"""What an adversarial user can throw at gramask: bad artifacts, targets, grammars, arguments.
+
+Each case is one from issue 8; each must end in a clear gramask error (or a correct result),
+never an internal traceback, a destroyed file, or unbounded memory.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import multiprocessing
+import os
+import random
+import stat
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gramask
+import gramask.artifact as art
+from gramask.cache.store import CacheWarning
+from gramask.grammar import Grammar
+
+from .test_runtime import PARENS, PARENS_TOKENS
+
+
+def _vocab() -> gramask.Vocabulary:
+    return gramask.Vocabulary.from_tokens([*PARENS_TOKENS, "</s>"], eos_token_id=len(PARENS_TOKENS))
+
+
+def _grammar() -> Grammar:
+    return Grammar.from_lark(PARENS)
+
+
+def _masks(cg: gramask.CompiledGrammar) -> list[np.ndarray]:
+    return [cg.constraint(p).allowed() for p in ("", "(", "(a", "((1 b)")]
+
+
+def _members(path: os.PathLike[str]) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    return out.getvalue()
+
+
+def _npy(a: np.ndarray) -> bytes:
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+# ------------------------------------------------------------------------ artifact corruption
+def test_every_bit_flip_is_an_artifact_error_or_harmless(tmp_path):
+    path = tmp_path / "a.gmask"
+    cg = gramask.compile(_grammar(), _vocab(), cache=False)
+    cg.save(path)
+    want = _masks(cg)
+    raw = path.read_bytes()
+    rnd = random.Random(8)
+    harmless = 0
+    for bit in rnd.sample(range(len(raw) * 8), 300):
+        bad = bytearray(raw)
+        bad[bit // 8] ^= 1 << (bit % 8)
+        path.write_bytes(bytes(bad))
+        try:
+            back = gramask.CompiledGrammar.load(path)
+        except gramask.ArtifactError:
+            continue
+        harmless += 1  # e.g. a flip in a zip timestamp: the content must be identical
+        assert all((a == b).all() for a, b in zip(_masks(back), want, strict=True)), bit
+    assert harmless < 300
+
+
+def test_flipped_cache_entry_is_rebuilt_with_a_warning(tmp_path):
+    cg = gramask.compile(_grammar(), _vocab(), cache_dir=tmp_path)
+    path = Path(cg.info["cache_path"])
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 3] ^= 0x10  # inside compressed data: zlib fails, not only the checksum
+    path.write_bytes(bytes(raw))
+    with pytest.warns(CacheWarning, match="rebuilding"):
+        again = gramask.compile(_grammar(), _vocab(), cache_dir=tmp_path)
+    assert not again.info["from_cache"]
+    assert gramask.compile(_grammar(), _vocab(), cache_dir=tmp_path).info["from_cache"]
+
+
+def _compile_in_child(cache_dir: str) -> bool:
+    import warnings
+
+    warnings.simplefilter("ignore")
+    cg = gramask.compile(_grammar(), _vocab(), cache_dir=cache_dir, progress=False)
+    return bool(cg.constraint("(").allowed().any())
+
+
+def test_four_processes_against_a_corrupted_entry(tmp_path):
+    cg = gramask.compile(_grammar(), _vocab(), cache_dir=tmp_path)
+    path = Path(cg.info["cache_path"])
+    raw = bytearray(path.read_bytes())
+    for i in range(len(raw) // 4, len(raw) // 2, 97):
+        raw[i] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        assert pool.map(_compile_in_child, [str(tmp_path)] * 4) == [True] * 4
+    assert not list(tmp_path.glob(".*.tmp"))
+    again = gramask.compile(_grammar(), _vocab(), cache_dir=tmp_path)  # no warning: it is good
+    assert all((a == b).all() for a, b in zip(_masks(again), _masks(cg), strict=True))
+
+
+def test_checksum_covers_the_header(tmp_path):
+    path = tmp_path / "a.gmask"
+    gramask.compile(_grammar(), _vocab(), cache=False).save(path)
+    members = _members(path)
+    head = json.loads(np.load(io.BytesIO(members["__header__.npy"])).tobytes())
+    head["vocab"]["eos_token_id"] = "3"  # wrong type, checksum left as it was
+    members["__header__.npy"] = _npy(np.frombuffer(json.dumps(head).encode(), np.uint8))
+    path.write_bytes(_zip(members))
+    with pytest.raises(gramask.ArtifactError, match="checksum"):
+        gramask.CompiledGrammar.load(path)
+
+
+def _rewrite(path: os.PathLike[str], change) -> None:
+    """Re-encode an artifact after ``change(arrays, header)``, with a valid checksum."""
+    arrays, header = art.read_artifact(path)
+    change(arrays, header)
+    Path(path).write_bytes(art.encode_artifact(arrays, header))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda a, h: a.__setitem__("rows_indices", a["rows_indices"] + 10_000),
+        lambda a, h: a.__setitem__("lex_trans", np.full_like(a["lex_trans"], 999)),
+        lambda a, h: a.__setitem__("node_tail", a["node_tail"] + 50),
+        lambda a, h: a.__setitem__("pt_goto_target", a["pt_goto_target"] * 0 + 10**6),
+        lambda a, h: a.__setitem__("row_base", np.arange(len(a["row_base"]), dtype=np.int32)),
+        lambda a, h: a.__setitem__("first_byte", a["first_byte"] * 0 + 300),
+        lambda a, h: a.pop("state_class"),
+        lambda a, h: h["vocab"].__setitem__("eos_token_id", "3"),
+        lambda a, h: h["vocab"].__setitem__("eos_token_id", 10**9),
+        lambda a, h: h["parse_tables"].__setitem__("start_state", -5),
+        lambda a, h: h["grammar"]["terminals"][0].__setitem__("priority", [1]),
+        lambda a, h: h.__setitem__("grammar", ["not", "an", "object"]),
+    ],
+)
+def test_inconsistent_artifact_with_a_valid_checksum_fails_at_load(tmp_path, change):
+    path = tmp_path / "a.gmask"
+    gramask.compile(_grammar(), _vocab(), cache=False).save(path)
+    _rewrite(path, change)
+    with pytest.raises(gramask.ArtifactError):
+        gramask.CompiledGrammar.load(path)
+
+
+def test_zip_bomb_is_refused_before_decompressing(tmp_path, monkeypatch):
+    path = tmp_path / "bomb.gmask"
+    gramask.compile(_grammar(), _vocab(), cache=False).save(path)
+    members = _members(path)
+    members["zeros.npy"] = _npy(np.zeros(8 << 20, dtype=np.uint8))  # 8 MiB → ~8 KiB
+    path.write_bytes(_zip(members))
+    monkeypatch.setattr(art, "MIN_DECOMPRESSED_BUDGET", 1 << 20)
+    with pytest.raises(gramask.ArtifactError, match="refusing to decompress"):
+        gramask.CompiledGrammar.load(path)
+
+
+def test_npy_header_cannot_declare_more_than_its_member(tmp_path):
+    path = tmp_path / "a.gmask"
+    gramask.compile(_grammar(), _vocab(), cache=False).save(path)
+    members = _members(path)
+    good = members["rows_data.npy"]
+    members["rows_data.npy"] = good.replace(b"'shape': (", b"'shape': (99999999", 1)
+    path.write_bytes(_zip(members))
+    with pytest.raises(gramask.ArtifactError, match="declares"):
+        gramask.CompiledGrammar.load(path)
+
+
+# ------------------------------------------------------------------------ where artifacts go
+def test_save_through_a_symlink_writes_its_target(tmp_path):
+    target = tmp_path / "real.gmask"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.gmask"
+    link.symlink_to(target)
+    gramask.compile(_grammar(), _vocab(), cache=False).save(link)
+    assert link.is_symlink()
+    gramask.CompiledGrammar.load(target)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_save_refuses_a_target_that_is_not_a_regular_file(tmp_path, kind):
+    target = tmp_path / "t"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.mkdir()
+    with pytest.raises(gramask.ArtifactError, match="not a regular file"):
+        gramask.compile(_grammar(), _vocab(), cache=False).save(target)
+    assert stat.S_ISFIFO(os.lstat(target).st_mode) if kind == "fifo" else target.is_dir()
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_save_respects_the_umask_and_keeps_a_replaced_files_mode(tmp_path):
+    cg = gramask.compile(_grammar(), _vocab(), cache=False)
+    old = os.umask(0o027)
+    try:
+        cg.save(tmp_path / "new.gmask")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "new.gmask").st_mode) == 0o640
+    kept = tmp_path / "kept.gmask"
+    kept.write_bytes(b"")
+    os.chmod(kept, 0o604)
+    cg.save(kept)
+    assert stat.S_IMODE(os.stat(kept).st_mode) == 0o604
+
+
+def test_temporary_files_of_killed_writers_are_removed(tmp_path):
+    target = tmp_path / "a.gmask"
+    dead = tmp_path / ".a.gmask.999999999.abc.tmp"  # no such pid
+    stale = tmp_path / f".a.gmask.{os.getpid()}.old.tmp"
+    fresh = tmp_path / f".a.gmask.{os.getpid()}.new.tmp"  # a live writer's: left alone
+    other = tmp_path / ".b.gmask.999999999.abc.tmp"  # another target's
+    for p in (dead, stale, fresh, other):
+        p.write_bytes(b"partial")
+    old = time.time() - 2 * art.STALE_TEMP_SECONDS
+    os.utime(stale, (old, old))
+    gramask.compile(_grammar(), _vocab(), cache=False).save(target)
+    assert not dead.exists() and not stale.exists()
+    assert fresh.exists() and other.exists()
