@@ -233,3 +233,53 @@ def test_temporary_files_of_killed_writers_are_removed(tmp_path):
     gramask.compile(_grammar(), _vocab(), cache=False).save(target)
     assert not dead.exists() and not stale.exists()
     assert fresh.exists() and other.exists()
+
+
+# ------------------------------------------------------------------------ arguments
+@pytest.fixture(scope="module")
+def _parens() -> gramask.CompiledGrammar:
+    return gramask.compile(_grammar(), _vocab(), cache=False)
+
+
+@pytest.mark.parametrize("bad", [16.9, "16", True, None, b"\x01"])
+def test_token_ids_must_be_integers(_parens, bad):
+    c = _parens.constraint("")
+    with pytest.raises(TypeError, match="token id"):
+        c.advance(bad)
+    with pytest.raises(TypeError, match="token id"):
+        c.is_allowed(bad)
+    assert c.num_tokens == 0
+
+
+def test_numpy_integer_token_ids_are_accepted(_parens):
+    c = _parens.constraint("")
+    c.advance(np.int64(0))
+    assert c.is_allowed(np.int32(6)) and c.num_tokens == 1
+
+
+def test_prefix_must_be_text_or_bytes(_parens):
+    with pytest.raises(TypeError, match="prefix"):
+        _parens.constraint(prefix=12)  # type: ignore[arg-type]
+
+
+def test_prefix_with_a_lone_surrogate_is_an_invalid_prefix(_parens):
+    with pytest.raises(gramask.InvalidPrefixError, match="at byte 2") as e:
+        _parens.constraint("((\ud800")
+    assert e.value.position == 2
+
+
+def test_cli_exits_quietly_when_the_reader_closes_the_pipe(tmp_path, _parens):
+    import subprocess
+    import sys
+
+    path = tmp_path / "a.gmask"
+    _parens.save(path)
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen([sys.executable, "-m", "gramask.cli", "inspect", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # like `| head -0`: nobody will read
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 141
+    assert err == ""
