@@ -149,6 +149,9 @@ class Grammar:
             rules.append(RuleSpec(lhs=r.origin.name, rhs=tuple(rhs)))
         if not any(r.lhs == start for r in rules):
             raise GrammarError(f"{source}: start rule {start!r} is not defined", name=start)
+        from .compiler.analysis import prune
+
+        rules = list(prune(rules, known | declared, start, source=source))
 
         spec: IndentationSpec | None
         if indentation is None:

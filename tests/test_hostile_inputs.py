@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gramask
 import gramask.artifact as art
@@ -283,3 +285,85 @@ def test_cli_exits_quietly_when_the_reader_closes_the_pipe(tmp_path, _parens):
     proc.stderr.close()
     assert proc.wait(timeout=120) == 141
     assert err == ""
+
+
+# ------------------------------------------------------------------------ grammars that mean nothing
+_TOKENS = ["a", "b", "c", "ab", "ba", "cc", "abc"]
+
+
+def _tokens_vocab() -> gramask.Vocabulary:
+    return gramask.Vocabulary.from_tokens([*_TOKENS, "</s>"], eos_token_id=len(_TOKENS))
+
+
+def test_non_productive_rules_are_removed_with_a_warning():
+    from gramask.compiler.analysis import GrammarWarning
+
+    with pytest.warns(GrammarWarning, match=r"non-productive.*: x") as w:
+        g = Grammar.from_lark('start: "a" | "b" x\nx: "c" x')
+    assert "x" not in str(g.rules)  # nothing refers to x any more
+    assert len(w) == 1
+    cg = gramask.compile(g, _tokens_vocab(), cache=False)
+    with pytest.raises(gramask.InvalidPrefixError):
+        cg.constraint("b")  # before: allowed "c" forever and never completed
+    assert cg.constraint("").allowed()[0]
+
+
+def test_unreachable_rules_are_removed_with_a_warning():
+    from gramask.compiler.analysis import GrammarWarning
+
+    # lark drops rules nothing mentions; y becomes unreachable once x is removed
+    with pytest.warns(GrammarWarning, match=r"x; unreachable from 'start': y"):
+        g = Grammar.from_lark('start: "a" | "b" x\nx: "c" x y\ny: "a"')
+    assert {r.lhs for r in g.rules} == {"start"}
+
+
+@pytest.mark.parametrize("text", ['start: a\na: a "x"', 'start: "a" start'])
+def test_empty_language_is_a_grammar_error(text):
+    with pytest.raises(gramask.GrammarError, match="language is empty"):
+        Grammar.from_lark(text)
+
+
+def test_min_lengths_and_reachability():
+    from gramask.compiler.analysis import min_lengths, reachable_symbols
+
+    g = Grammar.from_lark('start: x x | "a" "b" "c" "a"\nx: "b" | "(" x ")"')
+    n = min_lengths(g.rules, g.terminal_names)
+    assert n["x"] == 1 and n["start"] == 2
+    assert reachable_symbols(g.rules, "x") == {"x", "B", "LPAR", "RPAR"}
+
+
+_SYMS = ['"a"', '"b"', '"c"', "p", "q", "start"]
+
+
+@st.composite
+def _grammars(draw: st.DrawFn) -> str:
+    lines = []
+    for lhs in ("start", "p", "q"):
+        alts = draw(st.lists(st.lists(st.sampled_from(_SYMS), max_size=3), min_size=1,
+                             max_size=3))
+        lines.append(f"{lhs}: " + " | ".join(" ".join(a) for a in alts))
+    return "\n".join(lines)
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=_grammars(), choices=st.lists(st.integers(0, 1_000), min_size=8, max_size=8))
+def test_mask_is_never_all_false_before_the_program_can_end(text, choices):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            g = Grammar.from_lark(text)
+        except gramask.GrammarError:
+            return  # an empty language: refused, as it must be
+    vocab = _tokens_vocab()
+    c = gramask.compile(g, vocab, cache=False, progress=False).constraint("")
+    for k in choices:
+        m = c.allowed()
+        assert m.any(), (text, c.text)
+        ids = np.flatnonzero(m)
+        tok = int(ids[k % len(ids)])
+        c.advance(tok)
+        if tok == vocab.eos_token_id:
+            assert c.is_complete()
+            break
