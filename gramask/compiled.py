@@ -223,7 +223,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
     from .compiler.tables import build_token_tables
 
     t0 = time.perf_counter()
-    dfa = build_lexer_dfa(grammar.terminals)
+    dfa = build_lexer_dfa(grammar.terminals, progress=progress)
     pt = build_parse_tables(grammar)
     nl = (
         [t.name for t in grammar.terminals].index(grammar.indentation.newline)

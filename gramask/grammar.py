@@ -117,6 +117,12 @@ class Grammar:
             raise GrammarError(f"{source}: {msg}", line=line) from None
         except re.error as e:
             raise GrammarError(f"{source}: a terminal's regex does not compile: {e}") from None
+        except RecursionError:  # lark's loader recurses once per nesting level
+            raise GrammarError(
+                f"{source}: the grammar is nested too deeply for lark's loader (more than a "
+                "few hundred levels of parentheses, brackets or repeats in one rule or "
+                "terminal); split it into named rules"
+            ) from None
 
         ignore = set(parser.ignore_tokens)
         terminals = []

@@ -367,3 +367,44 @@ def test_mask_is_never_all_false_before_the_program_can_end(text, choices):
         if tok == vocab.eos_token_id:
             assert c.is_complete()
             break
+
+
+# ------------------------------------------------------------------------ explosive grammars
+def test_a_terminal_whose_automaton_explodes_is_named(monkeypatch):
+    import gramask.compiler.regex_bytes as rb
+
+    monkeypatch.setattr(rb, "MAX_TERMINAL_STATES", 100)  # the real case, 2^15 states, is slow
+    g = Grammar.from_lark("start: A | B\nA: /(a|b)*a(a|b){8}/\nB: /b+/")
+    with pytest.raises(gramask.GrammarError, match=r"terminal A: .*limit 100") as e:
+        gramask.compile(g, _tokens_vocab(), cache=False)
+    assert e.value.name == "A"
+
+
+def test_a_lexer_product_that_explodes_names_its_terminals(monkeypatch):
+    import gramask.compiler.lexer as lx
+
+    monkeypatch.setattr(lx, "MAX_LEXER_STATES", 10)
+    g = Grammar.from_lark("start: A | B\nA: /a[abc]{20}/\nB: /[abc]{3}c/")
+    with pytest.raises(gramask.GrammarError, match=r"more than 10 states.*A \(") as e:
+        gramask.compile(g, _tokens_vocab(), cache=False)
+    assert e.value.name == "A"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "start: " + '("(" ' * 500 + '"a"' + ' ")")' * 500,
+        "start: A\nA: /" + "(" * 500 + "a" + ")" * 500 + "/",
+    ],
+    ids=["rule", "terminal"],
+)
+def test_grammars_nested_500_deep_are_a_grammar_error(text):
+    with pytest.raises(gramask.GrammarError, match="nested too deeply"):
+        Grammar.from_lark(text)
+
+
+def test_a_rule_chain_500_deep_compiles():
+    rules = "\n".join(f'r{i}: r{i + 1} | "(" r{i + 1} ")"' for i in range(500))
+    g = Grammar.from_lark(f'start: r0\n{rules}\nr500: "a"')
+    c = gramask.compile(g, _tokens_vocab(), cache=False).constraint("(((")
+    assert c.allowed()[0] and not c.allowed()[1]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidRegexError, UnsupportedRegexError
+from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
 
 try:  # Python ≥ 3.11
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
@@ -31,6 +31,23 @@ _UNSUPPORTED = {
     "GROUPREF_EXISTS": "a conditional group",
     "AT": "an anchor (^, $, \\b, \\A, \\Z)",
 }
+
+
+# Compile-time limits. The grammars we ship need at most 45 states per terminal and 673 for
+# the whole lexer; token tables cost (lexer states × vocabulary) walks. A terminal such as
+# /(a|b)*a(a|b){14}/ has 2^15 states (the DFA must remember the last 15 letters): refused.
+MAX_TERMINAL_STATES = 4096  # character-level DFA states of one terminal
+MAX_BYTE_STATES = 4 * MAX_TERMINAL_STATES  # byte-level states (multi-byte characters add some)
+
+
+def _too_many_states(name: str, pattern: str, n: int) -> None:
+    raise GrammarError(
+        f"terminal {name}: regex /{pattern}/ needs more than {n:,} automaton states "
+        f"(limit {MAX_TERMINAL_STATES:,}); it is not practical to compile. Usually a bounded "
+        "repeat after an unbounded one (like (a|b)*a(a|b){14}) or a large counted repeat of "
+        "a character class; simplify it or move the check out of the grammar",
+        name=name,
+    )
 
 
 class ByteDFA:
@@ -153,12 +170,21 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         The regex is valid but not regular (lookaround, backreference, anchors), or
         interegular cannot handle it; the message names the terminal and the pattern.
     """
-    _check_features(name, pattern)
+    try:
+        _check_features(name, pattern)
+    except RecursionError:
+        raise UnsupportedRegexError(
+            f"terminal {name}: regex is nested too deeply to compile", name=name
+        ) from None
     import interegular
     from interegular.fsm import anything_else
 
     try:
         fsm = interegular.parse_pattern(pattern).to_fsm()
+    except RecursionError:
+        raise UnsupportedRegexError(
+            f"terminal {name}: regex is nested too deeply to compile", name=name
+        ) from None
     except interegular.patterns.InvalidSyntax as e:
         raise InvalidRegexError(
             f"terminal {name}: invalid regex /{pattern}/: {e}", name=name
@@ -167,6 +193,9 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         raise UnsupportedRegexError(
             f"terminal {name}: regex /{pattern}/ is not supported: {e}", name=name
         ) from None
+
+    if len(fsm.states) > MAX_TERMINAL_STATES:
+        _too_many_states(name, pattern, len(fsm.states))
 
     # character class of every transition key
     by_key: dict[object, list[int]] = {}
@@ -237,6 +266,8 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
             if known is None:
                 known = index[subset_key] = len(order)
                 order.append(subset_key)
+                if known >= MAX_BYTE_STATES:
+                    _too_many_states(name, pattern, known)
             row.append(known)
         rows.append(row)
     trans = np.array(rows, dtype=np.int64)
