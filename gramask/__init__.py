@@ -15,6 +15,7 @@ from .errors import (
     GrammarError,
     InvalidPrefixError,
     InvalidRegexError,
+    LimitExceededError,
     TokenRejected,
     UnsupportedRegexError,
     VocabularyError,
@@ -25,8 +26,10 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from . import grammars
     from .compiled import CompiledGrammar, compile
+    from .compiler.analysis import GrammarWarning
     from .grammar import Grammar
     from .runtime.constraint import Constraint
+    from .runtime.limits import RuntimeLimits
     from .vocab import Vocabulary
 
 _LAZY = {
@@ -35,6 +38,8 @@ _LAZY = {
     "compile": ("gramask.compiled", "compile"),
     "CompiledGrammar": ("gramask.compiled", "CompiledGrammar"),
     "Constraint": ("gramask.runtime.constraint", "Constraint"),
+    "RuntimeLimits": ("gramask.runtime.limits", "RuntimeLimits"),
+    "GrammarWarning": ("gramask.compiler.analysis", "GrammarWarning"),
     "grammars": ("gramask.grammars", None),
 }
 
@@ -59,8 +64,11 @@ __all__ = [
     "GramaskError",
     "Grammar",
     "GrammarError",
+    "GrammarWarning",
     "InvalidPrefixError",
     "InvalidRegexError",
+    "LimitExceededError",
+    "RuntimeLimits",
     "TokenRejected",
     "UnsupportedRegexError",
     "Vocabulary",
