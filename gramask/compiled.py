@@ -310,7 +310,7 @@ def compile(
     try:
         cg.save(path)
         cg.info["cache_path"] = str(path)
-    except OSError as e:  # a read-only cache must not break compilation
+    except (OSError, ArtifactError) as e:  # a read-only cache or a FIFO at the entry's path
         import warnings
 
         from .cache.store import CacheWarning

@@ -408,3 +408,17 @@ def test_a_rule_chain_500_deep_compiles():
     g = Grammar.from_lark(f'start: r0\n{rules}\nr500: "a"')
     c = gramask.compile(g, _tokens_vocab(), cache=False).constraint("(((")
     assert c.allowed()[0] and not c.allowed()[1]
+
+
+def test_a_cache_entry_that_is_not_a_regular_file_is_replaced(tmp_path):
+    from gramask.artifact import FORMAT_VERSION
+    from gramask.cache.store import cache_key, cached_path
+
+    key = cache_key(grammar_hash=_grammar().fingerprint(), vocab_hash=_vocab().fingerprint(),
+                    format_version=FORMAT_VERSION, version=gramask.__version__)
+    os.mkfifo(cached_path(tmp_path, key))
+    with pytest.warns(CacheWarning):
+        cg = gramask.compile(_grammar(), _vocab(), cache_dir=tmp_path)
+    assert cg.constraint("(").allowed().any()
+    # the FIFO was junk in gramask's own directory: removed, and a real entry written
+    assert gramask.compile(_grammar(), _vocab(), cache_dir=tmp_path).info["from_cache"]
