@@ -14,14 +14,15 @@ that a hand-made artifact with a valid checksum cannot fail later inside ``mask`
 
 Writes go to regular files only, atomically (temporary file beside the target, fsync,
 rename): a symlink is resolved and its target replaced; a FIFO, device or directory is
-refused with :class:`~gramask.ArtifactError` (stream ``CompiledGrammar.to_bytes()`` yourself
-if you mean it). New files get ``0o666`` minus the umask; a replaced file keeps its mode.
+refused with :class:`~gramask.ArtifactError` (write :func:`encode_artifact`'s bytes yourself if
+you mean it). New files get ``0o666`` minus the umask; a replaced file keeps its mode.
 Temporary files left by killed writers are removed by the next write of the same target.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import io
 import json
@@ -44,6 +45,8 @@ __all__ = [
     "MAX_EXPANSION",
     "MIN_DECOMPRESSED_BUDGET",
     "atomic_write_bytes",
+    "decode_artifact",
+    "encode_artifact",
     "read_artifact",
     "validate_contents",
     "write_artifact",
@@ -96,7 +99,7 @@ def _remove_stale_temps(target: Path) -> None:
     """Remove ``.{name}.{pid}.*.tmp`` files beside ``target`` whose writer is gone (its pid
     is not running, or the file is older than an hour)."""
     now = time.time()
-    for tmp in target.parent.glob(f".{target.name}.*.tmp"):
+    for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
         parts = tmp.name[len(target.name) + 2 :].split(".")
         try:
             pid = int(parts[0])
@@ -335,8 +338,9 @@ def _check_header(h: Mapping[str, Any]) -> None:
         "checksum": _is_str, "gramask_version": _is_str, "grammar_hash": _is_str,
         "vocab_hash": _is_str, "grammar": lambda x: isinstance(x, dict),
         "vocab": lambda x: isinstance(x, dict), "parse_tables": lambda x: isinstance(x, dict),
-        "info": _opt(lambda x: isinstance(x, dict)),
     }, "header")
+    if not isinstance(h.get("info", {}), dict):
+        raise ArtifactError("header field header.info has the wrong type")
     g = h["grammar"]
     _typed(g, {
         "terminals": lambda x: isinstance(x, list), "start": _is_str,

@@ -151,6 +151,7 @@ def _rewrite(path: os.PathLike[str], change) -> None:
         lambda a, h: h["parse_tables"].__setitem__("start_state", -5),
         lambda a, h: h["grammar"]["terminals"][0].__setitem__("priority", [1]),
         lambda a, h: h.__setitem__("grammar", ["not", "an", "object"]),
+        lambda a, h: h.__setitem__("info", None),
     ],
 )
 def test_inconsistent_artifact_with_a_valid_checksum_fails_at_load(tmp_path, change):
@@ -228,13 +229,17 @@ def test_temporary_files_of_killed_writers_are_removed(tmp_path):
     stale = tmp_path / f".a.gmask.{os.getpid()}.old.tmp"
     fresh = tmp_path / f".a.gmask.{os.getpid()}.new.tmp"  # a live writer's: left alone
     other = tmp_path / ".b.gmask.999999999.abc.tmp"  # another target's
-    for p in (dead, stale, fresh, other):
+    odd = tmp_path / "[x].gmask"  # glob metacharacters in the name
+    odd_dead = tmp_path / ".[x].gmask.999999999.abc.tmp"
+    for p in (dead, stale, fresh, other, odd_dead):
         p.write_bytes(b"partial")
     old = time.time() - 2 * art.STALE_TEMP_SECONDS
     os.utime(stale, (old, old))
     gramask.compile(_grammar(), _vocab(), cache=False).save(target)
     assert not dead.exists() and not stale.exists()
     assert fresh.exists() and other.exists()
+    gramask.compile(_grammar(), _vocab(), cache=False).save(odd)
+    assert not odd_dead.exists()
 
 
 # ------------------------------------------------------------------------ arguments
