@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
+from .regex_size import dfa_states_at_least
 
 try:  # Python ≥ 3.11
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
@@ -38,6 +39,7 @@ _UNSUPPORTED = {
 # /(a|b)*a(a|b){14}/ has 2^15 states (the DFA must remember the last 15 letters): refused.
 MAX_TERMINAL_STATES = 4096  # character-level DFA states of one terminal
 MAX_BYTE_STATES = 4 * MAX_TERMINAL_STATES  # byte-level states (multi-byte characters add some)
+PRECHECK_FACTOR = 4  # see regex_size: its subset count runs up to ~3x the minimal DFA's
 
 
 def _too_many_states(name: str, pattern: str, n: int) -> None:
@@ -176,6 +178,11 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
         ) from None
+    # interegular determinises in pure Python with no limit: refuse the certain explosions
+    # first (a lower bound, with a margin for how differently the two constructions count)
+    at_least = dfa_states_at_least(pattern, PRECHECK_FACTOR * MAX_TERMINAL_STATES)
+    if at_least is not None and at_least > PRECHECK_FACTOR * MAX_TERMINAL_STATES:
+        _too_many_states(name, pattern, at_least)
     import interegular
     from interegular.fsm import anything_else
 
