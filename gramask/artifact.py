@@ -28,6 +28,7 @@ import io
 import json
 import os
 import stat
+import struct
 import tempfile
 import time
 import zipfile
@@ -277,8 +278,9 @@ def decode_artifact(
         arrays, header = _members(where, raw)
     except ArtifactError:
         raise
-    except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError,
-            UnicodeDecodeError, NotImplementedError, OverflowError, RecursionError) as e:
+    except (zipfile.BadZipFile, zlib.error, struct.error, ValueError, OSError, EOFError,
+            KeyError, UnicodeDecodeError, NotImplementedError, OverflowError,
+            RecursionError) as e:
         raise ArtifactError(f"{where}: corrupt or truncated artifact ({e})") from None
     version = header.get("format_version")
     if version != FORMAT_VERSION:
