@@ -99,7 +99,8 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
     # a Grammar built by hand has not been through from_lark's analysis: prune it here too
     # (a no-op for grammars that have), so that every reachable item can still complete
     kept = prune(grammar.rules, terms, grammar.start, warn=False)
-    nonterms = [a for a in nonterms if any(r.lhs == a for r in kept)]
+    kept_lhs = {r.lhs for r in kept}
+    nonterms = [a for a in nonterms if a in kept_lhs]
     symbols = [*terms, AUGMENTED_START, *nonterms]
     sid = {s: i for i, s in enumerate(symbols)}
     nt_count = len(terms)
