@@ -98,16 +98,16 @@ def _pid_alive(pid: int) -> bool:
 
 def _remove_stale_temps(target: Path) -> None:
     """Remove ``.{name}.{pid}.*.tmp`` files beside ``target`` whose writer is gone (its pid
-    is not running, or the file is older than an hour)."""
+    is not running, or the file is older than an hour; without a pid: only the age)."""
     now = time.time()
     for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
-        parts = tmp.name[len(target.name) + 2 :].split(".")
+        pid_text = tmp.name[len(target.name) + 2 :].split(".")[0]
         try:
-            pid = int(parts[0])
             age = now - tmp.stat().st_mtime
-        except (ValueError, IndexError, OSError):
+        except OSError:
             continue
-        if not _pid_alive(pid) or age > STALE_TEMP_SECONDS:
+        dead = pid_text.isdigit() and not _pid_alive(int(pid_text))
+        if dead or age > STALE_TEMP_SECONDS:
             with contextlib.suppress(OSError):
                 tmp.unlink()
 

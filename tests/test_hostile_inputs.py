@@ -229,14 +229,16 @@ def test_temporary_files_of_killed_writers_are_removed(tmp_path):
     stale = tmp_path / f".a.gmask.{os.getpid()}.old.tmp"
     fresh = tmp_path / f".a.gmask.{os.getpid()}.new.tmp"  # a live writer's: left alone
     other = tmp_path / ".b.gmask.999999999.abc.tmp"  # another target's
+    legacy = tmp_path / ".a.gmask.k3j_x9.tmp"  # named before pids were: age decides
     odd = tmp_path / "[x].gmask"  # glob metacharacters in the name
     odd_dead = tmp_path / ".[x].gmask.999999999.abc.tmp"
-    for p in (dead, stale, fresh, other, odd_dead):
+    for p in (dead, stale, fresh, other, odd_dead, legacy):
         p.write_bytes(b"partial")
     old = time.time() - 2 * art.STALE_TEMP_SECONDS
     os.utime(stale, (old, old))
+    os.utime(legacy, (old, old))
     gramask.compile(_grammar(), _vocab(), cache=False).save(target)
-    assert not dead.exists() and not stale.exists()
+    assert not dead.exists() and not stale.exists() and not legacy.exists()
     assert fresh.exists() and other.exists()
     gramask.compile(_grammar(), _vocab(), cache=False).save(odd)
     assert not odd_dead.exists()
