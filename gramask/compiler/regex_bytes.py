@@ -44,7 +44,7 @@ PRECHECK_FACTOR = 4  # see regex_size: its subset count runs up to ~3x the minim
 
 def _too_many_states(name: str, pattern: str, n: int) -> None:
     raise GrammarError(
-        f"terminal {name}: regex /{pattern}/ needs more than {n:,} automaton states "
+        f"terminal {name}: regex /{pattern}/ needs at least {n:,} automaton states "
         f"(limit {MAX_TERMINAL_STATES:,}); it is not practical to compile. Usually a bounded "
         "repeat after an unbounded one (like (a|b)*a(a|b){14}) or a large counted repeat of "
         "a character class; simplify it or move the check out of the grammar",
