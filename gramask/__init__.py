@@ -17,6 +17,7 @@ from .errors import (
     GrammarError,
     InvalidPrefixError,
     InvalidRegexError,
+    LimitExceededError,
     TokenRejected,
     UnsupportedRegexError,
     VocabularyError,
@@ -30,9 +31,11 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 if TYPE_CHECKING:
     from . import grammars
     from .compiled import CompiledGrammar
+    from .compiler.analysis import GrammarWarning
     from .compiler.pipeline import Compiler, compile
     from .grammar import Grammar
     from .runtime.constraint import Constraint
+    from .runtime.limits import RuntimeLimits
     from .vocab import Vocabulary
 
 _LAZY = {
@@ -42,6 +45,8 @@ _LAZY = {
     "Compiler": ("gramask.compiler.pipeline", "Compiler"),
     "CompiledGrammar": ("gramask.compiled", "CompiledGrammar"),
     "Constraint": ("gramask.runtime.constraint", "Constraint"),
+    "RuntimeLimits": ("gramask.runtime.limits", "RuntimeLimits"),
+    "GrammarWarning": ("gramask.compiler.analysis", "GrammarWarning"),
     "grammars": ("gramask.grammars", None),
 }
 
@@ -67,8 +72,11 @@ __all__ = [
     "GramaskError",
     "Grammar",
     "GrammarError",
+    "GrammarWarning",
     "InvalidPrefixError",
     "InvalidRegexError",
+    "LimitExceededError",
+    "RuntimeLimits",
     "TokenRejected",
     "UnsupportedRegexError",
     "Vocabulary",

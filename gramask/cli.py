@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -265,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return int(args.func(args))
+    except BrokenPipeError:  # `gramask inspect ... | head`: the reader left; exit quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the final flush does not fail too
+        return 141  # 128 + SIGPIPE, as a shell reports a writer killed by a closed pipe
     except (GramaskError, OSError, NotImplementedError) as e:
         if args.verbose:
             raise

@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from .cache.artifact import read_artifact, write_artifact
+from .artifact import read_artifact, write_artifact
 from .compiler.lexer import LexerDFA
 from .compiler.parse_tables import ParseTables
 from .compiler.tables import TokenTables
 from .errors import ArtifactError
 from .grammar import Grammar
 from .runtime.constraint import Constraint
+from .runtime.limits import RuntimeLimits
 from .vocab import Vocabulary
 
 __all__ = ["CompiledGrammar", "package_version"]
@@ -44,11 +45,22 @@ class CompiledGrammar:
     info: dict[str, Any] = field(default_factory=dict)
     _builder: Any = field(default=None, init=False, repr=False)
 
+    _limits: RuntimeLimits = field(default_factory=RuntimeLimits, init=False, repr=False)
+
     def __post_init__(self) -> None:
         self.info = dict(self.info)  # the caller's dict is not shared
 
     # ------------------------------------------------------------------ runtime
-    def _runtime(self) -> Any:
+    @property
+    def limits(self) -> RuntimeLimits:
+        """The bounds of this compiled grammar's runtime (set with ``constraint(limits=)``)."""
+        return self._limits
+
+    def _runtime(self, limits: RuntimeLimits | None = None) -> Any:
+        if limits is not None and limits != self._limits:
+            # constraints share one runtime (memo tables) per limits; existing ones keep theirs
+            self._limits = limits
+            self._builder = None
         if self._builder is None:
             from .runtime.earley import Automaton
             from .runtime.masks import MaskBuilder
@@ -67,7 +79,9 @@ class CompiledGrammar:
                     open_brackets=tuple(sym[n] for n in ind.open_brackets if n in sym),
                     close_brackets=tuple(sym[n] for n in ind.close_brackets if n in sym),
                 )
-            ctx = ParserContext(Automaton(pt), self.dfa.num_terminals, ignored_bits, **kw)
+            ctx = ParserContext(
+                Automaton(pt, self._limits), self.dfa.num_terminals, ignored_bits, **kw
+            )
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             self._builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
         return self._builder
@@ -77,13 +91,21 @@ class CompiledGrammar:
         prefix: str | bytes = "",
         suffix: str | bytes | None = None,
         max_tokens: int | None = None,
+        *,
+        limits: RuntimeLimits | None = None,
     ) -> Constraint:
         """A fresh :class:`Constraint` for one generation after ``prefix``.
+
+        ``limits`` (:class:`~gramask.RuntimeLimits`) bound the runtime that this compiled
+        grammar's constraints share; None keeps the current ones (:attr:`limits`), different
+        ones start a new shared runtime (constraints made before keep the old one).
 
         Raises
         ------
         InvalidPrefixError
             No program starts with ``prefix``; the error names the byte offset.
+        LimitExceededError
+            Parsing the prefix outgrew ``limits`` (also from the constraint's methods).
         NotImplementedError
             ``suffix`` (fill-in-the-middle) and ``max_tokens`` (budgets) are not built yet.
         """
@@ -97,7 +119,7 @@ class CompiledGrammar:
             )
         ind = self.grammar.indentation
         return Constraint(
-            self._runtime(), self.vocab, prefix, tab_len=ind.tab_len if ind else 8
+            self._runtime(limits), self.vocab, prefix, tab_len=ind.tab_len if ind else 8
         )
 
     # ------------------------------------------------------------------ persistence

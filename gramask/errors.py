@@ -83,6 +83,16 @@ class InvalidPrefixError(GramaskError, ValueError):
         super().__init__(message if position is None else f"{message} (at byte {position})")
 
 
+class LimitExceededError(GramaskError, RuntimeError):
+    """A constraint's parse outgrew a bound of :class:`~gramask.RuntimeLimits` (a highly
+    ambiguous grammar); ``limit`` names the field, ``value`` the size reached."""
+
+    def __init__(self, message: str, *, limit: str, value: int) -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(message)
+
+
 __all__ = [
     "ArtifactError",
     "ArtifactVersionError",
@@ -90,6 +100,7 @@ __all__ = [
     "GrammarError",
     "InvalidPrefixError",
     "InvalidRegexError",
+    "LimitExceededError",
     "TokenRejected",
     "UnsupportedRegexError",
     "VocabularyError",

@@ -119,6 +119,12 @@ class Grammar:
             raise _lex_error(text, source, str(e)) from None
         except re.error as e:
             raise GrammarError(f"{source}: a terminal's regex does not compile: {e}") from None
+        except RecursionError:  # lark's loader recurses once per nesting level
+            raise GrammarError(
+                f"{source}: the grammar is nested too deeply for lark's loader (more than a "
+                "few hundred levels of parentheses, brackets or repeats in one rule or "
+                "terminal); split it into named rules"
+            ) from None
 
         ignore = set(parser.ignore_tokens)
         terminals = []
@@ -151,6 +157,9 @@ class Grammar:
             rules.append(RuleSpec(lhs=r.origin.name, rhs=tuple(rhs)))
         if not any(r.lhs == start for r in rules):
             raise GrammarError(f"{source}: start rule {start!r} is not defined", name=start)
+        from .compiler.analysis import prune
+
+        rules = list(prune(rules, known | declared, start, source=source))
 
         spec: IndentationSpec | None
         if indentation is None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import gramask
-from gramask.cache.artifact import FORMAT_VERSION, read_artifact
+from gramask.artifact import FORMAT_VERSION, read_artifact
 from gramask.cache.store import CacheWarning
 from gramask.grammar import Grammar
 
@@ -98,7 +98,7 @@ def test_pickled_npz_is_refused(tmp_path):
 
 
 def test_other_format_version_is_its_own_error(tmp_path, monkeypatch):
-    import gramask.cache.artifact as art
+    import gramask.artifact as art
 
     path = tmp_path / "a.gmask"
     monkeypatch.setattr(art, "FORMAT_VERSION", FORMAT_VERSION + 1)

@@ -74,7 +74,7 @@ def _load_inputs(grammar: str, vocab: str):
 
 def child_compile(grammar: str, vocab: str, out_dir: str) -> dict:
     import gramask
-    from gramask.cache.artifact import FORMAT_VERSION
+    from gramask.artifact import FORMAT_VERSION
     from gramask.cache.store import cache_key, cached_path
 
     v, g, vocab_s, grammar_s = _load_inputs(grammar, vocab)

@@ -17,6 +17,7 @@ import os
 import warnings
 from pathlib import Path
 
+from ..artifact import read_artifact
 from ..errors import ArtifactError
 
 __all__ = ["CacheWarning", "cache_key", "cached_path", "default_cache_dir"]
@@ -53,7 +54,12 @@ def cached_path(cache_dir: Path, key: str) -> Path:
 
 
 def report_bad_entry(path: Path, err: ArtifactError | str) -> None:
+    """Warn and remove the entry, unless another process has replaced it with a good one
+    since it was read (concurrent compiles of one key: do not delete a fresh rebuild)."""
     warnings.warn(f"gramask cache entry {path} is unusable ({err}); rebuilding", CacheWarning,
                   stacklevel=3)
-    with contextlib.suppress(OSError):
-        path.unlink()
+    try:
+        read_artifact(path)
+    except ArtifactError:
+        with contextlib.suppress(OSError):
+            path.unlink()

@@ -17,10 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..encoding import rows_of_bits
+from ..errors import GrammarError
 from ..grammar import TerminalSpec
 from .regex_bytes import ByteDFA, explore, regex_to_byte_dfa
 
-__all__ = ["LexerDFA", "build_lexer_dfa"]
+__all__ = ["MAX_LEXER_STATES", "LexerDFA", "build_lexer_dfa"]
+
+# Token tables cost one vectorised walk of the vocabulary per lexer state: the bundled
+# grammars need 43-673 states; 16,384 states against a 150k vocabulary takes minutes.
+MAX_LEXER_STATES = 16_384
 
 
 @dataclass
@@ -79,11 +84,29 @@ def _winner_order(terminals: Sequence[TerminalSpec]) -> list[int]:
 
 
 def build_lexer_dfa(
-    terminals: Sequence[TerminalSpec], dfas: Sequence[ByteDFA] | None = None
+    terminals: Sequence[TerminalSpec],
+    dfas: Sequence[ByteDFA] | None = None,
+    *,
+    progress: bool | None = None,
 ) -> LexerDFA:
-    """Product of the per-terminal byte DFAs, restricted to reachable states."""
+    """Product of the per-terminal byte DFAs, restricted to reachable states.
+
+    ``progress``: a progress bar over the terminals (None: only on a terminal, and only once
+    compiling them has taken a second).
+
+    Raises
+    ------
+    GrammarError
+        A terminal's automaton, or the product of all of them, exceeds its state limit
+        (``MAX_TERMINAL_STATES``, ``MAX_LEXER_STATES``); the message names the terminals.
+    """
     if dfas is None:
-        dfas = [regex_to_byte_dfa(t.name, t.pattern) for t in terminals]
+        from tqdm.auto import tqdm
+
+        disable = None if progress is None else not progress
+        with tqdm(terminals, desc="gramask: terminals", unit="terminal", disable=disable,
+                  leave=False, delay=1.0) as bar:
+            dfas = [regex_to_byte_dfa(t.name, t.pattern) for t in bar]
     n_terms = len(terminals)
     rank = {t: r for r, t in enumerate(_winner_order(terminals))}
 
@@ -103,7 +126,9 @@ def build_lexer_dfa(
         return out
 
     start = tuple((i, 0) for i in range(n_terms) if dfas[i].num_states and _nonempty(dfas[i]))
-    order, rows = explore(start, successors)
+    order, rows = explore(
+        start, successors, MAX_LEXER_STATES, lambda order: _too_many_lexer_states(terminals, order)
+    )
     cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), len(reps))
     trans = np.ascontiguousarray(cls_trans[:, byte_class])
 
@@ -128,6 +153,23 @@ def build_lexer_dfa(
         winnable=winnable,
         terminal_names=tuple(t.name for t in terminals),
         ignored=ignored,
+    )
+
+
+def _too_many_lexer_states(
+    terminals: Sequence[TerminalSpec], order: list[tuple[tuple[int, int], ...]]
+) -> None:
+    """Name the terminals with the most distinct states in the product: they interact."""
+    per: dict[int, set[int]] = {}
+    for st in order:
+        for term, s in st:
+            per.setdefault(term, set()).add(s)
+    worst = sorted(per, key=lambda t: -len(per[t]))[:3]
+    names = ", ".join(f"{terminals[t].name} ({len(per[t])} states)" for t in worst)
+    raise GrammarError(
+        f"the lexer needs more than {MAX_LEXER_STATES:,} states (their combinations while "
+        f"lexing); the terminals taking part most: {names}. Simplify or merge them",
+        name=terminals[worst[0]].name if worst else None,
     )
 
 

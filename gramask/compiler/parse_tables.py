@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from ..grammar import Grammar
+from .analysis import prune
 
 __all__ = ["ParseTables", "build_parse_tables"]
 
@@ -96,11 +97,16 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
         for s in r.rhs:
             if s not in term_set and s not in seen:
                 raise GrammarError(f"rule {r.lhs!r} uses undefined symbol {s!r}", name=s)
+    # a Grammar built by hand has not been through from_lark's analysis: prune it here too
+    # (a no-op for grammars that have), so that every reachable item can still complete
+    kept = prune(grammar.rules, terms, grammar.start, warn=False)
+    kept_lhs = {r.lhs for r in kept}
+    nonterms = [a for a in nonterms if a in kept_lhs]
     symbols = [*terms, AUGMENTED_START, *nonterms]
     sid = {s: i for i, s in enumerate(symbols)}
     nt_count = len(terms)
     rules: list[tuple[int, tuple[int, ...]]] = [(sid[AUGMENTED_START], (sid[grammar.start],))]
-    rules += [(sid[r.lhs], tuple(sid[s] for s in r.rhs)) for r in grammar.rules]
+    rules += [(sid[r.lhs], tuple(sid[s] for s in r.rhs)) for r in kept]
     by_lhs: dict[int, list[int]] = {}
     for i, (lhs, _) in enumerate(rules):
         by_lhs.setdefault(lhs, []).append(i)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache.artifact import FORMAT_VERSION
+from ..artifact import FORMAT_VERSION
 from ..cache.store import CacheWarning, cache_key, cached_path, default_cache_dir, report_bad_entry
 from ..compiled import CompiledGrammar, package_version
 from ..errors import ArtifactError
@@ -33,7 +33,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
     from .tables import build_token_tables
 
     t0 = time.perf_counter()
-    dfa = build_lexer_dfa(grammar.terminals)
+    dfa = build_lexer_dfa(grammar.terminals, progress=progress)
     pt = build_parse_tables(grammar)
     special = np.array([vocab.is_special(i) for i in range(len(vocab))], dtype=bool)
     disable = None if progress is None else not progress
@@ -108,7 +108,7 @@ class Compiler:
         try:
             cg.save(path)
             cg.info["cache_path"] = str(path)
-        except OSError as e:  # a read-only cache must not break compilation
+        except (OSError, ArtifactError) as e:  # a read-only cache, or a FIFO at the entry's path
             warnings.warn(
                 f"gramask: cannot write cache entry {path}: {e}", CacheWarning, stacklevel=2
             )

@@ -14,7 +14,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from ..errors import InvalidRegexError, UnsupportedRegexError
+from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
+from .regex_size import dfa_states_at_least
 
 try:  # Python ≥ 3.11
     from re import _parser as _sre_parse
@@ -33,6 +34,24 @@ _UNSUPPORTED = {
     "GROUPREF_EXISTS": "a conditional group",
     "AT": "an anchor (^, $, \\b, \\A, \\Z)",
 }
+
+
+# Compile-time limits. The grammars we ship need at most 45 states per terminal and 673 for
+# the whole lexer; token tables cost (lexer states × vocabulary) walks. A terminal such as
+# /(a|b)*a(a|b){14}/ has 2^15 states (the DFA must remember the last 15 letters): refused.
+MAX_TERMINAL_STATES = 4096  # character-level DFA states of one terminal
+MAX_BYTE_STATES = 4 * MAX_TERMINAL_STATES  # byte-level states (multi-byte characters add some)
+PRECHECK_FACTOR = 4  # see regex_size: its subset count runs up to ~3x the minimal DFA's
+
+
+def _too_many_states(name: str, pattern: str, n: int) -> None:
+    raise GrammarError(
+        f"terminal {name}: regex /{pattern}/ needs at least {n:,} automaton states "
+        f"(limit {MAX_TERMINAL_STATES:,}); it is not practical to compile. Usually a bounded "
+        "repeat after an unbounded one (like (a|b)*a(a|b){14}) or a large counted repeat of "
+        "a character class; simplify it or move the check out of the grammar",
+        name=name,
+    )
 
 
 class ByteDFA:
@@ -155,12 +174,26 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         The regex is valid but not regular (lookaround, backreference, anchors), or
         interegular cannot handle it; the message names the terminal and the pattern.
     """
-    _check_features(name, pattern)
+    try:
+        _check_features(name, pattern)
+    except RecursionError:
+        raise UnsupportedRegexError(
+            f"terminal {name}: regex is nested too deeply to compile", name=name
+        ) from None
+    # interegular determinises in pure Python with no limit: refuse the certain explosions
+    # first (a lower bound, with a margin for how differently the two constructions count)
+    at_least = dfa_states_at_least(pattern, PRECHECK_FACTOR * MAX_TERMINAL_STATES)
+    if at_least is not None and at_least > PRECHECK_FACTOR * MAX_TERMINAL_STATES:
+        _too_many_states(name, pattern, at_least)
     import interegular
     from interegular.fsm import anything_else
 
     try:
         fsm = interegular.parse_pattern(pattern).to_fsm()
+    except RecursionError:
+        raise UnsupportedRegexError(
+            f"terminal {name}: regex is nested too deeply to compile", name=name
+        ) from None
     except interegular.patterns.InvalidSyntax as e:
         raise InvalidRegexError(
             f"terminal {name}: invalid regex /{pattern}/: {e}", name=name
@@ -169,6 +202,9 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         raise UnsupportedRegexError(
             f"terminal {name}: regex /{pattern}/ is not supported: {e}", name=name
         ) from None
+
+    if len(fsm.states) > MAX_TERMINAL_STATES:
+        _too_many_states(name, pattern, len(fsm.states))
 
     # character class of every transition key (anything_else: every other character)
     by_key: dict[object, list[int]] = {}
@@ -225,19 +261,28 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
                     per_byte[byte].add(tgt)
         return [frozenset(x) if x else None for x in per_byte]
 
-    order, rows = explore(frozenset([node_of[fsm.initial]]), successors)
+    def too_many(order: list[frozenset[int]]) -> None:
+        _too_many_states(name, pattern, len(order))
+
+    order, rows = explore(
+        frozenset([node_of[fsm.initial]]), successors, MAX_BYTE_STATES, too_many
+    )
     trans = np.array(rows, dtype=np.int64)
     finals = np.array([bool(sub & finals_nfa) for sub in order], dtype=bool)
     return _trim(trans, finals)
 
 
 def explore(
-    start: K, successors: Callable[[K], list[K | None]]
+    start: K,
+    successors: Callable[[K], list[K | None]],
+    limit: int,
+    on_limit: Callable[[list[K]], None],
 ) -> tuple[list[K], list[list[int]]]:
     """Worklist construction of a DFA whose states are hashable keys (subsets, tuples).
 
     States are numbered in discovery order, ``start`` = 0; ``rows[i][c]`` is the number of
-    ``successors(order[i])[c]``, or -1 where that is None (dead).
+    ``successors(order[i])[c]``, or -1 where that is None (dead). When the ``limit``-th state
+    is discovered, ``on_limit(states so far)`` is called: it must raise.
     """
     index = {start: 0}
     order = [start]
@@ -253,6 +298,8 @@ def explore(
             if j is None:
                 j = index[key] = len(order)
                 order.append(key)
+                if j >= limit:
+                    on_limit(order)
             row.append(j)
         rows.append(row)
         i += 1

@@ -36,6 +36,22 @@ __all__ = ["Constraint", "LexState"]
 LexState = tuple[int, int, PState]  # lexer DFA state, indentation carry, parser state
 
 
+def _prefix_bytes(prefix: object) -> bytes:
+    """``prefix`` as UTF-8 bytes; text that cannot be encoded is an invalid prefix."""
+    if isinstance(prefix, str):
+        try:
+            return prefix.encode("utf-8")
+        except UnicodeEncodeError as e:
+            at = len(prefix[: e.start].encode("utf-8"))
+            raise InvalidPrefixError(
+                f"the prefix is not valid Unicode text ({e.reason}: {prefix[e.start]!r})",
+                position=at,
+            ) from None
+    if isinstance(prefix, (bytes, bytearray, memoryview)):
+        return bytes(prefix)
+    raise TypeError(f"a prefix must be str or bytes, not {type(prefix).__name__}")
+
+
 class Constraint:
     """The state of one constrained generation. Create with ``CompiledGrammar.constraint()``."""
 
@@ -59,7 +75,7 @@ class Constraint:
             self._finished = _finished
             return
         start = self._initial_state()
-        data = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+        data = _prefix_bytes(prefix)
         st = self._walk(start, data)
         if isinstance(st, int):
             raise InvalidPrefixError("the prefix is not a prefix of any program", position=st)
@@ -134,7 +150,13 @@ class Constraint:
         return m
 
     def is_allowed(self, token_id: int) -> bool:
-        """One token's verdict without building the whole mask."""
+        """One token's verdict without building the whole mask.
+
+        Raises
+        ------
+        TypeError
+            ``token_id`` is not an int or numpy integer.
+        """
         return self._try(_token_int(token_id)) is not None
 
     def _try(self, token_id: int) -> LexState | bool | None:
@@ -159,6 +181,9 @@ class Constraint:
         ------
         TokenRejected
             The token is not allowed here; the constraint is unchanged.
+        TypeError
+            ``token_id`` is not an int or numpy integer (``16.9`` and ``"16"`` are refused,
+            not rounded or parsed).
         """
         token_id = _token_int(token_id)
         st = self._try(token_id)
@@ -170,7 +195,7 @@ class Constraint:
             self._chunks.append(b"")
             return
         self._history.append(st)
-        self._chunks.append(self._vocab.token_bytes(int(token_id)))
+        self._chunks.append(self._vocab.token_bytes(token_id))
 
     def is_complete(self) -> bool:
         """Is prefix + generated text a member of the language?"""

@@ -15,26 +15,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .memo import BoundedMemo
+from ..errors import LimitExceededError
+from .limits import RuntimeLimits, memo_size
+from .memo import MISSING, BoundedMemo
 
 if TYPE_CHECKING:
     from ..compiler.parse_tables import ParseTables
 
 __all__ = ["Automaton", "EarleySet"]
 
-_MISSING = object()
-
 
 class EarleySet:
     """One Earley set; never mutated after construction (``_waiting`` is a lazy index)."""
 
-    __slots__ = ("_automaton", "_waiting", "accepts", "expected", "items", "uid")
+    __slots__ = ("_automaton", "_waiting", "accepts", "expected", "items", "total", "uid")
 
     def __init__(self, uid: int, items: tuple[Any, ...], automaton: Automaton) -> None:
         self.uid = uid
         self.items = items  # tuple of (state, origin EarleySet or None = this set)
         self.expected = 0  # bitset of parser terminals some item can shift
         self.accepts = False
+        self.total = len(items)  # items along the sets this one was first built from
         self._automaton = automaton
         self._waiting: dict[int, list[Any]] | None = None  # built on the first completion into it
 
@@ -60,10 +61,10 @@ class EarleySet:
 class Automaton:
     """Runtime view of :class:`ParseTables` plus the hash-consing table."""
 
-    MAX_INTERNED = 30_000
-    MAX_MEMO = 60_000
-
-    def __init__(self, pt: ParseTables) -> None:
+    def __init__(self, pt: ParseTables, limits: RuntimeLimits | None = None) -> None:
+        limits = limits if limits is not None else RuntimeLimits()
+        self.limits = limits
+        self.max_items = limits.max_items_per_step
         n = pt.num_states
         nt = pt.num_terminals
         gi, gs, gt = pt.goto_indptr.tolist(), pt.goto_symbol.tolist(), pt.goto_target.tolist()
@@ -92,15 +93,21 @@ class Automaton:
         self.live_state = [
             bool(self.goto_t[s] or self.goto_n[s] or self.accepting[s]) for s in range(n)
         ]
-        self._interned: BoundedMemo[frozenset[Any], EarleySet] = BoundedMemo(self.MAX_INTERNED)
+        self._interned: BoundedMemo[frozenset[tuple[int, int]], EarleySet] = BoundedMemo(
+            memo_size(limits.interned_sets)
+        )
         # (set uid, terminal) → next set. Kept here, bounded, not on the sets: a set holding
         # its successors would form cycles with their origins and keep every explored set alive.
-        self._next: BoundedMemo[tuple[int, int], EarleySet | None] = BoundedMemo(self.MAX_MEMO)
+        self._next: BoundedMemo[tuple[int, int], EarleySet | None] = BoundedMemo(
+            memo_size(limits.step_memo)
+        )
         self._next_uid = 1  # 0 stands for "this set" in keys
         self.root = self._close([(pt.start_state, None)])
 
     # ---------------------------------------------------------------- building
-    def _close(self, seeds: list[Any]) -> EarleySet:
+    def _close(self, seeds: list[tuple[int, EarleySet | None]], base: int = 0) -> EarleySet:
+        """The set holding ``seeds`` and their completions (hash-consed). ``base``: items of
+        the sets before it, for ``max_total_items``."""
         # The add-an-item block below appears twice (seeds, completions) on purpose: this is
         # the hottest loop of the runtime, and a helper call per item costs ~15% of p99.
         items: dict[tuple[int, int], tuple[Any, ...]] = {}
@@ -134,13 +141,28 @@ class Automaton:
         # Items that can neither shift nor wait for a completion have done their work (they
         # completed above); dropping them makes sets that differ only in finished business
         # identical, which is what lets hash-consing share states across the text.
+        if len(items) > self.max_items:  # checked once per set built, not per item
+            raise LimitExceededError(
+                f"the parser would hold {len(items):,} Earley items at one position (limit "
+                f"RuntimeLimits.max_items_per_step = {self.max_items:,}): the grammar is "
+                "too ambiguous here",
+                limit="max_items_per_step", value=len(items),
+            )
         live = self.live_state
         set_key = frozenset(k for k in items if live[k[0]])
-        hit: EarleySet | None = self._interned.get(set_key)  # type: ignore[assignment]
+        hit = self._interned.get(set_key)
         if hit is not None:
             return hit
         kept = tuple(it for k, it in items.items() if live[k[0]])
+        if base + len(kept) > self.limits.max_total_items:
+            raise LimitExceededError(
+                f"the parse would hold {base + len(kept):,} Earley items in all (limit "
+                f"RuntimeLimits.max_total_items = {self.limits.max_total_items:,}): the "
+                "grammar is too ambiguous for text this long",
+                limit="max_total_items", value=base + len(kept),
+            )
         es = EarleySet(self._next_uid, kept, self)
+        es.total = base + len(kept)
         self._next_uid += 1
         expected = 0
         accepts = False
@@ -160,14 +182,14 @@ class Automaton:
             return None
         memo = self._next
         mkey = (es.uid, terminal)
-        r = memo.get(mkey, _MISSING)
-        if r is not _MISSING:
-            return r  # type: ignore[return-value]
+        r = memo.get(mkey, MISSING)
+        if r is not MISSING:
+            return r
         seeds = []
         for s, o in es.items:
             t = self.goto_t[s].get(terminal)
             if t is not None:
                 seeds.append((t, es if o is None else o))
-        res = self._close(seeds)
+        res = self._close(seeds, es.total)
         memo.put(mkey, res)
         return res

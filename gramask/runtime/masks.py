@@ -8,13 +8,12 @@ The mask at lexer state ``q`` and parser state ``p`` is the union of
     tokens whose first byte ends the lexeme (the "kill set" of ``q``).
 A row's nodes form a trie over the terminals they complete: the parser steps once per trie
 edge it expects (memoised on the hash-consed parser states), and the nodes ending at a trie
-vertex are decided by one vector lookup. Whole masks are kept in an LRU, so a configuration
-met again costs a dictionary lookup.
+vertex are decided by one vector lookup. Whole masks are kept in a bounded memo, so a
+configuration met again costs a dictionary lookup.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,8 @@ import numpy as np
 from ..compiler.lexer import LexerDFA
 from ..compiler.tables import TokenTables, expand_row
 from ..encoding import bits_of_rows, decode_nl, words_of_bits
+from .limits import memo_size
+from .memo import BoundedMemo
 from .parse_state import ParserContext, PState
 
 __all__ = ["MaskBuilder"]
@@ -65,13 +66,12 @@ def _trie(
 class MaskBuilder:
     """Shared by every constraint of one compiled grammar (not thread-safe)."""
 
-    ROW_CACHE = 96
-    MASK_CACHE = 256
-
     def __init__(
         self, tables: TokenTables, dfa: LexerDFA, ctx: ParserContext, vocab_size: int,
         continuation_terminal: int = -1,
     ) -> None:
+        limits = ctx.automaton.limits
+        self.limits = limits
         self.tables = tables
         self.dfa = dfa
         self.ctx = ctx
@@ -95,16 +95,18 @@ class MaskBuilder:
         self.nl_t = tables.nl_terminal
         self.continuation_t = continuation_terminal
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
-        self._rows: OrderedDict[int, _Row] = OrderedDict()
-        self._kill: OrderedDict[int, np.ndarray] = OrderedDict()  # (V,) bool each: bounded
-        self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
+        self._rows: BoundedMemo[int, _Row] = BoundedMemo(memo_size(limits.row_cache))
+        # (V,) bool each: bounded like rows
+        self._kill: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
+        self._masks: BoundedMemo[tuple[PState, int, int], np.ndarray] = BoundedMemo(
+            memo_size(limits.mask_cache)
+        )
         self.first_byte = tables.first_byte.astype(np.int64)
 
     # ------------------------------------------------------------------ tables
     def row(self, q: int) -> _Row:
         r = self._rows.get(q)
         if r is not None:
-            self._rows.move_to_end(q)
             return r
         idx, node = expand_row(self.tables, q)
         order = np.argsort(node, kind="stable")
@@ -112,9 +114,7 @@ class MaskBuilder:
         uniq, start = np.unique(node_sorted, return_index=True)
         counts = np.diff(np.append(start, len(node_sorted)))
         r = _Row(uniq, counts, idx[order], self.head_arr, self.tail_arr)
-        self._rows[q] = r
-        if len(self._rows) > self.ROW_CACHE:
-            self._rows.popitem(last=False)
+        self._rows.put(q, r)
         return r
 
     def kill_set(self, q: int) -> np.ndarray:
@@ -123,11 +123,7 @@ class MaskBuilder:
         if k is None:
             fb = self.first_byte
             k = (fb >= 0) & (self.trans[q][np.maximum(fb, 0)] < 0)
-            self._kill[q] = k
-            if len(self._kill) > self.ROW_CACHE:
-                self._kill.popitem(last=False)
-        else:
-            self._kill.move_to_end(q)
+            self._kill.put(q, k)
         return k
 
     # ------------------------------------------------------------------ decisions
@@ -198,7 +194,6 @@ class MaskBuilder:
         ckey = (p, q, carry if self.nl_live is not None and self.nl_live[q] else 0)
         m = self._masks.get(ckey)
         if m is not None:
-            self._masks.move_to_end(ckey)
             return m
         m = np.zeros(self.vocab_size, dtype=bool)
         m[self.row_tokens(p, q, carry)] = True
@@ -206,9 +201,7 @@ class MaskBuilder:
             p2 = self.lexeme_end(p, q, carry)
             if p2 is not None:
                 m |= self.mask(p2, 0, 0) & self.kill_set(q)
-        self._masks[ckey] = m
-        if len(self._masks) > self.MASK_CACHE:
-            self._masks.popitem(last=False)
+        self._masks.put(ckey, m)
         return m
 
     def complete(self, p: PState, q: int, carry: int) -> bool:

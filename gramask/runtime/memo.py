@@ -1,34 +1,60 @@
-"""A bounded memo table that forgets the least recently useful half, not everything at once.
+"""The runtime's one bounded memo table: forgets the least recently useful half, not everything.
 
 Two generations: new entries go to ``young``; when it is full it becomes ``old`` (the previous
-``old`` is dropped). A hit in ``old`` is promoted. So entries in use survive a turnover, memory
-stays bounded (at most ``2 * capacity`` entries) and no step pays for rebuilding a whole cache.
+``old`` is dropped). A hit in ``old`` is promoted (put into ``young`` like a new entry). So
+entries in use survive a turnover, memory stays bounded (each generation holds at most
+``capacity`` entries) and no step pays for rebuilding a whole cache or for the per-hit
+bookkeeping of an exact LRU (``OrderedDict.move_to_end``).
 """
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+import enum
+from typing import Generic, TypeVar, overload
 
 K = TypeVar("K")
 V = TypeVar("V")
+D = TypeVar("D")
 
-__all__ = ["BoundedMemo"]
+__all__ = ["MISSING", "BoundedMemo"]
+
+_MISS = object()
+
+
+class _Missing(enum.Enum):
+    """Type of :data:`MISSING`: a one-member enum, so that ``r is not MISSING`` narrows."""
+
+    MISSING = enum.auto()
+
+
+MISSING = _Missing.MISSING  # the default to pass to ``get`` when None is a stored value
 
 
 class BoundedMemo(Generic[K, V]):
+    """A bounded, approximately-LRU mapping (see the module docstring)."""
+
     __slots__ = ("_old", "_young", "capacity")
 
     def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"a memo needs a capacity of at least 1, got {capacity}")
         self.capacity = capacity
         self._young: dict[K, V] = {}
         self._old: dict[K, V] = {}
 
-    def get(self, key: K, default: object = None) -> V | object:
-        r = self._young.get(key, default)
-        if r is default:
-            r = self._old.get(key, default)
-            if r is not default:
-                self._young[key] = r  # type: ignore[assignment]
+    @overload
+    def get(self, key: K) -> V | None: ...
+    @overload
+    def get(self, key: K, default: D) -> V | D: ...
+    def get(self, key: K, default: object = None) -> object:
+        """The value for ``key`` (promoted if it was old), else ``default``. Pass a private
+        sentinel as ``default`` when ``None`` is a value you store."""
+        r = self._young.get(key, _MISS)  # one lookup on a hit: this is on the hot path
+        if r is _MISS:
+            r = self._old.get(key, _MISS)
+            if r is _MISS:
+                return default
+            self.put(key, r)  # type: ignore[arg-type]  # r came from _old: a V
         return r
 
     def put(self, key: K, value: V) -> None:
@@ -37,6 +63,10 @@ class BoundedMemo(Generic[K, V]):
             self._old = young
             young = self._young = {}
         young[key] = value
+
+    def clear(self) -> None:
+        self._young = {}
+        self._old = {}
 
     def __len__(self) -> int:
         return len(self._young) + len(self._old)

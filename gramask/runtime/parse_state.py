@@ -9,16 +9,14 @@ step that reaches the same configuration.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .earley import Automaton, EarleySet
-from .memo import BoundedMemo
+from .limits import memo_size
+from .memo import MISSING, BoundedMemo
 
 __all__ = ["PState", "ParserContext"]
 
-_MISSING = object()
 
 
 class PState:
@@ -37,8 +35,6 @@ class PState:
 
 class ParserContext:
     """Everything the runtime needs about the parser side, shared by all constraints."""
-
-    MAX_INTERNED = 30_000
 
     def __init__(
         self,
@@ -59,16 +55,19 @@ class ParserContext:
         self.dedent_t = dedent
         self.open_brackets = frozenset(open_brackets)
         self.close_brackets = frozenset(close_brackets)
-        self._interned: BoundedMemo[tuple[Any, ...], PState] = BoundedMemo(self.MAX_INTERNED)
+        n = automaton.limits.parser_states
+        self._interned: BoundedMemo[tuple[int, tuple[int, ...], int, bool], PState] = (
+            BoundedMemo(memo_size(n))
+        )
         self._next: BoundedMemo[tuple[int, int], PState | None] = BoundedMemo(
-            2 * self.MAX_INTERNED
+            memo_size(2 * n)
         )  # bounded, see Automaton._next
         self._uid = 0
         self.root = self.make(automaton.root, (0,), 0, True)
 
     def make(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> PState:
         key = (es.uid, indent, depth, bol)
-        p: PState | None = self._interned.get(key)  # type: ignore[assignment]
+        p = self._interned.get(key)
         if p is None:
             self._uid += 1
             p = PState(self._uid, es, indent, depth, bol)
@@ -82,9 +81,9 @@ class ParserContext:
     def shift(self, p: PState, terminal: int) -> PState | None:
         """Feed one (non-newline, non-ignored) lexer terminal."""
         key = (p.uid, terminal)
-        r = self._next.get(key, _MISSING)
-        if r is not _MISSING:
-            return r  # type: ignore[return-value]
+        r = self._next.get(key, MISSING)
+        if r is not MISSING:
+            return r
         es = self.automaton.advance(p.es, terminal)
         if es is None:
             res = None
@@ -103,9 +102,9 @@ class ParserContext:
         if p.depth > 0:
             return p
         key = (p.uid, -1 - width)
-        r = self._next.get(key, _MISSING)
-        if r is not _MISSING:
-            return r  # type: ignore[return-value]
+        r = self._next.get(key, MISSING)
+        if r is not MISSING:
+            return r
         res = self._newline(p, width)
         self._remember(key, res)
         return res

@@ -1,0 +1,136 @@
+"""Grammar analysis: which symbols can derive a terminal string, which are reachable, and how
+short their shortest derivation is.
+
+Why: a rule that can never finish (``x: "c" x``) makes the runtime allow tokens that lead
+nowhere, and a start symbol that derives nothing gives an all-False mask. Removing
+non-productive symbols first and then unreachable rules (in that order: removing a rule can
+make symbols unreachable, never the reverse) leaves a grammar in which every item the Earley
+parser can reach can still complete, which is what "a mask is never all False before the
+program can end" rests on. The same fixpoints give per-symbol minimum lengths, which token
+budgets need.
+
+All functions work on plain names (``RuleSpec`` lists) and are iterative, so grammars nested
+thousands deep cannot overflow the stack.
+"""
+
+from __future__ import annotations
+
+import heapq
+import warnings
+from collections.abc import Iterable, Sequence
+
+from ..errors import GrammarError
+from ..grammar import RuleSpec
+
+__all__ = [
+    "GrammarWarning",
+    "min_lengths",
+    "productive_symbols",
+    "prune",
+    "reachable_symbols",
+]
+
+
+class GrammarWarning(UserWarning):
+    """A grammar had rules that can never be used; they were removed."""
+
+
+def productive_symbols(rules: Sequence[RuleSpec], terminals: Iterable[str]) -> set[str]:
+    """Symbols that derive at least one string of terminals (terminals included)."""
+    return set(min_lengths(rules, terminals))
+
+
+def min_lengths(rules: Sequence[RuleSpec], terminals: Iterable[str]) -> dict[str, int]:
+    """Per productive symbol, the fewest terminals it derives (a terminal counts 1).
+
+    Knuth's generalisation of Dijkstra's algorithm to grammars ("A generalization of
+    Dijkstra's algorithm", 1977): a rule's length is final once all its symbols' are.
+    """
+    dist: dict[str, int] = {t: 1 for t in terminals}
+    waiting: dict[str, list[int]] = {}
+    missing = [0] * len(rules)
+    total = [0] * len(rules)
+    heap: list[tuple[int, str]] = []
+    for i, r in enumerate(rules):
+        unknown = {s for s in r.rhs if s not in dist}
+        missing[i] = len(unknown)
+        total[i] = sum(dist[s] for s in r.rhs if s in dist)
+        for s in unknown:
+            waiting.setdefault(s, []).append(i)
+        if not unknown:
+            heapq.heappush(heap, (total[i], r.lhs))
+    done: set[str] = set()
+    while heap:
+        d, a = heapq.heappop(heap)
+        if a in done:
+            continue
+        done.add(a)
+        dist[a] = d
+        for i in waiting.pop(a, ()):
+            r = rules[i]
+            total[i] += d * sum(1 for s in r.rhs if s == a)
+            missing[i] -= 1
+            if missing[i] == 0 and r.lhs not in done:
+                heapq.heappush(heap, (total[i], r.lhs))
+    return dist
+
+
+def reachable_symbols(rules: Sequence[RuleSpec], start: str) -> set[str]:
+    """Symbols that occur in some sentential form derived from ``start``."""
+    by_lhs: dict[str, list[RuleSpec]] = {}
+    for r in rules:
+        by_lhs.setdefault(r.lhs, []).append(r)
+    seen = {start}
+    work = [start]
+    while work:
+        for r in by_lhs.get(work.pop(), ()):
+            for s in r.rhs:
+                if s not in seen:
+                    seen.add(s)
+                    work.append(s)
+    return seen
+
+
+def prune(
+    rules: Sequence[RuleSpec],
+    terminals: Iterable[str],
+    start: str,
+    *,
+    warn: bool = True,
+    source: str = "<grammar>",
+) -> tuple[RuleSpec, ...]:
+    """The rules that can take part in a derivation of a terminal string from ``start``.
+
+    Raises
+    ------
+    GrammarError
+        ``start`` derives no terminal string (the language is empty).
+
+    Warns
+    -----
+    GrammarWarning
+        Naming the non-productive nonterminals and the unreachable rules removed.
+    """
+    terms = set(terminals)
+    good = productive_symbols(rules, terms)
+    if start not in good:
+        raise GrammarError(
+            f"{source}: the language is empty: rule {start!r} derives no terminal string "
+            "(every alternative needs a rule that never finishes)",
+            name=start,
+        )
+    lhs_all = {r.lhs for r in rules}
+    dead = sorted(lhs_all - good)
+    kept = [r for r in rules if all(s in good for s in r.rhs) and r.lhs in good]
+    reach = reachable_symbols(kept, start)
+    unreachable = sorted({r.lhs for r in kept if r.lhs not in reach})
+    out = tuple(r for r in kept if r.lhs in reach)
+    if warn and (dead or unreachable):
+        parts = []
+        if dead:
+            parts.append(f"non-productive (derive no terminal string): {', '.join(dead)}")
+        if unreachable:
+            parts.append(f"unreachable from {start!r}: {', '.join(unreachable)}")
+        warnings.warn(f"{source}: removed rules that can never be used; " + "; ".join(parts),
+                      GrammarWarning, stacklevel=3)
+    return out
