@@ -21,6 +21,13 @@ across steps and cropped, not recomputed, on backtracking) or any callable mappi
 ids so far (prompt included, a ``list[int]``) to 1-D logits over at least ``len(vocab)`` ids.
 Logits past ``len(vocab)`` (padded embeddings) are never sampled.
 
+Length: every sampler draws at most ``max_new_tokens`` tokens, EOS included. A sequence that
+reaches the limit without EOS is returned as it is (``last_ended`` is False), as ``generate``
+does; give the constraint a token budget (``max_tokens=``) to make every sample end complete.
+AdapTrack and the checked baseline treat such a truncated sequence as an outcome like any
+other: they sample from the model's distribution over at most ``max_new_tokens`` tokens,
+conditioned on every token being allowed and on the text being complete where EOS is drawn.
+
 Every sampler works from a *copy* of the constraint it is given: the constraint is the start
 state (its prefix, suffix and budget are respected through the ``Constraint`` API only) and is
 never changed, so one sampler can draw many samples.
@@ -66,7 +73,7 @@ LMCallable = Callable[[list[int]], Any]
 
 
 class NoValidSequenceError(GramaskError, RuntimeError):
-    """No sequence the constraint accepts ends (with EOS) within ``max_new_tokens``."""
+    """The model gives probability 0 to every sequence the constraint accepts."""
 
 
 class SamplingLimitError(GramaskError, RuntimeError):
@@ -259,6 +266,7 @@ class ConstrainedSampler:
         self.temperature, self.top_k, self.top_p, self.greedy = temperature, top_k, top_p, greedy
         self._gen = torch.Generator().manual_seed(int(seed))
         self._bitmask = allocate_token_bitmask(1, self.vocab_size)
+        self.last_ended = False
 
     @property
     def lm_calls(self) -> int:
@@ -268,10 +276,17 @@ class ConstrainedSampler:
     def sample(self, max_new_tokens: int = 64) -> list[int]:
         """One sequence: its token ids, EOS excluded.
 
-        It ends when EOS is drawn, or after ``max_new_tokens`` tokens (then it may be an
-        incomplete program, as with ``generate``). Never returns a token the constraint rejects.
+        It ends when EOS is drawn (``last_ended`` is then True), or after ``max_new_tokens``
+        tokens (then it may be an incomplete program, as with ``generate``). Never returns a
+        token the constraint rejects.
+
+        Raises
+        ------
+        NoValidSequenceError
+            The model gives probability 0 (a ``-inf`` logit) to every allowed token.
         """
         _check_common(self.temperature, max_new_tokens)
+        self.last_ended = False
         c = self.constraint.clone()
         eos = c.vocab.eos_token_id
         out: list[int] = []
@@ -283,6 +298,7 @@ class ConstrainedSampler:
                         self._gen)[0]
             c.advance(tok)
             if tok == eos:
+                self.last_ended = True
                 break
             out.append(tok)
         return out
@@ -292,6 +308,10 @@ def _draw(
     logits: torch.Tensor, temperature: float, top_k: int, top_p: float, greedy: bool,
     gen: torch.Generator,
 ) -> list[int]:
+    if not bool(torch.isfinite(logits).any(dim=-1).all()):
+        raise NoValidSequenceError(
+            "the model gives probability 0 (logit -inf) to every token the constraint allows"
+        )
     if greedy:
         return [int(i) for i in torch.argmax(logits, dim=-1)]
     probs = _warp(logits, temperature, top_k, top_p)
@@ -481,10 +501,10 @@ class AdapTrackSampler:
 
     Notes
     -----
-    The length limit is part of the condition: :meth:`sample` draws from the model
-    conditioned on the constraint *and* on EOS within ``max_new_tokens`` (a prefix that
-    reaches the limit without being complete is dead). Keep ``max_new_tokens`` the same
-    across calls: the tree's estimates depend on it (a change resets the tree).
+    A prefix of ``max_new_tokens`` tokens is an outcome (returned truncated, see the module
+    docstring); give the constraint a token budget for complete programs only. Keep
+    ``max_new_tokens`` the same across calls: the tree depends on it (a change resets it).
+    Each LM call adds a node; the tree is never pruned (:meth:`reset` frees it).
     """
 
     def __init__(
@@ -528,6 +548,7 @@ class AdapTrackSampler:
         self._root = _Node(None, -1, 1.0, False)
         self._epoch = 0
         self.backtracks = 0
+        self.last_ended = False
 
     @property
     def lm_calls(self) -> int:
@@ -546,7 +567,7 @@ class AdapTrackSampler:
         Raises
         ------
         NoValidSequenceError
-            No complete sequence within ``max_new_tokens`` tokens exists (every branch died).
+            The model gives probability 0 to every sequence the constraint accepts.
         SamplingLimitError
             More than ``max_lm_calls`` LM calls were needed for this sample.
         """
@@ -560,7 +581,7 @@ class AdapTrackSampler:
         while True:
             if root.expanded and root.q <= 0.0:
                 raise NoValidSequenceError(
-                    f"no sequence the constraint accepts ends within {max_new_tokens} tokens"
+                    "the model gives probability 0 to every sequence the constraint accepts"
                 )
             if self.max_lm_calls is not None and self._lm.calls - start_calls > self.max_lm_calls:
                 raise SamplingLimitError(
@@ -578,9 +599,13 @@ class AdapTrackSampler:
                 path.append(node.nxt)
                 node = node.children[node.nxt]
             if node.terminal:
+                self.last_ended = True
                 return path[:-1]
             if node.expanded:
                 continue
+            if len(path) >= max_new_tokens:  # the limit: an outcome, truncated
+                self.last_ended = False
+                return path
             # expand the new prefix: one LM call, the constraint's mask, then N[s] (step 9)
             old_q = node.q
             self._expand(node, path)
@@ -629,12 +654,7 @@ class AdapTrackSampler:
         logits = self._lm.logits(self.prompt + path)
         probs = torch.exp(_log_probs(logits, self.temperature, self.vocab_size)).numpy()
         self._sync(path)
-        assert self._limit is not None
-        if len(path) >= self._limit:  # no room for another token: EOS or nothing
-            allowed = np.zeros(self.vocab_size, dtype=bool)
-            allowed[self._eos] = self._work.is_complete()
-        else:
-            allowed = self._work.allowed()
+        allowed = self._work.allowed()
         return np.where(allowed, probs, np.float32(0.0)).astype(np.float32)
 
     def _sync(self, path: list[int]) -> None:
@@ -711,11 +731,11 @@ class AdapTrackSampler:
 class CheckedSampler:
     """The exact but costly baseline: sample freely, keep only what the grammar accepts.
 
-    Draws from the unmasked model (with ``temperature``) until EOS or ``max_new_tokens``; the
-    sample is kept if the constraint accepts every token and the text is complete at EOS,
-    otherwise it is thrown away and another is drawn. A token the constraint rejects ends an
-    attempt at once (``check_early``, default) — the same distribution, fewer LM calls, since
-    no continuation of a rejected prefix can be accepted.
+    Draws from the unmasked model (with ``temperature``) until EOS or ``max_new_tokens``
+    tokens. The attempt is kept if the constraint allows every token drawn and, when EOS was
+    drawn, the text is complete; otherwise it is thrown away and another is drawn. A token the
+    constraint rejects ends an attempt at once: the same distribution as checking at the end
+    (no continuation of a rejected prefix can be kept), with fewer LM calls.
     """
 
     def __init__(
@@ -727,7 +747,6 @@ class CheckedSampler:
         prompt: Sequence[int] = (),
         temperature: float = 1.0,
         max_attempts: int = 10_000,
-        check_early: bool = True,
     ) -> None:
         self.constraint = _check_constraint(constraint)
         _check_common(temperature)
@@ -736,9 +755,9 @@ class CheckedSampler:
         self.prompt = [int(t) for t in prompt] or ([self._lm.bos()] if self._lm.hf else [])
         self.temperature = float(temperature)
         self.max_attempts = int(max_attempts)
-        self.check_early = check_early
         self._rng = np.random.default_rng(int(seed))
         self.attempts = 0
+        self.last_ended = False
 
     @property
     def lm_calls(self) -> int:
@@ -760,28 +779,20 @@ class CheckedSampler:
             c = self.constraint.clone()
             out: list[int] = []
             ok = True
-            ended = False
-            for _ in range(max_new_tokens + 1):
+            while len(out) < max_new_tokens:
                 logits = self._lm.logits(self.prompt + out)
-                probs = torch.exp(_log_probs(logits, self.temperature, logits.shape[0])).numpy()
-                probs = probs.astype(np.float64)
-                tok = int(self._rng.choice(len(probs), p=probs / probs.sum()))
-                if self.check_early or tok == eos:
-                    if not c.is_allowed(tok):
-                        ok = False
-                        break
-                    c.advance(tok)
-                elif ok:
-                    ok = tok < self.vocab_size and c.is_allowed(tok)
-                    if ok:
-                        c.advance(tok)
-                if tok == eos:
-                    ended = True
+                probs = torch.exp(_log_probs(logits, self.temperature, logits.shape[0]))
+                p = probs.to(torch.float64).numpy()
+                tok = int(self._rng.choice(len(p), p=p / p.sum()))
+                if not c.is_allowed(tok):  # also: EOS while incomplete, ids past the vocab
+                    ok = False
                     break
-                if len(out) == max_new_tokens:
+                c.advance(tok)
+                if tok == eos:
                     break
                 out.append(tok)
-            if ok and ended:
+            if ok:
+                self.last_ended = c.is_finished
                 return out
         raise SamplingLimitError(
             f"no accepted sample in max_attempts={self.max_attempts} attempts"
@@ -800,9 +811,10 @@ def exact_distribution(
 ) -> dict[tuple[int, ...], float]:
     """The model's distribution conditioned on the constraint, by enumeration (small cases).
 
-    Every token sequence the constraint accepts as complete, ending with EOS within
-    ``max_new_tokens`` tokens (EOS excluded from the key), with probability
-    ``P(s) / sum(P(s') for accepted s')``: what :class:`AdapTrackSampler` and
+    The outcomes are the token sequences (EOS excluded from the key) that end with EOS where
+    the constraint is complete within ``max_new_tokens`` draws, and the allowed sequences of
+    exactly ``max_new_tokens`` tokens (truncated); each with probability
+    ``P(s) / sum(P(s') for outcomes s')``: what :class:`AdapTrackSampler` and
     :class:`CheckedSampler` sample from. For tests and evaluations of samplers.
 
     Raises
@@ -810,7 +822,7 @@ def exact_distribution(
     ValueError
         More than ``max_sequences`` prefixes to visit, or bad arguments.
     NoValidSequenceError
-        No accepted sequence exists.
+        Every outcome has probability 0.
     """
     c = _check_constraint(constraint).clone()
     _check_common(temperature, max_new_tokens)
@@ -826,11 +838,11 @@ def exact_distribution(
         visited += 1
         if visited > max_sequences:
             raise ValueError(f"max_sequences: more than {max_sequences} prefixes to enumerate")
-        lp = _log_probs(runner.logits(start + path), temperature, v).to(torch.float64).numpy()
-        allowed = c.allowed()
         if len(path) >= max_new_tokens:
-            allowed[:] = False
-            allowed[eos] = c.is_complete()
+            out[tuple(path)] = logp
+            return
+        lp = _log_probs(runner.logits(start + path), temperature, v).to(torch.float64).numpy()
+        allowed = c.allowed() & (lp > -np.inf)
         for t_ in np.flatnonzero(allowed):
             t = int(t_)
             if t == eos:
@@ -843,9 +855,10 @@ def exact_distribution(
             c.rollback(1)
 
     walk([], 0.0)
+    out = {k: x for k, x in out.items() if x > -math.inf}
     if not out:
         raise NoValidSequenceError(
-            f"no sequence the constraint accepts ends within {max_new_tokens} tokens"
+            "the model gives probability 0 to every sequence the constraint accepts"
         )
     top = max(out.values())
     total = sum(math.exp(x - top) for x in out.values())

@@ -223,16 +223,43 @@ def test_constrained_warpers(small):
     assert Counter(tuple(cold.sample(LIST_MAX)) for _ in range(50))[tuple(first)] >= 45
 
 
-def test_no_valid_sequence_and_limits(binary):
-    # five bits need five tokens: within 3 nothing ends
-    with pytest.raises(NoValidSequenceError, match="within 3 tokens"):
-        AdapTrackSampler(five_bits, binary.constraint(), seed=0).sample(max_new_tokens=3)
+def test_truncation_at_the_limit(binary):
+    """Within 3 tokens nothing ends: 3-token prefixes are the outcomes (000 and the four 1xx,
+    equally likely under the model), returned unfinished. AdapTrack gives 000 its 1/5,
+    masked sampling 1/2; the enumeration agrees with the samplers."""
+    exact = exact_distribution(five_bits, binary.constraint(), max_new_tokens=3)
+    assert exact.keys() == {(0, 0, 0), (1, 0, 0), (1, 0, 1), (1, 1, 0), (1, 1, 1)}
+    n = 1000
+    for sampler, p in ((AdapTrackSampler(five_bits, binary.constraint(), seed=0), 1 / 5),
+                       (CheckedSampler(five_bits, binary.constraint(), seed=0), 1 / 5),
+                       (ConstrainedSampler(five_bits, binary.constraint(), seed=0), 1 / 2)):
+        hits = 0
+        for _ in range(n):
+            ids = sampler.sample(max_new_tokens=3)
+            assert tuple(ids) in exact and not sampler.last_ended
+            hits += ids == [0, 0, 0]
+        assert abs(hits / n - p) <= four_sigma(p, n), (type(sampler).__name__, hits)
+    sampler = AdapTrackSampler(five_bits, binary.constraint(), seed=0)
+    sampler.sample(max_new_tokens=8)
+    assert sampler.last_ended
+
+
+def only_eos(ids: list[int]) -> np.ndarray:
+    """A model that always ends at once: nothing the grammar accepts has probability > 0."""
+    return np.array([-np.inf, -np.inf, 0.0])
+
+
+def test_no_valid_sequence(binary):
+    with pytest.raises(NoValidSequenceError, match="probability 0"):
+        AdapTrackSampler(only_eos, binary.constraint()).sample(max_new_tokens=8)
+    with pytest.raises(NoValidSequenceError, match="probability 0"):
+        ConstrainedSampler(only_eos, binary.constraint()).sample(max_new_tokens=8)
     with pytest.raises(NoValidSequenceError):
-        exact_distribution(five_bits, binary.constraint(), max_new_tokens=3)
-    with pytest.raises(SamplingLimitError):
-        CheckedSampler(five_bits, binary.constraint(), max_attempts=5).sample(max_new_tokens=3)
-    # masked sampling stops at the limit, incomplete (as generate does)
-    assert len(ConstrainedSampler(five_bits, binary.constraint()).sample(max_new_tokens=3)) == 3
+        exact_distribution(only_eos, binary.constraint(), max_new_tokens=8)
+    with pytest.raises(SamplingLimitError, match="max_attempts=5"):
+        CheckedSampler(only_eos, binary.constraint(), max_attempts=5).sample(max_new_tokens=8)
+    with pytest.raises(SamplingLimitError, match="max_lm_calls=2"):
+        AdapTrackSampler(five_bits, binary.constraint(), max_lm_calls=2).sample(8)
 
 
 def test_bad_arguments_are_value_errors(binary):
@@ -314,17 +341,26 @@ def decode(cg, ids: list[int], prefix: str = "") -> str:
 
 
 def test_e2e_adaptrack_json_valid_and_cache_matches_scratch(cg, model):
-    """Every AdapTrack sample is a complete JSON document; the KV-cache path (cropped on each
-    backtrack) gives the same samples as recomputing every prefix from scratch."""
+    """Every AdapTrack sample follows the grammar, and is a JSON document when it ended; the
+    KV-cache path (cropped on each backtrack) gives the same samples as recomputing every
+    prefix from scratch."""
     prompt = [cg.vocab.eos_token_id, 90]
     cached = AdapTrackSampler(model, cg.constraint(), seed=11, prompt=prompt, max_lm_calls=400)
     scratch = AdapTrackSampler(from_scratch(model), cg.constraint(), seed=11, prompt=prompt,
                                max_lm_calls=400)
-    got = [cached.sample(max_new_tokens=16) for _ in range(4)]
+    got, ended = [], []
+    for _ in range(4):
+        got.append(cached.sample(max_new_tokens=16))
+        ended.append(cached.last_ended)
     assert got == [scratch.sample(max_new_tokens=16) for _ in range(4)]
     assert cached.backtracks > 0  # the cache was cropped at least once
-    for ids in got:
-        json.loads(decode(cg, ids))
+    assert any(ended)
+    for ids, end in zip(got, ended, strict=True):
+        c = cg.constraint()
+        for t in ids:
+            c.advance(t)  # raises if a sample broke the grammar
+        if end:
+            json.loads(decode(cg, ids))
 
 
 def test_e2e_constrained_cache_matches_scratch(cg, model):
@@ -385,6 +421,6 @@ def test_e2e_fim_and_budget(cg, model):
     for sampler in (AdapTrackSampler(model, c, seed=0, max_lm_calls=400),
                     ConstrainedSampler(model, c, seed=0)):
         for _ in range(3):
-            ids = sampler.sample(max_new_tokens=12)
-            assert len(ids) <= 12
+            ids = sampler.sample(max_new_tokens=13)  # the budget ends every sample in time
+            assert len(ids) <= 12 and sampler.last_ended
             json.loads(decode(cg, ids, prefix) + suffix)
