@@ -308,14 +308,30 @@ def _draw(
     logits: torch.Tensor, temperature: float, top_k: int, top_p: float, greedy: bool,
     gen: torch.Generator,
 ) -> list[int]:
-    if not bool(torch.isfinite(logits).any(dim=-1).all()):
+    if not bool((logits.amax(dim=-1) > float("-inf")).all()):
         raise NoValidSequenceError(
             "the model gives probability 0 (logit -inf) to every token the constraint allows"
         )
     if greedy:
         return [int(i) for i in torch.argmax(logits, dim=-1)]
-    probs = _warp(logits, temperature, top_k, top_p)
-    return [int(i) for i in torch.multinomial(probs, 1, generator=gen).flatten()]
+    return _categorical(_warp(logits, temperature, top_k, top_p), gen)
+
+
+def _categorical(probs: torch.Tensor, gen: torch.Generator) -> list[int]:
+    """One draw per row of (B, V) probabilities, by inverting the cumulative sum.
+
+    ``torch.multinomial`` costs ~5 ms per row at 151k tokens on this CPU; a float64 cumsum
+    and a binary search cost a tenth of that. The token found always has probability > 0
+    (the cumulative sum rises there); rounding at the very end falls back to multinomial.
+    """
+    cum = torch.cumsum(probs, dim=-1, dtype=torch.float64)
+    u = torch.rand(probs.shape[0], 1, generator=gen, dtype=torch.float64)
+    idx = torch.searchsorted(cum, u * cum[:, -1:], right=True).clamp_(max=probs.shape[-1] - 1)
+    out = [int(i) for i in idx.flatten()]
+    for r, i in enumerate(out):
+        if not probs[r, i] > 0:
+            out[r] = int(torch.multinomial(probs[r], 1, generator=gen))
+    return out
 
 
 def sample_batch(
@@ -711,12 +727,7 @@ class AdapTrackSampler:
                     return
             return
         vec = self._vector(node, path)
-        cum = np.cumsum(vec, dtype=np.float64)
-        i = int(np.searchsorted(cum, (r - explored) / node.rest * cum[-1], side="right"))
-        i = min(i, len(vec) - 1)
-        while vec[i] <= 0 and i > 0:  # rounding at the end of the cumulative sum
-            i -= 1
-        tok = i
+        tok = _pick(vec, (r - explored) / node.rest)
         p = float(vec[tok])
         child = _Node(node, tok, p, terminal=(tok == self._eos))
         node.children[tok] = child
@@ -725,6 +736,33 @@ class AdapTrackSampler:
         if len(node.children) % 64 == 0:  # re-anchor against rounding drift now and then
             node.rest = float(vec.sum(dtype=np.float64))
         node.nxt = tok
+
+
+_BLOCK = 1024
+
+
+def _pick(w: np.ndarray, u: float) -> int:
+    """The index where the running sum of the weights ``w`` (>= 0) passes ``u * sum(w)``.
+
+    Two levels, since a cumulative sum over 151k floats costs milliseconds: the block sums
+    (one vectorised pass), then the running sum inside one block. The index returned always
+    has a positive weight (rounding at a block's end moves to the nearest positive one).
+    """
+    sums = np.add.reduceat(w, np.arange(0, w.shape[0], _BLOCK)).astype(np.float64)
+    cb = np.cumsum(sums)
+    target = min(max(u, 0.0), 1.0) * cb[-1]
+    b = min(int(np.searchsorted(cb, target, side="right")), len(cb) - 1)
+    while sums[b] <= 0 and b > 0:
+        b -= 1
+    base = cb[b - 1] if b else 0.0
+    blk = w[b * _BLOCK : (b + 1) * _BLOCK]
+    cum = np.cumsum(blk, dtype=np.float64)
+    i = min(int(np.searchsorted(cum, target - base, side="right")), len(blk) - 1)
+    while blk[i] <= 0 and i > 0:
+        i -= 1
+    while blk[i] <= 0 and i < len(blk) - 1:
+        i += 1
+    return b * _BLOCK + i
 
 
 # ----------------------------------------------------------------------------- baseline

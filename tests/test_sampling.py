@@ -424,3 +424,21 @@ def test_e2e_fim_and_budget(cg, model):
             ids = sampler.sample(max_new_tokens=13)  # the budget ends every sample in time
             assert len(ids) <= 12 and sampler.last_ended
             json.loads(decode(cg, ids, prefix) + suffix)
+
+
+def test_two_level_pick_is_the_inverse_cdf():
+    """AdapTrack's draw over a 151k vector goes through block sums; it must agree with the
+    plain cumulative sum and never return a zero-weight token, at the ends included."""
+    from gramask.sampling import _pick
+
+    rng = np.random.default_rng(0)
+    for n in (3, 1024, 1025, 5000, 151_851):
+        w = ((rng.random(n) < 0.3) * rng.random(n)).astype(np.float32)
+        w[-1] = 0.0
+        w[n // 2] = 1.0
+        cum = np.cumsum(w, dtype=np.float64)
+        for u in [*rng.random(100), 0.0, 1.0 - 1e-12, 1.0]:
+            i = _pick(w, float(u))
+            assert w[i] > 0
+            j = min(int(np.searchsorted(cum, u * cum[-1], side="right")), n - 1)
+            assert i == j or abs(cum[i] - cum[j]) <= 1e-5 * cum[-1]
