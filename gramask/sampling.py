@@ -265,7 +265,7 @@ class ConstrainedSampler:
         self.prompt = [int(t) for t in prompt] or ([self._lm.bos()] if self._lm.hf else [])
         self.temperature, self.top_k, self.top_p, self.greedy = temperature, top_k, top_p, greedy
         self._gen = torch.Generator().manual_seed(int(seed))
-        self._bitmask = allocate_token_bitmask(1, self.vocab_size)
+        self._bitmask: torch.Tensor | None = None
         self.last_ended = False
 
     @property
@@ -292,8 +292,11 @@ class ConstrainedSampler:
         out: list[int] = []
         for _ in range(max_new_tokens):
             logits = self._lm.logits(self.prompt + out)[: self.vocab_size].clone().unsqueeze(0)
-            fill_next_token_bitmask([c], self._bitmask)
-            apply_token_bitmask_inplace(logits, self._bitmask)
+            bm = self._bitmask
+            if bm is None or bm.device != logits.device:
+                bm = self._bitmask = allocate_token_bitmask(1, self.vocab_size, logits.device)
+            fill_next_token_bitmask([c], bm)
+            apply_token_bitmask_inplace(logits, bm)
             tok = _draw(logits, self.temperature, self.top_k, self.top_p, self.greedy,
                         self._gen)[0]
             c.advance(tok)
@@ -325,7 +328,7 @@ def _categorical(probs: torch.Tensor, gen: torch.Generator) -> list[int]:
     (the cumulative sum rises there); rounding at the very end falls back to multinomial.
     """
     cum = torch.cumsum(probs, dim=-1, dtype=torch.float64)
-    u = torch.rand(probs.shape[0], 1, generator=gen, dtype=torch.float64)
+    u = torch.rand(probs.shape[0], 1, generator=gen, dtype=torch.float64).to(probs.device)
     idx = torch.searchsorted(cum, u * cum[:, -1:], right=True).clamp_(max=probs.shape[-1] - 1)
     out = [int(i) for i in idx.flatten()]
     for r, i in enumerate(out):
@@ -352,7 +355,9 @@ def sample_batch(
     :func:`~gramask.torch.apply_token_bitmask_inplace` on the logits' device. A transformers
     model gets the prompts left-padded in one forward pass per step (KV cache reused); a
     callable is called once per live row. Returns one list of ids per constraint, EOS
-    excluded; the constraints themselves are not changed (clones are advanced).
+    excluded: a row shorter than ``max_new_tokens`` ended with EOS, a row of exactly
+    ``max_new_tokens`` was cut off. The constraints themselves are not changed (clones are
+    advanced).
 
     Raises
     ------
@@ -379,7 +384,7 @@ def sample_batch(
         rows = [r or [bos] for r in rows]
     eos = cs[0].vocab.eos_token_id
     gen = torch.Generator().manual_seed(int(seed))
-    bitmask = allocate_token_bitmask(n, v)
+    bitmask: torch.Tensor | None = None
     out: list[list[int]] = [[] for _ in range(n)]
     live = list(range(n))
     step_logits = _batch_stepper(runner, rows) if runner.hf else None
@@ -389,9 +394,14 @@ def sample_batch(
         if step_logits is not None:
             logits = step_logits([out[i][-1] if out[i] else None for i in range(n)])[:, :v]
         else:
-            logits = torch.stack([runner.logits(rows[i] + out[i])[:v] for i in range(n)])
+            logits = torch.zeros(n, v)  # ended rows stay 0: masked as "anything", never drawn
+            for i in live:
+                logits[i] = runner.logits(rows[i] + out[i])[:v]
         logits = logits.clone()
-        fill_next_token_bitmask([cs[i] if i in live else None for i in range(n)], bitmask)
+        if bitmask is None:  # on the logits' device: the model's, for a transformers model
+            bitmask = allocate_token_bitmask(n, v, device=logits.device)
+        live_set = set(live)
+        fill_next_token_bitmask([cs[i] if i in live_set else None for i in range(n)], bitmask)
         apply_token_bitmask_inplace(logits, bitmask)
         toks = _draw(logits[live], temperature, top_k, top_p, greedy, gen)
         still = []
@@ -441,7 +451,7 @@ def _batch_stepper(
             out = model(input_ids=inp, attention_mask=attn_now, position_ids=pos,
                         past_key_values=state["cache"], use_cache=True)
         state["cache"] = out.past_key_values
-        last: torch.Tensor = out.logits[:, -1].detach().to(torch.float32).cpu()
+        last: torch.Tensor = out.logits[:, -1].detach().to(torch.float32)
         return last
 
     return step
@@ -668,7 +678,7 @@ class AdapTrackSampler:
     def _weights(self, path: list[int]) -> np.ndarray:
         """P(u | prompt + path) for the tokens the constraint allows (0 elsewhere): float32."""
         logits = self._lm.logits(self.prompt + path)
-        probs = torch.exp(_log_probs(logits, self.temperature, self.vocab_size)).numpy()
+        probs = torch.exp(_log_probs(logits, self.temperature, self.vocab_size)).cpu().numpy()
         self._sync(path)
         allowed = self._work.allowed()
         return np.where(allowed, probs, np.float32(0.0)).astype(np.float32)
@@ -820,7 +830,7 @@ class CheckedSampler:
             while len(out) < max_new_tokens:
                 logits = self._lm.logits(self.prompt + out)
                 probs = torch.exp(_log_probs(logits, self.temperature, logits.shape[0]))
-                p = probs.to(torch.float64).numpy()
+                p = probs.to(torch.float64).cpu().numpy()
                 tok = int(self._rng.choice(len(p), p=p / p.sum()))
                 if not c.is_allowed(tok):  # also: EOS while incomplete, ids past the vocab
                     ok = False
@@ -879,7 +889,7 @@ def exact_distribution(
         if len(path) >= max_new_tokens:
             out[tuple(path)] = logp
             return
-        lp = _log_probs(runner.logits(start + path), temperature, v).to(torch.float64).numpy()
+        lp = _log_probs(runner.logits(start + path), temperature, v).double().cpu().numpy()
         allowed = c.allowed() & (lp > -np.inf)
         for t_ in np.flatnonzero(allowed):
             t = int(t_)
