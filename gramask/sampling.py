@@ -69,9 +69,6 @@ __all__ = [
     "sample_batch",
 ]
 
-LMCallable = Callable[[list[int]], Any]
-
-
 class NoValidSequenceError(GramaskError, RuntimeError):
     """The model gives probability 0 to every sequence the constraint accepts."""
 
@@ -118,7 +115,13 @@ class _LM:
         if not self.hf:
             self.calls += 1
             out = self.lm(list(ids))
-            t = torch.as_tensor(out).detach().to(torch.float32).flatten().cpu()
+            try:
+                t = torch.as_tensor(out).detach().to(torch.float32).flatten().cpu()
+            except (TypeError, RuntimeError, ValueError) as exc:
+                raise ValueError(
+                    f"lm: expected 1-D logits (a tensor or array of numbers), got "
+                    f"{type(out).__name__}"
+                ) from exc
             return self._width(t)
         if ids == self._cached and self._last is not None:
             return self._last

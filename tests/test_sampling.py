@@ -180,6 +180,17 @@ def test_kl_adaptrack_below_constrained(small):
     assert runs["AdapTrackSampler"] < runs["ConstrainedSampler"]
 
 
+def test_batch_with_a_callable_is_masked_sampling(small):
+    """sample_batch over a callable (one call per live row): rows follow the grammar and,
+    the list grammar being finite, all end complete within the limit."""
+    cs = [small.constraint() for _ in range(6)]
+    for ids in sample_batch(hashed_lm, cs, max_new_tokens=LIST_MAX, seed=1):
+        c = small.constraint()
+        for t in ids:
+            c.advance(t)
+        assert c.is_complete()
+
+
 def test_kl_helper():
     exact = {(0,): 0.5, (1,): 0.5}
     assert kl_divergence([[0], [1]], exact) == 0.0
@@ -280,6 +291,10 @@ def test_bad_arguments_are_value_errors(binary):
         ConstrainedSampler(five_bits, c).sample(max_new_tokens=-1)
     with pytest.raises(ValueError, match="logits over at least 3 ids"):
         ConstrainedSampler(lambda ids: np.zeros(2), c).sample(4)
+    with pytest.raises(ValueError, match="lm: expected 1-D logits"):
+        AdapTrackSampler(lambda ids: None, c).sample(4)
+    with pytest.raises(ValueError, match="prompts: expected 1"):
+        sample_batch(five_bits, [c], [[], []])
 
 
 # ---------------------------------------------------- end to end: a random GPT-2, real vocab
