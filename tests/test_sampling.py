@@ -463,7 +463,7 @@ def test_e2e_budget(cg, model):
 def test_two_level_pick_is_the_inverse_cdf():
     """AdapTrack's draw over a 151k vector goes through block sums; it must agree with the
     plain cumulative sum and never return a zero-weight token, at the ends included."""
-    from gramask.sampling import _pick
+    from gramask.sampling.adaptrack import _pick
 
     rng = np.random.default_rng(0)
     for n in (3, 1024, 1025, 5000, 151_851):
