@@ -1,0 +1,145 @@
+"""What the samplers share: the LM wrapper (KV cache kept and cropped), checks, errors."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+try:
+    import torch
+except ImportError as exc:
+    raise ImportError(
+        "gramask.sampling needs PyTorch, which is not installed: pip install 'gramask[torch]'"
+    ) from exc
+
+from ..errors import GramaskError
+from ..runtime.constraint import Constraint
+
+
+class NoValidSequenceError(GramaskError, RuntimeError):
+    """The model gives probability 0 to every sequence the constraint accepts."""
+
+
+class SamplingLimitError(GramaskError, RuntimeError):
+    """A sampler used up its ``max_lm_calls`` (or ``max_attempts``) without a sample."""
+
+
+# ------------------------------------------------------------------------------ the LM
+class _LM:
+    """One interface over a transformers model or a callable: ``logits(ids)`` -> float32 (V,).
+
+    For a transformers model the KV cache holds the last sequence asked for; a new request is
+    served by cropping the cache to the common prefix and running only the new tokens, so a
+    backtrack of ``k`` tokens costs one forward pass over the tokens that differ.
+    """
+
+    def __init__(self, lm: Any, vocab_size: int) -> None:
+        self.vocab_size = vocab_size
+        self.calls = 0
+        self.hf = _is_transformers_model(lm)
+        if not self.hf and not callable(lm):
+            raise ValueError(
+                f"lm: expected a transformers causal LM or a callable ids -> logits, got "
+                f"{type(lm).__name__}"
+            )
+        self.lm = lm
+        self._cache: Any = None
+        self._cached: list[int] = []
+        self._last: torch.Tensor | None = None
+
+    def bos(self) -> int:
+        """The id to start from when the prompt is empty (a transformers model needs one)."""
+        cfg = self.lm.config
+        for name in ("bos_token_id", "eos_token_id"):
+            tok = getattr(cfg, name, None)
+            if isinstance(tok, list):
+                tok = tok[0] if tok else None
+            if tok is not None:
+                return int(tok)
+        raise ValueError("prompt: expected at least one token (the model has no bos_token_id)")
+
+    def logits(self, ids: list[int]) -> torch.Tensor:
+        if not self.hf:
+            self.calls += 1
+            out = self.lm(list(ids))
+            try:
+                t = torch.as_tensor(out).detach().to(torch.float32).flatten().cpu()
+            except (TypeError, RuntimeError, ValueError) as exc:
+                raise ValueError(
+                    f"lm: expected 1-D logits (a tensor or array of numbers), got "
+                    f"{type(out).__name__}"
+                ) from exc
+            return self._width(t)
+        if ids == self._cached and self._last is not None:
+            return self._last
+        from transformers import DynamicCache
+
+        common = 0
+        for a, b in zip(ids, self._cached, strict=False):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(ids) - 1)  # the last token must run to give its logits
+        if self._cache is None or common == 0:
+            self._cache = DynamicCache()
+            common = 0
+        elif len(self._cached) > common:
+            # transformers 5 crops by a negative count of tokens to remove
+            self._cache.crop(common - len(self._cached))
+        new = torch.tensor([ids[common:]], dtype=torch.long, device=self.lm.device)
+        self.calls += 1
+        with torch.no_grad():
+            out = self.lm(
+                input_ids=new,
+                past_key_values=self._cache,
+                use_cache=True,
+                position_ids=torch.arange(common, len(ids), device=self.lm.device).unsqueeze(0),
+            )
+        self._cache = out.past_key_values
+        self._cached = list(ids)
+        self._last = self._width(out.logits[0, -1].detach().to(torch.float32).cpu())
+        return self._last
+
+    def _width(self, t: torch.Tensor) -> torch.Tensor:
+        if t.shape[0] < self.vocab_size:
+            raise ValueError(
+                f"lm: expected logits over at least {self.vocab_size} ids (the vocabulary), "
+                f"got {t.shape[0]}"
+            )
+        return t
+
+
+def _is_transformers_model(lm: Any) -> bool:
+    return isinstance(lm, torch.nn.Module) and hasattr(lm, "config") and hasattr(
+        lm, "can_generate"
+    )
+
+
+def _log_probs(logits: torch.Tensor, temperature: float, vocab_size: int) -> torch.Tensor:
+    """Log-probabilities of the model over the vocabulary (padding columns normalised over)."""
+    z = logits / temperature if temperature != 1.0 else logits
+    return torch.log_softmax(z, dim=-1)[..., :vocab_size]
+
+
+def _check_common(temperature: float, max_new_tokens: int | None = None) -> None:
+    if not (isinstance(temperature, (int, float)) and temperature > 0 and math.isfinite(
+        temperature
+    )):
+        raise ValueError(f"temperature: expected a finite number > 0, got {temperature!r}")
+    if max_new_tokens is not None and (
+        isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 0
+    ):
+        raise ValueError(f"max_new_tokens: expected an int >= 0, got {max_new_tokens!r}")
+
+
+def _check_constraint(constraint: Any) -> Constraint:
+    if not isinstance(constraint, Constraint):
+        raise ValueError(
+            f"constraint: expected a gramask Constraint, got {type(constraint).__name__}"
+        )
+    if constraint.is_finished:
+        raise ValueError("constraint: expected one that has not consumed EOS yet")
+    if constraint.vocab.eos_token_id is None:
+        raise ValueError("constraint: its vocabulary has no eos_token_id, so no sample can end")
+    return constraint

@@ -1,0 +1,338 @@
+"""AdapTrack: sampling from the model conditioned on the constraint, by backtracking."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..runtime.constraint import Constraint
+from ._common import (
+    _LM,
+    NoValidSequenceError,
+    SamplingLimitError,
+    _check_common,
+    _check_constraint,
+    _log_probs,
+)
+
+
+# ----------------------------------------------------------------------------- AdapTrack
+class _Node:
+    """A prefix in the AdapTrack tree.
+
+    ``q`` is Q[x], the estimate of P(constraint can be met | x); 1 until ``x`` is expanded.
+    Once expanded: ``rest`` is the probability mass of the valid next tokens that have no
+    child node yet (their Q is 1), ``children`` the explored ones, ``p`` each node's
+    probability under its parent, and Q[x] = rest + sum(p_u * Q[x u]) over children (formula 2
+    of the paper, split into the explored and the unexplored part). ``nxt`` is N[x], valid for
+    the sample numbered ``epoch``.
+    """
+
+    __slots__ = ("children", "epoch", "expanded", "nxt", "p", "parent", "q", "rest",
+                 "terminal", "token")
+
+    def __init__(self, parent: _Node | None, token: int, p: float, terminal: bool) -> None:
+        self.parent = parent
+        self.token = token
+        self.p = p
+        self.terminal = terminal
+        self.q = 1.0
+        self.rest = 0.0
+        self.children: dict[int, _Node] = {}
+        self.expanded = False
+        self.nxt = -1
+        self.epoch = -1
+
+    def recompute(self) -> None:
+        s = self.rest
+        for ch in self.children.values():
+            s += ch.p * ch.q
+        self.q = max(s, 0.0)
+
+
+class AdapTrackSampler:
+    """Samples from the LM's distribution conditioned on the constraint (AdapTrack).
+
+    Algorithm 2 of "AdapTrack: Constrained Decoding without Distorting LLM's Output Intent"
+    (Yongmin Li, Ge Li, Jia Li, Zhi Jin). A prefix tree holds Q (estimated probability that a
+    prefix can be completed) and, per sample, N (the sampled next token of each visited
+    prefix). Each iteration follows N from the root; at a new prefix it calls the LM, masks
+    with the constraint, draws N there, and updates Q up the path; at each ancestor whose
+    estimate dropped, the old N is kept with probability P_Q'(n|x) / P_Q(n|x) (rejection
+    sampling), otherwise another token is drawn there, excluding the old one: a backtrack. The
+    KV cache is cropped to the common prefix and the constraint rolled back, not rebuilt.
+
+    Q persists across :meth:`sample` calls (N is drawn afresh for each), so repeated samples
+    approach the exact conditional distribution: the first sample is typically as distorted as
+    masked sampling where the grammar is a surprise to the model, later ones less so.
+
+    Parameters
+    ----------
+    lm, constraint, seed, prompt
+        As for :class:`ConstrainedSampler`.
+    temperature
+        The model distribution P is ``softmax(logits / temperature)``.
+    max_backtrack
+        The limited-distance variant (the paper's section 7.2): an ancestor more than this many
+        tokens above the new prefix never backtracks voluntarily. ``None``: unlimited (exact).
+        A prefix all of whose continuations are dead still backtracks (it must).
+    min_backtrack_prob
+        The other variant of section 7.2: a backtrack less likely than this is skipped.
+    max_lm_calls
+        Per sample; :class:`SamplingLimitError` when exceeded. ``None``: no limit.
+    max_cached_bytes
+        Memory for the per-prefix probability vectors (float32, one per expanded prefix, least
+        recently used evicted); an evicted one costs an LM call if needed again.
+
+    Notes
+    -----
+    A prefix of ``max_new_tokens`` tokens is an outcome (returned truncated, see the module
+    docstring); give the constraint a token budget for complete programs only. Keep
+    ``max_new_tokens`` the same across calls: the tree depends on it (a change resets it).
+    Each LM call adds a node; the tree is never pruned (:meth:`reset` frees it).
+    """
+
+    def __init__(
+        self,
+        lm: Any,
+        constraint: Constraint,
+        *,
+        seed: int = 0,
+        prompt: Sequence[int] = (),
+        temperature: float = 1.0,
+        max_backtrack: int | None = None,
+        min_backtrack_prob: float = 0.0,
+        max_lm_calls: int | None = None,
+        max_cached_bytes: int = 1 << 28,
+    ) -> None:
+        self.constraint = _check_constraint(constraint)
+        _check_common(temperature)
+        if max_backtrack is not None and (
+            isinstance(max_backtrack, bool) or not isinstance(max_backtrack, int)
+            or max_backtrack < 0
+        ):
+            raise ValueError(f"max_backtrack: expected None or an int >= 0, got {max_backtrack!r}")
+        if not 0 <= min_backtrack_prob < 1:
+            raise ValueError(
+                f"min_backtrack_prob: expected a number in [0, 1), got {min_backtrack_prob!r}"
+            )
+        self.vocab_size = len(constraint.vocab)
+        self._lm = _LM(lm, self.vocab_size)
+        self.prompt = [int(t) for t in prompt] or ([self._lm.bos()] if self._lm.hf else [])
+        self.temperature = float(temperature)
+        self.max_backtrack = max_backtrack
+        self.min_backtrack_prob = float(min_backtrack_prob)
+        self.max_lm_calls = max_lm_calls
+        self._rng = np.random.default_rng(int(seed))
+        self._eos = int(constraint.vocab.eos_token_id)  # type: ignore[arg-type]
+        self._cap = max(2, int(max_cached_bytes) // (4 * self.vocab_size))
+        self._vectors: OrderedDict[_Node, np.ndarray] = OrderedDict()
+        self._work = constraint.clone()
+        self._work_path: list[int] = []
+        self._limit: int | None = None
+        self._root = _Node(None, -1, 1.0, False)
+        self._epoch = 0
+        self.backtracks = 0
+        self.last_ended = False
+
+    @property
+    def lm_calls(self) -> int:
+        """LM forward passes made so far (all samples)."""
+        return self._lm.calls
+
+    def reset(self) -> None:
+        """Forget the tree (Q): the next sample starts from scratch."""
+        self._root = _Node(None, -1, 1.0, False)
+        self._vectors.clear()
+
+    # ---------------------------------------------------------------------- sampling
+    def sample(self, max_new_tokens: int = 64) -> list[int]:
+        """One sequence the constraint accepts as complete: its token ids, EOS excluded.
+
+        Raises
+        ------
+        NoValidSequenceError
+            The model gives probability 0 to every sequence the constraint accepts.
+        SamplingLimitError
+            More than ``max_lm_calls`` LM calls were needed for this sample.
+        """
+        _check_common(self.temperature, max_new_tokens)
+        if max_new_tokens != self._limit:
+            self.reset()
+            self._limit = max_new_tokens
+        self._epoch += 1
+        start_calls = self._lm.calls
+        root = self._root
+        while True:
+            if root.expanded and root.q <= 0.0:
+                raise NoValidSequenceError(
+                    "the model gives probability 0 to every sequence the constraint accepts"
+                )
+            if self.max_lm_calls is not None and self._lm.calls - start_calls > self.max_lm_calls:
+                raise SamplingLimitError(
+                    f"AdapTrack used more than max_lm_calls={self.max_lm_calls} LM calls "
+                    "for one sample"
+                )
+            # COLLECTSEQUENCE: follow N from the root to a new (unexpanded) prefix or the end
+            node: _Node = root
+            path: list[int] = []
+            while node.expanded:
+                if node.epoch != self._epoch:
+                    self._draw_next(node, path, exclude=-1)
+                if node.nxt < 0:  # dead end: only the root can be found so (checked above)
+                    break
+                path.append(node.nxt)
+                node = node.children[node.nxt]
+            if node.terminal:
+                self.last_ended = True
+                return path[:-1]
+            if node.expanded:
+                continue
+            if len(path) >= max_new_tokens:  # the limit: an outcome, truncated
+                self.last_ended = False
+                return path
+            # expand the new prefix: one LM call, the constraint's mask, then N[s] (step 9)
+            old_q = node.q
+            self._expand(node, path)
+            self._draw_next(node, path, exclude=-1)
+            self._propagate(node, old_q)
+
+    def _propagate(self, leaf: _Node, old_q: float) -> None:
+        """Steps 10-19: update Q from the leaf up, rejection-sampling each ancestor's N."""
+        child, child_old_q = leaf, old_q
+        dist = 0
+        while child.parent is not None:
+            x = child.parent
+            dist += 1
+            x_old_q = x.q
+            x.recompute()
+            if x.nxt == child.token and x.epoch == self._epoch and child_old_q != child.q:
+                p_old = child.p * child_old_q / x_old_q if x_old_q > 0 else 0.0
+                p_new = child.p * child.q / x.q if x.q > 0 else 0.0
+                keep = p_new / p_old if p_old > 0 else 0.0
+                forced = p_new <= 0.0
+                limited = self.max_backtrack is not None and dist > self.max_backtrack
+                if not forced and (limited or 1.0 - keep < self.min_backtrack_prob):
+                    keep = 1.0
+                if keep < 1.0 and self._rng.random() >= keep:
+                    self.backtracks += 1
+                    self._draw_next(x, self._path_to(x), exclude=child.token)
+            child, child_old_q = x, x_old_q
+
+    @staticmethod
+    def _path_to(node: _Node) -> list[int]:
+        toks = []
+        while node.parent is not None:
+            toks.append(node.token)
+            node = node.parent
+        return toks[::-1]
+
+    def _expand(self, node: _Node, path: list[int]) -> None:
+        w = self._weights(path)
+        node.rest = float(w.sum(dtype=np.float64))
+        node.expanded = True
+        node.q = node.rest
+        self._remember(node, w)
+
+    def _weights(self, path: list[int]) -> np.ndarray:
+        """P(u | prompt + path) for the tokens the constraint allows (0 elsewhere): float32."""
+        logits = self._lm.logits(self.prompt + path)
+        probs = torch.exp(_log_probs(logits, self.temperature, self.vocab_size)).cpu().numpy()
+        self._sync(path)
+        allowed = self._work.allowed()
+        return np.where(allowed, probs, np.float32(0.0)).astype(np.float32)
+
+    def _sync(self, path: list[int]) -> None:
+        """Bring the working constraint to ``path``: roll back to the common part, advance."""
+        cur = self._work_path
+        k = 0
+        for a, b in zip(cur, path, strict=False):
+            if a != b:
+                break
+            k += 1
+        if len(cur) > k:
+            self._work.rollback(len(cur) - k)
+        for t in path[k:]:
+            self._work.advance(t)
+        self._work_path = list(path)
+
+    def _remember(self, node: _Node, w: np.ndarray) -> None:
+        self._vectors[node] = w
+        self._vectors.move_to_end(node)
+        while len(self._vectors) > self._cap:
+            self._vectors.popitem(last=False)
+
+    def _vector(self, node: _Node, path: list[int]) -> np.ndarray:
+        w = self._vectors.get(node)
+        if w is None:  # evicted: recompute (one LM call), explored children zeroed
+            w = self._weights(path)
+            for t in node.children:
+                w[t] = 0.0
+            self._remember(node, w)
+        else:
+            self._vectors.move_to_end(node)
+        return w
+
+    def _draw_next(self, node: _Node, path: list[int], exclude: int) -> None:
+        """N[x] ~ P_Q(. | x), excluding ``exclude`` (formula 4); -1 if x is dead."""
+        node.epoch = self._epoch
+        node.nxt = -1
+        kids = [(t, ch.p * ch.q) for t, ch in node.children.items() if t != exclude]
+        explored = sum(w for _, w in kids)
+        total = explored + node.rest
+        if total <= 0.0:
+            return
+        r = self._rng.random() * total
+        if r < explored or node.rest <= 0.0:
+            acc = 0.0
+            for t, w in kids:
+                acc += w
+                if r < acc and w > 0:
+                    node.nxt = t
+                    return
+            for t, w in reversed(kids):  # rounding: the last child with weight
+                if w > 0:
+                    node.nxt = t
+                    return
+            return
+        vec = self._vector(node, path)
+        tok = _pick(vec, (r - explored) / node.rest)
+        p = float(vec[tok])
+        child = _Node(node, tok, p, terminal=(tok == self._eos))
+        node.children[tok] = child
+        vec[tok] = 0.0
+        node.rest = max(node.rest - p, 0.0)
+        if len(node.children) % 64 == 0:  # re-anchor against rounding drift now and then
+            node.rest = float(vec.sum(dtype=np.float64))
+        node.nxt = tok
+
+
+_BLOCK = 1024
+
+
+def _pick(w: np.ndarray, u: float) -> int:
+    """The index where the running sum of the weights ``w`` (>= 0) passes ``u * sum(w)``.
+
+    Two levels, since a cumulative sum over 151k floats costs milliseconds: the block sums
+    (one vectorised pass), then the running sum inside one block. The index returned always
+    has a positive weight (rounding at a block's end moves to the nearest positive one).
+    """
+    sums = np.add.reduceat(w, np.arange(0, w.shape[0], _BLOCK)).astype(np.float64)
+    cb = np.cumsum(sums)
+    target = min(max(u, 0.0), 1.0) * cb[-1]
+    b = min(int(np.searchsorted(cb, target, side="right")), len(cb) - 1)
+    while sums[b] <= 0 and b > 0:
+        b -= 1
+    base = cb[b - 1] if b else 0.0
+    blk = w[b * _BLOCK : (b + 1) * _BLOCK]
+    cum = np.cumsum(blk, dtype=np.float64)
+    i = min(int(np.searchsorted(cum, target - base, side="right")), len(blk) - 1)
+    while blk[i] <= 0 and i > 0:
+        i -= 1
+    while blk[i] <= 0 and i < len(blk) - 1:
+        i += 1
+    return b * _BLOCK + i
