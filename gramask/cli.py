@@ -83,7 +83,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     import gramask
     from gramask.grammars import load_spec
 
-    grammar = load_spec(args.grammar, args.start)
+    grammar = load_spec(args.grammar, args.start, args.lexer)
     vocab = _vocab(args.vocab)
     t0 = time.perf_counter()
     cg = gramask.compile(
@@ -253,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--vocab", required=True, help="bundled vocabulary name or tokenizer file")
     c.add_argument("-o", "--output", help="artifact path (default GRAMMAR.VOCAB.gmask)")
     c.add_argument("--start", help="start rule (default: the bundled grammar's, else 'start')")
+    c.add_argument("--lexer", choices=("contextual", "basic"),
+                   help="lexer mode (default: the bundled grammar's, else contextual)")
     c.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     c.add_argument("--cache-dir", help="cache directory (default $GRAMASK_CACHE_DIR or "
                    "~/.cache/gramask)")

@@ -80,7 +80,20 @@ class CompiledGrammar:
                 if ind is not None and ind.continuation in names
                 else -1
             )
-            self._builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
+            builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
+            if self.grammar.lexer == "contextual":
+                from .runtime.contextual import ContextualLexer
+
+                special = np.array(
+                    [self.vocab.is_special(i) for i in range(len(self.vocab))], dtype=bool
+                )
+                builder.contextual = ContextualLexer(
+                    self.dfa, ctx, [t.priority for t in self.grammar.terminals],
+                    self.vocab.tokens, special,
+                    nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
+                    tab_len=ind.tab_len if ind is not None else 8,
+                )
+            self._builder = builder
         return self._builder
 
     def constraint(

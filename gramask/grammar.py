@@ -16,7 +16,9 @@ from typing import Any
 
 from .errors import GrammarError
 
-__all__ = ["Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
+__all__ = ["LEXER_MODES", "Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
+
+LEXER_MODES = ("contextual", "basic")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,9 @@ class Grammar:
     declared: tuple[str, ...] = ()
     indentation: IndentationSpec | None = None
     source: str = field(default="", compare=False)
+    # "contextual": only terminals the parser can take compete at a lexeme start (lark's and
+    # llguidance's reading); "basic": all terminals compete, keywords reserved (C, Python)
+    lexer: str = "contextual"
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -77,8 +82,13 @@ class Grammar:
         import_paths: Sequence[str] = (),
         indentation: IndentationSpec | bool | None = None,
         source: str = "<string>",
+        lexer: str = "contextual",
     ) -> Grammar:
         """Load Lark grammar text.
+
+        ``lexer``: ``"contextual"`` (default; what grammars written for lark or llguidance
+        mean) or ``"basic"`` (one longest-match lexer over all terminals, keywords reserved);
+        see docs/semantics.md.
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
         with a ``_NEWLINE`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
@@ -89,6 +99,10 @@ class Grammar:
             The text is not a valid Lark grammar; the message names the rule or terminal and the
             line when lark reports them.
         """
+        if lexer not in LEXER_MODES:
+            raise GrammarError(
+                f"{source}: lexer must be one of {', '.join(LEXER_MODES)}, not {lexer!r}"
+            )
         try:
             import lark
             from lark.exceptions import GrammarError as LarkGrammarError
@@ -177,6 +191,7 @@ class Grammar:
             declared=tuple(sorted(declared)),
             indentation=spec,
             source=source,
+            lexer=lexer,
         )
 
     # ------------------------------------------------------------------ identity
@@ -188,6 +203,7 @@ class Grammar:
             "declared": list(self.declared),
             "indentation": None if self.indentation is None else asdict(self.indentation),
             "source": self.source,
+            "lexer": self.lexer,
         }
 
     @classmethod
@@ -200,6 +216,7 @@ class Grammar:
             declared=tuple(obj.get("declared", ())),
             indentation=None if ind is None else _indentation_from_json(ind),
             source=obj.get("source", ""),
+            lexer=obj.get("lexer", "basic"),
         )
 
     def fingerprint(self) -> str:

@@ -31,9 +31,10 @@ PARENS_TOKENS = ["(", ")", "((", "))", "()", ")(", "a", "ab", "b", "1", "12", "a
                  " (", ") ", "a)", "(a", "x y", ")))"]
 
 
-def _tiny(grammar_text: str, tokens: list[str], start: str = "start"):
+def _tiny(grammar_text: str, tokens: list[str], start: str = "start", lexer: str = "basic"):
+    """These tests pin the basic lexer mode (tests/test_contextual.py pins the other)."""
     vocab = gramask.Vocabulary.from_tokens([*tokens, "</s>"], eos_token_id=len(tokens))
-    g = Grammar.from_lark(grammar_text, start=start)
+    g = Grammar.from_lark(grammar_text, start=start, lexer=lexer)
     return gramask.compile(g, vocab, cache=False), vocab
 
 

@@ -95,7 +95,8 @@ def test_tables_match_brute_force_small_vocab_with_multibyte():
         STR: /"(?:[^"\\\n]|\\.)*"/
         NUM: /[0-9]+(\.[0-9]+)?/
         %ignore /[ \t]+/
-        """
+        """,
+        lexer="basic",
     )
     toks = [b"a", b"ab", b"(", b")", b"=", b"==", b"===", b'"', b'"x', b'x"', b"\\", b"1", b"1.",
             b".5", b" ", b"  a", "é".encode(), "é".encode()[:1], "é".encode()[1:], "日本".encode(),

@@ -26,7 +26,7 @@ from ..errors import ArtifactError, ArtifactVersionError
 
 __all__ = ["FORMAT_VERSION", "atomic_write_bytes", "read_artifact", "write_artifact"]
 
-FORMAT_VERSION = 2  # 2: end classes carry follow-after-ignored terminals
+FORMAT_VERSION = 3  # 2: end classes carry follow-after-ignored terminals; 3: lexer mode, accepting sets
 MAGIC = "gramask-artifact"
 
 

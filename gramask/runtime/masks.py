@@ -20,6 +20,7 @@ import numpy as np
 
 from ..compiler.lexer import LexerDFA
 from ..compiler.tables import TokenTables, expand_row
+from .contextual import ContextualLexer
 from .parse_state import ParserContext, PState
 
 __all__ = ["MaskBuilder"]
@@ -92,6 +93,8 @@ class MaskBuilder:
         self.trans_rows = [row.tolist() for row in dfa.trans]
         self.nl_t = tables.nl_terminal
         self.continuation_t = continuation_terminal
+        # set for grammars in the contextual lexer mode: it then answers walks and masks
+        self.contextual: ContextualLexer | None = None
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: OrderedDict[int, _Row] = OrderedDict()
         self._kill: OrderedDict[int, np.ndarray] = OrderedDict()  # (V,) bool each: bounded
@@ -193,6 +196,8 @@ class MaskBuilder:
     def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
         """Allowed grammar tokens (bool, shape (V,)); never includes special tokens. Shared:
         callers must copy before writing."""
+        if self.contextual is not None:
+            return self.contextual.mask(p, q, carry)
         ckey = (p, q, carry if self.nl_live is not None and self.nl_live[q] else 0)
         m = self._masks.get(ckey)
         if m is not None:
@@ -211,6 +216,8 @@ class MaskBuilder:
 
     def complete(self, p: PState, q: int, carry: int) -> bool:
         """Is the text so far a member of the language?"""
+        if self.contextual is not None:
+            return self.contextual.complete(p, q, carry)
         if q != 0 and self.accept[q] == self.continuation_t:
             return False  # a line continuation needs a next line
         p2 = self.lexeme_end(p, q, carry, at_eof=True)

@@ -1,0 +1,238 @@
+"""The contextual lexer mode at runtime: only the terminals the parser can take compete.
+
+A lexeme that starts with the parser at ``p`` is lexed under the allowed set
+``A = expects(p)`` (the terminals some live Earley item can shift, plus every ``%ignore``d
+terminal). ``p`` only changes when a lexeme ends, so the runtime state (lexer state ``q``,
+indentation carry, ``p``) already determines ``A``. Walking a byte from ``q``:
+
+* the lexeme continues iff the product DFA's next state keeps some terminal of ``A`` alive;
+* otherwise it ends as ``accepting(q) ∩ A`` restricted to the highest priority present. If
+  that set holds non-ignored terminals the parser shifts all of them at once (the union of the
+  Earley items that can shift any of them: "the lexeme is each of them, the parser continues
+  with whichever fits"); if it holds only ignored ones the lexeme is dropped; the indentation
+  newline, when present, wins.
+
+Masks in this mode walk the vocabulary as a byte trie from the current state (exact, but its
+cost grows with the number of live tokens: see docs/benchmarks.md); ``advance`` is the same
+walk on one token.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .parse_state import ParserContext, PState
+
+if TYPE_CHECKING:
+    from ..compiler.lexer import LexerDFA
+
+__all__ = ["ContextualLexer"]
+
+LexState = tuple[int, int, PState]
+
+
+def _bits(row: np.ndarray) -> int:
+    out = 0
+    for t in np.flatnonzero(row).tolist():
+        out |= 1 << t
+    return out
+
+
+class _Trie:
+    """The vocabulary's non-special tokens as a byte trie: per node, children and the token
+    ids that end there."""
+
+    __slots__ = ("children", "ends")
+
+    def __init__(self, tokens: list[bytes], special: np.ndarray) -> None:
+        children: list[dict[int, int]] = [{}]
+        ends: list[list[int]] = [[]]
+        for i, tok in enumerate(tokens):
+            if special[i] or not tok:
+                continue
+            n = 0
+            for b in tok:
+                c = children[n].get(b)
+                if c is None:
+                    c = len(children)
+                    children[n][b] = c
+                    children.append({})
+                    ends.append([])
+                n = c
+            ends[n].append(i)
+        self.children = [tuple(sorted(c.items())) for c in children]
+        self.ends = [np.array(e, dtype=np.int64) if e else None for e in ends]
+
+
+class ContextualLexer:
+    """Walks, lexeme ends, end checks and masks under the contextual rule (shared, not
+    thread-safe, like :class:`~gramask.runtime.masks.MaskBuilder`)."""
+
+    MASK_CACHE = 256
+
+    def __init__(
+        self,
+        dfa: LexerDFA,
+        ctx: ParserContext,
+        priorities: list[int],
+        tokens: list[bytes],
+        special: np.ndarray,
+        *,
+        nl_terminal: int = -1,
+        continuation_terminal: int = -1,
+        tab_len: int = 8,
+    ) -> None:
+        self.ctx = ctx
+        self.rows = [row.tolist() for row in dfa.trans]
+        self.live = [_bits(r) for r in dfa.live]
+        self.accepting = [_bits(r) for r in dfa.accepting]
+        self.ignored_bits = _bits(dfa.ignored)
+        self.prio = priorities
+        self.nl_t = nl_terminal
+        self.cont_t = continuation_terminal
+        self.tab = tab_len
+        self.vocab_size = len(tokens)
+        self._tokens = tokens
+        self._special = special
+        self._trie: _Trie | None = None
+        self._masks: OrderedDict[tuple[PState, int, int], np.ndarray] = OrderedDict()
+
+    # ------------------------------------------------------------------ one lexeme
+    def allowed(self, p: PState) -> int:
+        """The terminals that compete for a lexeme starting at parser state ``p``."""
+        return self.ctx.expects(p)
+
+    def winners(self, q: int, a: int) -> int:
+        """The terminals a lexeme ending at ``q`` under allowed set ``a`` is: the allowed
+        accepting terminals of the highest priority among them (0: none)."""
+        acc = self.accepting[q] & a
+        if not acc or not (acc & (acc - 1)):
+            return acc
+        best, out, b = None, 0, acc
+        prio = self.prio
+        while b:
+            low = b & -b
+            t = low.bit_length() - 1
+            b ^= low
+            pr = prio[t]
+            if best is None or pr > best:
+                best, out = pr, low
+            elif pr == best:
+                out |= low
+        return out
+
+    def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
+        """Parser state after the lexeme in progress at ``q`` ends here (None if it cannot)."""
+        if q == 0:
+            return p
+        w = self.winners(q, self.allowed(p))
+        if not w:
+            return None
+        if self.nl_t >= 0 and (w >> self.nl_t) & 1:
+            return self.ctx.newline(p, 0 if at_eof else carry)
+        sh = w & ~self.ignored_bits
+        if not sh:
+            return p
+        return self.ctx.shift_any(p, sh)
+
+    def end_ok(self, p: PState, q: int) -> bool:
+        """May the input stop mid-lexeme at ``q``? Some allowed terminal is still alive and
+        is either significant (the parser takes it: it is in ``expects(p)``) or ignored with
+        something able to follow it."""
+        live = self.live[q] & self.allowed(p)
+        if live & ~self.ignored_bits:
+            return True
+        if not live:
+            return False
+        return bool(p.es.expected) or self.ctx.finish(p)
+
+    def complete(self, p: PState, q: int, carry: int) -> bool:
+        if q != 0 and self.cont_t >= 0 and (self.accepting[q] >> self.cont_t) & 1:
+            return False  # a line continuation needs a next line
+        p2 = self.lexeme_end(p, q, carry, at_eof=True)
+        return p2 is not None and self.ctx.finish(p2)
+
+    # ------------------------------------------------------------------ bytes
+    def step(self, q: int, carry: int, p: PState, byte: int) -> LexState | None:
+        """One byte; None if no lexeme can take it."""
+        rows, live = self.rows, self.live
+        nq = rows[q][byte]
+        if nq < 0 or not live[nq] & self.allowed(p):
+            if q == 0:
+                return None
+            p2 = self.lexeme_end(p, q, carry)
+            if p2 is None:
+                return None
+            p, carry = p2, 0
+            nq = rows[0][byte]
+            if nq < 0 or not live[nq] & self.allowed(p):
+                return None
+        if byte == 10:
+            carry = 0
+        elif byte == 32:
+            carry += 1
+        elif byte == 9:
+            carry += self.tab
+        return (nq, carry, p)
+
+    def walk(self, st: LexState, data: bytes) -> LexState | int:
+        """Feed bytes; the new state, or the offset where the offending lexeme starts."""
+        q, carry, p = st
+        rows, live, allowed = self.rows, self.live, self.allowed
+        lex_start = 0
+        for i, byte in enumerate(data):
+            nq = rows[q][byte]
+            if nq < 0 or not live[nq] & allowed(p):
+                if q == 0:
+                    return i
+                p2 = self.lexeme_end(p, q, carry)
+                if p2 is None:
+                    return lex_start
+                p, carry, lex_start = p2, 0, i
+                nq = rows[0][byte]
+                if nq < 0 or not live[nq] & allowed(p):
+                    return i
+            q = nq
+            if byte == 10:
+                carry = 0
+            elif byte == 32:
+                carry += 1
+            elif byte == 9:
+                carry += self.tab
+        if q != 0 and not self.end_ok(p, q):
+            return lex_start
+        return (q, carry, p)
+
+    # ------------------------------------------------------------------ masks
+    def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
+        """Allowed grammar tokens (bool, shape (V,)); shared: callers copy before writing."""
+        key = (p, q, carry if self.nl_t >= 0 else 0)
+        m = self._masks.get(key)
+        if m is not None:
+            self._masks.move_to_end(key)
+            return m
+        if self._trie is None:
+            self._trie = _Trie(self._tokens, self._special)
+        trie = self._trie
+        children, ends = trie.children, trie.ends
+        m = np.zeros(self.vocab_size, dtype=bool)
+        step, end_ok = self.step, self.end_ok
+        stack: list[tuple[int, int, int, PState]] = [(0, q, carry, p)]
+        while stack:
+            n, q1, c1, p1 = stack.pop()
+            for b, child in children[n]:
+                r = step(q1, c1, p1, b)
+                if r is None:
+                    continue
+                e = ends[child]
+                if e is not None and end_ok(r[2], r[0]):
+                    m[e] = True
+                if children[child]:
+                    stack.append((child, *r))
+        self._masks[key] = m
+        if len(self._masks) > self.MASK_CACHE:
+            self._masks.popitem(last=False)
+        return m

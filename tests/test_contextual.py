@@ -1,0 +1,163 @@
+"""The two lexer modes, with the verdicts written down (issue 9), and lark as the oracle.
+
+Contextual: at each lexeme start only the terminals the parser can take compete; basic: all
+terminals compete, keywords reserved. Each case below is checked by prefix walks
+(``constraint(prefix)``), by masks forced character by character, and against lark.
+"""
+
+from __future__ import annotations
+
+import random
+
+import lark
+import pytest
+
+import gramask
+from gramask.errors import InvalidPrefixError
+
+BINARY = """
+start: "00000" | "1" BIT BIT BIT BIT
+BIT: "0" | "1"
+"""
+
+ASSIGN = r"""
+start: stmt*
+stmt: "int" NAME "=" expr ";"      -> decl
+    | NAME ASSIGN_OP expr ";"      -> assign
+expr: expr "*" atom | atom
+atom: NAME | NUMBER
+ASSIGN_OP: "=" | "+=" | "-=" | "*="
+NAME: /[a-z_][a-z0-9_]*/
+NUMBER: /[0-9]+/
+%ignore " "
+"""
+
+CONFIG = r"""
+start: (entry "\n")*
+entry: KEY "=" VALUE
+KEY: /[a-z_]+/
+VALUE: /[^\n]+/
+"""
+
+KEYWORDS = r"""
+start: decl*
+decl: "int" NAME ";" | NAME NAME ";"
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+# grammar, text, verdict in contextual mode, verdict in basic mode
+CASES = [
+    (BINARY, "11111", True, False),  # basic: "1" wins over BIT, then "1" again: no BIT left
+    (BINARY, "00000", True, True),
+    (BINARY, "10101", True, False),
+    (BINARY, "0000", False, False),
+    (ASSIGN, "int v = 2;", True, True),
+    (ASSIGN, "v = v * 2;", True, False),  # basic: "=" is always the literal
+    (ASSIGN, "v += 2;", True, True),
+    (ASSIGN, "int v += 2;", False, False),
+    (CONFIG, "name=foo\n", True, False),  # basic: VALUE swallows the line
+    (CONFIG, "a=b=c\n", True, False),
+    (CONFIG, "=foo\n", False, False),
+    (KEYWORDS, "int x;", True, True),
+    (KEYWORDS, "intx;", False, False),  # one NAME, in both modes
+    (KEYWORDS, "inter x;", True, True),  # NAME NAME: longest match, in both modes
+    (KEYWORDS, "int inter;", True, True),
+    # contextual: only NAME can follow the first "int", so the second one is a NAME;
+    # basic: "int" is reserved
+    (KEYWORDS, "int int;", True, False),
+    (KEYWORDS, "int;", False, False),
+]
+
+
+def _compile(text: str, mode: str, chars: str):
+    toks = sorted(set(chars))
+    vocab = gramask.Vocabulary.from_tokens(
+        [c.encode() for c in toks] + [b"</s>"], eos_token_id=len(toks)
+    )
+    g = gramask.Grammar.from_lark(text, lexer=mode)
+    return gramask.compile(g, vocab, cache=False, progress=False), toks
+
+
+def _prefix_verdict(cg, text: str) -> bool:
+    try:
+        return cg.constraint(text).is_complete()
+    except InvalidPrefixError:
+        return False
+
+
+def _forced_verdict(cg, toks: list[str], text: str) -> bool:
+    c = cg.constraint()
+    for ch in text:
+        i = toks.index(ch)
+        if not c.allowed()[i]:
+            with pytest.raises(gramask.TokenRejected):
+                c.advance(i)
+            return False
+        c.advance(i)
+    return bool(c.allowed()[len(toks)]) and c.is_complete()
+
+
+ALPHABET = "".join(sorted({c for g, t, *_ in CASES for c in t} | set("abcdefghinortvxyz=+-*;\n ")))
+
+
+@pytest.mark.parametrize(("grammar", "text", "ctx", "basic"), CASES)
+def test_verdicts_in_both_modes(grammar: str, text: str, ctx: bool, basic: bool) -> None:
+    for mode, want in (("contextual", ctx), ("basic", basic)):
+        cg, toks = _compile(grammar, mode, ALPHABET)
+        assert _prefix_verdict(cg, text) is want, (mode, text)
+        assert _forced_verdict(cg, toks, text) is want, (mode, text)
+
+
+def _lark_ok(parser: lark.Lark, text: str) -> bool:
+    try:
+        parser.parse(text)
+        return True
+    except lark.exceptions.LarkError:
+        return False
+
+
+@pytest.mark.parametrize("grammar", [BINARY, ASSIGN, CONFIG, KEYWORDS])
+def test_contextual_verdicts_agree_with_lark(grammar: str) -> None:
+    """lark's LALR parser with its contextual lexer decides; every case above agrees."""
+    parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
+    for g, text, ctx, _ in CASES:
+        if g is grammar:
+            assert _lark_ok(parser, text) is ctx, text
+
+
+def test_random_masked_walks_give_texts_lark_parses() -> None:
+    """Walks that follow the contextual masks and stop at EOS produce texts lark parses."""
+    rnd = random.Random(0)
+    for grammar in (ASSIGN, CONFIG, KEYWORDS):
+        parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
+        cg, toks = _compile(grammar, "contextual", ALPHABET)
+        done = 0
+        for _ in range(60):
+            c = cg.constraint()
+            for _step in range(30):
+                m = c.allowed()
+                if m[len(toks)] and (rnd.random() < 0.3 or m.sum() == 1):
+                    break
+                ids = [i for i in range(len(toks)) if m[i]]
+                c.advance(rnd.choice(ids))
+            if c.is_complete():
+                done += 1
+                assert _lark_ok(parser, c.text), repr(c.text)
+        assert done > 10
+
+
+def test_lexer_mode_is_part_of_the_grammar_identity() -> None:
+    a = gramask.Grammar.from_lark(BINARY, lexer="contextual")
+    b = gramask.Grammar.from_lark(BINARY, lexer="basic")
+    assert a.fingerprint() != b.fingerprint()
+    assert gramask.Grammar.from_json(a.to_json()).lexer == "contextual"
+    with pytest.raises(gramask.GrammarError, match="lexer"):
+        gramask.Grammar.from_lark(BINARY, lexer="dynamic")
+
+
+def test_bundled_grammars_declare_their_mode() -> None:
+    for name in ("python", "c", "json", "sql"):
+        assert gramask.grammars.lexer_mode(name) == "basic"
+        assert gramask.grammars.load(name).lexer == "basic"
+    assert gramask.grammars.load("json", lexer="contextual").lexer == "contextual"
