@@ -224,6 +224,8 @@ class CompiledGrammar:
             "grammar_hash": self.grammar.fingerprint(),
             "vocab_hash": self.vocab.fingerprint(),
             "per_terminal": per_term,
+            "lexer": self.grammar.lexer,
+            "lexer_diagnostics": self.info.get("lexer_diagnostics", []),
         }
 
 
@@ -236,8 +238,11 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
     from .compiler.tables import build_token_tables
 
     t0 = time.perf_counter()
+    from .compiler.diagnostics import check_lexer
+
     dfa = build_lexer_dfa(grammar.terminals)
     pt = build_parse_tables(grammar)
+    diagnostics = check_lexer(grammar, dfa, pt)  # raises for a terminal that can never win
     nl = (
         [t.name for t in grammar.terminals].index(grammar.indentation.newline)
         if grammar.indentation
@@ -258,6 +263,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
     info = {
         "build_seconds": round(time.perf_counter() - t0, 3),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "lexer_diagnostics": diagnostics,
     }
     return CompiledGrammar(grammar, vocab, dfa, tables, pt, info)
 

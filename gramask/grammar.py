@@ -106,7 +106,7 @@ class Grammar:
         try:
             import lark
             from lark.exceptions import GrammarError as LarkGrammarError
-            from lark.exceptions import UnexpectedInput
+            from lark.exceptions import LexError, UnexpectedInput
         except ImportError as e:  # pragma: no cover - lark is a core dependency
             raise ImportError("gramask needs lark to load grammars: pip install lark") from e
         try:
@@ -131,6 +131,11 @@ class Grammar:
             raise GrammarError(f"{source}: {msg}", line=line) from None
         except re.error as e:
             raise GrammarError(f"{source}: a terminal's regex does not compile: {e}") from None
+        except LexError as e:  # e.g. "Lexer does not allow zero-width terminals. (A: 'a*')"
+            msg = str(e)
+            hit = re.search(r"(?:token |\()(\w+):", msg)
+            line = _guess_line(text, hit.group(1)) if hit else None
+            raise GrammarError(f"{source}: {msg}", line=line) from None
 
         ignore = set(parser.ignore_tokens)
         terminals = []
@@ -151,6 +156,7 @@ class Grammar:
                     ignored=t.name in ignore,
                 )
             )
+        _check_terminals(terminals, text, source)
         known = {t.name for t in terminals}
         rules = []
         declared: set[str] = set()
@@ -247,10 +253,30 @@ _REGULAR_EQUIVALENTS = {
 }
 
 
+def _check_terminals(terminals: Sequence[TerminalSpec], text: str, source: str) -> None:
+    """Bad terminals fail at load, naming the terminal and its line: an invalid regex, one
+    with no finite automaton (lookaround, backreference), or one that matches the empty
+    string (a lexer would loop on it)."""
+    from .compiler.regex_bytes import _check_features
+
+    for t in terminals:
+        line = _guess_line(text, t.name)
+        try:
+            _check_features(t.name, t.pattern)
+        except GrammarError as e:
+            raise type(e)(f"{source}: {e}", line=line, name=t.name) from None
+        if re.fullmatch(t.pattern, ""):
+            raise GrammarError(
+                f"{source}: terminal {t.name} matches the empty string (/{t.pattern}/); "
+                "make it match at least one character and repeat it in a rule instead",
+                line=line, name=t.name,
+            )
+
+
 def _guess_line(text: str, message: str) -> int | None:
     """Lark's grammar errors often name a rule/terminal but not the line: find its definition."""
     for cand in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", message):
-        pat = re.compile(rf"^\s*[?!]?{re.escape(cand)}\b", re.M)
+        pat = re.compile(rf"^[ \t]*[?!]?{re.escape(cand)}\b", re.M)
         hit = pat.search(text)
         if hit and cand.lower() not in {"rule", "terminal", "using", "an", "the"}:
             return text.count("\n", 0, hit.start()) + 1

@@ -161,3 +161,49 @@ def test_bundled_grammars_declare_their_mode() -> None:
         assert gramask.grammars.lexer_mode(name) == "basic"
         assert gramask.grammars.load(name).lexer == "basic"
     assert gramask.grammars.load("json", lexer="contextual").lexer == "contextual"
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+SHADOW = 'start: A | B | C\nA: /[ab]+/\nB: "ab"\nC: /a/\n'
+
+
+def test_basic_mode_shadowed_terminal_is_an_error_naming_both() -> None:
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
+    g = gramask.Grammar.from_lark(SHADOW, lexer="basic")
+    with pytest.raises(gramask.GrammarError, match=r"terminal C can never be produced: A .*'a'"):
+        gramask.compile(g, vocab, cache=False, progress=False)
+
+
+def test_partial_shadows_and_collisions_are_listed_and_logged(caplog) -> None:
+    from gramask.compiler.diagnostics import lexer_diagnostics
+    from gramask.compiler.lexer import build_lexer_dfa
+    from gramask.compiler.parse_tables import build_parse_tables
+
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
+    g = gramask.Grammar.from_lark(SHADOW, lexer="contextual")
+    with caplog.at_level("WARNING", logger="gramask"):
+        cg = gramask.compile(g, vocab, cache=False, progress=False)
+    pairs = {(d["terminal"], d["other"], d["example"]) for d in cg.stats()["lexer_diagnostics"]}
+    assert pairs == {("A", "C", "a"), ("A", "B", "ab")}
+    assert "both match 'ab'" in caplog.text
+    kw = gramask.Grammar.from_lark(KEYWORDS, lexer="basic")
+    dfa = build_lexer_dfa(kw.terminals)
+    diags = lexer_diagnostics(kw, dfa, build_parse_tables(kw))
+    assert [(d.kind, d.terminal, d.example) for d in diags] == [("partial_shadow", "NAME", "int")]
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "line"),
+    [
+        ("start: A\n\nA: /a(?=b)/\n", gramask.UnsupportedRegexError, 3),
+        ("start: A\nA: /(a)\\1/\n", gramask.UnsupportedRegexError, 2),
+        ("start: A B\nA: \"a\"\nB: /b?/\n", gramask.GrammarError, 3),
+        ("start: A\nA: /a[/\n", gramask.GrammarError, 2),
+    ],
+)
+def test_bad_terminals_name_the_terminal_and_line(text: str, error: type, line: int) -> None:
+    with pytest.raises(error) as e:
+        gramask.Grammar.from_lark(text)
+    assert e.value.line == line
+    assert ("A" in str(e.value)) or ("B" in str(e.value))
