@@ -92,6 +92,7 @@ class CompiledGrammar:
                     self.vocab.tokens, special,
                     nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
                     tab_len=ind.tab_len if ind is not None else 8,
+                    tables=self.tables if self.tables.contextual else None,
                 )
             self._builder = builder
         return self._builder
@@ -259,6 +260,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
             nl_terminal=nl,
             tab_len=grammar.indentation.tab_len if grammar.indentation else 8,
             progress=bar.update,
+            contextual=grammar.lexer == "contextual" and nl < 0,
         )
     info = {
         "build_seconds": round(time.perf_counter() - t0, 3),

@@ -232,8 +232,10 @@ class Grammar:
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     def lexer_fingerprint(self) -> str:
-        """Hash of the terminals alone: the token tables depend on nothing else."""
-        body = [asdict(t) for t in self.terminals]
+        """Hash of the terminals and the lexer mode: the token tables depend on nothing else."""
+        body: list[Any] = [asdict(t) for t in self.terminals]
+        if self.lexer != "basic":
+            body.append(self.lexer)
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     @property

@@ -207,3 +207,37 @@ def test_bad_terminals_name_the_terminal_and_line(text: str, error: type, line: 
         gramask.Grammar.from_lark(text)
     assert e.value.line == line
     assert ("A" in str(e.value)) or ("B" in str(e.value))
+
+
+# --------------------------------------------------------------------------- tables vs walks
+
+
+@pytest.mark.parametrize("grammar", [ASSIGN, CONFIG, KEYWORDS])
+def test_table_masks_equal_token_walks_with_real_vocab(grammar: str) -> None:
+    """The contextual tables (forks decided per parser state) give exactly the mask of
+    walking every token's bytes under the contextual rule (the vocabulary trie walk)."""
+    from gramask.runtime.contextual import ContextualLexer
+
+    vocab = gramask.Vocabulary.bundled("gpt2")
+    cg = gramask.compile(gramask.Grammar.from_lark(grammar), vocab, cache=False, progress=False)
+    assert cg.tables.contextual
+    cx = cg._runtime().contextual
+    ref = ContextualLexer(cg.dfa, cx.ctx, cx.prio, cx._tokens, cx._special)  # no tables
+    rnd = random.Random(1)
+    for _ in range(4):
+        c = cg.constraint()
+        for _step in range(20):
+            q, carry, p = c._history[-1]
+            m = cx.mask(p, q, carry)
+            assert (m == ref.mask(p, q, carry)).all(), c.text
+            ids = m.nonzero()[0]
+            if not len(ids):
+                break
+            c.advance(int(rnd.choice(ids)))
+
+
+def test_basic_tables_have_no_contextual_nodes() -> None:
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
+    g = gramask.Grammar.from_lark('start: "a" B\nB: "b"\n', lexer="basic")
+    t = gramask.compile(g, vocab, cache=False, progress=False).tables
+    assert not t.contextual and "node_alt" not in t.arrays() and "lex_sets" not in t.arrays()

@@ -12,9 +12,13 @@ indentation carry, ``p``) already determines ``A``. Walking a byte from ``q``:
   with whichever fits"); if it holds only ignored ones the lexeme is dropped; the indentation
   newline, when present, wins.
 
-Masks in this mode walk the vocabulary as a byte trie from the current state (exact, but its
-cost grows with the number of live tokens: see docs/benchmarks.md); ``advance`` is the same
-walk on one token.
+Masks come from the contextual token tables when the grammar has them (every grammar
+without Python-style indentation): a table entry is a small tree of BRANCH / LEX / END nodes
+(see ``gramask.compiler.tables``), decided here vectorised over a row's distinct nodes — a
+BRANCH by one lookup of "does the allowed set meet this live class", a LEX by stepping the
+parser once per distinct accepting set. Grammars with indentation fall back to walking the
+vocabulary as a byte trie (exact, but its cost grows with the number of live tokens).
+``advance`` walks the token's bytes with the same rule.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..compiler.tables import TokenTables, expand_row
+from .memo import BoundedMemo
 from .parse_state import ParserContext, PState
 
 if TYPE_CHECKING:
@@ -84,6 +90,7 @@ class ContextualLexer:
         nl_terminal: int = -1,
         continuation_terminal: int = -1,
         tab_len: int = 8,
+        tables: TokenTables | None = None,
     ) -> None:
         self.ctx = ctx
         self.rows = [row.tolist() for row in dfa.trans]
@@ -99,6 +106,22 @@ class ContextualLexer:
         self._special = special
         self._trie: _Trie | None = None
         self._masks: OrderedDict[tuple[PState, int, int], np.ndarray] = OrderedDict()
+        self.tables = tables
+        if tables is not None:
+            self.head = tables.node_head.astype(np.int64)
+            self.tail = tables.node_tail.astype(np.int64)
+            self.alt = tables.node_alt.astype(np.int64)
+            cw = tables.class_winnable[:, :-1]
+            self.class_live = [_bits(r) for r in cw]
+            self.class_has_ignored = tables.class_winnable[:, -1].copy()
+            self.acc_bits = [_bits(r) for r in tables.lex_sets]
+            self.trans = dfa.trans
+            self.state_class = tables.state_class.astype(np.int64)
+            self.first_byte = tables.first_byte.astype(np.int64)
+            self._rows: OrderedDict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
+                OrderedDict()
+            )
+            self._vecs: BoundedMemo[int, tuple[np.ndarray, np.ndarray]] = BoundedMemo(4096)
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
@@ -108,7 +131,9 @@ class ContextualLexer:
     def winners(self, q: int, a: int) -> int:
         """The terminals a lexeme ending at ``q`` under allowed set ``a`` is: the allowed
         accepting terminals of the highest priority among them (0: none)."""
-        acc = self.accepting[q] & a
+        return self._winners(self.accepting[q] & a)
+
+    def _winners(self, acc: int) -> int:
         if not acc or not (acc & (acc - 1)):
             return acc
         best, out, b = None, 0, acc
@@ -128,7 +153,11 @@ class ContextualLexer:
         """Parser state after the lexeme in progress at ``q`` ends here (None if it cannot)."""
         if q == 0:
             return p
-        w = self.winners(q, self.allowed(p))
+        return self._end_with(p, self.accepting[q], carry, at_eof)
+
+    def _end_with(self, p: PState, accepting: int, carry: int, at_eof: bool = False
+                  ) -> PState | None:
+        w = self._winners(accepting & self.allowed(p))
         if not w:
             return None
         if self.nl_t >= 0 and (w >> self.nl_t) & 1:
@@ -214,6 +243,12 @@ class ContextualLexer:
         if m is not None:
             self._masks.move_to_end(key)
             return m
+        if self.tables is not None:
+            m = self._table_mask(p, q)
+            self._masks[key] = m
+            if len(self._masks) > self.MASK_CACHE:
+                self._masks.popitem(last=False)
+            return m
         if self._trie is None:
             self._trie = _Trie(self._tokens, self._special)
         trie = self._trie
@@ -236,3 +271,91 @@ class ContextualLexer:
         if len(self._masks) > self.MASK_CACHE:
             self._masks.popitem(last=False)
         return m
+
+    # ------------------------------------------------------------------ tables
+    def _row(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row ``q``: (distinct nodes, their token counts, tokens sorted by node)."""
+        r = self._rows.get(q)
+        if r is not None:
+            self._rows.move_to_end(q)
+            return r
+        assert self.tables is not None
+        idx, node = expand_row(self.tables, q)
+        order = np.argsort(node, kind="stable")
+        ns = node[order]
+        uniq, start = np.unique(ns, return_index=True)
+        counts = np.diff(np.append(start, len(ns)))
+        r = (uniq, counts, idx[order])
+        self._rows[q] = r
+        if len(self._rows) > 96:
+            self._rows.popitem(last=False)
+        return r
+
+    def _class_vectors(self, p: PState) -> tuple[np.ndarray, np.ndarray]:
+        """Per live class, under ``p``'s allowed set: does a lexeme whose next state has this
+        class continue; may a token stop inside a lexeme of this class (see ``end_ok``)."""
+        r = self._vecs.get(p.uid)
+        if r is None:
+            a = self.allowed(p)
+            ign = self.ignored_bits
+            # a class's live terminals are its significant ones plus "some ignored one"
+            sig = np.array([bool(c & a & ~ign) for c in self.class_live], dtype=bool)
+            cont = sig | self.class_has_ignored
+            # an ignored lexeme ends well when something may follow it (or the input end)
+            ends = cont.copy() if bool(p.es.expected) or self.ctx.finish(p) else sig
+            r = (cont, ends)
+            self._vecs.put(p.uid, r)
+        return r  # type: ignore[return-value]
+
+    def _eval(self, p: PState, nodes: np.ndarray) -> np.ndarray:
+        """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
+        start or inside a lexeme that began at ``p``?"""
+        head, tail, alt = self.head, self.tail, self.alt
+        cont, ends = self._class_vectors(p)
+        cur = nodes.astype(np.int64, copy=True)
+        while True:
+            live = cur >= 0
+            br = np.flatnonzero(live & (head[np.maximum(cur, 0)] <= -2))
+            if not br.size:
+                break
+            c = cur[br]
+            cur[br] = np.where(cont[-2 - head[c]], tail[c], alt[c])
+        ok = np.zeros(len(cur), dtype=bool)
+        live = cur >= 0
+        h = np.where(live, head[np.maximum(cur, 0)], -3)
+        e = np.flatnonzero(h == -1)
+        if e.size:
+            ok[e] = ends[tail[cur[e]]]
+        lx = np.flatnonzero(h >= 0)
+        if lx.size:
+            gid = h[lx]  # LEX heads are accepting-set ids
+            for g in np.unique(gid).tolist():
+                p2 = self._end_with(p, self.acc_bits[g], 0)
+                if p2 is None:
+                    continue
+                sel = lx[gid == g]
+                tails = tail[cur[sel]]
+                ut, inv = np.unique(tails, return_inverse=True)
+                ok[sel] = self._eval(p2, ut)[inv.reshape(-1)]
+        return ok
+
+    def _table_mask(self, p: PState, q: int) -> np.ndarray:
+        nodes, counts, toks = self._row(q)
+        m = np.zeros(self.vocab_size, dtype=bool)
+        if nodes.size:
+            ok = self._eval(p, nodes)
+            m[toks[np.repeat(ok, counts)]] = True
+        if q != 0:
+            p2 = self.lexeme_end(p, q, 0)
+            if p2 is not None:
+                m |= self.mask(p2, 0, 0) & self._kill(q, p)
+        return m
+
+    def _kill(self, q: int, p: PState) -> np.ndarray:
+        """Tokens whose first byte ends the lexeme at ``q``: no terminal continues with it, or
+        none that the allowed set holds (the row's entries for those tokens are then false)."""
+        nxt = self.trans[q]
+        cont = self._class_vectors(p)[0]
+        dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
+        out: np.ndarray = (self.first_byte >= 0) & dead[np.maximum(self.first_byte, 0)]
+        return out
