@@ -40,6 +40,19 @@ __all__ = ["ContextualLexer"]
 LexState = tuple[int, int, PState]
 
 
+def _words(rows: np.ndarray) -> np.ndarray:
+    """(n, T) bool → (n, ceil(T / 64)) uint64 bitsets (terminal t = bit t % 64 of word t // 64)."""
+    n, t = rows.shape
+    w = max(1, (t + 63) // 64)
+    padded = np.zeros((n, w * 64), dtype=bool)
+    padded[:, :t] = rows
+    return np.packbits(padded.reshape(n, w, 64), axis=2, bitorder="little").view("<u8")[:, :, 0]
+
+
+def _int_words(bits: int, w: int) -> np.ndarray:
+    return np.array([(bits >> (64 * i)) & 0xFFFFFFFFFFFFFFFF for i in range(w)], dtype=np.uint64)
+
+
 def _bits(row: np.ndarray) -> int:
     out = 0
     for t in np.flatnonzero(row).tolist():
@@ -111,17 +124,20 @@ class ContextualLexer:
             self.head = tables.node_head.astype(np.int64)
             self.tail = tables.node_tail.astype(np.int64)
             self.alt = tables.node_alt.astype(np.int64)
-            cw = tables.class_winnable[:, :-1]
-            self.class_live = [_bits(r) for r in cw]
             self.class_has_ignored = tables.class_winnable[:, -1].copy()
             self.acc_bits = [_bits(r) for r in tables.lex_sets]
+            self.acc_words = _words(tables.lex_sets)
+            sig_rows = tables.class_winnable[:, :-1] & ~dfa.ignored[None, :]
+            self.class_sig_words = _words(sig_rows)
             self.trans = dfa.trans
             self.state_class = tables.state_class.astype(np.int64)
             self.first_byte = tables.first_byte.astype(np.int64)
             self._rows: OrderedDict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 OrderedDict()
             )
-            self._vecs: BoundedMemo[int, tuple[np.ndarray, np.ndarray]] = BoundedMemo(4096)
+            self._vecs: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
+                BoundedMemo(4096)
+            )
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
@@ -291,19 +307,19 @@ class ContextualLexer:
             self._rows.popitem(last=False)
         return r
 
-    def _class_vectors(self, p: PState) -> tuple[np.ndarray, np.ndarray]:
+    def _class_vectors(self, p: PState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per live class, under ``p``'s allowed set: does a lexeme whose next state has this
         class continue; may a token stop inside a lexeme of this class (see ``end_ok``)."""
         r = self._vecs.get(p.uid)
         if r is None:
-            a = self.allowed(p)
-            ign = self.ignored_bits
+            aw = _int_words(self.allowed(p), self.class_sig_words.shape[1])
             # a class's live terminals are its significant ones plus "some ignored one"
-            sig = np.array([bool(c & a & ~ign) for c in self.class_live], dtype=bool)
+            sig = (self.class_sig_words & aw).any(axis=1)
             cont = sig | self.class_has_ignored
             # an ignored lexeme ends well when something may follow it (or the input end)
             ends = cont.copy() if bool(p.es.expected) or self.ctx.finish(p) else sig
-            r = (cont, ends)
+            sets = (self.acc_words & aw).any(axis=1)  # LEX sets that can end under p
+            r = (cont, ends, sets)
             self._vecs.put(p.uid, r)
         return r  # type: ignore[return-value]
 
@@ -311,7 +327,7 @@ class ContextualLexer:
         """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
         start or inside a lexeme that began at ``p``?"""
         head, tail, alt = self.head, self.tail, self.alt
-        cont, ends = self._class_vectors(p)
+        cont, ends, sets = self._class_vectors(p)
         cur = nodes.astype(np.int64, copy=True)
         while True:
             live = cur >= 0
@@ -327,6 +343,8 @@ class ContextualLexer:
         if e.size:
             ok[e] = ends[tail[cur[e]]]
         lx = np.flatnonzero(h >= 0)
+        if lx.size:
+            lx = lx[sets[h[lx]]]
         if lx.size:
             gid = h[lx]  # LEX heads are accepting-set ids
             for g in np.unique(gid).tolist():
