@@ -241,3 +241,29 @@ def test_basic_tables_have_no_contextual_nodes() -> None:
     g = gramask.Grammar.from_lark('start: "a" B\nB: "b"\n', lexer="basic")
     t = gramask.compile(g, vocab, cache=False, progress=False).tables
     assert not t.contextual and "node_alt" not in t.arrays() and "lex_sets" not in t.arrays()
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_compile_lexer_flag_and_inspect(tmp_path, capsys) -> None:
+    from gramask.cli import main
+
+    src = tmp_path / "kv.lark"
+    src.write_text(CONFIG)
+    for mode in ("basic", "contextual"):
+        out = tmp_path / f"kv.{mode}.gmask"
+        args = ["compile", str(src), "--vocab", "gpt2", "-o", str(out), "-q", "--no-cache"]
+        assert main([*args, "--lexer", mode]) == 0
+        assert main(["inspect", str(out), "--diagnostics"]) == 0
+        text = capsys.readouterr().out
+        assert f"({mode} lexer)" in text
+        cg = gramask.CompiledGrammar.load(out)
+        assert cg.grammar.lexer == mode and cg.tables.contextual == (mode == "contextual")
+    # contextual: the saved artifact still lexes `name=foo` (basic cannot)
+    assert cg.constraint("name=foo\n").is_complete()
+    bad = tmp_path / "bad.lark"
+    bad.write_text("start: A\n\nA: /a(?!b)/\n")
+    assert main(["compile", str(bad), "--vocab", "gpt2", "-q", "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert "terminal A" in err and "line 3" in err
