@@ -138,6 +138,9 @@ class ContextualLexer:
             self._vecs: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 BoundedMemo(4096)
             )
+            # (parser state, distinct tail nodes) → verdicts: the lexemes after a token's
+            # first completed one meet the same parser states again and again
+            self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
@@ -354,7 +357,12 @@ class ContextualLexer:
                 sel = lx[gid == g]
                 tails = tail[cur[sel]]
                 ut, inv = np.unique(tails, return_inverse=True)
-                ok[sel] = self._eval(p2, ut)[inv.reshape(-1)]
+                key = (p2.uid, ut.tobytes())
+                sub = self._sub.get(key)
+                if sub is None:
+                    sub = self._eval(p2, ut)
+                    self._sub.put(key, sub)
+                ok[sel] = sub[inv.reshape(-1)]  # type: ignore[index]
         return ok
 
     def _table_mask(self, p: PState, q: int) -> np.ndarray:
