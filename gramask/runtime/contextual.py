@@ -141,6 +141,11 @@ class ContextualLexer:
             # (parser state, distinct tail nodes) → verdicts: the lexemes after a token's
             # first completed one meet the same parser states again and again
             self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
+            # the same per single node, for the many small tail sets (numpy costs more there)
+            self._one: BoundedMemo[tuple[int, int], bool] = BoundedMemo(65536)
+            self.head_l = self.head.tolist()
+            self.tail_l = self.tail.tolist()
+            self.alt_l = self.alt.tolist()
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
@@ -326,9 +331,34 @@ class ContextualLexer:
             self._vecs.put(p.uid, r)
         return r  # type: ignore[return-value]
 
+    def _eval_one(self, p: PState, n: int) -> bool:
+        """``_eval`` for one node, in plain Python, memoised per (parser state, node)."""
+        key = (p.uid, n)
+        r = self._one.get(key)
+        if r is not None:
+            return r  # type: ignore[return-value]
+        cont, ends, sets = self._class_vectors(p)
+        head, tail, alt = self.head_l, self.tail_l, self.alt_l
+        m = n
+        while m >= 0 and head[m] <= -2:
+            m = tail[m] if cont[-2 - head[m]] else alt[m]
+        if m < 0:
+            r = False
+        elif head[m] == -1:
+            r = bool(ends[tail[m]])
+        elif not sets[head[m]]:
+            r = False
+        else:
+            p2 = self._end_with(p, self.acc_bits[head[m]], 0)
+            r = p2 is not None and self._eval_one(p2, tail[m])
+        self._one.put(key, r)
+        return r
+
     def _eval(self, p: PState, nodes: np.ndarray) -> np.ndarray:
         """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
         start or inside a lexeme that began at ``p``?"""
+        if len(nodes) <= 16:
+            return np.array([self._eval_one(p, n) for n in nodes.tolist()], dtype=bool)
         head, tail, alt = self.head, self.tail, self.alt
         cont, ends, sets = self._class_vectors(p)
         cur = nodes.astype(np.int64, copy=True)
