@@ -69,8 +69,9 @@ class Grammar:
     indentation: IndentationSpec | None = None
     source: str = field(default="", compare=False)
     # "contextual": only terminals the parser can take compete at a lexeme start (lark's and
-    # llguidance's reading); "basic": all terminals compete, keywords reserved (C, Python)
-    lexer: str = "contextual"
+    # llguidance's reading); "basic": all terminals compete, keywords reserved (C, Python).
+    # from_lark defaults to "contextual"; a Grammar built field by field keeps the old "basic"
+    lexer: str = "basic"
 
     # ------------------------------------------------------------------ loading
     @classmethod
