@@ -53,7 +53,8 @@ __all__ = [
     "write_artifact",
 ]
 
-FORMAT_VERSION = 3  # 3: the checksum covers the header; 2: end classes past ignored terminals
+FORMAT_VERSION = 4  # 4: lexer mode, accepting sets, contextual tables; 3: the checksum covers
+# the header; 2: end classes past ignored terminals
 MAGIC = "gramask-artifact"
 HEADER = "__header__"
 
@@ -422,6 +423,7 @@ def validate_contents(arrays: Mapping[str, np.ndarray], header: Mapping[str, Any
     tb = (t_count + 7) // 8
     _arr(arrays, "lex_live", (s, tb), "u")
     _arr(arrays, "lex_winnable", (s, tb), "u")
+    _arr(arrays, "lex_accepting", (s, tb), "u")
     _arr(arrays, "lex_ignored", (t_count,), "b")
     # token tables
     cw = _arr(arrays, "class_winnable", (None, (t_count + 1 + 7) // 8), "u")
@@ -435,11 +437,23 @@ def validate_contents(arrays: Mapping[str, np.ndarray], header: Mapping[str, Any
     if ind is not None and ind["newline"] not in names:
         raise ArtifactError(f"indentation newline {ind['newline']!r} is not a terminal")
     cons_head, cons_tail = head[c:], tail[c:]
-    if cons_head.size and (int(cons_head.min()) < 0 or (
+    earlier = np.arange(c, n)
+    if "node_alt" in arrays:  # contextual tables: BRANCH and LEX nodes (compiler/tables.py)
+        alt = _arr(arrays, "node_alt", (n,), "i")
+        k = _arr(arrays, "lex_sets", (None, tb), "u").shape[0]
+        branch = cons_head < 0
+        bad_branch = (cons_head[branch] < -1 - c) | (cons_head[branch] > -2)
+        if bool(np.any(bad_branch)) or bool(np.any(cons_head[~branch] >= k)):
+            raise ArtifactError("array 'node_head' holds values outside the classes and sets")
+        alt_c = alt[c:].astype(np.int64)
+        if bool(np.any(alt_c[~branch] != -1)) or bool(np.any(
+                (alt_c[branch] < -1) | (alt_c[branch] >= earlier[branch]))):
+            raise ArtifactError("array 'node_alt' does not point to earlier nodes")
+    elif cons_head.size and (int(cons_head.min()) < 0 or (
             ind is None and int(cons_head.max()) >= t_count)):
         raise ArtifactError("array 'node_head' holds values outside the terminals")
     if cons_tail.size and (int(cons_tail.min()) < 0 or bool(np.any(
-            cons_tail.astype(np.int64) >= np.arange(c, n)))):
+            cons_tail.astype(np.int64) >= earlier))):
         raise ArtifactError("array 'node_tail' does not point to earlier nodes")
     _in_range("state_class", _arr(arrays, "state_class", (s,), "i"), 0, max(c, 1))
     _in_range("first_byte", _arr(arrays, "first_byte", (v,), "i"), -1, 256)

@@ -39,7 +39,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     from .vocab import load_vocabulary
 
-    grammar = load_spec(args.grammar, args.start)
+    grammar = load_spec(args.grammar, args.start, args.lexer)
     vocab = load_vocabulary(args.vocab)
     t0 = time.perf_counter()
     cg = gramask.compile(
@@ -94,7 +94,17 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     voc = st["vocabulary"]
     print(f"vocabulary        {voc.get('name') or '?'}: {st['vocab_size']} tokens, "
           f"eos {voc.get('eos_token_id')}")
-    print(f"lexer states      {st['lexer_states']}")
+    print(f"lexer states      {st['lexer_states']} ({st['lexer']} lexer)")
+    diags = st["lexer_diagnostics"]
+    kinds: dict[str, int] = {}
+    for d in diags:
+        kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
+    print("lexer diagnostics " + (", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+                                  or "none") + ("" if not diags or args.diagnostics
+                                                else " (--diagnostics lists them)"))
+    if args.diagnostics:
+        for d in diags:
+            print(f"  {d['kind']:15s} {d['message']}")
     print(f"parser states     {st['parser_states']}")
     print(f"table rows        {st['table_rows']} ({st['rows_stored_whole']} whole, "
           f"{st['rows_stored_as_diff']} as diffs; {st['unique_rows']} unique)")
@@ -213,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bundled vocabulary name (gpt2, deepseek-v4, qwen2, ...) or tokenizer file")
     c.add_argument("-o", "--output", help="artifact path (default GRAMMAR.VOCAB.gmask)")
     c.add_argument("--start", help="start rule (default: the bundled grammar's, else 'start')")
+    c.add_argument("--lexer", choices=("contextual", "basic"),
+                   help="lexer mode (default: the bundled grammar's, else contextual)")
     c.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     c.add_argument("--cache-dir", help="cache directory (default $GRAMASK_CACHE_DIR, else the "
                    "user cache directory, ~/.cache/gramask on Linux)")
@@ -223,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("artifact", help="a .gmask file")
     i.add_argument("--json", action="store_true", help="one JSON object on stdout")
     i.add_argument("--terminals", action="store_true", help="per-terminal breakdown")
+    i.add_argument("--diagnostics", action="store_true",
+                   help="list the lexer diagnostics (terminals competing for a text)")
     i.set_defaults(func=cmd_inspect)
 
     m = sub.add_parser("mask", parents=[sub_common],

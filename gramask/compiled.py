@@ -83,7 +83,21 @@ class CompiledGrammar:
                 Automaton(pt, self._limits), self.dfa.num_terminals, ignored_bits, **kw
             )
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
-            self._builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
+            builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
+            if self.grammar.lexer == "contextual":
+                from .runtime.contextual import ContextualLexer
+
+                special = np.array(
+                    [self.vocab.is_special(i) for i in range(len(self.vocab))], dtype=bool
+                )
+                builder.contextual = ContextualLexer(
+                    self.dfa, ctx, [t.priority for t in self.grammar.terminals],
+                    self.vocab.tokens, special,
+                    nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
+                    tab_len=ind.tab_len if ind is not None else 8,
+                    tables=self.tables if self.tables.contextual else None,
+                )
+            self._builder = builder
         return self._builder
 
     def constraint(
@@ -222,6 +236,8 @@ class CompiledGrammar:
             "grammar_hash": self.grammar.fingerprint(),
             "vocab_hash": self.vocab.fingerprint(),
             "per_terminal": per_term,
+            "lexer": self.grammar.lexer,
+            "lexer_diagnostics": self.info.get("lexer_diagnostics", []),
         }
 
 

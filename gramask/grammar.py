@@ -16,7 +16,9 @@ from typing import Any
 
 from .errors import GrammarError, InvalidRegexError
 
-__all__ = ["Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
+__all__ = ["LEXER_MODES", "Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
+
+LEXER_MODES = ("contextual", "basic")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,10 @@ class Grammar:
     declared: tuple[str, ...] = ()
     indentation: IndentationSpec | None = None
     source: str = field(default="", compare=False)
+    # "contextual": only terminals the parser can take compete at a lexeme start (lark's and
+    # llguidance's reading); "basic": all terminals compete, keywords reserved (C, Python).
+    # from_lark defaults to "contextual"; a Grammar built field by field keeps the old "basic"
+    lexer: str = "basic"
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -77,8 +83,13 @@ class Grammar:
         import_paths: Sequence[str] = (),
         indentation: IndentationSpec | bool | None = None,
         source: str = "<string>",
+        lexer: str = "contextual",
     ) -> Grammar:
         """Load Lark grammar text.
+
+        ``lexer``: ``"contextual"`` (default; what grammars written for lark or llguidance
+        mean) or ``"basic"`` (one longest-match lexer over all terminals, keywords reserved);
+        see docs/semantics.md.
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
         with a ``_NEWLINE`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
@@ -89,6 +100,10 @@ class Grammar:
             The text is not a valid Lark grammar; the message names the rule or terminal and the
             line when lark reports them.
         """
+        if lexer not in LEXER_MODES:
+            raise GrammarError(
+                f"{source}: lexer must be one of {', '.join(LEXER_MODES)}, not {lexer!r}"
+            )
         try:
             import lark
             from lark.exceptions import GrammarError as LarkGrammarError
@@ -145,6 +160,7 @@ class Grammar:
                     ignored=t.name in ignore,
                 )
             )
+        _check_terminals(terminals, text, source)
         known = {t.name for t in terminals}
         rules = []
         declared: set[str] = set()
@@ -188,6 +204,7 @@ class Grammar:
             declared=tuple(sorted(declared)),
             indentation=spec,
             source=source,
+            lexer=lexer,
         )
 
     # ------------------------------------------------------------------ identity
@@ -199,6 +216,7 @@ class Grammar:
             "declared": list(self.declared),
             "indentation": None if self.indentation is None else asdict(self.indentation),
             "source": self.source,
+            "lexer": self.lexer,
         }
 
     @classmethod
@@ -211,6 +229,7 @@ class Grammar:
             declared=tuple(obj.get("declared", ())),
             indentation=None if ind is None else _indentation_from_json(ind),
             source=obj.get("source", ""),
+            lexer=obj.get("lexer", "basic"),
         )
 
     def fingerprint(self) -> str:
@@ -273,10 +292,30 @@ def _lex_error(text: str, source: str, message: str) -> GrammarError:
     return GrammarError(f"{source}: {message}", line=_guess_line(text, message))
 
 
+def _check_terminals(terminals: Sequence[TerminalSpec], text: str, source: str) -> None:
+    """Bad terminals fail at load, naming the terminal and its line: an invalid regex, one
+    with no finite automaton (lookaround, backreference), or one that matches the empty
+    string (a lexer would loop on it)."""
+    from .compiler.regex_bytes import _check_features
+
+    for t in terminals:
+        line = _guess_line(text, t.name)
+        try:
+            _check_features(t.name, t.pattern)
+        except GrammarError as e:
+            raise type(e)(f"{source}: {e}", line=line, name=t.name) from None
+        if re.fullmatch(t.pattern, ""):
+            raise GrammarError(
+                f"{source}: terminal {t.name} matches the empty string (/{t.pattern}/); "
+                "make it match at least one character and repeat it in a rule instead",
+                line=line, name=t.name,
+            )
+
+
 def _guess_line(text: str, message: str) -> int | None:
     """Lark's grammar errors often name a rule/terminal but not the line: find its definition."""
     for cand in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", message):
-        pat = re.compile(rf"^\s*[?!]?{re.escape(cand)}\b", re.M)
+        pat = re.compile(rf"^[ \t]*[?!]?{re.escape(cand)}\b", re.M)
         hit = pat.search(text)
         if hit and cand.lower() not in {"rule", "terminal", "using", "an", "the"}:
             return text.count("\n", 0, hit.start()) + 1

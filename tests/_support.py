@@ -32,11 +32,13 @@ def compiled(grammar: str, vocab: str) -> gramask.CompiledGrammar:
 
 
 def tiny(
-    grammar_text: str, tokens: list[str], start: str = "start"
+    grammar_text: str, tokens: list[str], start: str = "start", lexer: str = "basic"
 ) -> tuple[gramask.CompiledGrammar, gramask.Vocabulary]:
-    """``grammar_text`` compiled (uncached) against ``tokens`` + an EOS token ``</s>``."""
+    """``grammar_text`` compiled (uncached) against ``tokens`` + an EOS token ``</s>``.
+    Basic lexing unless asked: most runtime tests pin it (tests/test_contextual.py pins the
+    other mode)."""
     vocab = gramask.Vocabulary.from_tokens([*tokens, "</s>"], eos_token_id=len(tokens))
-    g = Grammar.from_lark(grammar_text, start=start)
+    g = Grammar.from_lark(grammar_text, start=start, lexer=lexer)
     return gramask.compile(g, vocab, cache=False), vocab
 
 

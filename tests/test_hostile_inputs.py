@@ -86,7 +86,11 @@ def test_flipped_cache_entry_is_rebuilt_with_a_warning(tmp_path):
     cg = gramask.compile(_grammar(), _vocab(), cache_dir=tmp_path)
     path = Path(cg.info["cache_path"])
     raw = bytearray(path.read_bytes())
-    raw[len(raw) // 3] ^= 0x10  # inside compressed data: zlib fails, not only the checksum
+    # inside the largest member's compressed data: zlib fails, not only the checksum
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as z:
+        big = max(z.infolist(), key=lambda info: info.compress_size)
+    data_at = big.header_offset + 30 + len(big.filename.encode()) + len(big.extra)
+    raw[data_at + big.compress_size // 2] ^= 0x10
     path.write_bytes(bytes(raw))
     with pytest.warns(CacheWarning, match="rebuilding"):
         again = gramask.compile(_grammar(), _vocab(), cache_dir=tmp_path)

@@ -66,7 +66,8 @@ def _load_inputs(grammar: str, vocab: str):
     v = gramask.Vocabulary.bundled(vocab)
     t1 = time.perf_counter()
     g = Grammar.from_lark(
-        gramask.grammars.text(grammar), start=START.get(grammar, "start"), source=f"{grammar}.lark"
+        gramask.grammars.text(grammar), start=START.get(grammar, "start"), source=f"{grammar}.lark",
+        lexer=gramask.grammars.lexer_mode(grammar),
     )
     t2 = time.perf_counter()
     return v, g, t1 - t0, t2 - t1

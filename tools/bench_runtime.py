@@ -694,7 +694,8 @@ class GramaskEngine:
 
     def compile(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
         g = Grammar.from_lark(gramask.grammars.text(grammar), start=START.get(grammar, "start"),
-                              source=f"{grammar}.lark")
+                              source=f"{grammar}.lark",
+                              lexer=args.lexer or gramask.grammars.lexer_mode(grammar))
         t0 = time.perf_counter()
         if args.cold:
             self.cg = gramask.compile(g, vocab, cache=False, progress=False)
@@ -1380,6 +1381,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=None,
                     help="gramask compile cache (default: gramask's default cache dir)")
     ap.add_argument("--cold", action="store_true", help="compile gramask cold (cache=False)")
+    ap.add_argument("--lexer", choices=("contextual", "basic"), default=None,
+                    help="gramask's lexer mode (default: each bundled grammar's own)")
     ap.add_argument("--examples", type=int, default=4, help="differences printed per row")
     ap.add_argument("--cell-timeout", type=float, default=240.0,
                     help="stop forcing further documents in a (grammar, vocab) cell after this")

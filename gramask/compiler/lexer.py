@@ -36,6 +36,8 @@ class LexerDFA:
     accept    (S,)     int32   winning terminal if the lexeme ended here, else -1
     live      (S, T)   bool    terminal still matchable from here
     winnable  (S, T)   bool    some longer-or-equal lexeme from here ends with this winner
+    accepting (S, T)   bool    every terminal that matches the lexeme read so far (the
+                               contextual lexer picks among them; row 0 is all False)
     """
 
     trans: np.ndarray
@@ -44,6 +46,7 @@ class LexerDFA:
     winnable: np.ndarray
     terminal_names: tuple[str, ...]
     ignored: np.ndarray  # (T,) bool
+    accepting: np.ndarray
 
     @property
     def num_states(self) -> int:
@@ -60,6 +63,7 @@ class LexerDFA:
             "lex_live": np.packbits(self.live, axis=1),
             "lex_winnable": np.packbits(self.winnable, axis=1),
             "lex_ignored": self.ignored,
+            "lex_accepting": np.packbits(self.accepting, axis=1),
         }
 
     @classmethod
@@ -72,6 +76,7 @@ class LexerDFA:
             winnable=np.unpackbits(arrays["lex_winnable"], axis=1, count=t).astype(bool),
             terminal_names=tuple(names),
             ignored=np.asarray(arrays["lex_ignored"], dtype=bool),
+            accepting=np.unpackbits(arrays["lex_accepting"], axis=1, count=t).astype(bool),
         )
 
 
@@ -135,10 +140,13 @@ def build_lexer_dfa(
     n = len(order)
     live = np.zeros((n, n_terms), dtype=bool)
     accept = np.full(n, -1, dtype=np.int32)
+    accepting = np.zeros((n, n_terms), dtype=bool)
     for q, st in enumerate(order):
         best = None
         for term, s in st:
             live[q, term] = True
+            if dfas[term].finals[s] and q != 0:
+                accepting[q, term] = True
             if dfas[term].finals[s] and (best is None or rank[term] < rank[best]):
                 best = term
         if best is not None and q != 0:  # empty lexemes never count
@@ -153,6 +161,7 @@ def build_lexer_dfa(
         winnable=winnable,
         terminal_names=tuple(t.name for t in terminals),
         ignored=ignored,
+        accepting=accepting,
     )
 
 

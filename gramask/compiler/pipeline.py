@@ -33,8 +33,11 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
     from .tables import build_token_tables
 
     t0 = time.perf_counter()
+    from .diagnostics import check_lexer
+
     dfa = build_lexer_dfa(grammar.terminals, progress=progress)
     pt = build_parse_tables(grammar)
+    diagnostics = check_lexer(grammar, dfa, pt)  # raises for a terminal that can never win
     special = np.array([vocab.is_special(i) for i in range(len(vocab))], dtype=bool)
     disable = None if progress is None else not progress
     with tqdm(total=dfa.num_states, desc="gramask: token tables", unit="state",
@@ -46,10 +49,12 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
             nl_terminal=grammar.newline_terminal,
             tab_len=grammar.indentation.tab_len if grammar.indentation else 8,
             progress=bar.update,
+            contextual=grammar.lexer == "contextual" and grammar.newline_terminal < 0,
         )
     info = {
         "build_seconds": round(time.perf_counter() - t0, 3),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "lexer_diagnostics": diagnostics,
     }
     return CompiledGrammar(grammar, vocab, dfa, tables, pt, info)
 

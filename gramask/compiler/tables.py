@@ -24,7 +24,7 @@ terminals are viable. One artifact serves the plain grammar, its quotients and b
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -53,6 +53,15 @@ class TokenTables:
     state_class: np.ndarray  # (S,) int32: winnable class of each lexer state
     first_byte: np.ndarray  # (V,) int16: first byte of each token, -1 for special/empty
     nl_terminal: int  # terminal id of the indentation newline, or -1
+    # contextual tables only (empty in basic mode): BRANCH nodes' "lexeme ends" alternative
+    node_alt: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    # contextual tables only: (K, T) bool, the terminal sets LEX nodes name (head = row)
+    lex_sets: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))
+
+    @property
+    def contextual(self) -> bool:
+        """Built for the contextual lexer (see ``build_token_tables(contextual=True)``)."""
+        return bool(self.node_alt.size)
 
     @property
     def num_classes(self) -> int:
@@ -73,6 +82,8 @@ class TokenTables:
             "class_winnable": np.packbits(self.class_winnable, axis=1),
             "state_class": self.state_class,
             "first_byte": self.first_byte,
+            **({"node_alt": self.node_alt, "lex_sets": np.packbits(self.lex_sets, axis=1)}
+               if self.contextual else {}),
         }
 
     @classmethod
@@ -97,17 +108,45 @@ class TokenTables:
             state_class=np.asarray(a["state_class"], dtype=np.int32),
             first_byte=np.asarray(a["first_byte"], dtype=np.int16),
             nl_terminal=nl_terminal,
+            node_alt=np.asarray(a.get("node_alt", np.zeros(0)), dtype=np.int32),
+            lex_sets=(
+                np.unpackbits(a["lex_sets"], axis=1, count=num_terminals).astype(bool)
+                if "lex_sets" in a else np.zeros((0, num_terminals), dtype=bool)
+            ),
         )
 
 
 class _Interner:
-    """Interns CONS(head, tail) pairs in bulk, numbering after the END nodes."""
+    """Interns CONS(head, tail) pairs (and, for contextual tables, BRANCH(class, cont, alt)
+    triples) in bulk, numbering after the END nodes."""
 
     def __init__(self, num_classes: int) -> None:
         self.ids: dict[int, int] = {}
         self.heads: list[int] = []
         self.tails: list[int] = []
+        self.alts: list[int] = []
+        self.branch_ids: dict[tuple[int, int, int], int] = {}
         self.base = num_classes
+
+    def branch(self, cls: np.ndarray, cont: np.ndarray, alt: np.ndarray) -> np.ndarray:
+        """BRANCH nodes: head -2 - cls; tail cont (lexeme continues); alt (it ends)."""
+        if cls.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        keys = np.stack([cls, cont, alt], axis=1).astype(np.int64)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        out = np.empty(len(uniq), dtype=np.int64)
+        ids = self.branch_ids
+        for j, (c, t, a) in enumerate(uniq.tolist()):
+            k = (c, t, a)
+            n = ids.get(k)
+            if n is None:
+                n = ids[k] = self.base + len(self.heads)
+                self.heads.append(-2 - c)
+                self.tails.append(t)
+                self.alts.append(a)
+            out[j] = n
+        res: np.ndarray = out[inv.reshape(-1)]
+        return res
 
     def cons(self, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
         if heads.size == 0:
@@ -122,6 +161,7 @@ class _Interner:
                 n = ids[k] = self.base + len(self.heads)
                 self.heads.append(k >> 32)
                 self.tails.append(k & 0xFFFFFFFF)
+                self.alts.append(-1)
             out[j] = n
         result: np.ndarray = out[inv.reshape(-1)]
         return result
@@ -135,10 +175,18 @@ def build_token_tables(
     nl_terminal: int = -1,
     tab_len: int = 8,
     progress: Callable[[int], None] | None = None,
+    contextual: bool = False,
 ) -> TokenTables:
     """Walk every token from every lexer state (vectorised over tokens).
 
     ``progress(k)`` is called with the number of lexer states finished since the last call.
+
+    ``contextual``: tables for the contextual lexer (no indentation newline). A lexeme then
+    ends where the next byte keeps no *allowed* terminal alive, which depends on the parser;
+    so wherever the next byte shrinks the set of live terminals the walk forks into
+    BRANCH(live class of the next state, node if the lexeme continues, node if it ends
+    here), and a lexeme that ends is LEX(lexer state, tail) — the runtime picks its
+    terminals from the state's accepting set. END classes are live-terminal classes.
     """
     n_states, n_terms = dfa.num_states, dfa.num_terminals
     trans = dfa.trans
@@ -146,7 +194,41 @@ def build_token_tables(
     ignored = dfa.ignored
 
     # end classes: what the lexeme a token stops inside can still lead to
-    classes, state_class = np.unique(end_classes(dfa), axis=0, return_inverse=True)
+    if contextual:
+        if nl_terminal >= 0:
+            raise ValueError("contextual tables do not support the indentation newline")
+        # ignored terminals are always allowed, so which ones are live does not matter,
+        # only whether one is (comment bodies of every kind share a class)
+        live_plus = np.concatenate(
+            [dfa.live & ~ignored[None, :],
+             (dfa.live & ignored[None, :]).any(axis=1, keepdims=True)], axis=1
+        )
+        classes, state_class = np.unique(live_plus, axis=0, return_inverse=True)
+    else:
+        classes, state_class = np.unique(end_classes(dfa), axis=0, return_inverse=True)
+    acc_any: np.ndarray = np.asarray(dfa.accepting.any(axis=1))
+    # LEX nodes name a terminal set: the state's accepting set where no byte continues; at a
+    # fork only the accepting terminals the continuation cannot keep alive (if the allowed
+    # set met those, the lexeme would have continued), and no fork at all when that is empty
+    # (the continuation then fails by itself), which keeps rows of similar states equal
+    lex_set_ids: dict[bytes, int] = {}
+    lex_set_rows: list[np.ndarray] = []
+
+    def set_ids(rows: np.ndarray) -> np.ndarray:
+        packed = np.packbits(rows, axis=1)
+        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
+        ids = np.empty(len(uniq), dtype=np.int64)
+        for j, r in enumerate(uniq):
+            key = r.tobytes()
+            n = lex_set_ids.get(key)
+            if n is None:
+                n = lex_set_ids[key] = len(lex_set_rows)
+                lex_set_rows.append(np.unpackbits(r, count=n_terms).astype(bool))
+            ids[j] = n
+        return ids[inv.reshape(-1)]
+
+    acc_id = set_ids(dfa.accepting) if contextual else np.zeros(0, dtype=np.int64)
+    class_live = classes[:, :n_terms].astype(bool) if contextual else None
     state_class = state_class.reshape(-1).astype(np.int32)
     n_classes = classes.shape[0]
     interner = _Interner(n_classes)
@@ -184,6 +266,10 @@ def build_token_tables(
         k = np.broadcast_to(np.asarray(k0, dtype=np.int64), idx.shape).copy()
         lex_start = k.copy()
         cur = trans[q_start, buf[idx, k]].astype(np.int64)
+        # contextual forks after the first byte (a fork at the first byte of a row's token is
+        # the runtime's: the lexeme at q ends there, like a kill byte, when the next state's
+        # live class meets nothing allowed)
+        recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         k += 1
         act = np.arange(len(idx))
         while act.size:
@@ -198,10 +284,22 @@ def build_token_tables(
                 break
             nb = trans[cur[act], buf[ti, k[act]]]
             cont = nb >= 0
+            if contextual:
+                ca, nbc = act[cont], nb[cont]
+                sh = state_class[nbc] != state_class[cur[ca]]
+                if sh.any():
+                    w = ca[sh]
+                    cw = state_class[nbc[sh]]
+                    recs.append((w, cw, lex_alt(cur[w], idx[w], k[w], cw)))
             cur[act[cont]] = nb[cont]
             k[act[cont]] += 1
             stop = act[~cont]
-            if stop.size:
+            if stop.size and contextual:
+                ends = stop[acc_any[cur[stop]]]
+                tail = suf[idx[ends], k[ends]]
+                good = tail >= 0
+                out[ends[good]] = interner.cons(acc_id[cur[ends[good]]], tail[good])
+            elif stop.size:
                 win = accept[cur[stop]]
                 ok = win >= 0
                 ends = stop[ok]
@@ -227,7 +325,25 @@ def build_token_tables(
                         res[keep] = interner.cons(heads[keep], tail[keep])
                     out[ends] = res
             act = act[cont]
+        for w, cls, alt in reversed(recs):  # fold the forks, last first
+            f = alt >= 0  # no live alternative: the continuation alone decides
+            if f.any():
+                wf = w[f]
+                out[wf] = interner.branch(cls[f], out[wf], alt[f])
         return out
+
+    def lex_alt(states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
+                next_cls: np.ndarray) -> np.ndarray:
+        """LEX(accepting terminals the next state cannot continue, the rest of the token from
+        the start state), or -1 (dead)."""
+        tail = suf[tidx, kpos]
+        assert class_live is not None
+        sets = dfa.accepting[states] & ~class_live[next_cls]
+        ok = sets.any(axis=1) & (tail >= 0)
+        res = np.full(len(states), -1, dtype=np.int64)
+        if ok.any():
+            res[ok] = interner.cons(set_ids(sets[ok]), tail[ok])
+        return res
 
     # suffix walks from the start state, longest offsets first
     alive0 = trans[0]
@@ -290,6 +406,15 @@ def build_token_tables(
         state_class=state_class,
         first_byte=first_byte,
         nl_terminal=nl_terminal,
+        node_alt=(
+            np.concatenate([np.full(n_classes, -1, dtype=np.int32),
+                            np.array(interner.alts, dtype=np.int32)])
+            if contextual else np.zeros(0, dtype=np.int32)
+        ),
+        lex_sets=(
+            np.array(lex_set_rows, dtype=bool).reshape(len(lex_set_rows), n_terms) if contextual
+            else np.zeros((0, n_terms), dtype=bool)
+        ),
     )
 
 

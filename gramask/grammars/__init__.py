@@ -19,7 +19,7 @@ from ..errors import GrammarError
 if TYPE_CHECKING:
     from ..grammar import Grammar
 
-__all__ = ["load", "load_spec", "names", "path", "start_rule", "text"]
+__all__ = ["lexer_mode", "load", "load_spec", "names", "path", "start_rule", "text"]
 
 _SUFFIX = ".lark"
 
@@ -60,13 +60,25 @@ def text(name: str) -> str:
 _START = {"python": "file_input"}
 
 
+# Lexer mode of each bundled grammar (docs/semantics.md says why): the languages whose own
+# compilers lex context-free with reserved keywords are "basic"; so is JSON, whose terminals
+# never compete for a text (both modes lex it identically, and basic uses the precomputed
+# tables only). Any other grammar, user grammars included, defaults to "contextual".
+_LEXER = {"python": "basic", "c": "basic", "json": "basic", "sql": "basic"}
+
+
+def lexer_mode(name: str) -> str:
+    """The lexer mode bundled grammar ``name`` declares."""
+    return _LEXER.get(_check(name), "contextual")
+
+
 def start_rule(name: str) -> str:
     """The start rule of bundled grammar ``name``."""
     return _START.get(_check(name), "start")
 
 
-def load(name: str, start: str | None = None) -> Grammar:
-    """Bundled grammar ``name`` as a :class:`gramask.Grammar`.
+def load(name: str, start: str | None = None, lexer: str | None = None) -> Grammar:
+    """Bundled grammar ``name`` as a :class:`gramask.Grammar` (``lexer`` overrides its mode).
 
     Raises
     ------
@@ -76,18 +88,19 @@ def load(name: str, start: str | None = None) -> Grammar:
     from ..grammar import Grammar
 
     return Grammar.from_lark(
-        text(name), start=start or start_rule(name), source=f"{name}.lark"
+        text(name), start=start or start_rule(name), source=f"{name}.lark",
+        lexer=lexer or lexer_mode(name),
     )
 
 
-def load_spec(spec: str, start: str | None = None) -> Grammar:
+def load_spec(spec: str, start: str | None = None, lexer: str | None = None) -> Grammar:
     """A bundled grammar name, or a path to a ``.lark`` file (imports resolve beside it)."""
     import os
 
     from ..grammar import Grammar
 
     if spec in names() and not os.path.exists(spec):
-        return load(spec, start)
+        return load(spec, start, lexer)
     p = pathlib.Path(spec)
     if not p.exists():
         raise GrammarError(
@@ -102,4 +115,5 @@ def load_spec(spec: str, start: str | None = None) -> Grammar:
         start=start or "start",
         import_paths=[str(p.parent)],
         source=str(p),
+        lexer=lexer or "contextual",
     )

@@ -98,6 +98,9 @@ class Constraint:
     # ------------------------------------------------------------------ lexing
     def _walk(self, st: LexState, data: bytes) -> LexState | int:
         """Feed bytes; the new state, or the offset where the offending lexeme starts."""
+        cx = self._b.contextual
+        if cx is not None:
+            return cx.walk(st, data)
         q, carry, p = st
         lex_start = 0
         b = self._b

@@ -193,3 +193,24 @@ class Automaton:
         res = self._close(seeds, es.total)
         memo.put(mkey, res)
         return res
+
+    def advance_any(self, es: EarleySet, terminals: int) -> EarleySet | None:
+        """The set after a lexeme that is every terminal in the bitset ``terminals`` at once:
+        the union of the items that can shift any of them (the contextual lexer's ties).
+        None if no item can shift any (memoised)."""
+        if not es.expected & terminals:
+            return None
+        if not terminals & (terminals - 1):
+            return self.advance(es, terminals.bit_length() - 1)
+        mkey = (es.uid, -1 - terminals)
+        r = self._next.get(mkey, MISSING)
+        if r is not MISSING:
+            return r
+        seeds = []
+        for s, o in es.items:
+            for term, t in self.goto_t[s].items():
+                if (terminals >> term) & 1:
+                    seeds.append((t, es if o is None else o))
+        res = self._close(seeds)
+        self._next.put(mkey, res)
+        return res

@@ -21,6 +21,7 @@ import numpy as np
 from ..compiler.lexer import LexerDFA
 from ..compiler.tables import TokenTables, expand_row
 from ..encoding import bits_of_rows, decode_nl, words_of_bits
+from .contextual import ContextualLexer
 from .limits import memo_size
 from .memo import BoundedMemo
 from .parse_state import ParserContext, PState
@@ -94,6 +95,8 @@ class MaskBuilder:
         self.trans_rows = [row.tolist() for row in dfa.trans]
         self.nl_t = tables.nl_terminal
         self.continuation_t = continuation_terminal
+        # set for grammars in the contextual lexer mode: it then answers walks and masks
+        self.contextual: ContextualLexer | None = None
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: BoundedMemo[int, _Row] = BoundedMemo(memo_size(limits.row_cache))
         # (V,) bool each: bounded like rows
@@ -191,6 +194,8 @@ class MaskBuilder:
     def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
         """Allowed grammar tokens (bool, shape (V,)); never includes special tokens. Shared:
         callers must copy before writing."""
+        if self.contextual is not None:
+            return self.contextual.mask(p, q, carry)
         ckey = (p, q, carry if self.nl_live is not None and self.nl_live[q] else 0)
         m = self._masks.get(ckey)
         if m is not None:
@@ -206,6 +211,8 @@ class MaskBuilder:
 
     def complete(self, p: PState, q: int, carry: int) -> bool:
         """Is the text so far a member of the language?"""
+        if self.contextual is not None:
+            return self.contextual.complete(p, q, carry)
         if q != 0 and self.accept[q] == self.continuation_t:
             return False  # a line continuation needs a next line
         p2 = self.lexeme_end(p, q, carry, at_eof=True)

@@ -97,6 +97,29 @@ class ParserContext:
         self._remember(key, res)
         return res
 
+    def shift_any(self, p: PState, terminals: int) -> PState | None:
+        """Feed one lexeme that is every (non-newline, non-ignored) terminal in the bitset
+        ``terminals`` at once (a contextual-lexer tie); bracket depth follows the first."""
+        if not terminals & (terminals - 1):
+            return self.shift(p, terminals.bit_length() - 1)
+        key = (p.uid, -(1 << 40) - terminals)  # newline keys are -1 - width
+        r = self._next.get(key, MISSING)
+        if r is not MISSING:
+            return r
+        es = self.automaton.advance_any(p.es, terminals)
+        if es is None:
+            res = None
+        else:
+            first = (terminals & -terminals).bit_length() - 1
+            depth = p.depth
+            if first in self.open_brackets:
+                depth += 1
+            elif first in self.close_brackets:
+                depth = max(0, depth - 1)
+            res = self.make(es, p.indent, depth, False)
+        self._remember(key, res)
+        return res
+
     def newline(self, p: PState, width: int) -> PState | None:
         """Feed a newline lexeme whose last line is indented by ``width``."""
         if p.depth > 0:

@@ -1,0 +1,161 @@
+"""Compile-time lexer diagnostics: terminals that compete for the same text.
+
+In the spirit of lark's strict mode (which asks interegular for terminal collisions), but
+read off the product lexer DFA, whose states already know every terminal that matches the
+lexeme read so far (``LexerDFA.accepting``):
+
+* basic mode — at a state where several terminals match, the lexer's tie rule picks one. A
+  terminal that loses at every state where it matches can never be produced: that is a
+  :class:`~gramask.GrammarError` naming both terminals and a text they share. One that loses
+  only sometimes (a keyword inside an identifier's language) is a *partial shadow*: listed by
+  ``gramask inspect`` and logged as a warning.
+* contextual mode — ties of equal priority are fine when the parser never expects both
+  terminals at once; when some parser state expects both, the lexeme is both there and the
+  parser continues with whichever fits. That is reported (a *collision*), naming the
+  terminals and an example text. "Expects both" is read from the LR(0) automaton: both are
+  shifted from one state (or its non-kernel partner) — a sound under-approximation of the
+  Earley sets the runtime meets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import GrammarError
+from ..grammar import Grammar
+from .lexer import LexerDFA
+from .parse_tables import ParseTables
+
+__all__ = ["LexerDiagnostic", "check_lexer", "lexer_diagnostics"]
+
+log = logging.getLogger("gramask")
+
+
+@dataclass(frozen=True)
+class LexerDiagnostic:
+    """One pair of terminals that compete for a text."""
+
+    kind: str  # "shadowed" | "partial_shadow" | "collision"
+    terminal: str  # basic: the terminal that loses; contextual: the first of the pair
+    other: str  # basic: the terminal that wins; contextual: the second
+    example: str  # a text both match
+
+    def message(self) -> str:
+        if self.kind == "shadowed":
+            return (f"terminal {self.terminal} can never be produced: {self.other} always "
+                    f"wins on its texts, e.g. {self.example!r} (basic lexer)")
+        if self.kind == "partial_shadow":
+            return (f"terminal {self.terminal} loses to {self.other} on some texts, e.g. "
+                    f"{self.example!r} (basic lexer: {self.other} is reserved there)")
+        return (f"terminals {self.terminal} and {self.other} both match {self.example!r} and "
+                "some parser state expects both: there the lexeme is both (contextual lexer)")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "message": self.message()}
+
+
+def _examples(dfa: LexerDFA) -> list[bytes]:
+    """A shortest text reaching each lexer state (printable bytes preferred)."""
+    n = dfa.num_states
+    out: list[bytes | None] = [None] * n
+    out[0] = b""
+    order = [*range(32, 127), *range(0, 32), *range(127, 256)]
+    trans = dfa.trans.tolist()
+    dq = deque([0])
+    while dq:
+        q = dq.popleft()
+        row = trans[q]
+        for b in order:
+            t = row[b]
+            if t >= 0 and out[t] is None:
+                out[t] = out[q] + bytes([b])  # type: ignore[operator]
+                dq.append(t)
+    return [o if o is not None else b"" for o in out]
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", errors="backslashreplace")
+
+
+def lexer_diagnostics(
+    grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None
+) -> list[LexerDiagnostic]:
+    """Every competing pair of terminals under the grammar's lexer mode (see module doc)."""
+    names = dfa.terminal_names
+    acc = dfa.accepting
+    multi = np.flatnonzero(acc.sum(axis=1) > 1)
+    if not multi.size:
+        return []
+    ex = _examples(dfa)
+    out: list[LexerDiagnostic] = []
+    if grammar.lexer == "basic":
+        wins = np.zeros(len(names), dtype=bool)
+        wins[dfa.accept[dfa.accept >= 0]] = True
+        seen: set[tuple[int, int]] = set()
+        for q in multi.tolist():
+            w = int(dfa.accept[q])
+            for t in np.flatnonzero(acc[q]).tolist():
+                if t == w or (t, w) in seen:
+                    continue
+                seen.add((t, w))
+                kind = "partial_shadow" if wins[t] else "shadowed"
+                out.append(LexerDiagnostic(kind, names[t], names[w], _text(ex[q])))
+        return out
+    prio = [t.priority for t in grammar.terminals]
+    together = _expected_together(pt, len(names)) if pt is not None else None
+    seen2: set[tuple[int, int]] = set()
+    for q in multi.tolist():
+        ts = [t for t in np.flatnonzero(acc[q]).tolist() if not dfa.ignored[t]]
+        for i, a in enumerate(ts):
+            for b in ts[i + 1:]:
+                if prio[a] != prio[b] or (a, b) in seen2:
+                    continue
+                if together is not None and (a, b) not in together:
+                    continue
+                seen2.add((a, b))
+                out.append(LexerDiagnostic("collision", names[a], names[b], _text(ex[q])))
+    return out
+
+
+def _expected_together(pt: ParseTables, n_lex: int) -> set[tuple[int, int]]:
+    """Pairs of lexer terminals shifted from one LR(0) state (with its non-kernel partner)."""
+    gi, gs = pt.goto_indptr.tolist(), pt.goto_symbol.tolist()
+    per = []
+    for s in range(len(gi) - 1):
+        per.append({x for x in gs[gi[s]:gi[s + 1]] if x < n_lex})
+    pairs: set[tuple[int, int]] = set()
+    nk = pt.nonkernel.tolist()
+    for s, terms in enumerate(per):
+        ts = sorted(terms | (per[nk[s]] if nk[s] >= 0 else set()))
+        for i, a in enumerate(ts):
+            for b in ts[i + 1:]:
+                pairs.add((a, b))
+    return pairs
+
+
+def check_lexer(
+    grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None
+) -> list[dict[str, Any]]:
+    """Run the diagnostics: raise for a shadowed terminal (basic mode), log the rest as one
+    warning, return them all as JSON-ready dicts (kept in the artifact's info for inspect).
+
+    Raises
+    ------
+    GrammarError
+        Basic mode: a terminal that another always wins against (names both and a text).
+    """
+    diags = lexer_diagnostics(grammar, dfa, pt)
+    for d in diags:
+        if d.kind == "shadowed":
+            raise GrammarError(f"{grammar.source or '<grammar>'}: {d.message()}", name=d.terminal)
+    if diags:
+        shown = "; ".join(d.message() for d in diags[:5])
+        more = f" (and {len(diags) - 5} more: gramask inspect lists them)" if len(diags) > 5 else ""
+        log.warning("gramask: %s: %d lexer diagnostic(s): %s%s",
+                    grammar.source or "<grammar>", len(diags), shown, more)
+    return [d.to_json() for d in diags]

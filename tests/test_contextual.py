@@ -1,0 +1,269 @@
+"""The two lexer modes, with the verdicts written down (issue 9), and lark as the oracle.
+
+Contextual: at each lexeme start only the terminals the parser can take compete; basic: all
+terminals compete, keywords reserved. Each case below is checked by prefix walks
+(``constraint(prefix)``), by masks forced character by character, and against lark.
+"""
+
+from __future__ import annotations
+
+import random
+
+import lark
+import pytest
+
+import gramask
+from gramask.errors import InvalidPrefixError
+
+BINARY = """
+start: "00000" | "1" BIT BIT BIT BIT
+BIT: "0" | "1"
+"""
+
+ASSIGN = r"""
+start: stmt*
+stmt: "int" NAME "=" expr ";"      -> decl
+    | NAME ASSIGN_OP expr ";"      -> assign
+expr: expr "*" atom | atom
+atom: NAME | NUMBER
+ASSIGN_OP: "=" | "+=" | "-=" | "*="
+NAME: /[a-z_][a-z0-9_]*/
+NUMBER: /[0-9]+/
+%ignore " "
+"""
+
+CONFIG = r"""
+start: (entry "\n")*
+entry: KEY "=" VALUE
+KEY: /[a-z_]+/
+VALUE: /[^\n]+/
+"""
+
+KEYWORDS = r"""
+start: decl*
+decl: "int" NAME ";" | NAME NAME ";"
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+# grammar, text, verdict in contextual mode, verdict in basic mode
+CASES = [
+    (BINARY, "11111", True, False),  # basic: "1" wins over BIT, then "1" again: no BIT left
+    (BINARY, "00000", True, True),
+    (BINARY, "10101", True, False),
+    (BINARY, "0000", False, False),
+    (ASSIGN, "int v = 2;", True, True),
+    (ASSIGN, "v = v * 2;", True, False),  # basic: "=" is always the literal
+    (ASSIGN, "v += 2;", True, True),
+    (ASSIGN, "int v += 2;", False, False),
+    (CONFIG, "name=foo\n", True, False),  # basic: VALUE swallows the line
+    (CONFIG, "a=b=c\n", True, False),
+    (CONFIG, "=foo\n", False, False),
+    (KEYWORDS, "int x;", True, True),
+    (KEYWORDS, "intx;", False, False),  # one NAME, in both modes
+    (KEYWORDS, "inter x;", True, True),  # NAME NAME: longest match, in both modes
+    (KEYWORDS, "int inter;", True, True),
+    # contextual: only NAME can follow the first "int", so the second one is a NAME;
+    # basic: "int" is reserved
+    (KEYWORDS, "int int;", True, False),
+    (KEYWORDS, "int;", False, False),
+]
+
+
+def _compile(text: str, mode: str, chars: str):
+    toks = sorted(set(chars))
+    vocab = gramask.Vocabulary.from_tokens(
+        [c.encode() for c in toks] + [b"</s>"], eos_token_id=len(toks)
+    )
+    g = gramask.Grammar.from_lark(text, lexer=mode)
+    return gramask.compile(g, vocab, cache=False, progress=False), toks
+
+
+def _prefix_verdict(cg, text: str) -> bool:
+    try:
+        return cg.constraint(text).is_complete()
+    except InvalidPrefixError:
+        return False
+
+
+def _forced_verdict(cg, toks: list[str], text: str) -> bool:
+    c = cg.constraint()
+    for ch in text:
+        i = toks.index(ch)
+        if not c.allowed()[i]:
+            with pytest.raises(gramask.TokenRejected):
+                c.advance(i)
+            return False
+        c.advance(i)
+    return bool(c.allowed()[len(toks)]) and c.is_complete()
+
+
+ALPHABET = "".join(sorted({c for g, t, *_ in CASES for c in t} | set("abcdefghinortvxyz=+-*;\n ")))
+
+
+@pytest.mark.parametrize(("grammar", "text", "ctx", "basic"), CASES)
+def test_verdicts_in_both_modes(grammar: str, text: str, ctx: bool, basic: bool) -> None:
+    for mode, want in (("contextual", ctx), ("basic", basic)):
+        cg, toks = _compile(grammar, mode, ALPHABET)
+        assert _prefix_verdict(cg, text) is want, (mode, text)
+        assert _forced_verdict(cg, toks, text) is want, (mode, text)
+
+
+def _lark_ok(parser: lark.Lark, text: str) -> bool:
+    try:
+        parser.parse(text)
+        return True
+    except lark.exceptions.LarkError:
+        return False
+
+
+@pytest.mark.parametrize("grammar", [BINARY, ASSIGN, CONFIG, KEYWORDS])
+def test_contextual_verdicts_agree_with_lark(grammar: str) -> None:
+    """lark's LALR parser with its contextual lexer decides; every case above agrees."""
+    parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
+    for g, text, ctx, _ in CASES:
+        if g is grammar:
+            assert _lark_ok(parser, text) is ctx, text
+
+
+def test_random_masked_walks_give_texts_lark_parses() -> None:
+    """Walks that follow the contextual masks and stop at EOS produce texts lark parses."""
+    rnd = random.Random(0)
+    for grammar in (ASSIGN, CONFIG, KEYWORDS):
+        parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
+        cg, toks = _compile(grammar, "contextual", ALPHABET)
+        done = 0
+        for _ in range(60):
+            c = cg.constraint()
+            for _step in range(30):
+                m = c.allowed()
+                if m[len(toks)] and (rnd.random() < 0.3 or m.sum() == 1):
+                    break
+                ids = [i for i in range(len(toks)) if m[i]]
+                c.advance(rnd.choice(ids))
+            if c.is_complete():
+                done += 1
+                assert _lark_ok(parser, c.text), repr(c.text)
+        assert done > 10
+
+
+def test_lexer_mode_is_part_of_the_grammar_identity() -> None:
+    a = gramask.Grammar.from_lark(BINARY, lexer="contextual")
+    b = gramask.Grammar.from_lark(BINARY, lexer="basic")
+    assert a.fingerprint() != b.fingerprint()
+    assert gramask.Grammar.from_json(a.to_json()).lexer == "contextual"
+    with pytest.raises(gramask.GrammarError, match="lexer"):
+        gramask.Grammar.from_lark(BINARY, lexer="dynamic")
+
+
+def test_bundled_grammars_declare_their_mode() -> None:
+    for name in ("python", "c", "json", "sql"):
+        assert gramask.grammars.lexer_mode(name) == "basic"
+        assert gramask.grammars.load(name).lexer == "basic"
+    assert gramask.grammars.load("json", lexer="contextual").lexer == "contextual"
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+SHADOW = 'start: A | B | C\nA: /[ab]+/\nB: "ab"\nC: /a/\n'
+
+
+def test_basic_mode_shadowed_terminal_is_an_error_naming_both() -> None:
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
+    g = gramask.Grammar.from_lark(SHADOW, lexer="basic")
+    with pytest.raises(gramask.GrammarError, match=r"terminal C can never be produced: A .*'a'"):
+        gramask.compile(g, vocab, cache=False, progress=False)
+
+
+def test_partial_shadows_and_collisions_are_listed_and_logged(caplog) -> None:
+    from gramask.compiler.diagnostics import lexer_diagnostics
+    from gramask.compiler.lexer import build_lexer_dfa
+    from gramask.compiler.parse_tables import build_parse_tables
+
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
+    g = gramask.Grammar.from_lark(SHADOW, lexer="contextual")
+    with caplog.at_level("WARNING", logger="gramask"):
+        cg = gramask.compile(g, vocab, cache=False, progress=False)
+    pairs = {(d["terminal"], d["other"], d["example"]) for d in cg.stats()["lexer_diagnostics"]}
+    assert pairs == {("A", "C", "a"), ("A", "B", "ab")}
+    assert "both match 'ab'" in caplog.text
+    kw = gramask.Grammar.from_lark(KEYWORDS, lexer="basic")
+    dfa = build_lexer_dfa(kw.terminals)
+    diags = lexer_diagnostics(kw, dfa, build_parse_tables(kw))
+    assert [(d.kind, d.terminal, d.example) for d in diags] == [("partial_shadow", "NAME", "int")]
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "line"),
+    [
+        ("start: A\n\nA: /a(?=b)/\n", gramask.UnsupportedRegexError, 3),
+        ("start: A\nA: /(a)\\1/\n", gramask.UnsupportedRegexError, 2),
+        ("start: A B\nA: \"a\"\nB: /b?/\n", gramask.GrammarError, 3),
+        ("start: A\nA: /a[/\n", gramask.GrammarError, 2),
+    ],
+)
+def test_bad_terminals_name_the_terminal_and_line(text: str, error: type, line: int) -> None:
+    with pytest.raises(error) as e:
+        gramask.Grammar.from_lark(text)
+    assert e.value.line == line
+    assert ("A" in str(e.value)) or ("B" in str(e.value))
+
+
+# --------------------------------------------------------------------------- tables vs walks
+
+
+@pytest.mark.parametrize("grammar", [ASSIGN, CONFIG, KEYWORDS])
+def test_table_masks_equal_token_walks_with_real_vocab(grammar: str) -> None:
+    """The contextual tables (forks decided per parser state) give exactly the mask of
+    walking every token's bytes under the contextual rule (the vocabulary trie walk)."""
+    from gramask.runtime.contextual import ContextualLexer
+
+    vocab = gramask.Vocabulary.bundled("gpt2")
+    cg = gramask.compile(gramask.Grammar.from_lark(grammar), vocab, cache=False, progress=False)
+    assert cg.tables.contextual
+    cx = cg._runtime().contextual
+    ref = ContextualLexer(cg.dfa, cx.ctx, cx.prio, cx._tokens, cx._special)  # no tables
+    rnd = random.Random(1)
+    for _ in range(4):
+        c = cg.constraint()
+        for _step in range(20):
+            q, carry, p = c._history[-1]
+            m = cx.mask(p, q, carry)
+            assert (m == ref.mask(p, q, carry)).all(), c.text
+            ids = m.nonzero()[0]
+            if not len(ids):
+                break
+            c.advance(int(rnd.choice(ids)))
+
+
+def test_basic_tables_have_no_contextual_nodes() -> None:
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
+    g = gramask.Grammar.from_lark('start: "a" B\nB: "b"\n', lexer="basic")
+    t = gramask.compile(g, vocab, cache=False, progress=False).tables
+    assert not t.contextual and "node_alt" not in t.arrays() and "lex_sets" not in t.arrays()
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_compile_lexer_flag_and_inspect(tmp_path, capsys) -> None:
+    from gramask.cli import main
+
+    src = tmp_path / "kv.lark"
+    src.write_text(CONFIG)
+    for mode in ("basic", "contextual"):
+        out = tmp_path / f"kv.{mode}.gmask"
+        args = ["compile", str(src), "--vocab", "gpt2", "-o", str(out), "-q", "--no-cache"]
+        assert main([*args, "--lexer", mode]) == 0
+        assert main(["inspect", str(out), "--diagnostics"]) == 0
+        text = capsys.readouterr().out
+        assert f"({mode} lexer)" in text
+        cg = gramask.CompiledGrammar.load(out)
+        assert cg.grammar.lexer == mode and cg.tables.contextual == (mode == "contextual")
+    # contextual: the saved artifact still lexes `name=foo` (basic cannot)
+    assert cg.constraint("name=foo\n").is_complete()
+    bad = tmp_path / "bad.lark"
+    bad.write_text("start: A\n\nA: /a(?!b)/\n")
+    assert main(["compile", str(bad), "--vocab", "gpt2", "-q", "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert "terminal A" in err and "line 3" in err
