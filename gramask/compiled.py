@@ -95,13 +95,16 @@ class CompiledGrammar:
         ------
         InvalidPrefixError
             No program starts with ``prefix``; the error names the byte offset.
+        InvalidSuffixError
+            No middle connects ``prefix`` to ``suffix``; the error names the offset in the suffix.
         NotImplementedError
-            ``suffix`` (fill-in-the-middle) and ``max_tokens`` (budgets) are not built yet.
+            ``max_tokens`` (budgets) is not built yet.
         """
         if suffix is not None:
-            raise NotImplementedError(
-                "fill-in-the-middle (suffix=...) is not implemented yet in this version"
-            )
+            from .runtime.fim import fim_constraint
+
+            return fim_constraint(self._runtime(), self.vocab, prefix, suffix,
+                                  self.grammar.indentation)
         if max_tokens is not None:
             raise NotImplementedError(
                 "token budgets (max_tokens=...) are not implemented yet in this version"

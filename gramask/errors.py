@@ -63,6 +63,11 @@ class InvalidPrefixError(GramaskError, ValueError):
         super().__init__(message if position is None else f"{message} (at byte {position})")
 
 
+class InvalidSuffixError(InvalidPrefixError):
+    """A suffix (the code after the cursor) that no middle can connect to; ``position`` is
+    the byte offset in the suffix where the trouble starts."""
+
+
 __all__ = [
     "ArtifactError",
     "ArtifactVersionError",
@@ -70,6 +75,7 @@ __all__ = [
     "GrammarError",
     "InvalidPrefixError",
     "InvalidRegexError",
+    "InvalidSuffixError",
     "TokenRejected",
     "UnsupportedRegexError",
     "VocabularyError",

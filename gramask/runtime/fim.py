@@ -1,0 +1,225 @@
+"""Fill-in-the-middle: a constraint that also knows the code after the cursor.
+
+A :class:`FimConstraint` runs two parsers over the middle, side by side, on one lexer:
+
+* the **quotient parser** (``qb``), built per request for the right quotient of the grammar by
+  the lexed suffix (see :mod:`gramask.runtime.quotient`): its masks allow only middles that
+  can still connect to the suffix;
+* the **original parser** (``ob``), shared by every constraint of the compiled grammar: it is
+  what confirms an end exactly. ``is_complete()`` holds iff prefix + middle + suffix is a
+  program: the quotient says the middle may end here (cheap, independent of ``|S|``), then the
+  suffix is walked from the original parser's state (cost ``∝ |S|``, memoised per state, paid
+  only at candidate ends).
+
+State per step: ``(q, carry, pq, po)``: lexer state, indentation carry, quotient parser state,
+original parser state. Both parser states are immutable, hash-consed objects, so clone and
+rollback stay free.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidPrefixError, TokenRejected
+from .constraint import Constraint
+from .masks import MaskBuilder
+from .parse_state import PState
+
+if TYPE_CHECKING:
+    from ..vocab import Vocabulary
+
+__all__ = ["FimConstraint", "walk"]
+
+FimState = tuple[int, int, PState, PState]
+
+
+def walk(b: MaskBuilder, st: tuple[int, int, PState], data: bytes, tab: int,
+         check_end: bool = True) -> tuple[int, int, PState] | int:
+    """Feed ``data`` to lexer + parser of ``b``: the new state, or the offset where the
+    offending lexeme starts (the same walk as :meth:`Constraint._walk`, for any builder)."""
+    q, carry, p = st
+    lex_start = 0
+    rows, accept, ignored, ctx, nl_t = b.trans_rows, b.accept, b.ignored, b.ctx, b.nl_t
+    for i, byte in enumerate(data):
+        nq = rows[q][byte]
+        if nq < 0:
+            a = accept[q]
+            if a < 0 or q == 0:
+                return i
+            if a == nl_t:
+                p2 = ctx.newline(p, carry)
+            elif ignored[a]:
+                p2 = p
+            else:
+                p2 = ctx.shift(p, a)
+            if p2 is None:
+                return lex_start
+            p = p2
+            carry = 0
+            lex_start = i
+            nq = rows[0][byte]
+            if nq < 0:
+                return i
+        q = nq
+        if byte == 10:
+            carry = 0
+        elif byte == 32:
+            carry += 1
+        elif byte == 9:
+            carry += tab
+    if check_end and q != 0 and not b.end_ok(p, q):
+        return lex_start
+    return (q, carry, p)
+
+
+class FimConstraint(Constraint):
+    """A :class:`Constraint` for ``prefix + middle + suffix``; create it with
+    ``CompiledGrammar.constraint(prefix=..., suffix=...)``."""
+
+    MAX_ENDS = 4096  # memo of exact end checks, per constraint family
+
+    def __init__(
+        self,
+        qb: MaskBuilder,
+        ob: MaskBuilder,
+        vocab: Vocabulary,
+        prefix: str | bytes = "",
+        suffix: str | bytes = "",
+        *,
+        tab_len: int = 8,
+        _history: list[FimState] | None = None,
+        _chunks: list[bytes] | None = None,
+        _finished: bool = False,
+        _shared: dict[tuple[int, int, PState], bool] | None = None,
+    ) -> None:
+        self._ob = ob
+        self._suffix = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
+        self._ends: dict[tuple[int, int, PState], bool] = _shared if _shared is not None else {}
+        super().__init__(qb, vocab, prefix, tab_len=tab_len, _history=_history,
+                         _chunks=_chunks, _finished=_finished)
+
+    # ------------------------------------------------------------------ lexing
+    def _initial_state(self) -> FimState:  # type: ignore[override]
+        qs = self._b
+        os_ = self._ob
+        st: FimState = (0, 0, qs.ctx.root, os_.ctx.root)
+        if os_.nl_t >= 0 and os_.ctx.automaton.advance(os_.ctx.root.es, os_.nl_t) is not None:
+            r = self._walk(st, b"\n")
+            if isinstance(r, int):
+                raise InvalidPrefixError("no program fits this suffix", position=0)
+            st = r
+        return st
+
+    def _walk(self, st: FimState, data: bytes) -> FimState | int:  # type: ignore[override]
+        q, carry, pq, po = st
+        r1 = walk(self._b, (q, carry, pq), data, self._tab)
+        if isinstance(r1, int):
+            return r1
+        r2 = walk(self._ob, (q, carry, po), data, self._tab)
+        if isinstance(r2, int):
+            return r2
+        return (r1[0], r1[1], r1[2], r2[2])
+
+    def _complete(self, st: FimState) -> bool:
+        q, carry, pq, po = st
+        if self._b is not self._ob and not self._b.complete(pq, q, carry):
+            return False  # the quotient parser's verdict: no marker can follow here
+        key = (q, carry, po)
+        r = self._ends.get(key)
+        if r is None:
+            end = walk(self._ob, (q, carry, po), self._suffix, self._tab)
+            r = not isinstance(end, int) and self._ob.complete(end[2], end[0], end[1])
+            if len(self._ends) >= self.MAX_ENDS:
+                self._ends.clear()
+            self._ends[key] = r
+        return r
+
+    # ------------------------------------------------------------------ API
+    def allowed(self) -> np.ndarray:
+        """Bool mask over the vocabulary: True where the token keeps a program (with the
+        suffix) reachable; EOS iff :meth:`is_complete`."""
+        v = len(self._vocab)
+        if self._finished:
+            return np.zeros(v, dtype=bool)
+        st = self._history[-1]
+        q, carry, pq, _ = st
+        m = self._b.mask(pq, q, carry).copy()
+        eos = self._vocab.eos_token_id
+        if eos is not None and 0 <= eos < v:
+            m[eos] = self._complete(st)
+        return m
+
+    def _try(self, token_id: int) -> FimState | bool | None:  # type: ignore[override]
+        if self._finished:
+            return None
+        vocab = self._vocab
+        if token_id == vocab.eos_token_id:
+            return True if self._complete(self._history[-1]) else None
+        if not 0 <= token_id < len(vocab) or vocab.is_special(token_id):
+            return None
+        data = vocab.token_bytes(token_id)
+        if not data:
+            return None
+        st = self._walk(self._history[-1], data)
+        return None if isinstance(st, int) else st
+
+    def advance(self, token_id: int) -> None:
+        """Consume one token.
+
+        Raises
+        ------
+        TokenRejected
+            The token is not allowed here; the constraint is unchanged.
+        """
+        st = self._try(int(token_id))
+        if st is None:
+            raise TokenRejected(
+                f"token {token_id} ({self._describe(token_id)}) is not allowed after "
+                f"{len(self.data)} generated bytes (with this suffix)"
+            )
+        if st is True:
+            self._finished = True
+            self._history.append(self._history[-1])
+            self._chunks.append(b"")
+            return
+        self._history.append(st)
+        self._chunks.append(self._vocab.token_bytes(int(token_id)))
+
+    def is_complete(self) -> bool:
+        """Is prefix + generated text + suffix a member of the language?"""
+        return self._complete(self._history[-1])
+
+    @property
+    def suffix(self) -> bytes:
+        """The code after the cursor."""
+        return self._suffix
+
+    def clone(self) -> FimConstraint:
+        c = FimConstraint(
+            self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
+            _history=list(self._history), _chunks=list(self._chunks),
+            _finished=self._finished, _shared=self._ends,
+        )
+        c._prefix = self._prefix
+        return c
+
+    def explain(self) -> dict[str, object]:
+        """Why the mask is what it is (quotient parser's view), plus the suffix length."""
+        q, carry, pq, _po = self._history[-1]
+        saved = self._history
+        self._history = [(q, carry, pq)]
+        try:
+            out = super().explain()
+        finally:
+            self._history = saved
+        out["suffix_bytes"] = len(self._suffix)
+        return out
+
+
+def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
+                   indentation: object | None) -> FimConstraint:
+    """Set up one fill-in-the-middle request (the suffix's quotient is built here)."""
+    tab = getattr(indentation, "tab_len", 8) if indentation is not None else 8
+    return FimConstraint(ob, ob, vocab, prefix, suffix, tab_len=tab)
