@@ -103,8 +103,7 @@ class CompiledGrammar:
         if suffix is not None:
             from .runtime.fim import fim_constraint
 
-            return fim_constraint(self._runtime(), self.vocab, prefix, suffix,
-                                  self.grammar.indentation)
+            return fim_constraint(self._runtime(), self.vocab, prefix, suffix, self.grammar)
         if max_tokens is not None:
             raise NotImplementedError(
                 "token budgets (max_tokens=...) are not implemented yet in this version"

@@ -60,3 +60,41 @@ def test_python_end_needs_the_suffix() -> None:
 def _tok(cg: gramask.CompiledGrammar, data: bytes) -> int:
     v = cg.vocab
     return next(i for i in range(len(v)) if not v.is_special(i) and v.token_bytes(i) == data)
+
+
+def test_balanced_mask_follows_the_suffix(balanced: gramask.CompiledGrammar) -> None:
+    c = balanced.constraint(prefix="0", suffix="111")
+    # 0 1 ... 111 never balances: "1" and "11" are masked; "0" and "00" are not
+    assert c.allowed().tolist() == [True, False, True, False, False]
+    c.advance(2)  # 000 + 111
+    assert c.allowed().tolist() == [True, False, True, False, True]
+
+
+def test_suffix_no_middle_connects_to(balanced: gramask.CompiledGrammar) -> None:
+    with pytest.raises(gramask.InvalidSuffixError) as e:
+        balanced.constraint(prefix="0", suffix="10")
+    assert e.value.position is not None
+    with pytest.raises(gramask.InvalidSuffixError):
+        compiled("json", "gpt2").constraint(prefix="[", suffix="}")
+
+
+def test_python_suffix_inside_an_identifier() -> None:
+    cg = compiled("python", "gpt2")
+    c = cg.constraint(prefix="import o", suffix="s\nos.path\n")
+    assert c.is_complete()  # import os
+    assert c.allowed()[_tok(cg, b"s")]  # import oss: os.path still fine... as a name
+    assert not c.allowed()[_tok(cg, b"(")]
+    c.advance(_tok(cg, b"."))
+    assert c.is_complete()  # import o.s
+
+
+def test_python_mask_knows_the_closing_bracket() -> None:
+    cg = compiled("python", "gpt2")
+    c = cg.constraint(prefix="x = foo(a, ", suffix=")\nprint(x)\n")
+    assert not c.allowed()[_tok(cg, b"]")]
+    c.advance(_tok(cg, b"b"))
+    assert c.is_complete()
+    c2 = cg.constraint(prefix="x = foo(a, ", suffix="]\n")
+    assert c2.allowed()[_tok(cg, b"[")]
+    c2.advance(_tok(cg, b"b"))
+    assert not c2.is_complete()  # x = foo(a, b]

@@ -22,12 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InvalidPrefixError, TokenRejected
+from ..errors import InvalidPrefixError, InvalidSuffixError, TokenRejected
 from .constraint import Constraint
 from .masks import MaskBuilder
 from .parse_state import PState
+from .quotient import build_quotient
+from .suffix_lexing import Branch, lex_suffix
 
 if TYPE_CHECKING:
+    from ..grammar import Grammar
     from ..vocab import Vocabulary
 
 __all__ = ["FimConstraint", "walk"]
@@ -93,8 +96,13 @@ class FimConstraint(Constraint):
         _chunks: list[bytes] | None = None,
         _finished: bool = False,
         _shared: dict[tuple[int, int, PState], bool] | None = None,
+        _branches: list[tuple[Branch, int]] | None = None,
+        _glue: dict[tuple[int, int], tuple[int, int, int] | None] | None = None,
     ) -> None:
         self._ob = ob
+        self._branches = _branches if _branches is not None else []
+        self._glue: dict[tuple[int, int], tuple[int, int, int] | None] = (
+            _glue if _glue is not None else {})
         self._suffix = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
         self._ends: dict[tuple[int, int, PState], bool] = _shared if _shared is not None else {}
         super().__init__(qb, vocab, prefix, tab_len=tab_len, _history=_history,
@@ -123,9 +131,9 @@ class FimConstraint(Constraint):
         return (r1[0], r1[1], r1[2], r2[2])
 
     def _complete(self, st: FimState) -> bool:
-        q, carry, pq, po = st
-        if self._b is not self._ob and not self._b.complete(pq, q, carry):
-            return False  # the quotient parser's verdict: no marker can follow here
+        q, carry, _, po = st
+        if not self._quotient_end(st):
+            return False  # the quotient parser's verdict: no branch can follow here
         key = (q, carry, po)
         r = self._ends.get(key)
         if r is None:
@@ -135,6 +143,60 @@ class FimConstraint(Constraint):
                 self._ends.clear()
             self._ends[key] = r
         return r
+
+    def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
+        """The middle's last lexeme (lexer state ``q``) continued by ``suffix[:k]`` and ended
+        there: (final lexer state, whether a newline reset the carry, width added), or None
+        if greedy lexing would not end it at ``k``. Memoised per (q, k)."""
+        key = (q, k)
+        if key in self._glue:
+            return self._glue[key]
+        s = self._suffix
+        b = self._b
+        rows = b.trans_rows
+        res: tuple[int, int, int] | None = None
+        qq = q
+        reset, width = 0, 0
+        ok = True
+        for byte in s[:k]:
+            qq = rows[qq][byte]
+            if qq < 0:
+                ok = False
+                break
+            if byte == 10:
+                reset, width = 1, 0
+            elif byte == 32:
+                width += 1
+            elif byte == 9:
+                width += self._tab
+        if ok and (qq == 0 or b.accept[qq] >= 0) and (
+                k == len(s) or qq == 0 or rows[qq][s[k]] < 0):
+            res = (qq, reset, width)
+        self._glue[key] = res
+        return res
+
+    def _quotient_end(self, st: FimState) -> bool:
+        """Some branch fits here: its bytes glue to the lexeme in progress, the bracket depth
+        is the branch's, and its marker completes the quotient parse (independent of |S|)."""
+        q, carry, pq, _ = st
+        b = self._b
+        adv = b.ctx.automaton.advance
+        for br, marker in self._branches:
+            g = self._glue_walk(q, br.k)
+            if g is None:
+                continue
+            qq, reset, width = g
+            if q != 0 and b.continuation_t >= 0 and br.k == len(self._suffix) and \
+                    b.accept[qq] == b.continuation_t:
+                continue
+            c2 = width if reset else carry + width
+            p2 = b.lexeme_end(pq, qq, c2, at_eof=br.k == len(self._suffix))
+            if p2 is None or p2.depth not in br.depths:
+                continue
+            es = adv(p2.es, marker)
+            if es is not None and es.accepts:
+                return True
+        return False
 
     # ------------------------------------------------------------------ API
     def allowed(self) -> np.ndarray:
@@ -200,7 +262,8 @@ class FimConstraint(Constraint):
         c = FimConstraint(
             self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
             _history=list(self._history), _chunks=list(self._chunks),
-            _finished=self._finished, _shared=self._ends,
+            _finished=self._finished, _shared=self._ends, _branches=self._branches,
+            _glue=self._glue,
         )
         c._prefix = self._prefix
         return c
@@ -219,7 +282,36 @@ class FimConstraint(Constraint):
 
 
 def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
-                   indentation: object | None) -> FimConstraint:
-    """Set up one fill-in-the-middle request (the suffix's quotient is built here)."""
-    tab = getattr(indentation, "tab_len", 8) if indentation is not None else 8
-    return FimConstraint(ob, ob, vocab, prefix, suffix, tab_len=tab)
+                   grammar: Grammar) -> FimConstraint:
+    """Set up one fill-in-the-middle request: lex the suffix into branches, build the
+    quotient, walk the prefix.
+
+    Raises
+    ------
+    InvalidPrefixError
+        No program starts with the prefix.
+    InvalidSuffixError
+        No middle connects the prefix to the suffix (offset in the suffix).
+    """
+    ind = grammar.indentation
+    tab = ind.tab_len if ind is not None else 8
+    sdata = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
+    plain = Constraint(ob, vocab, prefix, tab_len=tab)  # validates the prefix
+    octx = ob.ctx
+    lexing = lex_suffix(
+        ob, sdata, tab=tab, prefix_indent=plain._history[-1][2].indent,
+        open_brackets=octx.open_brackets, close_brackets=octx.close_brackets,
+        indent_t=octx.indent_t, dedent_t=octx.dedent_t,
+    )
+    if not lexing.branches:
+        raise InvalidSuffixError("the code after the cursor cannot be lexed",
+                                 position=max(lexing.error_offset, 0))
+    qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
+    try:
+        return FimConstraint(qb, ob, vocab, prefix, sdata, tab_len=tab, _branches=markers)
+    except InvalidPrefixError as e:
+        if isinstance(e, InvalidSuffixError):
+            raise
+        raise InvalidSuffixError(
+            "no middle connects this prefix to the suffix (the prefix, up to the quoted "
+            f"byte, is fine alone): {e}", position=0) from None
