@@ -61,7 +61,12 @@ def test_bad_prefix_and_suffix(json_artifact, tmp_path, capsys):
     good = tmp_path / "good.json"
     good.write_text("[")
     assert main(["mask", str(json_artifact), "--prefix-file", str(good), "--suffix-file",
-                 str(good)]) == 0
+                 str(good)]) == 1  # a program cannot end with "["
+    assert "no middle connects" in capsys.readouterr().err
+    end = tmp_path / "end.json"
+    end.write_text("]")
+    assert main(["mask", str(json_artifact), "--prefix-file", str(good), "--suffix-file",
+                 str(end)]) == 0
 
 
 def test_grammar_file_with_error(tmp_path, capsys):
