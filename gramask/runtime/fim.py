@@ -296,7 +296,9 @@ def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suff
     ind = grammar.indentation
     tab = ind.tab_len if ind is not None else 8
     sdata = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
-    plain = Constraint(ob, vocab, prefix, tab_len=tab)  # validates the prefix
+    pdata = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+    plain = Constraint(ob, vocab, pdata, tab_len=tab)  # validates the prefix
+    short = equivalent_prefix(ob, plain._initial_state(), pdata, tab)
     octx = ob.ctx
     lexing = lex_suffix(
         ob, sdata, tab=tab, prefix_indent=plain._history[-1][2].indent,
@@ -308,10 +310,77 @@ def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suff
                                  position=max(lexing.error_offset, 0))
     qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
     try:
-        return FimConstraint(qb, ob, vocab, prefix, sdata, tab_len=tab, _branches=markers)
+        c = FimConstraint(qb, ob, vocab, short, sdata, tab_len=tab, _branches=markers)
+        c._prefix = pdata
+        return c
     except InvalidPrefixError as e:
         if isinstance(e, InvalidSuffixError):
             raise
         raise InvalidSuffixError(
             "no middle connects this prefix to the suffix (the prefix, up to the quoted "
             f"byte, is fine alone): {e}", position=0) from None
+
+
+def equivalent_prefix(b: MaskBuilder, st: tuple[int, int, PState], data: bytes,
+                      tab: int) -> bytes:
+    """A prefix that leaves lexer and parser exactly where ``data`` does, usually much shorter.
+
+    At a lexeme boundary the runtime's whole state is (lexer start, parser state), and parser
+    states are hash-consed objects, so two boundaries with the same parser state, where the
+    same byte starts the next lexeme, have the same continuations (with or without a suffix).
+    The text between them is a loop and can be cut; cutting every loop (a loop-erased walk)
+    leaves roughly the headers of the blocks around the cursor, and the quotient parser,
+    which starts cold for each request, reads only that."""
+    q, carry, p = st
+    rows, accept, ignored, ctx, nl_t = b.trans_rows, b.accept, b.ignored, b.ctx, b.nl_t
+    # the kept path: [key, offset where its boundary was first met, offset the text resumes]
+    keys: list[tuple[int, int]] = []
+    starts: list[int] = []
+    conts: list[int] = []
+    where: dict[tuple[int, int], int] = {}
+    keep: list[PState] = []  # keeps the keyed states alive (uids stay unique)
+    for i, byte in enumerate(data):
+        nq = rows[q][byte]
+        if nq < 0:
+            a = accept[q]
+            if a < 0 or q == 0:
+                return data
+            if a == nl_t:
+                p2 = ctx.newline(p, carry)
+            elif ignored[a]:
+                p2 = p
+            else:
+                p2 = ctx.shift(p, a)
+            if p2 is None:
+                return data
+            p = p2
+            carry = 0
+            key = (p.uid, byte)
+            j = where.get(key)
+            if j is None:
+                where[key] = len(keys)
+                keys.append(key)
+                starts.append(i)
+                conts.append(i)
+                keep.append(p)
+            else:
+                for k in keys[j + 1:]:
+                    del where[k]
+                del keys[j + 1:], starts[j + 1:], conts[j + 1:]
+                conts[j] = i
+            nq = rows[0][byte]
+            if nq < 0:
+                return data
+        q = nq
+        if byte == 10:
+            carry = 0
+        elif byte == 32:
+            carry += 1
+        elif byte == 9:
+            carry += tab
+    if not keys:
+        return data
+    parts = [data[: starts[0]]]
+    parts += [data[conts[n] : starts[n + 1]] for n in range(len(keys) - 1)]
+    parts.append(data[conts[-1] :])
+    return b"".join(parts)

@@ -12,7 +12,8 @@ at setup: the bracket depth ``d0`` (branch on each value the suffix can close), 
 outcome of the suffix's first newline outside brackets (``_INDENT``, or ``c`` ``_DEDENT``s;
 the end of input counts as a newline of width 0). Lines after that are resolved against an
 assumed stack: the prefix's indentation levels below the first line's width, plus the width
-itself. That assumption can only lose middles that re-indent the levels below (it never adds
+itself, plus any lower level the suffix later returns to (the middle must have opened it).
+That assumption can only lose middles that re-indent the levels below (it never adds
 programs: the end of a middle is confirmed exactly, see :mod:`gramask.runtime.fim`).
 """
 
@@ -25,7 +26,7 @@ from .masks import MaskBuilder
 __all__ = ["Branch", "SuffixLexing", "lex_suffix"]
 
 MAX_DEPTH = 8  # bracket depths at the boundary tried (a suffix closing more is rarer)
-MAX_EXTRA_DEDENTS = 3  # blocks the middle may open beyond the prefix's, per branch
+MAX_EXTRA_DEDENTS = 2  # blocks the middle may open beyond the prefix's, per branch
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,7 @@ def _rest(raw: list[tuple[int, int, int]], stack: list[int], nl_t: int, indent_t
     offs: list[int] = []
     depth = 0
     bol = True
+    floor = stack[-1]  # levels below the first line's width are assumed, not known
     for t, w, o in raw:
         if t == nl_t:
             if depth > 0:
@@ -231,7 +233,11 @@ def _rest(raw: list[tuple[int, int, int]], stack: list[int], nl_t: int, indent_t
                     terms.append(dedent_t)
                     offs.append(o)
                 if w != stack[-1]:
-                    return None  # a level the assumed stack does not have
+                    if w > floor:
+                        return None  # a level the suffix itself never opened
+                    # a level below the suffix's first line that the prefix did not show:
+                    # assume the middle opened it
+                    stack.append(w)
             bol = True
             continue
         if t in opens:
