@@ -98,6 +98,8 @@ class FimConstraint(Constraint):
         _shared: dict[tuple[int, int, PState], bool] | None = None,
         _branches: list[tuple[Branch, int]] | None = None,
         _glue: dict[tuple[int, int], tuple[int, int, int] | None] | None = None,
+        _ends_at: dict[tuple[int, int], tuple[bool]] | None = None,
+        _alive: list[PState] | None = None,
     ) -> None:
         self._ob = ob
         self._branches = _branches if _branches is not None else []
@@ -105,6 +107,10 @@ class FimConstraint(Constraint):
             _glue if _glue is not None else {})
         self._suffix = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
         self._ends: dict[tuple[int, int, PState], bool] = _shared if _shared is not None else {}
+        # (suffix offset, parser state uid) at a lexeme boundary → verdict; states kept alive
+        self._ends_at: dict[tuple[int, int], tuple[bool]] = (
+            _ends_at if _ends_at is not None else {})
+        self._alive: list[PState] = _alive if _alive is not None else []
         super().__init__(qb, vocab, prefix, tab_len=tab_len, _history=_history,
                          _chunks=_chunks, _finished=_finished)
 
@@ -137,12 +143,68 @@ class FimConstraint(Constraint):
         key = (q, carry, po)
         r = self._ends.get(key)
         if r is None:
-            end = walk(self._ob, (q, carry, po), self._suffix, self._tab)
-            r = not isinstance(end, int) and self._ob.complete(end[2], end[0], end[1])
+            r = self._suffix_completes(q, carry, po)
             if len(self._ends) >= self.MAX_ENDS:
                 self._ends.clear()
             self._ends[key] = r
         return r
+
+    def _suffix_completes(self, q: int, carry: int, p: PState) -> bool:
+        """Exact: does the suffix, read from this state with the original grammar, end a
+        program? Walks from different states converge (hash-consed parser states at the same
+        suffix offset), so each walk stops at the first lexeme boundary an earlier walk
+        passed through, and reuses its verdict: the suffix is read in full about once."""
+        b = self._ob
+        memo = self._ends_at
+        rows, accept, ignored, ctx, nl_t, tab = (
+            b.trans_rows, b.accept, b.ignored, b.ctx, b.nl_t, self._tab)
+        seen: list[tuple[int, int]] = []
+        result: bool | None = None
+        data = self._suffix
+        for i, byte in enumerate(data):
+            nq = rows[q][byte]
+            if nq < 0:
+                a = accept[q]
+                if a < 0 or q == 0:
+                    result = False
+                    break
+                if a == nl_t:
+                    p2 = ctx.newline(p, carry)
+                elif ignored[a]:
+                    p2 = p
+                else:
+                    p2 = ctx.shift(p, a)
+                if p2 is None:
+                    result = False
+                    break
+                p = p2
+                carry = 0
+                key = (i, p.uid)
+                known = memo.get(key)
+                if known is not None:
+                    result = known[0]
+                    break
+                seen.append(key)
+                self._alive.append(p)
+                nq = rows[0][byte]
+                if nq < 0:
+                    result = False
+                    break
+            q = nq
+            if byte == 10:
+                carry = 0
+            elif byte == 32:
+                carry += 1
+            elif byte == 9:
+                carry += tab
+        if result is None:
+            result = (q == 0 or b.end_ok(p, q)) and b.complete(p, q, carry)
+        if len(memo) > 8 * len(data) + 4096:
+            memo.clear()
+            self._alive.clear()
+        for k in seen:
+            memo[k] = (result,)
+        return result
 
     def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
         """The middle's last lexeme (lexer state ``q``) continued by ``suffix[:k]`` and ended
@@ -263,7 +325,7 @@ class FimConstraint(Constraint):
             self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
             _history=list(self._history), _chunks=list(self._chunks),
             _finished=self._finished, _shared=self._ends, _branches=self._branches,
-            _glue=self._glue,
+            _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive,
         )
         c._prefix = self._prefix
         return c

@@ -12,13 +12,16 @@ at setup: the bracket depth ``d0`` (branch on each value the suffix can close), 
 outcome of the suffix's first newline outside brackets (``_INDENT``, or ``c`` ``_DEDENT``s;
 the end of input counts as a newline of width 0). Lines after that are resolved against an
 assumed stack: the prefix's indentation levels below the first line's width, plus the width
-itself, plus any lower level the suffix later returns to (the middle must have opened it).
+itself, plus any lower level the suffix later returns to (the middle must have opened it);
+a second hypothesis also fills the gap between the prefix's top level and the first line's
+width on the prefix's indentation step (the middle opened those blocks).
 That assumption can only lose middles that re-indent the levels below (it never adds
 programs: the end of a middle is confirmed exactly, see :mod:`gramask.runtime.fim`).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from .masks import MaskBuilder
@@ -185,11 +188,21 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
         at = raw[first][2]
     base = [e for e in prefix_indent if e < w]
     n_gt = sum(1 for e in prefix_indent if e > w)
-    outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
+    bases = [base]
     if base:
-        outcomes.append(([indent_t], [*base, w]))
-    for c in range(n_gt + MAX_EXTRA_DEDENTS + 1):
-        outcomes.append(([dedent_t] * c, [*base, w]))
+        # levels the middle may have opened between the prefix's and the first line's, on
+        # the prefix's indentation step (4 by default): [0, 4] + first line 12 → 8 is assumed
+        steps = [b - a for a, b in itertools.pairwise(prefix_indent) if b > a]
+        unit = min(steps) if steps else 4
+        filled = [*base, *range(base[-1] + unit, w, unit)]
+        if filled != base:
+            bases.insert(0, filled)
+    outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
+    for bb in bases:
+        if bb:
+            outcomes.append(([indent_t], [*bb, w]))
+        for c in range(n_gt + MAX_EXTRA_DEDENTS + 1):
+            outcomes.append(([dedent_t] * c, [*bb, w]))
     out = []
     for after, stack0 in outcomes:
         if first == len(raw):
