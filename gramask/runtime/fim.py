@@ -138,8 +138,9 @@ class FimConstraint(Constraint):
 
     def _complete(self, st: FimState) -> bool:
         q, carry, _, po = st
-        if not self._quotient_end(st):
-            return False  # the quotient parser's verdict: no branch can follow here
+        v = self._quotient_end(st)
+        if v != 1:
+            return v == 2  # the quotient's verdict, exact
         key = (q, carry, po)
         r = self._ends.get(key)
         if r is None:
@@ -237,28 +238,34 @@ class FimConstraint(Constraint):
         self._glue[key] = res
         return res
 
-    def _quotient_end(self, st: FimState) -> bool:
-        """Some branch fits here: its bytes glue to the lexeme in progress, the bracket depth
-        is the branch's, and its marker completes the quotient parse (independent of |S|)."""
+    def _quotient_end(self, st: FimState) -> int:
+        """Can the middle end here, per the quotient (cost independent of |S|)? 0: no;
+        2: yes, exactly (a branch whose assumptions about the boundary — bracket depth,
+        indentation — hold here accepts); 1: only branches whose assumptions do not hold
+        accept (the suffix must be walked to know)."""
         q, carry, pq, _ = st
         b = self._b
         adv = b.ctx.automaton.advance
+        verdict = 0
+        n = len(self._suffix)
         for br, marker in self._branches:
             g = self._glue_walk(q, br.k)
             if g is None:
                 continue
             qq, reset, width = g
-            if q != 0 and b.continuation_t >= 0 and br.k == len(self._suffix) and \
-                    b.accept[qq] == b.continuation_t:
-                continue
+            if qq != 0 and br.k == n and b.accept[qq] == b.continuation_t >= 0:
+                continue  # input may not end in a line continuation
             c2 = width if reset else carry + width
-            p2 = b.lexeme_end(pq, qq, c2, at_eof=br.k == len(self._suffix))
+            p2 = b.lexeme_end(pq, qq, c2, at_eof=br.k == n)
             if p2 is None or p2.depth not in br.depths:
                 continue
             es = adv(p2.es, marker)
-            if es is not None and es.accepts:
-                return True
-        return False
+            if es is None or not es.accepts:
+                continue
+            if not br.assumptions or _holds(br, p2):
+                return 2
+            verdict = 1
+        return verdict
 
     # ------------------------------------------------------------------ API
     def allowed(self) -> np.ndarray:
@@ -446,3 +453,25 @@ def equivalent_prefix(b: MaskBuilder, st: tuple[int, int, PState], data: bytes,
     parts += [data[conts[n] : starts[n + 1]] for n in range(len(keys) - 1)]
     parts.append(data[conts[-1] :])
     return b"".join(parts)
+
+
+def _holds(br: Branch, p: PState) -> bool:
+    """Does one of the branch's boundary assumptions hold for the parser state ``p`` at the
+    boundary? Then the branch's terminals are exactly the suffix's, and the quotient's
+    verdict is exact."""
+    stack = p.indent
+    for d0, w1, outcome, below, eof_nl in br.assumptions:
+        if d0 != p.depth:
+            continue
+        if eof_nl is not None:
+            if outcome == len(stack) - 1 and eof_nl == (not p.bol):
+                return True
+            continue
+        if tuple(e for e in stack if e < w1) != below:
+            continue
+        if outcome < 0:
+            if stack[-1] < w1:
+                return True
+        elif w1 in stack and sum(1 for e in stack if e > w1) == outcome:
+            return True
+    return False

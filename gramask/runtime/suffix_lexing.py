@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 from .masks import MaskBuilder
 
@@ -40,6 +41,11 @@ class Branch:
     depths: frozenset[int]  # bracket depths at the boundary it fits ({0} without indentation)
     terms: tuple[int, ...]  # parser terminals of suffix[k:], end of input included
     offsets: tuple[int, ...]  # byte offset in the suffix where each terminal starts
+    # what the boundary must look like for ``terms`` to be the suffix's real terminals:
+    # (depth, first line's width, -1 = INDENT there or c = DEDENTs, levels below that width,
+    # a newline emitted at the end of input (None: the suffix has a newline of its own));
+    # empty without indentation
+    assumptions: frozenset[tuple[int, int, int, tuple[int, ...], bool | None]] = frozenset()
 
 
 @dataclass
@@ -150,19 +156,21 @@ def lex_suffix(
             elif t in close_brackets:
                 depth -= 1
                 lowest = min(lowest, depth)
-        seen: dict[tuple[int, ...], tuple[tuple[int, ...], set[int]]] = {}
+        seen: dict[tuple[int, ...], tuple[tuple[int, ...], set[int], set[Any]]] = {}
         for d0 in range(min(-lowest, MAX_DEPTH) + 1):
-            for terms, offs in _expand(raw, d0, end, prefix_indent, nl_t, indent_t, dedent_t,
-                                       open_brackets, close_brackets):
-                seen.setdefault(terms, (offs, set()))[1].add(d0)
-        for terms, (offs, ds) in seen.items():
-            branches.append(Branch(k, frozenset(ds), terms, offs))
+            for terms, offs, assumption in _expand(raw, d0, end, prefix_indent, nl_t, indent_t,
+                                                   dedent_t, open_brackets, close_brackets):
+                e = seen.setdefault(terms, (offs, set(), set()))
+                e[1].add(d0)
+                e[2].add(assumption)
+        for terms, (offs, ds, ass) in seen.items():
+            branches.append(Branch(k, frozenset(ds), terms, offs, frozenset(ass)))
     return SuffixLexing(branches, err)
 
 
 def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: tuple[int, ...],
             nl_t: int, indent_t: int, dedent_t: int, opens: frozenset[int],
-            closes: frozenset[int]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+            closes: frozenset[int]) -> list[tuple[tuple[int, ...], tuple[int, ...], Any]]:
     """The terminal sequences of one raw lexing under bracket depth ``d0``, one per outcome
     of the first significant newline."""
     # find the first significant newline (or the end of input)
@@ -203,27 +211,32 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
             outcomes.append(([indent_t], [*bb, w]))
         for c in range(n_gt + MAX_EXTRA_DEDENTS + 1):
             outcomes.append(([dedent_t] * c, [*bb, w]))
-    out = []
+    out: list[tuple[tuple[int, ...], tuple[int, ...], Any]] = []
     for after, stack0 in outcomes:
         if first == len(raw):
             seqs = [([nl_t, *after], [at] * (1 + len(after)))]
             if not head_t:  # nothing significant in the suffix: the middle may end a line
                 seqs.append((after, [at] * len(after)))
-            for s, o in seqs:
-                out.append((tuple(head_t + s), tuple(head_o + o)))
+            for n, (s, o) in enumerate(seqs):
+                out.append((tuple(head_t + s), tuple(head_o + o),
+                            (d0, 0, len(after), (), n == 0)))
             continue
         terms = [*head_t, nl_t, *after]
         offs = [*head_o, at] + [at] * len(after)
-        r = _rest(raw[first + 1:], list(stack0), nl_t, indent_t, dedent_t, opens, closes, end)
+        assumed: list[int] = []
+        r = _rest(raw[first + 1:], list(stack0), nl_t, indent_t, dedent_t, opens, closes, end,
+                  assumed)
         if r is None:
             continue
-        out.append((tuple(terms + r[0]), tuple(offs + r[1])))
+        below = tuple(sorted({*stack0[:-1], *assumed}))
+        out.append((tuple(terms + r[0]), tuple(offs + r[1]),
+                    (d0, w, -1 if after == [indent_t] else len(after), below, None)))
     return out
 
 
 def _rest(raw: list[tuple[int, int, int]], stack: list[int], nl_t: int, indent_t: int,
-          dedent_t: int, opens: frozenset[int], closes: frozenset[int], end: int
-          ) -> tuple[list[int], list[int]] | None:
+          dedent_t: int, opens: frozenset[int], closes: frozenset[int], end: int,
+          assumed: list[int]) -> tuple[list[int], list[int]] | None:
     """Terminals after the first newline: the indentation stack is known from here on."""
     terms: list[int] = []
     offs: list[int] = []
@@ -251,6 +264,7 @@ def _rest(raw: list[tuple[int, int, int]], stack: list[int], nl_t: int, indent_t
                     # a level below the suffix's first line that the prefix did not show:
                     # assume the middle opened it
                     stack.append(w)
+                    assumed.append(w)
             bol = True
             continue
         if t in opens:
