@@ -234,8 +234,53 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("--- ast.parse: OK")
     except SyntaxError as e:  # pragma: no cover - would be a bug
         print(f"--- ast.parse: {e}")
-    print("\nFill-in-the-middle (suffix=...) and budgets (max_tokens=...) are not built yet.")
+    _demo_fim(cg, vocab, args)
+    print("\nBudgets (max_tokens=...) are not built yet.")
     return 0
+
+
+DEMO_FIM_PREFIX = DEMO_PREFIX.rsplit("fibonacci(", 1)[0] + "fibonacci("
+DEMO_FIM_SUFFIX = ")\n\n\nprint(fibonacci(10))\n"
+
+
+def _demo_fim(cg, vocab, args: argparse.Namespace) -> None:
+    """Fill-in-the-middle: the code after the cursor decides when the middle may end."""
+    import numpy as np
+
+    print("\n== fill-in-the-middle: the code after the cursor constrains the middle")
+    print("   a toy model wants to write 'n -' and stop; the suffix starts with ')', so")
+    print("   stopping is masked until the middle is a complete argument")
+    print("--- prefix | middle | suffix ---")
+    print(DEMO_FIM_PREFIX + "|" + "|" + DEMO_FIM_SUFFIX, end="")
+    t0 = time.perf_counter()
+    c = cg.constraint(prefix=DEMO_FIM_PREFIX, suffix=DEMO_FIM_SUFFIX)
+    print(f"--- setup (quotient of the grammar by the suffix): "
+          f"{(time.perf_counter() - t0) * 1000:.1f} ms (the first request of a compiled grammar "
+          "also builds its reversed automaton)")
+    model = _ToyModel(vocab, "n -", seed=args.seed)
+    for step in range(args.steps):
+        m = c.allowed()
+        scores = model.scores()
+        want = int(np.argmax(scores))
+        scores[~m] = -np.inf
+        tok = int(np.argmax(scores))
+        note = "" if tok == want else f"   (model wanted {_show(vocab, want)}: masked)"
+        eos = "allowed" if c.is_complete() else "masked "
+        print(f"step {step:2d}: {int(m.sum()):6d} allowed, EOS {eos}  → {_show(vocab, tok)}{note}")
+        c.advance(tok)
+        model.took(tok, want)
+        if c.is_finished:
+            break
+    print("--- completed: prefix + middle + suffix ---")
+    text = DEMO_FIM_PREFIX + c.text + DEMO_FIM_SUFFIX
+    print(text, end="")
+    import ast
+
+    try:
+        ast.parse(text)
+        print("--- ast.parse: OK")
+    except SyntaxError as e:  # pragma: no cover - would be a bug
+        print(f"--- ast.parse: {e}")
 
 
 def build_parser() -> argparse.ArgumentParser:

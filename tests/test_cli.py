@@ -82,3 +82,6 @@ def test_demo_runs(capsys):
     assert main(["demo", "--vocab", "gpt2", "--steps", "12"]) == 0
     out = capsys.readouterr().out
     assert "allowed" in out and "compiling the bundled Python grammar" in out
+    fim = out[out.index("fill-in-the-middle"):]
+    assert "(model wanted <EOS>: masked)" in fim  # "n -" cannot end before the suffix's ")"
+    assert fim.count("ast.parse: OK") == 1
