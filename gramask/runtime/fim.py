@@ -145,7 +145,13 @@ class FimConstraint(Constraint):
         key = (q, carry, po)
         r = self._ends.get(key)
         if r is None:
-            r = self._suffix_completes(q, carry, po)
+            was_enabled = gc.isenabled()
+            gc.disable()  # as in setup: the walk builds long-lived parser states
+            try:
+                r = self._suffix_completes(q, carry, po)
+            finally:
+                if was_enabled:
+                    gc.enable()
             if len(self._ends) >= self.MAX_ENDS:
                 self._ends.clear()
             self._ends[key] = r
