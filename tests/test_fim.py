@@ -218,3 +218,19 @@ def test_other_grammars(grammar: str, prefix: str, middle: str, suffix: str) -> 
         assert c.allowed()[t], (c.text, ch)
         c.advance(t)
     assert c.is_complete()
+
+
+def test_mask_and_advance_agree_on_a_comment_the_suffix_would_continue() -> None:
+    """'#' after ``def __del__(self)`` is allowed by the mask (an ignored lexeme may end the
+    middle when a branch of the suffix can follow: the documented over-approximation; here
+    the suffix's ':' would continue the comment), so advance() must accept it too; ends stay
+    exact."""
+    cg = compiled("python", "gpt2")
+    c = cg.constraint(prefix="class C:\n    def __", suffix=":\n        # Inspect\n        pass\n")
+    for piece in (b"del", b"__", b"(", b"self", b")"):
+        c.advance(_tok(cg, piece))
+    assert c.is_complete()
+    t = _tok(cg, b"#")
+    assert c.allowed()[t]
+    c.advance(t)
+    assert not c.is_complete() and c.allowed().any()

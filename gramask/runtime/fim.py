@@ -132,7 +132,10 @@ class FimConstraint(Constraint):
         r1 = walk(self._b, (q, carry, pq), data, self._tab)
         if isinstance(r1, int):
             return r1
-        r2 = walk(self._ob, (q, carry, po), data, self._tab)
+        # the original parser follows along for the exact end check only: whether the lexeme
+        # in progress can still end well is the quotient's call (the original's "finish" means
+        # the input ends here, the quotient's that the suffix follows)
+        r2 = walk(self._ob, (q, carry, po), data, self._tab, check_end=False)
         if isinstance(r2, int):
             return r2
         return (r1[0], r1[1], r1[2], r2[2])
