@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .errors import GramaskError
 
@@ -243,7 +244,7 @@ DEMO_FIM_PREFIX = DEMO_PREFIX.rsplit("fibonacci(", 1)[0] + "fibonacci("
 DEMO_FIM_SUFFIX = ")\n\n\nprint(fibonacci(10))\n"
 
 
-def _demo_fim(cg, vocab, args: argparse.Namespace) -> None:
+def _demo_fim(cg: Any, vocab: Any, args: argparse.Namespace) -> None:
     """Fill-in-the-middle: the code after the cursor decides when the middle may end."""
     import numpy as np
 
