@@ -1,4 +1,5 @@
-"""``gramask demo``: compile Python × a real vocabulary and show a masked completion."""
+"""``gramask demo``: compile Python × a real vocabulary and show a masked completion, then a
+fill-in-the-middle one (the code after the cursor decides when the middle may end)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 
 import numpy as np
 
+from .compiled import CompiledGrammar
 from .vocab import Vocabulary, load_vocabulary
 
 __all__ = ["DEMO_PREFIX", "DEMO_TARGET", "cmd_demo"]
@@ -112,5 +114,50 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"--- ast.parse: {e}")
     else:
         print(f"--- complete program yet: {c.is_complete()} (more --steps to finish it)")
-    print("\nFill-in-the-middle (suffix=...) and budgets (max_tokens=...) are not built yet.")
+    _demo_fim(cg, vocab, args)
+    print("\nBudgets (max_tokens=...) are not built yet.")
     return 0
+
+
+DEMO_FIM_PREFIX = DEMO_PREFIX.rsplit("fibonacci(", 1)[0] + "fibonacci("
+DEMO_FIM_SUFFIX = ")\n\n\nprint(fibonacci(10))\n"
+
+
+def _demo_fim(cg: CompiledGrammar, vocab: Vocabulary, args: argparse.Namespace) -> None:
+    """Fill-in-the-middle: the code after the cursor decides when the middle may end."""
+    print("\n== fill-in-the-middle: the code after the cursor constrains the middle")
+    print("   a toy model wants to write 'n -' and stop; the suffix starts with ')', so")
+    print("   stopping is masked until the middle is a complete argument")
+    print("--- prefix | middle | suffix ---")
+    print(DEMO_FIM_PREFIX + "|" + "|" + DEMO_FIM_SUFFIX, end="")
+    t0 = time.perf_counter()
+    c = cg.constraint(prefix=DEMO_FIM_PREFIX, suffix=DEMO_FIM_SUFFIX)
+    print(f"--- setup (quotient of the grammar by the suffix): "
+          f"{(time.perf_counter() - t0) * 1000:.1f} ms (the first request of a compiled grammar "
+          "also builds its reversed automaton)")
+    model = _ToyModel(vocab, "n -", seed=args.seed)
+    for step in range(args.steps):
+        m = c.allowed()
+        scores = model.scores()
+        want = int(np.argmax(scores))
+        scores[~m] = -np.inf
+        tok = int(np.argmax(scores))
+        note = "" if tok == want else f"   (model wanted {_show(vocab, want)}: masked)"
+        eos = "allowed" if c.is_complete() else "masked "
+        print(f"step {step:2d}: {int(m.sum()):6d} allowed, EOS {eos}  → {_show(vocab, tok)}{note}")
+        c.advance(tok)
+        model.took(tok, want)
+        if c.is_finished:
+            break
+    text = DEMO_FIM_PREFIX + c.text + DEMO_FIM_SUFFIX
+    if c.is_finished:
+        print("--- completed: prefix + middle + suffix ---")
+    else:
+        print(f"--- so far (cut after {args.steps} steps, before EOS): prefix + middle + suffix ---")
+    print(text, end="")
+    if c.is_finished:
+        try:
+            ast.parse(text)
+            print("--- ast.parse: OK")
+        except SyntaxError as e:  # pragma: no cover - would be a bug
+            print(f"--- ast.parse: {e}")

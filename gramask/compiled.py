@@ -120,17 +120,26 @@ class CompiledGrammar:
             No program starts with ``prefix``; the error names the byte offset.
         LimitExceededError
             Parsing the prefix outgrew ``limits`` (also from the constraint's methods).
+        InvalidSuffixError
+            No middle connects ``prefix`` to ``suffix``; the error names the offset in the suffix.
         NotImplementedError
-            ``suffix`` (fill-in-the-middle) and ``max_tokens`` (budgets) are not built yet.
+            ``max_tokens`` (budgets) is not built yet; ``suffix`` with a grammar in the
+            contextual lexer mode is not built yet.
         """
-        if suffix is not None:
-            raise NotImplementedError(
-                "fill-in-the-middle (suffix=...) is not implemented yet in this version"
-            )
         if max_tokens is not None:
             raise NotImplementedError(
                 "token budgets (max_tokens=...) are not implemented yet in this version"
             )
+        if suffix is not None:
+            if self.grammar.lexer == "contextual":
+                raise NotImplementedError(
+                    "fill-in-the-middle (suffix=...) is built for the basic lexer mode so far: "
+                    "compile the grammar with Grammar.from_lark(..., lexer='basic') (every "
+                    "bundled grammar is basic)"
+                )
+            from .runtime.fim import fim_constraint
+
+            return fim_constraint(self._runtime(limits), self.vocab, prefix, suffix, self.grammar)
         ind = self.grammar.indentation
         return Constraint(
             self._runtime(limits), self.vocab, prefix, tab_len=ind.tab_len if ind else 8

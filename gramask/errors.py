@@ -93,6 +93,11 @@ class LimitExceededError(GramaskError, RuntimeError):
         super().__init__(message)
 
 
+class InvalidSuffixError(InvalidPrefixError):
+    """A suffix (the code after the cursor) that no middle can connect to; ``position`` is
+    the byte offset in the suffix where the trouble starts."""
+
+
 __all__ = [
     "ArtifactError",
     "ArtifactVersionError",
@@ -100,6 +105,7 @@ __all__ = [
     "GrammarError",
     "InvalidPrefixError",
     "InvalidRegexError",
+    "InvalidSuffixError",
     "LimitExceededError",
     "TokenRejected",
     "UnsupportedRegexError",

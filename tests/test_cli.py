@@ -112,8 +112,12 @@ def test_bad_prefix_and_suffix(json_artifact, tmp_path, capsys):
     good = tmp_path / "good.json"
     good.write_text("[")
     assert main(["mask", str(json_artifact), "--prefix-file", str(good), "--suffix-file",
-                 str(good)]) == 1
-    assert "not implemented" in capsys.readouterr().err
+                 str(good)]) == 1  # a program cannot end with "["
+    assert "no middle connects" in capsys.readouterr().err
+    end = tmp_path / "end.json"
+    end.write_text("]")
+    assert main(["mask", str(json_artifact), "--prefix-file", str(good), "--suffix-file",
+                 str(end)]) == 0
 
 
 def test_missing_or_bad_prefix_file_is_one_line(json_artifact, tmp_path, capsys):
@@ -162,13 +166,16 @@ def test_demo_fixes_the_bracket_and_finishes(capsys):
     assert "(model wanted ']': masked)" in out  # the mask steered the toy model ...
     program = out.split("--- completed program")[1].split("--- ast.parse")[0]
     assert "return fibonacci(n - 1) + fibonacci(n - 2)\n" in program  # ... to ')'
-    assert "--- ast.parse: OK" in out
     assert "→ <EOS>" in out
+    fim = out[out.index("fill-in-the-middle"):]
+    assert "(model wanted <EOS>: masked)" in fim  # "n -" cannot end before the suffix's ")"
+    assert out.count("--- ast.parse: OK") == 2 and fim.count("--- ast.parse: OK") == 1
 
 
 def test_demo_cut_short_does_not_claim_a_program(capsys):
     assert main(["demo", "--vocab", "gpt2", "--steps", "2"]) == 0
     out = capsys.readouterr().out
-    assert "completed program" not in out and "ast.parse" not in out
+    assert "completed" not in out and "ast.parse" not in out
     assert "program so far (cut after 2 steps, before EOS)" in out
-    assert out.count("\nstep ") == 2
+    assert "so far (cut after 2 steps, before EOS): prefix + middle + suffix" in out
+    assert out.count("\nstep ") == 4  # two in the prefix demo, two in the FIM demo

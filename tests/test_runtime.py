@@ -170,10 +170,8 @@ def test_invalid_prefix_names_position():
     assert e.value.position == 3  # the second ")"
 
 
-def test_suffix_and_budget_say_not_implemented():
+def test_budget_says_not_implemented():
     cg, _ = tiny(PARENS, PARENS_TOKENS)
-    with pytest.raises(NotImplementedError, match="fill-in-the-middle"):
-        cg.constraint("", suffix=")")
     with pytest.raises(NotImplementedError, match="budget"):
         cg.constraint("", max_tokens=3)
 

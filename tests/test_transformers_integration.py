@@ -415,3 +415,29 @@ def test_shape_errors(cg):
         GramaskLogitsProcessor.from_compiled(cg, batch_size=0)
     with pytest.raises(ValueError, match="expected at least one Constraint"):
         GramaskLogitsProcessor([])
+
+
+def test_fill_in_the_middle_rows(cg, model):
+    """A suffix per row: rows that end are programs with their own prefix and suffix."""
+    eos = cg.vocab.eos_token_id
+    prefixes = ["[1, ", '{"a": ', "[1, ", '{"a": ']
+    suffixes = ["]", ', "b": 2}', "]", None]
+    proc = GramaskLogitsProcessor.from_compiled(cg, 4, prefix=prefixes, suffix=suffixes)
+    assert proc.constraints[2] is not proc.constraints[0]  # same pair: a clone, not shared
+    prompts = torch.tensor([PROMPT] * 4)
+    torch.manual_seed(3)
+    out = model.generate(
+        prompts, attention_mask=torch.ones_like(prompts),
+        generation_config=gen_config(cg, do_sample=True, top_k=0),
+        logits_processor=LogitsProcessorList([favour_json(cg), proc]),
+    )
+    ended = 0
+    for row, p, s in zip(out.tolist(), prefixes, suffixes, strict=True):
+        gen = row[len(PROMPT):]
+        if eos in gen:
+            ended += 1
+            body = b"".join(cg.vocab.token_bytes(t) for t in gen[: gen.index(eos)])
+            json.loads(p.encode() + body + (s or "").encode())
+    assert ended, "no row ended: the check above was vacuous"
+    with pytest.raises(ValueError, match="suffix"):
+        GramaskLogitsProcessor.from_compiled(cg, 2, suffix=["]"])

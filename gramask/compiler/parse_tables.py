@@ -11,7 +11,7 @@ Works for any CFG, ambiguous and non-LALR included.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,11 @@ class ParseTables:
     nonkernel: np.ndarray  # (S,) partner state, -1 if none
     accepting: np.ndarray  # (S,) bool: contains $start → start •
     start_state: int
+    # the LR(0) item sets and numbered rules behind the states, when built in this process
+    # (not stored in artifacts): fill-in-the-middle extends the automaton with new rules
+    items: tuple[list[frozenset[tuple[int, int]]], list[tuple[int, tuple[int, ...]]]] | None = (
+        field(default=None, compare=False, repr=False)
+    )
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {
@@ -212,5 +217,6 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
         nonkernel=np.array(nonkernel, dtype=np.int32),
         accepting=accepting,
         start_state=start,
+        items=(states, rules),
     )
     return pt

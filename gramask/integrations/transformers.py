@@ -161,17 +161,39 @@ class GramaskLogitsProcessor(LogitsProcessor):
         cls,
         compiled: CompiledGrammar,
         batch_size: int,
-        prefix: str | bytes = "",
+        prefix: str | bytes | Sequence[str | bytes] = "",
+        suffix: str | bytes | Sequence[str | bytes | None] | None = None,
         **kwargs: Any,
     ) -> GramaskLogitsProcessor:
-        """``batch_size`` fresh constraints from ``compiled.constraint(prefix=prefix)``.
+        """``batch_size`` fresh constraints from ``compiled.constraint(prefix=..., suffix=...)``.
 
         ``batch_size`` is the number of rows ``generate`` decodes: prompts times
-        ``num_return_sequences`` (or ``num_beams``). ``kwargs`` go to the constructor.
+        ``num_return_sequences`` (or ``num_beams``). ``prefix`` and ``suffix`` (the code after
+        the cursor, for fill-in-the-middle) are one text for every row or a sequence with one
+        per row; rows with the same pair share one setup (the others are clones).
+        ``kwargs`` go to the constructor.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size: expected at least 1, got {batch_size}")
-        return cls([compiled.constraint(prefix=prefix) for _ in range(batch_size)], **kwargs)
+
+        def per_row(x: Any, what: str) -> list[Any]:
+            if x is None or isinstance(x, (str, bytes)):
+                return [x] * batch_size
+            rows = list(x)
+            if len(rows) != batch_size:
+                raise ValueError(f"{what}: expected {batch_size} rows, got {len(rows)}")
+            return rows
+
+        made: dict[tuple[Any, Any], Constraint] = {}
+        cs = []
+        for p, sfx in zip(per_row(prefix, "prefix"), per_row(suffix, "suffix"), strict=True):
+            c = made.get((p, sfx))
+            if c is None:
+                c = made[(p, sfx)] = compiled.constraint(prefix=p, suffix=sfx)
+                cs.append(c)
+            else:
+                cs.append(c.clone())
+        return cls(cs, **kwargs)
 
     def reset(self) -> None:
         """Roll every constraint back to where this processor found it; forget the prompt."""

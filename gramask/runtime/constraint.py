@@ -62,10 +62,12 @@ class Constraint:
         prefix: str | bytes = "",
         *,
         tab_len: int = 8,
-        _history: list[LexState] | None = None,
+        _history: list[Any] | None = None,
         _chunks: list[bytes] | None = None,
         _finished: bool = False,
     ) -> None:
+        # one state per step: a LexState here; subclasses (fill-in-the-middle) keep wider ones
+        self._history: list[Any]
         self._b = builder
         self._vocab = vocab
         self._tab = tab_len

@@ -1,0 +1,416 @@
+"""The right quotient of the grammar by a lexed suffix, as a few rules added to the grammar.
+
+Section IV-B of "Constrained Decoding for Fill-in-the-Middle Code Language Models via Efficient
+Left and Right Quotienting of Context-Sensitive Grammars" (Melcer, Fulton, Gouda, Qian): parse
+the suffix backwards with the *reversed* grammar (the runtime's own Earley recogniser, on an
+automaton built once per compiled grammar), from the end of the document. After the suffix's
+first terminal, every item ``C^R → γ^R • δ^R`` (origin set ``o``) says "``γ`` derives the
+suffix up to ``o``, ``δ`` is still to come, from the middle": the quotient rule is
+``C!o → δ #b`` (``#b``: the branch's marker, a parser terminal the lexer never emits). Each item
+of ``o`` waiting for ``C`` (``D^R → ε^R • C^R ζ^R``, origin ``o2``) adds ``D!o2 → ζ C!o``, up to
+``$start!root``, the quotient's start symbol. The new rules number about the nesting open at the
+cursor times the branches, never ``|S|``; the original rules stay, and so do the token tables
+(they depend only on the terminals).
+
+The quotient's parse automaton is built lazily (:class:`LazyAutomaton`): the original
+automaton's states are reused as they are (no original item set contains a new rule), and a
+state holding a new rule is built the first time the parse reaches it, so setup does not pay
+for the thousands of states the new rules could create. A marker in the parser's
+expected set means "the middle may end here" (with the branch's lexing condition at the
+boundary, which :mod:`gramask.runtime.fim` checks).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from ..compiler.parse_tables import AUGMENTED_START, build_parse_tables
+from ..errors import InvalidSuffixError
+from ..grammar import Grammar, RuleSpec
+from .earley import Automaton, EarleySet
+from .limits import RuntimeLimits, memo_size
+from .masks import MaskBuilder
+from .memo import BoundedMemo
+from .parse_state import ParserContext, PState
+from .suffix_lexing import Branch
+
+__all__ = ["QuotientContext", "build_quotient"]
+
+
+class QuotientContext(ParserContext):
+    """A parser context whose "end of input" is "some branch marker can be shifted and the
+    parse then accepts"."""
+
+    markers: tuple[int, ...] = ()
+
+    def finish(self, p: PState) -> bool:
+        es = p.es
+        for m in self.markers:
+            if (es.expected >> m) & 1:
+                e2 = self.automaton.advance(es, m)
+                if e2 is not None and e2.accepts:
+                    return True
+        return False
+
+
+class _Base:
+    """Per compiled grammar, built once: the original grammar's LR(0) items (for the lazy
+    quotient automaton) and the reversed grammar's automaton (for parsing suffixes)."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        pt = build_parse_tables(grammar)
+        self.pt = pt
+        self.automaton = Automaton(pt)
+        assert pt.items is not None  # built just above
+        states, rules = pt.items
+        self.states: list[frozenset[tuple[int, int]]] = states
+        self.rules: list[tuple[int, tuple[int, ...]]] = rules
+        self.index = {st: i for i, st in enumerate(states)}
+        self.symbols: tuple[str, ...] = pt.symbols
+        self.num_terminals = pt.num_terminals
+        nullable: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in rules:
+                if lhs not in nullable and all(x in nullable for x in rhs):
+                    nullable.add(lhs)
+                    changed = True
+        self.nullable = frozenset(nullable)
+        self.by_lhs: dict[int, list[int]] = {}
+        for i, (lhs, _) in enumerate(rules):
+            self.by_lhs.setdefault(lhs, []).append(i)
+        self.closures: dict[int, frozenset[tuple[int, int]]] = {}  # predictions per nonterminal
+        rpt = build_parse_tables(reversed_grammar(grammar))
+        if rpt.symbols[: len(pt.symbols)] != pt.symbols:  # pragma: no cover
+            raise AssertionError("reversed grammar numbers its symbols differently")
+        self.rev_symbols: tuple[str, ...] = rpt.symbols
+        self.rev = Automaton(rpt)
+        assert rpt.items is not None
+        rstates, rrules = rpt.items
+        # per reversed state: [(lhs, rhs, dot)]
+        self.rev_items = [[(rrules[r][0], rrules[r][1], d) for r, d in sorted(st)]
+                          for st in rstates]
+
+
+def reversed_grammar(grammar: Grammar) -> Grammar:
+    """The grammar of the reversed language, with lists kept left-recursive.
+
+    Reversing ``A → α | A β`` (how lark expands ``x*``) gives a right-recursive rule, which an
+    Earley parser completes in time proportional to the list's length at every element: the
+    backward parse of a long suffix would be quadratic. ``A^R → A~tail α^R``,
+    ``A~tail → ε | A~tail β^R`` describes the same reversed language left-recursively. The
+    helper ``A~tail`` is numbered after every original symbol, and never appears in a
+    quotient rule's right-hand side other than as a quotient symbol ``A~tail!o``.
+    """
+    by_lhs: dict[str, list[tuple[str, ...]]] = {}
+    for r in grammar.rules:
+        by_lhs.setdefault(r.lhs, []).append(r.rhs)
+    listy = {a for a, rs in by_lhs.items()
+             if any(len(x) > 1 and x[0] == a for x in rs) and all(x[:1] != (a,) or len(x) > 1
+                                                              for x in rs)}
+    out: list[RuleSpec] = []
+    extra: list[RuleSpec] = []
+    for r in grammar.rules:
+        a = r.lhs
+        if a not in listy:
+            out.append(RuleSpec(a, tuple(reversed(r.rhs))))
+        elif r.rhs[:1] == (a,):
+            extra.append(RuleSpec(f"{a}~tail", (f"{a}~tail", *reversed(r.rhs[1:]))))
+        else:
+            out.append(RuleSpec(a, (f"{a}~tail", *reversed(r.rhs))))
+    extra += [RuleSpec(f"{a}~tail", ()) for a in sorted(listy)]
+    return replace(grammar, rules=tuple(out + extra))
+
+
+def base_for(ob: MaskBuilder, grammar: Grammar) -> _Base:
+    r: _Base | None = getattr(ob, "_fim_base", None)
+    if r is None:
+        r = _Base(grammar)
+        ob._fim_base = r  # type: ignore[attr-defined]
+    return r
+
+
+class _Lazy(dict[int, Any]):
+    """A per-state table filled on first access."""
+
+    __slots__ = ("fill",)
+
+    def __init__(self, fill: Callable[[int], None]) -> None:
+        super().__init__()
+        self.fill = fill
+
+    def __missing__(self, s: int) -> Any:
+        self.fill(s)
+        return self[s]
+
+
+class LazyAutomaton(Automaton):
+    """The runtime automaton of the quotient grammar, states built on demand (see module)."""
+
+    def __init__(self, base: _Base, new_rules: list[tuple[int, tuple[int, ...]]],
+                 num_symbols: int, terminal_ids: Iterable[int], start: int,
+                 symbols: tuple[str, ...], limits: RuntimeLimits) -> None:
+        self.limits = limits
+        self.max_items = limits.max_items_per_step
+        self.base = base
+        self.num_terminals = base.num_terminals
+        self.symbols = symbols
+        self.is_terminal = [False] * num_symbols
+        for t in range(base.num_terminals):
+            self.is_terminal[t] = True
+        for t in terminal_ids:
+            self.is_terminal[t] = True
+        aug = num_symbols  # the quotient's own augmented start symbol
+        self.is_terminal.append(False)
+        self.rules = [*base.rules, *new_rules, (aug, (start,))]
+        self.aug_rule = len(self.rules) - 1
+        self.n0 = len(base.states)
+        self.by_lhs: dict[int, list[int]] = {}
+        for i in range(len(base.rules), len(self.rules)):
+            self.by_lhs.setdefault(self.rules[i][0], []).append(i)
+        self.closures: dict[int, frozenset[tuple[int, int]]] = {}
+        self.states: list[frozenset[tuple[int, int]]] = []
+        self.index: dict[frozenset[tuple[int, int]], int] = {}
+        tables: list[Any] = [_Lazy(self._fill) for _ in range(8)]
+        (self.goto_t, self.goto_n, self.goto_nd, self.term_bits, self.completed,
+         self.nonkernel, self.accepting, self.live_state) = tables
+        self._interned = BoundedMemo(memo_size(limits.interned_sets))
+        self._next = BoundedMemo(memo_size(limits.step_memo))
+        self._next_uid = 1
+        self.start_state = self._intern(self._skip_nullable([(self.aug_rule, 0)]))
+        self.root = self._close([(self.start_state, None)])
+
+    # -------------------------------------------------------------- LR(0) items
+    def _skip_nullable(self, items: Iterable[tuple[int, int]]) -> frozenset[tuple[int, int]]:
+        rules, nullable = self.rules, self.base.nullable
+        out = set(items)
+        work = list(out)
+        while work:
+            r, d = work.pop()
+            rhs = rules[r][1]
+            if d < len(rhs) and rhs[d] in nullable:
+                it = (r, d + 1)
+                if it not in out:
+                    out.add(it)
+                    work.append(it)
+        return frozenset(out)
+
+    def _closure(self, a: int) -> frozenset[tuple[int, int]]:
+        """Items predicted by nonterminal ``a`` (memoised; shared across requests for the
+        original nonterminals)."""
+        base = self.base
+        own = a in self.by_lhs
+        memo = self.closures if own else base.closures
+        r = memo.get(a)
+        if r is not None:
+            return r
+        out: set[tuple[int, int]] = set()
+        seen = {a}
+        work = [a]
+        rules = self.rules
+        while work:
+            x = work.pop()
+            for ri in self.by_lhs.get(x) or base.by_lhs.get(x) or ():
+                for it in self._skip_nullable([(ri, 0)]):
+                    if it not in out:
+                        out.add(it)
+                        rhs = rules[it[0]][1]
+                        if it[1] < len(rhs):
+                            y = rhs[it[1]]
+                            if not self.is_terminal[y] and y not in seen:
+                                seen.add(y)
+                                work.append(y)
+        r = frozenset(out)
+        memo[a] = r
+        return r
+
+    def _intern(self, items: frozenset[tuple[int, int]]) -> int:
+        j = self.base.index.get(items)
+        if j is not None:
+            return j
+        j = self.index.get(items)
+        if j is None:
+            j = self.index[items] = self.n0 + len(self.states)
+            self.states.append(items)
+        return j
+
+    def _fill(self, s: int) -> None:
+        if s < self.n0:
+            b = self.base.automaton
+            vals = (b.goto_t[s], b.goto_n[s], b.goto_nd[s], b.term_bits[s], b.completed[s],
+                    b.nonkernel[s], b.accepting[s], b.live_state[s])
+        else:
+            vals = self._build(self.states[s - self.n0])
+        for t, v in zip((self.goto_t, self.goto_n, self.goto_nd, self.term_bits,
+                         self.completed, self.nonkernel, self.accepting, self.live_state),
+                        vals, strict=True):
+            dict.__setitem__(t, s, v)
+
+    def _build(self, items: frozenset[tuple[int, int]]) -> tuple[Any, ...]:
+        rules, is_t = self.rules, self.is_terminal
+        moves: dict[int, list[tuple[int, int]]] = {}
+        predicted: set[tuple[int, int]] = set()
+        done: set[int] = set()
+        accepting = False
+        for r, d in items:
+            lhs, rhs = rules[r]
+            if d < len(rhs):
+                x = rhs[d]
+                moves.setdefault(x, []).append((r, d + 1))
+                if not is_t[x]:
+                    predicted |= self._closure(x)
+            elif r == self.aug_rule:
+                accepting = True
+            else:
+                done.add(lhs)
+        goto_t: dict[int, int] = {}
+        goto_n: list[tuple[int, int]] = []
+        bits = 0
+        for x in sorted(moves):
+            tgt = self._intern(self._skip_nullable(moves[x]))
+            if is_t[x]:
+                goto_t[x] = tgt
+                bits |= 1 << x
+            else:
+                goto_n.append((x, tgt))
+        nk = self._intern(frozenset(predicted)) if predicted else -1
+        live = bool(goto_t or goto_n or accepting)
+        return (goto_t, tuple(goto_n), dict(goto_n), bits, tuple(sorted(done)), nk,
+                accepting, live)
+
+
+def _walk_branches(rev: Automaton, branches: list[Branch]
+                   ) -> tuple[list[tuple[Branch, EarleySet]], int]:
+    """Run each branch's terminals backwards; branches share the walk of their common tail."""
+    adv = rev.advance
+    out: list[tuple[Branch, EarleySet]] = []
+    err = -1
+    if not branches:
+        return out, err
+    # the longest tail common to all branches is walked once
+    ref = branches[0].terms
+    common = len(ref)
+    for br in branches[1:]:
+        t = br.terms
+        n = 0
+        while n < common and n < len(t) and t[len(t) - 1 - n] == ref[len(ref) - 1 - n]:
+            n += 1
+        common = n
+    es: EarleySet | None = rev.root
+    bad_at = -1
+    for i in range(len(ref) - 1, len(ref) - 1 - common, -1):
+        es = adv(es, ref[i]) if es is not None else None
+        if es is None:
+            bad_at = branches[0].offsets[i]
+            break
+    for br in branches:
+        es2, bad = es, bad_at
+        if es2 is not None:
+            for i in range(len(br.terms) - 1 - common, -1, -1):
+                es2 = adv(es2, br.terms[i])
+                if es2 is None:
+                    bad = br.offsets[i]
+                    break
+        if es2 is None:
+            err = max(err, bad)
+            continue
+        out.append((br, es2))
+    return out, err
+
+
+def build_quotient(
+    ob: MaskBuilder, grammar: Grammar, branches: list[Branch], lex_error: int
+) -> tuple[MaskBuilder, list[tuple[Branch, int]]]:
+    """The quotient's mask builder (sharing the original's tables) and each live branch with
+    its marker terminal.
+
+    Raises
+    ------
+    InvalidSuffixError
+        No branch of the suffix is the end of a program.
+    """
+    base = base_for(ob, grammar)
+    rev = base.rev
+    walked, err = _walk_branches(rev, branches)
+    sym = base.rev_symbols
+    start_sym = sym.index(AUGMENTED_START)
+    orig_start = sym.index(grammar.start)
+    root = rev.root
+    next_id = len(sym)
+    names: list[str] = list(sym)
+
+    ids: dict[tuple[int, int], int] = {}
+    rules: set[tuple[int, tuple[int, ...]]] = set()
+    work: list[tuple[int, EarleySet]] = []
+
+    def need(c: int, o: EarleySet) -> int:
+        nonlocal next_id
+        key = (c, o.uid)
+        j = ids.get(key)
+        if j is None:
+            j = ids[key] = next_id
+            next_id += 1
+            names.append(f"{sym[c]}!{o.uid}")
+            work.append((c, o))
+        return j
+
+    markers: list[tuple[Branch, int]] = []
+    for br, e0 in walked:
+        m = next_id  # the branch's marker
+        next_id += 1
+        names.append(f"#fim{len(markers)}")
+        base_rules: list[tuple[int, tuple[int, ...]]] = []
+        if e0 is root:  # nothing of the suffix reaches the parser: the program ends here
+            base_rules.append((need(start_sym, root), (orig_start, m)))
+        for s, o in e0.items:
+            if o is None:
+                continue
+            for lhs, rhs, d in base.rev_items[s]:
+                if d:
+                    base_rules.append((need(lhs, o), (*reversed(rhs[d:]), m)))
+        if base_rules:
+            rules.update(base_rules)
+            markers.append((br, m))
+    found_root = False
+    while work:
+        c, o = work.pop()
+        if c == start_sym and o is root:
+            found_root = True
+            continue
+        cid = ids[(c, o.uid)]
+        for s2, o2 in o.items:
+            oo = o if o2 is None else o2
+            for lhs, rhs, d in base.rev_items[s2]:
+                if d < len(rhs) and rhs[d] == c:
+                    rules.add((need(lhs, oo), (*reversed(rhs[d + 1:]), cid)))
+    if not found_root or not markers:
+        bad = max(err, lex_error)
+        raise InvalidSuffixError(
+            "no middle connects the prefix to this suffix: the code after the cursor is not "
+            "the end of any program", position=max(bad, 0))
+    qstart = ids[(start_sym, root.uid)]
+    aut = LazyAutomaton(base, sorted(rules), next_id, [m for _, m in markers], qstart,
+                        (*names, "$quotient"), ob.ctx.automaton.limits)
+    qb = _builder_for(ob, aut, [m for _, m in markers])
+    return qb, markers
+
+
+def _builder_for(ob: MaskBuilder, aut: Automaton, markers: list[int]) -> MaskBuilder:
+    """A mask builder for the quotient automaton that shares the original's token tables,
+    row and kill caches (they depend only on the lexer), with fresh parser-side memos.
+    Symbol ids of the original grammar are kept, so the original context's ids carry over."""
+    octx = ob.ctx
+    ctx = QuotientContext(
+        aut, octx.num_lexer_terminals, octx.ignored_bits,
+        newline=octx.nl_t, indent=octx.indent_t, dedent=octx.dedent_t,
+        open_brackets=tuple(octx.open_brackets), close_brackets=tuple(octx.close_brackets),
+    )
+    ctx.markers = tuple(markers)
+    qb = copy.copy(ob)
+    qb.ctx = ctx
+    qb._masks = BoundedMemo(memo_size(aut.limits.mask_cache))
+    return qb

@@ -1,0 +1,287 @@
+"""The suffix (code after the cursor) as a few parser-terminal sequences, one per *branch*.
+
+Section V-B of "Constrained Decoding for Fill-in-the-Middle Code Language Models via Efficient
+Left and Right Quotienting of Context-Sensitive Grammars" (Melcer, Fulton, Gouda, Qian): the
+middle's last lexeme may continue into the first ``k`` bytes of the suffix. Under greedy
+lexing (docs/semantics.md) such a lexeme ends at ``k`` only if it is accepting there and
+``S[k]`` kills it, so the candidate ``k`` are found by walking ``S`` from every lexer state at
+once. For each ``k``, ``S[k:]`` is lexed greedily from the lexer's start state.
+
+Python's indentation (section VI) makes the rest depend on the boundary, which is unknown
+at setup: the bracket depth ``d0`` (branch on each value the suffix can close), and the
+outcome of the suffix's first newline outside brackets (``_INDENT``, or ``c`` ``_DEDENT``s;
+the end of input counts as a newline of width 0). Lines after that are resolved against an
+assumed stack: the prefix's indentation levels below the first line's width, plus the width
+itself, plus any lower level the suffix later returns to (the middle must have opened it);
+a second hypothesis also fills the gap between the prefix's top level and the first line's
+width on the prefix's indentation step (the middle opened those blocks).
+That assumption can only lose middles that re-indent the levels below (it never adds
+programs: the end of a middle is confirmed exactly, see :mod:`gramask.runtime.fim`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from .masks import MaskBuilder
+
+__all__ = ["Branch", "SuffixLexing", "lex_suffix"]
+
+MAX_DEPTH = 8  # bracket depths at the boundary tried (a suffix closing more is rarer)
+MAX_EXTRA_DEDENTS = 2  # blocks the middle may open beyond the prefix's, per branch
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One way the suffix can be read: ``terms`` follow the marker terminal of the branch."""
+
+    k: int  # bytes of the suffix that continue the middle's last lexeme
+    depths: frozenset[int]  # bracket depths at the boundary it fits ({0} without indentation)
+    terms: tuple[int, ...]  # parser terminals of suffix[k:], end of input included
+    offsets: tuple[int, ...]  # byte offset in the suffix where each terminal starts
+    # what the boundary must look like for ``terms`` to be the suffix's real terminals:
+    # (depth, first line's width, -1 = INDENT there or c = DEDENTs, levels below that width,
+    # a newline emitted at the end of input (None: the suffix has a newline of its own));
+    # empty without indentation
+    assumptions: frozenset[tuple[int, int, int, tuple[int, ...], bool | None]] = frozenset()
+
+
+@dataclass
+class SuffixLexing:
+    branches: list[Branch]
+    error_offset: int  # where lexing failed furthest in (for the error message), -1 if none
+
+
+def boundary_candidates(b: MaskBuilder, suffix: bytes) -> list[int]:
+    """Every ``k > 0`` at which a lexeme continued from the middle can end inside the suffix
+    (walk from every lexer state at once; each state dies at the latest where its lexeme
+    would), plus ``len(suffix)`` if a lexeme can run to its end."""
+    rows, accept = b.trans_rows, b.accept
+    cur = set(range(1, len(rows)))
+    out: list[int] = []
+    n = len(suffix)
+    for i in range(n):
+        byte = suffix[i]
+        nxt = set()
+        ends = False
+        for q in cur:
+            nq = rows[q][byte]
+            if nq < 0:
+                if i > 0 and accept[q] >= 0:
+                    ends = True
+            else:
+                nxt.add(nq)
+        if ends:
+            out.append(i)
+        cur = nxt
+        if not cur:
+            break
+    else:
+        if n and any(accept[q] >= 0 for q in cur):
+            out.append(n)
+    return out
+
+
+def _raw_lex(b: MaskBuilder, data: bytes, base: int, tab: int
+             ) -> tuple[list[tuple[int, int, int]], int]:
+    """Greedy lexemes of ``data``: [(terminal, newline width, offset)], ignored ones dropped
+    (newlines kept); or ([], offset of the failure)."""
+    rows, accept, ignored, nl_t = b.trans_rows, b.accept, b.ignored, b.nl_t
+    out: list[tuple[int, int, int]] = []
+    q = 0
+    carry = 0
+    start = 0
+    for i, byte in enumerate(data):
+        nq = rows[q][byte]
+        if nq < 0:
+            a = accept[q]
+            if a < 0 or q == 0:
+                return [], base + i
+            if a == nl_t or not ignored[a]:
+                out.append((a, carry, base + start))
+            carry = 0
+            start = i
+            nq = rows[0][byte]
+            if nq < 0:
+                return [], base + i
+        q = nq
+        if byte == 10:
+            carry = 0
+        elif byte == 32:
+            carry += 1
+        elif byte == 9:
+            carry += tab
+    if q != 0:
+        a = accept[q]
+        if a < 0:
+            return [], base + start
+        if a == nl_t or not ignored[a]:
+            out.append((a, 0 if a == nl_t else carry, base + start))
+    return out, -1
+
+
+def lex_suffix(
+    b: MaskBuilder,
+    suffix: bytes,
+    *,
+    tab: int,
+    prefix_indent: tuple[int, ...] = (0,),
+    open_brackets: frozenset[int] = frozenset(),
+    close_brackets: frozenset[int] = frozenset(),
+    indent_t: int = -1,
+    dedent_t: int = -1,
+) -> SuffixLexing:
+    """All branches of ``suffix`` (see the module docstring)."""
+    ks = [0, *boundary_candidates(b, suffix)]
+    branches: list[Branch] = []
+    err = -1
+    nl_t = b.nl_t
+    for k in ks:
+        raw, bad = _raw_lex(b, suffix[k:], k, tab)
+        if bad >= 0:
+            err = max(err, bad)
+            continue
+        end = len(suffix)
+        if nl_t < 0:
+            branches.append(Branch(k, frozenset((0,)), tuple(t for t, _, _ in raw),
+                                   tuple(o for _, _, o in raw)))
+            continue
+        # bracket depths the suffix can close
+        depth, lowest = 0, 0
+        for t, _, _ in raw:
+            if t in open_brackets:
+                depth += 1
+            elif t in close_brackets:
+                depth -= 1
+                lowest = min(lowest, depth)
+        seen: dict[tuple[int, ...], tuple[tuple[int, ...], set[int], set[Any]]] = {}
+        for d0 in range(min(-lowest, MAX_DEPTH) + 1):
+            for terms, offs, assumption in _expand(raw, d0, end, prefix_indent, nl_t, indent_t,
+                                                   dedent_t, open_brackets, close_brackets):
+                e = seen.setdefault(terms, (offs, set(), set()))
+                e[1].add(d0)
+                e[2].add(assumption)
+        for terms, (offs, ds, ass) in seen.items():
+            branches.append(Branch(k, frozenset(ds), terms, offs, frozenset(ass)))
+    return SuffixLexing(branches, err)
+
+
+def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: tuple[int, ...],
+            nl_t: int, indent_t: int, dedent_t: int, opens: frozenset[int],
+            closes: frozenset[int]) -> list[tuple[tuple[int, ...], tuple[int, ...], Any]]:
+    """The terminal sequences of one raw lexing under bracket depth ``d0``, one per outcome
+    of the first significant newline."""
+    # find the first significant newline (or the end of input)
+    depth = d0
+    first = len(raw)
+    for i, (t, _, _) in enumerate(raw):
+        if t == nl_t and depth == 0:
+            first = i
+            break
+        if t in opens:
+            depth += 1
+        elif t in closes:
+            depth = max(0, depth - 1)
+    head_t = [t for t, _, _ in raw[:first] if t != nl_t]
+    head_o = [o for t, _, o in raw[:first] if t != nl_t]
+    if first == len(raw):  # the end of input is the first newline: width 0
+        if depth > 0:
+            return []
+        w = 0
+        at = end
+    else:
+        w = raw[first][1]
+        at = raw[first][2]
+    base = [e for e in prefix_indent if e < w]
+    n_gt = sum(1 for e in prefix_indent if e > w)
+    bases = [base]
+    if base:
+        # levels the middle may have opened between the prefix's and the first line's, on
+        # the prefix's indentation step (4 by default): [0, 4] + first line 12 → 8 is assumed
+        steps = [b - a for a, b in itertools.pairwise(prefix_indent) if b > a]
+        unit = min(steps) if steps else 4
+        filled = [*base, *range(base[-1] + unit, w, unit)]
+        if filled != base:
+            bases.insert(0, filled)
+    outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
+    for bb in bases:
+        if bb:
+            outcomes.append(([indent_t], [*bb, w]))
+        for c in range(n_gt + MAX_EXTRA_DEDENTS + 1):
+            outcomes.append(([dedent_t] * c, [*bb, w]))
+    out: list[tuple[tuple[int, ...], tuple[int, ...], Any]] = []
+    for after, stack0 in outcomes:
+        if first == len(raw):
+            seqs = [([nl_t, *after], [at] * (1 + len(after)))]
+            if not head_t:  # nothing significant in the suffix: the middle may end a line
+                seqs.append((after, [at] * len(after)))
+            for n, (s, o) in enumerate(seqs):
+                out.append((tuple(head_t + s), tuple(head_o + o),
+                            (d0, 0, len(after), (), n == 0)))
+            continue
+        terms = [*head_t, nl_t, *after]
+        offs = [*head_o, at] + [at] * len(after)
+        assumed: list[int] = []
+        r = _rest(raw[first + 1:], list(stack0), nl_t, indent_t, dedent_t, opens, closes, end,
+                  assumed)
+        if r is None:
+            continue
+        below = tuple(sorted({*stack0[:-1], *assumed}))
+        out.append((tuple(terms + r[0]), tuple(offs + r[1]),
+                    (d0, w, -1 if after == [indent_t] else len(after), below, None)))
+    return out
+
+
+def _rest(raw: list[tuple[int, int, int]], stack: list[int], nl_t: int, indent_t: int,
+          dedent_t: int, opens: frozenset[int], closes: frozenset[int], end: int,
+          assumed: list[int]) -> tuple[list[int], list[int]] | None:
+    """Terminals after the first newline: the indentation stack is known from here on."""
+    terms: list[int] = []
+    offs: list[int] = []
+    depth = 0
+    bol = True
+    floor = stack[-1]  # levels below the first line's width are assumed, not known
+    for t, w, o in raw:
+        if t == nl_t:
+            if depth > 0:
+                continue
+            terms.append(nl_t)
+            offs.append(o)
+            if w > stack[-1]:
+                stack.append(w)
+                terms.append(indent_t)
+                offs.append(o)
+            else:
+                while w < stack[-1]:
+                    stack.pop()
+                    terms.append(dedent_t)
+                    offs.append(o)
+                if w != stack[-1]:
+                    if w > floor:
+                        return None  # a level the suffix itself never opened
+                    # a level below the suffix's first line that the prefix did not show:
+                    # assume the middle opened it
+                    stack.append(w)
+                    assumed.append(w)
+            bol = True
+            continue
+        if t in opens:
+            depth += 1
+        elif t in closes:
+            depth -= 1
+            if depth < 0:
+                return None
+        terms.append(t)
+        offs.append(o)
+        bol = False
+    if depth > 0:
+        return None
+    if not bol:
+        terms.append(nl_t)
+        offs.append(end)
+    for _ in stack[1:]:
+        terms.append(dedent_t)
+        offs.append(end)
+    return terms, offs
