@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +182,11 @@ def test_demo_cut_short_does_not_claim_a_program(capsys):
     assert "program so far (cut after 2 steps, before EOS)" in out
     assert "so far (cut after 2 steps, before EOS): prefix + middle + suffix" in out
     assert out.count("\nstep ") == 4  # two in the prefix demo, two in the FIM demo
+
+
+def test_python_dash_m_gramask_is_the_command():
+    """``python -m gramask`` works where the ``gramask`` script is not on PATH."""
+    root = Path(gramask.__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-m", "gramask", "--version"], capture_output=True,
+                         text=True, cwd=root, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == f"gramask {gramask.__version__}"

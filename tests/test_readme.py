@@ -1,18 +1,37 @@
-"""The README's hello world runs and prints what the README says it prints."""
+"""The README's examples run and print what the README says they print."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def test_hello_world_prints_what_the_readme_shows(capsys):
+def _run_section(title: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run the code block under ``## title`` and compare its output with the indented block
+    after the following "prints" line."""
     text = README.read_text(encoding="utf-8")
-    m = re.search(r"## Hello world\n\n```python\n((?s:.*?))```\n\nprints[^\n]*\n\n((?:    .*\n)+)", text)
-    assert m, "the README's hello world section changed shape"
+    m = re.search(
+        rf"## {re.escape(title)}\n\n(?:[^\n]+\n)*?\n?```python\n((?s:.*?))```\n\nprints[^\n]*\n\n"
+        r"((?:    .*\n)+)",
+        text,
+    )
+    assert m, f"the README's {title!r} section changed shape"
     code, shown = m.group(1), m.group(2)
     exec(compile(code, "README.md", "exec"), {})
     expected = "".join(line[4:] + "\n" for line in shown.splitlines())
     assert capsys.readouterr().out == expected
+
+
+def test_hello_world_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    _run_section("Hello world", capsys)
+
+
+def test_sampling_example_prints_what_the_readme_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("torch")
+    _run_section("Sampling", capsys)

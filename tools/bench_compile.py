@@ -209,7 +209,7 @@ def _checks(r: dict) -> list[str]:
 
 def markdown(rows: list[dict]) -> str:
     head = (
-        "| grammar | vocab | V | compile (s, cold) | peak RSS (MB) | artifact (MB) "
+        "| grammar | vocab | V | compile (s, cold) | peak RSS (MiB) | artifact (MiB) "
         "| load median / first (s) | cache hit (s) | first mask (ms) | targets |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]

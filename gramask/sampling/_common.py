@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 try:
@@ -143,3 +144,24 @@ def _check_constraint(constraint: Any) -> Constraint:
     if constraint.vocab.eos_token_id is None:
         raise ValueError("constraint: its vocabulary has no eos_token_id, so no sample can end")
     return constraint
+
+
+class _Sampler:
+    """What every sampler holds: the start constraint, the LM wrapper, the prompt, the
+    temperature; and what each one reports (:attr:`lm_calls`, ``last_ended``)."""
+
+    def __init__(
+        self, lm: Any, constraint: Constraint, prompt: Sequence[int], temperature: float
+    ) -> None:
+        self.constraint = _check_constraint(constraint)
+        _check_common(temperature)
+        self.vocab_size = len(constraint.vocab)
+        self._lm = _LM(lm, self.vocab_size)
+        self.prompt = [int(t) for t in prompt] or ([self._lm.bos()] if self._lm.hf else [])
+        self.temperature = float(temperature)
+        self.last_ended = False
+
+    @property
+    def lm_calls(self) -> int:
+        """LM forward passes made so far (all samples)."""
+        return self._lm.calls

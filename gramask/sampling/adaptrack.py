@@ -11,12 +11,11 @@ import torch
 
 from ..runtime.constraint import Constraint
 from ._common import (
-    _LM,
     NoValidSequenceError,
     SamplingLimitError,
     _check_common,
-    _check_constraint,
     _log_probs,
+    _Sampler,
 )
 
 
@@ -54,7 +53,7 @@ class _Node:
         self.q = max(s, 0.0)
 
 
-class AdapTrackSampler:
+class AdapTrackSampler(_Sampler):
     """Samples from the LM's distribution conditioned on the constraint (AdapTrack).
 
     Algorithm 2 of "AdapTrack: Constrained Decoding without Distorting LLM's Output Intent"
@@ -109,8 +108,7 @@ class AdapTrackSampler:
         max_lm_calls: int | None = None,
         max_cached_bytes: int = 1 << 28,
     ) -> None:
-        self.constraint = _check_constraint(constraint)
-        _check_common(temperature)
+        super().__init__(lm, constraint, prompt, temperature)
         if max_backtrack is not None and (
             isinstance(max_backtrack, bool) or not isinstance(max_backtrack, int)
             or max_backtrack < 0
@@ -120,10 +118,6 @@ class AdapTrackSampler:
             raise ValueError(
                 f"min_backtrack_prob: expected a number in [0, 1), got {min_backtrack_prob!r}"
             )
-        self.vocab_size = len(constraint.vocab)
-        self._lm = _LM(lm, self.vocab_size)
-        self.prompt = [int(t) for t in prompt] or ([self._lm.bos()] if self._lm.hf else [])
-        self.temperature = float(temperature)
         self.max_backtrack = max_backtrack
         self.min_backtrack_prob = float(min_backtrack_prob)
         self.max_lm_calls = max_lm_calls
@@ -137,12 +131,6 @@ class AdapTrackSampler:
         self._root = _Node(None, -1, 1.0, False)
         self._epoch = 0
         self.backtracks = 0
-        self.last_ended = False
-
-    @property
-    def lm_calls(self) -> int:
-        """LM forward passes made so far (all samples)."""
-        return self._lm.calls
 
     def reset(self) -> None:
         """Forget the tree (Q): the next sample starts from scratch."""

@@ -9,7 +9,7 @@ import torch
 
 from ..runtime.constraint import Constraint
 from ..torch import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask
-from ._common import _LM, NoValidSequenceError, _check_common, _check_constraint
+from ._common import _LM, NoValidSequenceError, _check_common, _check_constraint, _Sampler
 
 
 # ------------------------------------------------------------------------ constrained
@@ -39,7 +39,7 @@ def _check_warpers(temperature: float, top_k: int, top_p: float) -> None:
         raise ValueError(f"top_p: expected a number in (0, 1], got {top_p!r}")
 
 
-class ConstrainedSampler:
+class ConstrainedSampler(_Sampler):
     """Token-by-token masked sampling (the usual constrained decoding).
 
     Parameters
@@ -75,20 +75,11 @@ class ConstrainedSampler:
         top_p: float = 1.0,
         greedy: bool = False,
     ) -> None:
-        self.constraint = _check_constraint(constraint)
+        super().__init__(lm, constraint, prompt, temperature)
         _check_warpers(temperature, top_k, top_p)
-        self.vocab_size = len(constraint.vocab)
-        self._lm = _LM(lm, self.vocab_size)
-        self.prompt = [int(t) for t in prompt] or ([self._lm.bos()] if self._lm.hf else [])
-        self.temperature, self.top_k, self.top_p, self.greedy = temperature, top_k, top_p, greedy
+        self.top_k, self.top_p, self.greedy = top_k, top_p, greedy
         self._gen = torch.Generator().manual_seed(int(seed))
         self._bitmask: torch.Tensor | None = None
-        self.last_ended = False
-
-    @property
-    def lm_calls(self) -> int:
-        """LM forward passes made so far (all samples)."""
-        return self._lm.calls
 
     def sample(self, max_new_tokens: int = 64) -> list[int]:
         """One sequence: its token ids, EOS excluded.

@@ -17,11 +17,12 @@ from ._common import (
     _check_common,
     _check_constraint,
     _log_probs,
+    _Sampler,
 )
 
 
 # ----------------------------------------------------------------------------- baseline
-class CheckedSampler:
+class CheckedSampler(_Sampler):
     """The exact but costly baseline: sample freely, keep only what the grammar accepts.
 
     Draws from the unmasked model (with ``temperature``) until EOS or ``max_new_tokens``
@@ -41,21 +42,10 @@ class CheckedSampler:
         temperature: float = 1.0,
         max_attempts: int = 10_000,
     ) -> None:
-        self.constraint = _check_constraint(constraint)
-        _check_common(temperature)
-        self.vocab_size = len(constraint.vocab)
-        self._lm = _LM(lm, self.vocab_size)
-        self.prompt = [int(t) for t in prompt] or ([self._lm.bos()] if self._lm.hf else [])
-        self.temperature = float(temperature)
+        super().__init__(lm, constraint, prompt, temperature)
         self.max_attempts = int(max_attempts)
         self._rng = np.random.default_rng(int(seed))
         self.attempts = 0
-        self.last_ended = False
-
-    @property
-    def lm_calls(self) -> int:
-        """LM forward passes made so far (all samples)."""
-        return self._lm.calls
 
     def sample(self, max_new_tokens: int = 64) -> list[int]:
         """One accepted sequence, EOS excluded.
