@@ -197,6 +197,17 @@ def cmd_mask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    """A whole number ≥ 0 (argparse type): ``--top -3`` is a usage error, not "everything"."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a number ≥ 0, got {n}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .cli_demo import cmd_demo
@@ -252,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the code after the cursor, from a UTF-8 file ('-' = stdin)")
     m.add_argument("--max-tokens", type=int, metavar="N",
                    help="token budget: only tokens that can still finish within N")
-    m.add_argument("--top", type=int, default=20, metavar="N",
+    m.add_argument("--top", type=_count, default=20, metavar="N",
                    help="show N groups of allowed tokens (by what they lex to), or with "
                    "--logits the N most likely allowed tokens (default 20)")
     m.add_argument("--logits", metavar="NPY",

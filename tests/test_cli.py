@@ -190,3 +190,10 @@ def test_python_dash_m_gramask_is_the_command():
     run = subprocess.run([sys.executable, "-m", "gramask", "--version"], capture_output=True,
                          text=True, cwd=root, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == f"gramask {gramask.__version__}"
+
+
+def test_negative_top_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["mask", "x.gmask", "--prefix", "", "--top", "-3"])
+    assert info.value.code == 2
+    assert "expected a number ≥ 0, got -3" in capsys.readouterr().err
