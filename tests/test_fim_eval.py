@@ -1,0 +1,97 @@
+"""The FIM evaluation's case generator (tools/fim_eval.py): seeded, and cut where it says."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from tools import fim_eval
+
+SOURCE = '''import os
+
+
+def f(a, b=(1, 2)):
+    """Doc."""
+    if a:
+        for x in b:
+            print(x,
+                  a)
+    else:
+        return [y
+                for y in b]
+    return a + b
+
+
+class C:
+    def g(self):
+        pass
+    x = {"k": 1}
+'''
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> list[Path]:
+    out = []
+    for i in range(3):
+        p = tmp_path / f"m{i}.py"
+        p.write_text(SOURCE.replace("f(", f"f{i}("), encoding="utf-8")
+        out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["random", "boundary"])
+def test_cases_are_deterministic(files: list[Path], kind: str) -> None:
+    a = [c.ident() for c in fim_eval.cases(kind, 12, seed=1, files=files)]
+    b = [c.ident() for c in fim_eval.cases(kind, 12, seed=1, files=files)]
+    c = [c.ident() for c in fim_eval.cases(kind, 12, seed=2, files=files)]
+    assert len(a) == 6  # two per file by default
+    assert a == b
+    assert a != c
+
+
+def test_random_spans_are_short_and_early(files: list[Path]) -> None:
+    for case in fim_eval.cases("random", 60, seed=3, files=files, per_file=20):
+        assert case.text == Path(case.source).read_text(encoding="utf-8")
+        assert 1 <= len(case.middle) <= min(100, len(case.text) // 5)
+        assert case.start <= 0.9 * len(case.text)
+
+
+def _tokens(text: str) -> list[tokenize.TokenInfo]:
+    return list(tokenize.generate_tokens(io.StringIO(text).readline))
+
+
+def _offset(text: str, row: int, col: int) -> int:
+    return sum(len(line) for line in text.splitlines(keepends=True)[: row - 1]) + col
+
+
+def test_boundary_spans_start_at_tokens_of_one_block(files: list[Path]) -> None:
+    """Checked with tokenize directly: the suffix starts where a token starts; the prefix ends
+    inside (or at an edge of) a token that starts no later; between the two tokens the
+    indentation goes up and down but never below the first token's block and ends level."""
+    n = 0
+    for case in fim_eval.cases("boundary", 200, seed=4, files=files, per_file=50):
+        toks = [t for t in _tokens(case.text) if t.string and t.type not in (
+            tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)]
+        starts = {_offset(case.text, *t.start): t for t in toks}
+        assert case.end in starts, case.ident()
+        left = [t for t in toks if _offset(case.text, *t.start) <= case.start
+                <= _offset(case.text, *t.end)]
+        assert left, case.ident()
+        lo = min(_offset(case.text, *t.start) for t in left)
+        depth = low = 0
+        for t in _tokens(case.text):
+            if lo < _offset(case.text, *t.start) <= case.end:
+                depth += {tokenize.INDENT: 1, tokenize.DEDENT: -1}.get(t.type, 0)
+                low = min(low, depth)
+        assert depth == 0 and low == 0, case.ident()
+        n += 1
+    assert n == 150
+
+
+def test_no_tokens_no_boundary_case() -> None:
+    import random
+
+    assert fim_eval.boundary_case("\n\n", random.Random(0)) is None
