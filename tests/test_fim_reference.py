@@ -264,6 +264,33 @@ def test_balanced_01_gramask() -> None:
     assert c.allowed().tolist() == [False, True, True]
 
 
+EQ_NAMES = ref.SmallGrammar(
+    (ref.Term("EQ", literal="="), ref.Term("EQEQ", literal="=="), ref.Term("LPAR", literal="("),
+     ref.Term("RPAR", literal=")"), ref.Term("NAME", chars="ab"),
+     ref.Term("WS", literal=" ", ignored=True)),
+    {"start": [("item",), ("start", "item")],
+     "item": [("NAME", "EQ", "NAME"), ("NAME", "EQEQ", "NAME"), ("LPAR", "start", "RPAR")]},
+)
+EQ_TOKENS = ["=", "==", "(", ")", "a", "b", "ab", " ", "a ", "=a", "= ", ")(", "#"]
+
+
+@needs_fim
+@pytest.mark.parametrize(("prefix", "suffix"), [
+    ("a", "= b"),  # "=" + "= b" would lex as "=="
+    ("a =", "b"),
+    ("(a", "b = a)"),  # the suffix starts inside a NAME the middle may continue
+    ("", "b)"),
+    ("(", ""),
+    ("a == b", ""),
+    ("", " "),  # suffix of ignored text only
+    ("a", "="),  # the suffix ends inside an unfinished item
+])
+def test_fim_hand_cases_equal_reference(prefix: str, suffix: str) -> None:
+    """Lexemes that meet or continue across the cursor, masks checked at every step."""
+    for seed in range(4):
+        walk_and_compare(EQ_NAMES, EQ_TOKENS, prefix, suffix, random.Random(seed), steps=5)
+
+
 @needs_fim
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32 - 1))

@@ -522,6 +522,8 @@ def main(argv: list[str] | None = None) -> int:
     short = np.array([len(b) <= 3 and b.isascii() and not cg.vocab.is_special(i)
                       for i, b in enumerate(cg.vocab.tokens)])
     kinds = ["random", "boundary"] if args.kind == "both" else [args.kind]
+    if args.grammar != "python":
+        kinds = ["random"]  # boundary cuts need Python's tokenize
     st = Stats()
     rnd = random.Random(args.seed)
     with open(args.out, "w", encoding="utf-8") as out:
