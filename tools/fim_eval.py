@@ -323,6 +323,23 @@ def lark_checker(grammar: str) -> Callable[[str], str | None]:
 
 # --------------------------------------------------------------------------- forcing
 
+# Oracle rejections whose cause lies in the prefix-only runtime or the bundled grammar, not in
+# fill-in-the-middle: they also occur with no suffix at all (``--no-suffix`` shows them).
+KNOWN_GAPS = {
+    "TabError": "indentation: a tab counts 8 columns; CPython also rejects tab/space mixes "
+                "whose order depends on the tab size",
+    "invalid character": "python.lark's NAME accepts every non-ASCII character",
+    "invalid non-printable character": "python.lark's NAME accepts every non-ASCII character",
+}
+
+
+def known_gap(error: str) -> str | None:
+    """The known prefix-only cause of an oracle rejection, if it is one."""
+    for key, why in KNOWN_GAPS.items():
+        if key in error:
+            return why
+    return None
+
 
 @dataclass
 class Stats:
@@ -333,6 +350,7 @@ class Stats:
     sound_checks: dict[str, int] = field(default_factory=dict)
     sound_ok: dict[str, int] = field(default_factory=dict)
     sound_cases_ok: dict[str, int] = field(default_factory=dict)
+    sound_known: dict[str, int] = field(default_factory=dict)  # rejections with a known cause
     setup: list[tuple[int, float]] = field(default_factory=list)  # (suffix bytes, seconds)
     mask: list[float] = field(default_factory=list)
     advance: list[float] = field(default_factory=list)
@@ -374,6 +392,8 @@ def run_case(cg: gramask.CompiledGrammar, encode: Callable[[str], list[int]],
             _bump(st.sound_ok, kind)
         else:
             sound = False
+            if known_gap(err):
+                _bump(st.sound_known, kind)
             fail({**case.ident(), "check": "soundness", "where": where, "step": step,
                   "middle": middle, "expected": "oracle accepts", "got": err})
 
@@ -440,6 +460,9 @@ def summary(st: Stats) -> dict[str, Any]:
             "completeness": st.complete_ok.get(kind, 0) / n,
             "soundness_checks": checks,
             "soundness": st.sound_ok.get(kind, 0) / checks if checks else float("nan"),
+            "soundness_without_known_gaps": (
+                (st.sound_ok.get(kind, 0) + st.sound_known.get(kind, 0)) / checks
+                if checks else float("nan")),
             "sound_cases": st.sound_cases_ok.get(kind, 0) / n,
         }
     small = [t for b, t in st.setup if b <= 2048]
@@ -471,11 +494,14 @@ def summary(st: Stats) -> dict[str, Any]:
 def print_table(res: dict[str, Any], head: str) -> None:
     print(head)
     print(f"{'kind':10} {'cases':>6} {'complete':>9} {'EOS checks':>10} {'sound':>8} "
-          f"{'sound cases':>11}")
+          f"{'w/o known':>9} {'sound cases':>11}")
     for kind, r in res["kinds"].items():
         print(f"{kind:10} {r['cases']:6d} {100 * r['completeness']:8.2f}% "
               f"{r['soundness_checks']:10d} {100 * r['soundness']:7.2f}% "
+              f"{100 * r['soundness_without_known_gaps']:8.2f}% "
               f"{100 * r['sound_cases']:10.2f}%")
+    print("  (targets: complete ≥ 99.9%, sound ≥ 99.5%; 'w/o known' counts the rejections "
+          "with a known prefix-only cause, KNOWN_GAPS, as sound)")
     s, m, a, b = (res["setup_ms_le_2KB"], res["mask_ms"], res["advance_ms"],
                   res["checked_unconstrained_ms"])
     print(f"setup ≤2KB suffix: p50 {s['p50']:.1f} ms, p99 {s['p99']:.1f} ms (n={s['n']}; "
@@ -512,7 +538,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
 
-    from tests.conftest import hf_tokenizer
+    try:  # the real tokenizers live with the tests (moving to tests/_support.py, issue 7)
+        from tests._support import hf_tokenizer  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        from tests.conftest import hf_tokenizer
 
     t_start = time.perf_counter()
     cg = gramask.compile(gramask.grammars.load(args.grammar),
@@ -529,7 +558,10 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.out, "w", encoding="utf-8") as out:
         def fail(rec: dict[str, Any]) -> None:
             st.failures += 1
-            cause = f"{rec['check']}: {rec.get('got') if rec['check'] == 'soundness' else ''}"
+            got = str(rec.get("got"))
+            if rec["check"] == "soundness" and "invalid" in got and "character" in got:
+                got = got.split(" character")[0] + " character …"  # one cause, many characters
+            cause = f"{rec['check']}: {got if rec['check'] == 'soundness' else ''}"
             if rec["check"] == "completeness":
                 cause += "EOS" if rec["token"] == "EOS" else "token"
             elif rec["check"] == "setup":
