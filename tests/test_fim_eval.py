@@ -95,3 +95,15 @@ def test_no_tokens_no_boundary_case() -> None:
     import random
 
     assert fim_eval.boundary_case("\n\n", random.Random(0)) is None
+
+
+def test_scaling_cases_grow_and_end_at_top_level_statements() -> None:
+    got = list(fim_eval.scaling_cases(1, seed=0, sizes=(0.5, 2, 8)))
+    assert [kb for kb, _ in got] == [0.5, 2, 8]
+    lengths = [len(c.suffix) for _, c in got]
+    assert lengths == sorted(lengths) and lengths[0] >= 512
+    for _, c in got:
+        assert c.text.endswith("\n") and c.prefix == got[0][1].prefix
+        full = Path(c.source).read_text(encoding="utf-8")
+        assert full.startswith(c.text)
+        assert full[len(c.text)].isalpha()  # the next top-level statement is cut off

@@ -190,6 +190,37 @@ def cases(kind: str, n: int, seed: int, *, max_bytes: int = 64_000, per_file: in
                     return
 
 
+SCALING_KB = (0.5, 1, 2, 5, 10, 20, 50)
+
+
+def scaling_cases(n_files: int, seed: int, sizes: tuple[float, ...] = SCALING_KB,
+                  ) -> Iterator[tuple[float, FimCase]]:
+    """For setup cost against suffix length: in ``n_files`` large stdlib files, one short cut
+    near the top, with the suffix truncated after about each size in ``sizes`` KB (at the
+    start of the next top-level statement, so the suffix stays a whole program's tail)."""
+    rnd = random.Random(f"scaling:{seed}")
+    big = [p for p in stdlib_files(400_000) if p.stat().st_size >= 1024 * max(sizes) + 4096]
+    rnd.shuffle(big)
+    made = 0
+    for p in big:
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if python_error(text) is not None:
+            continue
+        start = rnd.randint(0, len(text) // 20)
+        end = min(len(text), start + rnd.randint(1, 100))
+        for kb in sizes:
+            cut = end + int(kb * 1024)
+            while cut < len(text) and not (text[cut - 1] == "\n" and text[cut].isalpha()):
+                cut += 1
+            yield kb, FimCase("scaling", str(p), start, end, text[:cut])
+        made += 1
+        if made >= n_files:
+            return
+
+
 # --------------------------------------------------------------------------- hand-written docs
 
 SQL_DOCS = [
@@ -520,6 +551,41 @@ def print_table(res: dict[str, Any], head: str) -> None:
         print(f"  {k:6d}  {cause}")
 
 
+def setup_scaling(cg: gramask.CompiledGrammar, n_files: int, seed: int, as_json: bool) -> int:
+    """Setup time (constraint creation + first mask) per suffix size; prints a small table."""
+    rows: dict[float, list[float]] = {}
+    sizes: dict[float, list[int]] = {}
+    errors = 0
+    for kb, case in scaling_cases(n_files, seed):
+        t0 = time.perf_counter()
+        try:
+            c = cg.constraint(prefix=case.prefix, suffix=case.suffix)
+            c.allowed()
+        except gramask.GramaskError as e:
+            errors += 1
+            print(f"  setup error {case.ident()}: {e}", file=sys.stderr)
+            continue
+        rows.setdefault(kb, []).append(time.perf_counter() - t0)
+        sizes.setdefault(kb, []).append(len(case.suffix.encode()))
+    res = {str(kb): {"n": len(ts), "suffix_KB_mean": float(np.mean(sizes[kb])) / 1024,
+                     "p50_ms": 1e3 * _pct(ts, 50), "p99_ms": 1e3 * _pct(ts, 99)}
+           for kb, ts in sorted(rows.items())}
+    xs = [b / 1024 for kb in rows for b in sizes[kb]]
+    ys = [1e3 * t for kb in rows for t in rows[kb]]
+    fit = np.polyfit(xs, ys, 1).tolist() if len(set(xs)) > 1 else [float("nan")] * 2
+    out = {"setup_by_suffix_KB": res, "ms_per_KB": fit[0], "intercept_ms": fit[1],
+           "errors": errors}
+    if as_json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print("setup (constraint + first mask) by suffix length")
+    for size, r in res.items():
+        print(f"  {size:>4} KB (mean {r['suffix_KB_mean']:5.1f}): n={r['n']:3d}  "
+              f"p50 {r['p50_ms']:8.1f} ms  p99 {r['p99_ms']:8.1f} ms")
+    print(f"  fit: {fit[1]:.1f} ms + {fit[0]:.2f} ms/KB; setup errors: {errors}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=100, help="cases per kind")
@@ -535,6 +601,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="time the checked-unconstrained baseline on every N-th case")
     ap.add_argument("--no-suffix", action="store_true",
                     help="drop the suffixes (prefix-only; checks this tool's plumbing)")
+    ap.add_argument("--scaling", type=int, default=0, metavar="FILES",
+                    help="only measure setup against suffix length (0.5..50 KB) in FILES files")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
 
@@ -550,6 +618,8 @@ def main(argv: list[str] | None = None) -> int:
     oracle = python_error if args.grammar == "python" else lark_checker(args.grammar)
     short = np.array([len(b) <= 3 and b.isascii() and not cg.vocab.is_special(i)
                       for i, b in enumerate(cg.vocab.tokens)])
+    if args.scaling:
+        return setup_scaling(cg, args.scaling, args.seed, args.json)
     kinds = ["random", "boundary"] if args.kind == "both" else [args.kind]
     if args.grammar != "python":
         kinds = ["random"]  # boundary cuts need Python's tokenize
