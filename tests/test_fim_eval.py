@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import io
+import random
 import tokenize
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tools import fim_eval
+
+from .conftest import compiled, hf_tokenizer
+from .test_fim_reference import needs_fim
 
 SOURCE = '''import os
 
@@ -92,8 +97,6 @@ def test_boundary_spans_start_at_tokens_of_one_block(files: list[Path]) -> None:
 
 
 def test_no_tokens_no_boundary_case() -> None:
-    import random
-
     assert fim_eval.boundary_case("\n\n", random.Random(0)) is None
 
 
@@ -107,3 +110,42 @@ def test_scaling_cases_grow_and_end_at_top_level_statements() -> None:
         full = Path(c.source).read_text(encoding="utf-8")
         assert full.startswith(c.text)
         assert full[len(c.text)].isalpha()  # the next top-level statement is cut off
+
+
+# (prefix, true middle, suffix): the boundary situations of fill-in-the-middle for Python
+PYTHON_CASES = [
+    ("def f(a, b):\n    return a", " + b", "\n\nprint(f(1, 2))\n"),
+    ("result = comp", "ute_val", "ue(3)\n"),  # an identifier continued by the suffix
+    ("x = 12", "3", "45\n"),  # a number continued
+    ("a = b ", "=", "= c\n"),  # = and = meet as ==
+    ("s = 'hel", "lo wor", "ld'\n"),  # inside a string
+    ('x = """doc', " string", ' here"""\n'),
+    ("name = f'{x", "}", " y'\n"),
+    ("x = 1  # co", "mment", "\ny = 2\n"),  # inside a comment
+    ("x = 1", "", "  # tail\n"),  # nothing to add; the suffix starts with a comment
+    ("if x:\n", "    y = 1\n", "    z = 2\n"),  # the suffix's first line is indented
+    ("if x:\n    y = 1\n", "z = 2\n", "w = 3\n"),  # a dedent before the suffix
+    ("class A:\n    def m(self):\n        return 1\n", "\n    def n(self):\n        return 2\n",
+     "\nprint(A)\n"),
+    ("foo(1,\n", "    2,\n", "    3)\n"),  # inside brackets: newlines are not statements
+    ("x = ", "1", ""),  # empty suffix
+    ("", "import os", "\nprint(os)\n"),  # empty prefix
+]
+
+
+@needs_fim
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), PYTHON_CASES)
+def test_python_fim_cases_complete_and_sound(prefix: str, middle: str, suffix: str) -> None:
+    """The true middle is allowed token by token and EOS at its end; random walks from it stop
+    only where ast.parse accepts (tools/fim_eval.run_case, with the GPT-2 vocabulary)."""
+    assert fim_eval.python_error(prefix + middle + suffix) is None
+    cg = compiled("python", "gpt2")
+    text = prefix + middle + suffix
+    case = fim_eval.FimCase("hand", "test", len(prefix), len(prefix) + len(middle), text)
+    failures: list[dict[str, Any]] = []
+    st = fim_eval.Stats()
+    for seed in range(3):
+        fim_eval.run_case(cg, hf_tokenizer("gpt2"), fim_eval.python_error, case,
+                          random.Random(seed), st, failures.append, walk=12)
+    assert failures == []
+    assert st.complete_ok == {"hand": 3}
