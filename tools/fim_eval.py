@@ -361,6 +361,7 @@ KNOWN_GAPS = {
                 "whose order depends on the tab size",
     "invalid character": "python.lark's NAME accepts every non-ASCII character",
     "invalid non-printable character": "python.lark's NAME accepts every non-ASCII character",
+    "f-string": "python.lark lexes an f-string as one string; the fields inside are not parsed",
 }
 
 
