@@ -80,6 +80,7 @@ def test_boundary_spans_start_at_tokens_of_one_block(files: list[Path]) -> None:
     for case in fim_eval.cases("boundary", 200, seed=4, files=files, per_file=50):
         toks = [t for t in _tokens(case.text) if t.string and t.type not in (
             tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)]
+        assert case.start <= case.end, case.ident()
         starts = {_offset(case.text, *t.start): t for t in toks}
         assert case.end in starts, case.ident()
         left = [t for t in toks if _offset(case.text, *t.start) <= case.start
@@ -98,6 +99,7 @@ def test_boundary_spans_start_at_tokens_of_one_block(files: list[Path]) -> None:
 
 def test_no_tokens_no_boundary_case() -> None:
     assert fim_eval.boundary_case("\n\n", random.Random(0)) is None
+    assert fim_eval.boundary_case("x\n", random.Random(0)) is None  # one token: no pair
 
 
 def test_scaling_cases_grow_and_end_at_top_level_statements() -> None:

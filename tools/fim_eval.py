@@ -125,17 +125,18 @@ def token_spans(text: str) -> list[tuple[int, int, int]]:
 
 def boundary_case(text: str, rnd: random.Random, source: str = "",
                   spans: list[tuple[int, int, int]] | None = None) -> FimCase | None:
-    """Two tokens of one block: the prefix ends at a random point inside the first (possibly
-    at its start or end), the suffix starts at the second. ``None`` if the text has no tokens."""
+    """Two different tokens of one block: the prefix ends at a random point inside the first
+    (possibly at its start or end), the suffix starts at the second. ``None`` if no block has
+    two tokens."""
     spans = token_spans(text) if spans is None else spans
-    if not spans:
-        return None
     blocks: dict[int, list[int]] = {}
     for i, (_, _, blk) in enumerate(spans):
         blocks.setdefault(blk, []).append(i)
-    members = list(blocks.values())
+    members = [m for m in blocks.values() if len(m) > 1]
+    if not members:
+        return None
     group = rnd.choices(members, weights=[len(m) for m in members])[0]
-    i, j = sorted((rnd.choice(group), rnd.choice(group)))
+    i, j = sorted(rnd.sample(group, 2))
     a, b, _ = spans[i]
     return FimCase("boundary", source, rnd.randint(a, b), spans[j][0], text)
 
@@ -508,7 +509,7 @@ def summary(st: Stats) -> dict[str, Any]:
     buckets = {}
     for lo, hi in [(0, 2), (2, 10), (10, 50), (50, 10**6)]:
         ts = [t for b, t in st.setup if lo * 1024 < b <= hi * 1024 or (lo == 0 and b == 0)]
-        buckets[f"{lo}-{hi}KB"] = {"n": len(ts), "p50": 1e3 * _pct(ts, 50),
+        buckets[f"{lo}-{hi}KB" if hi < 10**6 else f">{lo}KB"] = {"n": len(ts), "p50": 1e3 * _pct(ts, 50),
                                    "p99": 1e3 * _pct(ts, 99)}
     out["setup_ms_by_suffix"] = buckets
     out["mask_ms"] = {"n": len(st.mask), "p50": 1e3 * _pct(st.mask, 50),
