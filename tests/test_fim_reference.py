@@ -261,7 +261,8 @@ def test_balanced_01_gramask() -> None:
     c.advance(0)
     c.advance(1)
     assert c.is_complete()  # 00001111
-    assert c.allowed().tolist() == [False, True, True]
+    assert c.allowed().tolist() == [False, False, True]  # only EOS: 0000·11…·111 has too many 1s
+    assert ref.fim_mask(ref.balanced_01(), "0", "0001", "111", ["0", "1"]) == [False, False]
 
 
 EQ_NAMES = ref.SmallGrammar(
