@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import ast
 import io
+import itertools
 import json
 import os
 import random
@@ -605,6 +606,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="drop the suffixes (prefix-only; checks this tool's plumbing)")
     ap.add_argument("--scaling", type=int, default=0, metavar="FILES",
                     help="only measure setup against suffix length (0.5..50 KB) in FILES files")
+    ap.add_argument("--time-limit", type=float, default=0, metavar="SECONDS",
+                    help="stop starting new cases after this long and report what ran")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
 
@@ -642,14 +645,22 @@ def main(argv: list[str] | None = None) -> int:
             out.write(json.dumps(rec) + "\n")
             out.flush()
 
+        gens = []
         for kind in kinds:
             if args.grammar == "python":
-                gen = cases(kind, args.cases, args.seed, max_bytes=args.max_bytes,
-                            per_file=args.per_file)
+                gens.append(cases(kind, args.cases, args.seed, max_bytes=args.max_bytes,
+                                  per_file=args.per_file))
             else:
-                gen = doc_cases(SQL_DOCS if args.grammar == "sql" else C_DOCS, args.grammar,
-                                args.cases, args.seed)
-            for n, case in enumerate(gen):
+                gens.append(doc_cases(SQL_DOCS if args.grammar == "sql" else C_DOCS,
+                                      args.grammar, args.cases, args.seed))
+        # kinds alternate, so that a run cut short by --time-limit has some of each
+        for n, round_ in enumerate(itertools.zip_longest(*gens)):
+            if args.time_limit and time.perf_counter() - t_start > args.time_limit:
+                print(f"  time limit reached after {n} rounds", file=sys.stderr)
+                break
+            for case in round_:
+                if case is None:
+                    continue
                 if args.no_suffix:
                     case = FimCase(case.kind, case.source, case.start, case.end,
                                    case.text[: case.end])
@@ -660,9 +671,9 @@ def main(argv: list[str] | None = None) -> int:
                 except NotImplementedError as e:
                     print(f"error: {e} (use --no-suffix to check the plumbing)", file=sys.stderr)
                     return 2
-                if n % 100 == 99:
-                    print(f"  {kind}: {n + 1} cases, {st.failures} failures, "
-                          f"{time.perf_counter() - t_start:.0f} s", file=sys.stderr)
+            if n % 50 == 49:
+                print(f"  {n + 1} cases of each kind, {st.failures} failures, "
+                      f"{time.perf_counter() - t_start:.0f} s", file=sys.stderr)
     res = summary(st)
     res.update(grammar=args.grammar, vocab=args.vocab, seed=args.seed,
                seconds=round(time.perf_counter() - t_start, 1), failures_file=args.out)
