@@ -449,7 +449,13 @@ def run_case(cg: gramask.CompiledGrammar, encode: Callable[[str], list[int]],
                   "generated": c.text})
             break
         t1 = time.perf_counter()
-        c.advance(t)
+        try:
+            c.advance(t)
+        except gramask.TokenRejected as e:  # the mask allowed it: mask and advance disagree
+            complete = False
+            fail({**case.ident(), "check": "advance", "step": k, "token":
+                  repr(cg.vocab.token_bytes(t)), "generated": c.text, "got": str(e)})
+            break
         st.advance.append(time.perf_counter() - t1)
         done += 1
     if complete:
@@ -473,7 +479,13 @@ def run_case(cg: gramask.CompiledGrammar, encode: Callable[[str], list[int]],
             pool = np.flatnonzero(m)
         if not len(pool) or step == walk:
             break
-        c.advance(int(pool[rnd.randrange(len(pool))]))
+        t = int(pool[rnd.randrange(len(pool))])
+        try:
+            c.advance(t)
+        except gramask.TokenRejected as e:
+            fail({**case.ident(), "check": "advance", "where": "walk", "step": c.num_tokens,
+                  "token": repr(cg.vocab.token_bytes(t)), "generated": c.text, "got": str(e)})
+            break
     _bump(st.sound_cases_ok, kind, sound)
 
 
@@ -639,6 +651,8 @@ def main(argv: list[str] | None = None) -> int:
             cause = f"{rec['check']}: {got if rec['check'] == 'soundness' else ''}"
             if rec["check"] == "completeness":
                 cause += "EOS" if rec["token"] == "EOS" else "token"
+            elif rec["check"] == "advance":
+                cause += "allowed() but advance() rejects"
             elif rec["check"] == "setup":
                 cause += rec["error"].split(":")[0][:60]
             st.causes[cause[:90]] = st.causes.get(cause[:90], 0) + 1
