@@ -364,6 +364,9 @@ KNOWN_GAPS = {
     "invalid character": "python.lark's NAME accepts every non-ASCII character",
     "invalid non-printable character": "python.lark's NAME accepts every non-ASCII character",
     "f-string": "python.lark lexes an f-string as one string; the fields inside are not parsed",
+    "null bytes": "python.lark allows NUL in strings and comments; CPython rejects it anywhere",
+    "(unicode error)": "python.lark's STRING takes any backslash escape; CPython rejects "
+                       "malformed \\x, \\u, \\N escapes",
 }
 
 
