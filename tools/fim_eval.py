@@ -367,6 +367,8 @@ KNOWN_GAPS = {
     "null bytes": "python.lark allows NUL in strings and comments; CPython rejects it anywhere",
     "(unicode error)": "python.lark's STRING takes any backslash escape; CPython rejects "
                        "malformed \\x, \\u, \\N escapes",
+    "(value error) invalid": "python.lark's BYTES takes any backslash escape; CPython rejects "
+                             "a malformed \\x escape",
 }
 
 
