@@ -30,6 +30,10 @@ def test_hello_world_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[
     _run_section("Hello world", capsys)
 
 
+def test_fim_example_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    _run_section("Fill-in-the-middle", capsys)
+
+
 def test_sampling_example_prints_what_the_readme_shows(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
