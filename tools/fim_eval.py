@@ -653,6 +653,7 @@ def main(argv: list[str] | None = None) -> int:
             got = str(rec.get("got"))
             if rec["check"] == "soundness" and "invalid" in got and "character" in got:
                 got = got.split(" character")[0] + " character …"  # one cause, many characters
+            got = got.split(" at position")[0].split(" in position")[0]
             cause = f"{rec['check']}: {got if rec['check'] == 'soundness' else ''}"
             if rec["check"] == "completeness":
                 cause += "EOS" if rec["token"] == "EOS" else "token"
