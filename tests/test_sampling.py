@@ -49,11 +49,14 @@ def kl_bound(outcomes: int, n: int) -> float:
 
 
 # ------------------------------------------------------------------- the binary problem
-# The paper's binary problem: 00000 or any 5-bit string starting with 1. Users would write
-# `start: BIT BIT BIT BIT BIT` with `BIT: "0" | "1"` and a contextual lexer; today's lexer is
-# the basic one (longest match, literals win ties), under which the anonymous "0" and "1"
-# terminals would shadow BIT. So the grammar spells the two alternatives with literals, which
-# the basic lexer reads as intended: the language is the same 17 strings.
+# The paper's binary problem: 00000 or any 5-bit string starting with 1, written as users
+# would (a `BIT: "0" | "1"` terminal beside the literals; the contextual lexer mode lets the
+# terminal the parser expects win) and, for the basic mode, with literals only (there the
+# anonymous "0" and "1" terminals would shadow BIT). Both mean the same 17 strings.
+BINARY_AS_USERS_WRITE_IT = """
+start: "00000" | "1" BIT BIT BIT BIT
+BIT: "0" | "1"
+"""
 BINARY = """
 start: "0" "0" "0" "0" "0" | "1" bit bit bit bit
 bit: "0" | "1"
@@ -61,10 +64,12 @@ bit: "0" | "1"
 ZEROS = (0, 0, 0, 0, 0)
 
 
-@pytest.fixture(scope="module")
-def binary() -> gramask.CompiledGrammar:
+@pytest.fixture(scope="module", params=[(BINARY_AS_USERS_WRITE_IT, "contextual"),
+                                        (BINARY, "basic")], ids=["contextual", "basic"])
+def binary(request: pytest.FixtureRequest) -> gramask.CompiledGrammar:
+    text, lexer = request.param
     vocab = gramask.Vocabulary.from_tokens([b"0", b"1", b"</s>"], eos_token_id=2)
-    return gramask.compile(gramask.Grammar.from_lark(BINARY), vocab, progress=False)
+    return gramask.compile(gramask.Grammar.from_lark(text, lexer=lexer), vocab, progress=False)
 
 
 def five_bits(ids: list[int]) -> np.ndarray:
