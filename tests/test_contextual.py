@@ -193,6 +193,18 @@ def test_partial_shadows_and_collisions_are_listed_and_logged(caplog) -> None:
     assert [(d.kind, d.terminal, d.example) for d in diags] == [("partial_shadow", "NAME", "int")]
 
 
+def test_reserved_keywords_are_logged_at_info_not_warned(caplog) -> None:
+    """In basic mode a literal winning over NAME on its own text is the point (reserved
+    keywords): INFO, so compiling the bundled grammars does not warn."""
+    vocab = gramask.Vocabulary.from_tokens([b"int", b"x", b";", b" ", b"</s>"], eos_token_id=4)
+    g = gramask.Grammar.from_lark(KEYWORDS, lexer="basic")
+    with caplog.at_level("INFO", logger="gramask"):
+        gramask.compile(g, vocab, cache=False, progress=False)
+    levels = {r.levelname for r in caplog.records if "reserved keyword" in r.getMessage()}
+    assert levels == {"INFO"}
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
 @pytest.mark.parametrize(
     ("text", "error", "line"),
     [

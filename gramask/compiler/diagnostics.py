@@ -20,6 +20,7 @@ lexeme read so far (``LexerDFA.accepting``):
 from __future__ import annotations
 
 import logging
+import re
 from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -153,9 +154,18 @@ def check_lexer(
     for d in diags:
         if d.kind == "shadowed":
             raise GrammarError(f"{grammar.source or '<grammar>'}: {d.message()}", name=d.terminal)
-    if diags:
-        shown = "; ".join(d.message() for d in diags[:5])
-        more = f" (and {len(diags) - 5} more: gramask inspect lists them)" if len(diags) > 5 else ""
-        log.warning("gramask: %s: %d lexer diagnostic(s): %s%s",
-                    grammar.source or "<grammar>", len(diags), shown, more)
+    # A literal that wins over a regex on exactly its own text is a reserved keyword: what the
+    # basic mode is chosen for (python, c). Logged at INFO; every other diagnostic warns.
+    spec = {t.name: t for t in grammar.terminals}
+    reserved = [d for d in diags if d.kind == "partial_shadow" and spec[d.other].is_string
+                and re.fullmatch(spec[d.other].pattern, d.example) is not None]
+    others = [d for d in diags if d not in reserved]
+    for level, group, what in ((logging.INFO, reserved, "reserved keyword(s)"),
+                               (logging.WARNING, others, "lexer diagnostic(s)")):
+        if group:
+            shown = "; ".join(d.message() for d in group[:5])
+            more = (f" (and {len(group) - 5} more: gramask inspect lists them)"
+                    if len(group) > 5 else "")
+            log.log(level, "gramask: %s: %d %s: %s%s", grammar.source or "<grammar>",
+                    len(group), what, shown, more)
     return [d.to_json() for d in diags]
