@@ -97,7 +97,7 @@ class FimConstraint(Constraint):
         _chunks: list[bytes] | None = None,
         _finished: bool = False,
         _shared: dict[tuple[int, int, PState], bool] | None = None,
-        _branches: list[tuple[Branch, int]] | None = None,
+        _branches: list[tuple[Branch, int, int]] | None = None,
         _glue: dict[tuple[int, int], tuple[int, int, int] | None] | None = None,
         _ends_at: dict[tuple[int, int], tuple[bool]] | None = None,
         _alive: list[PState] | None = None,
@@ -258,20 +258,28 @@ class FimConstraint(Constraint):
         adv = b.ctx.automaton.advance
         verdict = 0
         n = len(self._suffix)
-        for br, marker in self._branches:
+        for br, marker, a in self._branches:
             g = self._glue_walk(q, br.k)
             if g is None:
                 continue
             qq, reset, width = g
             if qq != 0 and br.k == n and b.accept[qq] == b.continuation_t >= 0:
                 continue  # input may not end in a line continuation
-            c2 = width if reset else carry + width
-            p2 = b.lexeme_end(pq, qq, c2, at_eof=br.k == n)
-            if p2 is None or p2.depth not in br.depths:
-                continue
-            es = adv(p2.es, marker)
-            if es is None or not es.accepts:
-                continue
+            if a >= 0:
+                # the marker stands for the boundary lexeme (of terminal a) and the rest
+                if b.accept[qq] != a:
+                    continue
+                p2 = b.ctx.shift(pq, marker)
+                if p2 is None or p2.depth not in br.depths or not p2.es.accepts:
+                    continue
+            else:
+                c2 = width if reset else carry + width
+                p2 = b.lexeme_end(pq, qq, c2, at_eof=br.k == n)
+                if p2 is None or p2.depth not in br.depths:
+                    continue
+                es = adv(p2.es, marker)
+                if es is None or not es.accepts:
+                    continue
             if not br.assumptions or _holds(br, p2):
                 return 2
             verdict = 1

@@ -18,6 +18,13 @@ state holding a new rule is built the first time the parse reaches it, so setup 
 for the thousands of states the new rules could create. A marker in the parser's
 expected set means "the middle may end here" (with the branch's lexing condition at the
 boundary, which :mod:`gramask.runtime.fim` checks).
+
+When the suffix continues the middle's last lexeme (a branch with ``k > 0``), that lexeme's
+terminal ``a`` (one of those it can end as at ``k``) is parsed backwards after the suffix's
+terminals, and the marker of (branch, ``a``) stands for the lexeme and the rest: the quotient
+then only accepts middles whose last lexeme can be ``a``, so a suffix that no program ends
+with is rejected at setup. The parser expecting such a marker counts as expecting ``a`` for
+the lexeme in progress (:meth:`QuotientContext.expects`).
 """
 
 from __future__ import annotations
@@ -44,7 +51,10 @@ class QuotientContext(ParserContext):
     """A parser context whose "end of input" is "some branch marker can be shifted and the
     parse then accepts"."""
 
-    markers: tuple[int, ...] = ()
+    markers: tuple[int, ...] = ()  # markers shifted after the middle's last lexeme
+    # (marker, terminal): markers shifted *instead of* the middle's last lexeme, which the
+    # suffix continues and which must end as that terminal
+    boundary: tuple[tuple[int, int], ...] = ()
 
     def finish(self, p: PState) -> bool:
         es = p.es
@@ -54,6 +64,16 @@ class QuotientContext(ParserContext):
                 if e2 is not None and e2.accepts:
                     return True
         return False
+
+    def expects(self, p: PState) -> int:
+        """As the original's, plus the terminal of each boundary marker ``p`` expects: a
+        lexeme in progress that can become it may be the one the suffix continues."""
+        bits = super().expects(p)
+        expected = p.es.expected
+        for m, a in self.boundary:
+            if (expected >> m) & 1:
+                bits |= 1 << a
+        return bits
 
 
 class _Base:
@@ -322,11 +342,22 @@ def _walk_branches(rev: Automaton, branches: list[Branch]
     return out, err
 
 
+def _plain(ob: MaskBuilder, a: int) -> bool:
+    """Can the boundary lexeme's terminal ``a`` stand in the backward parse? (Ignored
+    lexemes, newlines and brackets change the parser state otherwise than by a shift: those
+    boundaries keep a marker after the lexeme.)"""
+    ctx = ob.ctx
+    return not (ob.ignored[a] or a == ob.nl_t or a == ob.continuation_t
+                or a in ctx.open_brackets or a in ctx.close_brackets)
+
+
 def build_quotient(
     ob: MaskBuilder, grammar: Grammar, branches: list[Branch], lex_error: int
-) -> tuple[MaskBuilder, list[tuple[Branch, int]]]:
+) -> tuple[MaskBuilder, list[tuple[Branch, int, int]]]:
     """The quotient's mask builder (sharing the original's tables) and each live branch with
-    its marker terminal.
+    its marker terminals: ``(branch, marker, -1)`` for a marker after the middle's last
+    lexeme, ``(branch, marker, a)`` for one that stands for a boundary lexeme of terminal
+    ``a`` continued into ``suffix[:k]``, then the rest of the suffix.
 
     Raises
     ------
@@ -358,15 +389,18 @@ def build_quotient(
             work.append((c, o))
         return j
 
-    markers: list[tuple[Branch, int]] = []
-    for br, e0 in walked:
-        m = next_id  # the branch's marker
+    markers: list[tuple[Branch, int, int]] = []
+
+    def add_marker(br: Branch, e: EarleySet, a: int) -> None:
+        """Rules ``C!o → δ #m`` for the items of ``e`` (the suffix parsed backwards)."""
+        nonlocal next_id
+        m = next_id  # the marker
         next_id += 1
-        names.append(f"#fim{len(markers)}")
+        names.append(f"#fim{m}")
         base_rules: list[tuple[int, tuple[int, ...]]] = []
-        if e0 is root:  # nothing of the suffix reaches the parser: the program ends here
+        if e is root:  # nothing of the suffix reaches the parser: the program ends here
             base_rules.append((need(start_sym, root), (orig_start, m)))
-        for s, o in e0.items:
+        for s, o in e.items:
             if o is None:
                 continue
             for lhs, rhs, d in base.rev_items[s]:
@@ -374,7 +408,18 @@ def build_quotient(
                     base_rules.append((need(lhs, o), (*reversed(rhs[d:]), m)))
         if base_rules:
             rules.update(base_rules)
-            markers.append((br, m))
+            markers.append((br, m, a))
+
+    for br, e0 in walked:
+        # a boundary lexeme of a plain terminal is parsed backwards with the suffix, so the
+        # quotient knows which terminal the middle's last lexeme must be
+        plain = sorted(a for a in br.ends if _plain(ob, a))
+        if not br.k or len(plain) < len(br.ends):
+            add_marker(br, e0, -1)
+        for a in plain:
+            e1 = rev.advance(e0, a)
+            if e1 is not None:
+                add_marker(br, e1, a)
     found_root = False
     while work:
         c, o = work.pop()
@@ -393,13 +438,15 @@ def build_quotient(
             "no middle connects the prefix to this suffix: the code after the cursor is not "
             "the end of any program", position=max(bad, 0))
     qstart = ids[(start_sym, root.uid)]
-    aut = LazyAutomaton(base, sorted(rules), next_id, [m for _, m in markers], qstart,
+    aut = LazyAutomaton(base, sorted(rules), next_id, [m for _, m, _ in markers], qstart,
                         (*names, "$quotient"), ob.ctx.automaton.limits)
-    qb = _builder_for(ob, aut, [m for _, m in markers])
+    qb = _builder_for(ob, aut, [m for _, m, a in markers if a < 0],
+                      [(m, a) for _, m, a in markers if a >= 0])
     return qb, markers
 
 
-def _builder_for(ob: MaskBuilder, aut: Automaton, markers: list[int]) -> MaskBuilder:
+def _builder_for(ob: MaskBuilder, aut: Automaton, markers: list[int],
+                 boundary: list[tuple[int, int]]) -> MaskBuilder:
     """A mask builder for the quotient automaton that shares the original's token tables,
     row and kill caches (they depend only on the lexer), with fresh parser-side memos.
     Symbol ids of the original grammar are kept, so the original context's ids carry over."""
@@ -410,6 +457,7 @@ def _builder_for(ob: MaskBuilder, aut: Automaton, markers: list[int]) -> MaskBui
         open_brackets=tuple(octx.open_brackets), close_brackets=tuple(octx.close_brackets),
     )
     ctx.markers = tuple(markers)
+    ctx.boundary = tuple(boundary)
     qb = copy.copy(ob)
     qb.ctx = ctx
     qb._masks = BoundedMemo(memo_size(aut.limits.mask_cache))

@@ -46,6 +46,9 @@ class Branch:
     # a newline emitted at the end of input (None: the suffix has a newline of its own));
     # empty without indentation
     assumptions: frozenset[tuple[int, int, int, tuple[int, ...], bool | None]] = frozenset()
+    # k > 0: the terminals the lexeme continued into suffix[:k] can end as there (the
+    # accepting terminals of the lexer states that suffix[k] kills); empty for k = 0
+    ends: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -54,33 +57,35 @@ class SuffixLexing:
     error_offset: int  # where lexing failed furthest in (for the error message), -1 if none
 
 
-def boundary_candidates(b: MaskBuilder, suffix: bytes) -> list[int]:
+def boundary_candidates(b: MaskBuilder, suffix: bytes) -> dict[int, frozenset[int]]:
     """Every ``k > 0`` at which a lexeme continued from the middle can end inside the suffix
     (walk from every lexer state at once; each state dies at the latest where its lexeme
-    would), plus ``len(suffix)`` if a lexeme can run to its end."""
+    would), plus ``len(suffix)`` if a lexeme can run to its end; each with the terminals such
+    a lexeme can end as there."""
     rows, accept = b.trans_rows, b.accept
     cur = set(range(1, len(rows)))
-    out: list[int] = []
+    out: dict[int, frozenset[int]] = {}
     n = len(suffix)
     for i in range(n):
         byte = suffix[i]
         nxt = set()
-        ends = False
+        ends: set[int] = set()
         for q in cur:
             nq = rows[q][byte]
             if nq < 0:
                 if i > 0 and accept[q] >= 0:
-                    ends = True
+                    ends.add(accept[q])
             else:
                 nxt.add(nq)
         if ends:
-            out.append(i)
+            out[i] = frozenset(ends)
         cur = nxt
         if not cur:
             break
     else:
-        if n and any(accept[q] >= 0 for q in cur):
-            out.append(n)
+        last = frozenset(accept[q] for q in cur if accept[q] >= 0)
+        if n and last:
+            out[n] = last
     return out
 
 
@@ -134,7 +139,8 @@ def lex_suffix(
     dedent_t: int = -1,
 ) -> SuffixLexing:
     """All branches of ``suffix`` (see the module docstring)."""
-    ks = [0, *boundary_candidates(b, suffix)]
+    cands = boundary_candidates(b, suffix)
+    ks = [0, *cands]
     branches: list[Branch] = []
     err = -1
     nl_t = b.nl_t
@@ -146,7 +152,7 @@ def lex_suffix(
         end = len(suffix)
         if nl_t < 0:
             branches.append(Branch(k, frozenset((0,)), tuple(t for t, _, _ in raw),
-                                   tuple(o for _, _, o in raw)))
+                                   tuple(o for _, _, o in raw), ends=cands.get(k, frozenset())))
             continue
         # bracket depths the suffix can close
         depth, lowest = 0, 0
@@ -164,7 +170,8 @@ def lex_suffix(
                 e[1].add(d0)
                 e[2].add(assumption)
         for terms, (offs, ds, ass) in seen.items():
-            branches.append(Branch(k, frozenset(ds), terms, offs, frozenset(ass)))
+            branches.append(Branch(k, frozenset(ds), terms, offs, frozenset(ass),
+                                   cands.get(k, frozenset())))
     return SuffixLexing(branches, err)
 
 
