@@ -243,3 +243,16 @@ def test_mask_and_advance_agree_on_a_comment_the_suffix_would_continue() -> None
     assert c.allowed()[t]
     c.advance(t)
     assert not c.is_complete() and c.allowed().any()
+
+
+def test_fim_advance_takes_ints_only_and_explains_a_rejection(balanced) -> None:
+    c = balanced.constraint(prefix="0", suffix="111")
+    with pytest.raises(TypeError, match="token id must be an int"):
+        c.advance(0.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        c.advance("0")  # type: ignore[arg-type]
+    with pytest.raises(gramask.TokenRejected, match="not allowed") as info:
+        c.advance(4)  # EOS: "0111" is not a word
+    assert info.value.token_id == 4
+    c.advance(np.int64(0))
+    assert c.text == "0"

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidPrefixError, TokenRejected
+from .lexing import walk
 from .masks import MaskBuilder
 from .parse_state import PState
 
@@ -103,43 +104,7 @@ class Constraint:
         cx = self._b.contextual
         if cx is not None:
             return cx.walk(st, data)
-        q, carry, p = st
-        lex_start = 0
-        b = self._b
-        rows, accept, ignored, ctx, nl_t, tab = (
-            b.trans_rows, b.accept, b.ignored, b.ctx, b.nl_t, self._tab,
-        )
-        for i, byte in enumerate(data):
-            nq = rows[q][byte]
-            if nq < 0:
-                a = accept[q]
-                if a < 0 or q == 0:
-                    return i  # no lexeme can take this byte
-                if a == nl_t:
-                    p2 = ctx.newline(p, carry)
-                elif ignored[a]:
-                    p2 = p
-                else:
-                    p2 = ctx.shift(p, a)
-                if p2 is None:
-                    return lex_start
-                p = p2
-                carry = 0
-                lex_start = i
-                nq = rows[0][byte]
-                if nq < 0:
-                    return i
-            q = nq
-            if byte == 10:
-                carry = 0
-            elif byte == 32:
-                carry += 1
-            elif byte == 9:
-                carry += tab
-        # the lexeme in progress must still be able to end with a terminal the parser takes
-        if q != 0 and not b.end_ok(p, q):
-            return lex_start
-        return (q, carry, p)
+        return walk(self._b, st, data, self._tab)
 
     # ------------------------------------------------------------------ API
     def allowed(self) -> np.ndarray:
@@ -169,8 +134,7 @@ class Constraint:
             return None
         vocab = self._vocab
         if token_id == vocab.eos_token_id:
-            q, carry, p = self._history[-1]
-            return True if self._b.complete(p, q, carry) else None
+            return True if self._complete(self._history[-1]) else None
         if not 0 <= token_id < len(vocab) or vocab.is_special(token_id):
             return None
         data = vocab.token_bytes(token_id)
@@ -203,8 +167,13 @@ class Constraint:
         self._chunks.append(self._vocab.token_bytes(token_id))
 
     def is_complete(self) -> bool:
-        """Is prefix + generated text a member of the language?"""
-        q, carry, p = self._history[-1]
+        """Is prefix + generated text (+ the suffix, for fill-in-the-middle) a member of the
+        language?"""
+        return self._complete(self._history[-1])
+
+    def _complete(self, st: LexState) -> bool:
+        """Would the input end well in state ``st``? (Subclasses with wider states override.)"""
+        q, carry, p = st
         return self._b.complete(p, q, carry)
 
     @property

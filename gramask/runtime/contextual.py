@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..compiler.tables import TokenTables, expand_row
+from .lexing import NEWLINE, indent_widths
 from .memo import BoundedMemo
 from .parse_state import ParserContext, PState
 
@@ -114,6 +115,7 @@ class ContextualLexer:
         self.nl_t = nl_terminal
         self.cont_t = continuation_terminal
         self.tab = tab_len
+        self.widths = indent_widths(tab_len)
         self.vocab_size = len(tokens)
         self._tokens = tokens
         self._special = special
@@ -211,7 +213,7 @@ class ContextualLexer:
     # ------------------------------------------------------------------ bytes
     def step(self, q: int, carry: int, p: PState, byte: int) -> LexState | None:
         """One byte; None if no lexeme can take it."""
-        rows, live = self.rows, self.live
+        rows, live, widths = self.rows, self.live, self.widths
         nq = rows[q][byte]
         if nq < 0 or not live[nq] & self.allowed(p):
             if q == 0:
@@ -223,18 +225,13 @@ class ContextualLexer:
             nq = rows[0][byte]
             if nq < 0 or not live[nq] & self.allowed(p):
                 return None
-        if byte == 10:
-            carry = 0
-        elif byte == 32:
-            carry += 1
-        elif byte == 9:
-            carry += self.tab
+        carry = 0 if byte == NEWLINE else carry + widths[byte]
         return (nq, carry, p)
 
     def walk(self, st: LexState, data: bytes) -> LexState | int:
         """Feed bytes; the new state, or the offset where the offending lexeme starts."""
         q, carry, p = st
-        rows, live, allowed = self.rows, self.live, self.allowed
+        rows, live, allowed, widths = self.rows, self.live, self.allowed, self.widths
         lex_start = 0
         for i, byte in enumerate(data):
             nq = rows[q][byte]
@@ -249,12 +246,7 @@ class ContextualLexer:
                 if nq < 0 or not live[nq] & allowed(p):
                     return i
             q = nq
-            if byte == 10:
-                carry = 0
-            elif byte == 32:
-                carry += 1
-            elif byte == 9:
-                carry += self.tab
+            carry = 0 if byte == NEWLINE else carry + widths[byte]
         if q != 0 and not self.end_ok(p, q):
             return lex_start
         return (q, carry, p)

@@ -120,6 +120,15 @@ class ParserContext:
         self._remember(key, res)
         return res
 
+    def end_lexeme(self, p: PState, terminal: int, width: int) -> PState | None:
+        """Feed one finished lexeme: the indentation newline (its last line ``width`` wide), an
+        ignored lexeme (nothing changes) or a terminal."""
+        if terminal == self.nl_t:
+            return self.newline(p, width)
+        if (self.ignored_bits >> terminal) & 1:
+            return p
+        return self.shift(p, terminal)
+
     def newline(self, p: PState, width: int) -> PState | None:
         """Feed a newline lexeme whose last line is indented by ``width``."""
         if p.depth > 0:

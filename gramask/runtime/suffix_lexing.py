@@ -25,6 +25,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from .lexing import NEWLINE, indent_widths
 from .masks import MaskBuilder
 
 __all__ = ["Branch", "SuffixLexing", "lex_suffix"]
@@ -94,6 +95,7 @@ def _raw_lex(b: MaskBuilder, data: bytes, base: int, tab: int
     """Greedy lexemes of ``data``: [(terminal, newline width, offset)], ignored ones dropped
     (newlines kept); or ([], offset of the failure)."""
     rows, accept, ignored, nl_t = b.trans_rows, b.accept, b.ignored, b.nl_t
+    widths = indent_widths(tab)
     out: list[tuple[int, int, int]] = []
     q = 0
     carry = 0
@@ -112,12 +114,7 @@ def _raw_lex(b: MaskBuilder, data: bytes, base: int, tab: int
             if nq < 0:
                 return [], base + i
         q = nq
-        if byte == 10:
-            carry = 0
-        elif byte == 32:
-            carry += 1
-        elif byte == 9:
-            carry += tab
+        carry = 0 if byte == NEWLINE else carry + widths[byte]
     if q != 0:
         a = accept[q]
         if a < 0:
