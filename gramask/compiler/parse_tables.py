@@ -10,7 +10,7 @@ Works for any CFG, ambiguous and non-LALR included.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,38 @@ def parser_terminals(grammar: Grammar) -> list[str]:
     return names + [d for d in grammar.declared if d not in names]
 
 
+Rule = tuple[int, tuple[int, ...]]  # (lhs symbol, rhs symbols), symbols numbered
+
+
+def nullable_symbols(rules: Sequence[Rule]) -> frozenset[int]:
+    """The nonterminals that derive the empty string (fixpoint)."""
+    nullable: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            if lhs not in nullable and all(s in nullable for s in rhs):
+                nullable.add(lhs)
+                changed = True
+    return frozenset(nullable)
+
+
+def past_nullable(items: Iterable[tuple[int, int]], rules: Sequence[Rule],
+                  nullable: frozenset[int]) -> frozenset[tuple[int, int]]:
+    """LR(0) items ``(rule, dot)`` plus those with the dot moved past nullable symbols."""
+    out = set(items)
+    work = list(out)
+    while work:
+        r, d = work.pop()
+        rhs = rules[r][1]
+        if d < len(rhs) and rhs[d] in nullable:
+            it = (r, d + 1)
+            if it not in out:
+                out.add(it)
+                work.append(it)
+    return frozenset(out)
+
+
 def build_parse_tables(grammar: Grammar) -> ParseTables:
     terms = parser_terminals(grammar)
     term_set = set(terms)
@@ -116,28 +148,10 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
     for i, (lhs, _) in enumerate(rules):
         by_lhs.setdefault(lhs, []).append(i)
 
-    # nullable nonterminals
-    nullable: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs not in nullable and all(s in nullable for s in rhs):
-                nullable.add(lhs)
-                changed = True
+    nullable = nullable_symbols(rules)
 
     def skip_nullable(items: Sequence[tuple[int, int]]) -> frozenset[tuple[int, int]]:
-        out = set(items)
-        work = list(items)
-        while work:
-            r, d = work.pop()
-            rhs = rules[r][1]
-            if d < len(rhs) and rhs[d] in nullable:
-                it = (r, d + 1)
-                if it not in out:
-                    out.add(it)
-                    work.append(it)
-        return frozenset(out)
+        return past_nullable(items, rules, nullable)
 
     def predict(items: frozenset[tuple[int, int]]) -> frozenset[tuple[int, int]]:
         want = set()

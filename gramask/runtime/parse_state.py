@@ -85,17 +85,18 @@ class ParserContext:
         if r is not MISSING:
             return r
         es = self.automaton.advance(p.es, terminal)
-        if es is None:
-            res = None
-        else:
-            depth = p.depth
-            if terminal in self.open_brackets:
-                depth += 1
-            elif terminal in self.close_brackets:
-                depth = max(0, depth - 1)
-            res = self.make(es, p.indent, depth, False)
+        res = None if es is None else self._after(p, es, terminal)
         self._remember(key, res)
         return res
+
+    def _after(self, p: PState, es: EarleySet, terminal: int) -> PState:
+        """The state after shifting ``terminal`` (Earley set ``es``): bracket depth updated."""
+        depth = p.depth
+        if terminal in self.open_brackets:
+            depth += 1
+        elif terminal in self.close_brackets:
+            depth = max(0, depth - 1)
+        return self.make(es, p.indent, depth, False)
 
     def shift_any(self, p: PState, terminals: int) -> PState | None:
         """Feed one lexeme that is every (non-newline, non-ignored) terminal in the bitset
@@ -107,16 +108,8 @@ class ParserContext:
         if r is not MISSING:
             return r
         es = self.automaton.advance_any(p.es, terminals)
-        if es is None:
-            res = None
-        else:
-            first = (terminals & -terminals).bit_length() - 1
-            depth = p.depth
-            if first in self.open_brackets:
-                depth += 1
-            elif first in self.close_brackets:
-                depth = max(0, depth - 1)
-            res = self.make(es, p.indent, depth, False)
+        first = (terminals & -terminals).bit_length() - 1
+        res = None if es is None else self._after(p, es, first)
         self._remember(key, res)
         return res
 

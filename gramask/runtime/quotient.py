@@ -34,7 +34,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from ..compiler.parse_tables import AUGMENTED_START, build_parse_tables
+from ..compiler.parse_tables import (
+    AUGMENTED_START,
+    build_parse_tables,
+    nullable_symbols,
+    past_nullable,
+)
 from ..errors import InvalidSuffixError
 from ..grammar import Grammar, RuleSpec
 from .earley import Automaton, EarleySet
@@ -91,15 +96,7 @@ class _Base:
         self.index = {st: i for i, st in enumerate(states)}
         self.symbols: tuple[str, ...] = pt.symbols
         self.num_terminals = pt.num_terminals
-        nullable: set[int] = set()
-        changed = True
-        while changed:
-            changed = False
-            for lhs, rhs in rules:
-                if lhs not in nullable and all(x in nullable for x in rhs):
-                    nullable.add(lhs)
-                    changed = True
-        self.nullable = frozenset(nullable)
+        self.nullable = nullable_symbols(rules)
         self.by_lhs: dict[int, list[int]] = {}
         for i, (lhs, _) in enumerate(rules):
             self.by_lhs.setdefault(lhs, []).append(i)
@@ -206,18 +203,7 @@ class LazyAutomaton(Automaton):
 
     # -------------------------------------------------------------- LR(0) items
     def _skip_nullable(self, items: Iterable[tuple[int, int]]) -> frozenset[tuple[int, int]]:
-        rules, nullable = self.rules, self.base.nullable
-        out = set(items)
-        work = list(out)
-        while work:
-            r, d = work.pop()
-            rhs = rules[r][1]
-            if d < len(rhs) and rhs[d] in nullable:
-                it = (r, d + 1)
-                if it not in out:
-                    out.add(it)
-                    work.append(it)
-        return frozenset(out)
+        return past_nullable(items, self.rules, self.base.nullable)
 
     def _closure(self, a: int) -> frozenset[tuple[int, int]]:
         """Items predicted by nonterminal ``a`` (memoised; shared across requests for the
