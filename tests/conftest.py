@@ -20,3 +20,15 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ.pop("GRAMASK_CACHE_DIR", None)
     else:
         os.environ["GRAMASK_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Two shared cores: torch's OpenMP threads spin against other processes and make a 1 s
+    generate take 10 s. One thread is faster here and changes no result."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)

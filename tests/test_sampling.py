@@ -38,6 +38,8 @@ from gramask.sampling import (
 
 from .conftest import compiled
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def four_sigma(p: float, n: int) -> float:
     return 4 * math.sqrt(p * (1 - p) / n)
@@ -303,15 +305,6 @@ def test_bad_arguments_are_value_errors(binary):
 
 
 # ---------------------------------------------------- end to end: a random GPT-2, real vocab
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """Two shared cores: one torch thread is faster here and changes no result."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 @pytest.fixture(scope="module")
 def cg() -> gramask.CompiledGrammar:
     return compiled("json", "gpt2")

@@ -21,15 +21,7 @@ from ._support import compiled
 
 NEW_TOKENS = 40
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """Two shared cores: torch's OpenMP threads spin against other processes and make a 1 s
-    generate take 10 s. One thread is faster here and changes no result."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
