@@ -23,13 +23,13 @@ vocabulary as a byte trie (exact, but its cost grows with the number of live tok
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..compiler.tables import TokenTables, expand_row
 from .lexing import NEWLINE, indent_widths
+from .limits import memo_size
 from .memo import BoundedMemo
 from .parse_state import ParserContext, PState
 
@@ -91,7 +91,6 @@ class ContextualLexer:
     """Walks, lexeme ends, end checks and masks under the contextual rule (shared, not
     thread-safe, like :class:`~gramask.runtime.masks.MaskBuilder`)."""
 
-    MASK_CACHE = 256
 
     def __init__(
         self,
@@ -120,7 +119,9 @@ class ContextualLexer:
         self._tokens = tokens
         self._special = special
         self._trie: _Trie | None = None
-        self._masks: OrderedDict[tuple[PState, int, int], np.ndarray] = OrderedDict()
+        limits = ctx.automaton.limits  # the bounds every memo of this runtime follows
+        self._masks: BoundedMemo[tuple[PState, int, int], np.ndarray] = BoundedMemo(
+            memo_size(limits.mask_cache))
         self.tables = tables
         if tables is not None:
             self.head = tables.node_head.astype(np.int64)
@@ -134,8 +135,8 @@ class ContextualLexer:
             self.trans = dfa.trans
             self.state_class = tables.state_class.astype(np.int64)
             self.first_byte = tables.first_byte.astype(np.int64)
-            self._rows: OrderedDict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
-                OrderedDict()
+            self._rows: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
+                BoundedMemo(memo_size(limits.row_cache))
             )
             self._vecs: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 BoundedMemo(4096)
@@ -257,13 +258,10 @@ class ContextualLexer:
         key = (p, q, carry if self.nl_t >= 0 else 0)
         m = self._masks.get(key)
         if m is not None:
-            self._masks.move_to_end(key)
             return m
         if self.tables is not None:
             m = self._table_mask(p, q)
-            self._masks[key] = m
-            if len(self._masks) > self.MASK_CACHE:
-                self._masks.popitem(last=False)
+            self._masks.put(key, m)
             return m
         if self._trie is None:
             self._trie = _Trie(self._tokens, self._special)
@@ -283,9 +281,7 @@ class ContextualLexer:
                     m[e] = True
                 if children[child]:
                     stack.append((child, *r))
-        self._masks[key] = m
-        if len(self._masks) > self.MASK_CACHE:
-            self._masks.popitem(last=False)
+        self._masks.put(key, m)
         return m
 
     # ------------------------------------------------------------------ tables
@@ -293,7 +289,6 @@ class ContextualLexer:
         """Row ``q``: (distinct nodes, their token counts, tokens sorted by node)."""
         r = self._rows.get(q)
         if r is not None:
-            self._rows.move_to_end(q)
             return r
         assert self.tables is not None
         idx, node = expand_row(self.tables, q)
@@ -302,9 +297,7 @@ class ContextualLexer:
         uniq, start = np.unique(ns, return_index=True)
         counts = np.diff(np.append(start, len(ns)))
         r = (uniq, counts, idx[order])
-        self._rows[q] = r
-        if len(self._rows) > 96:
-            self._rows.popitem(last=False)
+        self._rows.put(q, r)
         return r
 
     def _class_vectors(self, p: PState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
