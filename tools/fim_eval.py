@@ -166,6 +166,15 @@ def python_error(text: str) -> str | None:
     return None
 
 
+def parsable_text(p: Path) -> str | None:
+    """The file's text if it is UTF-8 and ``ast.parse`` accepts it, else None."""
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return None
+    return text if python_error(text) is None else None
+
+
 def cases(kind: str, n: int, seed: int, *, max_bytes: int = 64_000, per_file: int = 2,
           files: list[Path] | None = None) -> Iterator[FimCase]:
     """``n`` cases of ``kind`` from the stdlib, ``per_file`` per file, files in a seeded order.
@@ -175,11 +184,8 @@ def cases(kind: str, n: int, seed: int, *, max_bytes: int = 64_000, per_file: in
     rnd.shuffle(order)
     made = 0
     for p in order:
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
-        if not text.strip() or python_error(text) is not None:
+        text = parsable_text(p)
+        if not text or not text.strip():
             continue
         spans = token_spans(text) if kind == "boundary" else None
         for _ in range(per_file):
@@ -205,11 +211,8 @@ def scaling_cases(n_files: int, seed: int, sizes: tuple[float, ...] = SCALING_KB
     rnd.shuffle(big)
     made = 0
     for p in big:
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
-        if python_error(text) is not None:
+        text = parsable_text(p)
+        if text is None:
             continue
         start = rnd.randint(0, len(text) // 20)
         end = min(len(text), start + rnd.randint(1, 100))
