@@ -198,6 +198,8 @@ class LazyAutomaton(Automaton):
         self._interned = BoundedMemo(memo_size(limits.interned_sets))
         self._next = BoundedMemo(memo_size(limits.step_memo))
         self._next_uid = 1
+        self._origin_shift = 32  # states are built on demand: no bound known
+        self._depth = 0
         self.start_state = self._intern(self._skip_nullable([(self.aug_rule, 0)]))
         self.root = self._close([(self.start_state, None)])
 
