@@ -135,6 +135,12 @@ class ContextualLexer:
             self.trans = dfa.trans
             self.state_class = tables.state_class.astype(np.int64)
             self.first_byte = tables.first_byte.astype(np.int64)
+            self._fb_ok = self.first_byte >= 0
+            self._fb_idx = np.maximum(self.first_byte, 0)
+            # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
+            self._kills: BoundedMemo[tuple[int, int], np.ndarray] = BoundedMemo(
+                memo_size(limits.row_cache)
+            )
             self._rows: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 BoundedMemo(memo_size(limits.row_cache))
             )
@@ -395,8 +401,12 @@ class ContextualLexer:
     def _kill(self, q: int, p: PState) -> np.ndarray:
         """Tokens whose first byte ends the lexeme at ``q``: no terminal continues with it, or
         none that the allowed set holds (the row's entries for those tokens are then false)."""
-        nxt = self.trans[q]
-        cont = self._class_vectors(p)[0]
-        dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
-        out: np.ndarray = (self.first_byte >= 0) & dead[np.maximum(self.first_byte, 0)]
+        key = (q, self.allowed(p))  # all that ``cont`` depends on
+        out = self._kills.get(key)
+        if out is None:
+            nxt = self.trans[q]
+            cont = self._class_vectors(p)[0]
+            dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
+            out = self._fb_ok & dead[self._fb_idx]
+            self._kills.put(key, out)
         return out

@@ -27,50 +27,28 @@ __all__ = ["Automaton", "EarleySet"]
 _MEMO_DEPTH = 64  # nested completion memos built at once, far below Python's recursion limit
 
 
-
-
 class EarleySet:
-    """One Earley set; never mutated after construction (``_done`` is a lazy memo).
+    """One Earley set; never mutated after construction.
 
     Items are two parallel tuples, states (ints) and origins, not one tuple per item: a cold
     step builds dozens of sets, and every container that survives is one more object for
     each cyclic-GC pass to traverse (a tuple of ints is untracked after its first pass)."""
 
-    __slots__ = ("_automaton", "_done", "accepts", "expected", "origins", "states", "total",
-                 "uid")
+    __slots__ = ("accepts", "expected", "origins", "states", "total", "uid")
 
     def __init__(self, uid: int, states: tuple[int, ...],
-                 origins: tuple[EarleySet | None, ...], automaton: Automaton) -> None:
+                 origins: tuple[EarleySet | None, ...]) -> None:
         self.uid = uid
         self.states = states
         self.origins = origins  # origin EarleySet per item, None = this set
         self.expected = 0  # bitset of parser terminals some item can shift
         self.accepts = False
         self.total = len(states)  # items along the sets this one was first built from
-        self._automaton = automaton
-        # nonterminal -> its completion (see ``completion``), built on first use
-        self._done: dict[int, dict[int, EarleySet | None]] | None = None
 
     @property
     def items(self) -> tuple[tuple[int, EarleySet | None], ...]:
         """(state, origin) pairs (origin None = this set)."""
         return tuple(zip(self.states, self.origins, strict=True))
-
-    def completion(self, nonterminal: int) -> dict[int, EarleySet | None]:
-        """The items (key -> origin, see ``Automaton._close``) that completing
-        ``nonterminal`` into this set adds to a new set, transitively: the items here that
-        wait for it, advanced, and whatever their own completions add to the sets before.
-        This depends only on this set and the nonterminal, so it is memoised here: every
-        terminal shifted at a position that completes the same phrase (an identifier, a
-        number, a closing bracket, ...) reuses it, merged with one C-level ``dict.update``
-        instead of walking the origin chain item by item."""
-        w = self._done
-        if w is None:
-            w = self._done = {}
-        r = w.get(nonterminal)
-        if r is None:
-            r = w[nonterminal] = self._automaton._complete_into(self, nonterminal)
-        return r
 
 
 class Automaton:
@@ -118,15 +96,32 @@ class Automaton:
         )
         self._next_uid = 1  # 0 stands for "this set" in keys
         self._depth = 0  # completion memos being built (see _complete_into)
+        self._completions: BoundedMemo[tuple[int, int], dict[int, EarleySet | None]] = (
+            BoundedMemo(memo_size(limits.interned_sets // 4))
+        )
         # item key = state | origin uid << _origin_shift: as few bits as the states need, so
         # that keys stay one-digit ints (below 2**30) for as long as possible
         self._origin_shift = max(1, n.bit_length())
         self.root = self._close([(pt.start_state, None)])
 
     # ---------------------------------------------------------------- building
+    def _completion(self, o: EarleySet, a: int) -> dict[int, EarleySet | None]:
+        """The items (key -> origin, see ``_close``) that completing nonterminal ``a`` into set
+        ``o`` adds to a new set, transitively: the items of ``o`` waiting for ``a``, advanced,
+        and whatever their own completions add. This depends only on ``o`` and ``a``, so it is
+        memoised (bounded): every terminal shifted at a position that completes the same
+        phrase (an identifier, a number, a closing bracket, ...) reuses it, merged with one
+        C-level ``dict.update`` instead of walking the origin chain item by item."""
+        key = (o.uid, a)
+        r = self._completions.get(key)
+        if r is None:
+            r = self._complete_into(o, a)
+            self._completions.put(key, r)
+        return r
+
     def _complete_into(self, o: EarleySet, a: int, memo: bool = True
                        ) -> dict[int, EarleySet | None]:
-        """``o.completion(a)``, computed: the items of ``o`` waiting for ``a``, advanced over
+        """``_completion(o, a)``, computed: the items of ``o`` waiting for ``a``, advanced over
         it, and transitively what those that complete in turn add. Completions into earlier
         sets come from those sets' memos (``memo``; recursion bounded by ``_MEMO_DEPTH``, past
         it they are walked here as the plain Earley completer does); completions into ``o``
@@ -157,7 +152,7 @@ class Automaton:
                         r[nk] = None
                     for c in completed[t]:
                         if memo and k is not o:
-                            r.update(k.completion(c))  # k is older than o: no cycle
+                            r.update(self._completion(k, c))  # k is older than o: no cycle
                         elif (k.uid, c) not in seen:
                             seen.add((k.uid, c))
                             todo.append((k, c))
@@ -184,7 +179,7 @@ class Automaton:
                 items[nk] = None
             if o is not None:  # completions at the current position are in the automaton
                 for a in completed[s]:
-                    items.update(o.completion(a))
+                    items.update(self._completion(o, a))
 
         # Items that can neither shift nor wait for a completion have done their work (they
         # completed above); dropping them makes sets that differ only in finished business
@@ -211,7 +206,7 @@ class Automaton:
                 limit="max_total_items", value=base + n,
             )
         states = tuple([k & sm for k in keys])
-        es = EarleySet(self._next_uid, states, tuple([items[k] for k in keys]), self)
+        es = EarleySet(self._next_uid, states, tuple([items[k] for k in keys]))
         es.total = base + n
         self._next_uid += 1
         expected = 0
