@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..compiler.tables import TokenTables, expand_row
+from ..compiler.tables import TokenTables, expand_row, group_row
 from .lexing import NEWLINE, indent_widths
 from .limits import memo_size
 from .memo import BoundedMemo
@@ -136,6 +136,7 @@ class ContextualLexer:
             self.state_class = tables.state_class.astype(np.int64)
             self.first_byte = tables.first_byte.astype(np.int64)
             self._fb_ok = self.first_byte >= 0
+            self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
             self._fb_idx = np.maximum(self.first_byte, 0)
             # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
             self._kills: BoundedMemo[tuple[int, int], np.ndarray] = BoundedMemo(
@@ -297,12 +298,7 @@ class ContextualLexer:
         if r is not None:
             return r
         assert self.tables is not None
-        idx, node = expand_row(self.tables, q)
-        order = np.argsort(node, kind="stable")
-        ns = node[order]
-        uniq, start = np.unique(ns, return_index=True)
-        counts = np.diff(np.append(start, len(ns)))
-        r = (uniq, counts, idx[order])
+        r = group_row(*expand_row(self.tables, q, self._bases))
         self._rows.put(q, r)
         return r
 

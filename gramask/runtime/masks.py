@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..compiler.lexer import LexerDFA
-from ..compiler.tables import TokenTables, expand_row
+from ..compiler.tables import TokenTables, expand_row, group_row
 from ..encoding import bits_of_rows, decode_nl, words_of_bits
 from .contextual import ContextualLexer
 from .limits import memo_size
@@ -105,18 +105,15 @@ class MaskBuilder:
             memo_size(limits.mask_cache)
         )
         self.first_byte = tables.first_byte.astype(np.int64)
+        self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
 
     # ------------------------------------------------------------------ tables
     def row(self, q: int) -> _Row:
         r = self._rows.get(q)
         if r is not None:
             return r
-        idx, node = expand_row(self.tables, q)
-        order = np.argsort(node, kind="stable")
-        node_sorted = node[order]
-        uniq, start = np.unique(node_sorted, return_index=True)
-        counts = np.diff(np.append(start, len(node_sorted)))
-        r = _Row(uniq, counts, idx[order], self.head_arr, self.tail_arr)
+        uniq, counts, tokens = group_row(*expand_row(self.tables, q, self._bases))
+        r = _Row(uniq, counts, tokens, self.head_arr, self.tail_arr)
         self._rows.put(q, r)
         return r
 
