@@ -35,13 +35,14 @@ class _Row:
     nodes that end there (decided together by one vector lookup of their lexeme classes) and
     one subtree per next terminal (skipped whole when the parser does not expect it)."""
 
-    __slots__ = ("counts", "end_cls", "end_pos", "groups", "n", "tokens")
+    __slots__ = ("counts", "end_cls", "end_pos", "full", "groups", "n", "tokens")
 
     def __init__(self, nodes: np.ndarray, counts: np.ndarray, tokens: np.ndarray,
                  head: np.ndarray, tail: np.ndarray) -> None:
         self.n = len(nodes)
         self.counts = counts
         self.tokens = tokens
+        self.full: np.ndarray | None = None  # (V,) bool of all its tokens, built when needed
         self.end_pos, self.end_cls, self.groups = _trie(
             np.arange(len(nodes)), nodes, head, tail
         )
@@ -164,16 +165,28 @@ class MaskBuilder:
             if sub:
                 self._eval_trie(p2, sub, ok, 0)
 
-    def row_tokens(self, p: PState, q: int, carry: int) -> np.ndarray:
+    def row_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
+        """Row ``q``'s allowed tokens as a fresh bool vector. Written from whichever side is
+        smaller: the allowed tokens into zeros, or the refused ones out of the row's whole
+        token set (kept per row), since scattering the indices dominates a large row."""
         row = self.row(q)
         ok = np.zeros(row.n, dtype=bool)
         if row.end_pos.size:
             ok[row.end_pos] = self.class_vector(p)[row.end_cls]
         self._eval_trie(p, row.groups, ok, carry)
-        if ok.all():
-            return row.tokens
-        tokens: np.ndarray = row.tokens[np.repeat(ok, row.counts)]
-        return tokens
+        n_ok = int(row.counts[ok].sum())
+        if 2 * n_ok <= len(row.tokens):
+            m = np.zeros(self.vocab_size, dtype=bool)
+            m[row.tokens[np.repeat(ok, row.counts)]] = True
+            return m
+        full = row.full
+        if full is None:
+            full = row.full = np.zeros(self.vocab_size, dtype=bool)
+            full[row.tokens] = True
+        m = full.copy()
+        if n_ok < len(row.tokens):
+            m[row.tokens[np.repeat(~ok, row.counts)]] = False
+        return m
 
     def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
         """Parser state after the lexeme in progress ends here (None if it cannot)."""
@@ -197,8 +210,7 @@ class MaskBuilder:
         m = self._masks.get(ckey)
         if m is not None:
             return m
-        m = np.zeros(self.vocab_size, dtype=bool)
-        m[self.row_tokens(p, q, carry)] = True
+        m = self.row_mask(p, q, carry)
         if q != 0:
             p2 = self.lexeme_end(p, q, carry)
             if p2 is not None:
