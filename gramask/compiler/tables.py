@@ -556,6 +556,23 @@ def group_row(idx: np.ndarray, node: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return ns[start], counts, idx[order]
 
 
+def select_tokens(v: int, toks: np.ndarray, counts: np.ndarray, ok: np.ndarray,
+                  full: Callable[[], np.ndarray]) -> np.ndarray:
+    """A fresh (V,) bool vector of a grouped row's tokens (``group_row``) whose node is
+    ``ok``, written from the smaller side: the allowed tokens into zeros, or the refused ones
+    out of ``full()``, the row's whole token set (the caller's memo): scattering the indices
+    is what a large row costs."""
+    n_ok = int(counts[ok].sum())
+    if 2 * n_ok <= len(toks):
+        m = np.zeros(v, dtype=bool)
+        m[toks[np.repeat(ok, counts)]] = True
+        return m
+    m = full().copy()
+    if n_ok < len(toks):
+        m[toks[np.repeat(~ok, counts)]] = False
+    return m
+
+
 def walk_token(
     dfa: LexerDFA, q: int, data: bytes
 ) -> tuple[list[tuple[int, int, int]], int] | None:

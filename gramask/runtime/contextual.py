@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..compiler.tables import TokenTables, expand_row, group_row
+from ..compiler.tables import TokenTables, expand_row, group_row, select_tokens
 from .lexing import NEWLINE, indent_widths
 from .limits import memo_size
 from .memo import BoundedMemo
@@ -137,6 +137,8 @@ class ContextualLexer:
             self.first_byte = tables.first_byte.astype(np.int64)
             self._fb_ok = self.first_byte >= 0
             self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
+            # row → (V,) bool of all its tokens (see ``select_tokens``)
+            self._full: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
             self._fb_idx = np.maximum(self.first_byte, 0)
             # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
             self._kills: BoundedMemo[tuple[int, int], np.ndarray] = BoundedMemo(
@@ -382,12 +384,21 @@ class ContextualLexer:
                 ok[sel] = sub[inv.reshape(-1)]
         return ok
 
+    def _full_row(self, q: int, toks: np.ndarray) -> np.ndarray:
+        f = self._full.get(q)
+        if f is None:
+            f = np.zeros(self.vocab_size, dtype=bool)
+            f[toks] = True
+            self._full.put(q, f)
+        return f
+
     def _table_mask(self, p: PState, q: int) -> np.ndarray:
         nodes, counts, toks = self._row(q)
-        m = np.zeros(self.vocab_size, dtype=bool)
         if nodes.size:
             ok = self._eval(p, nodes)
-            m[toks[np.repeat(ok, counts)]] = True
+            m = select_tokens(self.vocab_size, toks, counts, ok, lambda: self._full_row(q, toks))
+        else:
+            m = np.zeros(self.vocab_size, dtype=bool)
         if q != 0:
             p2 = self.lexeme_end(p, q, 0)
             if p2 is not None:
@@ -406,3 +417,4 @@ class ContextualLexer:
             out = self._fb_ok & dead[self._fb_idx]
             self._kills.put(key, out)
         return out
+

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..compiler.lexer import LexerDFA
-from ..compiler.tables import TokenTables, expand_row, group_row
+from ..compiler.tables import TokenTables, expand_row, group_row, select_tokens
 from ..encoding import bits_of_rows, decode_nl, words_of_bits
 from .contextual import ContextualLexer
 from .limits import memo_size
@@ -42,10 +42,17 @@ class _Row:
         self.n = len(nodes)
         self.counts = counts
         self.tokens = tokens
-        self.full: np.ndarray | None = None  # (V,) bool of all its tokens, built when needed
+        self.full: np.ndarray | None = None  # see all_tokens
         self.end_pos, self.end_cls, self.groups = _trie(
             np.arange(len(nodes)), nodes, head, tail
         )
+
+    def all_tokens(self, v: int) -> np.ndarray:
+        """(V,) bool of all the row's tokens (built on first use)."""
+        if self.full is None:
+            self.full = np.zeros(v, dtype=bool)
+            self.full[self.tokens] = True
+        return self.full
 
 
 def _trie(
@@ -166,27 +173,14 @@ class MaskBuilder:
                 self._eval_trie(p2, sub, ok, 0)
 
     def row_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
-        """Row ``q``'s allowed tokens as a fresh bool vector. Written from whichever side is
-        smaller: the allowed tokens into zeros, or the refused ones out of the row's whole
-        token set (kept per row), since scattering the indices dominates a large row."""
+        """Row ``q``'s allowed tokens as a fresh bool vector."""
         row = self.row(q)
         ok = np.zeros(row.n, dtype=bool)
         if row.end_pos.size:
             ok[row.end_pos] = self.class_vector(p)[row.end_cls]
         self._eval_trie(p, row.groups, ok, carry)
-        n_ok = int(row.counts[ok].sum())
-        if 2 * n_ok <= len(row.tokens):
-            m = np.zeros(self.vocab_size, dtype=bool)
-            m[row.tokens[np.repeat(ok, row.counts)]] = True
-            return m
-        full = row.full
-        if full is None:
-            full = row.full = np.zeros(self.vocab_size, dtype=bool)
-            full[row.tokens] = True
-        m = full.copy()
-        if n_ok < len(row.tokens):
-            m[row.tokens[np.repeat(~ok, row.counts)]] = False
-        return m
+        return select_tokens(self.vocab_size, row.tokens, row.counts, ok,
+                             lambda: row.all_tokens(self.vocab_size))
 
     def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
         """Parser state after the lexeme in progress ends here (None if it cannot)."""
