@@ -97,7 +97,7 @@ class Automaton:
         self._next_uid = 1  # 0 stands for "this set" in keys
         self._depth = 0  # completion memos being built (see _complete_into)
         self._completions: BoundedMemo[tuple[int, int], dict[int, EarleySet | None]] = (
-            BoundedMemo(memo_size(limits.interned_sets // 4))
+            BoundedMemo(memo_size(limits.interned_sets // 16))
         )
         # item key = state | origin uid << _origin_shift: as few bits as the states need, so
         # that keys stay one-digit ints (below 2**30) for as long as possible

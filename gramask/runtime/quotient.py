@@ -200,7 +200,7 @@ class LazyAutomaton(Automaton):
         self._next_uid = 1
         self._origin_shift = 32  # states are built on demand: no bound known
         self._depth = 0
-        self._completions = BoundedMemo(memo_size(limits.interned_sets // 4))
+        self._completions = BoundedMemo(memo_size(limits.interned_sets // 16))
         self.start_state = self._intern(self._skip_nullable([(self.aug_rule, 0)]))
         self.root = self._close([(self.start_state, None)])
 
