@@ -1210,11 +1210,15 @@ def run_cell(grammar: str, vname: str, engines: list[str], args: Any, docs: list
     gc.callbacks.append(watch)
     if args.no_gc:
         gc.disable()
+    if args.gc_freeze:
+        gc.collect()
+        gc.freeze()
     try:
         _run_docs(engines, objs, results, ctx, docs, args, deadline, watch, vname)
     finally:
         gc.callbacks.remove(watch)
         gc.enable()
+        gc.unfreeze()
     for e, pauses in watch.pauses.items():
         results[e].gc_pauses = pauses
         _gc_note(results[e])
@@ -1250,8 +1254,9 @@ def run_cold(grammar: str, vname: str, engines: list[str], args: Any, docs: list
         v = getattr(args, k)
         if v is not None:
             base += [f"--{k.replace('_', '-')}", str(v)]
-    if args.no_gc:
-        base.append("--no-gc")
+    for flag in ("no_gc", "gc_freeze"):
+        if getattr(args, flag):
+            base.append("--" + flag.replace("_", "-"))
     if args.compile_cold:
         base.append("--compile-cold")
     deadline = time.perf_counter() + args.cell_timeout
@@ -1478,6 +1483,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="stop forcing further documents in a (grammar, vocab) cell after this")
     ap.add_argument("--no-gc", action="store_true",
                     help="disable Python's cyclic GC while forcing (diagnostic: GC pauses)")
+    ap.add_argument("--gc-freeze", action="store_true",
+                    help="gc.freeze() after the engines are set up, as a server may do after "
+                         "loading (diagnostic: GC pauses of the runtime's own objects only)")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
