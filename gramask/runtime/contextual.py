@@ -147,9 +147,6 @@ class ContextualLexer:
             self._rows: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 BoundedMemo(memo_size(limits.row_cache))
             )
-            self._vecs: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
-                BoundedMemo(4096)
-            )
             # (parser state, distinct tail nodes) → verdicts: the lexemes after a token's
             # first completed one meet the same parser states again and again
             self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
@@ -307,7 +304,7 @@ class ContextualLexer:
     def _class_vectors(self, p: PState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per live class, under ``p``'s allowed set: does a lexeme whose next state has this
         class continue; may a token stop inside a lexeme of this class (see ``end_ok``)."""
-        r = self._vecs.get(p.uid)
+        r = p.lex_vecs  # on the state: asked for every node evaluated there
         if r is None:
             aw = _int_words(self.allowed(p), self.class_sig_words.shape[1])
             # a class's live terminals are its significant ones plus "some ignored one"
@@ -317,7 +314,7 @@ class ContextualLexer:
             ends = cont.copy() if bool(p.es.expected) or self.ctx.finish(p) else sig
             sets = (self.acc_words & aw).any(axis=1)  # LEX sets that can end under p
             r = (cont, ends, sets)
-            self._vecs.put(p.uid, r)
+            p.lex_vecs = r
         return r
 
     def _eval_one(self, p: PState, n: int) -> bool:
@@ -369,11 +366,19 @@ class ContextualLexer:
             lx = lx[sets[h[lx]]]
         if lx.size:
             gid = h[lx]  # LEX heads are accepting-set ids
-            for g in np.unique(gid).tolist():
+            if gid[0] == gid[-1] and (gid == gid[0]).all():
+                groups = [(int(gid[0]), lx)]  # the common case: one accepting set
+            else:
+                order = np.argsort(gid, kind="stable")
+                gs = gid[order]
+                cut = np.flatnonzero(gs[1:] != gs[:-1]) + 1
+                groups = [(int(gs[i]), lx[o])
+                          for i, o in zip(np.append(0, cut).tolist(), np.split(order, cut),
+                                          strict=True)]
+            for g, sel in groups:
                 p2 = self._end_with(p, self.acc_bits[g], 0)
                 if p2 is None:
                     continue
-                sel = lx[gid == g]
                 tails = tail[cur[sel]]
                 ut, inv = np.unique(tails, return_inverse=True)
                 key = (p2.uid, ut.tobytes())
