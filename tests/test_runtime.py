@@ -56,6 +56,15 @@ def test_check_parens():
     )
 
 
+def test_completion_chains_deeper_than_the_completion_memo():
+    # "x" after 600 "n"s completes 600 nested phrases at once: the memoised completions
+    # recurse only so deep (earley._MEMO_DEPTH), the rest is walked without the memo
+    n = 600
+    check('start: "n" start | "x"', ["n", "x", "nn"],
+          passing=[["n"] * n + ["x"], ["nn"] * (n // 2) + ["n", "x"]],
+          failing=[["n"] * n, ["n"] * n + ["x", "x"], ["n"] * n + ["x", "n"]])
+
+
 def test_maximal_munch_keywords_and_operators():
     grammar = r"""
     start: stmt*

@@ -58,8 +58,11 @@ def _check_tables(grammar, vocab, n_states=40, seed=0):
     row0 = dict(zip(*[a.tolist() for a in expand_row(tt, 0)], strict=False))
     states = random.Random(seed).sample(range(dfa.num_states), min(n_states, dfa.num_states))
     mismatches = []
+    bases: dict = {}  # the runtime's memo of expanded base rows gives the same rows
     for q in {0, *states}:
         idx, node = expand_row(tt, q)
+        for a, b in zip((idx, node), expand_row(tt, q, bases), strict=True):
+            assert np.array_equal(a, b)
         row = dict(zip(idx.tolist(), node.tolist(), strict=False))
         for t, data in enumerate(vocab.tokens):
             if special[t] or not data:

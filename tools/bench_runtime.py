@@ -40,7 +40,7 @@ llguidance accepts %ignore'd text only *between* lexemes, so its start rule is w
 begin with a comment and end with a newline as in gramask and lark. Its ``step_max_items`` limit
 is raised to 1e6 by default (at its default, 50000, it stops on C with the 129k/151k
 vocabularies: "Too many items"); ``--llg-step-max-items 0`` keeps its default. gramask compiles
-through its cache (``--cold`` to force a cold compile); one ``CompiledGrammar`` serves all
+through its cache (``--compile-cold`` to force a cold compile); one ``CompiledGrammar`` serves all
 documents of a (grammar, vocabulary) cell, as in a server. Python's cyclic GC stays on
 (``--no-gc`` to measure without it); GC pauses are reported per engine.
 
@@ -198,9 +198,14 @@ def _cut(text: str, max_chars: int) -> tuple[str, bool]:
     return text[:cut], False
 
 
-def python_docs(n_files: int, seed: int) -> list[tuple[str, str]]:
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
+def python_docs(n_files: int, seed: int, source: str = "stdlib") -> list[tuple[str, str]]:
+    """A seeded sample of real Python files (4-200 KB, ``ast.parse`` accepts them): the
+    stdlib, or the venv's site-packages (held out: no test or corpus check reads them)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib" if source == "stdlib" else "purelib"])
     skip_dirs = {"site-packages", "dist-packages", "__pycache__", "test", "tests", "idle_test"}
+    if source != "stdlib":
+        skip_dirs -= {"site-packages", "dist-packages"}
+        skip_dirs |= {"gramask", "_pytest", "pytest"}  # the project itself; its test runner
     files = []
     for p in sorted(stdlib.rglob("*.py")):
         rel = p.relative_to(stdlib)
@@ -486,6 +491,7 @@ class Result:
     example_sigs: set = field(default_factory=set)
     rejected: list[str] = field(default_factory=list)  # true token not allowed
     errors: list[str] = field(default_factory=list)
+    gc_pauses: list[tuple[int, float]] = field(default_factory=list)  # (generation, seconds)
     skipped_docs: list[str] = field(default_factory=list)
     unavailable: str = ""
     notes: list[str] = field(default_factory=list)
@@ -697,7 +703,7 @@ class GramaskEngine:
                               source=f"{grammar}.lark",
                               lexer=args.lexer or gramask.grammars.lexer_mode(grammar))
         t0 = time.perf_counter()
-        if args.cold:
+        if args.compile_cold:
             self.cg = gramask.compile(g, vocab, cache=False, progress=False)
         else:
             self.cg = gramask.compile(g, vocab, cache=True, cache_dir=args.cache_dir,
@@ -1115,7 +1121,7 @@ def tokenize_docs(docs: list[Doc], rt: RealTokenizer, vocab: Any, max_tokens: in
 def build_docs(grammar: str, args: Any) -> list[Doc]:
     char_cap = args.doc_tokens * 12  # generous: tokenise a prefix, keep the first doc_tokens
     if grammar == "python":
-        raw = python_docs(args.py_files, args.seed)
+        raw = python_docs(args.py_files, args.seed, args.python_source)
     elif grammar == "json":
         raw = json_real_docs(args.json_real, args.seed) + json_generated_docs(
             args.json_generated, args.seed, depth=args.outlines_depth)
@@ -1197,25 +1203,104 @@ def run_cell(grammar: str, vname: str, engines: list[str], args: Any, docs: list
             res.unavailable = f"setup failed: {type(ex).__name__}: {ex}"[:300]
             if args.verbose:
                 traceback.print_exc()
-    if "gramask" not in objs:
-        return results
+    if "gramask" not in objs and not (args.only_doc is not None and objs):
+        return results  # gramask is the reference (a cold worker runs one engine alone)
     deadline = time.perf_counter() + args.cell_timeout
     watch = _GCWatch()
     gc.callbacks.append(watch)
     if args.no_gc:
         gc.disable()
+    if args.gc_freeze:
+        gc.collect()
+        gc.freeze()
     try:
         _run_docs(engines, objs, results, ctx, docs, args, deadline, watch, vname)
     finally:
         gc.callbacks.remove(watch)
         gc.enable()
+        gc.unfreeze()
     for e, pauses in watch.pauses.items():
-        g2 = [dt for gen, dt in pauses if gen == 2]
-        if g2:
-            results[e].notes.append(
-                f"Python GC during its passes: {len(pauses)} collections, {len(g2)} of "
-                f"generation 2 (max {max(g2) * 1e3:.1f} ms); max pause of any generation "
-                f"{max(dt for _, dt in pauses) * 1e3:.1f} ms")
+        results[e].gc_pauses = pauses
+        _gc_note(results[e])
+    return results
+
+
+def _gc_note(res: Result) -> None:
+    pauses = res.gc_pauses
+    g2 = [dt for gen, dt in pauses if gen == 2]
+    if g2:
+        res.notes.append(
+            f"Python GC during its passes: {len(pauses)} collections, {len(g2)} of "
+            f"generation 2 (max {max(g2) * 1e3:.1f} ms); max pause of any generation "
+            f"{max(dt for _, dt in pauses) * 1e3:.1f} ms")
+
+
+# Arguments a cold worker inherits (everything that decides documents, grammar and engine).
+_WORKER_ARGS = ("seed", "tokens", "py_files", "json_real", "json_generated", "sql_docs",
+                "c_files", "outlines_depth", "llg_step_max_items", "cache_dir", "lexer",
+                "python_source")
+
+
+def run_cold(grammar: str, vname: str, engines: list[str], args: Any, docs: list[Doc]):
+    """``--cold``: every (engine, document) pass in a fresh process (``--only-doc``), so that
+    every mask is a first visit: nothing memoised, no warm caches, the compiled grammar loaded
+    from the cache as a server would at start. The workers' raw timings are pooled here."""
+    import subprocess
+
+    results = {e: Result(e, grammar, vname) for e in engines}
+    base = [sys.executable, str(Path(__file__).resolve()), "--json", "--grammars", grammar,
+            "--vocabs", vname]
+    for k in _WORKER_ARGS:
+        v = getattr(args, k)
+        if v is not None:
+            base += [f"--{k.replace('_', '-')}", str(v)]
+    for flag in ("no_gc", "gc_freeze"):
+        if getattr(args, flag):
+            base.append("--" + flag.replace("_", "-"))
+    if args.compile_cold:
+        base.append("--compile-cold")
+    deadline = time.perf_counter() + args.cell_timeout
+    for i, d in enumerate(docs):
+        for e in engines:
+            res = results[e]
+            if time.perf_counter() > deadline:
+                res.errors.append(f"cell time limit {args.cell_timeout:.0f} s reached before "
+                                  f"{d.name}")
+                continue
+            t0 = time.perf_counter()
+            out = subprocess.run([*base, "--engines", e, "--only-doc", str(i)],
+                                 capture_output=True, text=True, check=False)
+            try:
+                w = json.loads(out.stdout)["rows"][0]
+            except (ValueError, IndexError, KeyError):
+                res.errors.append(f"{d.name}: worker failed: {out.stderr.strip()[-300:]}")
+                continue
+            if w["unavailable"]:
+                res.unavailable = w["unavailable"]
+                continue
+            raw = w["raw"]
+            res.mask_ns += raw["mask_ns"]
+            res.step_ns += raw["step_ns"]
+            res.gc_pauses += [tuple(x) for x in raw["gc_pauses"]]
+            res.slowest += [(int(x["us"] * 1e3), x["doc"], x["step"], x["before"])
+                            for x in w["slowest_masks"]]
+            res.slowest.sort(reverse=True)
+            del res.slowest[3:]
+            for k in ("rejected", "errors", "skipped_docs"):
+                getattr(res, k).extend(w[k])
+            res.notes += [n for n in w["notes"] if not n.startswith("Python GC")]
+            res.setup_s = max(res.setup_s or 0.0, w["setup_s"] or 0.0)
+            res.setup_note = w["setup_note"]
+            res.docs += w["docs"]
+            if args.verbose:
+                m = pct(raw["mask_ns"])
+                log(f"  {e} {d.name} cold: {len(raw['mask_ns'])} masks, p99 "
+                    f"{fmt_us(m.get('p99'))} max {fmt_us(m.get('max'))} "
+                    f"({time.perf_counter() - t0:.1f} s)")
+    for res in results.values():
+        res.masks = len(res.mask_ns)
+        res.notes.append("cold: a fresh process per document, first pass only")
+        _gc_note(res)
     return results
 
 
@@ -1256,7 +1341,7 @@ def fmt_us(x: float | None) -> str:
     return f"{x:.1f}" if x < 100 else f"{x:.0f}"
 
 
-def summarize(r: Result) -> dict:
+def summarize(r: Result, raw: bool = False) -> dict:
     d = {
         "engine": r.engine,
         "grammar": r.grammar,
@@ -1271,7 +1356,7 @@ def summarize(r: Result) -> dict:
         "compared_steps": r.compared,
         "disagree_steps": r.disagree_steps,
         "disagree_text_steps": r.disagree_text_steps,
-        "slowest_masks": [{"us": ns / 1e3, "doc": d, "step": st, "before": repr(b)}
+        "slowest_masks": [{"us": ns / 1e3, "doc": d, "step": st, "before": b if isinstance(b, str) else repr(b)}
                           for ns, d, st, b in r.slowest],
         "disagree_kinds": r.disagree_kinds,
         "examples": [{k: (repr(v) if isinstance(v, bytes) else
@@ -1282,6 +1367,8 @@ def summarize(r: Result) -> dict:
         "skipped_docs": r.skipped_docs,
         "notes": sorted(set(r.notes)),
     }
+    if raw:
+        d["raw"] = {"mask_ns": r.mask_ns, "step_ns": r.step_ns, "gc_pauses": r.gc_pauses}
     return d
 
 
@@ -1380,7 +1467,15 @@ def main(argv: list[str] | None = None) -> int:
                          "default)")
     ap.add_argument("--cache-dir", default=None,
                     help="gramask compile cache (default: gramask's default cache dir)")
-    ap.add_argument("--cold", action="store_true", help="compile gramask cold (cache=False)")
+    ap.add_argument("--compile-cold", action="store_true",
+                    help="compile gramask cold (cache=False)")
+    ap.add_argument("--cold", action="store_true",
+                    help="first visits only: a fresh process per engine per document (nothing "
+                         "memoised, the compiled grammar loaded from the cache); pooled per cell")
+    ap.add_argument("--python-source", choices=("stdlib", "site-packages"), default="stdlib",
+                    help="python documents: stdlib files, or held-out site-packages files (no "
+                         "test reads them)")
+    ap.add_argument("--only-doc", type=int, default=None, help=argparse.SUPPRESS)  # cold worker
     ap.add_argument("--lexer", choices=("contextual", "basic"), default=None,
                     help="gramask's lexer mode (default: each bundled grammar's own)")
     ap.add_argument("--examples", type=int, default=4, help="differences printed per row")
@@ -1388,6 +1483,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="stop forcing further documents in a (grammar, vocab) cell after this")
     ap.add_argument("--no-gc", action="store_true",
                     help="disable Python's cyclic GC while forcing (diagnostic: GC pauses)")
+    ap.add_argument("--gc-freeze", action="store_true",
+                    help="gc.freeze() after the engines are set up, as a server may do after "
+                         "loading (diagnostic: GC pauses of the runtime's own objects only)")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -1402,7 +1500,7 @@ def main(argv: list[str] | None = None) -> int:
     grammars = [g for g in a.grammars.split(",") if g]
     vocabs = [v for v in a.vocabs.split(",") if v]
     engines = [e for e in a.engines.split(",") if e]
-    if "gramask" not in engines:
+    if "gramask" not in engines and a.only_doc is None:
         engines.insert(0, "gramask")  # the reference for the comparison
     engines.sort(key=ENGINES.index)
 
@@ -1418,13 +1516,18 @@ def main(argv: list[str] | None = None) -> int:
                   "sql": a.sql_docs, "c": a.c_files}[grammar]
         a.doc_tokens = max(50, a.tokens // max(1, n_docs))
         docs = build_docs(grammar, a)
+        if a.only_doc is not None:
+            docs = docs[a.only_doc : a.only_doc + 1]
         log(f"{grammar}: {len(docs)} documents: " + ", ".join(d.name.split(' ')[0] for d in docs))
         for vname in vocabs:
             vocab = gramask.Vocabulary.bundled(vname)
-            problems += tokenize_docs(docs, a.real_tok[vname], vocab, a.doc_tokens)
-            results = run_cell(grammar, vname, engines, a, docs)
+            if a.cold and a.only_doc is None:
+                results = run_cold(grammar, vname, engines, a, docs)
+            else:
+                problems += tokenize_docs(docs, a.real_tok[vname], vocab, a.doc_tokens)
+                results = run_cell(grammar, vname, engines, a, docs)
             for e in engines:
-                s = summarize(results[e])
+                s = summarize(results[e], raw=a.only_doc is not None)
                 rows.append(s)
                 if not a.json:
                     m = s["mask_us"]

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..compiler.tables import TokenTables, expand_row
+from ..compiler.tables import TokenTables, expand_row, group_row, select_tokens
 from .lexing import NEWLINE, indent_widths
 from .limits import memo_size
 from .memo import BoundedMemo
@@ -135,11 +135,17 @@ class ContextualLexer:
             self.trans = dfa.trans
             self.state_class = tables.state_class.astype(np.int64)
             self.first_byte = tables.first_byte.astype(np.int64)
+            self._fb_ok = self.first_byte >= 0
+            self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
+            # row → (V,) bool of all its tokens (see ``select_tokens``)
+            self._full: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
+            self._fb_idx = np.maximum(self.first_byte, 0)
+            # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
+            self._kills: BoundedMemo[tuple[int, int], np.ndarray] = BoundedMemo(
+                memo_size(limits.row_cache)
+            )
             self._rows: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 BoundedMemo(memo_size(limits.row_cache))
-            )
-            self._vecs: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
-                BoundedMemo(4096)
             )
             # (parser state, distinct tail nodes) → verdicts: the lexemes after a token's
             # first completed one meet the same parser states again and again
@@ -291,19 +297,14 @@ class ContextualLexer:
         if r is not None:
             return r
         assert self.tables is not None
-        idx, node = expand_row(self.tables, q)
-        order = np.argsort(node, kind="stable")
-        ns = node[order]
-        uniq, start = np.unique(ns, return_index=True)
-        counts = np.diff(np.append(start, len(ns)))
-        r = (uniq, counts, idx[order])
+        r = group_row(*expand_row(self.tables, q, self._bases))
         self._rows.put(q, r)
         return r
 
     def _class_vectors(self, p: PState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per live class, under ``p``'s allowed set: does a lexeme whose next state has this
         class continue; may a token stop inside a lexeme of this class (see ``end_ok``)."""
-        r = self._vecs.get(p.uid)
+        r = p.lex_vecs  # on the state: asked for every node evaluated there
         if r is None:
             aw = _int_words(self.allowed(p), self.class_sig_words.shape[1])
             # a class's live terminals are its significant ones plus "some ignored one"
@@ -313,7 +314,7 @@ class ContextualLexer:
             ends = cont.copy() if bool(p.es.expected) or self.ctx.finish(p) else sig
             sets = (self.acc_words & aw).any(axis=1)  # LEX sets that can end under p
             r = (cont, ends, sets)
-            self._vecs.put(p.uid, r)
+            p.lex_vecs = r
         return r
 
     def _eval_one(self, p: PState, n: int) -> bool:
@@ -365,11 +366,19 @@ class ContextualLexer:
             lx = lx[sets[h[lx]]]
         if lx.size:
             gid = h[lx]  # LEX heads are accepting-set ids
-            for g in np.unique(gid).tolist():
+            if gid[0] == gid[-1] and (gid == gid[0]).all():
+                groups = [(int(gid[0]), lx)]  # the common case: one accepting set
+            else:
+                order = np.argsort(gid, kind="stable")
+                gs = gid[order]
+                cut = np.flatnonzero(gs[1:] != gs[:-1]) + 1
+                groups = [(int(gs[i]), lx[o])
+                          for i, o in zip(np.append(0, cut).tolist(), np.split(order, cut),
+                                          strict=True)]
+            for g, sel in groups:
                 p2 = self._end_with(p, self.acc_bits[g], 0)
                 if p2 is None:
                     continue
-                sel = lx[gid == g]
                 tails = tail[cur[sel]]
                 ut, inv = np.unique(tails, return_inverse=True)
                 key = (p2.uid, ut.tobytes())
@@ -380,12 +389,21 @@ class ContextualLexer:
                 ok[sel] = sub[inv.reshape(-1)]
         return ok
 
+    def _full_row(self, q: int, toks: np.ndarray) -> np.ndarray:
+        f = self._full.get(q)
+        if f is None:
+            f = np.zeros(self.vocab_size, dtype=bool)
+            f[toks] = True
+            self._full.put(q, f)
+        return f
+
     def _table_mask(self, p: PState, q: int) -> np.ndarray:
         nodes, counts, toks = self._row(q)
-        m = np.zeros(self.vocab_size, dtype=bool)
         if nodes.size:
             ok = self._eval(p, nodes)
-            m[toks[np.repeat(ok, counts)]] = True
+            m = select_tokens(self.vocab_size, toks, counts, ok, lambda: self._full_row(q, toks))
+        else:
+            m = np.zeros(self.vocab_size, dtype=bool)
         if q != 0:
             p2 = self.lexeme_end(p, q, 0)
             if p2 is not None:
@@ -395,8 +413,13 @@ class ContextualLexer:
     def _kill(self, q: int, p: PState) -> np.ndarray:
         """Tokens whose first byte ends the lexeme at ``q``: no terminal continues with it, or
         none that the allowed set holds (the row's entries for those tokens are then false)."""
-        nxt = self.trans[q]
-        cont = self._class_vectors(p)[0]
-        dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
-        out: np.ndarray = (self.first_byte >= 0) & dead[np.maximum(self.first_byte, 0)]
+        key = (q, self.allowed(p))  # all that ``cont`` depends on
+        out = self._kills.get(key)
+        if out is None:
+            nxt = self.trans[q]
+            cont = self._class_vectors(p)[0]
+            dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
+            out = self._fb_ok & dead[self._fb_idx]
+            self._kills.put(key, out)
         return out
+

@@ -13,7 +13,7 @@ Rollback and clone are free: a parse state is a pointer to a set.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import LimitExceededError
 from .limits import RuntimeLimits, memo_size
@@ -24,38 +24,31 @@ if TYPE_CHECKING:
 
 __all__ = ["Automaton", "EarleySet"]
 
+_MEMO_DEPTH = 64  # nested completion memos built at once, far below Python's recursion limit
+
 
 class EarleySet:
-    """One Earley set; never mutated after construction (``_waiting`` is a lazy index)."""
+    """One Earley set; never mutated after construction.
 
-    __slots__ = ("_automaton", "_waiting", "accepts", "expected", "items", "total", "uid")
+    Items are two parallel tuples, states (ints) and origins, not one tuple per item: a cold
+    step builds dozens of sets, and every container that survives is one more object for
+    each cyclic-GC pass to traverse (a tuple of ints is untracked after its first pass)."""
 
-    def __init__(self, uid: int, items: tuple[Any, ...], automaton: Automaton) -> None:
+    __slots__ = ("accepts", "expected", "origins", "states", "total", "uid")
+
+    def __init__(self, uid: int, states: tuple[int, ...],
+                 origins: tuple[EarleySet | None, ...]) -> None:
         self.uid = uid
-        self.items = items  # tuple of (state, origin EarleySet or None = this set)
+        self.states = states
+        self.origins = origins  # origin EarleySet per item, None = this set
         self.expected = 0  # bitset of parser terminals some item can shift
         self.accepts = False
-        self.total = len(items)  # items along the sets this one was first built from
-        self._automaton = automaton
-        self._waiting: dict[int, list[Any]] | None = None  # built on the first completion into it
+        self.total = len(states)  # items along the sets this one was first built from
 
-    def waiting_for(self, nonterminal: int) -> list[Any]:
-        """[(target state, origin)] of the items here that wait for ``nonterminal``
-        (memoised per nonterminal: a set is completed into for few of them). Origin None
-        means this set: no object refers to itself, so no reference cycles."""
-        w = self._waiting
-        if w is None:
-            w = self._waiting = {}
-        r = w.get(nonterminal)
-        if r is None:
-            goto_nd = self._automaton.goto_nd
-            r = []
-            for s, o in self.items:
-                t = goto_nd[s].get(nonterminal)
-                if t is not None:
-                    r.append((t, o))
-            w[nonterminal] = r
-        return r
+    @property
+    def items(self) -> tuple[tuple[int, EarleySet | None], ...]:
+        """(state, origin) pairs (origin None = this set)."""
+        return tuple(zip(self.states, self.origins, strict=True))
 
 
 class Automaton:
@@ -93,7 +86,7 @@ class Automaton:
         self.live_state = [
             bool(self.goto_t[s] or self.goto_n[s] or self.accepting[s]) for s in range(n)
         ]
-        self._interned: BoundedMemo[frozenset[tuple[int, int]], EarleySet] = BoundedMemo(
+        self._interned: BoundedMemo[tuple[int, ...], EarleySet] = BoundedMemo(
             memo_size(limits.interned_sets)
         )
         # (set uid, terminal) → next set. Kept here, bounded, not on the sets: a set holding
@@ -102,41 +95,91 @@ class Automaton:
             memo_size(limits.step_memo)
         )
         self._next_uid = 1  # 0 stands for "this set" in keys
+        self._depth = 0  # completion memos being built (see _complete_into)
+        self._completions: BoundedMemo[tuple[int, int], dict[int, EarleySet | None]] = (
+            BoundedMemo(memo_size(limits.interned_sets // 16))
+        )
+        # item key = state | origin uid << _origin_shift: as few bits as the states need, so
+        # that keys stay one-digit ints (below 2**30) for as long as possible
+        self._origin_shift = max(1, n.bit_length())
         self.root = self._close([(pt.start_state, None)])
 
     # ---------------------------------------------------------------- building
+    def _completion(self, o: EarleySet, a: int) -> dict[int, EarleySet | None]:
+        """The items (key -> origin, see ``_close``) that completing nonterminal ``a`` into set
+        ``o`` adds to a new set, transitively: the items of ``o`` waiting for ``a``, advanced,
+        and whatever their own completions add. This depends only on ``o`` and ``a``, so it is
+        memoised (bounded): every terminal shifted at a position that completes the same
+        phrase (an identifier, a number, a closing bracket, ...) reuses it, merged with one
+        C-level ``dict.update`` instead of walking the origin chain item by item."""
+        key = (o.uid, a)
+        r = self._completions.get(key)
+        if r is None:
+            r = self._complete_into(o, a)
+            self._completions.put(key, r)
+        return r
+
+    def _complete_into(self, o: EarleySet, a: int, memo: bool = True
+                       ) -> dict[int, EarleySet | None]:
+        """``_completion(o, a)``, computed: the items of ``o`` waiting for ``a``, advanced over
+        it, and transitively what those that complete in turn add. Completions into earlier
+        sets come from those sets' memos (``memo``; recursion bounded by ``_MEMO_DEPTH``, past
+        it they are walked here as the plain Earley completer does); completions into ``o``
+        itself (phrases that started at ``o`` and end together) are walked here."""
+        ob = self._origin_shift
+        goto_nd, nonkernel, completed = self.goto_nd, self.nonkernel, self.completed
+        r: dict[int, EarleySet | None] = {}
+        if memo and self._depth >= _MEMO_DEPTH:
+            memo = False  # a long chain of phrases ending together (``not not ... x``)
+        self._depth += 1
+        try:
+            todo = [(o, a)]
+            seen = {(o.uid, a)}
+            while todo:
+                x, b = todo.pop()
+                for s, k in zip(x.states, x.origins, strict=True):
+                    t = goto_nd[s].get(b)
+                    if t is None:
+                        continue
+                    if k is None:
+                        k = x
+                    key = t | k.uid << ob
+                    if key in r:
+                        continue  # added with its own completions
+                    r[key] = k
+                    nk = nonkernel[t]
+                    if nk >= 0 and nk not in r:
+                        r[nk] = None
+                    for c in completed[t]:
+                        if memo and k is not o:
+                            r.update(self._completion(k, c))  # k is older than o: no cycle
+                        elif (k.uid, c) not in seen:
+                            seen.add((k.uid, c))
+                            todo.append((k, c))
+        finally:
+            self._depth -= 1
+        return r
+
     def _close(self, seeds: list[tuple[int, EarleySet | None]], base: int = 0) -> EarleySet:
         """The set holding ``seeds`` and their completions (hash-consed). ``base``: items of
         the sets before it, for ``max_total_items``."""
-        # The add-an-item block below appears twice (seeds, completions) on purpose: this is
-        # the hottest loop of the runtime, and a helper call per item costs ~15% of p99.
-        items: dict[tuple[int, int], tuple[Any, ...]] = {}
-        work: list[tuple[Any, ...]] = []
+        # Items are keyed by one int (state | origin uid << bits): no tuple per item.
+        ob = self._origin_shift
+        sm = (1 << ob) - 1
+        items: dict[int, EarleySet | None] = {}
         nonkernel = self.nonkernel
         completed = self.completed
         for s, o in seeds:
-            key = (s, o.uid if o is not None else 0)
-            if key not in items:
-                items[key] = (s, o)
-                work.append((s, o))
+            key = s if o is None else s | o.uid << ob
+            if key in items:
+                continue
+            items[key] = o
             nk = nonkernel[s]
-            if nk >= 0 and (nk, 0) not in items:
-                items[(nk, 0)] = (nk, None)
-        while work:
-            s, o = work.pop()
-            if o is None:
-                continue  # completions at the current position are folded into the automaton
-            for a in completed[s]:
-                for t, k in o.waiting_for(a):
-                    if k is None:
-                        k = o
-                    key = (t, k.uid)
-                    if key not in items:
-                        items[key] = (t, k)
-                        work.append((t, k))
-                    nk = nonkernel[t]
-                    if nk >= 0 and (nk, 0) not in items:
-                        items[(nk, 0)] = (nk, None)
+            if nk >= 0 and nk not in items:
+                items[nk] = None
+            if o is not None:  # completions at the current position are in the automaton
+                for a in completed[s]:
+                    items.update(self._completion(o, a))
 
         # Items that can neither shift nor wait for a completion have done their work (they
         # completed above); dropping them makes sets that differ only in finished business
@@ -149,25 +192,27 @@ class Automaton:
                 limit="max_items_per_step", value=len(items),
             )
         live = self.live_state
-        set_key = frozenset(k for k in items if live[k[0]])
+        keys = sorted(k for k in items if live[k & sm])
+        set_key = tuple(keys)  # ints only: untracked by the GC after its first pass
         hit = self._interned.get(set_key)
         if hit is not None:
             return hit
-        kept = tuple(it for k, it in items.items() if live[k[0]])
-        if base + len(kept) > self.limits.max_total_items:
+        n = len(keys)
+        if base + n > self.limits.max_total_items:
             raise LimitExceededError(
-                f"the parse would hold {base + len(kept):,} Earley items in all (limit "
+                f"the parse would hold {base + n:,} Earley items in all (limit "
                 f"RuntimeLimits.max_total_items = {self.limits.max_total_items:,}): the "
                 "grammar is too ambiguous for text this long",
-                limit="max_total_items", value=base + len(kept),
+                limit="max_total_items", value=base + n,
             )
-        es = EarleySet(self._next_uid, kept, self)
-        es.total = base + len(kept)
+        states = tuple([k & sm for k in keys])
+        es = EarleySet(self._next_uid, states, tuple([items[k] for k in keys]))
+        es.total = base + n
         self._next_uid += 1
         expected = 0
         accepts = False
         term_bits, accepting = self.term_bits, self.accepting
-        for s, _ in kept:
+        for s in states:
             expected |= term_bits[s]
             if accepting[s]:
                 accepts = True
@@ -185,9 +230,10 @@ class Automaton:
         r = memo.get(mkey, MISSING)
         if r is not MISSING:
             return r
-        seeds = []
-        for s, o in es.items:
-            t = self.goto_t[s].get(terminal)
+        seeds: list[tuple[int, EarleySet | None]] = []
+        goto_t = self.goto_t
+        for s, o in zip(es.states, es.origins, strict=True):
+            t = goto_t[s].get(terminal)
             if t is not None:
                 seeds.append((t, es if o is None else o))
         res = self._close(seeds, es.total)
@@ -206,8 +252,8 @@ class Automaton:
         r = self._next.get(mkey, MISSING)
         if r is not MISSING:
             return r
-        seeds = []
-        for s, o in es.items:
+        seeds: list[tuple[int, EarleySet | None]] = []
+        for s, o in zip(es.states, es.origins, strict=True):
             for term, t in self.goto_t[s].items():
                 if (terminals >> term) & 1:
                     seeds.append((t, es if o is None else o))

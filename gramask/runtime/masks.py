@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..compiler.lexer import LexerDFA
-from ..compiler.tables import TokenTables, expand_row
+from ..compiler.tables import TokenTables, expand_row, group_row, select_tokens
 from ..encoding import bits_of_rows, decode_nl, words_of_bits
 from .contextual import ContextualLexer
 from .limits import memo_size
@@ -35,16 +35,24 @@ class _Row:
     nodes that end there (decided together by one vector lookup of their lexeme classes) and
     one subtree per next terminal (skipped whole when the parser does not expect it)."""
 
-    __slots__ = ("counts", "end_cls", "end_pos", "groups", "n", "tokens")
+    __slots__ = ("counts", "end_cls", "end_pos", "full", "groups", "n", "tokens")
 
     def __init__(self, nodes: np.ndarray, counts: np.ndarray, tokens: np.ndarray,
                  head: np.ndarray, tail: np.ndarray) -> None:
         self.n = len(nodes)
         self.counts = counts
         self.tokens = tokens
+        self.full: np.ndarray | None = None  # see all_tokens
         self.end_pos, self.end_cls, self.groups = _trie(
             np.arange(len(nodes)), nodes, head, tail
         )
+
+    def all_tokens(self, v: int) -> np.ndarray:
+        """(V,) bool of all the row's tokens (built on first use)."""
+        if self.full is None:
+            self.full = np.zeros(v, dtype=bool)
+            self.full[self.tokens] = True
+        return self.full
 
 
 def _trie(
@@ -105,18 +113,15 @@ class MaskBuilder:
             memo_size(limits.mask_cache)
         )
         self.first_byte = tables.first_byte.astype(np.int64)
+        self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
 
     # ------------------------------------------------------------------ tables
     def row(self, q: int) -> _Row:
         r = self._rows.get(q)
         if r is not None:
             return r
-        idx, node = expand_row(self.tables, q)
-        order = np.argsort(node, kind="stable")
-        node_sorted = node[order]
-        uniq, start = np.unique(node_sorted, return_index=True)
-        counts = np.diff(np.append(start, len(node_sorted)))
-        r = _Row(uniq, counts, idx[order], self.head_arr, self.tail_arr)
+        uniq, counts, tokens = group_row(*expand_row(self.tables, q, self._bases))
+        r = _Row(uniq, counts, tokens, self.head_arr, self.tail_arr)
         self._rows.put(q, r)
         return r
 
@@ -167,16 +172,15 @@ class MaskBuilder:
             if sub:
                 self._eval_trie(p2, sub, ok, 0)
 
-    def row_tokens(self, p: PState, q: int, carry: int) -> np.ndarray:
+    def row_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
+        """Row ``q``'s allowed tokens as a fresh bool vector."""
         row = self.row(q)
         ok = np.zeros(row.n, dtype=bool)
         if row.end_pos.size:
             ok[row.end_pos] = self.class_vector(p)[row.end_cls]
         self._eval_trie(p, row.groups, ok, carry)
-        if ok.all():
-            return row.tokens
-        tokens: np.ndarray = row.tokens[np.repeat(ok, row.counts)]
-        return tokens
+        return select_tokens(self.vocab_size, row.tokens, row.counts, ok,
+                             lambda: row.all_tokens(self.vocab_size))
 
     def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
         """Parser state after the lexeme in progress ends here (None if it cannot)."""
@@ -200,8 +204,7 @@ class MaskBuilder:
         m = self._masks.get(ckey)
         if m is not None:
             return m
-        m = np.zeros(self.vocab_size, dtype=bool)
-        m[self.row_tokens(p, q, carry)] = True
+        m = self.row_mask(p, q, carry)
         if q != 0:
             p2 = self.lexeme_end(p, q, carry)
             if p2 is not None:

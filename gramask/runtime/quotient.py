@@ -101,6 +101,8 @@ class _Base:
         for i, (lhs, _) in enumerate(rules):
             self.by_lhs.setdefault(lhs, []).append(i)
         self.closures: dict[int, frozenset[tuple[int, int]]] = {}  # predictions per nonterminal
+        # rule → its items with the dot at the start and past nullable symbols
+        self.starts: dict[int, frozenset[tuple[int, int]]] = {}
         rpt = build_parse_tables(reversed_grammar(grammar))
         if rpt.symbols[: len(pt.symbols)] != pt.symbols:  # pragma: no cover
             raise AssertionError("reversed grammar numbers its symbols differently")
@@ -190,6 +192,7 @@ class LazyAutomaton(Automaton):
         for i in range(len(base.rules), len(self.rules)):
             self.by_lhs.setdefault(self.rules[i][0], []).append(i)
         self.closures: dict[int, frozenset[tuple[int, int]]] = {}
+        self.starts: dict[int, frozenset[tuple[int, int]]] = {}  # as _Base.starts, own rules
         self.states: list[frozenset[tuple[int, int]]] = []
         self.index: dict[frozenset[tuple[int, int]], int] = {}
         tables: list[Any] = [_Lazy(self._fill) for _ in range(8)]
@@ -198,6 +201,9 @@ class LazyAutomaton(Automaton):
         self._interned = BoundedMemo(memo_size(limits.interned_sets))
         self._next = BoundedMemo(memo_size(limits.step_memo))
         self._next_uid = 1
+        self._origin_shift = 32  # states are built on demand: no bound known
+        self._depth = 0
+        self._completions = BoundedMemo(memo_size(limits.interned_sets // 16))
         self.start_state = self._intern(self._skip_nullable([(self.aug_rule, 0)]))
         self.root = self._close([(self.start_state, None)])
 
@@ -218,10 +224,25 @@ class LazyAutomaton(Automaton):
         seen = {a}
         work = [a]
         rules = self.rules
+        n_base = len(base.rules)
         while work:
             x = work.pop()
+            if own and x != a:
+                if x not in self.by_lhs:
+                    # an original nonterminal: its predictions never reach the quotient's
+                    # own rules and are memoised in the base, shared by every request
+                    out |= self._closure(x)
+                    continue
+                done = self.closures.get(x)
+                if done is not None:  # a closure is complete: no need to walk it again
+                    out |= done
+                    continue
             for ri in self.by_lhs.get(x) or base.by_lhs.get(x) or ():
-                for it in self._skip_nullable([(ri, 0)]):
+                starts = base.starts if ri < n_base else self.starts
+                first = starts.get(ri)
+                if first is None:
+                    first = starts[ri] = self._skip_nullable([(ri, 0)])
+                for it in first:
                     if it not in out:
                         out.add(it)
                         rhs = rules[it[0]][1]
