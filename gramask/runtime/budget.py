@@ -27,7 +27,7 @@ bound; :meth:`completion` tokenises the whole text at once and may come out belo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .masks import MaskBuilder
     from .parse_state import PState
 
-__all__ = ["INF", "BudgetPlanner"]
+__all__ = ["INF", "BudgetPlanner", "TokenCosts"]
 
 INF = 1 << 30  # "cannot complete" (kept far from int32 overflow when added to)
 _ACCEPT = -1  # pseudo-symbol: the augmented start rule completed
@@ -50,6 +50,16 @@ _ACCEPT = -1  # pseudo-symbol: the augmented start rule completed
 _BYTE_ORDER = (
     list(b"abcdefghijklmnopqrstuvwxyz0123456789_ ") + list(range(33, 127)) + list(range(256))
 )
+
+
+class TokenCosts(NamedTuple):
+    """What :meth:`BudgetPlanner.token_costs` knows per token: ``costs`` (bound on the
+    tokens after it), ``group`` (index into ``states``, -1 where unknown) and ``states``
+    (lexer state, parser state) the token leads to (with no indentation carry)."""
+
+    costs: np.ndarray
+    group: np.ndarray
+    states: list[tuple[int, Any]]
 
 
 class _Tokenizer:
@@ -295,23 +305,25 @@ class BudgetPlanner:
         self._W: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(memo_size(lim.step_memo))
         self._Wz: BoundedMemo[tuple[int, int], bool] = BoundedMemo(memo_size(lim.step_memo))
         self._H: BoundedMemo[tuple[int, int], int] = BoundedMemo(memo_size(lim.step_memo))
+        self._shifted: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(
+            memo_size(lim.step_memo)
+        )
         self._hT: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(lim.parser_states))
         self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(lim.parser_states))
-        self._vec: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
+        self._vec: BoundedMemo[tuple[int, int, int], TokenCosts] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
         self._nl_cost: dict[int, int] = {}
         self._plans: BoundedMemo[tuple[int, int, int], tuple[int, ...]] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
-        # lexer states grouped by winnable class, for the per-class maximum
-        sc = np.asarray(mb.tables.state_class).copy()
-        sc[0] = mb.tables.num_classes  # the start state is never inside a token's last lexeme
-        self._class_order = np.argsort(sc, kind="stable")[:-1]  # the start state sorts last
-        sorted_cls = sc[self._class_order]
-        self._class_starts = np.searchsorted(sorted_cls, np.arange(mb.tables.num_classes))
-        self._class_present = np.isin(np.arange(mb.tables.num_classes), sorted_cls)
         self._k_by_top: dict[int, int] = {}
+        self.vocab_size = mb.vocab_size
+        self._tok_bytes: np.ndarray | None = None  # (V, longest) token bytes, zero-padded
+        self._tok_lens: np.ndarray | None = None
+        self._finals: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(lim.row_cache))
+        nl = mb.nl_live
+        self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
         self._guard: set[tuple[int, int]] = set()
         self._cut = 0  # cycle cuts so far (values computed under a cut are not memoised)
 
@@ -598,13 +610,19 @@ class BudgetPlanner:
 
     def shifted_cost(self, es: EarleySet, terminal: int, k: int) -> int:
         """``earley_cost`` of the set after shifting ``terminal``, without building it."""
+        key = (es.uid, terminal, k)
+        r = self._shifted.get(key)
+        if r is not None:
+            return r
         goto_t = self.automaton.goto_t
         items = []
         for s, o in es.items:
             t = goto_t[s].get(terminal)
             if t is not None:
                 items.append((t, es if o is None else o))
-        return self._items_cost(es, items, k) if items else INF
+        r = self._items_cost(es, items, k) if items else INF
+        self._shifted.put(key, r)
+        return r
 
     # ------------------------------------------------------------------ parser states
     def parser_cost(self, p: PState) -> int:
@@ -648,14 +666,6 @@ class BudgetPlanner:
         self._hT.put(p.uid, out)
         return out
 
-    def _shift_cost(self, p: PState, t: int, k: int) -> int:
-        q = self.ctx.shift(p, t)
-        if q is None:
-            return INF
-        if self.ctx.finish(q):
-            return 0
-        return self.earley_cost(q.es, max(k, self.k_newline(q)))
-
     def newline_cost(self, p: PState, carry: int) -> int:
         """Tokens to complete once a newline lexeme whose last line is ``carry`` wide so far
         ends: spaces may still be added to reach an open level (or one deeper), or a fresh
@@ -693,6 +703,57 @@ class BudgetPlanner:
         return max(self.newline_cost(p, w) for w in range(p.indent[-1] + 3))
 
     # ------------------------------------------------------------------ lexer states
+    def final_states(self, q: int, tokens: np.ndarray) -> np.ndarray:
+        """The lexer state each of ``tokens`` leaves the lexer in from ``q`` (greedy: a byte
+        that kills the lexeme starts the next one), vectorised over the tokens. Memoised per
+        row (the tables keep only a token's lexeme class; budgets need the state)."""
+        r = self._finals.get(q)
+        if r is not None:
+            return r
+        if self._tok_bytes is None:
+            toks = self.vocab.tokens
+            lens = np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
+            width = int(lens.max(initial=1))
+            mat = np.zeros((len(toks), width), dtype=np.uint8)
+            flat = np.frombuffer(b"".join(toks), dtype=np.uint8)
+            rows = np.repeat(np.arange(len(toks)), lens)
+            cols = np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)
+            mat[rows, cols] = flat
+            self._tok_bytes, self._tok_lens = mat, lens
+        mat, lens_ = self._tok_bytes, self._tok_lens
+        assert lens_ is not None
+        lens = lens_
+        order = tokens[np.argsort(-lens[tokens], kind="stable")]  # longest first
+        olens = lens[order]
+        state = np.full(order.size, q, dtype=np.int64)
+        trans = self.lex.trans
+        for j in range(int(olens[0]) if order.size else 0):
+            n = int(np.searchsorted(-olens, -j, side="left"))  # tokens longer than j
+            n = int((olens > j).sum()) if n == 0 else n
+            live = state[:n]
+            byte = mat[order[:n], j]
+            nxt = trans[np.maximum(live, 0), byte]
+            dead = nxt < 0
+            if dead.any():
+                nxt[dead] = trans[0, byte[dead]]
+            state[:n] = np.where(live < 0, -1, nxt)
+        out = np.full(self.vocab_size, -1, dtype=np.int64)
+        out[order] = state
+        self._finals.put(q, out)
+        return out
+
+    def state_costs(self, p: PState) -> np.ndarray:
+        """Per lexer state: tokens to complete from it with the parser at ``p`` (a newline
+        lexeme's width taken at its worst). Memoised per parser state."""
+        r = self._cls.get(p.uid)
+        if r is not None:
+            return r
+        ht = self.after_terminal(p)
+        out: np.ndarray = np.minimum((self.lex.fin + ht[None, :]).min(axis=1), INF)
+        out[0] = self.parser_cost(p)
+        self._cls.put(p.uid, out)
+        return out
+
     def state_cost(self, q: int, carry: int, p: PState) -> int:
         """Upper bound on the tokens that complete the input from runtime state (q, carry, p)."""
         mb = self.mb
@@ -712,52 +773,57 @@ class BudgetPlanner:
             best = min(best, f + extra)
         return best
 
-    def class_costs(self, p: PState) -> np.ndarray:
-        """Per winnable class: the most tokens any lexer state of the class needs to
-        complete from ``p`` (a token's table entry knows its class, not its state)."""
-        r = self._cls.get(p.uid)
-        if r is not None:
-            return r
-        ht = self.after_terminal(p)
-        per_state = (self.lex.fin + ht[None, :]).min(axis=1)
-        per_state = np.minimum(per_state, INF)
-        ordered = per_state[self._class_order]
-        r = np.maximum.reduceat(ordered, self._class_starts.clip(max=len(ordered) - 1))
-        r[~self._class_present] = INF
-        self._cls.put(p.uid, r)
-        return r
-
-    def token_costs(self, p: PState, q: int, carry: int) -> np.ndarray:
-        """Per token: an upper bound on the tokens still needed after it (INF: none known).
-        Only meaningful where the grammar mask allows the token. Memoised."""
+    def token_costs(self, p: PState, q: int, carry: int) -> TokenCosts:
+        """Per token: an upper bound on the tokens still needed after it (INF: none known),
+        and the runtime state it leads to, grouped (for :meth:`Constraint.allowed` to plan
+        the few tokens just over the budget). Only meaningful where the grammar mask allows
+        the token. Memoised."""
         mb = self.mb
         ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
         r = self._vec.get(ckey)
         if r is not None:
             return r
         out = np.full(mb.vocab_size, INF, dtype=np.int64)
+        gid = np.full(mb.vocab_size, -1, dtype=np.int64)
+        states: list[tuple[int, PState]] = []
         row = mb.row(q)
-        vals = np.full(row.n, INF, dtype=np.int64)
-        if row.end_pos.size:
-            vals[row.end_pos] = self.class_costs(p)[row.end_cls]
-        self._trie(p, row.groups, vals, carry)
-        out[row.tokens] = np.repeat(vals, row.counts)
+        finals = self.final_states(q, row.tokens)
+        starts = np.concatenate(([0], np.cumsum(row.counts)[:-1]))
+        nl_live = self._nl_live
+
+        def settle(pp: PState, pos: np.ndarray) -> None:
+            if not pos.size:
+                return
+            toks = row.tokens[_ranges(starts[pos], row.counts[pos])]
+            f = np.maximum(finals[toks], 0)
+            out[toks] = self.state_costs(pp)[f]
+            uniq, inv = np.unique(f, return_inverse=True)
+            g = len(states) + inv
+            gid[toks] = np.where(nl_live[f], -1, g)  # a newline's width is not known here
+            states.extend((int(u), pp) for u in uniq.tolist())
+
+        settle(p, row.end_pos)
+        self._trie(p, row.groups, settle, carry)
         if q != 0:
             p2 = mb.lexeme_end(p, q, carry)
             if p2 is not None:
                 kill = mb.kill_set(q)
-                out[kill] = self.token_costs(p2, 0, 0)[kill]
-        self._vec.put(ckey, out)
-        return out
+                sub = self.token_costs(p2, 0, 0)
+                out[kill] = sub.costs[kill]
+                gid[kill] = np.where(sub.group[kill] >= 0, sub.group[kill] + len(states), -1)
+                states.extend(sub.states)
+        r = TokenCosts(out, gid, states)
+        self._vec.put(ckey, r)
+        return r
 
-    def _trie(self, p: PState, groups: list[Any], vals: np.ndarray, carry: int) -> None:
+    def _trie(self, p: PState, groups: list[Any], settle: Any, carry: int) -> None:
         from ..encoding import decode_nl
 
         mb = self.mb
         expected = p.es.expected
         nt = mb.num_terminals
         ctx = self.ctx
-        for h, end_pos, end_cls, sub in groups:
+        for h, end_pos, _end_cls, sub in groups:
             if h < nt:
                 if not (expected >> h) & 1:
                     continue
@@ -767,10 +833,9 @@ class BudgetPlanner:
                 p2 = ctx.newline(p, width + carry if relative else width)
             if p2 is None:
                 continue
-            if end_pos.size:
-                vals[end_pos] = self.class_costs(p2)[end_cls]
+            settle(p2, end_pos)
             if sub:
-                self._trie(p2, sub, vals, 0)
+                self._trie(p2, sub, settle, 0)
 
     # ------------------------------------------------------------------ witnesses
     def plan(self, st: Any, walk: Any, complete: Any) -> tuple[int, ...]:
@@ -887,7 +952,7 @@ class BudgetPlanner:
             glued = lex.glue(prev, t)
             if glued is None:
                 continue
-            c = self.tok.count(glued) + self._shift_cost(p, t, k)
+            c = self.tok.count(glued) + self.shifted_cost(p.es, t, k)
             if c < best:
                 best, text = c, glued
         return text
@@ -900,3 +965,12 @@ def _width(data: bytes, tab: int) -> int:
     for b in data:
         w = 0 if b == 10 else w + widths[b]
     return w
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, s + c)`` for each pair (vectorised)."""
+    total = int(counts.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    offs = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    return offs + np.arange(total)

@@ -41,7 +41,7 @@ LexState = tuple[int, int, PState]  # lexer DFA state, indentation carry, parser
 # Budget masks: tokens whose bound exceeds what is left by at most this much get a real plan
 # (at most this many per step; beyond, the bound decides)
 _REFINE_SLACK = 2
-_REFINE_MAX = 48
+_REFINE_MAX = 12
 
 
 class Completion(NamedTuple):
@@ -151,14 +151,23 @@ class Constraint:
         if self._max_tokens is not None:
             left = self.remaining_tokens
             assert left is not None
-            costs = self._budget_planner().token_costs(p, q, carry)
-            fits = costs <= left - 1
-            # The bounds spell lexemes one by one; a token just over them may still fit once
-            # tokens that span lexemes are used ("11" closing two brackets): plan those few.
-            near = np.flatnonzero(m & ~fits & (costs <= left - 1 + _REFINE_SLACK))
-            if 0 < near.size <= _REFINE_MAX:
-                for t in near.tolist():
-                    fits[t] = self._plan_fits(t, left - 1)
+            planner = self._budget_planner()
+            tc = planner.token_costs(p, q, carry)
+            fits = tc.costs <= left - 1
+            # The bounds spell lexemes one by one; tokens just over them may still fit once
+            # tokens that span lexemes are used ("):" closing two): plan the states they
+            # lead to (a few per step, each shared by many tokens).
+            near = m & ~fits & (tc.costs <= left - 1 + _REFINE_SLACK)
+            groups = np.unique(tc.group[near])
+            groups = groups[groups >= 0][:_REFINE_MAX]
+            for g in groups.tolist():
+                fq, fp = tc.states[g]
+                try:
+                    plan = planner.plan((fq, 0, fp), self._walk, self._complete)
+                except RuntimeError:
+                    continue
+                if len(plan) <= left - 1:
+                    fits |= near & (tc.group == g)
             m &= fits
             plan = self._plan()
             if plan and len(plan) <= left:
