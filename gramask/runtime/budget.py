@@ -153,6 +153,12 @@ class _LexemeCosts:
             for q in np.flatnonzero(d < INF).tolist():
                 if q:  # state 0: no lexeme in progress
                     self.fin[q, t] = tok.count(self.witness(q, t))
+        # per state, the finite entries of fin, cheapest first
+        self.fin_list: list[list[tuple[int, int]]] = [
+            sorted(((t, int(self.fin[q, t])) for t in np.flatnonzero(self.fin[q] < INF).tolist()),
+                   key=lambda e: e[1])
+            for q in range(S)
+        ]
         # cost[b]: tokens that spell a lexeme of b after the clean end of any lexeme that can
         # come before it (separated if needed)
         self.cost = np.full(T, INF, dtype=np.int64)
@@ -308,8 +314,8 @@ class BudgetPlanner:
         self._shifted: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(
             memo_size(lim.step_memo)
         )
-        self._hT: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(lim.parser_states))
-        self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(lim.parser_states))
+        self._nlb: BoundedMemo[int, int] = BoundedMemo(memo_size(lim.parser_states))
+        self._cls: BoundedMemo[int, dict[int, int]] = BoundedMemo(memo_size(lim.parser_states))
         self._vec: BoundedMemo[tuple[int, int, int], TokenCosts] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
@@ -645,26 +651,21 @@ class BudgetPlanner:
             self._H.put((p.uid, -1 - k), r)
         return r
 
-    def after_terminal(self, p: PState) -> np.ndarray:
-        """Per lexer terminal: tokens needed once a lexeme of it ends at ``p`` (INF where the
+    def after_terminal(self, p: PState, t: int) -> int:
+        """Tokens needed once a lexeme of lexer terminal ``t`` ends at ``p`` (INF where the
         parser cannot take it); the newline terminal bounded over every indentation width."""
-        r = self._hT.get(p.uid)
-        if r is not None:
+        if t == self.nl_t:
+            r = self._nlb.get(p.uid)
+            if r is None:
+                r = self._newline_bound(p)
+                self._nlb.put(p.uid, r)
             return r
-        T = self.lex.num_terminals
-        out = np.full(T, INF, dtype=np.int64)
-        k = self.k_newline(p)
-        here = self.parser_cost(p)
-        exp = p.es.expected
-        for t in range(T):
-            if t == self.nl_t:
-                out[t] = self._newline_bound(p)
-            elif self.lex.ignored[t]:
-                out[t] = here if (t != self.lex.continuation_t or here > 0) else self.nl_cost(0)
-            elif (exp >> t) & 1:
-                out[t] = self.shifted_cost(p.es, t, k)
-        self._hT.put(p.uid, out)
-        return out
+        if self.lex.ignored[t]:
+            here = self.parser_cost(p)
+            return here if (t != self.lex.continuation_t or here > 0) else self.nl_cost(0)
+        if (p.es.expected >> t) & 1:
+            return self.shifted_cost(p.es, t, self.k_newline(p))
+        return INF
 
     def newline_cost(self, p: PState, carry: int) -> int:
         """Tokens to complete once a newline lexeme whose last line is ``carry`` wide so far
@@ -742,17 +743,39 @@ class BudgetPlanner:
         self._finals.put(q, out)
         return out
 
-    def state_costs(self, p: PState) -> np.ndarray:
-        """Per lexer state: tokens to complete from it with the parser at ``p`` (a newline
-        lexeme's width taken at its worst). Memoised per parser state."""
-        r = self._cls.get(p.uid)
-        if r is not None:
-            return r
-        ht = self.after_terminal(p)
-        out: np.ndarray = np.minimum((self.lex.fin + ht[None, :]).min(axis=1), INF)
-        out[0] = self.parser_cost(p)
-        self._cls.put(p.uid, out)
-        return out
+    def state_costs(self, p: PState, states: np.ndarray) -> np.ndarray:
+        """Per lexer state in ``states``: tokens to complete from it with the parser at
+        ``p`` (a newline lexeme's width taken at its worst). Memoised per (p, state)."""
+        memo = self._cls.get(p.uid)
+        if memo is None:
+            memo = {}
+            self._cls.put(p.uid, memo)
+        uniq, inv = np.unique(states, return_inverse=True)
+        return self._costs_of(p, uniq, memo)[inv]
+
+    def _costs_of(self, p: PState, uniq: np.ndarray, memo: dict[int, int] | None = None,
+                  ) -> np.ndarray:
+        """``state_costs`` for distinct states ``uniq``."""
+        if memo is None:
+            memo = self._cls.get(p.uid)
+            if memo is None:
+                memo = {}
+                self._cls.put(p.uid, memo)
+        vals = np.empty(uniq.size, dtype=np.int64)
+        fin_list = self.lex.fin_list
+        for i, f in enumerate(uniq.tolist()):
+            v = memo.get(f)
+            if v is None:
+                if f == 0:
+                    v = self.parser_cost(p)
+                else:
+                    v = INF
+                    for t, c in fin_list[f]:
+                        if c < v:
+                            v = min(v, c + self.after_terminal(p, t))
+                memo[f] = v
+            vals[i] = v
+        return vals
 
     def state_cost(self, q: int, carry: int, p: PState) -> int:
         """Upper bound on the tokens that complete the input from runtime state (q, carry, p)."""
@@ -761,15 +784,14 @@ class BudgetPlanner:
             return 0
         if q == 0:
             return self.parser_cost(p)
-        fin = self.lex.fin[q]
         best = INF
-        ht = self.after_terminal(p)
-        for t in np.flatnonzero(fin < INF).tolist():
-            f = int(fin[t])
-            if t == self.nl_t:
-                extra = self.newline_cost(p, carry) if f == 0 else int(ht[t])
+        for t, f in self.lex.fin_list[q]:
+            if f >= best:
+                continue
+            if t == self.nl_t and f == 0:
+                extra = self.newline_cost(p, carry)
             else:
-                extra = int(ht[t])
+                extra = self.after_terminal(p, t)
             best = min(best, f + extra)
         return best
 
@@ -796,8 +818,8 @@ class BudgetPlanner:
                 return
             toks = row.tokens[_ranges(starts[pos], row.counts[pos])]
             f = np.maximum(finals[toks], 0)
-            out[toks] = self.state_costs(pp)[f]
             uniq, inv = np.unique(f, return_inverse=True)
+            out[toks] = self._costs_of(pp, uniq)[inv]
             g = len(states) + inv
             gid[toks] = np.where(nl_live[f], -1, g)  # a newline's width is not known here
             states.extend((int(u), pp) for u in uniq.tolist())
@@ -883,14 +905,12 @@ class BudgetPlanner:
                 return bytes(out)
             if q != 0:
                 # finish the lexeme in progress as the cheapest terminal
-                fin = lex.fin[q]
-                ht = self.after_terminal(p)
                 best, choice = INF, -1
-                for t in np.flatnonzero(fin < INF).tolist():
-                    extra = (self.newline_cost(p, carry) if t == self.nl_t and fin[t] == 0
-                             else int(ht[t]))
-                    if int(fin[t]) + extra < best:
-                        best, choice = int(fin[t]) + extra, t
+                for t, f in lex.fin_list[q]:
+                    extra = (self.newline_cost(p, carry) if t == self.nl_t and f == 0
+                             else self.after_terminal(p, t))
+                    if f + extra < best:
+                        best, choice = f + extra, t
                 if choice < 0:
                     return None
                 w = lex.witness(q, choice)
