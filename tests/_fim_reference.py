@@ -306,8 +306,9 @@ class _BudgetQuery:
     boundary after j tokens, ``("t", j, ti, off)`` inside token ti."""
 
     def __init__(self, head: str, tokens: Sequence[str], n: int,
-                 ext: dict[str, tuple[str, ...]]) -> None:
+                 ext: dict[str, tuple[str, ...]], tail: str = "") -> None:
         self.head, self.tokens, self.n, self.ext = head, list(tokens), n, ext
+        self.tail = tail
         self.start: tuple[Any, frozenset[str]] = (0 if head else ("b", 0), frozenset())
 
     def _moves(self, pos: Any, sym: str) -> list[Any]:
@@ -316,11 +317,16 @@ class _BudgetQuery:
             if h[pos] != sym:
                 return []
             return [pos + 1 if pos + 1 < len(h) else ("b", 0)]
+        if pos[0] == "s":  # inside the tail (the suffix)
+            k = pos[1]
+            return [("s", k + 1)] if k < len(self.tail) and self.tail[k] == sym else []
         if pos[0] == "b":
             j = pos[1]
-            if j >= self.n:
-                return []
             out: list[Any] = []
+            if self.tail and self.tail[0] == sym:
+                out.append(("s", 1))
+            if j >= self.n:
+                return out
             for ti, t in enumerate(self.tokens):
                 if t and t[0] == sym:
                     out.append(("b", j + 1) if len(t) == 1 else ("t", j, ti, 1))
@@ -345,26 +351,34 @@ class _BudgetQuery:
         return [(p, nxt) for p in dict.fromkeys(self._moves(pos, sym))]
 
     def final(self, st: tuple[Any, frozenset[str]]) -> bool:
-        return isinstance(st[0], tuple) and st[0][0] == "b"
+        pos = st[0]
+        if not isinstance(pos, tuple):
+            return False
+        if self.tail:
+            return pos[0] == "s" and pos[1] == len(self.tail)
+        return bool(pos[0] == "b")
 
 
-def budget_allowed(cfg: CharCFG, head: str, token: str, tokens: Sequence[str], n: int) -> bool:
-    """Token verdict under a budget: some x of at most ``n`` tokens makes head·token·x a
-    member (``n`` counts the tokens after ``token``)."""
+def budget_allowed(cfg: CharCFG, head: str, token: str, tokens: Sequence[str], n: int,
+                   tail: str = "") -> bool:
+    """Token verdict under a budget: some x of at most ``n`` tokens makes head·token·x·tail
+    a member (``n`` counts the tokens after ``token``)."""
     if n < 0:
         return False
-    return _earley_nonempty(cfg, _BudgetQuery(head + token, tokens, n, cfg.ext))  # type: ignore[arg-type]
+    q = _BudgetQuery(head + token, tokens, n, cfg.ext, tail)
+    return _earley_nonempty(cfg, q)  # type: ignore[arg-type]
 
 
-def budget_complete(cfg: CharCFG, head: str) -> bool:
-    """EOS verdict: ``head`` is a member."""
-    return nonempty(cfg, head, "", loop=False)
+def budget_complete(cfg: CharCFG, head: str, tail: str = "") -> bool:
+    """EOS verdict: ``head·tail`` is a member."""
+    return nonempty(cfg, head, tail, loop=False)
 
 
-def budget_min_tokens(cfg: CharCFG, head: str, tokens: Sequence[str], cap: int = 12) -> int | None:
-    """The fewest tokens that complete ``head`` (None if more than ``cap`` are needed)."""
+def budget_min_tokens(cfg: CharCFG, head: str, tokens: Sequence[str], cap: int = 12,
+                      tail: str = "") -> int | None:
+    """The fewest tokens x with head·x·tail a member (None if more than ``cap``)."""
     for n in range(cap + 1):
-        if _earley_nonempty(cfg, _BudgetQuery(head, tokens, n, cfg.ext)):  # type: ignore[arg-type]
+        if _earley_nonempty(cfg, _BudgetQuery(head, tokens, n, cfg.ext, tail)):  # type: ignore[arg-type]
             return n
     return None
 

@@ -27,6 +27,7 @@ bound; :meth:`completion` tokenises the whole text at once and may come out belo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -36,7 +37,6 @@ from .limits import memo_size
 from .memo import MISSING, BoundedMemo
 
 if TYPE_CHECKING:
-    from ..grammar import Grammar
     from ..vocab import Vocabulary
     from .earley import EarleySet
     from .masks import MaskBuilder
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["INF", "BudgetPlanner", "TokenCosts"]
 
 INF = 1 << 30  # "cannot complete" (kept far from int32 overflow when added to)
+_MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
 _ACCEPT = -1  # pseudo-symbol: the augmented start rule completed
 # bytes tried first when a witness string is built: readable ones
 _BYTE_ORDER = (
@@ -216,10 +217,18 @@ class _LexemeCosts:
         d = self._dist.get(t)
         if d is not None:
             return d
+        frontier = np.zeros(self.num_states, dtype=bool)
+        frontier[self.ends[t]] = True
+        d = self.distances_to(frontier)
+        self._dist[t] = d
+        return d
+
+    def distances_to(self, targets: np.ndarray) -> np.ndarray:
+        """Bytes from each lexer state to one of ``targets`` (bool per state), staying in
+        one lexeme (BFS backwards over the DFA)."""
         S = self.num_states
         d = np.full(S, INF, dtype=np.int64)
-        frontier = np.zeros(S, dtype=bool)
-        frontier[self.ends[t]] = True
+        frontier = targets.copy()
         d[frontier] = 0
         trans = self.trans
         valid = trans >= 0
@@ -230,16 +239,22 @@ class _LexemeCosts:
             reach = (frontier[idx] & valid).any(axis=1) & (d == INF)
             d[reach] = level
             frontier = reach
-        self._dist[t] = d
         return d
 
-    def witness(self, q: int, t: int) -> bytes:
-        """The shortest bytes from ``q`` to a clean end of ``t`` (readable bytes first)."""
-        key = (q, t)
-        w = self._fin_str.get(key)
-        if w is not None:
-            return w
-        d = self._distances(t)
+    def boundary_targets(self, head: bytes, a: int, after: int | None) -> np.ndarray:
+        """Lexer states from which ``head`` (the suffix's first bytes) ends the lexeme as
+        ``a``, killed by the byte ``after`` (None: the input ends)."""
+        st = np.arange(self.num_states, dtype=np.int64)
+        for x in head:
+            st = np.where(st >= 0, self.trans[np.maximum(st, 0), x], -1)
+        ok = st >= 0
+        ok &= self.accept[np.maximum(st, 0)] == a
+        if after is not None:
+            ok &= self.trans[np.maximum(st, 0), after] < 0
+        return ok
+
+    def path(self, q: int, d: np.ndarray) -> bytes:
+        """The shortest bytes from ``q`` down distances ``d`` to 0 (readable bytes first)."""
         out = bytearray()
         trans = self.trans
         while d[q] > 0:
@@ -250,7 +265,15 @@ class _LexemeCosts:
                     out.append(b)
                     q = int(nq)
                     break
-        w = bytes(out)
+        return bytes(out)
+
+    def witness(self, q: int, t: int) -> bytes:
+        """The shortest bytes from ``q`` to a clean end of ``t`` (readable bytes first)."""
+        key = (q, t)
+        w = self._fin_str.get(key)
+        if w is not None:
+            return w
+        w = self.path(q, self._distances(t))
         self._fin_str[key] = w
         return w
 
@@ -281,12 +304,19 @@ class BudgetPlanner:
     """Per compiled grammar (basic lexer mode): upper bounds on the tokens to complete, the
     per-token cost vectors masks are filtered with, and concrete shortest completions."""
 
-    def __init__(self, mb: MaskBuilder, vocab: Vocabulary, grammar: Grammar, tab_len: int) -> None:
+    def __init__(
+        self, mb: MaskBuilder, vocab: Vocabulary, rules: list[tuple[int, tuple[int, ...]]],
+        tab_len: int, *, parent: BudgetPlanner | None = None,
+        markers: dict[int, int] | None = None,
+    ) -> None:
+        """``rules``: the grammar's rules as symbol ids of ``mb``'s automaton. A planner for
+        a quotient grammar (fill-in-the-middle) shares its ``parent``'s lexer-side tables
+        (same lexer, same vocabulary); ``markers`` gives its marker terminals' costs, and the
+        end of the middle is not the end of input (no free trailing newline)."""
         self.mb = mb
         self.ctx = mb.ctx
         self.vocab = vocab
         self.tab = tab_len
-        self.tok = _Tokenizer(vocab)
         a = self.ctx.automaton
         self.automaton = a
         self.nt = a.num_terminals  # parser terminals
@@ -294,17 +324,24 @@ class BudgetPlanner:
         self.indent_t = self.ctx.indent_t
         self.dedent_t = self.ctx.dedent_t
         self.has_indent = self.ctx.nl_t >= 0
-        nonkernel = set(a.nonkernel) - {-1}
-        self.is_nonkernel = [s in nonkernel for s in range(len(a.nonkernel))]
-        # grammar rules as symbol ids of the automaton
-        sid = {s: i for i, s in enumerate(a.symbols)}
-        self.rules = [(sid[r.lhs], tuple(sid[x] for x in r.rhs)) for r in grammar.rules
-                      if r.lhs in sid and all(x in sid for x in r.rhs)]
-        self.lex = _LexemeCosts(mb, self.tok, self._predecessors(mb))
+        self.rules = rules
+        self.markers = dict(markers or {})
+        # fill-in-the-middle: markers that stand for the middle's last lexeme continued by the
+        # suffix → distances (bytes, per lexer state) to where the suffix's head ends it
+        self.boundary: dict[int, np.ndarray] = {}
+        # fill-in-the-middle: "the input may end here" exactly as far as the view knows
+        # (the quotient's own finish ignores how the suffix glues on)
+        self.end_check: Callable[[int, int, PState], bool] | None = None
+        self.nsym = max([len(a.symbols), *(1 + max((lhs, *rhs)) for lhs, rhs in rules)])
+        if parent is None:
+            self.tok = _Tokenizer(vocab)
+            self.lex = _LexemeCosts(mb, self.tok, self._predecessors(mb))
+        else:
+            self.tok, self.lex = parent.tok, parent.lex
         free = set()
-        if self.has_indent:
+        if self.has_indent and parent is None:
             free = {self.ctx.nl_t} | ({self.dedent_t} if self.dedent_t >= 0 else set())
-        self.free = self._fixpoint_free(free, len(a.symbols))
+        self.free = self._fixpoint_free(free, self.nsym)
         self._sym_costs: dict[int, list[int]] = {}
         self._K: dict[int, dict[int, tuple[dict[int, int], dict[int, int], frozenset[int]]]] = {}
         lim = mb.limits
@@ -327,7 +364,11 @@ class BudgetPlanner:
         self.vocab_size = mb.vocab_size
         self._tok_bytes: np.ndarray | None = None  # (V, longest) token bytes, zero-padded
         self._tok_lens: np.ndarray | None = None
-        self._finals: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(lim.row_cache))
+        self._finals: BoundedMemo[int, np.ndarray] = (
+            BoundedMemo(memo_size(lim.row_cache)) if parent is None else parent._finals)
+        if parent is not None:
+            parent._token_matrix()
+            self._tok_bytes, self._tok_lens = parent._tok_bytes, parent._tok_lens
         nl = mb.nl_live
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
         self._guard: set[tuple[int, int]] = set()
@@ -338,7 +379,7 @@ class BudgetPlanner:
         """Per lexer terminal b, the lexer terminals whose lexeme can come right before one
         of b: the grammar's FOLLOW relation, seen through the indentation terminals (they
         ride on the newline lexeme), plus every ignored terminal."""
-        n = len(self.automaton.symbols)
+        n = self.nsym
         nt = self.nt
         T = mb.dfa.num_terminals
         nullable: set[int] = set()
@@ -415,12 +456,13 @@ class BudgetPlanner:
         c = self._sym_costs.get(k)
         if c is not None:
             return c
-        a = self.automaton
-        n = len(a.symbols)
+        n = self.nsym
         cost = [INF] * n
         lexc = self.lex.cost
         for t in range(min(self.nt, len(lexc))):
             cost[t] = int(lexc[t])
+        for m, mc in self.markers.items():
+            cost[m] = mc
         if self.has_indent:
             cost[self.ctx.nl_t] = k
             if self.indent_t >= 0:
@@ -609,7 +651,11 @@ class BudgetPlanner:
         r = self._H.get(key)
         if r is not None:
             return r
-        items = [(s, o) for s, o in es.items if not (o is None and self.is_nonkernel[s])]
+        # kernel items only: predictions (origin None, some item's partner state) finish
+        # through the items that predicted them
+        nk = self.automaton.nonkernel
+        partners = {nk[s] for s, _ in es.items}
+        items = [(s, o) for s, o in es.items if not (o is None and s in partners)]
         r = self._items_cost(es, items, k)
         self._H.put(key, r)
         return r
@@ -711,6 +757,15 @@ class BudgetPlanner:
         r = self._finals.get(q)
         if r is not None:
             return r
+        self._token_matrix()
+        mat, lens_ = self._tok_bytes, self._tok_lens
+        assert mat is not None and lens_ is not None
+        lens = lens_
+        order = tokens[np.argsort(-lens[tokens], kind="stable")]  # longest first
+        return self._walk_tokens(q, order, mat, lens)
+
+    def _token_matrix(self) -> None:
+        """The vocabulary as a zero-padded (V, longest) byte matrix (built once)."""
         if self._tok_bytes is None:
             toks = self.vocab.tokens
             lens = np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
@@ -721,10 +776,9 @@ class BudgetPlanner:
             cols = np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)
             mat[rows, cols] = flat
             self._tok_bytes, self._tok_lens = mat, lens
-        mat, lens_ = self._tok_bytes, self._tok_lens
-        assert lens_ is not None
-        lens = lens_
-        order = tokens[np.argsort(-lens[tokens], kind="stable")]  # longest first
+
+    def _walk_tokens(self, q: int, order: np.ndarray, mat: np.ndarray, lens: np.ndarray,
+                     ) -> np.ndarray:
         olens = lens[order]
         state = np.full(order.size, q, dtype=np.int64)
         trans = self.lex.trans
@@ -769,7 +823,7 @@ class BudgetPlanner:
                 if f == 0:
                     v = self.parser_cost(p)
                 else:
-                    v = INF
+                    v = self._boundary_cost(f, p)[0] if self.boundary else INF
                     for t, c in fin_list[f]:
                         if c < v:
                             v = min(v, c + self.after_terminal(p, t))
@@ -780,11 +834,11 @@ class BudgetPlanner:
     def state_cost(self, q: int, carry: int, p: PState) -> int:
         """Upper bound on the tokens that complete the input from runtime state (q, carry, p)."""
         mb = self.mb
-        if mb.complete(p, q, carry):
+        if self.end_check(q, carry, p) if self.end_check is not None else mb.complete(p, q, carry):
             return 0
         if q == 0:
             return self.parser_cost(p)
-        best = INF
+        best = self._boundary_cost(q, p)[0]
         for t, f in self.lex.fin_list[q]:
             if f >= best:
                 continue
@@ -794,6 +848,23 @@ class BudgetPlanner:
                 extra = self.after_terminal(p, t)
             best = min(best, f + extra)
         return best
+
+    def _boundary_cost(self, q: int, p: PState) -> tuple[int, bytes]:
+        """Fill-in-the-middle: the cheapest way to make the lexeme in progress at ``q`` the
+        one the suffix continues (tokens to complete, bytes to add); (INF, b"") if none."""
+        best, text = INF, b""
+        exp = p.es.expected
+        for m, d in self.boundary.items():
+            if d[q] >= INF or not (exp >> m) & 1:
+                continue
+            rest = self.shifted_cost(p.es, m, self.k_newline(p))
+            if rest >= best:
+                continue
+            w = self.lex.path(q, d)
+            c = self.tok.count(w) + rest if w else rest
+            if c < best:
+                best, text = c, w
+        return best, text
 
     def token_costs(self, p: PState, q: int, carry: int) -> TokenCosts:
         """Per token: an upper bound on the tokens still needed after it (INF: none known),
@@ -860,21 +931,23 @@ class BudgetPlanner:
                 self._trie(p2, sub, settle, 0)
 
     # ------------------------------------------------------------------ witnesses
-    def plan(self, st: Any, walk: Any, complete: Any) -> tuple[int, ...]:
+    def plan(self, st: Any, walk: Any, complete: Any, view: Any = None) -> tuple[int, ...]:
         """Token ids of a shortest completion from runtime state ``st``, checked by walking
-        them (``walk``/``complete`` are the constraint's own). Memoised per state.
+        them (``walk``/``complete`` are the constraint's own; ``view(st)`` gives its lexer
+        state, carry and parser state, for constraints with wider states). Memoised.
 
         Raises
         ------
         RuntimeError
             No completion could be built (the vocabulary cannot spell one).
         """
-        q, carry, p = st
-        key = (q, carry, p.uid)
+        view = view or _plain_view
+        q, carry, _ = view(st)
+        key = (q, carry, *(x.uid for x in st[2:]))
         r = self._plans.get(key)
         if r is not None:
             return r
-        text = self.completion_text(q, carry, p, walk)
+        text = self.completion_text(st, walk, complete, view)
         ids = self.tok.tokenize(text) if text is not None else None
         if ids is not None:
             cur = st
@@ -892,16 +965,18 @@ class BudgetPlanner:
         self._plans.put(key, ids)
         return ids
 
-    def completion_text(self, q: int, carry: int, p: PState, walk: Any) -> bytes | None:
-        """Bytes that complete the input from (q, carry, p), following the bounds' choices.
-        ``walk(state, data)`` is the runtime's walk (a state, or an int on failure)."""
+    def completion_text(self, st: Any, walk: Any, complete: Any, view: Any = None,
+                        ) -> bytes | None:
+        """Bytes that complete the input from runtime state ``st``, following the bounds'
+        choices (see :meth:`plan` for the arguments); None if that fails."""
+        view = view or _plain_view
         mb = self.mb
         lex = self.lex
         out = bytearray()
-        st: Any = (q, carry, p)
-        for _ in range(100_000):
-            q, carry, p = st
-            if mb.complete(p, q, carry):
+        last = INF + 1
+        for _ in range(_MAX_PLAN_LEXEMES):
+            q, carry, p = view(st)
+            if complete(st):
                 return bytes(out)
             if q != 0:
                 # finish the lexeme in progress as the cheapest terminal
@@ -911,6 +986,11 @@ class BudgetPlanner:
                              else self.after_terminal(p, t))
                     if f + extra < best:
                         best, choice = f + extra, t
+                bcost, btext = self._boundary_cost(q, p) if self.boundary else (INF, b"")
+                if bcost < best:
+                    nst = walk(st, btext) if btext else st
+                    if not isinstance(nst, int) and complete(nst):
+                        return bytes(out + btext)
                 if choice < 0:
                     return None
                 w = lex.witness(q, choice)
@@ -923,16 +1003,23 @@ class BudgetPlanner:
                         return None
                     out += w
                     st = nst
-                q, carry, p = st
-                if mb.complete(p, q, carry):
+                q, carry, p = view(st)
+                if complete(st):
                     return bytes(out)
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                if glued is not None:
+                    return bytes(out + glued)
                 p2 = mb.lexeme_end(p, q, carry)  # ended by the next lexeme's first byte
                 if p2 is None:
                     return None
                 p = p2
-            nxt = self._next_lexeme(p, q)
-            if nxt is None:
-                return None
+            elif mb.complete(p, q, carry):
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                return None if glued is None else bytes(out + glued)
+            nxt, cost = self._next_lexeme(p, q)
+            if nxt is None or cost >= last:
+                return None  # no way on, or the costs stopped decreasing (inconsistent)
+            last = cost
             nst = walk(st, nxt)
             if isinstance(nst, int):
                 return None
@@ -940,15 +1027,29 @@ class BudgetPlanner:
             st = nst
         return None
 
+    def _glue_to_suffix(self, st: Any, q: int, carry: int, p: PState, walk: Any,
+                        complete: Any) -> bytes | None:
+        """Where the quotient says the middle may end but the suffix's first byte would
+        continue the middle's last lexeme: the separator that keeps them apart, if that
+        completes the program (a marker's cost counts it, see ``_quotient_planner``)."""
+        sep = self.lex.separator
+        if not self.markers or sep is None or not self.mb.complete(p, q, carry):
+            return None
+        st2 = walk(st, sep)
+        if isinstance(st2, int) or not complete(st2):
+            return None
+        return sep
+
     def _nl_pad(self, p: PState, carry: int) -> bytes:
         """The bytes that end a newline lexeme at ``carry`` the cheapest way."""
         if p.depth > 0:
             return b""
         return min(self._newline_options(p, carry), default=(INF, b""))[1]
 
-    def _next_lexeme(self, p: PState, prev: int) -> bytes | None:
+    def _next_lexeme(self, p: PState, prev: int) -> tuple[bytes | None, int]:
         """The cheapest next lexeme at a boundary after a lexeme that ended in lexer state
-        ``prev``: its bytes, separator included."""
+        ``prev``: its bytes, separator included (None if there is none), and the tokens to
+        complete that it leads to, its own included."""
         lex = self.lex
         best, text = INF, None
         k = self.k_newline(p)
@@ -975,7 +1076,24 @@ class BudgetPlanner:
             c = self.tok.count(glued) + self.shifted_cost(p.es, t, k)
             if c < best:
                 best, text = c, glued
-        return text
+        for m, d in self.boundary.items():
+            if d[0] >= INF or not (exp >> m) & 1:
+                continue
+            w = lex.path(0, d)
+            if not w:
+                continue  # the suffix's head alone: a plain boundary, not this marker
+            glued = w if not prev or lex.trans[prev, w[0]] < 0 else (
+                None if lex.separator is None else lex.separator + w)
+            if glued is None:
+                continue
+            c = self.tok.count(glued) + self.shifted_cost(p.es, m, k)
+            if c < best:
+                best, text = c, glued
+        return text, best
+
+
+def _plain_view(st: Any) -> tuple[int, int, Any]:
+    return st  # type: ignore[no-any-return]
 
 
 def _width(data: bytes, tab: int) -> int:

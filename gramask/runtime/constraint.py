@@ -42,6 +42,9 @@ LexState = tuple[int, int, PState]  # lexer DFA state, indentation carry, parser
 # (at most this many per step; beyond, the bound decides)
 _REFINE_SLACK = 2
 _REFINE_MAX = 12
+# see Constraint._verify_ends
+_VERIFY_BELOW = 16
+_VERIFY_MAX = 64
 
 
 class Completion(NamedTuple):
@@ -142,25 +145,45 @@ class Constraint:
 
     # ------------------------------------------------------------------ API
     def allowed(self) -> np.ndarray:
-        """Bool mask over the vocabulary: True where the token keeps a program reachable."""
+        """Bool mask over the vocabulary: True where the token keeps a program reachable
+        (within the budget, with ``max_tokens``); EOS iff :meth:`is_complete`."""
         v = len(self._vocab)
         if self._finished:
             return np.zeros(v, dtype=bool)
-        q, carry, p = self._history[-1]
-        m = self._b.mask(p, q, carry).copy()
+        st = self._history[-1]
+        m = self._grammar_mask(st)
         if self._max_tokens is not None:
-            left = self.remaining_tokens
-            assert left is not None
-            planner = self._budget_planner()
-            tc = planner.token_costs(p, q, carry)
-            fits = tc.costs <= left - 1
-            # The bounds spell lexemes one by one; tokens just over them may still fit once
-            # tokens that span lexemes are used ("):" closing two): plan the states they
-            # lead to (a few per step, each shared by many tokens).
-            near = m & ~fits & (tc.costs <= left - 1 + _REFINE_SLACK)
+            self._apply_budget(st, m)
+        eos = self._vocab.eos_token_id
+        if eos is not None and 0 <= eos < v:
+            m[eos] = self._complete(st)
+        return m
+
+    def _grammar_mask(self, st: Any) -> np.ndarray:
+        """The grammar's mask at ``st`` (a fresh copy; EOS is set by ``allowed``)."""
+        q, carry, p = self._view(st)
+        return self._b.mask(p, q, carry).copy()
+
+    def _view(self, st: Any) -> LexState:
+        """(lexer state, carry, parser state) of a step's state (subclasses keep more)."""
+        return st  # type: ignore[no-any-return]
+
+    def _apply_budget(self, st: Any, m: np.ndarray) -> None:
+        """Clear from ``m`` the tokens after which the program cannot finish in time."""
+        left = self.remaining_tokens
+        assert left is not None
+        q, carry, p = self._view(st)
+        planner = self._budget_planner()
+        tc = planner.token_costs(p, q, carry)
+        fits = tc.costs <= left - 1
+        # The bounds spell lexemes one by one; tokens just over them may still fit once
+        # tokens that span lexemes are used ("):" closing two): plan the states they lead
+        # to (a few per step, each shared by many tokens), or, where a step's state holds
+        # more than the view (fill-in-the-middle), a few tokens one by one.
+        near = m & ~fits & (tc.costs <= left - 1 + _REFINE_SLACK)
+        if type(self)._view is Constraint._view:
             groups = np.unique(tc.group[near])
-            groups = groups[groups >= 0][:_REFINE_MAX]
-            for g in groups.tolist():
+            for g in groups[groups >= 0][:_REFINE_MAX].tolist():
                 fq, fp = tc.states[g]
                 try:
                     plan = planner.plan((fq, 0, fp), self._walk, self._complete)
@@ -168,14 +191,18 @@ class Constraint:
                     continue
                 if len(plan) <= left - 1:
                     fits |= near & (tc.group == g)
-            m &= fits
+        else:
+            for t in np.flatnonzero(near)[:_REFINE_MAX].tolist():
+                fits[t] = self._plan_fits(t, left - 1)
+        m &= fits
+        if self._verify_ends and left <= _VERIFY_BELOW:
+            self._verify(st, m, tc.group, left - 1)
+        try:
             plan = self._plan()
-            if plan and len(plan) <= left:
-                m[plan[0]] = True  # the plan's first token always keeps the guarantee
-        eos = self._vocab.eos_token_id
-        if eos is not None and 0 <= eos < v:
-            m[eos] = self._b.complete(p, q, carry)
-        return m
+        except RuntimeError:
+            return
+        if plan and len(plan) <= left:
+            m[plan[0]] = True  # the plan's first token always keeps the guarantee
 
     def is_allowed(self, token_id: int) -> bool:
         """One token's verdict without building the whole mask.
@@ -205,15 +232,44 @@ class Constraint:
             return None
         return st
 
+    # Where the parser's notion of "the program may end here" is optimistic (fill-in-the-middle
+    # with indentation: the quotient does not see the indentation the suffix needs), the last
+    # tokens of a budget are kept only when a real completion after them is planned and walked.
+    _verify_ends = False
+
+    def _verify(self, st: Any, m: np.ndarray, group: np.ndarray, left: int) -> None:
+        """Keep in ``m`` only tokens after which a planned, walked completion fits ``left``:
+        one plan per group of tokens that lead to the same state (a representative is
+        walked), tokens without a group one by one, at most ``_VERIFY_MAX`` plans."""
+        keep = np.zeros_like(m)
+        budget = _VERIFY_MAX
+        for g in np.unique(group[m]).tolist():
+            members = np.flatnonzero(m & (group == g))
+            reps = members.tolist() if g < 0 else members[:1].tolist()
+            for t in reps:
+                if budget <= 0:
+                    break
+                budget -= 1
+                if self._plan_fits(t, left):
+                    if g < 0:
+                        keep[t] = True
+                    else:
+                        keep[members] = True
+        m &= keep
+
     def _fits(self, token_id: int, st: Any) -> bool:
         """Can the program still be finished within the budget after ``token_id``?"""
         left = self.remaining_tokens
         assert left is not None
-        plan = self._plan()
+        try:
+            plan = self._plan()
+        except RuntimeError:
+            plan = ()
         if plan and plan[0] == token_id and len(plan) <= left:
             return True
-        q, carry, p = st
-        if self._budget_planner().state_cost(q, carry, p) <= left - 1:
+        q, carry, p = self._view(st)
+        if not (self._verify_ends and left <= _VERIFY_BELOW) and (
+                self._budget_planner().state_cost(q, carry, p) <= left - 1):
             return True
         return self._plan_fits(token_id, left - 1, st)
 
@@ -224,7 +280,7 @@ class Constraint:
             if isinstance(st, int):
                 return False
         try:
-            plan = self._budget_planner().plan(st, self._walk, self._complete)
+            plan = self._budget_planner().plan(st, self._walk, self._complete, self._view)
         except RuntimeError:
             return False
         return len(plan) <= left
@@ -348,7 +404,7 @@ class Constraint:
         plan = self._plans[-1]
         if plan is None:
             plan = self._plans[-1] = self._budget_planner().plan(
-                self._history[-1], self._walk, self._complete
+                self._history[-1], self._walk, self._complete, self._view
             )
         return plan
 
