@@ -348,6 +348,8 @@ class BudgetPlanner:
         self._W: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(memo_size(lim.step_memo))
         self._Wz: BoundedMemo[tuple[int, int], bool] = BoundedMemo(memo_size(lim.step_memo))
         self._H: BoundedMemo[tuple[int, int], int] = BoundedMemo(memo_size(lim.step_memo))
+        self._wait: BoundedMemo[tuple[int, int], list[tuple[int, EarleySet | None]]] = (
+            BoundedMemo(memo_size(lim.step_memo)))
         self._shifted: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(
             memo_size(lim.step_memo)
         )
@@ -587,7 +589,7 @@ class BudgetPlanner:
         cut = self._cut
         best = INF
         try:
-            for t, origin in o.waiting_for(a):
+            for t, origin in self._waiting(o, a):
                 org = o if origin is None else origin
                 kn, kt, _ = self._kernel(t, k)
                 for b, v in kn.items():
@@ -602,6 +604,21 @@ class BudgetPlanner:
         if self._cut == cut or not self._guard:
             self._W.put(key, best)
         return best
+
+    def _waiting(self, o: EarleySet, a: int) -> list[tuple[int, EarleySet | None]]:
+        """The items of ``o`` waiting for nonterminal ``a``, advanced over it: (state,
+        origin), origin None = ``o`` (memoised)."""
+        key = (o.uid, a)
+        r = self._wait.get(key)
+        if r is None:
+            goto_nd = self.automaton.goto_nd
+            r = []
+            for s, origin in o.items:
+                t = goto_nd[s].get(a)
+                if t is not None:
+                    r.append((t, origin))
+            self._wait.put(key, r)
+        return r
 
     def _free_after(self, o: EarleySet, a: int, k: int = 0) -> bool:
         """Can the input end once ``a`` is completed with origin ``o``, with only free
@@ -620,7 +637,7 @@ class BudgetPlanner:
         cut = self._cut
         ok = False
         try:
-            for t, origin in o.waiting_for(a):
+            for t, origin in self._waiting(o, a):
                 org = o if origin is None else origin
                 _, _, kz = self._kernel(t, k)  # the free sets do not depend on k
                 if any(self._free_after(org, b, k) for b in kz):
