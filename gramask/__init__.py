@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     ArtifactError,
     ArtifactVersionError,
+    BudgetError,
     GramaskError,
     GrammarError,
     InvalidPrefixError,
@@ -67,6 +68,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ArtifactError",
     "ArtifactVersionError",
+    "BudgetError",
     "CompiledGrammar",
     "Compiler",
     "Constraint",

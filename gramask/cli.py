@@ -162,6 +162,14 @@ def cmd_mask(args: argparse.Namespace) -> int:
 
     report: dict[str, object] = {"allowed": len(ids), "vocab_size": len(v),
                                  "complete": c.is_complete(), "mask_ms": round(ms, 3), **why}
+    try:
+        sc = c.shortest_completion()
+        report["min_tokens_to_complete"] = len(sc.token_ids)
+        report["shortest_completion"] = sc.text
+    except (NotImplementedError, RuntimeError):
+        pass  # fill-in-the-middle and contextual grammars: not built yet
+    if args.max_tokens is not None:
+        report["max_tokens"] = args.max_tokens
     if args.logits:
         logits = load_logits(args.logits, len(v))
         ranked = rank_by_logits(ids, logits)[: args.top]
@@ -181,6 +189,10 @@ def cmd_mask(args: argparse.Namespace) -> int:
           + (f" — could become {', '.join(why['lexeme_could_be'])}" if why["lexeme_could_be"]
              else ""))
     print(f"parser expects: {', '.join(why['parser_expects'])}")
+    if "shortest_completion" in report:
+        print(f"shortest completion: {report['shortest_completion']!r} "
+              f"({report['min_tokens_to_complete']} tokens)"
+              + (f"; budget {args.max_tokens} tokens" if args.max_tokens is not None else ""))
 
     def show(i: int) -> str:
         return "<EOS>" if i == v.eos_token_id else repr(v.token_bytes(i).decode("utf-8", "replace"))

@@ -1,5 +1,6 @@
-"""``gramask demo``: compile Python × a real vocabulary and show a masked completion, then a
-fill-in-the-middle one (the code after the cursor decides when the middle may end)."""
+"""``gramask demo``: compile Python × a real vocabulary and show a masked completion, a
+fill-in-the-middle one (the code after the cursor decides when the middle may end) and one
+under a token budget (the program is closed in time)."""
 
 from __future__ import annotations
 
@@ -115,8 +116,45 @@ def cmd_demo(args: argparse.Namespace) -> int:
     else:
         print(f"--- complete program yet: {c.is_complete()} (more --steps to finish it)")
     _demo_fim(cg, vocab, args)
-    print("\nBudgets (max_tokens=...) are not built yet.")
+    _demo_budget(cg, vocab, args)
     return 0
+
+
+DEMO_BUDGET_PREFIX = "def area(shapes):\n    return sum(s.width * s.height for s in shapes"
+DEMO_BUDGET_TARGET = " if s.visible and not s.hidden) / len(shapes)\n"
+
+
+def _demo_budget(cg: CompiledGrammar, vocab: Vocabulary, args: argparse.Namespace) -> None:
+    """Token budgets: the mask closes the program in time instead of cutting it."""
+    budget = 6
+    print(f"\n== a token budget: max_tokens={budget} never ends a program half-written")
+    print(f"   a toy model wants to write {DEMO_BUDGET_TARGET!r}, longer than the budget")
+    print("--- prefix ---")
+    print(DEMO_BUDGET_PREFIX + "|")
+    c = cg.constraint(prefix=DEMO_BUDGET_PREFIX, max_tokens=budget)
+    sc = c.shortest_completion()
+    print(f"--- shortest completion: {sc.text!r} ({len(sc.token_ids)} tokens)")
+    model = _ToyModel(vocab, DEMO_BUDGET_TARGET, seed=args.seed)
+    while c.remaining_tokens:
+        m = c.allowed()
+        scores = model.scores()
+        want = int(np.argmax(scores))
+        scores[~m] = -np.inf
+        tok = int(np.argmax(scores))
+        note = "" if tok == want else f"   (model wanted {_show(vocab, want)}: over budget)"
+        print(f"{c.remaining_tokens} left: {int(m.sum()):6d} allowed → {_show(vocab, tok)}{note}")
+        c.advance(tok)
+        model.took(tok, want)
+        if c.is_finished:
+            break
+    text = DEMO_BUDGET_PREFIX + c.text
+    print(f"--- after {c.num_tokens} tokens (complete: {c.is_complete()}) ---")
+    print(text)
+    try:
+        ast.parse(text)
+        print("--- ast.parse: OK")
+    except SyntaxError as e:  # pragma: no cover - would be a bug
+        print(f"--- ast.parse: {e}")
 
 
 DEMO_FIM_PREFIX = DEMO_PREFIX.rsplit("fibonacci(", 1)[0] + "fibonacci("

@@ -98,9 +98,20 @@ class InvalidSuffixError(InvalidPrefixError):
     the byte offset in the suffix where the trouble starts."""
 
 
+class BudgetError(GramaskError, ValueError):
+    """A token budget (``max_tokens``) that cannot be met: the prefix (and suffix) need at
+    least ``minimum`` more tokens than the budget allows."""
+
+    def __init__(self, message: str, *, budget: int, minimum: int) -> None:
+        self.budget = budget
+        self.minimum = minimum
+        super().__init__(message)
+
+
 __all__ = [
     "ArtifactError",
     "ArtifactVersionError",
+    "BudgetError",
     "GramaskError",
     "GrammarError",
     "InvalidPrefixError",

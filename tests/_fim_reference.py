@@ -30,12 +30,16 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "CharCFG",
     "SmallGrammar",
     "Term",
     "balanced_01",
+    "budget_allowed",
+    "budget_complete",
+    "budget_min_tokens",
     "fim_allowed",
     "fim_complete",
     "fim_mask",
@@ -289,6 +293,94 @@ def fim_mask(cfg: CharCFG, prefix: str, middle: str, suffix: str,
              tokens: Sequence[str]) -> list[bool]:
     """The reference mask over ``tokens`` (plain grammar tokens; EOS is asked separately)."""
     return [fim_allowed(cfg, prefix, middle, t, suffix) for t in tokens]
+
+
+# --------------------------------------------------------------------------- token budgets
+
+
+class _BudgetQuery:
+    """The automaton head·(v1|...|vk)^{≤n} over characters (the intersection with the
+    vocabulary to at most n tokens of "Automata-based constraints for language model
+    decoding", Koo, Liu and He), with the same greedy-lexing check on markers as
+    :class:`_Query`. Positions: ``i`` < len(head) inside the head, then ``("b", j)`` at a token
+    boundary after j tokens, ``("t", j, ti, off)`` inside token ti."""
+
+    def __init__(self, head: str, tokens: Sequence[str], n: int,
+                 ext: dict[str, tuple[str, ...]], tail: str = "") -> None:
+        self.head, self.tokens, self.n, self.ext = head, list(tokens), n, ext
+        self.tail = tail
+        self.start: tuple[Any, frozenset[str]] = (0 if head else ("b", 0), frozenset())
+
+    def _moves(self, pos: Any, sym: str) -> list[Any]:
+        h = self.head
+        if isinstance(pos, int):
+            if h[pos] != sym:
+                return []
+            return [pos + 1 if pos + 1 < len(h) else ("b", 0)]
+        if pos[0] == "s":  # inside the tail (the suffix)
+            k = pos[1]
+            return [("s", k + 1)] if k < len(self.tail) and self.tail[k] == sym else []
+        if pos[0] == "b":
+            j = pos[1]
+            out: list[Any] = []
+            if self.tail and self.tail[0] == sym:
+                out.append(("s", 1))
+            if j >= self.n:
+                return out
+            for ti, t in enumerate(self.tokens):
+                if t and t[0] == sym:
+                    out.append(("b", j + 1) if len(t) == 1 else ("t", j, ti, 1))
+            return out
+        _, j, ti, off = pos
+        t = self.tokens[ti]
+        if t[off] != sym:
+            return []
+        return [("b", j + 1) if off + 1 == len(t) else ("t", j, ti, off + 1)]
+
+    def step(self, st: tuple[Any, frozenset[str]], sym: str) -> list[tuple[Any, frozenset[str]]]:
+        pos, pending = st
+        if sym in self.ext:
+            return [(pos, pending | frozenset(self.ext[sym]) - {""})]
+        left = set()
+        for r in pending:
+            if r[0] == sym:
+                if len(r) == 1:
+                    return []
+                left.add(r[1:])
+        nxt = frozenset(left)
+        return [(p, nxt) for p in dict.fromkeys(self._moves(pos, sym))]
+
+    def final(self, st: tuple[Any, frozenset[str]]) -> bool:
+        pos = st[0]
+        if not isinstance(pos, tuple):
+            return False
+        if self.tail:
+            return pos[0] == "s" and pos[1] == len(self.tail)
+        return bool(pos[0] == "b")
+
+
+def budget_allowed(cfg: CharCFG, head: str, token: str, tokens: Sequence[str], n: int,
+                   tail: str = "") -> bool:
+    """Token verdict under a budget: some x of at most ``n`` tokens makes head·token·x·tail
+    a member (``n`` counts the tokens after ``token``)."""
+    if n < 0:
+        return False
+    q = _BudgetQuery(head + token, tokens, n, cfg.ext, tail)
+    return _earley_nonempty(cfg, q)  # type: ignore[arg-type]
+
+
+def budget_complete(cfg: CharCFG, head: str, tail: str = "") -> bool:
+    """EOS verdict: ``head·tail`` is a member."""
+    return nonempty(cfg, head, tail, loop=False)
+
+
+def budget_min_tokens(cfg: CharCFG, head: str, tokens: Sequence[str], cap: int = 12,
+                      tail: str = "") -> int | None:
+    """The fewest tokens x with head·x·tail a member (None if more than ``cap``)."""
+    for n in range(cap + 1):
+        if _earley_nonempty(cfg, _BudgetQuery(head, tokens, n, cfg.ext, tail)):  # type: ignore[arg-type]
+            return n
+    return None
 
 
 # --------------------------------------------------------------------------- pyformlang

@@ -172,12 +172,15 @@ def test_demo_fixes_the_bracket_and_finishes(capsys):
     assert "→ <EOS>" in out
     fim = out[out.index("fill-in-the-middle"):]
     assert "(model wanted <EOS>: masked)" in fim  # "n -" cannot end before the suffix's ")"
-    assert out.count("--- ast.parse: OK") == 2 and fim.count("--- ast.parse: OK") == 1
+    fim, budget = fim.split("a token budget")
+    assert out.count("--- ast.parse: OK") == 3 and fim.count("--- ast.parse: OK") == 1
+    assert "over budget)" in budget and "(complete: True)" in budget  # closed in time
+    assert budget.count("--- ast.parse: OK") == 1
 
 
 def test_demo_cut_short_does_not_claim_a_program(capsys):
     assert main(["demo", "--vocab", "gpt2", "--steps", "2"]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.split("a token budget")[0]  # the budget demo runs whole
     assert "completed" not in out and "ast.parse" not in out
     assert "program so far (cut after 2 steps, before EOS)" in out
     assert "so far (cut after 2 steps, before EOS): prefix + middle + suffix" in out

@@ -34,6 +34,10 @@ def test_fim_example_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[
     _run_section("Fill-in-the-middle", capsys)
 
 
+def test_budget_example_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    _run_section("Token budgets", capsys)
+
+
 def test_sampling_example_prints_what_the_readme_shows(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -179,12 +179,6 @@ def test_invalid_prefix_names_position():
     assert e.value.position == 3  # the second ")"
 
 
-def test_budget_says_not_implemented():
-    cg, _ = tiny(PARENS, PARENS_TOKENS)
-    with pytest.raises(NotImplementedError, match="budget"):
-        cg.constraint("", max_tokens=3)
-
-
 # --------------------------------------------------------------------------- JSON, real vocab
 
 json_values = st.recursive(

@@ -433,7 +433,7 @@ def test_e2e_fim(cg, model):
     prefix, suffix = '{"a": [', '], "b": 1}'
     c = _constraint_or_skip(cg, prefix=prefix, suffix=suffix)
     ended = 0
-    for sampler in (AdapTrackSampler(model, c, seed=0, max_lm_calls=2000),
+    for sampler in (AdapTrackSampler(model, c, seed=0, max_lm_calls=20000),
                     ConstrainedSampler(model, c, seed=0)):
         for _ in range(4):
             ids = sampler.sample(max_new_tokens=16)
@@ -447,10 +447,12 @@ def test_e2e_fim(cg, model):
 
 
 def test_e2e_budget(cg, model):
-    """With a token budget every sample ends complete within it."""
+    """With a token budget every sample ends complete within it. (AdapTrack with a limited
+    backtracking distance: conditioned on finishing within 8 tokens, this random model's
+    samples need thousands of LM calls with unlimited backtracking.)"""
     prefix = '{"a": ['
     c = _constraint_or_skip(cg, prefix=prefix, max_tokens=8)
-    for sampler in (AdapTrackSampler(model, c, seed=0, max_lm_calls=2000),
+    for sampler in (AdapTrackSampler(model, c, seed=0, max_lm_calls=2000, max_backtrack=1),
                     ConstrainedSampler(model, c, seed=0)):
         for _ in range(3):
             ids = sampler.sample(max_new_tokens=9)  # the budget ends every sample in time

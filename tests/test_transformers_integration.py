@@ -433,3 +433,27 @@ def test_fill_in_the_middle_rows(cg, model):
     assert ended, "no row ended: the check above was vacuous"
     with pytest.raises(ValueError, match="suffix"):
         GramaskLogitsProcessor.from_compiled(cg, 2, suffix=["]"])
+
+
+def test_budget_makes_generate_return_complete_programs(cg, model):
+    """``max_tokens`` = ``max_new_tokens``: rows that reach the limit without EOS are complete
+    JSON too (without the budget the random model leaves them open)."""
+    prefixes = ["", '{"key": [', "[1, {", '"a string']
+    for n in (3, 6, 12):
+        proc = GramaskLogitsProcessor.from_compiled(cg, batch_size=4, prefix=prefixes,
+                                                    max_tokens=n)
+        prompt = torch.tensor([PROMPT] * 4)
+        torch.manual_seed(n)
+        out = model.generate(
+            prompt, attention_mask=torch.ones_like(prompt),
+            generation_config=gen_config(cg, do_sample=True, top_k=0, max_new_tokens=n),
+            logits_processor=LogitsProcessorList([favour_json(cg, eos=-5.0), proc]),
+        )
+        proc.consume(out)
+        eos = cg.vocab.eos_token_id
+        for i, row in enumerate(out):
+            ids, _ = generated(row, len(PROMPT), eos)
+            assert len(ids) <= n
+            json.loads(prefixes[i] + decode(cg.vocab, ids))
+    with pytest.raises(gramask.BudgetError):
+        GramaskLogitsProcessor.from_compiled(cg, batch_size=1, prefix="[[[[[[", max_tokens=2)

@@ -163,15 +163,24 @@ class GramaskLogitsProcessor(LogitsProcessor):
         batch_size: int,
         prefix: str | bytes | Sequence[str | bytes] = "",
         suffix: str | bytes | Sequence[str | bytes | None] | None = None,
+        max_tokens: int | None = None,
         **kwargs: Any,
     ) -> GramaskLogitsProcessor:
-        """``batch_size`` fresh constraints from ``compiled.constraint(prefix=..., suffix=...)``.
+        """``batch_size`` fresh constraints from ``compiled.constraint(prefix=..., suffix=...,
+        max_tokens=...)``.
 
         ``batch_size`` is the number of rows ``generate`` decodes: prompts times
         ``num_return_sequences`` (or ``num_beams``). ``prefix`` and ``suffix`` (the code after
         the cursor, for fill-in-the-middle) are one text for every row or a sequence with one
         per row; rows with the same pair share one setup (the others are clones).
+        ``max_tokens``: give ``generate``'s ``max_new_tokens`` (processors are not told it) and
+        every row is a complete program when ``generate`` returns, ended by EOS or not.
         ``kwargs`` go to the constructor.
+
+        Raises
+        ------
+        BudgetError
+            A row's prefix needs more than ``max_tokens`` tokens to complete.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size: expected at least 1, got {batch_size}")
@@ -189,7 +198,9 @@ class GramaskLogitsProcessor(LogitsProcessor):
         for p, sfx in zip(per_row(prefix, "prefix"), per_row(suffix, "suffix"), strict=True):
             c = made.get((p, sfx))
             if c is None:
-                c = made[(p, sfx)] = compiled.constraint(prefix=p, suffix=sfx)
+                c = made[(p, sfx)] = compiled.constraint(
+                    prefix=p, suffix=sfx, max_tokens=max_tokens
+                )
                 cs.append(c)
             else:
                 cs.append(c.clone())

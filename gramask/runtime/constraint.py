@@ -20,21 +20,40 @@ Runtime contract
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ..errors import InvalidPrefixError, TokenRejected
+from ..errors import BudgetError, InvalidPrefixError, TokenRejected
 from .lexing import walk
 from .masks import MaskBuilder
 from .parse_state import PState
 
 if TYPE_CHECKING:
     from ..vocab import Vocabulary
+    from .budget import BudgetPlanner
 
-__all__ = ["Constraint", "LexState"]
+__all__ = ["Completion", "Constraint", "LexState"]
 
 LexState = tuple[int, int, PState]  # lexer DFA state, indentation carry, parser state
+
+# Budget masks: tokens whose bound exceeds what is left by at most this much get a real plan
+# (at most this many per step; beyond, the bound decides)
+_REFINE_SLACK = 2
+_REFINE_MAX = 12
+# see Constraint._verify_ends
+_VERIFY_BELOW = 16
+_VERIFY_MAX = 64
+
+
+class Completion(NamedTuple):
+    """A way to finish the program: its text (UTF-8, lossy at a split character), its bytes
+    and the vocabulary tokens that spell it."""
+
+    text: str
+    data: bytes
+    token_ids: list[int]
 
 
 def _prefix_bytes(prefix: object) -> bytes:
@@ -63,19 +82,27 @@ class Constraint:
         prefix: str | bytes = "",
         *,
         tab_len: int = 8,
+        max_tokens: int | None = None,
+        planner: Callable[[], BudgetPlanner] | None = None,
         _history: list[Any] | None = None,
         _chunks: list[bytes] | None = None,
         _finished: bool = False,
+        _plans: list[tuple[int, ...] | None] | None = None,
     ) -> None:
         # one state per step: a LexState here; subclasses (fill-in-the-middle) keep wider ones
         self._history: list[Any]
         self._b = builder
         self._vocab = vocab
         self._tab = tab_len
+        self._max_tokens = _check_budget(max_tokens)
+        self._planner_factory = planner
+        # per step, a verified shortest completion from its state (None: not computed yet)
+        self._plans: list[tuple[int, ...] | None]
         if _history is not None:
             self._history = _history
             self._chunks = _chunks if _chunks is not None else []
             self._finished = _finished
+            self._plans = _plans if _plans is not None else [None] * len(_history)
             return
         start = self._initial_state()
         data = _prefix_bytes(prefix)
@@ -86,6 +113,16 @@ class Constraint:
         self._history = [st]
         self._chunks = []
         self._finished = False
+        self._plans = [None]
+        if self._max_tokens is not None:
+            need = len(self._plan())
+            if need > self._max_tokens:
+                raise BudgetError(
+                    f"max_tokens={self._max_tokens} cannot be met: completing the program "
+                    f"needs at least {need} tokens of this vocabulary (the shortest completion "
+                    f"gramask finds: {self.shortest_completion().text!r})",
+                    budget=self._max_tokens, minimum=need,
+                )
 
     def _initial_state(self) -> LexState:
         """Start of input. With indentation, the input starts as if after a newline, so
@@ -108,16 +145,64 @@ class Constraint:
 
     # ------------------------------------------------------------------ API
     def allowed(self) -> np.ndarray:
-        """Bool mask over the vocabulary: True where the token keeps a program reachable."""
+        """Bool mask over the vocabulary: True where the token keeps a program reachable
+        (within the budget, with ``max_tokens``); EOS iff :meth:`is_complete`."""
         v = len(self._vocab)
         if self._finished:
             return np.zeros(v, dtype=bool)
-        q, carry, p = self._history[-1]
-        m = self._b.mask(p, q, carry).copy()
+        st = self._history[-1]
+        m = self._grammar_mask(st)
+        if self._max_tokens is not None:
+            self._apply_budget(st, m)
         eos = self._vocab.eos_token_id
         if eos is not None and 0 <= eos < v:
-            m[eos] = self._b.complete(p, q, carry)
+            m[eos] = self._complete(st)
         return m
+
+    def _grammar_mask(self, st: Any) -> np.ndarray:
+        """The grammar's mask at ``st`` (a fresh copy; EOS is set by ``allowed``)."""
+        q, carry, p = self._view(st)
+        return self._b.mask(p, q, carry).copy()
+
+    def _view(self, st: Any) -> LexState:
+        """(lexer state, carry, parser state) of a step's state (subclasses keep more)."""
+        return st  # type: ignore[no-any-return]
+
+    def _apply_budget(self, st: Any, m: np.ndarray) -> None:
+        """Clear from ``m`` the tokens after which the program cannot finish in time."""
+        left = self.remaining_tokens
+        assert left is not None
+        q, carry, p = self._view(st)
+        planner = self._budget_planner()
+        tc = planner.token_costs(p, q, carry)
+        fits = tc.costs <= left - 1
+        # The bounds spell lexemes one by one; tokens just over them may still fit once
+        # tokens that span lexemes are used ("):" closing two): plan the states they lead
+        # to (a few per step, each shared by many tokens), or, where a step's state holds
+        # more than the view (fill-in-the-middle), a few tokens one by one.
+        near = m & ~fits & (tc.costs <= left - 1 + _REFINE_SLACK)
+        if type(self)._view is Constraint._view:
+            groups = np.unique(tc.group[near])
+            for g in groups[groups >= 0][:_REFINE_MAX].tolist():
+                fq, fp = tc.states[g]
+                try:
+                    plan = planner.plan((fq, 0, fp), self._walk, self._complete)
+                except RuntimeError:
+                    continue
+                if len(plan) <= left - 1:
+                    fits |= near & (tc.group == g)
+        else:
+            for t in np.flatnonzero(near)[:_REFINE_MAX].tolist():
+                fits[t] = self._plan_fits(t, left - 1)
+        m &= fits
+        if self._verify_ends and left <= _VERIFY_BELOW:
+            self._verify(st, m, tc.group, left - 1)
+        try:
+            plan = self._plan()
+        except RuntimeError:
+            return
+        if plan and len(plan) <= left:
+            m[plan[0]] = True  # the plan's first token always keeps the guarantee
 
     def is_allowed(self, token_id: int) -> bool:
         """One token's verdict without building the whole mask.
@@ -141,7 +226,64 @@ class Constraint:
         if not data:
             return None
         st = self._walk(self._history[-1], data)
-        return None if isinstance(st, int) else st
+        if isinstance(st, int):
+            return None
+        if self._max_tokens is not None and not self._fits(token_id, st):
+            return None
+        return st
+
+    # Where the parser's notion of "the program may end here" is optimistic (fill-in-the-middle
+    # with indentation: the quotient does not see the indentation the suffix needs), the last
+    # tokens of a budget are kept only when a real completion after them is planned and walked.
+    _verify_ends = False
+
+    def _verify(self, st: Any, m: np.ndarray, group: np.ndarray, left: int) -> None:
+        """Keep in ``m`` only tokens after which a planned, walked completion fits ``left``:
+        one plan per group of tokens that lead to the same state (a representative is
+        walked), tokens without a group one by one, at most ``_VERIFY_MAX`` plans."""
+        keep = np.zeros_like(m)
+        budget = _VERIFY_MAX
+        for g in np.unique(group[m]).tolist():
+            members = np.flatnonzero(m & (group == g))
+            reps = members.tolist() if g < 0 else members[:1].tolist()
+            for t in reps:
+                if budget <= 0:
+                    break
+                budget -= 1
+                if self._plan_fits(t, left):
+                    if g < 0:
+                        keep[t] = True
+                    else:
+                        keep[members] = True
+        m &= keep
+
+    def _fits(self, token_id: int, st: Any) -> bool:
+        """Can the program still be finished within the budget after ``token_id``?"""
+        left = self.remaining_tokens
+        assert left is not None
+        try:
+            plan = self._plan()
+        except RuntimeError:
+            plan = ()
+        if plan and plan[0] == token_id and len(plan) <= left:
+            return True
+        q, carry, p = self._view(st)
+        if not (self._verify_ends and left <= _VERIFY_BELOW) and (
+                self._budget_planner().state_cost(q, carry, p) <= left - 1):
+            return True
+        return self._plan_fits(token_id, left - 1, st)
+
+    def _plan_fits(self, token_id: int, left: int, st: Any = None) -> bool:
+        """Does the shortest completion gramask finds after ``token_id`` take ≤ ``left``?"""
+        if st is None:
+            st = self._walk(self._history[-1], self._vocab.token_bytes(token_id))
+            if isinstance(st, int):
+                return False
+        try:
+            plan = self._budget_planner().plan(st, self._walk, self._complete, self._view)
+        except RuntimeError:
+            return False
+        return len(plan) <= left
 
     def advance(self, token_id: int) -> None:
         """Consume one token.
@@ -162,9 +304,13 @@ class Constraint:
             self._finished = True
             self._history.append(self._history[-1])
             self._chunks.append(b"")
+            self._plans.append(())
             return
+        plan = self._plans[-1]
         self._history.append(st)
         self._chunks.append(self._vocab.token_bytes(token_id))
+        # following the plan keeps the rest of it; any other token plans afresh when asked
+        self._plans.append(plan[1:] if plan and plan[0] == token_id else None)
 
     def is_complete(self) -> bool:
         """Is prefix + generated text (+ the suffix, for fill-in-the-middle) a member of the
@@ -191,9 +337,12 @@ class Constraint:
             self._b,
             self._vocab,
             tab_len=self._tab,
+            max_tokens=self._max_tokens,
+            planner=self._planner_factory,
             _history=list(self._history),
             _chunks=list(self._chunks),
             _finished=self._finished,
+            _plans=list(self._plans),
         )
         c._prefix = self._prefix
         return c
@@ -205,7 +354,59 @@ class Constraint:
         if n:
             del self._history[-n:]
             del self._chunks[-n:]
+            del self._plans[-n:]
             self._finished = False
+
+    # ------------------------------------------------------------------ budgets
+    @property
+    def max_tokens(self) -> int | None:
+        """The token budget of this generation (None: unbounded)."""
+        return self._max_tokens
+
+    @property
+    def remaining_tokens(self) -> int | None:
+        """Tokens the budget still allows (EOS not counted); None without a budget."""
+        if self._max_tokens is None:
+            return None
+        return self._max_tokens - len(self._chunks) + (1 if self._finished else 0)
+
+    def min_tokens_to_complete(self) -> int:
+        """How many vocabulary tokens the shortest completion gramask finds needs (0 when
+        the program is complete). An upper bound on the true minimum: lexemes are spelled
+        one after another (docs/semantics.md, "Token budgets")."""
+        if self._finished:
+            return 0
+        return len(self._plan())
+
+    def shortest_completion(self) -> Completion:
+        """A completion of ``min_tokens_to_complete()`` tokens: following it (then EOS)
+        ends a program.
+
+        Raises
+        ------
+        RuntimeError
+            The vocabulary cannot spell any completion gramask can construct.
+        """
+        ids = [] if self._finished else list(self._plan())
+        data = b"".join(self._vocab.token_bytes(i) for i in ids)
+        return Completion(data.decode("utf-8", errors="replace"), data, ids)
+
+    def _budget_planner(self) -> BudgetPlanner:
+        if self._planner_factory is None:
+            raise NotImplementedError(
+                "token budgets and shortest completions are built for prefix constraints "
+                "of grammars in the basic lexer mode so far"
+            )
+        return self._planner_factory()
+
+    def _plan(self) -> tuple[int, ...]:
+        """The current step's verified shortest completion (computed once per step)."""
+        plan = self._plans[-1]
+        if plan is None:
+            plan = self._plans[-1] = self._budget_planner().plan(
+                self._history[-1], self._walk, self._complete, self._view
+            )
+        return plan
 
     def explain(self) -> dict[str, Any]:
         """Why the mask is what it is: the lexeme in progress and what the parser expects."""
@@ -266,6 +467,16 @@ class Constraint:
         if v.is_special(token_id):
             return "special"
         return repr(v.token_bytes(token_id))
+
+
+def _check_budget(max_tokens: object) -> int | None:
+    if max_tokens is None:
+        return None
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
+        raise TypeError(f"max_tokens must be an int or None, got {max_tokens!r}")
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+    return int(max_tokens)
 
 
 def _token_int(token_id: object) -> int:

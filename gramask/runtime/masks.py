@@ -105,6 +105,8 @@ class MaskBuilder:
         self.continuation_t = continuation_terminal
         # set for grammars in the contextual lexer mode: it then answers walks and masks
         self.contextual: ContextualLexer | None = None
+        # token budgets' planner (gramask.runtime.budget), built on the first budget
+        self.planner: Any = None
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: BoundedMemo[int, _Row] = BoundedMemo(memo_size(limits.row_cache))
         # (V,) bool each: bounded like rows

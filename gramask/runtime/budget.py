@@ -1,0 +1,1131 @@
+"""Token budgets: how many vocabulary tokens a runtime state still needs to become a program.
+
+"Constraining LLM output to N tokens" is an intersection of the grammar with
+(vocabulary)^{≤N} (Koo, Liu and He, "Automata-based constraints for language model decoding",
+and the intersection view of Nederhof and Satta). Done exactly per step that is a search over
+token sequences; here it is an *upper bound* ``U(state)`` assembled from tables, cheap per step,
+and realised by a concrete completion (:meth:`BudgetPlanner.completion`), so a generation that
+only takes tokens with ``U(after) ≤ remaining − 1`` can always still finish in time:
+
+* **the lexeme in progress**: the shortest byte string that ends it as terminal ``T`` (a
+  breadth-first search on the lexer DFA per terminal), counted in vocabulary tokens (fewest
+  tokens that spell that string);
+* **the terminals after it**: each spelled by its shortest lexeme, counted in tokens; where the
+  greedy lexer would merge it with the lexeme before (a name after a name), a separating
+  ignored lexeme (a space) is spelled with it (often for free: ``" pass"`` is one token);
+* **the grammar**: fewest such costs over terminal strings that complete the Earley set — per
+  LR(0) state the cheapest way to finish each rule it is inside (``K``), continued through the
+  origin sets' waiting items (``W``), memoised on the hash-consed sets; a trailing newline and
+  dedents cost nothing (the end of input supplies them, as ``ParserContext.finish`` does).
+
+Where a bound is used instead of an exact count (lexemes spelled one by one, a token's final
+lexer state known only up to its class, newline widths bounded over the levels in use), it is
+an over-estimate: it can forbid a token the exact answer allows (measured in the README), never
+the other way. Tokens that span two lexemes (``")\\n"``) make real completions shorter than the
+bound; :meth:`completion` tokenises the whole text at once and may come out below it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from .lexing import indent_widths
+from .limits import memo_size
+from .memo import MISSING, BoundedMemo
+
+if TYPE_CHECKING:
+    from ..vocab import Vocabulary
+    from .earley import EarleySet
+    from .masks import MaskBuilder
+    from .parse_state import PState
+
+__all__ = ["INF", "BudgetPlanner", "TokenCosts"]
+
+INF = 1 << 30  # "cannot complete" (kept far from int32 overflow when added to)
+_MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
+_ACCEPT = -1  # pseudo-symbol: the augmented start rule completed
+# bytes tried first when a witness string is built: readable ones
+_BYTE_ORDER = (
+    list(b"abcdefghijklmnopqrstuvwxyz0123456789_ ") + list(range(33, 127)) + list(range(256))
+)
+
+
+class TokenCosts(NamedTuple):
+    """What :meth:`BudgetPlanner.token_costs` knows per token: ``costs`` (bound on the
+    tokens after it), ``group`` (index into ``states``, -1 where unknown) and ``states``
+    (lexer state, parser state) the token leads to (with no indentation carry)."""
+
+    costs: np.ndarray
+    group: np.ndarray
+    states: list[tuple[int, Any]]
+
+
+class _Tokenizer:
+    """Fewest vocabulary tokens that spell a given byte string (dynamic programming)."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        self.ids: dict[bytes, int] = {}
+        for i, t in enumerate(vocab.tokens):
+            if t and not vocab.is_special(i) and t not in self.ids:
+                self.ids[t] = i
+        self.max_len = max((len(t) for t in self.ids), default=1)
+        self._memo: dict[bytes, tuple[int, ...] | None] = {}
+
+    def tokenize(self, data: bytes) -> tuple[int, ...] | None:
+        """The fewest token ids whose bytes concatenate to ``data`` (None if impossible)."""
+        r = self._memo.get(data, MISSING)
+        if r is not MISSING:
+            return r
+        n = len(data)
+        best = [INF] * (n + 1)
+        back = [0] * (n + 1)
+        best[0] = 0
+        ids, ml = self.ids, self.max_len
+        for i in range(n):
+            if best[i] >= INF:
+                continue
+            c = best[i] + 1
+            for j in range(i + 1, min(n, i + ml) + 1):
+                if c < best[j] and data[i:j] in ids:
+                    best[j] = c
+                    back[j] = i
+        out: tuple[int, ...] | None = None
+        if best[n] < INF:
+            seq = []
+            j = n
+            while j:
+                i = back[j]
+                seq.append(ids[data[i:j]])
+                j = i
+            out = tuple(reversed(seq))
+        if len(self._memo) < 1 << 16:
+            self._memo[data] = out
+        return out
+
+    def count(self, data: bytes) -> int:
+        r = self.tokenize(data)
+        return INF if r is None else len(r)
+
+
+class _LexemeCosts:
+    """Lexer-side costs: finishing the lexeme in progress as each terminal, spelling a whole
+    lexeme of each terminal, and what must separate two lexemes (greedy longest match).
+
+    A lexeme can only end where the next lexeme's first byte kills it: inside a comment that
+    is part of Python's newline lexeme nothing but a newline does. So each terminal's
+    lexemes are finished at its *clean* end states — those after which every other terminal
+    can be spelled, directly or after a separator — and costs are distances to them."""
+
+    def __init__(self, mb: MaskBuilder, tok: _Tokenizer,
+                 preds: list[set[int]] | None = None) -> None:
+        dfa = mb.dfa
+        self.tok = tok
+        self.trans = np.asarray(dfa.trans, dtype=np.int64)
+        self.accept = np.asarray(dfa.accept)
+        self.num_states = S = dfa.num_states
+        self.num_terminals = T = dfa.num_terminals
+        self.ignored = np.asarray(dfa.ignored, dtype=bool)
+        self.nl_t = mb.nl_t
+        self.continuation_t = mb.continuation_t
+        self._dist: dict[int, np.ndarray] = {}
+        self._fin_str: dict[tuple[int, int], bytes] = {}
+        # first pass: ends = every accepting state; then the clean ones (see class docstring)
+        self.ends = [np.flatnonzero(self.accept == t) for t in range(T)]
+        self.spell = self._spellings()
+        self.separator = self._separator()
+        for _ in range(2):
+            self.ends = [self._clean_ends(a) for a in range(T)]
+            self._dist.clear()
+            self._fin_str.clear()
+            self.spell = self._spellings()
+        # a newline lexeme can take another line (Python's blank lines belong to it)
+        nl_ends = self.ends[self.nl_t] if self.nl_t >= 0 else np.zeros(0, np.int64)
+        nxt = self.trans[nl_ends, 10] if nl_ends.size else np.zeros(0, np.int64)
+        self.nl_renews = bool(nl_ends.size) and bool(
+            (nxt >= 0).all() and (self.accept[np.maximum(nxt, 0)] == self.nl_t).all()
+        )
+        # fin[q, t]: tokens that end the lexeme in progress at q as t (0: it can end now)
+        self.fin = np.full((S, T), INF, dtype=np.int64)
+        for t in range(T):
+            d = self._distances(t)
+            for q in np.flatnonzero(d < INF).tolist():
+                if q:  # state 0: no lexeme in progress
+                    self.fin[q, t] = tok.count(self.witness(q, t))
+        # per state, the finite entries of fin, cheapest first
+        self.fin_list: list[list[tuple[int, int]]] = [
+            sorted(((t, int(self.fin[q, t])) for t in np.flatnonzero(self.fin[q] < INF).tolist()),
+                   key=lambda e: e[1])
+            for q in range(S)
+        ]
+        # cost[b]: tokens that spell a lexeme of b after the clean end of any lexeme that can
+        # come before it (separated if needed)
+        self.cost = np.full(T, INF, dtype=np.int64)
+        for b in range(T):
+            w = self.spell[b]
+            if w is None or self.ignored[b]:
+                continue
+            worst = tok.count(w)
+            for a in (range(T) if preds is None else preds[b]):
+                for q in self.ends[a].tolist():
+                    g = self.glue(q, b)
+                    if g is not None:
+                        worst = max(worst, tok.count(g))
+            self.cost[b] = worst
+
+    def _spellings(self) -> list[bytes | None]:
+        return [
+            self.witness(0, t) if self._distances(t)[0] < INF else None
+            for t in range(self.num_terminals)
+        ]
+
+    def _clean_ends(self, a: int) -> np.ndarray:
+        """The accepting states of ``a`` after which every other spelled terminal can
+        start (none for a comment: only a newline or the end of input ends it)."""
+        states = np.flatnonzero(self.accept == a)
+        keep = []
+        for q in states.tolist():
+            if all(self._glue_ok(q, b) for b in range(self.num_terminals)
+                   if b != a and not self.ignored[b] and self.spell[b]):
+                keep.append(q)
+        return np.array(keep, dtype=np.int64)
+
+    def _glue_ok(self, q: int, b: int) -> bool:
+        return self.glue(q, b) is not None
+
+    def glue(self, q: int, b: int) -> bytes | None:
+        """The bytes of a lexeme of ``b`` right after a lexeme that ended in state ``q``
+        (``q`` = 0: none before): its spelling, or the separator and its spelling."""
+        w = self.spell[b]
+        if not w:
+            return None
+        if q == 0 or self.trans[q, w[0]] < 0:
+            return w
+        sep = self.separator
+        if sep is not None and self.trans[q, sep[0]] < 0:
+            s = 0
+            for x in sep:
+                s = int(self.trans[s, x])
+            if self.trans[s, w[0]] < 0:
+                return sep + w
+        return None
+
+    def _distances(self, t: int) -> np.ndarray:
+        """Bytes from each lexer state to a clean end of ``t`` (BFS backwards)."""
+        d = self._dist.get(t)
+        if d is not None:
+            return d
+        frontier = np.zeros(self.num_states, dtype=bool)
+        frontier[self.ends[t]] = True
+        d = self.distances_to(frontier)
+        self._dist[t] = d
+        return d
+
+    def distances_to(self, targets: np.ndarray) -> np.ndarray:
+        """Bytes from each lexer state to one of ``targets`` (bool per state), staying in
+        one lexeme (BFS backwards over the DFA)."""
+        S = self.num_states
+        d = np.full(S, INF, dtype=np.int64)
+        frontier = targets.copy()
+        d[frontier] = 0
+        trans = self.trans
+        valid = trans >= 0
+        idx = np.where(valid, trans, 0)
+        level = 0
+        while frontier.any():
+            level += 1
+            reach = (frontier[idx] & valid).any(axis=1) & (d == INF)
+            d[reach] = level
+            frontier = reach
+        return d
+
+    def boundary_targets(self, head: bytes, a: int, after: int | None) -> np.ndarray:
+        """Lexer states from which ``head`` (the suffix's first bytes) ends the lexeme as
+        ``a``, killed by the byte ``after`` (None: the input ends)."""
+        st = np.arange(self.num_states, dtype=np.int64)
+        for x in head:
+            st = np.where(st >= 0, self.trans[np.maximum(st, 0), x], -1)
+        ok = st >= 0
+        ok &= self.accept[np.maximum(st, 0)] == a
+        if after is not None:
+            ok &= self.trans[np.maximum(st, 0), after] < 0
+        return ok
+
+    def path(self, q: int, d: np.ndarray) -> bytes:
+        """The shortest bytes from ``q`` down distances ``d`` to 0 (readable bytes first)."""
+        out = bytearray()
+        trans = self.trans
+        while d[q] > 0:
+            row = trans[q]
+            for b in _BYTE_ORDER:
+                nq = row[b]
+                if nq >= 0 and d[nq] == d[q] - 1:
+                    out.append(b)
+                    q = int(nq)
+                    break
+        return bytes(out)
+
+    def witness(self, q: int, t: int) -> bytes:
+        """The shortest bytes from ``q`` to a clean end of ``t`` (readable bytes first)."""
+        key = (q, t)
+        w = self._fin_str.get(key)
+        if w is not None:
+            return w
+        w = self.path(q, self._distances(t))
+        self._fin_str[key] = w
+        return w
+
+    def end_state(self, q: int, data: bytes) -> int:
+        """The lexer state after ``data`` from ``q`` within one lexeme."""
+        for x in data:
+            q = int(self.trans[q, x])
+        return q
+
+    def _separator(self) -> bytes | None:
+        """The cheapest lexeme of an ignored terminal that is not a newline (a space)."""
+        for cand in (b" ", b"\t"):
+            q = int(self.trans[0, cand[0]])
+            if q >= 0 and self.accept[q] >= 0 and self.ignored[self.accept[q]] and (
+                self.accept[q] not in (self.nl_t, self.continuation_t)
+            ):
+                return cand
+        for t in range(self.num_terminals):
+            w = self.spell[t]
+            if self.ignored[t] and t not in (self.nl_t, self.continuation_t) and w and (
+                b"\n" not in w
+            ):
+                return w
+        return None
+
+
+class BudgetPlanner:
+    """Per compiled grammar (basic lexer mode): upper bounds on the tokens to complete, the
+    per-token cost vectors masks are filtered with, and concrete shortest completions."""
+
+    def __init__(
+        self, mb: MaskBuilder, vocab: Vocabulary, rules: list[tuple[int, tuple[int, ...]]],
+        tab_len: int, *, parent: BudgetPlanner | None = None,
+        markers: dict[int, int] | None = None,
+    ) -> None:
+        """``rules``: the grammar's rules as symbol ids of ``mb``'s automaton. A planner for
+        a quotient grammar (fill-in-the-middle) shares its ``parent``'s lexer-side tables
+        (same lexer, same vocabulary); ``markers`` gives its marker terminals' costs, and the
+        end of the middle is not the end of input (no free trailing newline)."""
+        self.mb = mb
+        self.ctx = mb.ctx
+        self.vocab = vocab
+        self.tab = tab_len
+        a = self.ctx.automaton
+        self.automaton = a
+        self.nt = a.num_terminals  # parser terminals
+        self.nl_t = mb.nl_t
+        self.indent_t = self.ctx.indent_t
+        self.dedent_t = self.ctx.dedent_t
+        self.has_indent = self.ctx.nl_t >= 0
+        self.rules = rules
+        self.markers = dict(markers or {})
+        # fill-in-the-middle: markers that stand for the middle's last lexeme continued by the
+        # suffix → distances (bytes, per lexer state) to where the suffix's head ends it
+        self.boundary: dict[int, np.ndarray] = {}
+        # fill-in-the-middle: "the input may end here" exactly as far as the view knows
+        # (the quotient's own finish ignores how the suffix glues on)
+        self.end_check: Callable[[int, int, PState], bool] | None = None
+        self.nsym = max([len(a.symbols), *(1 + max((lhs, *rhs)) for lhs, rhs in rules)])
+        if parent is None:
+            self.tok = _Tokenizer(vocab)
+            self.lex = _LexemeCosts(mb, self.tok, self._predecessors(mb))
+        else:
+            self.tok, self.lex = parent.tok, parent.lex
+        free = set()
+        if self.has_indent and parent is None:
+            free = {self.ctx.nl_t} | ({self.dedent_t} if self.dedent_t >= 0 else set())
+        self.free = self._fixpoint_free(free, self.nsym)
+        self._sym_costs: dict[int, list[int]] = {}
+        self._K: dict[int, dict[int, tuple[dict[int, int], dict[int, int], frozenset[int]]]] = {}
+        lim = mb.limits
+        self._W: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(memo_size(lim.step_memo))
+        self._Wz: BoundedMemo[tuple[int, int], bool] = BoundedMemo(memo_size(lim.step_memo))
+        self._H: BoundedMemo[tuple[int, int], int] = BoundedMemo(memo_size(lim.step_memo))
+        self._wait: BoundedMemo[tuple[int, int], list[tuple[int, EarleySet | None]]] = (
+            BoundedMemo(memo_size(lim.step_memo)))
+        self._shifted: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(
+            memo_size(lim.step_memo)
+        )
+        self._nlb: BoundedMemo[int, int] = BoundedMemo(memo_size(lim.parser_states))
+        self._cls: BoundedMemo[int, dict[int, int]] = BoundedMemo(memo_size(lim.parser_states))
+        self._vec: BoundedMemo[tuple[int, int, int], TokenCosts] = BoundedMemo(
+            memo_size(lim.mask_cache)
+        )
+        self._nl_cost: dict[int, int] = {}
+        self._plans: BoundedMemo[tuple[int, int, int], tuple[int, ...]] = BoundedMemo(
+            memo_size(lim.mask_cache)
+        )
+        self._k_by_top: dict[int, int] = {}
+        self.vocab_size = mb.vocab_size
+        self._tok_bytes: np.ndarray | None = None  # (V, longest) token bytes, zero-padded
+        self._tok_lens: np.ndarray | None = None
+        self._finals: BoundedMemo[int, np.ndarray] = (
+            BoundedMemo(memo_size(lim.row_cache)) if parent is None else parent._finals)
+        if parent is not None:
+            parent._token_matrix()
+            self._tok_bytes, self._tok_lens = parent._tok_bytes, parent._tok_lens
+        nl = mb.nl_live
+        self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
+        self._guard: set[tuple[int, int]] = set()
+        self._cut = 0  # cycle cuts so far (values computed under a cut are not memoised)
+
+    # ------------------------------------------------------------------ symbol costs
+    def _predecessors(self, mb: MaskBuilder) -> list[set[int]]:
+        """Per lexer terminal b, the lexer terminals whose lexeme can come right before one
+        of b: the grammar's FOLLOW relation, seen through the indentation terminals (they
+        ride on the newline lexeme), plus every ignored terminal."""
+        n = self.nsym
+        nt = self.nt
+        T = mb.dfa.num_terminals
+        nullable: set[int] = set()
+        first: list[set[int]] = [{x} if x < nt else set() for x in range(n)]
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in self.rules:
+                if lhs not in nullable and all(x in nullable for x in rhs):
+                    nullable.add(lhs)
+                    changed = True
+                for x in rhs:
+                    if not first[x] <= first[lhs]:
+                        first[lhs] |= first[x]
+                        changed = True
+                    if x not in nullable:
+                        break
+        follow: list[set[int]] = [set() for _ in range(n)]
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in self.rules:
+                trail = set(follow[lhs])
+                for x in reversed(rhs):
+                    if not trail <= follow[x]:
+                        follow[x] |= trail
+                        changed = True
+                    trail = (first[x] | trail) if x in nullable else set(first[x])
+        layout = {x for x in (self.indent_t, self.dedent_t) if x >= 0}
+        preds: list[set[int]] = [set() for _ in range(T)]
+        ignored = [t for t in range(T) if mb.dfa.ignored[t]]
+        for a in range(nt):
+            src = self.ctx.nl_t if a in layout else a
+            if not 0 <= src < T:
+                continue
+            for b in follow[a]:
+                if b < T:
+                    preds[b].add(src)
+        for b in range(T):
+            preds[b].update(ignored)
+        return preds
+
+    def _fixpoint_free(self, free: set[int], nsym: int) -> frozenset[int]:
+        out = set(free)
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in self.rules:
+                if lhs not in out and all(x in out for x in rhs):
+                    out.add(lhs)
+                    changed = True
+        return frozenset(out)
+
+    def nl_cost(self, width: int) -> int:
+        """Tokens that spell a newline followed by ``width`` spaces."""
+        c = self._nl_cost.get(width)
+        if c is None:
+            c = self._nl_cost[width] = self.tok.count(b"\n" + b" " * width)
+        return c
+
+    def k_newline(self, p: PState) -> int:
+        """The cost charged per newline lexeme from ``p``: the dearest of the widths a
+        completion from here can use (the open levels and up to eight more)."""
+        top = p.indent[-1] if self.has_indent else 0
+        cap = max(top + 8, 64)
+        k = self._k_by_top.get(cap)
+        if k is None:
+            k = self._k_by_top[cap] = max(self.nl_cost(w) for w in range(cap + 1))
+        return k
+
+    def symbol_costs(self, k: int) -> list[int]:
+        """Per automaton symbol, the fewest tokens of a complete derivation (newline lexeme
+        cost ``k``; indentation tokens ride on it)."""
+        c = self._sym_costs.get(k)
+        if c is not None:
+            return c
+        n = self.nsym
+        cost = [INF] * n
+        lexc = self.lex.cost
+        for t in range(min(self.nt, len(lexc))):
+            cost[t] = int(lexc[t])
+        for m, mc in self.markers.items():
+            cost[m] = mc
+        if self.has_indent:
+            cost[self.ctx.nl_t] = k
+            if self.indent_t >= 0:
+                cost[self.indent_t] = 0
+            if self.dedent_t >= 0:
+                cost[self.dedent_t] = 0
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in self.rules:
+                s = 0
+                for x in rhs:
+                    s += cost[x]
+                    if s >= INF:
+                        break
+                if s < cost[lhs]:
+                    cost[lhs] = s
+                    changed = True
+        self._sym_costs[k] = cost
+        return cost
+
+    def tail_costs(self, k: int) -> list[int]:
+        """Like :meth:`symbol_costs`, for a derivation at the very end of the input: its
+        trailing free symbols (newline, dedents) cost nothing."""
+        key = -1 - k
+        c = self._sym_costs.get(key)
+        if c is not None:
+            return c
+        full = self.symbol_costs(k)
+        n = len(full)
+        cost = [0 if x in self.free else full[x] for x in range(n)]
+        for x in range(self.nt, n):
+            cost[x] = 0 if x in self.free else INF
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in self.rules:
+                best = cost[lhs]
+                pre = 0  # full cost of rhs[:i]
+                for i, x in enumerate(rhs):
+                    if pre >= INF:
+                        break
+                    if all(y in self.free for y in rhs[i + 1:]):
+                        best = min(best, pre + cost[x])
+                    pre += full[x]
+                if not rhs:
+                    best = 0
+                if best < cost[lhs]:
+                    cost[lhs] = best
+                    changed = True
+        self._sym_costs[key] = cost
+        return cost
+
+    def _kernel(self, s: int, k: int) -> tuple[dict[int, int], dict[int, int], frozenset[int]]:
+        """For automaton state ``s``: (Kn, Kt, Kz) — per completed left-hand side (or
+        _ACCEPT), the fewest tokens to finish it from ``s`` without / with a free tail, and
+        the ones finished by free symbols alone."""
+        memo = self._K.setdefault(k, {})
+        r = memo.get(s)
+        if r is not None:
+            return r
+        a = self.automaton
+        cost = self.symbol_costs(k)
+        tail = self.tail_costs(k)
+        # iterative post-order over the (acyclic) goto graph
+        stack = [(s, False)]
+        while stack:
+            st, ready = stack.pop()
+            if st in memo:
+                continue
+            succ = [*a.goto_t[st].items(), *a.goto_n[st]]
+            if not ready:
+                stack.append((st, True))
+                for _, t in succ:
+                    if t not in memo:
+                        stack.append((t, False))
+                continue
+            kn: dict[int, int] = {x: 0 for x in a.completed[st]}
+            if a.accepting[st]:
+                kn[_ACCEPT] = 0
+            kz = set(kn)
+            kt = dict(kn)
+            for x, t in succ:
+                tn, tt, tz = memo[t]
+                c = cost[x]
+                if c < INF:
+                    for b, v in tn.items():
+                        if c + v < kn.get(b, INF):
+                            kn[b] = c + v
+                    for b, v in tt.items():
+                        if c + v < kt.get(b, INF):
+                            kt[b] = c + v
+                if x in self.free:
+                    for b in tz:
+                        kz.add(b)
+                        kt[b] = 0
+                ct = tail[x]
+                if ct < INF:  # the free tail starts inside x's derivation
+                    for b in tz:
+                        if ct < kt.get(b, INF):
+                            kt[b] = ct
+            memo[st] = (kn, kt, frozenset(kz))
+        return memo[s]
+
+    # ------------------------------------------------------------------ Earley sets
+    def _finish_after(self, o: EarleySet, a: int, k: int, tail: bool) -> int:
+        """Fewest tokens to finish the input once ``a`` is completed with origin ``o``
+        (``tail``: only free symbols may follow — the answer is then 0 or INF)."""
+        if a == _ACCEPT:
+            return 0
+        if tail:
+            return 0 if self._free_after(o, a) else INF
+        key = (o.uid, a, k)
+        r = self._W.get(key)
+        if r is not None:
+            return r
+        g = (o.uid, a)
+        if g in self._guard:
+            self._cut += 1
+            return INF  # a cycle through the same set never makes a path cheaper
+        self._guard.add(g)
+        cut = self._cut
+        best = INF
+        try:
+            for t, origin in self._waiting(o, a):
+                org = o if origin is None else origin
+                kn, kt, _ = self._kernel(t, k)
+                for b, v in kn.items():
+                    if v < best:
+                        best = min(best, v + self._finish_after(org, b, k, False))
+                for b, v in kt.items():
+                    if v < best and self._free_after(org, b, k):
+                        best = v
+        finally:
+            self._guard.discard(g)
+        # a value computed with a cycle cut is exact only for the query that cut it
+        if self._cut == cut or not self._guard:
+            self._W.put(key, best)
+        return best
+
+    def _waiting(self, o: EarleySet, a: int) -> list[tuple[int, EarleySet | None]]:
+        """The items of ``o`` waiting for nonterminal ``a``, advanced over it: (state,
+        origin), origin None = ``o`` (memoised)."""
+        key = (o.uid, a)
+        r = self._wait.get(key)
+        if r is None:
+            goto_nd = self.automaton.goto_nd
+            r = []
+            for s, origin in o.items:
+                t = goto_nd[s].get(a)
+                if t is not None:
+                    r.append((t, origin))
+            self._wait.put(key, r)
+        return r
+
+    def _free_after(self, o: EarleySet, a: int, k: int = 0) -> bool:
+        """Can the input end once ``a`` is completed with origin ``o``, with only free
+        symbols (the end of input's newline and dedents) after it?"""
+        if a == _ACCEPT:
+            return True
+        key = (o.uid, a)
+        r = self._Wz.get(key)
+        if r is not None:
+            return r
+        g = (o.uid, ~a)
+        if g in self._guard:
+            self._cut += 1
+            return False
+        self._guard.add(g)
+        cut = self._cut
+        ok = False
+        try:
+            for t, origin in self._waiting(o, a):
+                org = o if origin is None else origin
+                _, _, kz = self._kernel(t, k)  # the free sets do not depend on k
+                if any(self._free_after(org, b, k) for b in kz):
+                    ok = True
+                    break
+        finally:
+            self._guard.discard(g)
+        if ok or self._cut == cut or not self._guard:
+            self._Wz.put(key, ok)
+        return ok
+
+    def _items_cost(self, es: EarleySet, items: Any, k: int) -> int:
+        best = INF
+        for s, o in items:
+            org = es if o is None else o
+            kn, kt, _ = self._kernel(s, k)
+            for b, v in kn.items():
+                if v < best:
+                    best = min(best, v + self._finish_after(org, b, k, False))
+            for b, v in kt.items():
+                if v < best and self._free_after(org, b, k):
+                    best = v
+        return best
+
+    def earley_cost(self, es: EarleySet, k: int) -> int:
+        """Fewest tokens of terminals that complete the input from set ``es``."""
+        key = (es.uid, k)
+        r = self._H.get(key)
+        if r is not None:
+            return r
+        # kernel items only: predictions (origin None, some item's partner state) finish
+        # through the items that predicted them
+        nk = self.automaton.nonkernel
+        partners = {nk[s] for s, _ in es.items}
+        items = [(s, o) for s, o in es.items if not (o is None and s in partners)]
+        r = self._items_cost(es, items, k)
+        self._H.put(key, r)
+        return r
+
+    def shifted_cost(self, es: EarleySet, terminal: int, k: int) -> int:
+        """``earley_cost`` of the set after shifting ``terminal``, without building it."""
+        key = (es.uid, terminal, k)
+        r = self._shifted.get(key)
+        if r is not None:
+            return r
+        goto_t = self.automaton.goto_t
+        items = []
+        for s, o in es.items:
+            t = goto_t[s].get(terminal)
+            if t is not None:
+                items.append((t, es if o is None else o))
+        r = self._items_cost(es, items, k) if items else INF
+        self._shifted.put(key, r)
+        return r
+
+    # ------------------------------------------------------------------ parser states
+    def parser_cost(self, p: PState) -> int:
+        """Fewest tokens that complete the input from ``p`` at a lexeme boundary."""
+        if self.ctx.finish(p):
+            return 0
+        k = self.k_newline(p)
+        if not (self.has_indent and p.bol and p.depth == 0):
+            return self.earley_cost(p.es, k)
+        # Right after a newline lexeme the indentation it made is final: an INDENT or DEDENT
+        # the parser still expects cannot come before another statement, and another newline
+        # would have been part of that lexeme. So the next lexeme is a plain terminal.
+        r = self._H.get((p.uid, -1 - k))
+        if r is None:
+            r = INF
+            exp, lexc = p.es.expected, self.lex.cost
+            for t in range(self.lex.num_terminals):
+                if (exp >> t) & 1 and t != self.nl_t and lexc[t] < INF:
+                    r = min(r, int(lexc[t]) + self.shifted_cost(p.es, t, k))
+            self._H.put((p.uid, -1 - k), r)
+        return r
+
+    def after_terminal(self, p: PState, t: int) -> int:
+        """Tokens needed once a lexeme of lexer terminal ``t`` ends at ``p`` (INF where the
+        parser cannot take it); the newline terminal bounded over every indentation width."""
+        if t == self.nl_t:
+            r = self._nlb.get(p.uid)
+            if r is None:
+                r = self._newline_bound(p)
+                self._nlb.put(p.uid, r)
+            return r
+        if self.lex.ignored[t]:
+            here = self.parser_cost(p)
+            return here if (t != self.lex.continuation_t or here > 0) else self.nl_cost(0)
+        if (p.es.expected >> t) & 1:
+            return self.shifted_cost(p.es, t, self.k_newline(p))
+        return INF
+
+    def newline_cost(self, p: PState, carry: int) -> int:
+        """Tokens to complete once a newline lexeme whose last line is ``carry`` wide so far
+        ends: spaces may still be added to reach an open level (or one deeper), or a fresh
+        line started."""
+        if p.depth > 0:
+            return self.parser_cost(p)
+        return min(self._newline_options(p, carry), default=(INF, b""))[0]
+
+    def _newline_options(self, p: PState, carry: int) -> list[tuple[int, bytes]]:
+        """(tokens to complete, bytes that extend the newline lexeme) per way to end it."""
+        ctx = self.ctx
+        out = []
+        levels = sorted({*p.indent, p.indent[-1] + 1})
+        for w in sorted({*levels, carry}):
+            if w < carry:
+                continue
+            q = ctx.newline(p, w)
+            if q is None:
+                continue
+            pad = b" " * (w - carry)
+            extra = self.tok.count(pad) if pad else 0
+            out.append((extra + self.parser_cost(q), pad))
+        if self.lex.nl_renews:
+            for w in levels:
+                q = ctx.newline(p, w)
+                if q is not None:
+                    data = b"\n" + b" " * w
+                    out.append((self.tok.count(data) + self.parser_cost(q), data))
+        return out
+
+    def _newline_bound(self, p: PState) -> int:
+        """``newline_cost`` for the worst width a token can leave the lexeme at."""
+        if p.depth > 0 or not self.has_indent:
+            return self.parser_cost(p)
+        return max(self.newline_cost(p, w) for w in range(p.indent[-1] + 3))
+
+    # ------------------------------------------------------------------ lexer states
+    def final_states(self, q: int, tokens: np.ndarray) -> np.ndarray:
+        """The lexer state each of ``tokens`` leaves the lexer in from ``q`` (greedy: a byte
+        that kills the lexeme starts the next one), vectorised over the tokens. Memoised per
+        row (the tables keep only a token's lexeme class; budgets need the state)."""
+        r = self._finals.get(q)
+        if r is not None:
+            return r
+        self._token_matrix()
+        mat, lens_ = self._tok_bytes, self._tok_lens
+        assert mat is not None and lens_ is not None
+        lens = lens_
+        order = tokens[np.argsort(-lens[tokens], kind="stable")]  # longest first
+        return self._walk_tokens(q, order, mat, lens)
+
+    def _token_matrix(self) -> None:
+        """The vocabulary as a zero-padded (V, longest) byte matrix (built once)."""
+        if self._tok_bytes is None:
+            toks = self.vocab.tokens
+            lens = np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
+            width = int(lens.max(initial=1))
+            mat = np.zeros((len(toks), width), dtype=np.uint8)
+            flat = np.frombuffer(b"".join(toks), dtype=np.uint8)
+            rows = np.repeat(np.arange(len(toks)), lens)
+            cols = np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)
+            mat[rows, cols] = flat
+            self._tok_bytes, self._tok_lens = mat, lens
+
+    def _walk_tokens(self, q: int, order: np.ndarray, mat: np.ndarray, lens: np.ndarray,
+                     ) -> np.ndarray:
+        olens = lens[order]
+        state = np.full(order.size, q, dtype=np.int64)
+        trans = self.lex.trans
+        for j in range(int(olens[0]) if order.size else 0):
+            n = int(np.searchsorted(-olens, -j, side="left"))  # tokens longer than j
+            n = int((olens > j).sum()) if n == 0 else n
+            live = state[:n]
+            byte = mat[order[:n], j]
+            nxt = trans[np.maximum(live, 0), byte]
+            dead = nxt < 0
+            if dead.any():
+                nxt[dead] = trans[0, byte[dead]]
+            state[:n] = np.where(live < 0, -1, nxt)
+        out = np.full(self.vocab_size, -1, dtype=np.int64)
+        out[order] = state
+        self._finals.put(q, out)
+        return out
+
+    def state_costs(self, p: PState, states: np.ndarray) -> np.ndarray:
+        """Per lexer state in ``states``: tokens to complete from it with the parser at
+        ``p`` (a newline lexeme's width taken at its worst). Memoised per (p, state)."""
+        memo = self._cls.get(p.uid)
+        if memo is None:
+            memo = {}
+            self._cls.put(p.uid, memo)
+        uniq, inv = np.unique(states, return_inverse=True)
+        return self._costs_of(p, uniq, memo)[inv]
+
+    def _costs_of(self, p: PState, uniq: np.ndarray, memo: dict[int, int] | None = None,
+                  ) -> np.ndarray:
+        """``state_costs`` for distinct states ``uniq``."""
+        if memo is None:
+            memo = self._cls.get(p.uid)
+            if memo is None:
+                memo = {}
+                self._cls.put(p.uid, memo)
+        vals = np.empty(uniq.size, dtype=np.int64)
+        fin_list = self.lex.fin_list
+        for i, f in enumerate(uniq.tolist()):
+            v = memo.get(f)
+            if v is None:
+                if f == 0:
+                    v = self.parser_cost(p)
+                else:
+                    v = self._boundary_cost(f, p)[0] if self.boundary else INF
+                    for t, c in fin_list[f]:
+                        if c < v:
+                            v = min(v, c + self.after_terminal(p, t))
+                memo[f] = v
+            vals[i] = v
+        return vals
+
+    def state_cost(self, q: int, carry: int, p: PState) -> int:
+        """Upper bound on the tokens that complete the input from runtime state (q, carry, p)."""
+        mb = self.mb
+        if self.end_check(q, carry, p) if self.end_check is not None else mb.complete(p, q, carry):
+            return 0
+        if q == 0:
+            return self.parser_cost(p)
+        best = self._boundary_cost(q, p)[0]
+        for t, f in self.lex.fin_list[q]:
+            if f >= best:
+                continue
+            if t == self.nl_t and f == 0:
+                extra = self.newline_cost(p, carry)
+            else:
+                extra = self.after_terminal(p, t)
+            best = min(best, f + extra)
+        return best
+
+    def _boundary_cost(self, q: int, p: PState) -> tuple[int, bytes]:
+        """Fill-in-the-middle: the cheapest way to make the lexeme in progress at ``q`` the
+        one the suffix continues (tokens to complete, bytes to add); (INF, b"") if none."""
+        best, text = INF, b""
+        exp = p.es.expected
+        for m, d in self.boundary.items():
+            if d[q] >= INF or not (exp >> m) & 1:
+                continue
+            rest = self.shifted_cost(p.es, m, self.k_newline(p))
+            if rest >= best:
+                continue
+            w = self.lex.path(q, d)
+            c = self.tok.count(w) + rest if w else rest
+            if c < best:
+                best, text = c, w
+        return best, text
+
+    def token_costs(self, p: PState, q: int, carry: int) -> TokenCosts:
+        """Per token: an upper bound on the tokens still needed after it (INF: none known),
+        and the runtime state it leads to, grouped (for :meth:`Constraint.allowed` to plan
+        the few tokens just over the budget). Only meaningful where the grammar mask allows
+        the token. Memoised."""
+        mb = self.mb
+        ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
+        r = self._vec.get(ckey)
+        if r is not None:
+            return r
+        out = np.full(mb.vocab_size, INF, dtype=np.int64)
+        gid = np.full(mb.vocab_size, -1, dtype=np.int64)
+        states: list[tuple[int, PState]] = []
+        row = mb.row(q)
+        finals = self.final_states(q, row.tokens)
+        starts = np.concatenate(([0], np.cumsum(row.counts)[:-1]))
+        nl_live = self._nl_live
+
+        def settle(pp: PState, pos: np.ndarray) -> None:
+            if not pos.size:
+                return
+            toks = row.tokens[_ranges(starts[pos], row.counts[pos])]
+            f = np.maximum(finals[toks], 0)
+            uniq, inv = np.unique(f, return_inverse=True)
+            out[toks] = self._costs_of(pp, uniq)[inv]
+            g = len(states) + inv
+            gid[toks] = np.where(nl_live[f], -1, g)  # a newline's width is not known here
+            states.extend((int(u), pp) for u in uniq.tolist())
+
+        settle(p, row.end_pos)
+        self._trie(p, row.groups, settle, carry)
+        if q != 0:
+            p2 = mb.lexeme_end(p, q, carry)
+            if p2 is not None:
+                kill = mb.kill_set(q)
+                sub = self.token_costs(p2, 0, 0)
+                out[kill] = sub.costs[kill]
+                gid[kill] = np.where(sub.group[kill] >= 0, sub.group[kill] + len(states), -1)
+                states.extend(sub.states)
+        r = TokenCosts(out, gid, states)
+        self._vec.put(ckey, r)
+        return r
+
+    def _trie(self, p: PState, groups: list[Any], settle: Any, carry: int) -> None:
+        from ..encoding import decode_nl
+
+        mb = self.mb
+        expected = p.es.expected
+        nt = mb.num_terminals
+        ctx = self.ctx
+        for h, end_pos, _end_cls, sub in groups:
+            if h < nt:
+                if not (expected >> h) & 1:
+                    continue
+                p2 = ctx.shift(p, h)
+            else:
+                width, relative = decode_nl(nt, h)
+                p2 = ctx.newline(p, width + carry if relative else width)
+            if p2 is None:
+                continue
+            settle(p2, end_pos)
+            if sub:
+                self._trie(p2, sub, settle, 0)
+
+    # ------------------------------------------------------------------ witnesses
+    def plan(self, st: Any, walk: Any, complete: Any, view: Any = None) -> tuple[int, ...]:
+        """Token ids of a shortest completion from runtime state ``st``, checked by walking
+        them (``walk``/``complete`` are the constraint's own; ``view(st)`` gives its lexer
+        state, carry and parser state, for constraints with wider states). Memoised.
+
+        Raises
+        ------
+        RuntimeError
+            No completion could be built (the vocabulary cannot spell one).
+        """
+        view = view or _plain_view
+        q, carry, _ = view(st)
+        key = (q, carry, *(x.uid for x in st[2:]))
+        r = self._plans.get(key)
+        if r is not None:
+            return r
+        text = self.completion_text(st, walk, complete, view)
+        ids = self.tok.tokenize(text) if text is not None else None
+        if ids is not None:
+            cur = st
+            for i in ids:
+                cur = walk(cur, self.vocab.token_bytes(i))
+                if isinstance(cur, int):
+                    ids = None
+                    break
+            if ids is not None and not complete(cur):
+                ids = None
+        if ids is None:
+            raise RuntimeError(
+                "gramask found no completion of this state that the vocabulary can spell"
+            )
+        self._plans.put(key, ids)
+        return ids
+
+    def completion_text(self, st: Any, walk: Any, complete: Any, view: Any = None,
+                        ) -> bytes | None:
+        """Bytes that complete the input from runtime state ``st``, following the bounds'
+        choices (see :meth:`plan` for the arguments); None if that fails."""
+        view = view or _plain_view
+        mb = self.mb
+        lex = self.lex
+        out = bytearray()
+        last = INF + 1
+        for _ in range(_MAX_PLAN_LEXEMES):
+            q, carry, p = view(st)
+            if complete(st):
+                return bytes(out)
+            if q != 0:
+                # finish the lexeme in progress as the cheapest terminal
+                best, choice = INF, -1
+                for t, f in lex.fin_list[q]:
+                    extra = (self.newline_cost(p, carry) if t == self.nl_t and f == 0
+                             else self.after_terminal(p, t))
+                    if f + extra < best:
+                        best, choice = f + extra, t
+                bcost, btext = self._boundary_cost(q, p) if self.boundary else (INF, b"")
+                if bcost < best:
+                    nst = walk(st, btext) if btext else st
+                    if not isinstance(nst, int) and complete(nst):
+                        return bytes(out + btext)
+                if choice < 0:
+                    return None
+                w = lex.witness(q, choice)
+                if choice == self.nl_t:
+                    now = _width(w, self.tab) + (0 if b"\n" in w else carry)
+                    w += self._nl_pad(p, now)
+                if w:
+                    nst = walk(st, w)
+                    if isinstance(nst, int):
+                        return None
+                    out += w
+                    st = nst
+                q, carry, p = view(st)
+                if complete(st):
+                    return bytes(out)
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                if glued is not None:
+                    return bytes(out + glued)
+                p2 = mb.lexeme_end(p, q, carry)  # ended by the next lexeme's first byte
+                if p2 is None:
+                    return None
+                p = p2
+            elif mb.complete(p, q, carry):
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                return None if glued is None else bytes(out + glued)
+            nxt, cost = self._next_lexeme(p, q)
+            if nxt is None or cost >= last:
+                return None  # no way on, or the costs stopped decreasing (inconsistent)
+            last = cost
+            nst = walk(st, nxt)
+            if isinstance(nst, int):
+                return None
+            out += nxt
+            st = nst
+        return None
+
+    def _glue_to_suffix(self, st: Any, q: int, carry: int, p: PState, walk: Any,
+                        complete: Any) -> bytes | None:
+        """Where the quotient says the middle may end but the suffix's first byte would
+        continue the middle's last lexeme: the separator that keeps them apart, if that
+        completes the program (a marker's cost counts it, see ``_quotient_planner``)."""
+        sep = self.lex.separator
+        if not self.markers or sep is None or not self.mb.complete(p, q, carry):
+            return None
+        st2 = walk(st, sep)
+        if isinstance(st2, int) or not complete(st2):
+            return None
+        return sep
+
+    def _nl_pad(self, p: PState, carry: int) -> bytes:
+        """The bytes that end a newline lexeme at ``carry`` the cheapest way."""
+        if p.depth > 0:
+            return b""
+        return min(self._newline_options(p, carry), default=(INF, b""))[1]
+
+    def _next_lexeme(self, p: PState, prev: int) -> tuple[bytes | None, int]:
+        """The cheapest next lexeme at a boundary after a lexeme that ended in lexer state
+        ``prev``: its bytes, separator included (None if there is none), and the tokens to
+        complete that it leads to, its own included."""
+        lex = self.lex
+        best, text = INF, None
+        k = self.k_newline(p)
+        exp = p.es.expected
+        for t in range(lex.num_terminals):
+            if not (exp >> t) & 1 and not (t == self.nl_t and p.depth > 0):
+                continue
+            if t == self.nl_t:
+                if p.depth > 0 or (prev and lex.trans[prev, 10] >= 0):
+                    continue
+                for width in sorted({*p.indent, p.indent[-1] + 1}):
+                    q = self.ctx.newline(p, width)
+                    if q is None:
+                        continue
+                    c = self.nl_cost(width) + self.parser_cost(q)
+                    if c < best:
+                        best, text = c, b"\n" + b" " * width
+                continue
+            if lex.ignored[t]:
+                continue
+            glued = lex.glue(prev, t)
+            if glued is None:
+                continue
+            c = self.tok.count(glued) + self.shifted_cost(p.es, t, k)
+            if c < best:
+                best, text = c, glued
+        for m, d in self.boundary.items():
+            if d[0] >= INF or not (exp >> m) & 1:
+                continue
+            w = lex.path(0, d)
+            if not w:
+                continue  # the suffix's head alone: a plain boundary, not this marker
+            glued = w if not prev or lex.trans[prev, w[0]] < 0 else (
+                None if lex.separator is None else lex.separator + w)
+            if glued is None:
+                continue
+            c = self.tok.count(glued) + self.shifted_cost(p.es, m, k)
+            if c < best:
+                best, text = c, glued
+        return text, best
+
+
+def _plain_view(st: Any) -> tuple[int, int, Any]:
+    return st  # type: ignore[no-any-return]
+
+
+def _width(data: bytes, tab: int) -> int:
+    """Indentation width of the last line of ``data`` (after its last newline)."""
+    widths = indent_widths(tab)
+    w = 0
+    for b in data:
+        w = 0 if b == 10 else w + widths[b]
+    return w
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, s + c)`` for each pair (vectorised)."""
+    total = int(counts.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    offs = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    return offs + np.arange(total)

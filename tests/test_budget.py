@@ -1,0 +1,325 @@
+"""Token budgets (``max_tokens``): a generation that follows the masks is a complete program by
+its last token. Checked against an exact reference for small grammars (the grammar intersected
+with (vocabulary)^{≤n}, tests/_fim_reference.py, cross-checked by pyformlang), and by random
+walks on Python judged by ``is_complete`` and ``ast.parse``."""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gramask
+from gramask.grammar import Grammar
+
+from . import _fim_reference as ref
+from ._support import compiled, tiny
+
+BALANCED_LARK = 'start: | "0" start "1"\n'
+
+
+# --------------------------------------------------------------------------- the reference
+
+
+def test_reference_balanced_01_budgets() -> None:
+    """Balanced 0s and 1s after prefix 0 with tokens 0, 1: one token (1) completes it; 0 needs
+    two more after it (0·0·1·1), so it fits a budget of 3, not of 2."""
+    cfg = ref.balanced_01()
+    toks = ["0", "1"]
+    assert ref.budget_min_tokens(cfg, "0", toks) == 1
+    assert ref.budget_allowed(cfg, "0", "1", toks, 0)
+    assert not ref.budget_allowed(cfg, "0", "0", toks, 1)
+    assert ref.budget_allowed(cfg, "0", "0", toks, 2)
+    assert not ref.budget_complete(cfg, "0")
+    assert ref.budget_complete(cfg, "0011")
+
+
+def _pyformlang_within(head: str, tokens: list[str], n: int) -> bool:
+    """pyformlang: S → ε | 0 S 1 intersected with head·(t1|...|tk|ε)^n."""
+    from pyformlang.cfg import CFG
+    from pyformlang.regular_expression import PythonRegex
+
+    cfg = CFG.from_text("S -> 0 S 1 | $")
+    if not head and n == 0:
+        return True  # the empty word (pyformlang's intersection drops it)
+    alts = "(" + "|".join(tokens) + ")?"
+    return not cfg.intersection(PythonRegex(head + alts * n)).is_empty()
+
+
+@pytest.mark.parametrize("head", ["0", "00", "001", "0001"])
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_reference_agrees_with_pyformlang_on_balanced(head: str, n: int) -> None:
+    toks = ["0", "1", "11"]
+    cfg = ref.balanced_01()
+    ours = ref._earley_nonempty(cfg, ref._BudgetQuery(head, toks, n, cfg.ext))  # type: ignore[arg-type]
+    assert ours == _pyformlang_within(head, toks, n)
+
+
+# --------------------------------------------------------------------------- gramask vs reference
+
+
+def _compile(g: ref.SmallGrammar, tokens: list[str]) -> gramask.CompiledGrammar:
+    vocab = gramask.Vocabulary.from_tokens([*tokens, "</s>"], eos_token_id=len(tokens))
+    return gramask.compile(Grammar.from_lark(g.to_lark(), lexer="basic"), vocab, cache=False)
+
+
+def test_balanced_01_gramask_budget_masks_are_exact() -> None:
+    """Prefix 0, tokens 0, 1, 11: the masks equal the exact answer for budgets 1..4 (0 fits
+    a budget of 2 only through the token 11, which spans two lexemes); 000 needs 11·1."""
+    toks = ["0", "1", "11"]
+    vocab = gramask.Vocabulary.from_tokens([*toks, "</s>"], eos_token_id=3)
+    cg = gramask.compile(Grammar.from_lark(BALANCED_LARK, lexer="basic"), vocab, cache=False)
+    cfg = ref.balanced_01()
+    for n in range(1, 5):
+        c = cg.constraint("0", max_tokens=n)
+        got = c.allowed().tolist()
+        want = [ref.budget_allowed(cfg, "0", t, toks, n - 1) for t in toks] + [False]
+        assert got == want, (n, got, want)
+    c = cg.constraint("0", max_tokens=1)
+    c.advance(1)  # "1"
+    assert c.allowed().tolist() == [False, False, False, True]
+    assert cg.constraint("000", max_tokens=2).shortest_completion().text == "111"
+    with pytest.raises(gramask.BudgetError) as e:
+        cg.constraint("000", max_tokens=1)
+    assert e.value.minimum == 2 and e.value.budget == 1
+
+
+def _budget_walk(seed: int, fim: bool = False) -> tuple[int, int]:
+    """Walk a random small grammar under a random budget, taking random tokens gramask allows.
+    Every step: gramask's budget mask ⊆ the exact one (never a token that strands the
+    generation), EOS exact, never empty; the walk ends complete. Returns (tokens the exact
+    mask allows, of them the ones gramask forbids)."""
+    rnd = random.Random(seed)
+    g = ref.random_grammar(rnd, space=1.0)
+    alphabet = g.alphabet()
+    tokens = list(dict.fromkeys([*alphabet] + [
+        "".join(rnd.choice(alphabet) for _ in range(rnd.randint(2, 3))) for _ in range(4)]))
+    cfg = g.char_cfg()
+    text = ref.random_sentence(g, rnd)
+    i = rnd.randint(0, len(text))
+    prefix = text[:i]
+    suffix = text[rnd.randint(i, len(text)):] if fim else ""
+    need = ref.budget_min_tokens(cfg, prefix, tokens, cap=5, tail=suffix)
+    cg = _compile(g, tokens)
+    if need is None:
+        return 0, 0
+    budget = need + rnd.randint(0, 3)
+    try:
+        c = cg.constraint(prefix, suffix=suffix if fim else None, max_tokens=budget)
+    except gramask.LimitExceededError:
+        assert fim  # a few very ambiguous random grammars outgrow the quotient's item limit
+        return 0, 0
+    except gramask.BudgetError as e:
+        # gramask's shortest completion is an upper bound: it may miss one that needs tokens
+        # spanning several lexemes; never may it claim fewer tokens than exist
+        assert e.minimum > budget >= need
+        return 1, 1
+    assert c.min_tokens_to_complete() >= need
+    middle = ""
+    exact_allowed = forbidden = 0
+    for _ in range(budget + 1):
+        left = budget - c.num_tokens
+        want = [ref.budget_allowed(cfg, prefix + middle, t, tokens, left - 1, suffix)
+                for t in tokens]
+        done = ref.budget_complete(cfg, prefix + middle, suffix)
+        got = c.allowed().tolist()
+        assert got[-1] == done, (prefix, middle)
+        bad = [t for t, w, gg in zip(tokens, want, got, strict=False) if gg and not w]
+        assert not bad, (f"{bad} would strand the generation\n{g.to_lark()}"
+                         f"{prefix!r}+{middle!r}+{suffix!r}")
+        assert any(got), (prefix, middle)
+        exact_allowed += sum(want)
+        forbidden += sum(1 for w, gg in zip(want, got, strict=False) if w and not gg)
+        choices = [i for i, ok in enumerate(got[:-1]) if ok]
+        if not choices or (got[-1] and rnd.random() < 0.3):
+            break
+        i = rnd.choice(choices)
+        c.advance(i)
+        middle += tokens[i]
+    assert c.is_complete() or any(c.allowed()[:-1])
+    if c.remaining_tokens == 0:
+        assert c.is_complete()
+    return exact_allowed, forbidden
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_budget_masks_never_strand_small_grammars(seed: int) -> None:
+    _budget_walk(seed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_fim_budget_masks_never_strand_small_grammars(seed: int) -> None:
+    """The same with a suffix: the budget counts the middle's tokens, the suffix follows."""
+    _budget_walk(seed, fim=True)
+
+
+def test_budget_masks_are_mostly_exact_on_small_grammars() -> None:
+    """The bound over-restricts rarely: over 150 random walks, gramask forbids under 10% of
+    the tokens the exact answer allows (tokens that span two lexemes are what it misses)."""
+    allowed = forbidden = 0
+    for seed in range(150):
+        a, f = _budget_walk(seed)
+        allowed += a
+        forbidden += f
+    assert allowed > 500
+    assert forbidden / allowed < 0.10, (forbidden, allowed)
+
+
+# --------------------------------------------------------------------------- real code
+
+
+def test_python_budget_finishes_programs() -> None:
+    """Random walks on Python under budgets of 1..24 tokens from stdlib-like prefixes end as
+    programs: ``is_complete()`` at the end, and ``ast.parse`` accepts them (ASCII tokens
+    without backslashes: the bundled grammar's NAME is wider than CPython's, and it indents a
+    line that starts with a continuation differently, docs/semantics.md)."""
+    cg = compiled("python", "gpt2")
+    v = cg.vocab
+    ascii_ok = np.array([  # and no backslash: a line continuation opening a line is one
+        v.is_special(i) or all((32 <= b < 127 and b != 92) or b == 10 for b in v.token_bytes(i))
+        for i in range(len(v))])
+    prefixes = [
+        "def f(x", "if x:\n    y = [1, (2", 'class A:\n    def f(self):\n        return "abc',
+        "try:\n    pass\n", "import os.pa", "for i in range(3):\n", 'x = """doc', "",
+        "x = {'a': [1, 2", "while True:\n    if x:\n        break\n    else", "@deco\ndef",
+        "lambda x: x +", "with open(f) as g:\n    for line in g:\n        print(line",
+    ]
+    rnd = random.Random(0)
+    for pre in prefixes:
+        for budget in (1, 2, 3, 5, 8, 13, 24):
+            try:
+                c = cg.constraint(pre, max_tokens=budget)
+            except gramask.BudgetError as e:
+                assert e.minimum > budget
+                continue
+            while c.remaining_tokens:
+                m = c.allowed()
+                assert m.any()
+                ids = np.flatnonzero(m & ascii_ok)
+                ids = ids if ids.size else np.flatnonzero(m)
+                t = int(rnd.choice(ids))
+                if t == v.eos_token_id:
+                    break
+                c.advance(t)
+            assert c.is_complete(), (pre, budget, c.text)
+            _parses(pre + c.text)
+
+
+def _parses(text: str) -> None:
+    """``ast.parse``, except for PEP 695 type parameters (``def f[T]``) on Pythons before
+    3.12: the bundled grammar is 3.12's."""
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        if sys.version_info >= (3, 12) or not re.search(r"\b(def|class)\s+\w+\s*\[", text):
+            raise
+
+
+def test_budget_error_names_the_minimum() -> None:
+    cg = compiled("python", "gpt2")
+    with pytest.raises(gramask.BudgetError) as e:
+        cg.constraint("def f(x", max_tokens=1)
+    assert e.value.minimum == cg.constraint("def f(x").min_tokens_to_complete() > 1
+    assert "max_tokens=1" in str(e.value)
+
+
+def test_shortest_completion_finishes_the_program() -> None:
+    cg = compiled("python", "gpt2")
+    for pre in ["def f(x", "x = [1, {2: (3", "if a:\n    while b:\n        c = '''x"]:
+        c = cg.constraint(pre)
+        sc = c.shortest_completion()
+        assert len(sc.token_ids) == c.min_tokens_to_complete()
+        for t in sc.token_ids:
+            c.advance(t)
+        assert c.is_complete()
+        _parses(pre + sc.text)
+    assert cg.constraint("x = 1\n").min_tokens_to_complete() == 0
+
+
+def test_budget_rejects_tokens_that_cannot_finish_in_time() -> None:
+    cg = compiled("python", "gpt2")
+    v = cg.vocab
+    c = cg.constraint("x = f(1", max_tokens=1)
+    m = c.allowed()
+    assert m[v.token_id(")")]
+    assert not m[v.token_id(",")]
+    with pytest.raises(gramask.TokenRejected):
+        c.advance(v.token_id(","))
+    assert c.num_tokens == 0  # unchanged
+    c.advance(v.token_id(")"))
+    assert c.remaining_tokens == 0 and c.is_complete()
+
+
+def test_budget_survives_clone_and_rollback() -> None:
+    cg = compiled("python", "gpt2")
+    v = cg.vocab
+    c = cg.constraint("x = (1", max_tokens=3)
+    c.advance(v.token_id(" +"))
+    d = c.clone()
+    assert d.remaining_tokens == 2
+    c.rollback(1)
+    assert c.remaining_tokens == 3 and d.remaining_tokens == 2
+    assert (c.allowed() == cg.constraint("x = (1", max_tokens=3).allowed()).all()
+
+
+def test_budget_argument_errors() -> None:
+    cg, _ = tiny('start: "a"+\n', ["a"])
+    with pytest.raises(TypeError):
+        cg.constraint("", max_tokens=2.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        cg.constraint("", max_tokens=-1)
+    ctx, _ = tiny('start: "a"+\n', ["a"], lexer="contextual")
+    with pytest.raises(NotImplementedError):
+        ctx.constraint("", max_tokens=3)
+    with pytest.raises(gramask.BudgetError):
+        cg.constraint("", max_tokens=0)
+    done = cg.constraint("a", max_tokens=0)
+    assert done.allowed().tolist() == [False, True]  # only EOS: the budget is spent
+
+
+def test_python_fim_budget_finishes_programs() -> None:
+    """Fill-in-the-middle under budgets of 1..8 tokens: random walks (ASCII, no backslash)
+    end with ``is_complete()``, and prefix + middle + suffix parses."""
+    cg = compiled("python", "gpt2")
+    v = cg.vocab
+    ascii_ok = np.array([
+        v.is_special(i) or all((32 <= b < 127 and b != 92) or b == 10 for b in v.token_bytes(i))
+        for i in range(len(v))])
+    cases = [
+        ("def f(x", "):\n    return x\n"), ("x = (1 +", ")\nprint(x)\n"),
+        ("def f(", "\n    return 1\n"), ("if a:\n    b = [c", "]\nelse:\n    pass\n"),
+        ("values = {'a': ", "}\n"), ("for i in ", ":\n    print(i)\n"),
+        ("x = ", "\ny = 2\n"), ("print(", ")\n"),
+    ]
+    rnd = random.Random(1)
+    checked = 0
+    for pre, suf in cases:
+        for budget in (1, 2, 3, 5, 8):
+            try:
+                c = cg.constraint(pre, suffix=suf, max_tokens=budget)
+            except gramask.BudgetError as e:
+                assert e.minimum > budget
+                continue
+            sc = c.shortest_completion()
+            _parses(pre + sc.text + suf)
+            while c.remaining_tokens:
+                m = c.allowed()
+                assert m.any()
+                ids = np.flatnonzero(m & ascii_ok)
+                ids = ids if ids.size else np.flatnonzero(m)
+                t = int(rnd.choice(ids))
+                if t == v.eos_token_id:
+                    break
+                c.advance(t)
+            assert c.is_complete(), (pre, suf, budget, c.text)
+            _parses(pre + c.text + suf)
+            checked += 1
+    assert checked >= 30

@@ -1,0 +1,148 @@
+"""Token budgets on real code: do budget-constrained generations end as programs, how often does
+the budget mask forbid a token that could still finish in time, and what do budgets cost?
+
+Cases are ``tools/fim_eval.py``'s random cuts of the running interpreter's standard library
+(the prefix only). For each case and budget N (1 to 64 tokens) a random walk takes allowed
+tokens until the budget is spent or EOS; it must end with ``is_complete()`` and
+``ast.parse(prefix + text)`` must accept it (rejections the bundled grammar's known prefix-only
+gaps explain are counted apart, as in fim_eval). Walks prefer ASCII tokens without backslashes
+(the grammar's NAME is wider than CPython's, see docs/semantics.md).
+
+Over-restriction: at every step, up to ``--probe`` tokens that the grammar allows but the budget
+mask forbids get a real check — gramask's shortest completion after the token; when it fits in
+what is left, the mask forbade a token the exact answer allows. That is a lower bound on the
+exact over-restriction (the exact answer needs a search over token sequences).
+
+Cost: per step, the plain mask (``allowed()`` of a constraint without budget, first) and then
+the budget's extra time on top of it (same state; the grammar mask is then a memo hit).
+
+    python tools/budget_eval.py --cases 200 --vocab deepseek-v4
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fim_eval
+
+import gramask
+
+BUDGETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(xs, q)) if xs else float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--vocab", default="deepseek-v4")
+    ap.add_argument("--probe", type=int, default=8, help="forbidden tokens checked per step")
+    ap.add_argument("--time-limit", type=float, default=1e9)
+    args = ap.parse_args(argv)
+
+    vocab = gramask.Vocabulary.bundled(args.vocab)
+    cg = gramask.compile(gramask.grammars.load("python"), vocab)
+    plain_ok = np.array([
+        not vocab.is_special(i)
+        and all((32 <= b < 127 and b != 92) or b == 10 for b in vocab.token_bytes(i))
+        for i in range(len(vocab))
+    ])
+    rnd = random.Random(args.seed)
+    eos = vocab.eos_token_id
+    t_start = time.perf_counter()
+    st: dict[str, Any] = dict(walks=0, refused=0, complete=0, parsed=0, known_gap=0, failed=0,
+                              budget_allowed=0, probed=0, over=0, steps=0)
+    plain_ms: list[float] = []
+    extra_ms: list[float] = []
+    failures: list[str] = []
+    for case in fim_eval.cases("random", args.cases, args.seed):
+        if time.perf_counter() - t_start > args.time_limit:
+            break
+        prefix = case.prefix
+        n = rnd.choice(BUDGETS)
+        try:
+            ref = cg.constraint(prefix)
+            c = cg.constraint(prefix, max_tokens=n)
+        except gramask.BudgetError:
+            st["refused"] += 1
+            continue
+        except gramask.InvalidPrefixError:
+            continue
+        st["walks"] += 1
+        while True:
+            t0 = time.perf_counter()
+            grammar_mask = ref.allowed()
+            t1 = time.perf_counter()
+            m = c.allowed()
+            t2 = time.perf_counter()
+            plain_ms.append((t1 - t0) * 1000)
+            extra_ms.append((t2 - t1) * 1000)
+            st["steps"] += 1
+            st["budget_allowed"] += int(m.sum())
+            forbidden = np.flatnonzero(grammar_mask & ~m)
+            left = c.remaining_tokens
+            assert left is not None
+            if forbidden.size and left > 0:
+                for t in rnd.sample(forbidden.tolist(), min(args.probe, forbidden.size)):
+                    if t == eos:
+                        continue
+                    st["probed"] += 1
+                    if c._plan_fits(int(t), left - 1):
+                        st["over"] += 1
+            if left == 0:
+                break
+            ids = np.flatnonzero(m & plain_ok)
+            ids = ids if ids.size else np.flatnonzero(m)
+            if m[eos] and rnd.random() < 0.2:
+                break
+            t = int(rnd.choice(ids))
+            if t == eos:
+                break
+            c.advance(t)
+            ref.advance(t)
+        text = prefix + c.text
+        if c.is_complete():
+            st["complete"] += 1
+        try:
+            ast.parse(text)
+            st["parsed"] += 1
+        except (SyntaxError, ValueError) as e:
+            if fim_eval.known_gap(str(e)) or ("def " in text and "[" in text):
+                st["known_gap"] += 1
+            else:
+                st["failed"] += 1
+                failures.append(f"{case.source}:{case.start} budget {n}: {e}: {c.text!r}")
+    w = max(1, st["walks"])
+    print(f"budget walks on {args.vocab}: {st['walks']} walks ({st['refused']} budgets refused "
+          f"as too small), {st['steps']} steps, {time.perf_counter() - t_start:.0f} s")
+    print(f"  ended complete (is_complete):       {100 * st['complete'] / w:.2f}%")
+    print(f"  accepted by ast.parse:              {100 * st['parsed'] / w:.2f}% "
+          f"(+{st['known_gap']} known grammar gaps, {st['failed']} other failures)")
+    probed = max(1, st["probed"])
+    print(f"  forbidden tokens that fit (probed): {st['over']} of {st['probed']} "
+          f"({100 * st['over'] / probed:.2f}%); allowed per step {st['budget_allowed'] / max(1, st['steps']):.0f}")
+    print(f"  plain mask ms p50/p99/mean:         {_pct(plain_ms, 50):.3f} / {_pct(plain_ms, 99):.3f}"
+          f" / {np.mean(plain_ms):.3f}")
+    print(f"  budget extra ms p50/p99/mean:       {_pct(extra_ms, 50):.3f} / {_pct(extra_ms, 99):.3f}"
+          f" / {np.mean(extra_ms):.3f} ({100 * np.mean(extra_ms) / max(1e-9, np.mean(plain_ms)):.0f}%"
+          " of the plain mean)")
+    for f in failures[:10]:
+        print("  FAIL", f[:300])
+    return 0 if st["failed"] == 0 and st["complete"] == st["walks"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
