@@ -22,7 +22,6 @@ the budget's extra time on top of it (same state; the grammar mask is then a mem
 from __future__ import annotations
 
 import argparse
-import ast
 import random
 import sys
 import time
@@ -51,10 +50,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", default="deepseek-v4")
     ap.add_argument("--probe", type=int, default=8, help="forbidden tokens checked per step")
     ap.add_argument("--time-limit", type=float, default=1e9)
+    ap.add_argument("-v", "--verbose", action="store_true", help="one line per walk")
+    ap.add_argument("--grammar", choices=["python", "c", "sql"], default="python",
+                    help="c and sql: fim_eval's hand-written documents, checked by lark")
+    ap.add_argument("--fim", action="store_true",
+                    help="keep the cases' suffixes: fill-in-the-middle under a budget")
     args = ap.parse_args(argv)
 
     vocab = gramask.Vocabulary.bundled(args.vocab)
-    cg = gramask.compile(gramask.grammars.load("python"), vocab)
+    cg = gramask.compile(gramask.grammars.load(args.grammar), vocab)
+    if args.grammar == "python":
+        source = fim_eval.cases("random", args.cases, args.seed)
+        check = fim_eval.python_error
+    else:
+        docs = fim_eval.SQL_DOCS if args.grammar == "sql" else fim_eval.C_DOCS
+        source = fim_eval.doc_cases(docs, args.grammar, args.cases, args.seed)
+        check = fim_eval.lark_checker(args.grammar)
     plain_ok = np.array([
         not vocab.is_special(i)
         and all((32 <= b < 127 and b != 92) or b == 10 for b in vocab.token_bytes(i))
@@ -64,22 +75,28 @@ def main(argv: list[str] | None = None) -> int:
     eos = vocab.eos_token_id
     t_start = time.perf_counter()
     st: dict[str, Any] = dict(walks=0, refused=0, complete=0, parsed=0, known_gap=0, failed=0,
-                              budget_allowed=0, probed=0, over=0, steps=0)
+                              budget_allowed=0, probed=0, over=0, steps=0, unplanned=0, empty=0)
     plain_ms: list[float] = []
     extra_ms: list[float] = []
     failures: list[str] = []
-    for case in fim_eval.cases("random", args.cases, args.seed):
+    for case in source:
         if time.perf_counter() - t_start > args.time_limit:
             break
+        t_case = time.perf_counter()
         prefix = case.prefix
+        suffix = case.suffix if args.fim else None
         n = rnd.choice(BUDGETS)
         try:
-            ref = cg.constraint(prefix)
-            c = cg.constraint(prefix, max_tokens=n)
+            ref = cg.constraint(prefix, suffix=suffix)
+            c = cg.constraint(prefix, suffix=suffix, max_tokens=n)
         except gramask.BudgetError:
             st["refused"] += 1
             continue
-        except gramask.InvalidPrefixError:
+        except gramask.InvalidPrefixError:  # a broken suffix (InvalidSuffixError) too
+            continue
+        except RuntimeError as e:  # no completion could be planned
+            st["unplanned"] += 1
+            failures.append(f"{case.source}:{case.start}-{case.end} budget {n}: {e}")
             continue
         st["walks"] += 1
         while True:
@@ -106,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
                 break
             ids = np.flatnonzero(m & plain_ok)
             ids = ids if ids.size else np.flatnonzero(m)
+            if not ids.size:
+                st["empty"] += 1
+                failures.append(f"{case.source}:{case.start}-{case.end} budget {n}: empty mask "
+                                f"after {c.text!r} ({left} left)")
+                break
             if m[eos] and rnd.random() < 0.2:
                 break
             t = int(rnd.choice(ids))
@@ -113,23 +135,28 @@ def main(argv: list[str] | None = None) -> int:
                 break
             c.advance(t)
             ref.advance(t)
-        text = prefix + c.text
+        if args.verbose:
+            print(f"  {case.source}:{case.start} budget {n}: {c.num_tokens} tokens, "
+                  f"{time.perf_counter() - t_case:.2f} s", file=sys.stderr, flush=True)
+        text = prefix + c.text + (suffix or "")
         if c.is_complete():
             st["complete"] += 1
-        try:
-            ast.parse(text)
+        err = check(text)
+        if err is None:
             st["parsed"] += 1
-        except (SyntaxError, ValueError) as e:
-            if fim_eval.known_gap(str(e)) or ("def " in text and "[" in text):
-                st["known_gap"] += 1
-            else:
-                st["failed"] += 1
-                failures.append(f"{case.source}:{case.start} budget {n}: {e}: {c.text!r}")
+        elif fim_eval.known_gap(err) or ("def " in text and "[" in text):
+            st["known_gap"] += 1
+        else:
+            st["failed"] += 1
+            failures.append(f"{case.source}:{case.start} budget {n}: {err}: {c.text!r}")
     w = max(1, st["walks"])
-    print(f"budget walks on {args.vocab}: {st['walks']} walks ({st['refused']} budgets refused "
+    print(f"budget walks{' (fill-in-the-middle)' if args.fim else ''} on {args.vocab}: "
+          f"{st['walks']} walks ({st['refused']} budgets refused "
           f"as too small), {st['steps']} steps, {time.perf_counter() - t_start:.0f} s")
-    print(f"  ended complete (is_complete):       {100 * st['complete'] / w:.2f}%")
-    print(f"  accepted by ast.parse:              {100 * st['parsed'] / w:.2f}% "
+    print(f"  ended complete (is_complete):       {100 * st['complete'] / w:.2f}%"
+          + (f" ({st['unplanned']} cases with no completion planned)" if st["unplanned"] else "")
+          + (f" ({st['empty']} walks met an empty mask)" if st["empty"] else ""))
+    print(f"  accepted by the oracle:             {100 * st['parsed'] / w:.2f}% "
           f"(+{st['known_gap']} known grammar gaps, {st['failed']} other failures)")
     probed = max(1, st["probed"])
     print(f"  forbidden tokens that fit (probed): {st['over']} of {st['probed']} "

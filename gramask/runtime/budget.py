@@ -27,6 +27,7 @@ bound; :meth:`completion` tokenises the whole text at once and may come out belo
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -46,6 +47,7 @@ __all__ = ["INF", "BudgetPlanner", "TokenCosts"]
 
 INF = 1 << 30  # "cannot complete" (kept far from int32 overflow when added to)
 _MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
+_PADS = tuple(b" " * i for i in range(1, 17)) + (b"\t",)
 _ACCEPT = -1  # pseudo-symbol: the augmented start rule completed
 # bytes tried first when a witness string is built: readable ones
 _BYTE_ORDER = (
@@ -345,11 +347,10 @@ class BudgetPlanner:
         self._sym_costs: dict[int, list[int]] = {}
         self._K: dict[int, dict[int, tuple[dict[int, int], dict[int, int], frozenset[int]]]] = {}
         lim = mb.limits
-        self._W: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(memo_size(lim.step_memo))
-        self._Wz: BoundedMemo[tuple[int, int], bool] = BoundedMemo(memo_size(lim.step_memo))
+        self._W: BoundedMemo[tuple[int, int], dict[int, int]] = BoundedMemo(
+            memo_size(lim.step_memo))
+        self._Wz: BoundedMemo[int, frozenset[int]] = BoundedMemo(memo_size(lim.step_memo))
         self._H: BoundedMemo[tuple[int, int], int] = BoundedMemo(memo_size(lim.step_memo))
-        self._wait: BoundedMemo[tuple[int, int], list[tuple[int, EarleySet | None]]] = (
-            BoundedMemo(memo_size(lim.step_memo)))
         self._shifted: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(
             memo_size(lim.step_memo)
         )
@@ -373,8 +374,6 @@ class BudgetPlanner:
             self._tok_bytes, self._tok_lens = parent._tok_bytes, parent._tok_lens
         nl = mb.nl_live
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
-        self._guard: set[tuple[int, int]] = set()
-        self._cut = 0  # cycle cuts so far (values computed under a cut are not memoised)
 
     # ------------------------------------------------------------------ symbol costs
     def _predecessors(self, mb: MaskBuilder) -> list[set[int]]:
@@ -576,78 +575,91 @@ class BudgetPlanner:
         if a == _ACCEPT:
             return 0
         if tail:
-            return 0 if self._free_after(o, a) else INF
-        key = (o.uid, a, k)
+            return 0 if a in self._set_free(o, k) else INF
+        return self._set_costs(o, k).get(a, INF)
+
+    def _set_costs(self, o: EarleySet, k: int) -> dict[int, int]:
+        """Per nonterminal that items of ``o`` wait for: the fewest tokens to finish the
+        input once it is completed with origin ``o``. One shortest-path problem per set: the
+        kernel items (origins earlier, solved first) give start values, the set's own
+        predictions are edges between its nonterminals (Dijkstra; costs are ≥ 0)."""
+        key = (o.uid, k)
         r = self._W.get(key)
         if r is not None:
             return r
-        g = (o.uid, a)
-        if g in self._guard:
-            self._cut += 1
-            return INF  # a cycle through the same set never makes a path cheaper
-        self._guard.add(g)
-        cut = self._cut
-        best = INF
-        try:
-            for t, origin in self._waiting(o, a):
-                org = o if origin is None else origin
+        free = self._set_free(o, k)
+        base: dict[int, int] = {}
+        edges: dict[int, list[tuple[int, int]]] = {}
+        goto_n = self.automaton.goto_n
+        for s, origin in o.items:
+            for a, t in goto_n[s]:
                 kn, kt, _ = self._kernel(t, k)
-                for b, v in kn.items():
-                    if v < best:
-                        best = min(best, v + self._finish_after(org, b, k, False))
-                for b, v in kt.items():
-                    if v < best and self._free_after(org, b, k):
-                        best = v
-        finally:
-            self._guard.discard(g)
-        # a value computed with a cycle cut is exact only for the query that cut it
-        if self._cut == cut or not self._guard:
-            self._W.put(key, best)
-        return best
+                best = base.get(a, INF)
+                if origin is None:  # a prediction of this set (or the start item)
+                    for b, w in kn.items():
+                        if b == _ACCEPT:
+                            best = min(best, w)
+                        else:
+                            edges.setdefault(b, []).append((a, w))
+                    for b, w in kt.items():
+                        if w < best and (b == _ACCEPT or b in free):
+                            best = w
+                else:
+                    after = self._set_costs(origin, k)
+                    free_o = self._set_free(origin, k)
+                    for b, w in kn.items():
+                        if w < best:
+                            best = min(best, w + (0 if b == _ACCEPT else after.get(b, INF)))
+                    for b, w in kt.items():
+                        if w < best and (b == _ACCEPT or b in free_o):
+                            best = w
+                if best < INF:
+                    base[a] = best
+        dist = dict(base)
+        heap = [(d, a) for a, d in dist.items()]
+        heapq.heapify(heap)
+        while heap:
+            d, b = heapq.heappop(heap)
+            if d > dist.get(b, INF):
+                continue
+            for a, w in edges.get(b, ()):
+                nd = d + w
+                if nd < dist.get(a, INF):
+                    dist[a] = nd
+                    heapq.heappush(heap, (nd, a))
+        self._W.put(key, dist)
+        return dist
 
-    def _waiting(self, o: EarleySet, a: int) -> list[tuple[int, EarleySet | None]]:
-        """The items of ``o`` waiting for nonterminal ``a``, advanced over it: (state,
-        origin), origin None = ``o`` (memoised)."""
-        key = (o.uid, a)
-        r = self._wait.get(key)
-        if r is None:
-            goto_nd = self.automaton.goto_nd
-            r = []
-            for s, origin in o.items:
-                t = goto_nd[s].get(a)
-                if t is not None:
-                    r.append((t, origin))
-            self._wait.put(key, r)
-        return r
-
-    def _free_after(self, o: EarleySet, a: int, k: int = 0) -> bool:
-        """Can the input end once ``a`` is completed with origin ``o``, with only free
-        symbols (the end of input's newline and dedents) after it?"""
-        if a == _ACCEPT:
-            return True
-        key = (o.uid, a)
-        r = self._Wz.get(key)
+    def _set_free(self, o: EarleySet, k: int) -> frozenset[int]:
+        """The nonterminals whose completion with origin ``o`` lets the input end with only
+        free symbols (the end of input's newline and dedents) after it."""
+        r = self._Wz.get(o.uid)
         if r is not None:
             return r
-        g = (o.uid, ~a)
-        if g in self._guard:
-            self._cut += 1
-            return False
-        self._guard.add(g)
-        cut = self._cut
-        ok = False
-        try:
-            for t, origin in self._waiting(o, a):
-                org = o if origin is None else origin
+        free: set[int] = set()
+        same: dict[int, list[int]] = {}  # b → a: a is free once b is
+        goto_n = self.automaton.goto_n
+        for s, origin in o.items:
+            for a, t in goto_n[s]:
                 _, _, kz = self._kernel(t, k)  # the free sets do not depend on k
-                if any(self._free_after(org, b, k) for b in kz):
-                    ok = True
-                    break
-        finally:
-            self._guard.discard(g)
-        if ok or self._cut == cut or not self._guard:
-            self._Wz.put(key, ok)
-        return ok
+                if origin is None:
+                    for b in kz:
+                        if b == _ACCEPT:
+                            free.add(a)
+                        else:
+                            same.setdefault(b, []).append(a)
+                elif any(b == _ACCEPT or b in self._set_free(origin, k) for b in kz):
+                    free.add(a)
+        work = list(free)
+        while work:
+            b = work.pop()
+            for a in same.get(b, ()):
+                if a not in free:
+                    free.add(a)
+                    work.append(a)
+        out = frozenset(free)
+        self._Wz.put(o.uid, out)
+        return out
 
     def _items_cost(self, es: EarleySet, items: Any, k: int) -> int:
         best = INF
@@ -658,7 +670,7 @@ class BudgetPlanner:
                 if v < best:
                     best = min(best, v + self._finish_after(org, b, k, False))
             for b, v in kt.items():
-                if v < best and self._free_after(org, b, k):
+                if v < best and self._finish_after(org, b, k, True) == 0:
                     best = v
         return best
 
@@ -995,6 +1007,13 @@ class BudgetPlanner:
             q, carry, p = view(st)
             if complete(st):
                 return bytes(out)
+            if q != 0 and self.markers and self._nl_live[q]:
+                # fill-in-the-middle: the suffix may continue this newline lexeme (its
+                # indentation): a few spaces more may be all the middle needs
+                for pad in _PADS:
+                    nst = walk(st, pad)
+                    if not isinstance(nst, int) and complete(nst):
+                        return bytes(out + pad)
             if q != 0:
                 # finish the lexeme in progress as the cheapest terminal
                 best, choice = INF, -1

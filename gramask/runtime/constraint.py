@@ -115,7 +115,10 @@ class Constraint:
         self._finished = False
         self._plans = [None]
         if self._max_tokens is not None:
-            need = len(self._plan())
+            try:
+                need = len(self._plan())
+            except RuntimeError:
+                need = 0  # none planned (fill-in-the-middle can be beyond the planner): go on
             if need > self._max_tokens:
                 raise BudgetError(
                     f"max_tokens={self._max_tokens} cannot be met: completing the program "
@@ -151,9 +154,10 @@ class Constraint:
         if self._finished:
             return np.zeros(v, dtype=bool)
         st = self._history[-1]
-        m = self._grammar_mask(st)
         if self._max_tokens is not None:
-            self._apply_budget(st, m)
+            m = self._budget_mask().copy()
+        else:
+            m = self._grammar_mask(st)
         eos = self._vocab.eos_token_id
         if eos is not None and 0 <= eos < v:
             m[eos] = self._complete(st)
@@ -255,23 +259,27 @@ class Constraint:
                         keep[t] = True
                     else:
                         keep[members] = True
-        m &= keep
+        if keep.any():  # where no plan is found at all, the bounds decide (never empty)
+            m &= keep
 
     def _fits(self, token_id: int, st: Any) -> bool:
-        """Can the program still be finished within the budget after ``token_id``?"""
-        left = self.remaining_tokens
-        assert left is not None
-        try:
-            plan = self._plan()
-        except RuntimeError:
-            plan = ()
-        if plan and plan[0] == token_id and len(plan) <= left:
-            return True
-        q, carry, p = self._view(st)
-        if not (self._verify_ends and left <= _VERIFY_BELOW) and (
-                self._budget_planner().state_cost(q, carry, p) <= left - 1):
-            return True
-        return self._plan_fits(token_id, left - 1, st)
+        """Can the program still be finished within the budget after ``token_id``? Exactly
+        what ``allowed()`` says (its budget mask is kept for the step)."""
+        return bool(self._budget_mask()[token_id])
+
+    def _budget_mask(self) -> np.ndarray:
+        """The grammar mask with the budget applied, for the current step (cached: the
+        usual pattern is ``allowed()`` then ``advance()``). Shared: do not write to it."""
+        st = self._history[-1]
+        cached = self._budget_cache
+        if cached is not None and cached[0] is st and cached[1] == len(self._history):
+            return cached[2]
+        m = self._grammar_mask(st)
+        self._apply_budget(st, m)
+        self._budget_cache = (st, len(self._history), m)  # holds st: its identity is the key
+        return m
+
+    _budget_cache: tuple[Any, int, np.ndarray] | None = None
 
     def _plan_fits(self, token_id: int, left: int, st: Any = None) -> bool:
         """Does the shortest completion gramask finds after ``token_id`` take ≤ ``left``?"""
