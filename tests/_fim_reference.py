@@ -299,10 +299,9 @@ def fim_mask(cfg: CharCFG, prefix: str, middle: str, suffix: str,
 
 
 class _BudgetQuery:
-    """The automaton head·(v1|...|vk)^{≤n} over characters (the intersection with the
-    vocabulary to at most n tokens of "Automata-based constraints for language model
-    decoding", Koo, Liu and He), with the same greedy-lexing check on markers as
-    :class:`_Query`. Positions: ``i`` < len(head) inside the head, then ``("b", j)`` at a token
+    """The automaton head·(v1|...|vk)^{≤n}·tail over characters (the grammar intersected with
+    at most n tokens of the vocabulary: Niels Mündler, "Proper Well-Formedness Guarantees for
+    Finite LLM Sampling"), with the same greedy-lexing check on markers as :class:`_Query`. Positions: ``i`` < len(head) inside the head, then ``("b", j)`` at a token
     boundary after j tokens, ``("t", j, ti, off)`` inside token ti."""
 
     def __init__(self, head: str, tokens: Sequence[str], n: int,

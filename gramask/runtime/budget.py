@@ -1,11 +1,11 @@
 """Token budgets: how many vocabulary tokens a runtime state still needs to become a program.
 
-"Constraining LLM output to N tokens" is an intersection of the grammar with
-(vocabulary)^{≤N} (Koo, Liu and He, "Automata-based constraints for language model decoding",
-and the intersection view of Nederhof and Satta). Done exactly per step that is a search over
-token sequences; here it is an *upper bound* ``U(state)`` assembled from tables, cheap per step,
-and realised by a concrete completion (:meth:`BudgetPlanner.completion`), so a generation that
-only takes tokens with ``U(after) ≤ remaining − 1`` can always still finish in time:
+Constraining a generation to at most N tokens is intersecting the grammar with
+(vocabulary)^{≤N} (Niels Mündler, "Proper Well-Formedness Guarantees for Finite LLM
+Sampling"). Done exactly per step that is a search over token sequences; here it is an *upper
+bound* ``U(state)`` assembled from tables, cheap per step, and realised by a concrete completion
+(:meth:`BudgetPlanner.plan`), so a generation that only takes tokens with
+``U(after) ≤ remaining − 1`` (or the plan's own next token) can always still finish in time:
 
 * **the lexeme in progress**: the shortest byte string that ends it as terminal ``T`` (a
   breadth-first search on the lexer DFA per terminal), counted in vocabulary tokens (fewest
@@ -28,7 +28,6 @@ bound; :meth:`completion` tokenises the whole text at once and may come out belo
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -47,7 +46,6 @@ __all__ = ["INF", "BudgetPlanner", "TokenCosts"]
 
 INF = 1 << 30  # "cannot complete" (kept far from int32 overflow when added to)
 _MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
-_PADS = tuple(b" " * i for i in range(1, 17)) + (b"\t",)
 _ACCEPT = -1  # pseudo-symbol: the augmented start rule completed
 # bytes tried first when a witness string is built: readable ones
 _BYTE_ORDER = (
@@ -243,18 +241,6 @@ class _LexemeCosts:
             frontier = reach
         return d
 
-    def boundary_targets(self, head: bytes, a: int, after: int | None) -> np.ndarray:
-        """Lexer states from which ``head`` (the suffix's first bytes) ends the lexeme as
-        ``a``, killed by the byte ``after`` (None: the input ends)."""
-        st = np.arange(self.num_states, dtype=np.int64)
-        for x in head:
-            st = np.where(st >= 0, self.trans[np.maximum(st, 0), x], -1)
-        ok = st >= 0
-        ok &= self.accept[np.maximum(st, 0)] == a
-        if after is not None:
-            ok &= self.trans[np.maximum(st, 0), after] < 0
-        return ok
-
     def path(self, q: int, d: np.ndarray) -> bytes:
         """The shortest bytes from ``q`` down distances ``d`` to 0 (readable bytes first)."""
         out = bytearray()
@@ -308,13 +294,9 @@ class BudgetPlanner:
 
     def __init__(
         self, mb: MaskBuilder, vocab: Vocabulary, rules: list[tuple[int, tuple[int, ...]]],
-        tab_len: int, *, parent: BudgetPlanner | None = None,
-        markers: dict[int, int] | None = None,
+        tab_len: int,
     ) -> None:
-        """``rules``: the grammar's rules as symbol ids of ``mb``'s automaton. A planner for
-        a quotient grammar (fill-in-the-middle) shares its ``parent``'s lexer-side tables
-        (same lexer, same vocabulary); ``markers`` gives its marker terminals' costs, and the
-        end of the middle is not the end of input (no free trailing newline)."""
+        """``rules``: the grammar's rules as symbol ids of ``mb``'s automaton."""
         self.mb = mb
         self.ctx = mb.ctx
         self.vocab = vocab
@@ -327,21 +309,11 @@ class BudgetPlanner:
         self.dedent_t = self.ctx.dedent_t
         self.has_indent = self.ctx.nl_t >= 0
         self.rules = rules
-        self.markers = dict(markers or {})
-        # fill-in-the-middle: markers that stand for the middle's last lexeme continued by the
-        # suffix → distances (bytes, per lexer state) to where the suffix's head ends it
-        self.boundary: dict[int, np.ndarray] = {}
-        # fill-in-the-middle: "the input may end here" exactly as far as the view knows
-        # (the quotient's own finish ignores how the suffix glues on)
-        self.end_check: Callable[[int, int, PState], bool] | None = None
         self.nsym = max([len(a.symbols), *(1 + max((lhs, *rhs)) for lhs, rhs in rules)])
-        if parent is None:
-            self.tok = _Tokenizer(vocab)
-            self.lex = _LexemeCosts(mb, self.tok, self._predecessors(mb))
-        else:
-            self.tok, self.lex = parent.tok, parent.lex
+        self.tok = _Tokenizer(vocab)
+        self.lex = _LexemeCosts(mb, self.tok, self._predecessors(mb))
         free = set()
-        if self.has_indent and parent is None:
+        if self.has_indent:
             free = {self.ctx.nl_t} | ({self.dedent_t} if self.dedent_t >= 0 else set())
         self.free = self._fixpoint_free(free, self.nsym)
         self._sym_costs: dict[int, list[int]] = {}
@@ -367,11 +339,7 @@ class BudgetPlanner:
         self.vocab_size = mb.vocab_size
         self._tok_bytes: np.ndarray | None = None  # (V, longest) token bytes, zero-padded
         self._tok_lens: np.ndarray | None = None
-        self._finals: BoundedMemo[int, np.ndarray] = (
-            BoundedMemo(memo_size(lim.row_cache)) if parent is None else parent._finals)
-        if parent is not None:
-            parent._token_matrix()
-            self._tok_bytes, self._tok_lens = parent._tok_bytes, parent._tok_lens
+        self._finals: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(lim.row_cache))
         nl = mb.nl_live
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
 
@@ -462,8 +430,6 @@ class BudgetPlanner:
         lexc = self.lex.cost
         for t in range(min(self.nt, len(lexc))):
             cost[t] = int(lexc[t])
-        for m, mc in self.markers.items():
-            cost[m] = mc
         if self.has_indent:
             cost[self.ctx.nl_t] = k
             if self.indent_t >= 0:
@@ -852,7 +818,7 @@ class BudgetPlanner:
                 if f == 0:
                     v = self.parser_cost(p)
                 else:
-                    v = self._boundary_cost(f, p)[0] if self.boundary else INF
+                    v = INF
                     for t, c in fin_list[f]:
                         if c < v:
                             v = min(v, c + self.after_terminal(p, t))
@@ -863,11 +829,11 @@ class BudgetPlanner:
     def state_cost(self, q: int, carry: int, p: PState) -> int:
         """Upper bound on the tokens that complete the input from runtime state (q, carry, p)."""
         mb = self.mb
-        if self.end_check(q, carry, p) if self.end_check is not None else mb.complete(p, q, carry):
+        if mb.complete(p, q, carry):
             return 0
         if q == 0:
             return self.parser_cost(p)
-        best = self._boundary_cost(q, p)[0]
+        best = INF
         for t, f in self.lex.fin_list[q]:
             if f >= best:
                 continue
@@ -877,23 +843,6 @@ class BudgetPlanner:
                 extra = self.after_terminal(p, t)
             best = min(best, f + extra)
         return best
-
-    def _boundary_cost(self, q: int, p: PState) -> tuple[int, bytes]:
-        """Fill-in-the-middle: the cheapest way to make the lexeme in progress at ``q`` the
-        one the suffix continues (tokens to complete, bytes to add); (INF, b"") if none."""
-        best, text = INF, b""
-        exp = p.es.expected
-        for m, d in self.boundary.items():
-            if d[q] >= INF or not (exp >> m) & 1:
-                continue
-            rest = self.shifted_cost(p.es, m, self.k_newline(p))
-            if rest >= best:
-                continue
-            w = self.lex.path(q, d)
-            c = self.tok.count(w) + rest if w else rest
-            if c < best:
-                best, text = c, w
-        return best, text
 
     def token_costs(self, p: PState, q: int, carry: int) -> TokenCosts:
         """Per token: an upper bound on the tokens still needed after it (INF: none known),
@@ -960,23 +909,21 @@ class BudgetPlanner:
                 self._trie(p2, sub, settle, 0)
 
     # ------------------------------------------------------------------ witnesses
-    def plan(self, st: Any, walk: Any, complete: Any, view: Any = None) -> tuple[int, ...]:
+    def plan(self, st: Any, walk: Any, complete: Any) -> tuple[int, ...]:
         """Token ids of a shortest completion from runtime state ``st``, checked by walking
-        them (``walk``/``complete`` are the constraint's own; ``view(st)`` gives its lexer
-        state, carry and parser state, for constraints with wider states). Memoised.
+        them (``walk``/``complete`` are the constraint's own). Memoised per state.
 
         Raises
         ------
         RuntimeError
             No completion could be built (the vocabulary cannot spell one).
         """
-        view = view or _plain_view
-        q, carry, _ = view(st)
-        key = (q, carry, *(x.uid for x in st[2:]))
+        q, carry, p = st
+        key = (q, carry, p.uid)
         r = self._plans.get(key)
         if r is not None:
             return r
-        text = self.completion_text(st, walk, complete, view)
+        text = self.completion_text(st, walk, complete)
         ids = self.tok.tokenize(text) if text is not None else None
         if ids is not None:
             cur = st
@@ -994,26 +941,17 @@ class BudgetPlanner:
         self._plans.put(key, ids)
         return ids
 
-    def completion_text(self, st: Any, walk: Any, complete: Any, view: Any = None,
-                        ) -> bytes | None:
+    def completion_text(self, st: Any, walk: Any, complete: Any) -> bytes | None:
         """Bytes that complete the input from runtime state ``st``, following the bounds'
         choices (see :meth:`plan` for the arguments); None if that fails."""
-        view = view or _plain_view
         mb = self.mb
         lex = self.lex
         out = bytearray()
         last = INF + 1
         for _ in range(_MAX_PLAN_LEXEMES):
-            q, carry, p = view(st)
+            q, carry, p = st
             if complete(st):
                 return bytes(out)
-            if q != 0 and self.markers and self._nl_live[q]:
-                # fill-in-the-middle: the suffix may continue this newline lexeme (its
-                # indentation): a few spaces more may be all the middle needs
-                for pad in _PADS:
-                    nst = walk(st, pad)
-                    if not isinstance(nst, int) and complete(nst):
-                        return bytes(out + pad)
             if q != 0:
                 # finish the lexeme in progress as the cheapest terminal
                 best, choice = INF, -1
@@ -1022,11 +960,6 @@ class BudgetPlanner:
                              else self.after_terminal(p, t))
                     if f + extra < best:
                         best, choice = f + extra, t
-                bcost, btext = self._boundary_cost(q, p) if self.boundary else (INF, b"")
-                if bcost < best:
-                    nst = walk(st, btext) if btext else st
-                    if not isinstance(nst, int) and complete(nst):
-                        return bytes(out + btext)
                 if choice < 0:
                     return None
                 w = lex.witness(q, choice)
@@ -1039,19 +972,13 @@ class BudgetPlanner:
                         return None
                     out += w
                     st = nst
-                q, carry, p = view(st)
+                q, carry, p = st
                 if complete(st):
                     return bytes(out)
-                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
-                if glued is not None:
-                    return bytes(out + glued)
                 p2 = mb.lexeme_end(p, q, carry)  # ended by the next lexeme's first byte
                 if p2 is None:
                     return None
                 p = p2
-            elif mb.complete(p, q, carry):
-                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
-                return None if glued is None else bytes(out + glued)
             nxt, cost = self._next_lexeme(p, q)
             if nxt is None or cost >= last:
                 return None  # no way on, or the costs stopped decreasing (inconsistent)
@@ -1062,19 +989,6 @@ class BudgetPlanner:
             out += nxt
             st = nst
         return None
-
-    def _glue_to_suffix(self, st: Any, q: int, carry: int, p: PState, walk: Any,
-                        complete: Any) -> bytes | None:
-        """Where the quotient says the middle may end but the suffix's first byte would
-        continue the middle's last lexeme: the separator that keeps them apart, if that
-        completes the program (a marker's cost counts it, see ``_quotient_planner``)."""
-        sep = self.lex.separator
-        if not self.markers or sep is None or not self.mb.complete(p, q, carry):
-            return None
-        st2 = walk(st, sep)
-        if isinstance(st2, int) or not complete(st2):
-            return None
-        return sep
 
     def _nl_pad(self, p: PState, carry: int) -> bytes:
         """The bytes that end a newline lexeme at ``carry`` the cheapest way."""
@@ -1112,24 +1026,7 @@ class BudgetPlanner:
             c = self.tok.count(glued) + self.shifted_cost(p.es, t, k)
             if c < best:
                 best, text = c, glued
-        for m, d in self.boundary.items():
-            if d[0] >= INF or not (exp >> m) & 1:
-                continue
-            w = lex.path(0, d)
-            if not w:
-                continue  # the suffix's head alone: a plain boundary, not this marker
-            glued = w if not prev or lex.trans[prev, w[0]] < 0 else (
-                None if lex.separator is None else lex.separator + w)
-            if glued is None:
-                continue
-            c = self.tok.count(glued) + self.shifted_cost(p.es, m, k)
-            if c < best:
-                best, text = c, glued
         return text, best
-
-
-def _plain_view(st: Any) -> tuple[int, int, Any]:
-    return st  # type: ignore[no-any-return]
 
 
 def _width(data: bytes, tab: int) -> int:

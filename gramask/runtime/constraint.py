@@ -41,10 +41,7 @@ LexState = tuple[int, int, PState]  # lexer DFA state, indentation carry, parser
 # Budget masks: tokens whose bound exceeds what is left by at most this much get a real plan
 # (at most this many per step; beyond, the bound decides)
 _REFINE_SLACK = 2
-_REFINE_MAX = 12
-# see Constraint._verify_ends
-_VERIFY_BELOW = 16
-_VERIFY_MAX = 64
+_REFINE_MAX = 24
 
 
 class Completion(NamedTuple):
@@ -115,10 +112,7 @@ class Constraint:
         self._finished = False
         self._plans = [None]
         if self._max_tokens is not None:
-            try:
-                need = len(self._plan())
-            except RuntimeError:
-                need = 0  # none planned (fill-in-the-middle can be beyond the planner): go on
+            need = len(self._plan())
             if need > self._max_tokens:
                 raise BudgetError(
                     f"max_tokens={self._max_tokens} cannot be met: completing the program "
@@ -154,10 +148,7 @@ class Constraint:
         if self._finished:
             return np.zeros(v, dtype=bool)
         st = self._history[-1]
-        if self._max_tokens is not None:
-            m = self._budget_mask().copy()
-        else:
-            m = self._grammar_mask(st)
+        m = self._grammar_mask(st) if self._max_tokens is None else self._budget_mask().copy()
         eos = self._vocab.eos_token_id
         if eos is not None and 0 <= eos < v:
             m[eos] = self._complete(st)
@@ -182,25 +173,23 @@ class Constraint:
         fits = tc.costs <= left - 1
         # The bounds spell lexemes one by one; tokens just over them may still fit once
         # tokens that span lexemes are used ("):" closing two): plan the states they lead
-        # to (a few per step, each shared by many tokens), or, where a step's state holds
-        # more than the view (fill-in-the-middle), a few tokens one by one.
+        # to (a few per step, each shared by many tokens).
         near = m & ~fits & (tc.costs <= left - 1 + _REFINE_SLACK)
-        if type(self)._view is Constraint._view:
-            groups = np.unique(tc.group[near])
-            for g in groups[groups >= 0][:_REFINE_MAX].tolist():
-                fq, fp = tc.states[g]
-                try:
-                    plan = planner.plan((fq, 0, fp), self._walk, self._complete)
-                except RuntimeError:
-                    continue
-                if len(plan) <= left - 1:
-                    fits |= near & (tc.group == g)
-        else:
-            for t in np.flatnonzero(near)[:_REFINE_MAX].tolist():
-                fits[t] = self._plan_fits(t, left - 1)
+        # the groups least over the budget first, larger ones first among them
+        g_all = tc.group[near]
+        keep_g = g_all >= 0
+        groups, first, sizes = np.unique(g_all[keep_g], return_index=True, return_counts=True)
+        over = tc.costs[near][keep_g][first]
+        order = np.lexsort((-sizes, over))
+        for g in groups[order][:_REFINE_MAX].tolist():
+            fq, fp = tc.states[g]
+            try:
+                plan = planner.plan((fq, 0, fp), self._walk, self._complete)
+            except RuntimeError:
+                continue
+            if len(plan) <= left - 1:
+                fits |= near & (tc.group == g)
         m &= fits
-        if self._verify_ends and left <= _VERIFY_BELOW:
-            self._verify(st, m, tc.group, left - 1)
         try:
             plan = self._plan()
         except RuntimeError:
@@ -236,32 +225,6 @@ class Constraint:
             return None
         return st
 
-    # Where the parser's notion of "the program may end here" is optimistic (fill-in-the-middle
-    # with indentation: the quotient does not see the indentation the suffix needs), the last
-    # tokens of a budget are kept only when a real completion after them is planned and walked.
-    _verify_ends = False
-
-    def _verify(self, st: Any, m: np.ndarray, group: np.ndarray, left: int) -> None:
-        """Keep in ``m`` only tokens after which a planned, walked completion fits ``left``:
-        one plan per group of tokens that lead to the same state (a representative is
-        walked), tokens without a group one by one, at most ``_VERIFY_MAX`` plans."""
-        keep = np.zeros_like(m)
-        budget = _VERIFY_MAX
-        for g in np.unique(group[m]).tolist():
-            members = np.flatnonzero(m & (group == g))
-            reps = members.tolist() if g < 0 else members[:1].tolist()
-            for t in reps:
-                if budget <= 0:
-                    break
-                budget -= 1
-                if self._plan_fits(t, left):
-                    if g < 0:
-                        keep[t] = True
-                    else:
-                        keep[members] = True
-        if keep.any():  # where no plan is found at all, the bounds decide (never empty)
-            m &= keep
-
     def _fits(self, token_id: int, st: Any) -> bool:
         """Can the program still be finished within the budget after ``token_id``? Exactly
         what ``allowed()`` says (its budget mask is kept for the step)."""
@@ -288,7 +251,7 @@ class Constraint:
             if isinstance(st, int):
                 return False
         try:
-            plan = self._budget_planner().plan(st, self._walk, self._complete, self._view)
+            plan = self._budget_planner().plan(st, self._walk, self._complete)
         except RuntimeError:
             return False
         return len(plan) <= left
@@ -412,7 +375,7 @@ class Constraint:
         plan = self._plans[-1]
         if plan is None:
             plan = self._plans[-1] = self._budget_planner().plan(
-                self._history[-1], self._walk, self._complete, self._view
+                self._history[-1], self._walk, self._complete
             )
         return plan
 

@@ -19,7 +19,6 @@ rollback stay free.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidPrefixError, InvalidSuffixError
@@ -33,7 +32,6 @@ from .suffix_lexing import Branch, lex_suffix
 if TYPE_CHECKING:
     from ..grammar import Grammar
     from ..vocab import Vocabulary
-    from .budget import BudgetPlanner
 
 __all__ = ["FimConstraint", "walk"]
 
@@ -55,8 +53,6 @@ class FimConstraint(Constraint):
         suffix: str | bytes = "",
         *,
         tab_len: int = 8,
-        max_tokens: int | None = None,
-        planner: Callable[[], BudgetPlanner] | None = None,
         _history: list[FimState] | None = None,
         _chunks: list[bytes] | None = None,
         _finished: bool = False,
@@ -65,7 +61,6 @@ class FimConstraint(Constraint):
         _glue: dict[tuple[int, int], tuple[int, int, int] | None] | None = None,
         _ends_at: dict[tuple[int, int], tuple[bool]] | None = None,
         _alive: list[PState] | None = None,
-        _plans: list[tuple[int, ...] | None] | None = None,
     ) -> None:
         self._ob = ob
         self._branches = _branches if _branches is not None else []
@@ -77,10 +72,8 @@ class FimConstraint(Constraint):
         self._ends_at: dict[tuple[int, int], tuple[bool]] = (
             _ends_at if _ends_at is not None else {})
         self._alive: list[PState] = _alive if _alive is not None else []
-        self._verify_ends = ob.ctx.nl_t >= 0  # the quotient does not see indentation
-        super().__init__(qb, vocab, prefix, tab_len=tab_len, max_tokens=max_tokens,
-                         planner=planner, _history=_history, _chunks=_chunks,
-                         _finished=_finished, _plans=_plans)
+        super().__init__(qb, vocab, prefix, tab_len=tab_len, _history=_history,
+                         _chunks=_chunks, _finished=_finished)
 
     # ------------------------------------------------------------------ lexing
     def _initial_state(self) -> FimState:  # type: ignore[override]
@@ -243,12 +236,6 @@ class FimConstraint(Constraint):
         return verdict
 
     # ------------------------------------------------------------------ API
-    def _budget_planner(self) -> BudgetPlanner:
-        pl = super()._budget_planner()
-        if pl.end_check is None:
-            pl.end_check = lambda q, carry, p: self._quotient_end((q, carry, p, p)) == 2
-        return pl
-
     def _view(self, st: FimState) -> tuple[int, int, PState]:
         """The quotient parser's view of a step: what masks and budgets work on."""
         return st[0], st[1], st[2]
@@ -261,8 +248,7 @@ class FimConstraint(Constraint):
     def clone(self) -> FimConstraint:
         c = FimConstraint(
             self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
-            max_tokens=self._max_tokens, planner=self._planner_factory,
-            _history=list(self._history), _chunks=list(self._chunks), _plans=list(self._plans),
+            _history=list(self._history), _chunks=list(self._chunks),
             _finished=self._finished, _shared=self._ends, _branches=self._branches,
             _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive,
         )
@@ -283,8 +269,7 @@ class FimConstraint(Constraint):
 
 
 def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
-                   grammar: Grammar, max_tokens: int | None = None,
-                   planner: Callable[[], BudgetPlanner] | None = None) -> FimConstraint:
+                   grammar: Grammar) -> FimConstraint:
     """Set up one fill-in-the-middle request: lex the suffix into branches, build the
     quotient, walk the prefix.
 
@@ -302,15 +287,14 @@ def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suff
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _setup(ob, vocab, prefix, suffix, grammar, max_tokens, planner)
+        return _setup(ob, vocab, prefix, suffix, grammar)
     finally:
         if was_enabled:
             gc.enable()
 
 
 def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
-           grammar: Grammar, max_tokens: int | None = None,
-           planner: Callable[[], BudgetPlanner] | None = None) -> FimConstraint:
+           grammar: Grammar) -> FimConstraint:
     ind = grammar.indentation
     tab = ind.tab_len if ind is not None else 8
     sdata = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
@@ -327,11 +311,8 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
         raise InvalidSuffixError("the code after the cursor cannot be lexed",
                                  position=max(lexing.error_offset, 0))
     qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
-    qplanner = (None if planner is None
-                else _quotient_planner(qb, vocab, tab, markers, planner, sdata))
     try:
-        c = FimConstraint(qb, ob, vocab, short, sdata, tab_len=tab, _branches=markers,
-                          max_tokens=max_tokens, planner=qplanner)
+        c = FimConstraint(qb, ob, vocab, short, sdata, tab_len=tab, _branches=markers)
         c._prefix = pdata
         return c
     except InvalidPrefixError as e:
@@ -340,58 +321,6 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
         raise InvalidSuffixError(
             "no middle connects this prefix to the suffix (the prefix, up to the quoted "
             f"byte, is fine alone): {e}", position=0) from None
-
-
-def _quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
-                      markers: list[tuple[Branch, int, int]],
-                      parent: Callable[[], BudgetPlanner], suffix: bytes,
-                      ) -> Callable[[], BudgetPlanner]:
-    """The budget planner of one request's quotient (built on first use). A marker after the
-    middle's last lexeme costs nothing — or a separator, where the suffix's first byte would
-    continue some lexeme the middle can end with; one that stands for a lexeme the suffix
-    continues is not counted (a completion through it is not planned: the bound only
-    over-restricts there)."""
-    made: list[BudgetPlanner] = []
-
-    def get() -> BudgetPlanner:
-        if not made:
-            from .budget import INF, BudgetPlanner
-
-            base = parent()
-            lex = base.lex
-            glue = 0
-            if suffix:
-                ends = [e for t, e in enumerate(lex.ends) if not lex.ignored[t] and e.size]
-                if any((lex.trans[e, suffix[0]] >= 0).any() for e in ends):
-                    sep = lex.separator
-                    glue = base.tok.count(sep) if sep is not None else INF
-            costs = {m: glue for _, m, a in markers if a < 0}
-            bounds = {}
-            for br, m, a in markers:
-                if a < 0:
-                    continue
-                head = suffix[:br.k]
-                after = suffix[br.k] if br.k < len(suffix) else None
-                d = lex.distances_to(lex.boundary_targets(head, a, after))
-                bounds[m] = d
-                # as a fresh lexeme: its middle part, after any lexeme (separated if needed)
-                w = lex.path(0, d) if d[0] < INF else None
-                if not w:
-                    costs[m] = INF  # empty middle part: the plain markers cover it
-                    continue
-                ends = [e for t, e in enumerate(lex.ends) if not lex.ignored[t] and e.size]
-                worst = base.tok.count(w)
-                if any((lex.trans[e, w[0]] >= 0).any() for e in ends):
-                    sep = lex.separator
-                    worst = max(worst, base.tok.count(sep + w) if sep is not None else INF)
-                costs[m] = worst
-            rules = list(qb.ctx.automaton.rules)  # type: ignore[attr-defined]  # a LazyAutomaton
-            pl = BudgetPlanner(qb, vocab, rules, tab, parent=base, markers=costs)
-            pl.boundary = bounds
-            made.append(pl)
-        return made[0]
-
-    return get
 
 
 def equivalent_prefix(b: MaskBuilder, st: tuple[int, int, PState], data: bytes,
