@@ -817,11 +817,13 @@ class BudgetPlanner:
             if v is None:
                 if f == 0:
                     v = self.parser_cost(p)
+                elif self.mb.complete(p, f, 0):  # the text may end right here
+                    v = 0
                 else:
                     v = INF
                     for t, c in fin_list[f]:
                         if c < v:
-                            v = min(v, c + self.after_terminal(p, t))
+                            v = min(v, c + self._after_finishing(f, t, p))
                 memo[f] = v
             vals[i] = v
         return vals
@@ -840,9 +842,18 @@ class BudgetPlanner:
             if t == self.nl_t and f == 0:
                 extra = self.newline_cost(p, carry)
             else:
-                extra = self.after_terminal(p, t)
+                extra = self._after_finishing(q, t, p)
             best = min(best, f + extra)
         return best
+
+    def _after_finishing(self, q: int, t: int, p: PState) -> int:
+        """``after_terminal``, once the lexeme at ``q`` is finished as ``t`` by its witness:
+        a newline lexeme whose witness holds a newline has a known width (no worst case)."""
+        if t == self.nl_t:
+            w = self.lex.witness(q, t)
+            if b"\n" in w:
+                return self.newline_cost(p, _width(w, self.tab))
+        return self.after_terminal(p, t)
 
     def token_costs(self, p: PState, q: int, carry: int) -> TokenCosts:
         """Per token: an upper bound on the tokens still needed after it (INF: none known),
@@ -957,7 +968,7 @@ class BudgetPlanner:
                 best, choice = INF, -1
                 for t, f in lex.fin_list[q]:
                     extra = (self.newline_cost(p, carry) if t == self.nl_t and f == 0
-                             else self.after_terminal(p, t))
+                             else self._after_finishing(q, t, p))
                     if f + extra < best:
                         best, choice = f + extra, t
                 if choice < 0:

@@ -41,7 +41,7 @@ LexState = tuple[int, int, PState]  # lexer DFA state, indentation carry, parser
 # Budget masks: tokens whose bound exceeds what is left by at most this much get a real plan
 # (at most this many per step; beyond, the bound decides)
 _REFINE_SLACK = 2
-_REFINE_MAX = 24
+_REFINE_MAX = 32
 
 
 class Completion(NamedTuple):
@@ -175,12 +175,12 @@ class Constraint:
         # tokens that span lexemes are used ("):" closing two): plan the states they lead
         # to (a few per step, each shared by many tokens).
         near = m & ~fits & (tc.costs <= left - 1 + _REFINE_SLACK)
-        # the groups least over the budget first, larger ones first among them
+        # the largest groups first (one plan decides the most tokens), then the least over
         g_all = tc.group[near]
         keep_g = g_all >= 0
         groups, first, sizes = np.unique(g_all[keep_g], return_index=True, return_counts=True)
         over = tc.costs[near][keep_g][first]
-        order = np.lexsort((-sizes, over))
+        order = np.lexsort((over, -sizes))
         for g in groups[order][:_REFINE_MAX].tolist():
             fq, fp = tc.states[g]
             try:
