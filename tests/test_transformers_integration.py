@@ -457,3 +457,20 @@ def test_budget_makes_generate_return_complete_programs(cg, model):
             json.loads(prefixes[i] + decode(cg.vocab, ids))
     with pytest.raises(gramask.BudgetError):
         GramaskLogitsProcessor.from_compiled(cg, batch_size=1, prefix="[[[[[[", max_tokens=2)
+
+
+def test_generate_helper_uses_max_new_tokens_as_the_budget(cg, model):
+    """``gramask.integrations.transformers.generate``: the budget is ``max_new_tokens``."""
+    from gramask.integrations.transformers import generate
+
+    prompt = torch.tensor([PROMPT] * 2)
+    torch.manual_seed(3)
+    cfg = gen_config(cg, do_sample=True, top_k=0, max_new_tokens=None, num_return_sequences=2)
+    out, proc = generate(model, cg, prompt, max_new_tokens=5, prefix='{"k": [[',
+                         attention_mask=torch.ones_like(prompt), generation_config=cfg,
+                         logits_processor=[favour_json(cg, eos=-5.0)])
+    assert out.shape[0] == 4 and len(proc.constraints) == 4
+    for row in out:
+        ids, _ = generated(row, len(PROMPT), cg.vocab.eos_token_id)
+        assert len(ids) <= 5
+        json.loads('{"k": [[' + decode(cg.vocab, ids))

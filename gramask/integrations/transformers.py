@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from ..runtime.constraint import Constraint
     from ..vocab import Vocabulary
 
-__all__ = ["GramaskLogitsProcessor"]
+__all__ = ["GramaskLogitsProcessor", "generate"]
 
 
 class _Fixed:
@@ -301,3 +301,49 @@ class GramaskLogitsProcessor(LogitsProcessor):
                 pos += 1
             self._ended_at[i] = ended
         self._seen = gen.copy()
+
+
+def generate(
+    model: Any,
+    compiled: CompiledGrammar,
+    input_ids: torch.Tensor,
+    *,
+    max_new_tokens: int,
+    prefix: str | bytes | Sequence[str | bytes] = "",
+    suffix: str | bytes | Sequence[str | bytes | None] | None = None,
+    budget: bool = True,
+    **generate_kwargs: Any,
+) -> tuple[torch.Tensor, GramaskLogitsProcessor]:
+    """``model.generate`` under the grammar, with ``max_new_tokens`` as the token budget: every
+    returned row is a complete program, whether EOS or the length limit ended it.
+
+    ``budget=False`` constrains without a budget (rows cut by the limit may be unfinished; a
+    ``suffix`` needs it today). Rows are ``input_ids`` rows times ``num_return_sequences`` (or
+    ``num_beams``); ``prefix``/``suffix`` as in :meth:`GramaskLogitsProcessor.from_compiled`.
+    Returns ``generate``'s output and the processor (its constraints brought up to date).
+
+    Raises
+    ------
+    BudgetError
+        A row's prefix needs more than ``max_new_tokens`` tokens to complete.
+    """
+    from transformers import LogitsProcessorList
+
+    cfg = generate_kwargs.get("generation_config")
+
+    def knob(name: str) -> int:
+        v = generate_kwargs.get(name, getattr(cfg, name, None) if cfg is not None else None)
+        return int(v or 1)
+
+    beams = knob("num_beams")  # generate decodes batch × beams rows, else batch × samples
+    rows = int(input_ids.shape[0]) * (beams if beams > 1 else knob("num_return_sequences"))
+    proc = GramaskLogitsProcessor.from_compiled(
+        compiled, rows, prefix=prefix, suffix=suffix,
+        max_tokens=max_new_tokens if budget else None,
+    )
+    procs = list(generate_kwargs.pop("logits_processor", None) or [])
+    out = model.generate(input_ids, max_new_tokens=max_new_tokens,
+                         logits_processor=LogitsProcessorList([*procs, proc]),
+                         **generate_kwargs)
+    proc.consume(out)
+    return out, proc
