@@ -55,12 +55,17 @@ _BYTE_ORDER = (
 
 class TokenCosts(NamedTuple):
     """What :meth:`BudgetPlanner.token_costs` knows per token: ``costs`` (bound on the
-    tokens after it), ``group`` (index into ``states``, -1 where unknown) and ``states``
-    (lexer state, parser state) the token leads to (with no indentation carry)."""
+    tokens after it) and ``group``: tokens of one group lead to the same runtime state
+    (:meth:`state`; -1 where the indentation carry is not known)."""
 
     costs: np.ndarray
     group: np.ndarray
-    states: list[tuple[int, Any]]
+    vertices: list[Any]  # parser states after the tokens' completed lexemes
+    num_states: int  # lexer states: group = vertex index × num_states + lexer state
+
+    def state(self, g: int) -> tuple[int, int, Any]:
+        """The runtime state (lexer state, carry 0, parser state) of group ``g``."""
+        return g % self.num_states, 0, self.vertices[g // self.num_states]
 
 
 class _Tokenizer:
@@ -327,7 +332,9 @@ class BudgetPlanner:
             memo_size(lim.step_memo)
         )
         self._nlb: BoundedMemo[int, int] = BoundedMemo(memo_size(lim.parser_states))
-        self._cls: BoundedMemo[int, dict[int, int]] = BoundedMemo(memo_size(lim.parser_states))
+        # per parser state, a vector over lexer states (8 bytes each): fewer of them
+        self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(
+            memo_size(max(64, lim.parser_states // 16)))
         self._vec: BoundedMemo[tuple[int, int, int], TokenCosts] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
@@ -794,39 +801,31 @@ class BudgetPlanner:
 
     def state_costs(self, p: PState, states: np.ndarray) -> np.ndarray:
         """Per lexer state in ``states``: tokens to complete from it with the parser at
-        ``p`` (a newline lexeme's width taken at its worst). Memoised per (p, state)."""
-        memo = self._cls.get(p.uid)
-        if memo is None:
-            memo = {}
-            self._cls.put(p.uid, memo)
-        uniq, inv = np.unique(states, return_inverse=True)
-        return self._costs_of(p, uniq, memo)[inv]
-
-    def _costs_of(self, p: PState, uniq: np.ndarray, memo: dict[int, int] | None = None,
-                  ) -> np.ndarray:
-        """``state_costs`` for distinct states ``uniq``."""
-        if memo is None:
-            memo = self._cls.get(p.uid)
-            if memo is None:
-                memo = {}
-                self._cls.put(p.uid, memo)
-        vals = np.empty(uniq.size, dtype=np.int64)
-        fin_list = self.lex.fin_list
-        for i, f in enumerate(uniq.tolist()):
-            v = memo.get(f)
-            if v is None:
-                if f == 0:
-                    v = self.parser_cost(p)
-                elif self.mb.complete(p, f, 0):  # the text may end right here
-                    v = 0
-                else:
-                    v = INF
-                    for t, c in fin_list[f]:
-                        if c < v:
-                            v = min(v, c + self._after_finishing(f, t, p))
-                memo[f] = v
-            vals[i] = v
+        ``p`` (a newline lexeme's width taken at its worst). Memoised per parser state as a
+        vector over lexer states (-1: not computed yet), filled where asked."""
+        known = self._cls.get(p.uid)
+        if known is None:
+            known = np.full(self.lex.num_states, -1, dtype=np.int64)
+            self._cls.put(p.uid, known)
+        vals: np.ndarray = known[states]
+        missing = vals < 0
+        if missing.any():
+            for f in np.unique(states[missing]).tolist():
+                known[f] = self._state_bound(p, f)
+            vals = known[states]
         return vals
+
+    def _state_bound(self, p: PState, f: int) -> int:
+        """``state_costs`` of one lexer state ``f`` (with no known indentation carry)."""
+        if f == 0:
+            return self.parser_cost(p)
+        if self.mb.complete(p, f, 0):  # the text may end right here
+            return 0
+        v = INF
+        for t, c in self.lex.fin_list[f]:
+            if c < v:
+                v = min(v, c + self._after_finishing(f, t, p))
+        return v
 
     def state_cost(self, q: int, carry: int, p: PState) -> int:
         """Upper bound on the tokens that complete the input from runtime state (q, carry, p)."""
@@ -867,22 +866,23 @@ class BudgetPlanner:
             return r
         out = np.full(mb.vocab_size, INF, dtype=np.int64)
         gid = np.full(mb.vocab_size, -1, dtype=np.int64)
-        states: list[tuple[int, PState]] = []
+        vertices: list[PState] = []
         row = mb.row(q)
         finals = self.final_states(q, row.tokens)
         starts = np.concatenate(([0], np.cumsum(row.counts)[:-1]))
         nl_live = self._nl_live
+
+        S = self.lex.num_states
 
         def settle(pp: PState, pos: np.ndarray) -> None:
             if not pos.size:
                 return
             toks = row.tokens[_ranges(starts[pos], row.counts[pos])]
             f = np.maximum(finals[toks], 0)
-            uniq, inv = np.unique(f, return_inverse=True)
-            out[toks] = self._costs_of(pp, uniq)[inv]
-            g = len(states) + inv
+            out[toks] = self.state_costs(pp, f)
+            g = len(vertices) * S + f  # group: (parser state after the token, lexer state)
             gid[toks] = np.where(nl_live[f], -1, g)  # a newline's width is not known here
-            states.extend((int(u), pp) for u in uniq.tolist())
+            vertices.append(pp)
 
         settle(p, row.end_pos)
         self._trie(p, row.groups, settle, carry)
@@ -892,9 +892,10 @@ class BudgetPlanner:
                 kill = mb.kill_set(q)
                 sub = self.token_costs(p2, 0, 0)
                 out[kill] = sub.costs[kill]
-                gid[kill] = np.where(sub.group[kill] >= 0, sub.group[kill] + len(states), -1)
-                states.extend(sub.states)
-        r = TokenCosts(out, gid, states)
+                shift = len(vertices) * S
+                gid[kill] = np.where(sub.group[kill] >= 0, sub.group[kill] + shift, -1)
+                vertices.extend(sub.vertices)
+        r = TokenCosts(out, gid, vertices, S)
         self._vec.put(ckey, r)
         return r
 

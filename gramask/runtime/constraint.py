@@ -182,9 +182,8 @@ class Constraint:
         over = tc.costs[near][keep_g][first]
         order = np.lexsort((over, -sizes))
         for g in groups[order][:_REFINE_MAX].tolist():
-            fq, fp = tc.states[g]
             try:
-                plan = planner.plan((fq, 0, fp), self._walk, self._complete)
+                plan = planner.plan(tc.state(g), self._walk, self._complete)
             except RuntimeError:
                 continue
             if len(plan) <= left - 1:
