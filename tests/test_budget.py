@@ -237,7 +237,7 @@ def test_budget_rejects_tokens_that_cannot_finish_in_time() -> None:
     m = c.allowed()
     assert m[v.token_id(")")]
     assert not m[v.token_id(",")]
-    with pytest.raises(gramask.TokenRejected):
+    with pytest.raises(gramask.TokenRejected, match="within the budget"):
         c.advance(v.token_id(","))
     assert c.num_tokens == 0  # unchanged
     c.advance(v.token_id(")"))

@@ -188,10 +188,14 @@ class Constraint:
                 continue
             if len(plan) <= left - 1:
                 fits |= near & (tc.group == g)
+        grammar = m.copy()
         m &= fits
         try:
             plan = self._plan()
         except RuntimeError:
+            plan = ()
+        if not m.any() and not plan and not self._complete(st):
+            m |= grammar  # no completion known at all: never an empty mask (best effort)
             return
         if plan and len(plan) <= left:
             m[plan[0]] = True  # the plan's first token always keeps the guarantee
@@ -422,6 +426,15 @@ class Constraint:
             )
         expected = tuple(self.explain()["parser_expects"])
         shown = ", ".join(expected[:12]) + (", ..." if len(expected) > 12 else "")
+        left = self.remaining_tokens
+        if left is not None and 0 <= token_id < len(self._vocab) and not isinstance(
+                self._walk(self._history[-1], self._vocab.token_bytes(token_id) or b"\xff"),
+                int):
+            return TokenRejected(
+                f"{what} is not allowed at byte {position}: the program could not be finished "
+                f"within the budget after it ({left} token{'s' if left != 1 else ''} left)",
+                token_id=token_id, position=position, expected=expected,
+            )
         return TokenRejected(
             f"{what} is not allowed at byte {position} (prefix + generated text); "
             f"the parser expects {shown or 'nothing more'}",
