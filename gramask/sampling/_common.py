@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -90,13 +91,12 @@ class _LM:
         new = torch.tensor([ids[common:]], dtype=torch.long, device=self.lm.device)
         self.calls += 1
         with torch.no_grad():
-            out = self.lm(
+            out, self._cache = forward_with_cache(
+                self.lm,
+                self._cache,
                 input_ids=new,
-                past_key_values=self._cache,
-                use_cache=True,
                 position_ids=torch.arange(common, len(ids), device=self.lm.device).unsqueeze(0),
             )
-        self._cache = out.past_key_values
         self._cached = list(ids)
         self._last = self._width(out.logits[0, -1].detach().to(torch.float32).cpu())
         return self._last
@@ -108,6 +108,29 @@ class _LM:
                 f"got {t.shape[0]}"
             )
         return t
+
+
+def forward_with_cache(model: Any, cache: Any, **inputs: Any) -> tuple[Any, Any]:
+    """One forward pass of a transformers model reusing ``cache``: (output, the updated cache).
+
+    transformers renamed the KV-cache argument and output field ``past_key_values`` -> ``cache``
+    (5.2x warns on the old name, later releases drop it); the name is read off the model's
+    forward signature so both generations work.
+    """
+    key = _cache_keyword(model)
+    out = model(**inputs, **{key: cache}, use_cache=True)
+    new_cache = getattr(out, "cache", None)
+    if new_cache is None:
+        new_cache = out.past_key_values
+    return out, new_cache
+
+
+def _cache_keyword(model: Any) -> str:
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
 
 
 def _is_transformers_model(lm: Any) -> bool:

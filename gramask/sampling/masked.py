@@ -9,7 +9,14 @@ import torch
 
 from ..runtime.constraint import Constraint
 from ..torch import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask
-from ._common import _LM, NoValidSequenceError, _check_common, _check_constraint, _Sampler
+from ._common import (
+    _LM,
+    NoValidSequenceError,
+    _check_common,
+    _check_constraint,
+    _Sampler,
+    forward_with_cache,
+)
 
 
 # ------------------------------------------------------------------------ constrained
@@ -256,9 +263,9 @@ def _batch_stepper(
         pos = (attn_now.cumsum(-1) - 1).clamp(min=0)[:, -inp.shape[1] :]
         runner.calls += 1
         with torch.no_grad():
-            out = model(input_ids=inp, attention_mask=attn_now, position_ids=pos,
-                        past_key_values=state["cache"], use_cache=True)
-        state["cache"] = out.past_key_values
+            out, state["cache"] = forward_with_cache(
+                model, state["cache"], input_ids=inp, attention_mask=attn_now, position_ids=pos
+            )
         last: torch.Tensor = out.logits[:, -1].detach().to(torch.float32)
         return last
 
