@@ -16,7 +16,9 @@ Masks come from the contextual token tables when the grammar has them (every gra
 without Python-style indentation): a table entry is a small tree of BRANCH / LEX / END nodes
 (see ``gramask.compiler.tables``), decided here vectorised over a row's distinct nodes — a
 BRANCH by one lookup of "does the allowed set meet this live class", a LEX by stepping the
-parser once per distinct accepting set. Grammars with indentation fall back to walking the
+parser once per distinct set of winning terminals. All but the parser steps depends only on
+the allowed set, which thousands of parser states share: that part is planned once per
+(node set, allowed set) and reused. Grammars with indentation fall back to walking the
 vocabulary as a byte trie (exact, but its cost grows with the number of live tokens).
 ``advance`` walks the token's bytes with the same rule.
 """
@@ -39,6 +41,12 @@ if TYPE_CHECKING:
 __all__ = ["ContextualLexer"]
 
 LexState = tuple[int, int, PState]
+
+# How a node set is decided under one allowed set: the verdicts that need no parser step
+# (END nodes; False where a node dies), and per group of LEX nodes with the same winning
+# terminals: (the significant winners to shift, 0 if only ignored ones won; the positions;
+# the distinct tails' key and nodes; each position's index into them)
+_Plan = tuple[np.ndarray, tuple[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray], ...]]
 
 
 def _words(rows: np.ndarray) -> np.ndarray:
@@ -150,8 +158,11 @@ class ContextualLexer:
             # (parser state, distinct tail nodes) → verdicts: the lexemes after a token's
             # first completed one meet the same parser states again and again
             self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
-            # the same per single node, for the many small tail sets (numpy costs more there)
-            self._one: BoundedMemo[tuple[int, int], bool] = BoundedMemo(65536)
+            # (row or tail set, allowed set, follows) → its plan (see ``_plan``)
+            self._plans: BoundedMemo[tuple[int | bytes, int, bool], _Plan] = BoundedMemo(8192)
+            # (allowed set, follows) → class vectors (see ``_class_vectors``)
+            self._vecs: BoundedMemo[tuple[int, bool], tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray]] = BoundedMemo(4096)
             self.head_l = self.head.tolist()
             self.tail_l = self.tail.tolist()
             self.alt_l = self.alt.tolist()
@@ -301,92 +312,118 @@ class ContextualLexer:
         self._rows.put(q, r)
         return r
 
-    def _class_vectors(self, p: PState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per live class, under ``p``'s allowed set: does a lexeme whose next state has this
-        class continue; may a token stop inside a lexeme of this class (see ``end_ok``)."""
-        r = p.lex_vecs  # on the state: asked for every node evaluated there
+    def _class_vectors(self, a: int, fl: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per live class, under allowed set ``a``: does a lexeme whose next state has this
+        class continue; may a token stop inside a lexeme of this class (see ``end_ok``; ``fl``:
+        something may follow an ignored lexeme). Memoised on (``a``, ``fl``), not on the
+        parser state: thousands of states share a few hundred allowed sets."""
+        key = (a, fl)
+        r = self._vecs.get(key)
         if r is None:
-            aw = _int_words(self.allowed(p), self.class_sig_words.shape[1])
+            aw = _int_words(a, self.class_sig_words.shape[1])
             # a class's live terminals are its significant ones plus "some ignored one"
             sig = (self.class_sig_words & aw).any(axis=1)
             cont = sig | self.class_has_ignored
             # an ignored lexeme ends well when something may follow it (or the input end)
-            ends = cont.copy() if bool(p.es.expected) or self.ctx.finish(p) else sig
-            sets = (self.acc_words & aw).any(axis=1)  # LEX sets that can end under p
+            ends = cont.copy() if fl else sig
+            sets = (self.acc_words & aw).any(axis=1)  # LEX sets that can end under a
             r = (cont, ends, sets)
-            p.lex_vecs = r
+            self._vecs.put(key, r)
         return r
 
-    def _eval_one(self, p: PState, n: int) -> bool:
-        """``_eval`` for one node, in plain Python, memoised per (parser state, node)."""
-        key = (p.uid, n)
-        r = self._one.get(key)
-        if r is not None:
-            return r
-        cont, ends, sets = self._class_vectors(p)
-        head, tail, alt = self.head_l, self.tail_l, self.alt_l
-        m = n
-        while m >= 0 and head[m] <= -2:
-            m = tail[m] if cont[-2 - head[m]] else alt[m]
-        if m < 0:
-            r = False
-        elif head[m] == -1:
-            r = bool(ends[tail[m]])
-        elif not sets[head[m]]:
-            r = False
-        else:
-            p2 = self._end_with(p, self.acc_bits[head[m]], 0)
-            r = p2 is not None and self._eval_one(p2, tail[m])
-        self._one.put(key, r)
-        return r
+    def _follows(self, p: PState) -> bool:
+        """May something follow an ignored lexeme ending at ``p`` (or the input end there)?"""
+        return bool(p.es.expected) or self.ctx.finish(p)
 
-    def _eval(self, p: PState, nodes: np.ndarray) -> np.ndarray:
-        """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
-        start or inside a lexeme that began at ``p``?"""
-        if len(nodes) <= 16:
-            return np.array([self._eval_one(p, n) for n in nodes.tolist()], dtype=bool)
-        head, tail, alt = self.head, self.tail, self.alt
-        cont, ends, sets = self._class_vectors(p)
+    def _plan(self, nodes: np.ndarray, a: int, fl: bool) -> _Plan:
+        """How ``nodes`` are decided under allowed set ``a`` (see :data:`_Plan`).
+
+        Everything but the parser steps depends only on (``a``, ``fl``): which way each
+        BRANCH goes, the END verdicts, each LEX node's winning terminals and the grouping
+        of the tails by them. So this is built once per (node set, allowed set) and shared
+        by every parser state with that allowed set; LEX nodes with the same winners are
+        merged into one group (one parser step, one sub-evaluation)."""
+        cont, ends, sets = self._class_vectors(a, fl)
+        base = np.zeros(len(nodes), dtype=bool)
+        by_w: dict[int, tuple[list[int], list[int]]] = {}
+        groups: list[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray]] = []
+        acc_bits, ign = self.acc_bits, self.ignored_bits
+        if len(nodes) <= 16:  # numpy costs more than it saves on a few nodes
+            head, tail, alt = self.head_l, self.tail_l, self.alt_l
+            for i, n in enumerate(nodes.tolist()):
+                m = n
+                while m >= 0 and head[m] <= -2:
+                    m = tail[m] if cont[-2 - head[m]] else alt[m]
+                if m < 0:
+                    continue
+                h = head[m]
+                if h == -1:
+                    base[i] = ends[tail[m]]
+                elif sets[h]:
+                    pos, tails = by_w.setdefault(self._winners(acc_bits[h] & a), ([], []))
+                    pos.append(i)
+                    tails.append(tail[m])
+            for w, (pos, tails) in by_w.items():
+                ut = sorted(set(tails))
+                where = {t: j for j, t in enumerate(ut)}
+                uta = np.array(ut, dtype=np.int64)
+                groups.append((w & ~ign, np.array(pos, dtype=np.int64), uta.tobytes(), uta,
+                               np.array([where[t] for t in tails], dtype=np.int64)))
+            return base, tuple(groups)
+        head_a, tail_a, alt_a = self.head, self.tail, self.alt
         cur = nodes.astype(np.int64, copy=True)
         while True:
-            live = cur >= 0
-            br = np.flatnonzero(live & (head[np.maximum(cur, 0)] <= -2))
+            br = np.flatnonzero((cur >= 0) & (head_a[np.maximum(cur, 0)] <= -2))
             if not br.size:
                 break
             c = cur[br]
-            cur[br] = np.where(cont[-2 - head[c]], tail[c], alt[c])
-        ok = np.zeros(len(cur), dtype=bool)
-        live = cur >= 0
-        h = np.where(live, head[np.maximum(cur, 0)], -3)
+            cur[br] = np.where(cont[-2 - head_a[c]], tail_a[c], alt_a[c])
+        h = np.where(cur >= 0, head_a[np.maximum(cur, 0)], -3)
         e = np.flatnonzero(h == -1)
         if e.size:
-            ok[e] = ends[tail[cur[e]]]
+            base[e] = ends[tail_a[cur[e]]]
         lx = np.flatnonzero(h >= 0)
         if lx.size:
             lx = lx[sets[h[lx]]]
         if lx.size:
             gid = h[lx]  # LEX heads are accepting-set ids
-            if gid[0] == gid[-1] and (gid == gid[0]).all():
-                groups = [(int(gid[0]), lx)]  # the common case: one accepting set
-            else:
-                order = np.argsort(gid, kind="stable")
-                gs = gid[order]
-                cut = np.flatnonzero(gs[1:] != gs[:-1]) + 1
-                groups = [(int(gs[i]), lx[o])
-                          for i, o in zip(np.append(0, cut).tolist(), np.split(order, cut),
-                                          strict=True)]
-            for g, sel in groups:
-                p2 = self._end_with(p, self.acc_bits[g], 0)
-                if p2 is None:
-                    continue
-                tails = tail[cur[sel]]
-                ut, inv = np.unique(tails, return_inverse=True)
-                key = (p2.uid, ut.tobytes())
-                sub = self._sub.get(key)
-                if sub is None:
-                    sub = self._eval(p2, ut)
-                    self._sub.put(key, sub)
-                ok[sel] = sub[inv.reshape(-1)]
+            ug, ginv = np.unique(gid, return_inverse=True)
+            wins = [self._winners(acc_bits[g] & a) for g in ug.tolist()]
+            uw = sorted(set(wins))
+            if len(uw) > 1:
+                wid = np.array([uw.index(w) for w in wins], dtype=np.int64)[ginv.reshape(-1)]
+            for k, w in enumerate(uw):
+                sel = lx if len(uw) == 1 else lx[wid == k]
+                uniq, inv = np.unique(tail_a[cur[sel]], return_inverse=True)
+                groups.append((w & ~ign, sel, uniq.tobytes(), uniq, inv.reshape(-1)))
+        return base, tuple(groups)
+
+    def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray) -> np.ndarray:
+        """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
+        start or inside a lexeme that began at ``p``? ``key`` names ``nodes`` (a row, or a
+        tail set by its bytes). The result may be shared: do not write to it."""
+        a = self.allowed(p)
+        fl = self._follows(p)
+        pk = (key, a, fl)
+        plan = self._plans.get(pk)
+        if plan is None:
+            plan = self._plan(nodes, a, fl)
+            self._plans.put(pk, plan)
+        base, groups = plan
+        if not groups:
+            return base
+        ok = base.copy()
+        shift_any, sub_memo = self.ctx.shift_any, self._sub
+        for sh, sel, tkey, ut, inv in groups:
+            p2 = shift_any(p, sh) if sh else p  # only ignored terminals won: nothing to shift
+            if p2 is None:
+                continue
+            skey = (p2.uid, tkey)
+            sub = sub_memo.get(skey)
+            if sub is None:
+                sub = self._eval(p2, tkey, ut)
+                sub_memo.put(skey, sub)
+            ok[sel] = sub[inv]
         return ok
 
     def _full_row(self, q: int, toks: np.ndarray) -> np.ndarray:
@@ -400,7 +437,7 @@ class ContextualLexer:
     def _table_mask(self, p: PState, q: int) -> np.ndarray:
         nodes, counts, toks = self._row(q)
         if nodes.size:
-            ok = self._eval(p, nodes)
+            ok = self._eval(p, q, nodes)
             m = select_tokens(self.vocab_size, toks, counts, ok, lambda: self._full_row(q, toks))
         else:
             m = np.zeros(self.vocab_size, dtype=bool)
@@ -417,7 +454,7 @@ class ContextualLexer:
         out = self._kills.get(key)
         if out is None:
             nxt = self.trans[q]
-            cont = self._class_vectors(p)[0]
+            cont = self._class_vectors(self.allowed(p), self._follows(p))[0]
             dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
             out = self._fb_ok & dead[self._fb_idx]
             self._kills.put(key, out)
