@@ -55,6 +55,22 @@ class _Row:
         return self.full
 
 
+class _DeltaRow:
+    """Row ``q`` as the table stores it when it is a diff against a base row (see
+    ``tables._delta_encode``): the base row, the tokens whose outcome differs in ``q`` (a
+    small :class:`_Row`) and the base's tokens that ``q`` lacks. Its mask is the base's with
+    those tokens patched: the vocabulary-sized base is prepared once and shared by the dozens
+    of states whose rows are nearly the same (the keyword prefixes inside a name), instead of
+    each state expanding, sorting and grouping its own ~100k-token copy on its first visit."""
+
+    __slots__ = ("base", "diff", "removed")
+
+    def __init__(self, base: int, diff: _Row, removed: np.ndarray) -> None:
+        self.base = base
+        self.diff = diff
+        self.removed = removed
+
+
 def _trie(
     pos: np.ndarray, cur: np.ndarray, head: np.ndarray, tail: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list[Any]]:
@@ -109,13 +125,19 @@ class MaskBuilder:
         self.planner: Any = None
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: BoundedMemo[int, _Row] = BoundedMemo(memo_size(limits.row_cache))
+        # rows as masks use them (see ``_mask_row``); a diff row is small, its base is in _rows
+        self._mrows: BoundedMemo[int, _Row | _DeltaRow] = BoundedMemo(
+            memo_size(limits.row_cache))
         # (V,) bool each: bounded like rows
-        self._kill: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
+        self._kill: BoundedMemo[bytes, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
+        self._kill_sig: dict[int, bytes] = {}  # lexer state → the bytes that continue it
         self._masks: BoundedMemo[tuple[PState, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache)
         )
         self.first_byte = tables.first_byte.astype(np.int64)
         self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
+        # (expected terminals, input may end) → class vector (see ``class_vector``)
+        self._class_vecs: BoundedMemo[tuple[int, bool], np.ndarray] = BoundedMemo(4096)
 
     # ------------------------------------------------------------------ tables
     def row(self, q: int) -> _Row:
@@ -127,13 +149,37 @@ class MaskBuilder:
         self._rows.put(q, r)
         return r
 
+    def _mask_row(self, q: int) -> _Row | _DeltaRow:
+        """Row ``q`` as masks use it: a diff against its base row when stored as one."""
+        r = self._mrows.get(q)
+        if r is not None:
+            return r
+        tb = self.tables
+        b = int(tb.row_base[q])
+        if b < 0:
+            r = self.row(q)
+        else:
+            lo, hi = int(tb.rows_indptr[q]), int(tb.rows_indptr[q + 1])
+            idx = tb.rows_indices[lo:hi].astype(np.int64)
+            dat = tb.rows_data[lo:hi].astype(np.int64)
+            add = dat > 0  # (token, node + 1) where q differs; (token, 0) where q lacks it
+            uniq, counts, tokens = group_row(idx[add], dat[add] - 1)
+            r = _DeltaRow(b, _Row(uniq, counts, tokens, self.head_arr, self.tail_arr),
+                          idx[~add])
+        self._mrows.put(q, r)
+        return r
+
     def kill_set(self, q: int) -> np.ndarray:
         """Tokens whose first byte ends the lexeme in progress at ``q``."""
-        k = self._kill.get(q)
+        sig = self._kill_sig.get(q)
+        if sig is None:
+            # it depends only on which bytes continue q, which whole groups of states share
+            sig = self._kill_sig[q] = np.packbits(self.trans[q] >= 0).tobytes()
+        k = self._kill.get(sig)
         if k is None:
             fb = self.first_byte
             k = (fb >= 0) & (self.trans[q][np.maximum(fb, 0)] < 0)
-            self._kill.put(q, k)
+            self._kill.put(sig, k)
         return k
 
     # ------------------------------------------------------------------ decisions
@@ -144,10 +190,15 @@ class MaskBuilder:
         r = p.classes_np
         if r is None:
             bits = self.ctx.expects(p) & ~self.ctx.ignored_bits
-            w = words_of_bits(bits, self.class_words.shape[1])
-            r = np.asarray((self.class_words & w).any(axis=1))
-            if self.ctx.finish(p):  # the input may also end right after an ignored lexeme
-                r = r | self.class_ignored_end
+            fin = self.ctx.finish(p)
+            key = (bits, fin)  # all it depends on: thousands of states share a few hundred
+            r = self._class_vecs.get(key)
+            if r is None:
+                w = words_of_bits(bits, self.class_words.shape[1])
+                r = np.asarray((self.class_words & w).any(axis=1))
+                if fin:  # the input may also end right after an ignored lexeme
+                    r = r | self.class_ignored_end
+                self._class_vecs.put(key, r)
             p.classes_np = r
         return r
 
@@ -174,13 +225,25 @@ class MaskBuilder:
             if sub:
                 self._eval_trie(p2, sub, ok, 0)
 
-    def row_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
-        """Row ``q``'s allowed tokens as a fresh bool vector."""
-        row = self.row(q)
+    def _row_ok(self, p: PState, row: _Row, carry: int) -> np.ndarray:
+        """Per distinct node of ``row``: is it allowed at ``p``?"""
         ok = np.zeros(row.n, dtype=bool)
         if row.end_pos.size:
             ok[row.end_pos] = self.class_vector(p)[row.end_cls]
         self._eval_trie(p, row.groups, ok, carry)
+        return ok
+
+    def row_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
+        """Row ``q``'s allowed tokens as a fresh bool vector."""
+        row = self._mask_row(q)
+        if isinstance(row, _DeltaRow):
+            m = self.row_mask(p, row.base, carry)
+            m[row.removed] = False
+            d = row.diff
+            if d.n:
+                m[d.tokens] = np.repeat(self._row_ok(p, d, carry), d.counts)
+            return m
+        ok = self._row_ok(p, row, carry)
         return select_tokens(self.vocab_size, row.tokens, row.counts, ok,
                              lambda: row.all_tokens(self.vocab_size))
 
