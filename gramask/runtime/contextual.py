@@ -149,9 +149,13 @@ class ContextualLexer:
             self._full: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
             self._fb_idx = np.maximum(self.first_byte, 0)
             # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
-            self._kills: BoundedMemo[tuple[int, int], np.ndarray] = BoundedMemo(
+            self._kills: BoundedMemo[tuple[bytes, int], np.ndarray] = BoundedMemo(
                 memo_size(limits.row_cache)
             )
+            self._kill_sig: dict[int, bytes] = {}  # see ``_kill``
+            self._diffs: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                np.ndarray]] = BoundedMemo(
+                memo_size(limits.row_cache))
             self._rows: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 BoundedMemo(memo_size(limits.row_cache))
             )
@@ -434,13 +438,43 @@ class ContextualLexer:
             self._full.put(q, f)
         return f
 
-    def _table_mask(self, p: PState, q: int) -> np.ndarray:
+    def _diff(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Row ``q`` stored as a diff against its base row: (the base's tokens ``q`` lacks,
+        then the differing tokens grouped as ``_row`` groups a row)."""
+        r = self._diffs.get(q)
+        if r is None:
+            tb = self.tables
+            assert tb is not None
+            lo, hi = int(tb.rows_indptr[q]), int(tb.rows_indptr[q + 1])
+            idx = tb.rows_indices[lo:hi].astype(np.int64)
+            dat = tb.rows_data[lo:hi].astype(np.int64)
+            add = dat > 0  # (token, node + 1) where q differs; (token, 0) where q lacks it
+            r = (idx[~add], *group_row(idx[add], dat[add] - 1))
+            self._diffs.put(q, r)
+        return r
+
+    def _row_tokens(self, p: PState, q: int) -> np.ndarray:
+        """Row ``q``'s allowed tokens as a fresh bool vector. A row stored as a diff is its
+        base row's vector patched at the differing tokens: the vocabulary-sized base is
+        prepared once for the dozens of states whose rows are nearly the same (keyword
+        prefixes inside a name), not expanded, sorted and grouped again for each."""
+        assert self.tables is not None
+        b = int(self.tables.row_base[q])
+        if b >= 0:
+            m = self._row_tokens(p, b)
+            removed, nodes, counts, toks = self._diff(q)
+            m[removed] = False
+            if nodes.size:
+                m[toks] = np.repeat(self._eval(p, -1 - q, nodes), counts)  # keys < 0: diffs
+            return m
         nodes, counts, toks = self._row(q)
-        if nodes.size:
-            ok = self._eval(p, q, nodes)
-            m = select_tokens(self.vocab_size, toks, counts, ok, lambda: self._full_row(q, toks))
-        else:
-            m = np.zeros(self.vocab_size, dtype=bool)
+        if not nodes.size:
+            return np.zeros(self.vocab_size, dtype=bool)
+        ok = self._eval(p, q, nodes)
+        return select_tokens(self.vocab_size, toks, counts, ok, lambda: self._full_row(q, toks))
+
+    def _table_mask(self, p: PState, q: int) -> np.ndarray:
+        m = self._row_tokens(p, q)
         if q != 0:
             p2 = self.lexeme_end(p, q, 0)
             if p2 is not None:
@@ -450,7 +484,12 @@ class ContextualLexer:
     def _kill(self, q: int, p: PState) -> np.ndarray:
         """Tokens whose first byte ends the lexeme at ``q``: no terminal continues with it, or
         none that the allowed set holds (the row's entries for those tokens are then false)."""
-        key = (q, self.allowed(p))  # all that ``cont`` depends on
+        sig = self._kill_sig.get(q)
+        if sig is None:  # the classes q's bytes lead to: whole groups of states share them
+            nxt = self.trans[q]
+            sig = np.where(nxt < 0, -1, self.state_class[np.maximum(nxt, 0)]).tobytes()
+            self._kill_sig[q] = sig
+        key = (sig, self.allowed(p))  # all that ``cont`` depends on
         out = self._kills.get(key)
         if out is None:
             nxt = self.trans[q]
