@@ -14,6 +14,7 @@ configuration met again costs a dictionary lookup.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -55,17 +56,66 @@ class _Row:
         return self.full
 
 
+class _TrieRow:
+    """Row ``q`` as masks use it: what :class:`_Row` holds, with the trie built in plain
+    Python (a walk down each distinct node's cons list) rather than by numpy splits per trie
+    vertex, which made a large row's first use cost ~10 ms (row 0 of SQL: ~3,000 vertices,
+    each with its own small arrays). The nodes are kept in row order; ``order`` lists them
+    by trie vertex, so that the nodes ending at vertex ``v`` are ``order[lo:hi]`` for
+    ``(lo, hi) = spans[v]``, their END classes ``cls[lo:hi]``; ``children[v]``: (terminal or
+    newline code, child vertex) pairs. Vertex 0 is the root."""
+
+    __slots__ = ("children", "cls", "counts", "full", "n", "order", "spans", "tokens")
+
+    def __init__(self, nodes: np.ndarray, counts: np.ndarray, tokens: np.ndarray,
+                 head: list[int], tail: list[int]) -> None:
+        self.n = len(nodes)
+        self.counts = counts
+        self.tokens = tokens
+        self.full: np.ndarray | None = None  # see all_tokens
+        children: list[dict[int, int]] = [{}]
+        vert: list[int] = []
+        cls: list[int] = []
+        for m in nodes.tolist():
+            v = 0
+            h = head[m]
+            while h >= 0:  # CONS(h, tail): down the edge h
+                ch = children[v]
+                c = ch.get(h)
+                if c is None:
+                    c = ch[h] = len(children)
+                    children.append({})
+                v = c
+                m = tail[m]
+                h = head[m]
+            vert.append(v)
+            cls.append(tail[m])  # END(class)
+        va = np.array(vert, dtype=np.int64)
+        self.order = np.argsort(va, kind="stable")
+        self.cls = np.array(cls, dtype=np.int64)[self.order]
+        bounds = np.searchsorted(va[self.order], np.arange(len(children) + 1)).tolist()
+        self.spans = list(itertools.pairwise(bounds))
+        self.children = [tuple(sorted(c.items())) for c in children]
+
+    def all_tokens(self, v: int) -> np.ndarray:
+        """(V,) bool of all the row's tokens (built on first use)."""
+        if self.full is None:
+            self.full = np.zeros(v, dtype=bool)
+            self.full[self.tokens] = True
+        return self.full
+
+
 class _DeltaRow:
     """Row ``q`` as the table stores it when it is a diff against a base row (see
     ``tables._delta_encode``): the base row, the tokens whose outcome differs in ``q`` (a
-    small :class:`_Row`) and the base's tokens that ``q`` lacks. Its mask is the base's with
+    small :class:`_TrieRow`) and the base's tokens that ``q`` lacks. Its mask is the base's with
     those tokens patched: the vocabulary-sized base is prepared once and shared by the dozens
     of states whose rows are nearly the same (the keyword prefixes inside a name), instead of
     each state expanding, sorting and grouping its own ~100k-token copy on its first visit."""
 
     __slots__ = ("base", "diff", "removed")
 
-    def __init__(self, base: int, diff: _Row, removed: np.ndarray) -> None:
+    def __init__(self, base: int, diff: _TrieRow, removed: np.ndarray) -> None:
         self.base = base
         self.diff = diff
         self.removed = removed
@@ -104,6 +154,8 @@ class MaskBuilder:
         self.num_terminals = dfa.num_terminals
         self.head_arr = tables.node_head.astype(np.int64)
         self.tail_arr = tables.node_tail.astype(np.int64)
+        self.head_l: list[int] = tables.node_head.tolist()
+        self.tail_l: list[int] = tables.node_tail.tolist()
         cw = tables.class_winnable
         class_bits = bits_of_rows(cw[:, :-1])
         self.class_ignored_end = cw[:, -1].copy()
@@ -126,7 +178,7 @@ class MaskBuilder:
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: BoundedMemo[int, _Row] = BoundedMemo(memo_size(limits.row_cache))
         # rows as masks use them (see ``_mask_row``); a diff row is small, its base is in _rows
-        self._mrows: BoundedMemo[int, _Row | _DeltaRow] = BoundedMemo(
+        self._mrows: BoundedMemo[int, _TrieRow | _DeltaRow] = BoundedMemo(
             memo_size(limits.row_cache))
         # (V,) bool each: bounded like rows
         self._kill: BoundedMemo[bytes, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
@@ -149,7 +201,7 @@ class MaskBuilder:
         self._rows.put(q, r)
         return r
 
-    def _mask_row(self, q: int) -> _Row | _DeltaRow:
+    def _mask_row(self, q: int) -> _TrieRow | _DeltaRow:
         """Row ``q`` as masks use it: a diff against its base row when stored as one."""
         r = self._mrows.get(q)
         if r is not None:
@@ -157,14 +209,14 @@ class MaskBuilder:
         tb = self.tables
         b = int(tb.row_base[q])
         if b < 0:
-            r = self.row(q)
+            r = _TrieRow(*group_row(*expand_row(tb, q, self._bases)), self.head_l, self.tail_l)
         else:
             lo, hi = int(tb.rows_indptr[q]), int(tb.rows_indptr[q + 1])
             idx = tb.rows_indices[lo:hi].astype(np.int64)
             dat = tb.rows_data[lo:hi].astype(np.int64)
             add = dat > 0  # (token, node + 1) where q differs; (token, 0) where q lacks it
             uniq, counts, tokens = group_row(idx[add], dat[add] - 1)
-            r = _DeltaRow(b, _Row(uniq, counts, tokens, self.head_arr, self.tail_arr),
+            r = _DeltaRow(b, _TrieRow(uniq, counts, tokens, self.head_l, self.tail_l),
                           idx[~add])
         self._mrows.put(q, r)
         return r
@@ -206,11 +258,23 @@ class MaskBuilder:
         """May the input stop mid-lexeme at state ``q`` with the parser at ``p``?"""
         return bool(self.class_vector(p)[self.state_class[q]])
 
-    def _eval_trie(self, p: PState, groups: list[Any], ok: np.ndarray, carry: int) -> None:
+    def _row_ok(self, p: PState, row: _TrieRow, carry: int) -> np.ndarray:
+        """Per distinct node of ``row``: is it allowed at ``p``?"""
+        ok = np.zeros(row.n, dtype=bool)
+        self._walk(p, row, 0, ok, carry)
+        return ok
+
+    def _walk(self, p: PState, row: _TrieRow, v: int, ok: np.ndarray, carry: int) -> None:
+        """Decide the nodes at and below trie vertex ``v`` of ``row``, the parser at ``p``:
+        the parser steps once per edge it expects; the nodes ending at a vertex are decided
+        by one lookup of their classes."""
+        lo, hi = row.spans[v]
+        if lo < hi:
+            ok[row.order[lo:hi]] = self.class_vector(p)[row.cls[lo:hi]]
         expected = p.es.expected
         nt = self.num_terminals
         ctx = self.ctx
-        for h, end_pos, end_cls, sub in groups:
+        for h, child in row.children[v]:
             if h < nt:
                 if not (expected >> h) & 1:
                     continue
@@ -218,20 +282,8 @@ class MaskBuilder:
             else:
                 width, relative = decode_nl(nt, h)
                 p2 = ctx.newline(p, width + carry if relative else width)
-            if p2 is None:
-                continue
-            if end_pos.size:
-                ok[end_pos] = self.class_vector(p2)[end_cls]
-            if sub:
-                self._eval_trie(p2, sub, ok, 0)
-
-    def _row_ok(self, p: PState, row: _Row, carry: int) -> np.ndarray:
-        """Per distinct node of ``row``: is it allowed at ``p``?"""
-        ok = np.zeros(row.n, dtype=bool)
-        if row.end_pos.size:
-            ok[row.end_pos] = self.class_vector(p)[row.end_cls]
-        self._eval_trie(p, row.groups, ok, carry)
-        return ok
+            if p2 is not None:
+                self._walk(p2, row, child, ok, 0)
 
     def row_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
         """Row ``q``'s allowed tokens as a fresh bool vector."""
