@@ -25,6 +25,7 @@ vocabulary as a byte trie (exact, but its cost grows with the number of live tok
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -164,6 +165,9 @@ class ContextualLexer:
             self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
             # (row or tail set, allowed set, follows) → its plan (see ``_plan``)
             self._plans: BoundedMemo[tuple[int | bytes, int, bool], _Plan] = BoundedMemo(8192)
+            # row or tail set → (its nodes' heads, positions of BRANCH nodes), see ``_plan``
+            self._static: BoundedMemo[int | bytes, tuple[np.ndarray, np.ndarray]] = (
+                BoundedMemo(4096))
             # (allowed set, follows) → class vectors (see ``_class_vectors``)
             self._vecs: BoundedMemo[tuple[int, bool], tuple[np.ndarray, np.ndarray,
                                                                np.ndarray]] = BoundedMemo(4096)
@@ -339,7 +343,7 @@ class ContextualLexer:
         """May something follow an ignored lexeme ending at ``p`` (or the input end there)?"""
         return bool(p.es.expected) or self.ctx.finish(p)
 
-    def _plan(self, nodes: np.ndarray, a: int, fl: bool) -> _Plan:
+    def _plan(self, key: int | bytes, nodes: np.ndarray, a: int, fl: bool) -> _Plan:
         """How ``nodes`` are decided under allowed set ``a`` (see :data:`_Plan`).
 
         Everything but the parser steps depends only on (``a``, ``fl``): which way each
@@ -375,14 +379,24 @@ class ContextualLexer:
                                np.array([where[t] for t in tails], dtype=np.int64)))
             return base, tuple(groups)
         head_a, tail_a, alt_a = self.head, self.tail, self.alt
-        cur = nodes.astype(np.int64, copy=True)
-        while True:
-            br = np.flatnonzero((cur >= 0) & (head_a[np.maximum(cur, 0)] <= -2))
-            if not br.size:
-                break
-            c = cur[br]
-            cur[br] = np.where(cont[-2 - head_a[c]], tail_a[c], alt_a[c])
-        h = np.where(cur >= 0, head_a[np.maximum(cur, 0)], -3)
+        st = self._static.get(key)
+        if st is None:  # what does not depend on the allowed set: heads, BRANCH positions
+            h0 = head_a[nodes]
+            st = (h0, np.flatnonzero(h0 <= -2))
+            self._static.put(key, st)
+        h, br0 = st
+        cur = nodes
+        if br0.size:  # follow each BRANCH the way the allowed set sends it
+            cur = nodes.astype(np.int64, copy=True)
+            br = br0
+            while br.size:
+                c = cur[br]
+                nxt = np.where(cont[-2 - head_a[c]], tail_a[c], alt_a[c])
+                cur[br] = nxt
+                br = br[(nxt >= 0) & (head_a[nxt] <= -2)]
+            h = h.copy()
+            cb = cur[br0]
+            h[br0] = np.where(cb >= 0, head_a[cb], -3)
         e = np.flatnonzero(h == -1)
         if e.size:
             base[e] = ends[tail_a[cur[e]]]
@@ -391,15 +405,29 @@ class ContextualLexer:
             lx = lx[sets[h[lx]]]
         if lx.size:
             gid = h[lx]  # LEX heads are accepting-set ids
-            ug, ginv = np.unique(gid, return_inverse=True)
-            wins = [self._winners(acc_bits[g] & a) for g in ug.tolist()]
+            present = np.zeros(len(acc_bits), dtype=bool)
+            present[gid] = True
+            ug = np.flatnonzero(present).tolist()
+            wins = [self._winners(acc_bits[g] & a) for g in ug]
             uw = sorted(set(wins))
-            if len(uw) > 1:
-                wid = np.array([uw.index(w) for w in wins], dtype=np.int64)[ginv.reshape(-1)]
-            for k, w in enumerate(uw):
-                sel = lx if len(uw) == 1 else lx[wid == k]
-                uniq, inv = np.unique(tail_a[cur[sel]], return_inverse=True)
-                groups.append((w & ~ign, sel, uniq.tobytes(), uniq, inv.reshape(-1)))
+            wmap = {w: k for k, w in enumerate(uw)}
+            lut = np.zeros(len(acc_bits), dtype=np.int64)
+            lut[ug] = [wmap[w] for w in wins]
+            wid = lut[gid]
+            # one sort by (winners, tail) for all groups, not a np.unique per group
+            comb = wid * len(head_a) + tail_a[cur[lx]]
+            order = np.argsort(comb)
+            cs = comb[order]
+            ws = wid[order]
+            ts = cs - ws * len(head_a)
+            first = np.ones(len(order), dtype=bool)
+            first[1:] = cs[1:] != cs[:-1]
+            uid = np.cumsum(first) - 1  # index of each position's distinct (winners, tail)
+            cuts = [0, *(np.flatnonzero(ws[1:] != ws[:-1]) + 1).tolist(), len(order)]
+            for lo, hi in itertools.pairwise(cuts):
+                uniq = ts[lo:hi][first[lo:hi]]
+                groups.append((uw[ws[lo]] & ~ign, lx[order[lo:hi]], uniq.tobytes(), uniq,
+                               uid[lo:hi] - uid[lo]))
         return base, tuple(groups)
 
     def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray) -> np.ndarray:
@@ -411,7 +439,7 @@ class ContextualLexer:
         pk = (key, a, fl)
         plan = self._plans.get(pk)
         if plan is None:
-            plan = self._plan(nodes, a, fl)
+            plan = self._plan(key, nodes, a, fl)
             self._plans.put(pk, plan)
         base, groups = plan
         if not groups:
