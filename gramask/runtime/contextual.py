@@ -154,6 +154,12 @@ class ContextualLexer:
                 memo_size(limits.row_cache)
             )
             self._kill_sig: dict[int, bytes] = {}  # see ``_kill``
+            self._kills_by_bytes: BoundedMemo[bytes, np.ndarray] = BoundedMemo(
+                memo_size(limits.row_cache))
+            # (row, verdicts of its nodes) → its tokens: parser states that decide a row
+            # alike share the vocabulary-sized scatter (returned copied)
+            self._selected: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(
+                memo_size(limits.row_cache))
             self._diffs: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray,
                                                 np.ndarray]] = BoundedMemo(
                 memo_size(limits.row_cache))
@@ -499,7 +505,13 @@ class ContextualLexer:
         if not nodes.size:
             return np.zeros(self.vocab_size, dtype=bool)
         ok = self._eval(p, q, nodes)
-        return select_tokens(self.vocab_size, toks, counts, ok, lambda: self._full_row(q, toks))
+        skey = (q, ok.tobytes())
+        sel = self._selected.get(skey)
+        if sel is None:
+            sel = select_tokens(self.vocab_size, toks, counts, ok,
+                                lambda: self._full_row(q, toks))
+            self._selected.put(skey, sel)
+        return sel.copy()
 
     def _table_mask(self, p: PState, q: int) -> np.ndarray:
         m = self._row_tokens(p, q)
@@ -523,7 +535,11 @@ class ContextualLexer:
             nxt = self.trans[q]
             cont = self._class_vectors(self.allowed(p), self._follows(p))[0]
             dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
-            out = self._fb_ok & dead[self._fb_idx]
+            dkey = dead.tobytes()  # a few dozen distinct byte sets make every kill set
+            out = self._kills_by_bytes.get(dkey)
+            if out is None:
+                out = self._fb_ok & dead[self._fb_idx]
+                self._kills_by_bytes.put(dkey, out)
             self._kills.put(key, out)
         return out
 

@@ -183,6 +183,10 @@ class MaskBuilder:
         # (V,) bool each: bounded like rows
         self._kill: BoundedMemo[bytes, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
         self._kill_sig: dict[int, bytes] = {}  # lexer state → the bytes that continue it
+        # (row, verdicts of its nodes) → its tokens: parser states that decide a row alike
+        # share the vocabulary-sized scatter (returned copied: callers write to masks)
+        self._selected: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(
+            memo_size(limits.row_cache))
         self._masks: BoundedMemo[tuple[PState, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache)
         )
@@ -296,8 +300,13 @@ class MaskBuilder:
                 m[d.tokens] = np.repeat(self._row_ok(p, d, carry), d.counts)
             return m
         ok = self._row_ok(p, row, carry)
-        return select_tokens(self.vocab_size, row.tokens, row.counts, ok,
-                             lambda: row.all_tokens(self.vocab_size))
+        skey = (q, ok.tobytes())
+        sel = self._selected.get(skey)
+        if sel is None:
+            sel = select_tokens(self.vocab_size, row.tokens, row.counts, ok,
+                                lambda: row.all_tokens(self.vocab_size))
+            self._selected.put(skey, sel)
+        return sel.copy()
 
     def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
         """Parser state after the lexeme in progress ends here (None if it cannot)."""
