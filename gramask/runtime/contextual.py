@@ -362,7 +362,7 @@ class ContextualLexer:
         by_w: dict[int, tuple[list[int], list[int]]] = {}
         groups: list[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray]] = []
         acc_bits, ign = self.acc_bits, self.ignored_bits
-        if len(nodes) <= 16:  # numpy costs more than it saves on a few nodes
+        if len(nodes) <= 128:  # numpy costs more than it saves on a few nodes
             head, tail, alt = self.head_l, self.tail_l, self.alt_l
             for i, n in enumerate(nodes.tolist()):
                 m = n
