@@ -43,6 +43,8 @@ __all__ = ["ContextualLexer"]
 
 LexState = tuple[int, int, PState]
 
+_SMALL = 128  # node sets planned in plain Python (numpy's per-call cost dominates below)
+
 # How a node set is decided under one allowed set: the verdicts that need no parser step
 # (END nodes; False where a node dies), and per group of LEX nodes with the same winning
 # terminals: (the significant winners to shift, 0 if only ignored ones won; the positions;
@@ -171,9 +173,11 @@ class ContextualLexer:
             self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
             # (row or tail set, allowed set, follows) → its plan (see ``_plan``)
             self._plans: BoundedMemo[tuple[int | bytes, int, bool], _Plan] = BoundedMemo(8192)
-            # row or tail set → (its nodes' heads, positions of BRANCH nodes), see ``_plan``
+            self._big_plans: BoundedMemo[tuple[int | bytes, int, bool], _Plan] = (
+                BoundedMemo(memo_size(4 * limits.row_cache)))
+            # large row or tail set → (its nodes' heads, BRANCH positions), see ``_plan``
             self._static: BoundedMemo[int | bytes, tuple[np.ndarray, np.ndarray]] = (
-                BoundedMemo(4096))
+                BoundedMemo(memo_size(4 * limits.row_cache)))
             # (allowed set, follows) → class vectors (see ``_class_vectors``)
             self._vecs: BoundedMemo[tuple[int, bool], tuple[np.ndarray, np.ndarray,
                                                                np.ndarray]] = BoundedMemo(4096)
@@ -362,7 +366,7 @@ class ContextualLexer:
         by_w: dict[int, tuple[list[int], list[int]]] = {}
         groups: list[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray]] = []
         acc_bits, ign = self.acc_bits, self.ignored_bits
-        if len(nodes) <= 128:  # numpy costs more than it saves on a few nodes
+        if len(nodes) <= _SMALL:  # numpy costs more than it saves on a few nodes
             head, tail, alt = self.head_l, self.tail_l, self.alt_l
             for i, n in enumerate(nodes.tolist()):
                 m = n
@@ -443,10 +447,12 @@ class ContextualLexer:
         a = self.allowed(p)
         fl = self._follows(p)
         pk = (key, a, fl)
-        plan = self._plans.get(pk)
+        # large plans (a row's: tens of KB each) are bounded apart, by the row-cache bound
+        plans = self._plans if len(nodes) <= _SMALL else self._big_plans
+        plan = plans.get(pk)
         if plan is None:
             plan = self._plan(key, nodes, a, fl)
-            self._plans.put(pk, plan)
+            plans.put(pk, plan)
         base, groups = plan
         if not groups:
             return base
