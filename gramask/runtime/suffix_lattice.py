@@ -1,0 +1,156 @@
+"""The suffix as a lattice of lexemes, parsed backwards: fill-in-the-middle's suffix side in
+the contextual lexer mode.
+
+In the contextual mode (docs/semantics.md) how the suffix ``S`` lexes depends on the parser
+state at each of its lexeme starts, hence on the middle, unknown at setup. But at a lexeme
+start ``i`` the lexeme is every allowed terminal ``T`` that accepts ``S[i:j]`` where the next
+byte kills every allowed terminal; ``T`` is allowed, so ``T`` dies there too: ``j`` is where
+``T`` alone dies (one walk of the lexer DFA from ``i`` finds it for every ``T``). So ``S``
+lexes into a DAG of at most one edge ``(T, i, j)`` per terminal and start, whatever the
+middle. The conditions dropped (``T`` allowed there, no allowed terminal alive longer, none of
+higher priority accepting the same span) only add edges: the lattice holds every real lexing
+of ``S``, and some that no middle makes. The middle's last lexeme may also continue into
+``S[:k]`` (as in the basic mode's branches): ``k`` is where a terminal alive in some lexer
+state accepts and the next byte kills it.
+
+The lattice is pruned to the edges on a path from a boundary to the end of ``S`` and parsed
+backwards with the reversed grammar's Earley recogniser, merging at each node the sets its
+edges lead to (:meth:`Automaton.join`; an ignored lexeme keeps the parser where it was). The
+set at each boundary is what :func:`gramask.runtime.quotient.build_quotient` turns into the
+quotient's rules, as for one branch of the basic mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .contextual import ContextualLexer
+from .earley import Automaton, EarleySet
+from .suffix_lexing import Branch
+
+__all__ = ["SuffixLattice", "boundary_ends", "lattice_edges", "parse_suffix_lattice"]
+
+
+@dataclass
+class SuffixLattice:
+    walked: list[tuple[Branch, EarleySet]]  # per live boundary, the suffix parsed backwards
+    error_offset: int  # where lexing or the backward parse failed furthest in, -1 if none
+    edges: int  # edges kept after pruning (for tests and measurements)
+
+
+def _bits(x: int) -> list[int]:
+    out = []
+    while x:
+        low = x & -x
+        out.append(low.bit_length() - 1)
+        x ^= low
+    return out
+
+
+def boundary_ends(cx: ContextualLexer, suffix: bytes) -> dict[int, int]:
+    """Every ``k > 0`` at which the middle's last lexeme, continued into the suffix, can end
+    (some lexer state's terminal accepts there and ``suffix[k]`` kills it, or ``k`` is the end
+    of the suffix), with the terminals (bitset) it can end as. Walks from every lexer state
+    at once."""
+    rows, live, accepting = cx.rows, cx.live, cx.accepting
+    cur = set(range(1, len(rows)))
+    out: dict[int, int] = {}
+    n = len(suffix)
+    for i in range(n):
+        byte = suffix[i]
+        nxt = set()
+        ends = 0
+        for q in cur:
+            nq = rows[q][byte]
+            if i > 0:
+                ends |= accepting[q] & ~(live[nq] if nq >= 0 else 0)
+            if nq >= 0:
+                nxt.add(nq)
+        if ends:
+            out[i] = ends
+        cur = nxt
+        if not cur:
+            break
+    else:
+        last = 0
+        for q in cur:
+            last |= accepting[q]
+        if n and last:
+            out[n] = last
+    return out
+
+
+def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
+                  ) -> dict[int, list[tuple[int, int]]]:
+    """Per lexeme start reachable from ``starts``: its edges ``(terminal, end)``, one per
+    terminal that accepts the text up to where it dies (see the module docstring)."""
+    rows, live, accepting = cx.rows, cx.live, cx.accepting
+    n = len(suffix)
+    reach = bytearray(n + 1)
+    for s in starts:
+        reach[s] = 1
+    edges: dict[int, list[tuple[int, int]]] = {}
+    for i in range(n):
+        if not reach[i]:
+            continue
+        out: list[tuple[int, int]] = []
+        q = 0
+        j = i
+        while j < n:
+            nq = rows[q][suffix[j]]
+            if j > i:
+                died = accepting[q] & ~(live[nq] if nq >= 0 else 0)
+                if died:
+                    out += [(t, j) for t in _bits(died)]
+                    reach[j] = 1
+            if nq < 0:
+                break
+            q = nq
+            j += 1
+        else:
+            if q != 0 and accepting[q]:
+                out += [(t, n) for t in _bits(accepting[q])]
+                reach[n] = 1
+        edges[i] = out
+    return edges
+
+
+def parse_suffix_lattice(cx: ContextualLexer, rev: Automaton, suffix: bytes) -> SuffixLattice:
+    """The boundaries of ``suffix`` (``k = 0`` and every ``k`` of :func:`boundary_ends`), each
+    with the lattice from ``k`` parsed backwards (the reversed grammar's automaton ``rev``)."""
+    n = len(suffix)
+    ends = boundary_ends(cx, suffix)
+    ks = [0, *sorted(ends)]
+    edges = lattice_edges(cx, suffix, ks)
+    ignored = cx.ignored_bits
+    sets: dict[int, EarleySet] = {n: rev.root}
+    kept = 0
+    fail = -1
+    for i in sorted(edges, reverse=True):
+        moves = [(t, sets[j]) for t, j in edges[i] if j in sets]
+        if not moves:
+            continue
+        kept += len(moves)
+        sig = [(e, t) for t, e in moves if not (ignored >> t) & 1]
+        ign = [e for t, e in moves if (ignored >> t) & 1]
+        e2: EarleySet | None
+        if not ign and len(sig) == 1:
+            e2 = rev.advance(sig[0][0], sig[0][1])
+        elif not sig and all(e is ign[0] for e in ign):
+            e2 = ign[0]
+        else:
+            e2 = rev.join(sig, list({id(e): e for e in ign}.values()))
+        if e2 is None:
+            fail = max(fail, i)  # the backward parse fails at this lexeme
+        else:
+            sets[i] = e2
+    if n and not any(j == n for out in edges.values() for _, j in out):
+        fail = max(edges)  # no lexing reaches the end: the furthest lexeme start
+    walked: list[tuple[Branch, EarleySet]] = []
+    for k in ks:
+        e = sets.get(k)
+        if e is None:
+            continue
+        term_ends = frozenset(_bits(ends.get(k, 0)))
+        walked.append((Branch(k, frozenset((0,)), (), (), ends=term_ends), e))
+    return SuffixLattice(walked, fail, kept)
