@@ -1,0 +1,359 @@
+"""Fill-in-the-middle in the contextual lexer mode (docs/semantics.md, "Fill-in-the-middle").
+
+The oracle for ends is gramask's own prefix constraint on ``P + middle + S`` in the contextual
+mode (its verdicts are pinned against lark's LALR parser with its contextual lexer in
+tests/test_contextual.py), and lark itself where it agrees. Masks may allow more than the
+exact set (the lattice trade, pinned below); they must allow every true middle.
+"""
+
+from __future__ import annotations
+
+import random
+
+import lark
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gramask
+from gramask.errors import InvalidPrefixError
+from gramask.grammar import Grammar
+
+from . import _fim_reference as ref
+from .test_contextual import ASSIGN, BINARY, CONFIG, KEYWORDS
+
+ALPHABET = "abcdefghiklnortuvxyz=+-*;\n 0123456789"
+
+
+def _chars(text: str, chars: str = ALPHABET) -> tuple[gramask.CompiledGrammar, list[str]]:
+    toks = sorted(set(chars))
+    vocab = gramask.Vocabulary.from_tokens([c.encode() for c in toks] + [b"</s>"],
+                                           eos_token_id=len(toks))
+    g = Grammar.from_lark(text, lexer="contextual")
+    return gramask.compile(g, vocab, cache=False, progress=False), toks
+
+
+def _complete(cg: gramask.CompiledGrammar, text: str) -> bool:
+    """The exact contextual-mode verdict on a whole text (prefix constraint)."""
+    try:
+        return cg.constraint(text).is_complete()
+    except InvalidPrefixError:
+        return False
+
+
+def _force(c: gramask.Constraint, toks: list[str], middle: str) -> gramask.Constraint:
+    for ch in middle:
+        i = toks.index(ch)
+        assert c.allowed()[i], (c.text, ch)
+        c.advance(i)
+    return c
+
+
+# --------------------------------------------------------------------------- the issue's cases
+
+# (grammar, prefix, true middle, suffix): the middle makes a program; no shorter one does
+CASES = [
+    (ASSIGN, "int v = 2; v ", "=", " v * 2;"),  # "=" is ASSIGN_OP here ...
+    (ASSIGN, "int v ", "=", " 2;"),  # ... and the literal "=" here
+    (ASSIGN, "int v = 2; v ", "*=", " 3;"),
+    (ASSIGN, "", "int v = 2; v", " += v;"),  # empty prefix
+    (ASSIGN, "int v = 2; v *", "=", " 3;"),  # the cursor inside a lexeme ("*=")
+    (ASSIGN, "int v = 2; v = v ", "* 3;", ""),  # empty suffix
+    (CONFIG, "name", "=", "foo\n"),  # key=value: VALUE /[^\n]+/ after "=" only
+    (CONFIG, "a=b\n", "key=x", "=y\n"),  # VALUE "x=y" continued by the suffix
+    (CONFIG, "a=he", "l", "lo\n"),  # the cursor inside a VALUE
+    (CONFIG, "", "key", "=v\n"),  # a KEY before the suffix's "="
+    (KEYWORDS, "int ", "int", ";"),  # only NAME follows "int": the second "int" is a NAME
+    (KEYWORDS, "in", "t", " x;"),
+    (KEYWORDS, "", "int", "er x;"),  # "inter" is one NAME (longest match): NAME NAME ";"
+    (BINARY, "1", "1", "111"),  # "1" BIT BIT BIT BIT: the literal "1" is not competing
+]
+
+
+@pytest.fixture(scope="module")
+def grammars() -> dict[str, tuple[gramask.CompiledGrammar, list[str]]]:
+    return {g: _chars(g) for g in (ASSIGN, CONFIG, KEYWORDS, BINARY)}
+
+
+@pytest.mark.parametrize(("grammar", "prefix", "middle", "suffix"), CASES)
+def test_true_middle_is_allowed_and_ends_exactly_there(grammars, grammar: str, prefix: str,
+                                                       middle: str, suffix: str) -> None:
+    cg, toks = grammars[grammar]
+    parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
+    parser.parse(prefix + middle + suffix)  # lark agrees it is a program
+    c = cg.constraint(prefix=prefix, suffix=suffix)
+    for n, ch in enumerate(middle):
+        assert c.is_complete() is _complete(cg, prefix + middle[:n] + suffix)
+        i = toks.index(ch)
+        assert c.allowed()[i], (c.text, ch)
+        c.advance(i)
+    assert c.is_complete()
+    assert c.allowed()[len(toks)]
+
+
+def test_literal_and_terminal_sharing_a_text(grammars) -> None:
+    """After ``int v`` only the literal "=" fits: "+=" (an ASSIGN_OP) is masked; after a
+    statement's NAME every ASSIGN_OP is."""
+    cg, toks = grammars[ASSIGN]
+    c = cg.constraint(prefix="int v ", suffix=" 2;")
+    m = c.allowed()
+    assert m[toks.index("=")] and not m[toks.index("+")] and not m[toks.index("*")]
+    c2 = cg.constraint(prefix="int v = 2; v ", suffix=" 2;")
+    m2 = c2.allowed()
+    assert all(m2[toks.index(ch)] for ch in "=+-*")
+    assert not m2[len(toks)]  # "v  2;" is no statement
+
+
+def test_value_terminal_swallows_what_the_key_would_not(grammars) -> None:
+    """``VALUE: /[^\\n]+/`` only competes after "=": the suffix ``x=y`` is one VALUE there,
+    KEY "=" VALUE at the start of a line."""
+    cg, toks = grammars[CONFIG]
+    c = cg.constraint(prefix="", suffix="x=y\n")
+    assert c.is_complete()  # "x=y\n": KEY "=" VALUE
+    c.advance(toks.index("a"))
+    assert c.is_complete()  # "ax=y\n"
+    c2 = cg.constraint(prefix="k=", suffix="x=y\n")
+    assert c2.is_complete()  # VALUE "x=y"
+    assert c2.allowed()[toks.index("=")]  # "k==x=y": VALUE "=x=y"
+
+
+def test_keyword_or_name_is_the_parser_s_call(grammars) -> None:
+    cg, toks = grammars[KEYWORDS]
+    c = cg.constraint(prefix="", suffix=" x;")
+    _force(c, toks, "int")
+    assert c.is_complete()  # "int x;"
+    c.advance(toks.index("e"))
+    assert c.is_complete()  # "inte x;": NAME NAME
+    c2 = cg.constraint(prefix="", suffix="x;")
+    _force(c2, toks, "int")
+    assert not c2.is_complete()  # "intx;" is one NAME
+    assert c2.allowed()[toks.index(" ")]
+
+
+def test_empty_suffix_is_the_prefix_constraint(grammars) -> None:
+    for g, text in ((ASSIGN, "int v = 2; v += v * 3;"), (CONFIG, "a=b\nc=d=e\n")):
+        cg, toks = grammars[g]
+        a = cg.constraint(prefix="")
+        b = cg.constraint(prefix="", suffix="")
+        for ch in text:
+            assert np.array_equal(a.allowed(), b.allowed()), (g, a.text)
+            a.advance(toks.index(ch))
+            b.advance(toks.index(ch))
+        assert a.is_complete() and b.is_complete()
+
+
+@pytest.mark.parametrize(("grammar", "prefix", "suffix", "offset"), [
+    (ASSIGN, "int v = 2;", "v = 2 # x;", 6),  # "#" lexes as nothing
+    (ASSIGN, "int v = 2;", "v = ;", 2),  # no expression between "=" and ";"
+    (KEYWORDS, "int x;", "x; ;", 1),  # a ";" with no declaration before it
+    (CONFIG, "", "a=b\n=c\n", 3),  # a line without a key: its newline has no entry after it
+])
+def test_broken_suffix_names_its_offset(grammars, grammar: str, prefix: str, suffix: str,
+                                        offset: int) -> None:
+    cg, _ = grammars[grammar]
+    with pytest.raises(gramask.InvalidSuffixError) as e:
+        cg.constraint(prefix=prefix, suffix=suffix)
+    assert e.value.position == offset
+
+
+# --------------------------------------------------------------------------- random walks
+
+
+def _program(cg: gramask.CompiledGrammar, toks: list[str], rnd: random.Random) -> str | None:
+    c = cg.constraint()
+    for _ in range(40):
+        m = c.allowed()
+        if m[len(toks)] and (rnd.random() < 0.15 or m.sum() == 1):
+            break
+        ids = np.flatnonzero(m[: len(toks)])
+        if not ids.size:
+            return None
+        c.advance(int(rnd.choice(ids.tolist())))
+    return c.text if c.is_complete() else None
+
+
+@pytest.mark.parametrize("grammar", [ASSIGN, CONFIG, KEYWORDS, BINARY])
+def test_random_splits_and_walks_against_the_exact_verdict_and_lark(grammars, grammar) -> None:
+    """Programs sampled from the masks are cut at two random points: the true middle is
+    allowed token by token with EOS at its end; then random masked walks from the cut check
+    at every step that ``is_complete()`` (and EOS) is the exact verdict on P + middle + S,
+    that lark parses every text called complete, and that every allowed token advances."""
+    cg, toks = grammars[grammar]
+    parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
+    rnd = random.Random(7)
+    splits = ends = 0
+    for _ in range(60):
+        prog = _program(cg, toks, rnd)
+        if prog is None:
+            continue
+        i = rnd.randrange(len(prog) + 1)
+        j = rnd.randrange(i, len(prog) + 1)
+        p, s = prog[:i], prog[j:]
+        c = cg.constraint(prefix=p, suffix=s)
+        d = _force(c.clone(), toks, prog[i:j])
+        assert d.is_complete() and d.allowed()[len(toks)]
+        splits += 1
+        for _ in range(20):
+            m = c.allowed()
+            want = _complete(cg, p + c.text + s)
+            assert bool(m[len(toks)]) is want and c.is_complete() is want, (p, c.text, s)
+            ends += 1
+            if want:
+                parser.parse(p + c.text + s)
+            ids = np.flatnonzero(m[: len(toks)]).tolist()
+            if not ids:
+                break
+            c.advance(int(rnd.choice(ids)))
+    assert splits > 10 and ends > 100
+
+
+def _random_tokens(alphabet: str, rnd: random.Random) -> list[str]:
+    tokens = list(alphabet)
+    for _ in range(rnd.randint(2, 6)):
+        tokens.append("".join(rnd.choice(alphabet) for _ in range(rnd.randint(2, 3))))
+    return list(dict.fromkeys(tokens))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_property_small_contextual_grammars(seed: int) -> None:
+    """Random small grammars (overlapping literals, NAME/NUMBER classes, an ignored space)
+    in the contextual mode, random vocabularies, texts cut at two random points: the true
+    middle (as single characters) is allowed with EOS at its end, and on a random masked
+    walk EOS is the exact verdict at every step."""
+    rnd = random.Random(seed)
+    g = ref.random_grammar(rnd)
+    alphabet = "".join(g.alphabet())
+    tokens = _random_tokens(alphabet, rnd)
+    vocab = gramask.Vocabulary.from_tokens([*tokens, "</s>"], eos_token_id=len(tokens))
+    cg = gramask.compile(Grammar.from_lark(g.to_lark(), lexer="contextual"), vocab,
+                         cache=False, progress=False)
+    for _ in range(3):
+        text = ref.random_sentence(g, rnd)
+        if not _complete(cg, text):
+            continue
+        i = rnd.randint(0, len(text))
+        j = rnd.randint(i, len(text))
+        p, s = text[:i], text[j:]
+        c = cg.constraint(prefix=p, suffix=s)
+        d = c.clone()
+        for ch in text[i:j]:
+            t = tokens.index(ch)
+            assert d.allowed()[t], (g.to_lark(), p, d.text, s, ch)
+            d.advance(t)
+        assert d.allowed()[len(tokens)], (g.to_lark(), p, d.text, s)
+        for _ in range(8):
+            m = c.allowed()
+            assert bool(m[len(tokens)]) is _complete(cg, p + c.text + s), (g.to_lark(), p,
+                                                                            c.text, s)
+            ids = np.flatnonzero(m[: len(tokens)]).tolist()
+            if not ids:
+                break
+            c.advance(int(rnd.choice(ids)))
+
+
+# --------------------------------------------------------------------------- the trade, pinned
+
+SHADOW = r"""
+start: "x" A B | "x" AB C
+A: "a"
+B: "b"
+AB: "ab"
+C: "c"
+"""
+
+
+def test_lattice_trade_a_path_no_real_lexing_takes() -> None:
+    """The lattice keeps ``A`` ("a") then ``B`` ("b") for the suffix ``ab`` although after "x"
+    both ``A`` and ``AB`` are expected, so the real lexer reads ``ab`` as one ``AB`` (which
+    needs a ``C`` after it). So no middle connects, yet setup does not raise and "x" is
+    allowed; its end is exact (refused) and the mask after it is empty. Documented in
+    docs/semantics.md ("Where exactness is traded away")."""
+    cg, toks = _chars(SHADOW, "xabc")
+    assert not _complete(cg, "xab")
+    c = cg.constraint(prefix="", suffix="ab")  # no InvalidSuffixError: the lattice's path
+    assert c.allowed()[toks.index("x")]
+    c.advance(toks.index("x"))
+    assert not c.is_complete()
+    assert not c.allowed().any()
+    # with a suffix the real lexing can take, the same middle ends
+    assert cg.constraint(prefix="", suffix="abc").allowed()[toks.index("x")]
+
+
+def test_lattice_is_pruned_to_paths_that_reach_the_end() -> None:
+    """Edges kept grow with the suffix's lexemes, not with every terminal at every byte."""
+    from gramask.runtime.quotient import base_for
+    from gramask.runtime.suffix_lattice import parse_suffix_lattice
+
+    cg, _ = _chars(ASSIGN)
+    b = cg._runtime()
+    text = b"int v = 2; v += v * 3; " * 20
+    lat = parse_suffix_lattice(b.contextual, base_for(b, cg.grammar).rev, text)
+    lexemes = len(text.split())  # every lexeme here is one word
+    assert lat.edges <= 3 * lexemes
+
+
+# --------------------------------------------------------------------------- bundled JSON
+
+JSON_CASES = [
+    ('{"a": [1, ', '2, 3', '], "b": null}'),
+    ('{"a": tr', 'u', 'e}'),  # the cursor inside a keyword
+    ('', '{"k": "v', 'alue"}'),  # inside a string, empty prefix
+    ('[1, 2', '.5e', '3]'),  # a number continued by the suffix
+    ('{"a": {"b": [', '{}, []', ']}, "c": 1}'),
+    ('[1, ', '2]', ''),  # empty suffix
+]
+
+
+@pytest.fixture(scope="module")
+def json_ctx() -> gramask.CompiledGrammar:
+    g = gramask.grammars.load("json", lexer="contextual")
+    return gramask.compile(g, gramask.Vocabulary.bundled("gpt2"), progress=False)
+
+
+def _tok(cg: gramask.CompiledGrammar, data: bytes) -> int:
+    v = cg.vocab
+    return next(i for i in range(len(v)) if not v.is_special(i) and v.token_bytes(i) == data)
+
+
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), JSON_CASES)
+def test_bundled_json_in_the_contextual_mode(json_ctx, prefix: str, middle: str,
+                                             suffix: str) -> None:
+    import json
+
+    json.loads(prefix + middle + suffix)
+    cg = json_ctx
+    c = cg.constraint(prefix=prefix, suffix=suffix)
+    for ch in middle:
+        assert not c.is_complete() or _complete(cg, prefix + c.text + suffix)
+        t = _tok(cg, ch.encode())
+        assert c.allowed()[t], (c.text, ch)
+        c.advance(t)
+    assert c.is_complete() and c.allowed()[cg.vocab.eos_token_id]
+
+
+def test_bundled_json_broken_suffix_and_random_walk(json_ctx) -> None:
+    import json
+
+    cg = json_ctx
+    with pytest.raises(gramask.InvalidSuffixError) as e:
+        cg.constraint(prefix="[1, ", suffix="2,]")
+    assert e.value.position == 1  # no value between "," and "]"
+    with pytest.raises(gramask.InvalidSuffixError) as e:
+        cg.constraint(prefix="[1, ", suffix="2]}")  # the end of some program, not of "[1, …"
+    assert e.value.position == 0
+    rng = random.Random(0)
+    prefix, suffix = '{"a": [1, ', '], "b": {"c": null}}'
+    for _ in range(4):
+        c = cg.constraint(prefix=prefix, suffix=suffix)
+        for _ in range(10):
+            m = c.allowed()
+            assert m.any()
+            eos = bool(m[cg.vocab.eos_token_id])
+            assert eos is _complete(cg, prefix + c.text + suffix)
+            if eos:
+                json.loads(prefix + c.text + suffix)
+            m[cg.vocab.eos_token_id] = False
+            ids = [int(i) for i in np.flatnonzero(m) if cg.vocab.token_bytes(int(i)).isascii()]
+            c.advance(rng.choice(ids))
