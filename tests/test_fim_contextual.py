@@ -357,3 +357,30 @@ def test_bundled_json_broken_suffix_and_random_walk(json_ctx) -> None:
             m[cg.vocab.eos_token_id] = False
             ids = [int(i) for i in np.flatnonzero(m) if cg.vocab.token_bytes(int(i)).isascii()]
             c.advance(rng.choice(ids))
+
+
+def test_equivalent_prefix_lands_on_the_same_state(grammars) -> None:
+    """The loop-erased prefix the quotient reads leaves the real (original) lexer and parser
+    exactly where the whole prefix does."""
+    from gramask.runtime.fim_contextual import equivalent_prefix
+
+    rnd = random.Random(3)
+    for g in (ASSIGN, CONFIG, KEYWORDS):
+        cg, toks = grammars[g]
+        cx = cg._runtime().contextual
+        for _ in range(15):
+            prog = _program(cg, toks, rnd)
+            if prog is None:
+                continue
+            data = (prog * 3)[: rnd.randrange(3 * len(prog) + 1)].encode()
+            try:
+                full = cx.walk((0, 0, cx.ctx.root), data)
+            except InvalidPrefixError:
+                continue
+            if isinstance(full, int):
+                with pytest.raises(InvalidPrefixError):
+                    equivalent_prefix(cx, data)
+                continue
+            short = equivalent_prefix(cx, data)
+            assert len(short) <= len(data)
+            assert cx.walk((0, 0, cx.ctx.root), short) == full, (data, short)

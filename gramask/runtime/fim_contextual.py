@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidPrefixError, InvalidSuffixError
 from .constraint import Constraint
 from .contextual import ContextualLexer
-from .fim import FimConstraint
+from .fim import FimConstraint, erase_loops
 from .lexing import NEWLINE
 from .masks import MaskBuilder
 from .parse_state import PState
@@ -234,8 +234,8 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
            grammar: Grammar) -> ContextualFimConstraint:
     sdata = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
     pdata = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
-    Constraint(ob, vocab, pdata)  # validates the prefix
     ocx = _cx(ob)
+    short = equivalent_prefix(ocx, pdata)
     lattice = parse_suffix_lattice(ocx, base_for(ob, grammar).rev, sdata)
     if not lattice.walked:
         raise InvalidSuffixError(
@@ -244,7 +244,7 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     qb, markers = build_quotient(ob, grammar, [], lattice.error_offset, walked=lattice.walked)
     qb.contextual = ocx.for_context(qb.ctx)
     try:
-        c = ContextualFimConstraint(qb, ob, vocab, pdata, sdata, _branches=markers)
+        c = ContextualFimConstraint(qb, ob, vocab, short, sdata, _branches=markers)
     except InvalidPrefixError as e:
         if isinstance(e, InvalidSuffixError):
             raise
@@ -253,3 +253,38 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
             f"byte, is fine alone): {e}", position=0) from None
     c._prefix = pdata
     return c
+
+
+def equivalent_prefix(cx: ContextualLexer, data: bytes) -> bytes:
+    """:func:`gramask.runtime.fim.equivalent_prefix` under the contextual lexer (at a lexeme
+    boundary the next lexeme depends only on the parser state and the text, as in the basic
+    mode).
+
+    Raises
+    ------
+    InvalidPrefixError
+        No program starts with ``data``.
+    """
+    q, carry, p = 0, 0, cx.ctx.root
+    rows, live, allowed, widths = cx.rows, cx.live, cx.allowed, cx.widths
+    bounds: list[tuple[int, PState]] = []
+    lex_start = 0
+    for i, byte in enumerate(data):
+        nq = rows[q][byte]
+        if nq < 0 or not live[nq] & allowed(p):
+            if q == 0:
+                raise InvalidPrefixError("the prefix is not a prefix of any program", position=i)
+            p2 = cx.lexeme_end(p, q, carry)
+            if p2 is None:
+                raise InvalidPrefixError("the prefix is not a prefix of any program",
+                                         position=lex_start)
+            p, carry, lex_start = p2, 0, i
+            bounds.append((i, p))
+            nq = rows[0][byte]
+            if nq < 0 or not live[nq] & allowed(p):
+                raise InvalidPrefixError("the prefix is not a prefix of any program", position=i)
+        q = nq
+        carry = 0 if byte == NEWLINE else carry + widths[byte]
+    if q != 0 and not cx.end_ok(p, q):
+        raise InvalidPrefixError("the prefix is not a prefix of any program", position=lex_start)
+    return erase_loops(data, bounds)
