@@ -397,3 +397,26 @@ def test_equivalent_prefix_lands_on_the_same_state(grammars) -> None:
             short = equivalent_prefix(cx, data)
             assert len(short) <= len(data)
             assert cx.walk((0, 0, cx.ctx.root), short) == full, (data, short)
+
+
+def test_cli_mask_with_a_suffix_on_a_contextual_artifact(tmp_path, capsys) -> None:
+    from gramask.cli import main
+
+    out = tmp_path / "kv.gmask"
+    src = tmp_path / "kv.lark"
+    src.write_text(CONFIG)
+    assert main(["compile", str(src), "--vocab", "gpt2", "--lexer", "contextual", "-o",
+                 str(out), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["mask", str(out), "--prefix", "name", "--suffix", "foo\n", "--json"]) == 0
+    rep = json_loads(capsys.readouterr().out)
+    assert rep["suffix_bytes"] == 4 and rep["allowed"] > 0 and not rep["complete"]
+    assert main(["mask", str(out), "--prefix", "a=b\n", "--suffix", "\n\n"]) == 1
+    assert "no middle connects" in capsys.readouterr().err
+
+
+def json_loads(text: str) -> dict[str, object]:
+    import json
+
+    out: dict[str, object] = json.loads(text)
+    return out
