@@ -307,6 +307,57 @@ def test_lattice_is_pruned_to_paths_that_reach_the_end() -> None:
     assert lat.edges <= 3 * lexemes
 
 
+def _naive_edges(cx, suffix: bytes, starts: list[int]) -> dict[int, list[tuple[int, int]]]:
+    """The lattice by definition: from each reachable start, walk the lexer DFA until it
+    dies; an edge per terminal that accepts where it dies (or at the end)."""
+    n = len(suffix)
+    reach = set(starts)
+    out: dict[int, list[tuple[int, int]]] = {}
+    for i in range(n):
+        if i not in reach:
+            continue
+        es: list[tuple[int, int]] = []
+        q, j = 0, i
+        while j < n:
+            nq = cx.rows[q][suffix[j]]
+            died = cx.accepting[q] & ~(cx.live[nq] if nq >= 0 else 0)
+            es += [(t, j) for t in range(died.bit_length()) if (died >> t) & 1]
+            if nq < 0:
+                break
+            q, j = nq, j + 1
+        else:
+            es += [(t, n) for t in range(cx.accepting[q].bit_length())
+                   if (cx.accepting[q] >> t) & 1]
+        reach.update(e for _, e in es)
+        out[i] = sorted(es)
+    return out
+
+
+LINE = r"""
+start: (NAME | "=" VALUE)*
+NAME: /[a-z]+/
+VALUE: /[^\n]+/
+%ignore " "
+"""
+
+
+@pytest.mark.parametrize("grammar", [ASSIGN, CONFIG, KEYWORDS, LINE])
+def test_lattice_edges_by_definition(grammar: str) -> None:
+    """Walks that meet an earlier walk's (lexer state, offset) reuse its later edges: the
+    lattice is still the one of the definition (a line-long terminal from every word of a
+    line is walked once, not once per word)."""
+    from gramask.runtime.suffix_lattice import boundary_ends, lattice_edges
+
+    cg, toks = _chars(grammar)
+    cx = cg._runtime().contextual
+    rnd = random.Random(1)
+    for _ in range(200):
+        s = "".join(rnd.choice(toks) for _ in range(rnd.randrange(40))).encode()
+        ks = [0, *sorted(boundary_ends(cx, s))]
+        got = {i: sorted(e) for i, e in lattice_edges(cx, s, ks).items()}
+        assert got == _naive_edges(cx, s, ks), s
+
+
 # --------------------------------------------------------------------------- bundled JSON
 
 JSON_CASES = [

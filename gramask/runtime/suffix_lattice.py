@@ -22,6 +22,7 @@ quotient's rules, as for one branch of the basic mode.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from .contextual import ContextualLexer
@@ -83,34 +84,56 @@ def boundary_ends(cx: ContextualLexer, suffix: bytes) -> dict[int, int]:
 def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
                   ) -> dict[int, list[tuple[int, int]]]:
     """Per lexeme start reachable from ``starts``: its edges ``(terminal, end)``, one per
-    terminal that accepts the text up to where it dies (see the module docstring)."""
+    terminal that accepts the text up to where it dies (see the module docstring).
+
+    Walks from different starts that reach the same lexer state at the same offset go on
+    alike, so a walk stops there and takes the other's later edges: each (state, offset) is
+    walked once, and a terminal that runs to the end of a line (``/[^\\n]+/``) from every
+    word of it costs the line once, not once per word."""
     rows, live, accepting = cx.rows, cx.live, cx.accepting
     n = len(suffix)
     reach = bytearray(n + 1)
     for s in starts:
         reach[s] = 1
+    # per walk: its edges (ends ascending) and where it joined an earlier walk
+    walks: list[tuple[list[tuple[int, int]], list[int], tuple[int, int] | None]] = []
+    seen: dict[tuple[int, int], int] = {}  # (lexer state, offset) -> walk that passed there
     edges: dict[int, list[tuple[int, int]]] = {}
     for i in range(n):
         if not reach[i]:
             continue
-        out: list[tuple[int, int]] = []
+        w = len(walks)
+        own: list[tuple[int, int]] = []
+        tail: tuple[int, int] | None = None
         q = 0
         j = i
         while j < n:
+            if j > i:
+                key = (q, j)
+                if key in seen:
+                    tail = key
+                    break
+                seen[key] = w
             nq = rows[q][suffix[j]]
             if j > i:
                 died = accepting[q] & ~(live[nq] if nq >= 0 else 0)
                 if died:
-                    out += [(t, j) for t in _bits(died)]
-                    reach[j] = 1
+                    own += [(t, j) for t in _bits(died)]
             if nq < 0:
                 break
             q = nq
             j += 1
         else:
             if q != 0 and accepting[q]:
-                out += [(t, n) for t in _bits(accepting[q])]
-                reach[n] = 1
+                own += [(t, n) for t in _bits(accepting[q])]
+        walks.append((own, [e for _, e in own], tail))
+        out = list(own)
+        while tail is not None:  # the later edges of the walks this one joined
+            ev, ends, tail2 = walks[seen[tail]]
+            out += ev[bisect.bisect_left(ends, tail[1]):]
+            tail = tail2
+        for _, e in out:
+            reach[e] = 1
         edges[i] = out
     return edges
 
