@@ -131,6 +131,20 @@ def test_keyword_or_name_is_the_parser_s_call(grammars) -> None:
     assert c2.allowed()[toks.index(" ")]
 
 
+def test_clone_rollback_and_rejection(grammars) -> None:
+    cg, toks = grammars[ASSIGN]
+    c = cg.constraint(prefix="int v = 2; v ", suffix=" v;")
+    before = c.allowed()
+    d = _force(c.clone(), toks, "+=")
+    assert d.is_complete() and not c.is_complete()
+    assert np.array_equal(c.allowed(), before)  # the clone did not move the original
+    d.rollback(2)
+    assert np.array_equal(d.allowed(), before)
+    with pytest.raises(gramask.TokenRejected, match="not allowed"):
+        c.advance(toks.index(";"))
+    assert c.explain()["suffix_bytes"] == 3
+
+
 def test_empty_suffix_is_the_prefix_constraint(grammars) -> None:
     for g, text in ((ASSIGN, "int v = 2; v += v * 3;"), (CONFIG, "a=b\nc=d=e\n")):
         cg, toks = grammars[g]

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..grammar import Grammar
     from ..vocab import Vocabulary
 
-__all__ = ["ContextualFimConstraint", "contextual_fim_constraint"]
+__all__ = ["ContextualFimConstraint", "contextual_fim_constraint", "equivalent_prefix"]
 
 CtxFimState = tuple[int, int, PState, int, int, PState]
 
