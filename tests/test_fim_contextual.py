@@ -277,22 +277,42 @@ AB: "ab"
 C: "c"
 """
 
+# as SHADOW, but "a" can also follow "z" where only A is expected: A no longer implies AB
+HALF_SHADOW = r"""
+start: "y" A B | "y" AB C | "z" A
+A: "a"
+B: "b"
+AB: "ab"
+C: "c"
+"""
+
+
+def test_lattice_drops_a_reading_every_state_rules_out() -> None:
+    """Every parser state that expects ``A`` ("a") also expects ``AB`` ("ab"), so ``ab`` is
+    never ``A`` then ``B``: the suffix ``ab`` has no middle, and says so at offset 0."""
+    cg, _ = _chars(SHADOW, "xabc")
+    with pytest.raises(gramask.InvalidSuffixError) as e:
+        cg.constraint(prefix="", suffix="ab")
+    assert e.value.position == 0
+    assert cg.constraint(prefix="", suffix="abc").is_complete() is False
+
 
 def test_lattice_trade_a_path_no_real_lexing_takes() -> None:
-    """The lattice keeps ``A`` ("a") then ``B`` ("b") for the suffix ``ab`` although after "x"
-    both ``A`` and ``AB`` are expected, so the real lexer reads ``ab`` as one ``AB`` (which
-    needs a ``C`` after it). So no middle connects, yet setup does not raise and "x" is
-    allowed; its end is exact (refused) and the mask after it is empty. Documented in
-    docs/semantics.md ("Where exactness is traded away")."""
-    cg, toks = _chars(SHADOW, "xabc")
-    assert not _complete(cg, "xab")
+    """After "z" only ``A`` is expected, so the lattice keeps ``A`` then ``B`` for the suffix
+    ``ab``; but that path needs "y" before it, and after "y" both ``A`` and ``AB`` are
+    expected, so the real lexer reads ``ab`` as ``AB`` (which needs a ``C``). No middle
+    connects, yet setup does not raise and "y" is allowed; its end is exact (refused) and the
+    mask after it is empty. Documented in docs/semantics.md ("Where exactness is traded
+    away")."""
+    cg, toks = _chars(HALF_SHADOW, "yzabc")
+    assert not _complete(cg, "yab")
     c = cg.constraint(prefix="", suffix="ab")  # no InvalidSuffixError: the lattice's path
-    assert c.allowed()[toks.index("x")]
-    c.advance(toks.index("x"))
+    assert c.allowed()[toks.index("y")]
+    c.advance(toks.index("y"))
     assert not c.is_complete()
     assert not c.allowed().any()
     # with a suffix the real lexing can take, the same middle ends
-    assert cg.constraint(prefix="", suffix="abc").allowed()[toks.index("x")]
+    assert cg.constraint(prefix="", suffix="abc").allowed()[toks.index("y")]
 
 
 def test_boundary_trade_a_lexeme_the_suffix_cannot_continue(grammars) -> None:
@@ -323,7 +343,10 @@ def test_lattice_is_pruned_to_paths_that_reach_the_end() -> None:
 
 def _naive_edges(cx, suffix: bytes, starts: list[int]) -> dict[int, list[tuple[int, int]]]:
     """The lattice by definition: from each reachable start, walk the lexer DFA until it
-    dies; an edge per terminal that accepts where it dies (or at the end)."""
+    dies; an edge per terminal that can end where it dies (or at the end)."""
+    from gramask.runtime.suffix_lattice import end_rule
+
+    rule = end_rule(cx).ends
     n = len(suffix)
     reach = set(starts)
     out: dict[int, list[tuple[int, int]]] = {}
@@ -334,14 +357,14 @@ def _naive_edges(cx, suffix: bytes, starts: list[int]) -> dict[int, list[tuple[i
         q, j = 0, i
         while j < n:
             nq = cx.rows[q][suffix[j]]
-            died = cx.accepting[q] & ~(cx.live[nq] if nq >= 0 else 0)
+            died = rule(q, nq) if j > i else 0
             es += [(t, j) for t in range(died.bit_length()) if (died >> t) & 1]
             if nq < 0:
                 break
             q, j = nq, j + 1
         else:
-            es += [(t, n) for t in range(cx.accepting[q].bit_length())
-                   if (cx.accepting[q] >> t) & 1]
+            last = rule(q, -1) if q else 0
+            es += [(t, n) for t in range(last.bit_length()) if (last >> t) & 1]
         reach.update(e for _, e in es)
         out[i] = sorted(es)
     return out

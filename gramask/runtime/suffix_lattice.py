@@ -7,11 +7,12 @@ start ``i`` the lexeme is every allowed terminal ``T`` that accepts ``S[i:j]`` w
 byte kills every allowed terminal; ``T`` is allowed, so ``T`` dies there too: ``j`` is where
 ``T`` alone dies (one walk of the lexer DFA from ``i`` finds it for every ``T``). So ``S``
 lexes into a DAG of at most one edge ``(T, i, j)`` per terminal and start, whatever the
-middle. The conditions dropped (``T`` allowed there, no allowed terminal alive longer, none of
-higher priority accepting the same span) only add edges: the lattice holds every real lexing
-of ``S``, and some that no middle makes. The middle's last lexeme may also continue into
-``S[:k]`` (as in the basic mode's branches): ``k`` is where a terminal alive in some lexer
-state accepts and the next byte kills it.
+middle. Of the conditions that depend on the parser state (``T`` allowed there, no allowed
+terminal alive longer, none of higher priority accepting the same span) only the part that
+holds in every state expecting ``T`` is checked (:class:`_EndRule`); the rest only adds
+edges: the lattice holds every real lexing of ``S``, and maybe some that no middle makes. The
+middle's last lexeme may also continue into ``S[:k]`` (as in the basic mode's branches):
+``k`` is where a terminal alive in some lexer state accepts and the next byte kills it.
 
 The lattice is pruned to the edges on a path from a boundary to the end of ``S`` and parsed
 backwards with the reversed grammar's Earley recogniser, merging at each node the sets its
@@ -48,12 +49,71 @@ def _bits(x: int) -> list[int]:
     return out
 
 
+class _EndRule:
+    """Which terminals can really end a lexeme where the lexer DFA goes from ``q`` to ``nq``
+    (``-1``: dies, or the text ends), whatever the parser state.
+
+    Each terminal ``T`` that accepts at ``q`` and is dead at ``nq`` may, unless a terminal the
+    parser surely expects along with ``T`` forbids it: one alive at ``nq`` (the lexeme would
+    go on) or one of higher priority accepting at ``q`` (it would win). "Surely along with
+    ``T``": every parse-automaton state that can shift ``T`` can shift it too (the expected
+    set is a union over states), or it is ignored (always allowed). Pruning by this never
+    drops a real lexeme, and removes the shorter readings that the grammar's states always
+    rule out (``"/"`` before a comment's second ``/``, ``A`` where ``AB`` always competes)."""
+
+    def __init__(self, cx: ContextualLexer) -> None:
+        self.live, self.accepting = cx.live, cx.accepting
+        ign = cx.ignored_bits
+        nt = cx.ctx.num_lexer_terminals
+        full = (1 << nt) - 1
+        implied = [full] * nt
+        seen = [False] * nt
+        for bits in cx.ctx.automaton.term_bits:
+            b = bits & full
+            for t in _bits(b):
+                implied[t] &= b
+                seen[t] = True
+        for t in range(nt):
+            if (ign >> t) & 1 or not seen[t]:
+                implied[t] = ign
+            implied[t] = (implied[t] | ign) & ~(1 << t)
+        self.implied = implied
+        prio = cx.prio
+        self.higher = [sum(1 << u for u in range(nt) if prio[u] > prio[t]) for t in range(nt)]
+        self._memo: dict[tuple[int, int], int] = {}
+
+    def ends(self, q: int, nq: int) -> int:
+        """The terminals (bitset) a lexeme can end as here (see the class docstring)."""
+        key = (q, nq)
+        r = self._memo.get(key)
+        if r is None:
+            after = self.live[nq] if nq >= 0 else 0
+            acc = self.accepting[q]
+            r = 0
+            for t in _bits(acc & ~after):
+                imp = self.implied[t]
+                if not (after & imp or acc & imp & self.higher[t]):
+                    r |= 1 << t
+            self._memo[key] = r
+        return r
+
+
+def end_rule(cx: ContextualLexer) -> _EndRule:
+    """The :class:`_EndRule` of a contextual lexer (built once, kept on it)."""
+    r: _EndRule | None = getattr(cx, "_fim_end_rule", None)
+    if r is None:
+        r = _EndRule(cx)
+        cx._fim_end_rule = r  # type: ignore[attr-defined]
+    return r
+
+
 def boundary_ends(cx: ContextualLexer, suffix: bytes) -> dict[int, int]:
     """Every ``k > 0`` at which the middle's last lexeme, continued into the suffix, can end
     (some lexer state's terminal accepts there and ``suffix[k]`` kills it, or ``k`` is the end
     of the suffix), with the terminals (bitset) it can end as. Walks from every lexer state
     at once."""
-    rows, live, accepting = cx.rows, cx.live, cx.accepting
+    rows = cx.rows
+    rule = end_rule(cx).ends
     cur = set(range(1, len(rows)))
     out: dict[int, int] = {}
     n = len(suffix)
@@ -64,7 +124,7 @@ def boundary_ends(cx: ContextualLexer, suffix: bytes) -> dict[int, int]:
         for q in cur:
             nq = rows[q][byte]
             if i > 0:
-                ends |= accepting[q] & ~(live[nq] if nq >= 0 else 0)
+                ends |= rule(q, nq)
             if nq >= 0:
                 nxt.add(nq)
         if ends:
@@ -75,7 +135,7 @@ def boundary_ends(cx: ContextualLexer, suffix: bytes) -> dict[int, int]:
     else:
         last = 0
         for q in cur:
-            last |= accepting[q]
+            last |= rule(q, -1)
         if n and last:
             out[n] = last
     return out
@@ -90,7 +150,8 @@ def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
     alike, so a walk stops there and takes the other's later edges: each (state, offset) is
     walked once, and a terminal that runs to the end of a line (``/[^\\n]+/``) from every
     word of it costs the line once, not once per word."""
-    rows, live, accepting = cx.rows, cx.live, cx.accepting
+    rows = cx.rows
+    rule = end_rule(cx).ends
     n = len(suffix)
     reach = bytearray(n + 1)
     for s in starts:
@@ -116,7 +177,7 @@ def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
                 seen[key] = w
             nq = rows[q][suffix[j]]
             if j > i:
-                died = accepting[q] & ~(live[nq] if nq >= 0 else 0)
+                died = rule(q, nq)
                 if died:
                     own += [(t, j) for t in _bits(died)]
             if nq < 0:
@@ -124,8 +185,8 @@ def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
             q = nq
             j += 1
         else:
-            if q != 0 and accepting[q]:
-                own += [(t, n) for t in _bits(accepting[q])]
+            if q != 0:
+                own += [(t, n) for t in _bits(rule(q, -1))]
         walks.append((own, [e for _, e in own], tail))
         out = list(own)
         while tail is not None:  # the later edges of the walks this one joined
