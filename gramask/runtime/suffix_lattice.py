@@ -80,11 +80,12 @@ class _EndRule:
         self.implied = implied
         prio = cx.prio
         self.higher = [sum(1 << u for u in range(nt) if prio[u] > prio[t]) for t in range(nt)]
-        self._memo: dict[tuple[int, int], int] = {}
+        self.width = len(cx.rows) + 1
+        self._memo: dict[int, int] = {}  # q * width + nq (nq = -1: dies or the text ends)
 
     def ends(self, q: int, nq: int) -> int:
         """The terminals (bitset) a lexeme can end as here (see the class docstring)."""
-        key = (q, nq)
+        key = q * self.width + nq
         r = self._memo.get(key)
         if r is None:
             after = self.live[nq] if nq >= 0 else 0
@@ -151,47 +152,44 @@ def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
     walked once, and a terminal that runs to the end of a line (``/[^\\n]+/``) from every
     word of it costs the line once, not once per word."""
     rows = cx.rows
-    rule = end_rule(cx).ends
+    rule = end_rule(cx)
+    width = len(rows) + 1
     n = len(suffix)
     reach = bytearray(n + 1)
     for s in starts:
         reach[s] = 1
     # per walk: its edges (ends ascending) and where it joined an earlier walk
-    walks: list[tuple[list[tuple[int, int]], list[int], tuple[int, int] | None]] = []
-    seen: dict[tuple[int, int], int] = {}  # (lexer state, offset) -> walk that passed there
+    walks: list[tuple[list[tuple[int, int]], list[int], int]] = []
+    seen: dict[int, int] = {}  # offset * width + lexer state -> walk that passed there
     edges: dict[int, list[tuple[int, int]]] = {}
     for i in range(n):
         if not reach[i]:
             continue
         w = len(walks)
         own: list[tuple[int, int]] = []
-        tail: tuple[int, int] | None = None
-        q = 0
-        j = i
-        while j < n:
-            if j > i:
-                key = (q, j)
-                if key in seen:
-                    tail = key
-                    break
-                seen[key] = w
-            nq = rows[q][suffix[j]]
-            if j > i:
-                died = rule(q, nq)
-                if died:
-                    own += [(t, j) for t in _bits(died)]
-            if nq < 0:
+        tail = -1
+        q = rows[0][suffix[i]]
+        j = i + 1
+        while q >= 0 and j < n:
+            key = j * width + q
+            if key in seen:
+                tail = key
                 break
+            seen[key] = w
+            nq = rows[q][suffix[j]]
+            died = rule.ends(q, nq)
+            if died:
+                own += [(t, j) for t in _bits(died)]
             q = nq
             j += 1
         else:
-            if q != 0:
-                own += [(t, n) for t in _bits(rule(q, -1))]
+            if q >= 0 and j == n:
+                own += [(t, n) for t in _bits(rule.ends(q, -1))]
         walks.append((own, [e for _, e in own], tail))
         out = list(own)
-        while tail is not None:  # the later edges of the walks this one joined
+        while tail >= 0:  # the later edges of the walks this one joined
             ev, ends, tail2 = walks[seen[tail]]
-            out += ev[bisect.bisect_left(ends, tail[1]):]
+            out += ev[bisect.bisect_left(ends, tail // width):]
             tail = tail2
         for _, e in out:
             reach[e] = 1
@@ -210,8 +208,22 @@ def parse_suffix_lattice(cx: ContextualLexer, rev: Automaton, suffix: bytes) -> 
     sets: dict[int, EarleySet] = {n: rev.root}
     kept = 0
     fail = -1
+    advance = rev.advance
     for i in sorted(edges, reverse=True):
-        moves = [(t, sets[j]) for t, j in edges[i] if j in sets]
+        out = edges[i]
+        if len(out) == 1:  # the common case: one reading
+            t, j = out[0]
+            e1 = sets.get(j)
+            if e1 is None:
+                continue
+            kept += 1
+            e1 = e1 if (ignored >> t) & 1 else advance(e1, t)
+            if e1 is None:
+                fail = max(fail, i)
+            else:
+                sets[i] = e1
+            continue
+        moves = [(t, sets[j]) for t, j in out if j in sets]
         if not moves:
             continue
         kept += len(moves)
