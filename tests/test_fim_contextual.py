@@ -395,6 +395,17 @@ def test_lattice_edges_by_definition(grammar: str) -> None:
         assert got == _naive_edges(cx, s, ks), s
 
 
+def test_quotient_size_does_not_grow_with_the_suffix(json_ctx) -> None:
+    """The quotient's rules follow the nesting open at the cursor, not ``|S|``: the masks'
+    parser does the same work per token whatever the suffix's length."""
+    sizes = set()
+    for reps in (1, 10, 100):
+        c = json_ctx.constraint(prefix='{"a": [1, ',
+                                suffix='2], "b": [' + '{"c": 1}, ' * reps + "3]}")
+        sizes.add((len(c._b.ctx.automaton.rules), len(c._branches)))
+    assert len(sizes) == 1
+
+
 # --------------------------------------------------------------------------- bundled JSON
 
 JSON_CASES = [
