@@ -23,6 +23,7 @@ vocabulary as a byte trie (exact, but its cost grows with the number of live tok
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -155,6 +156,19 @@ class ContextualLexer:
             self.head_l = self.head.tolist()
             self.tail_l = self.tail.tolist()
             self.alt_l = self.alt.tolist()
+
+    def for_context(self, ctx: ParserContext) -> ContextualLexer:
+        """The same lexer over another parser (the quotient of fill-in-the-middle): the
+        lexer-side tables and memos are shared, the ones keyed by parser states are fresh
+        (parser state ids are per context)."""
+        c = copy.copy(self)
+        c.ctx = ctx
+        limits = ctx.automaton.limits
+        c._masks = BoundedMemo(memo_size(limits.mask_cache))
+        if self.tables is not None:
+            c._sub = BoundedMemo(8192)
+            c._one = BoundedMemo(65536)
+        return c
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
