@@ -126,7 +126,7 @@ class CompiledGrammar:
             ``max_tokens`` is below the tokens the shortest completion needs.
         NotImplementedError
             ``max_tokens`` with ``suffix`` or with a contextual-mode grammar, and ``suffix``
-            with a contextual-mode grammar (not built yet).
+            with a contextual-mode grammar that has Python-style indentation (not built yet).
         """
         if max_tokens is not None and (suffix is not None or self.grammar.lexer != "basic"):
             raise NotImplementedError(
@@ -136,11 +136,16 @@ class CompiledGrammar:
             )
         if suffix is not None:
             if self.grammar.lexer == "contextual":
-                raise NotImplementedError(
-                    "fill-in-the-middle (suffix=...) is built for the basic lexer mode so far: "
-                    "compile the grammar with Grammar.from_lark(..., lexer='basic') (every "
-                    "bundled grammar is basic)"
-                )
+                if self.grammar.indentation is not None:
+                    raise NotImplementedError(
+                        "fill-in-the-middle (suffix=...) for a grammar in the contextual lexer "
+                        "mode with Python-style indentation is not built yet: compile it with "
+                        "Grammar.from_lark(..., lexer='basic')"
+                    )
+                from .runtime.fim_contextual import contextual_fim_constraint
+
+                return contextual_fim_constraint(
+                    self._runtime(limits), self.vocab, prefix, suffix, self.grammar)
             from .runtime.fim import fim_constraint
 
             return fim_constraint(self._runtime(limits), self.vocab, prefix, suffix, self.grammar)

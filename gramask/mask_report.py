@@ -69,9 +69,18 @@ def _open_lexeme(q: int, accept: list[int], winnable: np.ndarray, names: tuple[s
     return "|".join(could[:2]) + ("|…" if len(could) > 2 else "…")
 
 
+_NPY_MAGIC = b"\x93NUMPY"
+
+
 def load_logits(path: str | os.PathLike[str], vocab_size: int) -> np.ndarray:
     """A 1-D ``.npy`` of logits at least as wide as the vocabulary (padded models are wider)."""
     try:
+        with open(path, "rb") as f:
+            magic = f.read(len(_NPY_MAGIC))
+        if magic != _NPY_MAGIC:  # numpy would call any other file "pickled data"
+            raise GramaskError(
+                f"logits file {path} is not a .npy array (save one with numpy.save)"
+            )
         a = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise GramaskError(f"logits file {path}: no such file") from None

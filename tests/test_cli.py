@@ -71,6 +71,10 @@ def test_mask_prefix_text_stdin_and_logits(json_artifact, tmp_path, capsys, monk
     np.save(path, np.zeros(7))
     assert main(["mask", str(json_artifact), "--prefix", "[", "--logits", str(path)]) == 1
     assert "holds 7 values, the vocabulary has 50257" in capsys.readouterr().err
+    path.write_text("0.5 1.5\n")  # a text file is not "pickled data", whatever numpy says
+    assert main(["mask", str(json_artifact), "--prefix", "[", "--logits", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "is not a .npy array (save one with numpy.save)" in err and "pickle" not in err
 
 
 def test_inspect_terminals_escapes_regexes(json_artifact, capsys):

@@ -25,6 +25,7 @@ vocabulary as a byte trie (exact, but its cost grows with the number of live tok
 
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import TYPE_CHECKING
 
@@ -184,6 +185,18 @@ class ContextualLexer:
             self.head_l = self.head.tolist()
             self.tail_l = self.tail.tolist()
             self.alt_l = self.alt.tolist()
+
+    def for_context(self, ctx: ParserContext) -> ContextualLexer:
+        """The same lexer over another parser (the quotient of fill-in-the-middle): the
+        lexer-side tables and memos are shared, the ones keyed by parser states are fresh
+        (parser state ids are per context)."""
+        c = copy.copy(self)
+        c.ctx = ctx
+        limits = ctx.automaton.limits
+        c._masks = BoundedMemo(memo_size(limits.mask_cache))
+        if self.tables is not None:  # plans, class vectors, kills: per allowed set, shared
+            c._sub = BoundedMemo(8192)
+        return c
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:

@@ -260,3 +260,29 @@ class Automaton:
         res = self._close(seeds)
         self._next.put(mkey, res)
         return res
+
+    def join(self, shifts: list[tuple[EarleySet, int]], sets: list[EarleySet]
+             ) -> EarleySet | None:
+        """One set for a position that several lexemes lead to (a lattice of lexemes, as the
+        contextual-mode suffix of fill-in-the-middle is): the items of shifting each
+        ``(set, terminal)``, plus every item of each of ``sets`` (reached by an ignored lexeme,
+        so the parser is where it was; a prediction keeps that set as its origin). None if
+        nothing is left."""
+        seeds: list[tuple[int, EarleySet | None]] = []
+        base = 0
+        goto_t = self.goto_t
+        for es, terminal in shifts:
+            if not (es.expected >> terminal) & 1:
+                continue
+            base = max(base, es.total)
+            for s, o in zip(es.states, es.origins, strict=True):
+                t = goto_t[s].get(terminal)
+                if t is not None:
+                    seeds.append((t, es if o is None else o))
+        for es in sets:
+            base = max(base, es.total)
+            seeds += [(s, es if o is None else o)
+                      for s, o in zip(es.states, es.origins, strict=True)]
+        if not seeds:
+            return None
+        return self._close(seeds, base)

@@ -336,12 +336,7 @@ def equivalent_prefix(b: MaskBuilder, st: tuple[int, int, PState], data: bytes,
     q, carry, p = st
     rows, accept, ctx = b.trans_rows, b.accept, b.ctx
     widths = indent_widths(tab)
-    # the kept path: [key, offset where its boundary was first met, offset the text resumes]
-    keys: list[tuple[int, int]] = []
-    starts: list[int] = []
-    conts: list[int] = []
-    where: dict[tuple[int, int], int] = {}
-    keep: list[PState] = []  # keeps the keyed states alive (uids stay unique)
+    bounds: list[tuple[int, PState]] = []
     for i, byte in enumerate(data):
         nq = rows[q][byte]
         if nq < 0:
@@ -353,24 +348,38 @@ def equivalent_prefix(b: MaskBuilder, st: tuple[int, int, PState], data: bytes,
                 return data
             p = p2
             carry = 0
-            key = (p.uid, byte)
-            j = where.get(key)
-            if j is None:
-                where[key] = len(keys)
-                keys.append(key)
-                starts.append(i)
-                conts.append(i)
-                keep.append(p)
-            else:
-                for k in keys[j + 1:]:
-                    del where[k]
-                del keys[j + 1:], starts[j + 1:], conts[j + 1:]
-                conts[j] = i
+            bounds.append((i, p))
             nq = rows[0][byte]
             if nq < 0:
                 return data
         q = nq
         carry = 0 if byte == NEWLINE else carry + widths[byte]
+    return erase_loops(data, bounds)
+
+
+def erase_loops(data: bytes, bounds: list[tuple[int, PState]]) -> bytes:
+    """``data`` with the text between any two lexeme boundaries ``(offset, parser state after
+    the lexeme that ends there)`` that have the same parser state and the same next byte cut
+    out (see :func:`equivalent_prefix`; any lexer mode whose next lexeme depends only on the
+    parser state and the text)."""
+    # the kept path: [key, offset where its boundary was first met, offset the text resumes]
+    keys: list[tuple[int, int]] = []
+    starts: list[int] = []
+    conts: list[int] = []
+    where: dict[tuple[int, int], int] = {}
+    for i, p in bounds:
+        key = (p.uid, data[i])
+        j = where.get(key)
+        if j is None:
+            where[key] = len(keys)
+            keys.append(key)
+            starts.append(i)
+            conts.append(i)
+        else:
+            for k in keys[j + 1:]:
+                del where[k]
+            del keys[j + 1:], starts[j + 1:], conts[j + 1:]
+            conts[j] = i
     if not keys:
         return data
     parts = [data[: starts[0]]]

@@ -108,6 +108,7 @@ class _Base:
             raise AssertionError("reversed grammar numbers its symbols differently")
         self.rev_symbols: tuple[str, ...] = rpt.symbols
         self.rev = Automaton(rpt)
+        self.rev_start = rpt.start_state  # the root's item (a set holding it may end here)
         assert rpt.items is not None
         rstates, rrules = rpt.items
         # per reversed state: [(lhs, rhs, dot)]
@@ -359,7 +360,8 @@ def _plain(ob: MaskBuilder, a: int) -> bool:
 
 
 def build_quotient(
-    ob: MaskBuilder, grammar: Grammar, branches: list[Branch], lex_error: int
+    ob: MaskBuilder, grammar: Grammar, branches: list[Branch], lex_error: int,
+    walked: list[tuple[Branch, EarleySet]] | None = None,
 ) -> tuple[MaskBuilder, list[tuple[Branch, int, int]]]:
     """The quotient's mask builder (sharing the original's tables) and each live branch with
     its marker terminals: ``(branch, marker, -1)`` for a marker after the middle's last
@@ -370,10 +372,17 @@ def build_quotient(
     ------
     InvalidSuffixError
         No branch of the suffix is the end of a program.
+
+    ``walked``: each branch with the suffix already parsed backwards (the contextual mode
+    parses a lattice of lexemes, :mod:`gramask.runtime.suffix_lattice`); else the branches'
+    terminal sequences are parsed here.
     """
     base = base_for(ob, grammar)
     rev = base.rev
-    walked, err = _walk_branches(rev, branches)
+    if walked is None:
+        walked, err = _walk_branches(rev, branches)
+    else:
+        err = -1
     sym = base.rev_symbols
     start_sym = sym.index(AUGMENTED_START)
     orig_start = sym.index(grammar.start)
@@ -405,7 +414,8 @@ def build_quotient(
         next_id += 1
         names.append(f"#fim{m}")
         base_rules: list[tuple[int, tuple[int, ...]]] = []
-        if e is root:  # nothing of the suffix reaches the parser: the program ends here
+        if e is root or any(o is root and st == base.rev_start for st, o in e.items):
+            # nothing of the suffix reaches the parser (on some path): the program ends here
             base_rules.append((need(start_sym, root), (orig_start, m)))
         for s, o in e.items:
             if o is None:
