@@ -16,7 +16,9 @@ Masks come from the contextual token tables when the grammar has them (every gra
 without Python-style indentation): a table entry is a small tree of BRANCH / LEX / END nodes
 (see ``gramask.compiler.tables``), decided here vectorised over a row's distinct nodes — a
 BRANCH by one lookup of "does the allowed set meet this live class", a LEX by stepping the
-parser once per distinct accepting set. Grammars with indentation fall back to walking the
+parser once per distinct set of winning terminals. All but the parser steps depends only on
+the allowed set, which thousands of parser states share: that part is planned once per
+(node set, allowed set) and reused. Grammars with indentation fall back to walking the
 vocabulary as a byte trie (exact, but its cost grows with the number of live tokens).
 ``advance`` walks the token's bytes with the same rule.
 """
@@ -24,6 +26,7 @@ vocabulary as a byte trie (exact, but its cost grows with the number of live tok
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,6 +43,14 @@ if TYPE_CHECKING:
 __all__ = ["ContextualLexer"]
 
 LexState = tuple[int, int, PState]
+
+_SMALL = 128  # node sets planned in plain Python (numpy's per-call cost dominates below)
+
+# How a node set is decided under one allowed set: the verdicts that need no parser step
+# (END nodes; False where a node dies), and per group of LEX nodes with the same winning
+# terminals: (the significant winners to shift, 0 if only ignored ones won; the positions;
+# the distinct tails' key and nodes; each position's index into them)
+_Plan = tuple[np.ndarray, tuple[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray], ...]]
 
 
 def _words(rows: np.ndarray) -> np.ndarray:
@@ -142,17 +153,35 @@ class ContextualLexer:
             self._full: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
             self._fb_idx = np.maximum(self.first_byte, 0)
             # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
-            self._kills: BoundedMemo[tuple[int, int], np.ndarray] = BoundedMemo(
+            self._kills: BoundedMemo[tuple[bytes, int], np.ndarray] = BoundedMemo(
                 memo_size(limits.row_cache)
             )
+            self._kill_sig: dict[int, bytes] = {}  # see ``_kill``
+            self._kills_by_bytes: BoundedMemo[bytes, np.ndarray] = BoundedMemo(
+                memo_size(limits.row_cache))
+            # (row, verdicts of its nodes) → its tokens: parser states that decide a row
+            # alike share the vocabulary-sized scatter (returned copied)
+            self._selected: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(
+                memo_size(limits.row_cache))
+            self._diffs: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                np.ndarray]] = BoundedMemo(
+                memo_size(limits.row_cache))
             self._rows: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 BoundedMemo(memo_size(limits.row_cache))
             )
             # (parser state, distinct tail nodes) → verdicts: the lexemes after a token's
             # first completed one meet the same parser states again and again
             self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
-            # the same per single node, for the many small tail sets (numpy costs more there)
-            self._one: BoundedMemo[tuple[int, int], bool] = BoundedMemo(65536)
+            # (row or tail set, allowed set, follows) → its plan (see ``_plan``)
+            self._plans: BoundedMemo[tuple[int | bytes, int, bool], _Plan] = BoundedMemo(8192)
+            self._big_plans: BoundedMemo[tuple[int | bytes, int, bool], _Plan] = (
+                BoundedMemo(memo_size(4 * limits.row_cache)))
+            # large row or tail set → (its nodes' heads, BRANCH positions), see ``_plan``
+            self._static: BoundedMemo[int | bytes, tuple[np.ndarray, np.ndarray]] = (
+                BoundedMemo(memo_size(4 * limits.row_cache)))
+            # (allowed set, follows) → class vectors (see ``_class_vectors``)
+            self._vecs: BoundedMemo[tuple[int, bool], tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray]] = BoundedMemo(4096)
             self.head_l = self.head.tolist()
             self.tail_l = self.tail.tolist()
             self.alt_l = self.alt.tolist()
@@ -165,9 +194,8 @@ class ContextualLexer:
         c.ctx = ctx
         limits = ctx.automaton.limits
         c._masks = BoundedMemo(memo_size(limits.mask_cache))
-        if self.tables is not None:
+        if self.tables is not None:  # plans, class vectors, kills: per allowed set, shared
             c._sub = BoundedMemo(8192)
-            c._one = BoundedMemo(65536)
         return c
 
     # ------------------------------------------------------------------ one lexeme
@@ -315,92 +343,144 @@ class ContextualLexer:
         self._rows.put(q, r)
         return r
 
-    def _class_vectors(self, p: PState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per live class, under ``p``'s allowed set: does a lexeme whose next state has this
-        class continue; may a token stop inside a lexeme of this class (see ``end_ok``)."""
-        r = p.lex_vecs  # on the state: asked for every node evaluated there
+    def _class_vectors(self, a: int, fl: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per live class, under allowed set ``a``: does a lexeme whose next state has this
+        class continue; may a token stop inside a lexeme of this class (see ``end_ok``; ``fl``:
+        something may follow an ignored lexeme). Memoised on (``a``, ``fl``), not on the
+        parser state: thousands of states share a few hundred allowed sets."""
+        key = (a, fl)
+        r = self._vecs.get(key)
         if r is None:
-            aw = _int_words(self.allowed(p), self.class_sig_words.shape[1])
+            aw = _int_words(a, self.class_sig_words.shape[1])
             # a class's live terminals are its significant ones plus "some ignored one"
             sig = (self.class_sig_words & aw).any(axis=1)
             cont = sig | self.class_has_ignored
             # an ignored lexeme ends well when something may follow it (or the input end)
-            ends = cont.copy() if bool(p.es.expected) or self.ctx.finish(p) else sig
-            sets = (self.acc_words & aw).any(axis=1)  # LEX sets that can end under p
+            ends = cont.copy() if fl else sig
+            sets = (self.acc_words & aw).any(axis=1)  # LEX sets that can end under a
             r = (cont, ends, sets)
-            p.lex_vecs = r
+            self._vecs.put(key, r)
         return r
 
-    def _eval_one(self, p: PState, n: int) -> bool:
-        """``_eval`` for one node, in plain Python, memoised per (parser state, node)."""
-        key = (p.uid, n)
-        r = self._one.get(key)
-        if r is not None:
-            return r
-        cont, ends, sets = self._class_vectors(p)
-        head, tail, alt = self.head_l, self.tail_l, self.alt_l
-        m = n
-        while m >= 0 and head[m] <= -2:
-            m = tail[m] if cont[-2 - head[m]] else alt[m]
-        if m < 0:
-            r = False
-        elif head[m] == -1:
-            r = bool(ends[tail[m]])
-        elif not sets[head[m]]:
-            r = False
-        else:
-            p2 = self._end_with(p, self.acc_bits[head[m]], 0)
-            r = p2 is not None and self._eval_one(p2, tail[m])
-        self._one.put(key, r)
-        return r
+    def _follows(self, p: PState) -> bool:
+        """May something follow an ignored lexeme ending at ``p`` (or the input end there)?"""
+        return bool(p.es.expected) or self.ctx.finish(p)
 
-    def _eval(self, p: PState, nodes: np.ndarray) -> np.ndarray:
-        """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
-        start or inside a lexeme that began at ``p``?"""
-        if len(nodes) <= 16:
-            return np.array([self._eval_one(p, n) for n in nodes.tolist()], dtype=bool)
-        head, tail, alt = self.head, self.tail, self.alt
-        cont, ends, sets = self._class_vectors(p)
-        cur = nodes.astype(np.int64, copy=True)
-        while True:
-            live = cur >= 0
-            br = np.flatnonzero(live & (head[np.maximum(cur, 0)] <= -2))
-            if not br.size:
-                break
-            c = cur[br]
-            cur[br] = np.where(cont[-2 - head[c]], tail[c], alt[c])
-        ok = np.zeros(len(cur), dtype=bool)
-        live = cur >= 0
-        h = np.where(live, head[np.maximum(cur, 0)], -3)
+    def _plan(self, key: int | bytes, nodes: np.ndarray, a: int, fl: bool) -> _Plan:
+        """How ``nodes`` are decided under allowed set ``a`` (see :data:`_Plan`).
+
+        Everything but the parser steps depends only on (``a``, ``fl``): which way each
+        BRANCH goes, the END verdicts, each LEX node's winning terminals and the grouping
+        of the tails by them. So this is built once per (node set, allowed set) and shared
+        by every parser state with that allowed set; LEX nodes with the same winners are
+        merged into one group (one parser step, one sub-evaluation)."""
+        cont, ends, sets = self._class_vectors(a, fl)
+        base = np.zeros(len(nodes), dtype=bool)
+        by_w: dict[int, tuple[list[int], list[int]]] = {}
+        groups: list[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray]] = []
+        acc_bits, ign = self.acc_bits, self.ignored_bits
+        if len(nodes) <= _SMALL:  # numpy costs more than it saves on a few nodes
+            head, tail, alt = self.head_l, self.tail_l, self.alt_l
+            for i, n in enumerate(nodes.tolist()):
+                m = n
+                while m >= 0 and head[m] <= -2:
+                    m = tail[m] if cont[-2 - head[m]] else alt[m]
+                if m < 0:
+                    continue
+                h = head[m]
+                if h == -1:
+                    base[i] = ends[tail[m]]
+                elif sets[h]:
+                    pos, tails = by_w.setdefault(self._winners(acc_bits[h] & a), ([], []))
+                    pos.append(i)
+                    tails.append(tail[m])
+            for w, (pos, tails) in by_w.items():
+                ut = sorted(set(tails))
+                where = {t: j for j, t in enumerate(ut)}
+                uta = np.array(ut, dtype=np.int64)
+                groups.append((w & ~ign, np.array(pos, dtype=np.int64), uta.tobytes(), uta,
+                               np.array([where[t] for t in tails], dtype=np.int64)))
+            return base, tuple(groups)
+        head_a, tail_a, alt_a = self.head, self.tail, self.alt
+        st = self._static.get(key)
+        if st is None:  # what does not depend on the allowed set: heads, BRANCH positions
+            h0 = head_a[nodes]
+            st = (h0, np.flatnonzero(h0 <= -2))
+            self._static.put(key, st)
+        h, br0 = st
+        cur = nodes
+        if br0.size:  # follow each BRANCH the way the allowed set sends it
+            cur = nodes.astype(np.int64, copy=True)
+            br = br0
+            while br.size:
+                c = cur[br]
+                nxt = np.where(cont[-2 - head_a[c]], tail_a[c], alt_a[c])
+                cur[br] = nxt
+                br = br[(nxt >= 0) & (head_a[nxt] <= -2)]
+            h = h.copy()
+            cb = cur[br0]
+            h[br0] = np.where(cb >= 0, head_a[cb], -3)
         e = np.flatnonzero(h == -1)
         if e.size:
-            ok[e] = ends[tail[cur[e]]]
+            base[e] = ends[tail_a[cur[e]]]
         lx = np.flatnonzero(h >= 0)
         if lx.size:
             lx = lx[sets[h[lx]]]
         if lx.size:
             gid = h[lx]  # LEX heads are accepting-set ids
-            if gid[0] == gid[-1] and (gid == gid[0]).all():
-                groups = [(int(gid[0]), lx)]  # the common case: one accepting set
-            else:
-                order = np.argsort(gid, kind="stable")
-                gs = gid[order]
-                cut = np.flatnonzero(gs[1:] != gs[:-1]) + 1
-                groups = [(int(gs[i]), lx[o])
-                          for i, o in zip(np.append(0, cut).tolist(), np.split(order, cut),
-                                          strict=True)]
-            for g, sel in groups:
-                p2 = self._end_with(p, self.acc_bits[g], 0)
-                if p2 is None:
-                    continue
-                tails = tail[cur[sel]]
-                ut, inv = np.unique(tails, return_inverse=True)
-                key = (p2.uid, ut.tobytes())
-                sub = self._sub.get(key)
-                if sub is None:
-                    sub = self._eval(p2, ut)
-                    self._sub.put(key, sub)
-                ok[sel] = sub[inv.reshape(-1)]
+            present = np.zeros(len(acc_bits), dtype=bool)
+            present[gid] = True
+            ug = np.flatnonzero(present).tolist()
+            wins = [self._winners(acc_bits[g] & a) for g in ug]
+            uw = sorted(set(wins))
+            wmap = {w: k for k, w in enumerate(uw)}
+            lut = np.zeros(len(acc_bits), dtype=np.int64)
+            lut[ug] = [wmap[w] for w in wins]
+            wid = lut[gid]
+            # one sort by (winners, tail) for all groups, not a np.unique per group
+            comb = wid * len(head_a) + tail_a[cur[lx]]
+            order = np.argsort(comb)
+            cs = comb[order]
+            ws = wid[order]
+            ts = cs - ws * len(head_a)
+            first = np.ones(len(order), dtype=bool)
+            first[1:] = cs[1:] != cs[:-1]
+            uid = np.cumsum(first) - 1  # index of each position's distinct (winners, tail)
+            cuts = [0, *(np.flatnonzero(ws[1:] != ws[:-1]) + 1).tolist(), len(order)]
+            for lo, hi in itertools.pairwise(cuts):
+                uniq = ts[lo:hi][first[lo:hi]]
+                groups.append((uw[ws[lo]] & ~ign, lx[order[lo:hi]], uniq.tobytes(), uniq,
+                               uid[lo:hi] - uid[lo]))
+        return base, tuple(groups)
+
+    def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray) -> np.ndarray:
+        """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
+        start or inside a lexeme that began at ``p``? ``key`` names ``nodes`` (a row, or a
+        tail set by its bytes). The result may be shared: do not write to it."""
+        a = self.allowed(p)
+        fl = self._follows(p)
+        pk = (key, a, fl)
+        # large plans (a row's: tens of KB each) are bounded apart, by the row-cache bound
+        plans = self._plans if len(nodes) <= _SMALL else self._big_plans
+        plan = plans.get(pk)
+        if plan is None:
+            plan = self._plan(key, nodes, a, fl)
+            plans.put(pk, plan)
+        base, groups = plan
+        if not groups:
+            return base
+        ok = base.copy()
+        shift_any, sub_memo = self.ctx.shift_any, self._sub
+        for sh, sel, tkey, ut, inv in groups:
+            p2 = shift_any(p, sh) if sh else p  # only ignored terminals won: nothing to shift
+            if p2 is None:
+                continue
+            skey = (p2.uid, tkey)
+            sub = sub_memo.get(skey)
+            if sub is None:
+                sub = self._eval(p2, tkey, ut)
+                sub_memo.put(skey, sub)
+            ok[sel] = sub[inv]
         return ok
 
     def _full_row(self, q: int, toks: np.ndarray) -> np.ndarray:
@@ -411,13 +491,49 @@ class ContextualLexer:
             self._full.put(q, f)
         return f
 
-    def _table_mask(self, p: PState, q: int) -> np.ndarray:
+    def _diff(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Row ``q`` stored as a diff against its base row: (the base's tokens ``q`` lacks,
+        then the differing tokens grouped as ``_row`` groups a row)."""
+        r = self._diffs.get(q)
+        if r is None:
+            tb = self.tables
+            assert tb is not None
+            lo, hi = int(tb.rows_indptr[q]), int(tb.rows_indptr[q + 1])
+            idx = tb.rows_indices[lo:hi].astype(np.int64)
+            dat = tb.rows_data[lo:hi].astype(np.int64)
+            add = dat > 0  # (token, node + 1) where q differs; (token, 0) where q lacks it
+            r = (idx[~add], *group_row(idx[add], dat[add] - 1))
+            self._diffs.put(q, r)
+        return r
+
+    def _row_tokens(self, p: PState, q: int) -> np.ndarray:
+        """Row ``q``'s allowed tokens as a fresh bool vector. A row stored as a diff is its
+        base row's vector patched at the differing tokens: the vocabulary-sized base is
+        prepared once for the dozens of states whose rows are nearly the same (keyword
+        prefixes inside a name), not expanded, sorted and grouped again for each."""
+        assert self.tables is not None
+        b = int(self.tables.row_base[q])
+        if b >= 0:
+            m = self._row_tokens(p, b)
+            removed, nodes, counts, toks = self._diff(q)
+            m[removed] = False
+            if nodes.size:
+                m[toks] = np.repeat(self._eval(p, -1 - q, nodes), counts)  # keys < 0: diffs
+            return m
         nodes, counts, toks = self._row(q)
-        if nodes.size:
-            ok = self._eval(p, nodes)
-            m = select_tokens(self.vocab_size, toks, counts, ok, lambda: self._full_row(q, toks))
-        else:
-            m = np.zeros(self.vocab_size, dtype=bool)
+        if not nodes.size:
+            return np.zeros(self.vocab_size, dtype=bool)
+        ok = self._eval(p, q, nodes)
+        skey = (q, ok.tobytes())
+        sel = self._selected.get(skey)
+        if sel is None:
+            sel = select_tokens(self.vocab_size, toks, counts, ok,
+                                lambda: self._full_row(q, toks))
+            self._selected.put(skey, sel)
+        return sel.copy()
+
+    def _table_mask(self, p: PState, q: int) -> np.ndarray:
+        m = self._row_tokens(p, q)
         if q != 0:
             p2 = self.lexeme_end(p, q, 0)
             if p2 is not None:
@@ -427,13 +543,22 @@ class ContextualLexer:
     def _kill(self, q: int, p: PState) -> np.ndarray:
         """Tokens whose first byte ends the lexeme at ``q``: no terminal continues with it, or
         none that the allowed set holds (the row's entries for those tokens are then false)."""
-        key = (q, self.allowed(p))  # all that ``cont`` depends on
+        sig = self._kill_sig.get(q)
+        if sig is None:  # the classes q's bytes lead to: whole groups of states share them
+            nxt = self.trans[q]
+            sig = np.where(nxt < 0, -1, self.state_class[np.maximum(nxt, 0)]).tobytes()
+            self._kill_sig[q] = sig
+        key = (sig, self.allowed(p))  # all that ``cont`` depends on
         out = self._kills.get(key)
         if out is None:
             nxt = self.trans[q]
-            cont = self._class_vectors(p)[0]
+            cont = self._class_vectors(self.allowed(p), self._follows(p))[0]
             dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
-            out = self._fb_ok & dead[self._fb_idx]
+            dkey = dead.tobytes()  # a few dozen distinct byte sets make every kill set
+            out = self._kills_by_bytes.get(dkey)
+            if out is None:
+                out = self._fb_ok & dead[self._fb_idx]
+                self._kills_by_bytes.put(dkey, out)
             self._kills.put(key, out)
         return out
 

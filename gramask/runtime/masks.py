@@ -14,6 +14,7 @@ configuration met again costs a dictionary lookup.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,71 @@ class _Row:
         return self.full
 
 
+class _TrieRow:
+    """Row ``q`` as masks use it: what :class:`_Row` holds, with the trie built in plain
+    Python (a walk down each distinct node's cons list) rather than by numpy splits per trie
+    vertex, which made a large row's first use cost ~10 ms (row 0 of SQL: ~3,000 vertices,
+    each with its own small arrays). The nodes are kept in row order; ``order`` lists them
+    by trie vertex, so that the nodes ending at vertex ``v`` are ``order[lo:hi]`` for
+    ``(lo, hi) = spans[v]``, their END classes ``cls[lo:hi]``; ``children[v]``: (terminal or
+    newline code, child vertex) pairs. Vertex 0 is the root."""
+
+    __slots__ = ("children", "cls", "counts", "full", "n", "order", "spans", "tokens")
+
+    def __init__(self, nodes: np.ndarray, counts: np.ndarray, tokens: np.ndarray,
+                 head: list[int], tail: list[int]) -> None:
+        self.n = len(nodes)
+        self.counts = counts
+        self.tokens = tokens
+        self.full: np.ndarray | None = None  # see all_tokens
+        children: list[dict[int, int]] = [{}]
+        vert: list[int] = []
+        cls: list[int] = []
+        for m in nodes.tolist():
+            v = 0
+            h = head[m]
+            while h >= 0:  # CONS(h, tail): down the edge h
+                ch = children[v]
+                c = ch.get(h)
+                if c is None:
+                    c = ch[h] = len(children)
+                    children.append({})
+                v = c
+                m = tail[m]
+                h = head[m]
+            vert.append(v)
+            cls.append(tail[m])  # END(class)
+        va = np.array(vert, dtype=np.int64)
+        self.order = np.argsort(va, kind="stable")
+        self.cls = np.array(cls, dtype=np.int64)[self.order]
+        bounds = np.searchsorted(va[self.order], np.arange(len(children) + 1)).tolist()
+        self.spans = list(itertools.pairwise(bounds))
+        self.children = [tuple(sorted(c.items())) for c in children]
+
+    def all_tokens(self, v: int) -> np.ndarray:
+        """(V,) bool of all the row's tokens (built on first use)."""
+        if self.full is None:
+            self.full = np.zeros(v, dtype=bool)
+            self.full[self.tokens] = True
+        return self.full
+
+
+class _DeltaRow:
+    """Row ``q`` as the table stores it when it is a diff against a base row (see
+    ``tables._delta_encode``): the base row, the tokens whose outcome differs in ``q`` (a
+    small :class:`_TrieRow`) and the base's tokens that ``q`` lacks. Its mask is the base's with
+    those tokens patched: the vocabulary-sized base is prepared once and shared by the dozens
+    of states whose rows are nearly the same (the keyword prefixes inside a name), instead of
+    each state expanding, sorting and grouping its own ~100k-token copy on its first visit."""
+
+    __slots__ = ("base", "diff", "removed")
+
+    def __init__(self, base: int, diff: _TrieRow, removed: np.ndarray) -> None:
+        self.base = base
+        self.diff = diff
+        self.removed = removed
+
+
 def _trie(
     pos: np.ndarray, cur: np.ndarray, head: np.ndarray, tail: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list[Any]]:
@@ -88,6 +154,8 @@ class MaskBuilder:
         self.num_terminals = dfa.num_terminals
         self.head_arr = tables.node_head.astype(np.int64)
         self.tail_arr = tables.node_tail.astype(np.int64)
+        self.head_l: list[int] = tables.node_head.tolist()
+        self.tail_l: list[int] = tables.node_tail.tolist()
         cw = tables.class_winnable
         class_bits = bits_of_rows(cw[:, :-1])
         self.class_ignored_end = cw[:, -1].copy()
@@ -109,13 +177,23 @@ class MaskBuilder:
         self.planner: Any = None
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         self._rows: BoundedMemo[int, _Row] = BoundedMemo(memo_size(limits.row_cache))
+        # rows as masks use them (see ``_mask_row``); a diff row is small, its base is in _rows
+        self._mrows: BoundedMemo[int, _TrieRow | _DeltaRow] = BoundedMemo(
+            memo_size(limits.row_cache))
         # (V,) bool each: bounded like rows
-        self._kill: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
+        self._kill: BoundedMemo[bytes, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
+        self._kill_sig: dict[int, bytes] = {}  # lexer state → the bytes that continue it
+        # (row, verdicts of its nodes) → its tokens: parser states that decide a row alike
+        # share the vocabulary-sized scatter (returned copied: callers write to masks)
+        self._selected: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(
+            memo_size(limits.row_cache))
         self._masks: BoundedMemo[tuple[PState, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache)
         )
         self.first_byte = tables.first_byte.astype(np.int64)
         self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
+        # (expected terminals, input may end) → class vector (see ``class_vector``)
+        self._class_vecs: BoundedMemo[tuple[int, bool], np.ndarray] = BoundedMemo(4096)
 
     # ------------------------------------------------------------------ tables
     def row(self, q: int) -> _Row:
@@ -127,13 +205,37 @@ class MaskBuilder:
         self._rows.put(q, r)
         return r
 
+    def _mask_row(self, q: int) -> _TrieRow | _DeltaRow:
+        """Row ``q`` as masks use it: a diff against its base row when stored as one."""
+        r = self._mrows.get(q)
+        if r is not None:
+            return r
+        tb = self.tables
+        b = int(tb.row_base[q])
+        if b < 0:
+            r = _TrieRow(*group_row(*expand_row(tb, q, self._bases)), self.head_l, self.tail_l)
+        else:
+            lo, hi = int(tb.rows_indptr[q]), int(tb.rows_indptr[q + 1])
+            idx = tb.rows_indices[lo:hi].astype(np.int64)
+            dat = tb.rows_data[lo:hi].astype(np.int64)
+            add = dat > 0  # (token, node + 1) where q differs; (token, 0) where q lacks it
+            uniq, counts, tokens = group_row(idx[add], dat[add] - 1)
+            r = _DeltaRow(b, _TrieRow(uniq, counts, tokens, self.head_l, self.tail_l),
+                          idx[~add])
+        self._mrows.put(q, r)
+        return r
+
     def kill_set(self, q: int) -> np.ndarray:
         """Tokens whose first byte ends the lexeme in progress at ``q``."""
-        k = self._kill.get(q)
+        sig = self._kill_sig.get(q)
+        if sig is None:
+            # it depends only on which bytes continue q, which whole groups of states share
+            sig = self._kill_sig[q] = np.packbits(self.trans[q] >= 0).tobytes()
+        k = self._kill.get(sig)
         if k is None:
             fb = self.first_byte
             k = (fb >= 0) & (self.trans[q][np.maximum(fb, 0)] < 0)
-            self._kill.put(q, k)
+            self._kill.put(sig, k)
         return k
 
     # ------------------------------------------------------------------ decisions
@@ -144,10 +246,15 @@ class MaskBuilder:
         r = p.classes_np
         if r is None:
             bits = self.ctx.expects(p) & ~self.ctx.ignored_bits
-            w = words_of_bits(bits, self.class_words.shape[1])
-            r = np.asarray((self.class_words & w).any(axis=1))
-            if self.ctx.finish(p):  # the input may also end right after an ignored lexeme
-                r = r | self.class_ignored_end
+            fin = self.ctx.finish(p)
+            key = (bits, fin)  # all it depends on: thousands of states share a few hundred
+            r = self._class_vecs.get(key)
+            if r is None:
+                w = words_of_bits(bits, self.class_words.shape[1])
+                r = np.asarray((self.class_words & w).any(axis=1))
+                if fin:  # the input may also end right after an ignored lexeme
+                    r = r | self.class_ignored_end
+                self._class_vecs.put(key, r)
             p.classes_np = r
         return r
 
@@ -155,11 +262,23 @@ class MaskBuilder:
         """May the input stop mid-lexeme at state ``q`` with the parser at ``p``?"""
         return bool(self.class_vector(p)[self.state_class[q]])
 
-    def _eval_trie(self, p: PState, groups: list[Any], ok: np.ndarray, carry: int) -> None:
+    def _row_ok(self, p: PState, row: _TrieRow, carry: int) -> np.ndarray:
+        """Per distinct node of ``row``: is it allowed at ``p``?"""
+        ok = np.zeros(row.n, dtype=bool)
+        self._walk(p, row, 0, ok, carry)
+        return ok
+
+    def _walk(self, p: PState, row: _TrieRow, v: int, ok: np.ndarray, carry: int) -> None:
+        """Decide the nodes at and below trie vertex ``v`` of ``row``, the parser at ``p``:
+        the parser steps once per edge it expects; the nodes ending at a vertex are decided
+        by one lookup of their classes."""
+        lo, hi = row.spans[v]
+        if lo < hi:
+            ok[row.order[lo:hi]] = self.class_vector(p)[row.cls[lo:hi]]
         expected = p.es.expected
         nt = self.num_terminals
         ctx = self.ctx
-        for h, end_pos, end_cls, sub in groups:
+        for h, child in row.children[v]:
             if h < nt:
                 if not (expected >> h) & 1:
                     continue
@@ -167,22 +286,27 @@ class MaskBuilder:
             else:
                 width, relative = decode_nl(nt, h)
                 p2 = ctx.newline(p, width + carry if relative else width)
-            if p2 is None:
-                continue
-            if end_pos.size:
-                ok[end_pos] = self.class_vector(p2)[end_cls]
-            if sub:
-                self._eval_trie(p2, sub, ok, 0)
+            if p2 is not None:
+                self._walk(p2, row, child, ok, 0)
 
     def row_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
         """Row ``q``'s allowed tokens as a fresh bool vector."""
-        row = self.row(q)
-        ok = np.zeros(row.n, dtype=bool)
-        if row.end_pos.size:
-            ok[row.end_pos] = self.class_vector(p)[row.end_cls]
-        self._eval_trie(p, row.groups, ok, carry)
-        return select_tokens(self.vocab_size, row.tokens, row.counts, ok,
-                             lambda: row.all_tokens(self.vocab_size))
+        row = self._mask_row(q)
+        if isinstance(row, _DeltaRow):
+            m = self.row_mask(p, row.base, carry)
+            m[row.removed] = False
+            d = row.diff
+            if d.n:
+                m[d.tokens] = np.repeat(self._row_ok(p, d, carry), d.counts)
+            return m
+        ok = self._row_ok(p, row, carry)
+        skey = (q, ok.tobytes())
+        sel = self._selected.get(skey)
+        if sel is None:
+            sel = select_tokens(self.vocab_size, row.tokens, row.counts, ok,
+                                lambda: row.all_tokens(self.vocab_size))
+            self._selected.put(skey, sel)
+        return sel.copy()
 
     def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
         """Parser state after the lexeme in progress ends here (None if it cannot)."""

@@ -20,7 +20,7 @@ __all__ = ["PState", "ParserContext"]
 
 
 class PState:
-    __slots__ = ("bol", "classes_np", "depth", "es", "indent", "lex_vecs", "uid")
+    __slots__ = ("bol", "classes_np", "depth", "es", "indent", "uid")
 
     def __init__(
         self, uid: int, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool
@@ -31,8 +31,6 @@ class PState:
         self.depth = depth  # bracket depth
         self.bol = bol  # the last significant terminal was a newline (or none yet)
         self.classes_np: np.ndarray | None = None  # MaskBuilder.class_vector memo
-        # ContextualLexer._class_vectors memo
-        self.lex_vecs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 class ParserContext:
