@@ -90,6 +90,42 @@ def test_balanced_01_gramask_budget_masks_are_exact() -> None:
     assert e.value.minimum == 2 and e.value.budget == 1
 
 
+def test_balanced_01_fim_budget_masks_are_exact() -> None:
+    """Prefix 0, suffix 111, tokens 0, 1, 11: the middle must be 00 (two tokens at least), so
+    a budget of 1 is refused naming 2, and from 2 on the masks equal the exact answer (only 0
+    first; after 0, only 0 again or, with room, more); EOS only once 0·00·111 is reached."""
+    toks = ["0", "1", "11"]
+    vocab = gramask.Vocabulary.from_tokens([*toks, "</s>"], eos_token_id=3)
+    cg = gramask.compile(Grammar.from_lark(BALANCED_LARK, lexer="basic"), vocab, cache=False)
+    cfg = ref.balanced_01()
+    assert ref.budget_min_tokens(cfg, "0", toks, tail="111") == 2
+    for n in (0, 1):
+        with pytest.raises(gramask.BudgetError) as e:
+            cg.constraint("0", suffix="111", max_tokens=n)
+        assert e.value.minimum == 2 and e.value.budget == n
+    for n in range(2, 6):
+        c = cg.constraint("0", suffix="111", max_tokens=n)
+        assert c.min_tokens_to_complete() == 2
+        assert c.shortest_completion().text == "00"
+        middle = ""
+        while True:
+            left = n - c.num_tokens
+            got = c.allowed().tolist()
+            want = [ref.budget_allowed(cfg, "0" + middle, t, toks, left - 1, "111")
+                    for t in toks] + [ref.budget_complete(cfg, "0" + middle, "111")]
+            assert got == want, (n, middle, got, want)
+            if got[3]:
+                break
+            c.advance(0)
+            middle += "0"
+        assert middle == "00" and c.is_complete()
+    # prefix 00, suffix 1: the middle 1 (one token) or 0·11 (two) both fit a budget of 2
+    c = cg.constraint("00", suffix="1", max_tokens=2)
+    assert c.allowed().tolist() == [True, True, False, False]
+    c = cg.constraint("00", suffix="1", max_tokens=1)
+    assert c.allowed().tolist() == [False, True, False, False]
+
+
 def _budget_walk(seed: int, fim: bool = False) -> tuple[int, int]:
     """Walk a random small grammar under a random budget, taking random tokens gramask allows.
     Every step: gramask's budget mask ⊆ the exact one (never a token that strands the
@@ -170,6 +206,19 @@ def test_budget_masks_are_mostly_exact_on_small_grammars() -> None:
         allowed += a
         forbidden += f
     assert allowed > 500
+    assert forbidden / allowed < 0.10, (forbidden, allowed)
+
+
+def test_fim_budget_masks_are_mostly_exact_on_small_grammars() -> None:
+    """With a suffix, only tokens after which a walked completion is verified are allowed
+    (docs/semantics.md, "Token budgets with a suffix"): over 150 random walks, gramask still
+    forbids under 10% of the tokens the exact answer allows."""
+    allowed = forbidden = 0
+    for seed in range(150):
+        a, f = _budget_walk(seed, fim=True)
+        allowed += a
+        forbidden += f
+    assert allowed > 300
     assert forbidden / allowed < 0.10, (forbidden, allowed)
 
 
@@ -323,3 +372,29 @@ def test_python_fim_budget_finishes_programs() -> None:
             _parses(pre + c.text + suf)
             checked += 1
     assert checked >= 30
+
+
+def test_python_fim_shortest_completion_and_budget_error() -> None:
+    """``min_tokens_to_complete`` and ``shortest_completion`` with a suffix: the completion
+    followed by the suffix parses, it is what the constraint then calls complete, and a
+    budget below it is refused naming it."""
+    cg = compiled("python", "gpt2")
+    pre, suf = "def f(x", "\n    return x\n"
+    c = cg.constraint(pre, suffix=suf)
+    sc = c.shortest_completion()
+    assert len(sc.token_ids) == c.min_tokens_to_complete() >= 1
+    _parses(pre + sc.text + suf)
+    for t in sc.token_ids:
+        c.advance(t)
+    assert c.is_complete()
+    need = len(sc.token_ids)
+    with pytest.raises(gramask.BudgetError) as e:
+        cg.constraint(pre, suffix=suf, max_tokens=need - 1)
+    assert e.value.minimum == need
+    b = cg.constraint(pre, suffix=suf, max_tokens=need)
+    assert b.allowed()[sc.token_ids[0]]
+    assert not b.allowed()[cg.vocab.eos_token_id]
+    # a middle that is already complete: EOS at once, even with a budget of 0
+    done = cg.constraint("x = 1", suffix="\ny = 2\n", max_tokens=0)
+    assert done.min_tokens_to_complete() == 0
+    assert done.allowed().tolist() == [i == cg.vocab.eos_token_id for i in range(len(cg.vocab))]

@@ -275,6 +275,11 @@ class FimConstraint(Constraint):
         keep = np.zeros_like(m)
         if plan and len(plan) <= left:
             keep[plan[0]] = True
+        # per token, the verified completion after it (index into comps; -1: none): what
+        # advance() keeps as the next step's plan
+        index = np.full(m.size, -1, dtype=np.int32)
+        comps: list[tuple[int, ...]] = []
+        self._verified_next = (st, len(self._history), index, comps)
         if left >= 1:
             tc = planner.token_costs(pq, q, carry)
             toks = np.flatnonzero(m & ~keep)
@@ -290,8 +295,12 @@ class FimConstraint(Constraint):
             vert = groups // (_CARRIES * tc.num_states)
             for i in order[: self.MAX_GROUPS].tolist():
                 a = int(first[i])
-                if ver.group(int(toks[a]), int(vert[i])):
-                    keep[toks[a:a + int(sizes[i])]] = True
+                done = ver.group(int(toks[a]), int(vert[i]))
+                if done is not None:
+                    members = toks[a:a + int(sizes[i])]
+                    keep[members] = True
+                    index[members] = len(comps)
+                    comps.append(done)
             # the rest walked one by one and grouped by the state they reach
             lone = lone[np.argsort(tc.costs[lone], kind="stable")][: self.MAX_LONE]
             assert tc.raw is not None
@@ -304,13 +313,35 @@ class FimConstraint(Constraint):
                 if b is None:
                     b = buckets[_key(s)] = (s, int(tc.raw[t]) // tc.num_states, [])
                 b[2].append(t)
-            for s, vx, members in sorted(buckets.values(), key=lambda b: -len(b[2])):
-                if ver.state(s, vx):
-                    keep[members] = True
+            for s, vx, lone_members in sorted(buckets.values(), key=lambda b: -len(b[2])):
+                done = ver.state(s, vx)
+                if done is not None:
+                    keep[lone_members] = True
+                    index[lone_members] = len(comps)
+                    comps.append(done)
         if keep.any() or plan is not None or self._complete(st):
             m &= keep
         # else: no completion known at all (the planner failed here): the grammar mask,
         # best effort, never empty
+
+    _verified_next: tuple[Any, int, np.ndarray, list[tuple[int, ...]]] | None = None
+
+    def advance(self, token_id: int) -> None:
+        """Consume one token (see :meth:`Constraint.advance`). Under a budget, the completion
+        that verified the token becomes the next step's plan, so the next mask allows its
+        first token (docs/semantics.md, "Token budgets with a suffix")."""
+        done = None
+        if (self._max_tokens is not None and not self._finished
+                and isinstance(token_id, (int, np.integer)) and not isinstance(token_id, bool)):
+            self._budget_mask()
+            cache = self._verified_next
+            if (cache is not None and cache[0] is self._history[-1]
+                    and cache[1] == len(self._history) and 0 <= token_id < cache[2].size):
+                i = int(cache[2][token_id])
+                done = cache[3][i] if i >= 0 else None
+        super().advance(token_id)
+        if done is not None and self._plans[-1] is None and not self._finished:
+            self._plans[-1] = done
 
     def _budget_planner(self) -> BudgetPlanner:
         pl = super()._budget_planner()
@@ -554,9 +585,9 @@ class _Verifier:
         self.left = left
         self.planner = c._budget_planner()
         self.plans = c.MAX_PLANS
-        # (vertex, terminal) → (state key after the shared plan's first token, its tokens,
-        # the plan's first token's bytes), or None where no plan was found
-        self.shared: dict[tuple[int, int], tuple[tuple[int, ...], int, bytes] | None] = {}
+        # (vertex, terminal) → (state key after the shared plan's first token, the plan), or
+        # None where no plan was found
+        self.shared: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
 
     def _plan(self, s: FimState) -> tuple[int, ...] | None:
         if self.plans <= 0:
@@ -569,50 +600,52 @@ class _Verifier:
         except RuntimeError:
             return None
 
-    def group(self, token: int, vertex: int) -> bool:
+    def group(self, token: int, vertex: int) -> tuple[int, ...] | None:
         """``token`` (a group's representative; its group's vertex index ``vertex``)."""
         s = self.c._walk(self.st, self.c._vocab.token_bytes(token))
-        return not isinstance(s, int) and self.state(s, vertex)
+        return None if isinstance(s, int) else self.state(s, vertex)
 
-    def state(self, s: FimState, vertex: int) -> bool:
-        """The state ``s`` after a token (whose completed lexemes end at vertex ``vertex``)."""
+    def state(self, s: FimState, vertex: int) -> tuple[int, ...] | None:
+        """A walked completion of at most ``left`` tokens from the state ``s`` after a token
+        (whose completed lexemes end at vertex ``vertex``), or None."""
         c = self.c
         if c._complete(s):
-            return True
+            return ()
         if self.left == 0:
-            return False
+            return None
         pl = self.planner
         lex = pl.lex
         for a, cost in lex.fin_list[s[0]][:2]:
             if cost > self.left:
                 break
             w = lex.witness(s[0], a)
+            tw = pl.tok.tokenize(w) if w else ()
             s_a = c._walk(s, w) if w else s
-            if isinstance(s_a, int):
+            if isinstance(s_a, int) or tw is None:
                 continue
             key = (vertex, a)
             if key not in self.shared:
                 p = self._plan(s_a)
                 if p is None or not p:
                     self.shared[key] = None
-                    if p is not None and cost <= self.left:
-                        return True  # the witness alone completes
+                    if p is not None:
+                        return tw  # the witness alone completes
                     continue
-                head = c._vocab.token_bytes(p[0])
-                s1 = c._walk(s_a, head)
-                self.shared[key] = (None if isinstance(s1, int)
-                                    else (_key(s1), len(p), head))
+                s1 = c._walk(s_a, c._vocab.token_bytes(p[0]))
+                self.shared[key] = None if isinstance(s1, int) else (_key(s1), p)
             ent = self.shared[key]
             if ent is None:
                 if c._complete(s_a):
-                    return True  # the witness alone completes
+                    return tw  # the witness alone completes
                 continue
-            k1, n, head = ent
-            s1 = c._walk(s_a, head)
-            if not isinstance(s1, int) and _key(s1) == k1 and cost + n <= self.left:
-                return True
+            k1, p = ent
+            if len(tw) + len(p) > self.left:
+                continue
+            s1 = c._walk(s_a, c._vocab.token_bytes(p[0]))
+            if not isinstance(s1, int) and _key(s1) == k1:
+                return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
         p = self._plan(s)
-        return p is not None and len(p) <= self.left
+        return p if p is not None and len(p) <= self.left else None
 
 
 _CARRIES = 1 << 16  # a token group's carries told apart (wider lines: checked one by one)
