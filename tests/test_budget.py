@@ -398,3 +398,38 @@ def test_python_fim_shortest_completion_and_budget_error() -> None:
     done = cg.constraint("x = 1", suffix="\ny = 2\n", max_tokens=0)
     assert done.min_tokens_to_complete() == 0
     assert done.allowed().tolist() == [i == cg.vocab.eos_token_id for i in range(len(cg.vocab))]
+
+
+def test_python_fim_budget_allowed_tokens_carry_walked_completions() -> None:
+    """The invariant behind "never stranded": every token a budget mask with a suffix allows
+    (other than the step's own plan's first token) comes with a completion that, walked from
+    the state after that very token, ends complete within what is left."""
+    cg = compiled("python", "gpt2")
+    v = cg.vocab
+    rnd = random.Random(2)
+    cases = [("def f(x", "\n    return x\n", 6), ("if a:\n    b = [c", "]\nelse:\n    pass\n", 4),
+             ("x = ", "\ny = 2\n", 3), ("for i in ", ":\n    print(i)\n", 8)]
+    checked = 0
+    for pre, suf, n in cases:
+        c = cg.constraint(pre, suffix=suf, max_tokens=n)
+        while c.remaining_tokens:
+            m = c.allowed()
+            left = c.remaining_tokens
+            assert c._verified_next is not None
+            _, _, index, comps = c._verified_next
+            ids = np.flatnonzero(m)
+            ids = ids[ids != v.eos_token_id]
+            for t in rnd.sample(ids.tolist(), min(30, ids.size)):
+                if index[t] < 0:
+                    assert t == c.shortest_completion().token_ids[0]
+                    continue
+                s = c._walk(c._history[-1], v.token_bytes(t))
+                for x in comps[index[t]]:
+                    s = c._walk(s, v.token_bytes(x))
+                assert c._complete(s) and len(comps[index[t]]) <= left - 1
+                checked += 1
+            if not ids.size:
+                break
+            c.advance(int(rnd.choice(ids)))
+        assert c.is_complete()
+    assert checked > 100
