@@ -348,6 +348,11 @@ class BudgetPlanner:
         # fill-in-the-middle: "the input may end here" exactly as far as the view knows
         # (the quotient's own finish ignores how the suffix glues on)
         self.end_check: Callable[[int, int, PState], bool] | None = None
+        # fill-in-the-middle, for the fallback search: lexeme starts that the suffix's first
+        # line continues (a comment opener when the suffix starts inside a comment), and the
+        # width of the suffix's leading blanks (a newline ending the middle is continued)
+        self.openers: list[bytes] = []
+        self.lead = 0
         self.nsym = max([len(a.symbols), *(1 + max((lhs, *rhs)) for lhs, rhs in rules)])
         if parent is None:
             self.tok = _Tokenizer(vocab)
@@ -1133,22 +1138,51 @@ class BudgetPlanner:
                 top = p2.indent[-1] if p2.indent else 0
                 for width in sorted({*p2.indent, top + 1, top + 4}):
                     out.append(b"\n" + b" " * width)
+                    if 0 <= width - self.lead < width:
+                        out.append(b"\n" + b" " * (width - self.lead))
                 continue
             if lex.ignored[t] or not (exp >> t) & 1:
                 continue
             glued = lex.glue(q, t)
             if glued is not None:
                 out.append(glued)
-        for m, d in self.boundary.items():
-            if d[0] >= INF or not (exp >> m) & 1:
-                continue
-            w = lex.path(0, d)
+        starts = [lex.path(0, d) for m, d in self.boundary.items()
+                  if d[0] < INF and (exp >> m) & 1]
+        for w in [*starts, *self.openers]:
             if w:
                 glued = w if not q or lex.trans[q, w[0]] < 0 else (
                     None if lex.separator is None else lex.separator + w)
                 if glued is not None:
                     out.append(glued)
         return list(dict.fromkeys(out))
+
+    def set_suffix(self, suffix: bytes) -> None:
+        """Fill-in-the-middle: what the fallback search tries for this suffix (see
+        ``openers`` and ``lead``): lexeme starts of one or two printable bytes after which
+        the suffix's first line (up to 48 bytes) is read without ending the lexeme."""
+        head = suffix.split(b"\n", 1)[0][:48]
+        lead = 0
+        for b in suffix:
+            if b not in (32, 9):
+                break
+            lead += self.tab if b == 9 else 1
+        self.lead = lead
+        if not head:
+            return
+        trans = self.lex.trans
+        one = np.arange(33, 127, dtype=np.int64)
+        s1 = trans[0, one]
+        s2 = np.where(s1[:, None] >= 0, trans[np.maximum(s1, 0)[:, None], one[None, :]], -1)
+        cands = [bytes([int(x)]) for x in one] + [bytes([int(x), int(y)]) for x in one
+                                                   for y in one]
+        st = np.concatenate([s1, s2.ravel()])
+        for x in head:
+            st = np.where(st >= 0, trans[np.maximum(st, 0), x], -1)
+        alive = [c for c, q in zip(cands, st.tolist(), strict=True) if q >= 0]
+        # the shortest ones only (a one-byte opener makes its two-byte extensions moot)
+        ones = {c for c in alive if len(c) == 1}
+        self.openers = sorted((c for c in alive if len(c) == 1 or c[:1] not in ones),
+                              key=lambda c: (len(c), c))[:8]
 
     def completion_text(self, st: Any, walk: Any, complete: Any, view: Any = None,
                         ) -> bytes | None:

@@ -488,6 +488,7 @@ def _quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
             rules = list(qb.ctx.automaton.rules)  # type: ignore[attr-defined]  # a LazyAutomaton
             pl = BudgetPlanner(qb, vocab, rules, tab, parent=base, markers=costs)
             pl.boundary = bounds
+            pl.set_suffix(suffix)
             made.append(pl)
         return made[0]
 
