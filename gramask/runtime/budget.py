@@ -377,7 +377,7 @@ class BudgetPlanner:
         # per parser state, a vector over lexer states (8 bytes each): fewer of them
         self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(
             memo_size(max(64, lim.parser_states // 16)))
-        self._vec: BoundedMemo[tuple[int, int, int], TokenCosts] = BoundedMemo(
+        self._vec: BoundedMemo[tuple[int, int, int, bool], TokenCosts] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
         self._nl_cost: dict[int, int] = {}
@@ -837,18 +837,15 @@ class BudgetPlanner:
             return self._parent.token_widths()
         r = self._widths
         if r is None:
-            self._token_matrix()
-            mat, lens = self._tok_bytes, self._tok_lens
-            assert mat is not None and lens is not None
-            wb = np.asarray(indent_widths(self.tab), dtype=np.int64)[mat]
-            cols = np.arange(mat.shape[1])
-            inside = cols[None, :] < lens[:, None]
-            wb = np.where(inside, wb, 0)
-            nl = (mat == 10) & inside
-            has = nl.any(axis=1)
-            last = np.where(has, mat.shape[1] - 1 - np.argmax(nl[:, ::-1], axis=1), -1)
-            after = np.where(cols[None, :] > last[:, None], wb, 0).sum(axis=1)
-            r = self._widths = (has, after, wb.sum(axis=1))
+            toks = self.vocab.tokens
+            tab = self.tab
+            has = np.fromiter((b"\n" in t for t in toks), dtype=bool, count=len(toks))
+            tails = [t[t.rfind(b"\n") + 1:] for t in toks]
+            after = np.fromiter((t.count(b" ") + tab * t.count(b"\t") for t in tails),
+                                dtype=np.int64, count=len(toks))
+            total = np.fromiter((t.count(b" ") + tab * t.count(b"\t") for t in toks),
+                                dtype=np.int64, count=len(toks))
+            r = self._widths = (has, after, total)
         return r
 
     def _walk_tokens(self, q: int, order: np.ndarray, mat: np.ndarray, lens: np.ndarray,
@@ -943,13 +940,13 @@ class BudgetPlanner:
                 best, text = c, w
         return best, text
 
-    def token_costs(self, p: PState, q: int, carry: int) -> TokenCosts:
+    def token_costs(self, p: PState, q: int, carry: int, costs: bool = True) -> TokenCosts:
         """Per token: an upper bound on the tokens still needed after it (INF: none known),
         and the runtime state it leads to, grouped (for :meth:`Constraint.allowed` to plan
         the few tokens just over the budget). Only meaningful where the grammar mask allows
-        the token. Memoised."""
+        the token. Memoised. ``costs=False``: the groups only (costs left at INF)."""
         mb = self.mb
-        ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
+        ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0, costs)
         r = self._vec.get(ckey)
         if r is not None:
             return r
@@ -970,7 +967,8 @@ class BudgetPlanner:
                 return
             toks = row.tokens[_ranges(starts[pos], row.counts[pos])]
             f = np.maximum(finals[toks], 0)
-            out[toks] = self.state_costs(pp, f)
+            if costs:
+                out[toks] = self.state_costs(pp, f)
             g = len(vertices) * S + f  # group: (parser state after the token, lexer state)
             raw[toks] = g
             gid[toks] = np.where(nl_live[f], -1, g)  # a newline's width is not known here
@@ -983,7 +981,7 @@ class BudgetPlanner:
             p2 = mb.lexeme_end(p, q, carry)
             if p2 is not None:
                 kill = mb.kill_set(q)
-                sub = self.token_costs(p2, 0, 0)
+                sub = self.token_costs(p2, 0, 0, costs)
                 out[kill] = sub.costs[kill]
                 shift = len(vertices) * S
                 gid[kill] = np.where(sub.group[kill] >= 0, sub.group[kill] + shift, -1)

@@ -252,7 +252,7 @@ class FimConstraint(Constraint):
     MAX_GROUPS = 384
     MAX_PLANS = 32
     MAX_LONE = 1024
-    VERIFY_SEARCH = 48  # states a token's plan may search (the step's own plan: more)
+    VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
 
     def _apply_budget(self, st: Any, m: np.ndarray) -> None:
         """Keep in ``m`` only tokens after which a *verified* completion fits: token
@@ -260,10 +260,11 @@ class FimConstraint(Constraint):
         :meth:`is_complete` holds, at most ``remaining − 1`` tokens long; and the current
         step's own plan's first token (docs/semantics.md, "Token budgets with a suffix").
 
-        The quotient planner's costs are not bounds here (its "the middle may end here" ignores
-        what the suffix needs: optimistic; lexemes spelled one by one: pessimistic), so they
-        only order the groups: likely fits first, the largest groups first among them. What is
-        not verified is forbidden (measured as over-restriction)."""
+        The quotient planner's per-token costs are not bounds here (its "the middle may end
+        here" ignores what the suffix needs: optimistic; lexemes spelled one by one:
+        pessimistic), so they decide nothing; they are not even computed (ordering by them
+        cost more than it saved): the largest groups are checked first. What is not verified
+        is forbidden (measured as over-restriction)."""
         left = self.remaining_tokens
         assert left is not None
         planner = self._budget_planner()
@@ -281,7 +282,7 @@ class FimConstraint(Constraint):
         comps: list[tuple[int, ...]] = []
         self._verified_next = (st, len(self._history), index, comps)
         if left >= 1:
-            tc = planner.token_costs(pq, q, carry)
+            tc = planner.token_costs(pq, q, carry, costs=False)  # see the docstring
             toks = np.flatnonzero(m & ~keep)
             key = _group_keys(planner, tc, toks, carry)
             lone = toks[key < 0]
@@ -289,8 +290,7 @@ class FimConstraint(Constraint):
             srt = np.argsort(key, kind="stable")
             toks, key = toks[srt], key[srt]
             groups, first, sizes = np.unique(key, return_index=True, return_counts=True)
-            cost = tc.costs[toks[first]]
-            order = np.lexsort((cost, -sizes))
+            order = np.argsort(-sizes, kind="stable")
             ver = _Verifier(self, st, left - 1)
             vert = groups // (_CARRIES * tc.num_states)
             for i in order[: self.MAX_GROUPS].tolist():
@@ -302,7 +302,7 @@ class FimConstraint(Constraint):
                     index[members] = len(comps)
                     comps.append(done)
             # the rest walked one by one and grouped by the state they reach
-            lone = lone[np.argsort(tc.costs[lone], kind="stable")][: self.MAX_LONE]
+            lone = lone[: self.MAX_LONE]
             assert tc.raw is not None
             buckets: dict[tuple[int, ...], tuple[FimState, int, list[int]]] = {}
             for t in lone.tolist():
@@ -658,8 +658,11 @@ def _group_keys(planner: BudgetPlanner, tc: Any, toks: np.ndarray, carry: int) -
     pins the state down but for the indentation carry inside a newline lexeme (where the
     group is -1); that carry is known from the token's bytes where its last lexeme starts
     at the step's start (carried on) or at its first byte (it ended the lexeme before)."""
-    raw = tc.raw[toks]
     grp = tc.group[toks]
+    out: np.ndarray = grp * _CARRIES
+    sel = np.flatnonzero(grp < 0)
+    toks = toks[sel]
+    raw = tc.raw[toks]
     has, after, total = planner.token_widths()
     v = raw // tc.num_states
     nl_after = np.where(has[toks], after[toks], -1)
@@ -668,8 +671,8 @@ def _group_keys(planner: BudgetPlanner, tc: Any, toks: np.ndarray, carry: int) -
                  np.where((v == tc.killed) & (tc.killed >= 0),
                           np.where(nl_after >= 0, nl_after, total[toks]), -1))
     ok = (raw >= 0) & (c >= 0) & (c < _CARRIES)
-    keyed = np.where(ok, raw * _CARRIES + np.maximum(c, 0), -1)
-    return np.where(grp >= 0, grp * _CARRIES, keyed)
+    out[sel] = np.where(ok, raw * _CARRIES + np.maximum(c, 0), -1)
+    return out
 
 
 def _key(s: FimState) -> tuple[int, ...]:
