@@ -125,14 +125,13 @@ class CompiledGrammar:
         BudgetError
             ``max_tokens`` is below the tokens the shortest completion needs.
         NotImplementedError
-            ``max_tokens`` with ``suffix`` or with a contextual-mode grammar, and ``suffix``
-            with a contextual-mode grammar that has Python-style indentation (not built yet).
+            ``max_tokens`` with a grammar in the contextual lexer mode, and ``suffix`` with a
+            contextual-mode grammar that has Python-style indentation (not built yet).
         """
-        if max_tokens is not None and (suffix is not None or self.grammar.lexer != "basic"):
+        if max_tokens is not None and self.grammar.lexer != "basic":
             raise NotImplementedError(
-                "token budgets (max_tokens=...) are built for prefix constraints of grammars "
-                "in the basic lexer mode so far (every bundled grammar is basic); not yet "
-                "with suffix= or lexer='contextual'"
+                "token budgets (max_tokens=...) are built for grammars in the basic lexer mode "
+                "so far (every bundled grammar is basic); not yet for lexer='contextual'"
             )
         if suffix is not None:
             if self.grammar.lexer == "contextual":
@@ -148,7 +147,9 @@ class CompiledGrammar:
                     self._runtime(limits), self.vocab, prefix, suffix, self.grammar)
             from .runtime.fim import fim_constraint
 
-            return fim_constraint(self._runtime(limits), self.vocab, prefix, suffix, self.grammar)
+            builder = self._runtime(limits)
+            return fim_constraint(builder, self.vocab, prefix, suffix, self.grammar, max_tokens,
+                                  lambda: self._planner(builder))
         ind = self.grammar.indentation
         builder = self._runtime(limits)
         return Constraint(

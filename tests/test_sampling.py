@@ -460,6 +460,19 @@ def test_e2e_budget(cg, model):
             json.loads(decode(cg, ids, prefix))
 
 
+def test_e2e_fim_budget(cg, model):
+    """A suffix and a token budget together: every sample ends, within the budget, as a
+    middle that joins prefix and suffix into a JSON document."""
+    prefix, suffix = '{"a": [', '], "b": 1}'
+    c = _constraint_or_skip(cg, prefix=prefix, suffix=suffix, max_tokens=6)
+    for sampler in (AdapTrackSampler(model, c, seed=0, max_lm_calls=2000, max_backtrack=1),
+                    ConstrainedSampler(model, c, seed=0)):
+        for _ in range(3):
+            ids = sampler.sample(max_new_tokens=7)
+            assert len(ids) <= 6 and sampler.last_ended
+            json.loads(decode(cg, ids, prefix) + suffix)
+
+
 def test_two_level_pick_is_the_inverse_cdf():
     """AdapTrack's draw over a 151k vector goes through block sums; it must agree with the
     plain cumulative sum and never return a zero-weight token, at the ends included."""

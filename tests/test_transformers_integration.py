@@ -474,3 +474,42 @@ def test_generate_helper_uses_max_new_tokens_as_the_budget(cg, model):
         ids, _ = generated(row, len(PROMPT), cg.vocab.eos_token_id)
         assert len(ids) <= 5
         json.loads('{"k": [[' + decode(cg.vocab, ids))
+
+
+def test_budget_with_suffix_returns_complete_programs(cg, model):
+    """Fill-in-the-middle under ``max_new_tokens``: every row, ended by EOS or by the limit,
+    is a document with its own prefix and suffix (the processor and the ``generate``
+    helper)."""
+    from gramask.integrations.transformers import generate
+
+    prefixes = ['{"a": [', "[1, ", '{"k": "v', "["]
+    suffixes = ['], "b": 2}', "]", '"}', "]]"]
+    eos = cg.vocab.eos_token_id
+    for n in (2, 4, 9):
+        proc = GramaskLogitsProcessor.from_compiled(cg, batch_size=4, prefix=prefixes,
+                                                    suffix=suffixes, max_tokens=n)
+        prompt = torch.tensor([PROMPT] * 4)
+        torch.manual_seed(n)
+        out = model.generate(
+            prompt, attention_mask=torch.ones_like(prompt),
+            generation_config=gen_config(cg, do_sample=True, top_k=0, max_new_tokens=n),
+            logits_processor=LogitsProcessorList([favour_json(cg, eos=-5.0), proc]),
+        )
+        proc.consume(out)
+        for i, row in enumerate(out):
+            ids, _ = generated(row, len(PROMPT), eos)
+            assert len(ids) <= n
+            json.loads(prefixes[i] + decode(cg.vocab, ids) + suffixes[i])
+    prompt = torch.tensor([PROMPT] * 2)
+    torch.manual_seed(5)
+    cfg = gen_config(cg, do_sample=True, top_k=0, max_new_tokens=None, num_return_sequences=2)
+    out, proc = generate(model, cg, prompt, max_new_tokens=3, prefix="[[1, ", suffix="]]",
+                         attention_mask=torch.ones_like(prompt), generation_config=cfg,
+                         logits_processor=[favour_json(cg, eos=-5.0)])
+    for row in out:
+        ids, _ = generated(row, len(PROMPT), eos)
+        assert len(ids) <= 3
+        json.loads("[[1, " + decode(cg.vocab, ids) + "]]")
+    with pytest.raises(gramask.BudgetError):
+        GramaskLogitsProcessor.from_compiled(cg, batch_size=1, prefix="[", suffix="]]]]]]",
+                                             max_tokens=2)

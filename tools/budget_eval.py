@@ -11,7 +11,11 @@ gaps explain are counted apart, as in fim_eval). Walks prefer ASCII tokens witho
 Over-restriction: at every step, up to ``--probe`` tokens that the grammar allows but the budget
 mask forbids get a real check — gramask's shortest completion after the token; when it fits in
 what is left, the mask forbade a token the exact answer allows. That is a lower bound on the
-exact over-restriction (the exact answer needs a search over token sequences).
+exact over-restriction (the exact answer needs a search over token sequences). Reported as the
+share of probed forbidden tokens that fit, and as an estimate of the share of all fitting tokens
+that the mask forbids (each step's forbidden count × its probes' fit rate).
+
+    python tools/budget_eval.py --fim --cases 200 --vocab deepseek-v4   # with the suffixes
 
 Cost: per step, the plain mask (``allowed()`` of a constraint without budget, first) and then
 the budget's extra time on top of it (same state; the grammar mask is then a memo hit).
@@ -75,9 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     eos = vocab.eos_token_id
     t_start = time.perf_counter()
     st: dict[str, Any] = dict(walks=0, refused=0, complete=0, parsed=0, known_gap=0, failed=0,
-                              budget_allowed=0, probed=0, over=0, steps=0, unplanned=0, empty=0)
+                              budget_allowed=0, probed=0, over=0, steps=0, unplanned=0, empty=0,
+                              over_est=0.0, grammar_allowed=0)
     plain_ms: list[float] = []
     extra_ms: list[float] = []
+    setup_ms: list[tuple[float, float]] = []
     failures: list[str] = []
     for case in source:
         if time.perf_counter() - t_start > args.time_limit:
@@ -87,8 +93,13 @@ def main(argv: list[str] | None = None) -> int:
         suffix = case.suffix if args.fim else None
         n = rnd.choice(BUDGETS)
         try:
+            t0 = time.perf_counter()
             ref = cg.constraint(prefix, suffix=suffix)
-            c = cg.constraint(prefix, suffix=suffix, max_tokens=n)
+            t1 = time.perf_counter()
+            try:
+                c = cg.constraint(prefix, suffix=suffix, max_tokens=n)
+            finally:
+                setup_ms.append(((t1 - t0) * 1000, (time.perf_counter() - t1) * 1000))
         except gramask.BudgetError:
             st["refused"] += 1
             continue
@@ -112,13 +123,18 @@ def main(argv: list[str] | None = None) -> int:
             forbidden = np.flatnonzero(grammar_mask & ~m)
             left = c.remaining_tokens
             assert left is not None
+            forbidden = forbidden[forbidden != eos]
             if forbidden.size and left > 0:
+                k = fit = 0
                 for t in rnd.sample(forbidden.tolist(), min(args.probe, forbidden.size)):
-                    if t == eos:
-                        continue
                     st["probed"] += 1
+                    k += 1
                     if c._plan_fits(int(t), left - 1):
                         st["over"] += 1
+                        fit += 1
+                # this step's forbidden tokens that fit, estimated from the sample
+                st["over_est"] += forbidden.size * fit / k
+            st["grammar_allowed"] += int(grammar_mask.sum()) - int(bool(grammar_mask[eos]))
             if left == 0:
                 break
             ids = np.flatnonzero(m & plain_ok)
@@ -161,11 +177,18 @@ def main(argv: list[str] | None = None) -> int:
     probed = max(1, st["probed"])
     print(f"  forbidden tokens that fit (probed): {st['over']} of {st['probed']} "
           f"({100 * st['over'] / probed:.2f}%); allowed per step {st['budget_allowed'] / max(1, st['steps']):.0f}")
+    fitting = st["budget_allowed"] + st["over_est"]
+    print(f"  over-restriction (estimated):       {100 * st['over_est'] / max(1.0, fitting):.2f}% "
+          "of the tokens that fit (allowed + forbidden-but-fitting, from the probes) are "
+          f"forbidden; grammar mask allows {st['grammar_allowed'] / max(1, st['steps']):.0f} per step")
     print(f"  plain mask ms p50/p99/mean:         {_pct(plain_ms, 50):.3f} / {_pct(plain_ms, 99):.3f}"
           f" / {np.mean(plain_ms):.3f}")
     print(f"  budget extra ms p50/p99/mean:       {_pct(extra_ms, 50):.3f} / {_pct(extra_ms, 99):.3f}"
           f" / {np.mean(extra_ms):.3f} ({100 * np.mean(extra_ms) / max(1e-9, np.mean(plain_ms)):.0f}%"
           " of the plain mean)")
+    print(f"  setup ms p50/p99 plain / budgeted:  {_pct([a for a, _ in setup_ms], 50):.1f} / "
+          f"{_pct([a for a, _ in setup_ms], 99):.1f} plain, {_pct([b for _, b in setup_ms], 50):.1f}"
+          f" / {_pct([b for _, b in setup_ms], 99):.1f} with the budget (its first plan included)")
     for f in failures[:10]:
         print("  FAIL", f[:300])
     return 0 if st["failed"] == 0 and st["complete"] == st["walks"] else 1

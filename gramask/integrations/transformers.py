@@ -317,15 +317,15 @@ def generate(
     """``model.generate`` under the grammar, with ``max_new_tokens`` as the token budget: every
     returned row is a complete program, whether EOS or the length limit ended it.
 
-    ``budget=False`` constrains without a budget (rows cut by the limit may be unfinished; a
-    ``suffix`` needs it today). Rows are ``input_ids`` rows times ``num_return_sequences`` (or
+    ``budget=False`` constrains without a budget (rows cut by the limit may be unfinished).
+    With a ``suffix``, a row is complete when prefix + row + suffix is a program. Rows are ``input_ids`` rows times ``num_return_sequences`` (or
     ``num_beams``); ``prefix``/``suffix`` as in :meth:`GramaskLogitsProcessor.from_compiled`.
     Returns ``generate``'s output and the processor (its constraints brought up to date).
 
     Raises
     ------
     BudgetError
-        A row's prefix needs more than ``max_new_tokens`` tokens to complete.
+        A row's prefix (and suffix) need more than ``max_new_tokens`` tokens to complete.
     """
     from transformers import LogitsProcessorList
 

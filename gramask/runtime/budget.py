@@ -28,6 +28,7 @@ bound; :meth:`completion` tokenises the whole text at once and may come out belo
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -46,6 +47,10 @@ __all__ = ["INF", "BudgetPlanner", "TokenCosts"]
 
 INF = 1 << 30  # "cannot complete" (kept far from int32 overflow when added to)
 _MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
+SEARCH_NODES = 4000  # states a plan's fallback search expands (see BudgetPlanner.search_text)
+_SEARCH_H_CAP = 64  # an INF estimate still orders its state (last), it does not drop it
+_NO_PLAN = "gramask found no completion of this state that the vocabulary can spell"
+_PADS = (*(b" " * i for i in range(1, 17)), b"\t")
 _ACCEPT = -1  # pseudo-symbol: the augmented start rule completed
 # bytes tried first when a witness string is built: readable ones
 _BYTE_ORDER = (
@@ -62,6 +67,12 @@ class TokenCosts(NamedTuple):
     group: np.ndarray
     vertices: list[Any]  # parser states after the tokens' completed lexemes
     num_states: int  # lexer states: group = vertex index × num_states + lexer state
+    # the group of every token, also where ``group`` is -1 (the carry is not known); the
+    # vertex index of tokens that complete no lexeme (``stay``), and of those that end the
+    # lexeme in progress at their first byte and complete no other (``killed``); -1: none
+    raw: np.ndarray | None = None
+    stay: int = -1
+    killed: int = -1
 
     def state(self, g: int) -> tuple[int, int, Any]:
         """The runtime state (lexer state, carry 0, parser state) of group ``g``."""
@@ -246,6 +257,18 @@ class _LexemeCosts:
             frontier = reach
         return d
 
+    def boundary_targets(self, head: bytes, a: int, after: int | None) -> np.ndarray:
+        """Lexer states from which ``head`` (the suffix's first bytes) ends the lexeme as
+        ``a``, killed by the byte ``after`` (None: the input ends)."""
+        st = np.arange(self.num_states, dtype=np.int64)
+        for x in head:
+            st = np.where(st >= 0, self.trans[np.maximum(st, 0), x], -1)
+        ok = st >= 0
+        ok &= self.accept[np.maximum(st, 0)] == a
+        if after is not None:
+            ok &= self.trans[np.maximum(st, 0), after] < 0
+        return ok
+
     def path(self, q: int, d: np.ndarray) -> bytes:
         """The shortest bytes from ``q`` down distances ``d`` to 0 (readable bytes first)."""
         out = bytearray()
@@ -299,9 +322,13 @@ class BudgetPlanner:
 
     def __init__(
         self, mb: MaskBuilder, vocab: Vocabulary, rules: list[tuple[int, tuple[int, ...]]],
-        tab_len: int,
+        tab_len: int, *, parent: BudgetPlanner | None = None,
+        markers: dict[int, int] | None = None,
     ) -> None:
-        """``rules``: the grammar's rules as symbol ids of ``mb``'s automaton."""
+        """``rules``: the grammar's rules as symbol ids of ``mb``'s automaton. A planner for
+        a quotient grammar (fill-in-the-middle) shares its ``parent``'s lexer-side tables
+        (same lexer, same vocabulary); ``markers`` gives its marker terminals' costs, and the
+        end of the middle is not the end of input (no free trailing newline)."""
         self.mb = mb
         self.ctx = mb.ctx
         self.vocab = vocab
@@ -314,11 +341,26 @@ class BudgetPlanner:
         self.dedent_t = self.ctx.dedent_t
         self.has_indent = self.ctx.nl_t >= 0
         self.rules = rules
+        self.markers = dict(markers or {})
+        # fill-in-the-middle: markers that stand for the middle's last lexeme continued by the
+        # suffix → distances (bytes, per lexer state) to where the suffix's head ends it
+        self.boundary: dict[int, np.ndarray] = {}
+        # fill-in-the-middle: "the input may end here" exactly as far as the view knows
+        # (the quotient's own finish ignores how the suffix glues on)
+        self.end_check: Callable[[int, int, PState], bool] | None = None
+        # fill-in-the-middle, for the fallback search: lexeme starts that the suffix's first
+        # line continues (a comment opener when the suffix starts inside a comment), and the
+        # width of the suffix's leading blanks (a newline ending the middle is continued)
+        self.openers: list[bytes] = []
+        self.lead = 0
         self.nsym = max([len(a.symbols), *(1 + max((lhs, *rhs)) for lhs, rhs in rules)])
-        self.tok = _Tokenizer(vocab)
-        self.lex = _LexemeCosts(mb, self.tok, self._predecessors(mb))
+        if parent is None:
+            self.tok = _Tokenizer(vocab)
+            self.lex = _LexemeCosts(mb, self.tok, self._predecessors(mb))
+        else:
+            self.tok, self.lex = parent.tok, parent.lex
         free = set()
-        if self.has_indent:
+        if self.has_indent and parent is None:
             free = {self.ctx.nl_t} | ({self.dedent_t} if self.dedent_t >= 0 else set())
         self.free = self._fixpoint_free(free, self.nsym)
         self._sym_costs: dict[int, list[int]] = {}
@@ -335,10 +377,11 @@ class BudgetPlanner:
         # per parser state, a vector over lexer states (8 bytes each): fewer of them
         self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(
             memo_size(max(64, lim.parser_states // 16)))
-        self._vec: BoundedMemo[tuple[int, int, int], TokenCosts] = BoundedMemo(
+        self._vec: BoundedMemo[tuple[int, int, int, bool], TokenCosts] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
         self._nl_cost: dict[int, int] = {}
+        self._failed: BoundedMemo[tuple[int, ...], int] = BoundedMemo(memo_size(lim.mask_cache))
         self._plans: BoundedMemo[tuple[int, int, int], tuple[int, ...]] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
@@ -346,7 +389,13 @@ class BudgetPlanner:
         self.vocab_size = mb.vocab_size
         self._tok_bytes: np.ndarray | None = None  # (V, longest) token bytes, zero-padded
         self._tok_lens: np.ndarray | None = None
-        self._finals: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(lim.row_cache))
+        self._widths: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._parent = parent
+        self._finals: BoundedMemo[int, np.ndarray] = (
+            BoundedMemo(memo_size(lim.row_cache)) if parent is None else parent._finals)
+        if parent is not None:
+            parent._token_matrix()
+            self._tok_bytes, self._tok_lens = parent._tok_bytes, parent._tok_lens
         nl = mb.nl_live
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
 
@@ -437,6 +486,8 @@ class BudgetPlanner:
         lexc = self.lex.cost
         for t in range(min(self.nt, len(lexc))):
             cost[t] = int(lexc[t])
+        for m, mc in self.markers.items():
+            cost[m] = mc
         if self.has_indent:
             cost[self.ctx.nl_t] = k
             if self.indent_t >= 0:
@@ -779,6 +830,24 @@ class BudgetPlanner:
             mat[rows, cols] = flat
             self._tok_bytes, self._tok_lens = mat, lens
 
+    def token_widths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per token: (holds a newline, width of the bytes after its last newline, width of
+        all its bytes) — the indentation carry it leaves (see :mod:`.lexing`). Built once."""
+        if self._parent is not None:
+            return self._parent.token_widths()
+        r = self._widths
+        if r is None:
+            toks = self.vocab.tokens
+            tab = self.tab
+            has = np.fromiter((b"\n" in t for t in toks), dtype=bool, count=len(toks))
+            tails = [t[t.rfind(b"\n") + 1:] for t in toks]
+            after = np.fromiter((t.count(b" ") + tab * t.count(b"\t") for t in tails),
+                                dtype=np.int64, count=len(toks))
+            total = np.fromiter((t.count(b" ") + tab * t.count(b"\t") for t in toks),
+                                dtype=np.int64, count=len(toks))
+            r = self._widths = (has, after, total)
+        return r
+
     def _walk_tokens(self, q: int, order: np.ndarray, mat: np.ndarray, lens: np.ndarray,
                      ) -> np.ndarray:
         olens = lens[order]
@@ -821,7 +890,7 @@ class BudgetPlanner:
             return self.parser_cost(p)
         if self.mb.complete(p, f, 0):  # the text may end right here
             return 0
-        v = INF
+        v = self._boundary_cost(f, p)[0] if self.boundary else INF
         for t, c in self.lex.fin_list[f]:
             if c < v:
                 v = min(v, c + self._after_finishing(f, t, p))
@@ -830,11 +899,11 @@ class BudgetPlanner:
     def state_cost(self, q: int, carry: int, p: PState) -> int:
         """Upper bound on the tokens that complete the input from runtime state (q, carry, p)."""
         mb = self.mb
-        if mb.complete(p, q, carry):
+        if self.end_check(q, carry, p) if self.end_check is not None else mb.complete(p, q, carry):
             return 0
         if q == 0:
             return self.parser_cost(p)
-        best = INF
+        best = self._boundary_cost(q, p)[0]
         for t, f in self.lex.fin_list[q]:
             if f >= best:
                 continue
@@ -854,18 +923,37 @@ class BudgetPlanner:
                 return self.newline_cost(p, _width(w, self.tab))
         return self.after_terminal(p, t)
 
-    def token_costs(self, p: PState, q: int, carry: int) -> TokenCosts:
+    def _boundary_cost(self, q: int, p: PState) -> tuple[int, bytes]:
+        """Fill-in-the-middle: the cheapest way to make the lexeme in progress at ``q`` the
+        one the suffix continues (tokens to complete, bytes to add); (INF, b"") if none."""
+        best, text = INF, b""
+        exp = p.es.expected
+        for m, d in self.boundary.items():
+            if d[q] >= INF or not (exp >> m) & 1:
+                continue
+            rest = self.shifted_cost(p.es, m, self.k_newline(p))
+            if rest >= best:
+                continue
+            w = self.lex.path(q, d)
+            c = self.tok.count(w) + rest if w else rest
+            if c < best:
+                best, text = c, w
+        return best, text
+
+    def token_costs(self, p: PState, q: int, carry: int, costs: bool = True) -> TokenCosts:
         """Per token: an upper bound on the tokens still needed after it (INF: none known),
         and the runtime state it leads to, grouped (for :meth:`Constraint.allowed` to plan
         the few tokens just over the budget). Only meaningful where the grammar mask allows
-        the token. Memoised."""
+        the token. Memoised. ``costs=False``: the groups only (costs left at INF)."""
         mb = self.mb
-        ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
+        ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0, costs)
         r = self._vec.get(ckey)
         if r is not None:
             return r
         out = np.full(mb.vocab_size, INF, dtype=np.int64)
         gid = np.full(mb.vocab_size, -1, dtype=np.int64)
+        raw = np.full(mb.vocab_size, -1, dtype=np.int64)
+        killed = -1
         vertices: list[PState] = []
         row = mb.row(q)
         finals = self.final_states(q, row.tokens)
@@ -879,23 +967,29 @@ class BudgetPlanner:
                 return
             toks = row.tokens[_ranges(starts[pos], row.counts[pos])]
             f = np.maximum(finals[toks], 0)
-            out[toks] = self.state_costs(pp, f)
+            if costs:
+                out[toks] = self.state_costs(pp, f)
             g = len(vertices) * S + f  # group: (parser state after the token, lexer state)
+            raw[toks] = g
             gid[toks] = np.where(nl_live[f], -1, g)  # a newline's width is not known here
             vertices.append(pp)
 
+        stay = len(vertices) if row.end_pos.size else -1
         settle(p, row.end_pos)
         self._trie(p, row.groups, settle, carry)
         if q != 0:
             p2 = mb.lexeme_end(p, q, carry)
             if p2 is not None:
                 kill = mb.kill_set(q)
-                sub = self.token_costs(p2, 0, 0)
+                sub = self.token_costs(p2, 0, 0, costs)
                 out[kill] = sub.costs[kill]
                 shift = len(vertices) * S
                 gid[kill] = np.where(sub.group[kill] >= 0, sub.group[kill] + shift, -1)
+                assert sub.raw is not None
+                raw[kill] = np.where(sub.raw[kill] >= 0, sub.raw[kill] + shift, -1)
+                killed = len(vertices) + sub.stay if sub.stay >= 0 else -1
                 vertices.extend(sub.vertices)
-        r = TokenCosts(out, gid, vertices, S)
+        r = TokenCosts(out, gid, vertices, S, raw, stay, killed)
         self._vec.put(ckey, r)
         return r
 
@@ -921,49 +1015,193 @@ class BudgetPlanner:
                 self._trie(p2, sub, settle, 0)
 
     # ------------------------------------------------------------------ witnesses
-    def plan(self, st: Any, walk: Any, complete: Any) -> tuple[int, ...]:
+    def plan(self, st: Any, walk: Any, complete: Any, view: Any = None,
+             search: int = SEARCH_NODES) -> tuple[int, ...]:
         """Token ids of a shortest completion from runtime state ``st``, checked by walking
-        them (``walk``/``complete`` are the constraint's own). Memoised per state.
+        them (``walk``/``complete`` are the constraint's own; ``view(st)`` gives its lexer
+        state, carry and parser state, for constraints with wider states). Memoised. Where
+        following the bounds' choices fails (fill-in-the-middle: the quotient's costs can be
+        optimistic), a best-first search of up to ``search`` states looks further.
 
         Raises
         ------
         RuntimeError
             No completion could be built (the vocabulary cannot spell one).
         """
-        q, carry, p = st
-        key = (q, carry, p.uid)
+        view = view or _plain_view
+        q, carry, _ = view(st)
+        key = (q, carry, *(x.uid for x in st[2:]))
         r = self._plans.get(key)
         if r is not None:
             return r
-        text = self.completion_text(st, walk, complete)
-        ids = self.tok.tokenize(text) if text is not None else None
-        if ids is not None:
-            cur = st
-            for i in ids:
-                cur = walk(cur, self.vocab.token_bytes(i))
-                if isinstance(cur, int):
-                    ids = None
-                    break
-            if ids is not None and not complete(cur):
-                ids = None
+        failed = self._failed.get(key)
+        if failed is not None and failed >= search:
+            raise RuntimeError(_NO_PLAN)
+        ids = self._checked(st, self.completion_text(st, walk, complete, view), walk, complete)
+        if ids is None and search > 0:
+            text = self.search_text(st, walk, complete, view, search)
+            ids = self._checked(st, text, walk, complete)
         if ids is None:
-            raise RuntimeError(
-                "gramask found no completion of this state that the vocabulary can spell"
-            )
+            self._failed.put(key, search)
+            raise RuntimeError(_NO_PLAN)
         self._plans.put(key, ids)
         return ids
 
-    def completion_text(self, st: Any, walk: Any, complete: Any) -> bytes | None:
+    def _checked(self, st: Any, text: bytes | None, walk: Any, complete: Any,
+                 ) -> tuple[int, ...] | None:
+        """``text`` as the fewest tokens, if walking them from ``st`` ends complete."""
+        ids = self.tok.tokenize(text) if text is not None else None
+        if ids is None:
+            return None
+        cur = st
+        for i in ids:
+            cur = walk(cur, self.vocab.token_bytes(i))
+            if isinstance(cur, int):
+                return None
+        return ids if complete(cur) else None
+
+    def search_text(self, st: Any, walk: Any, complete: Any, view: Any, limit: int,
+                    ) -> bytes | None:
+        """Best-first search for bytes that complete the input from ``st``: a state's
+        children are the chunks the greedy planner chooses among (the lexeme in progress
+        finished as each terminal, each expected next lexeme glued on, newlines at the open
+        levels, the suffix's boundary lexemes, indentation pads), walked exactly; the order
+        is tokens so far + the bound from the child (an estimate here, not a promise). At
+        most ``limit`` states are expanded; None if no completion is found."""
+        view = view or _plain_view
+        tick = 0
+        heap: list[tuple[int, int, int, bytes, Any]] = [(0, 0, 0, b"", st)]
+        seen: set[tuple[int, ...]] = set()
+        for _ in range(limit):
+            if not heap:
+                return None
+            _, g, _, text, cur = heapq.heappop(heap)
+            q, carry, p = view(cur)
+            key = (q, carry, *(x.uid for x in cur[2:]))
+            if key in seen:
+                continue
+            seen.add(key)
+            if complete(cur):
+                return text
+            for chunk in self._chunks(q, carry, p):
+                nst = walk(cur, chunk)
+                if isinstance(nst, int):
+                    continue
+                c = self.tok.count(chunk)
+                if c >= INF:
+                    continue
+                nq, ncarry, np_ = view(nst)
+                h = self.state_cost(nq, ncarry, np_)
+                tick += 1
+                heapq.heappush(heap, (g + c + min(h, _SEARCH_H_CAP), g + c, tick, text + chunk,
+                                      nst))
+        return None
+
+    def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
+        """The byte strings :meth:`search_text` tries from (q, carry, p), deterministic."""
+        lex = self.lex
+        out: list[bytes] = []
+        if q != 0:
+            for t, _f in lex.fin_list[q]:
+                w = lex.witness(q, t)
+                if w:
+                    out.append(w)
+            if self._nl_live[q] and p.depth == 0:
+                top = p.indent[-1] if p.indent else 0
+                for level in sorted({*p.indent, top + 1, top + 4}):
+                    if level > carry:
+                        out.append(b" " * (level - carry))
+            if self.boundary:
+                bt = self._boundary_cost(q, p)[1]
+                if bt:
+                    out.append(bt)
+            if lex.separator is not None and self.markers:
+                out.append(lex.separator)
+            if self.mb.accept[q] < 0:
+                return out
+            p2 = self.mb.lexeme_end(p, q, carry)
+            if p2 is None:
+                return out
+        else:
+            p2 = p
+        exp = p2.es.expected
+        for t in range(lex.num_terminals):
+            if t == self.nl_t:
+                if p2.depth > 0 or (q and lex.trans[q, 10] >= 0):
+                    continue
+                if not self.has_indent:
+                    if (exp >> t) & 1:
+                        out.append(b"\n")
+                    continue
+                top = p2.indent[-1] if p2.indent else 0
+                for width in sorted({*p2.indent, top + 1, top + 4}):
+                    out.append(b"\n" + b" " * width)
+                    if 0 <= width - self.lead < width:
+                        out.append(b"\n" + b" " * (width - self.lead))
+                continue
+            if lex.ignored[t] or not (exp >> t) & 1:
+                continue
+            glued = lex.glue(q, t)
+            if glued is not None:
+                out.append(glued)
+        starts = [lex.path(0, d) for m, d in self.boundary.items()
+                  if d[0] < INF and (exp >> m) & 1]
+        for w in [*starts, *self.openers]:
+            if w:
+                glued = w if not q or lex.trans[q, w[0]] < 0 else (
+                    None if lex.separator is None else lex.separator + w)
+                if glued is not None:
+                    out.append(glued)
+        return list(dict.fromkeys(out))
+
+    def set_suffix(self, suffix: bytes) -> None:
+        """Fill-in-the-middle: what the fallback search tries for this suffix (see
+        ``openers`` and ``lead``): lexeme starts of one or two printable bytes after which
+        the suffix's first line (up to 48 bytes) is read without ending the lexeme."""
+        head = suffix.split(b"\n", 1)[0][:48]
+        lead = 0
+        for b in suffix:
+            if b not in (32, 9):
+                break
+            lead += self.tab if b == 9 else 1
+        self.lead = lead
+        if not head:
+            return
+        trans = self.lex.trans
+        one = np.arange(33, 127, dtype=np.int64)
+        s1 = trans[0, one]
+        s2 = np.where(s1[:, None] >= 0, trans[np.maximum(s1, 0)[:, None], one[None, :]], -1)
+        cands = [bytes([int(x)]) for x in one] + [bytes([int(x), int(y)]) for x in one
+                                                   for y in one]
+        st = np.concatenate([s1, s2.ravel()])
+        for x in head:
+            st = np.where(st >= 0, trans[np.maximum(st, 0), x], -1)
+        alive = [c for c, q in zip(cands, st.tolist(), strict=True) if q >= 0]
+        # the shortest ones only (a one-byte opener makes its two-byte extensions moot)
+        ones = {c for c in alive if len(c) == 1}
+        self.openers = sorted((c for c in alive if len(c) == 1 or c[:1] not in ones),
+                              key=lambda c: (len(c), c))[:8]
+
+    def completion_text(self, st: Any, walk: Any, complete: Any, view: Any = None,
+                        ) -> bytes | None:
         """Bytes that complete the input from runtime state ``st``, following the bounds'
         choices (see :meth:`plan` for the arguments); None if that fails."""
+        view = view or _plain_view
         mb = self.mb
         lex = self.lex
         out = bytearray()
         last = INF + 1
         for _ in range(_MAX_PLAN_LEXEMES):
-            q, carry, p = st
+            q, carry, p = view(st)
             if complete(st):
                 return bytes(out)
+            if q != 0 and self.markers and self._nl_live[q]:
+                # fill-in-the-middle: the suffix may continue this newline lexeme (its
+                # indentation): a few spaces more may be all the middle needs
+                for pad in _PADS:
+                    nst = walk(st, pad)
+                    if not isinstance(nst, int) and complete(nst):
+                        return bytes(out + pad)
             if q != 0:
                 # finish the lexeme in progress as the cheapest terminal
                 best, choice = INF, -1
@@ -972,6 +1210,11 @@ class BudgetPlanner:
                              else self._after_finishing(q, t, p))
                     if f + extra < best:
                         best, choice = f + extra, t
+                bcost, btext = self._boundary_cost(q, p) if self.boundary else (INF, b"")
+                if bcost < best:
+                    nst = walk(st, btext) if btext else st
+                    if not isinstance(nst, int) and complete(nst):
+                        return bytes(out + btext)
                 if choice < 0:
                     return None
                 w = lex.witness(q, choice)
@@ -984,13 +1227,19 @@ class BudgetPlanner:
                         return None
                     out += w
                     st = nst
-                q, carry, p = st
+                q, carry, p = view(st)
                 if complete(st):
                     return bytes(out)
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                if glued is not None:
+                    return bytes(out + glued)
                 p2 = mb.lexeme_end(p, q, carry)  # ended by the next lexeme's first byte
                 if p2 is None:
                     return None
                 p = p2
+            elif mb.complete(p, q, carry):
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                return None if glued is None else bytes(out + glued)
             nxt, cost = self._next_lexeme(p, q)
             if nxt is None or cost >= last:
                 return None  # no way on, or the costs stopped decreasing (inconsistent)
@@ -1001,6 +1250,19 @@ class BudgetPlanner:
             out += nxt
             st = nst
         return None
+
+    def _glue_to_suffix(self, st: Any, q: int, carry: int, p: PState, walk: Any,
+                        complete: Any) -> bytes | None:
+        """Where the quotient says the middle may end but the suffix's first byte would
+        continue the middle's last lexeme: the separator that keeps them apart, if that
+        completes the program (a marker's cost counts it, see ``_quotient_planner``)."""
+        sep = self.lex.separator
+        if not self.markers or sep is None or not self.mb.complete(p, q, carry):
+            return None
+        st2 = walk(st, sep)
+        if isinstance(st2, int) or not complete(st2):
+            return None
+        return sep
 
     def _nl_pad(self, p: PState, carry: int) -> bytes:
         """The bytes that end a newline lexeme at ``carry`` the cheapest way."""
@@ -1038,7 +1300,24 @@ class BudgetPlanner:
             c = self.tok.count(glued) + self.shifted_cost(p.es, t, k)
             if c < best:
                 best, text = c, glued
+        for m, d in self.boundary.items():
+            if d[0] >= INF or not (exp >> m) & 1:
+                continue
+            w = lex.path(0, d)
+            if not w:
+                continue  # the suffix's head alone: a plain boundary, not this marker
+            glued = w if not prev or lex.trans[prev, w[0]] < 0 else (
+                None if lex.separator is None else lex.separator + w)
+            if glued is None:
+                continue
+            c = self.tok.count(glued) + self.shifted_cost(p.es, m, k)
+            if c < best:
+                best, text = c, glued
         return text, best
+
+
+def _plain_view(st: Any) -> tuple[int, int, Any]:
+    return st  # type: ignore[no-any-return]
 
 
 def _width(data: bytes, tab: int) -> int:

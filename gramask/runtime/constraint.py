@@ -183,7 +183,7 @@ class Constraint:
         order = np.lexsort((over, -sizes))
         for g in groups[order][:_REFINE_MAX].tolist():
             try:
-                plan = planner.plan(tc.state(g), self._walk, self._complete)
+                plan = planner.plan(tc.state(g), self._walk, self._complete, search=0)
             except RuntimeError:
                 continue
             if len(plan) <= left - 1:
@@ -254,7 +254,7 @@ class Constraint:
             if isinstance(st, int):
                 return False
         try:
-            plan = self._budget_planner().plan(st, self._walk, self._complete)
+            plan = self._budget_planner().plan(st, self._walk, self._complete, self._view)
         except RuntimeError:
             return False
         return len(plan) <= left
@@ -378,7 +378,7 @@ class Constraint:
         plan = self._plans[-1]
         if plan is None:
             plan = self._plans[-1] = self._budget_planner().plan(
-                self._history[-1], self._walk, self._complete
+                self._history[-1], self._walk, self._complete, self._view
             )
         return plan
 

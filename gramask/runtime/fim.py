@@ -19,7 +19,10 @@ rollback stay free.
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..errors import InvalidPrefixError, InvalidSuffixError
 from .constraint import Constraint
@@ -32,6 +35,7 @@ from .suffix_lexing import Branch, lex_suffix
 if TYPE_CHECKING:
     from ..grammar import Grammar
     from ..vocab import Vocabulary
+    from .budget import BudgetPlanner
 
 __all__ = ["FimConstraint", "walk"]
 
@@ -53,6 +57,8 @@ class FimConstraint(Constraint):
         suffix: str | bytes = "",
         *,
         tab_len: int = 8,
+        max_tokens: int | None = None,
+        planner: Callable[[], BudgetPlanner] | None = None,
         _history: list[FimState] | None = None,
         _chunks: list[bytes] | None = None,
         _finished: bool = False,
@@ -61,6 +67,7 @@ class FimConstraint(Constraint):
         _glue: dict[tuple[int, int], tuple[int, int, int] | None] | None = None,
         _ends_at: dict[tuple[int, int], tuple[bool]] | None = None,
         _alive: list[PState] | None = None,
+        _plans: list[tuple[int, ...] | None] | None = None,
     ) -> None:
         self._ob = ob
         self._branches = _branches if _branches is not None else []
@@ -72,8 +79,9 @@ class FimConstraint(Constraint):
         self._ends_at: dict[tuple[int, int], tuple[bool]] = (
             _ends_at if _ends_at is not None else {})
         self._alive: list[PState] = _alive if _alive is not None else []
-        super().__init__(qb, vocab, prefix, tab_len=tab_len, _history=_history,
-                         _chunks=_chunks, _finished=_finished)
+        super().__init__(qb, vocab, prefix, tab_len=tab_len, max_tokens=max_tokens,
+                         planner=planner, _history=_history, _chunks=_chunks,
+                         _finished=_finished, _plans=_plans)
 
     # ------------------------------------------------------------------ lexing
     def _initial_state(self) -> FimState:  # type: ignore[override]
@@ -235,7 +243,112 @@ class FimConstraint(Constraint):
             verdict = 1
         return verdict
 
-    # ------------------------------------------------------------------ API
+    # ------------------------------------------------------------------ budgets
+    # Per step: groups of tokens that lead to the same state checked (one representative
+    # each, the largest groups first), of them at most MAX_PLANS with a plan of their own (the
+    # rest through a plan shared at the lexeme boundary); tokens whose state no group pins
+    # down (inside a newline lexeme) walked one by one, at most MAX_LONE, and grouped by the
+    # state they reach.
+    MAX_GROUPS = 384
+    MAX_PLANS = 32
+    MAX_LONE = 1024
+    VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
+
+    def _apply_budget(self, st: Any, m: np.ndarray) -> None:
+        """Keep in ``m`` only tokens after which a *verified* completion fits: token
+        sequences walked from the state after the token to a state where the exact
+        :meth:`is_complete` holds, at most ``remaining − 1`` tokens long; and the current
+        step's own plan's first token (docs/semantics.md, "Token budgets with a suffix").
+
+        The quotient planner's per-token costs are not bounds here (its "the middle may end
+        here" ignores what the suffix needs: optimistic; lexemes spelled one by one:
+        pessimistic), so they decide nothing; they are not even computed (ordering by them
+        cost more than it saved): the largest groups are checked first. What is not verified
+        is forbidden (measured as over-restriction)."""
+        left = self.remaining_tokens
+        assert left is not None
+        planner = self._budget_planner()
+        q, carry, pq = self._view(st)
+        try:
+            plan = self._plan()
+        except RuntimeError:
+            plan = None
+        keep = np.zeros_like(m)
+        if plan and len(plan) <= left:
+            keep[plan[0]] = True
+        # per token, the verified completion after it (index into comps; -1: none): what
+        # advance() keeps as the next step's plan
+        index = np.full(m.size, -1, dtype=np.int32)
+        comps: list[tuple[int, ...]] = []
+        self._verified_next = (st, len(self._history), index, comps)
+        if left >= 1:
+            tc = planner.token_costs(pq, q, carry, costs=False)  # see the docstring
+            toks = np.flatnonzero(m & ~keep)
+            key = _group_keys(planner, tc, toks, carry)
+            lone = toks[key < 0]
+            toks, key = toks[key >= 0], key[key >= 0]
+            srt = np.argsort(key, kind="stable")
+            toks, key = toks[srt], key[srt]
+            groups, first, sizes = np.unique(key, return_index=True, return_counts=True)
+            order = np.argsort(-sizes, kind="stable")
+            ver = _Verifier(self, st, left - 1)
+            vert = groups // (_CARRIES * tc.num_states)
+            for i in order[: self.MAX_GROUPS].tolist():
+                a = int(first[i])
+                done = ver.group(int(toks[a]), int(vert[i]))
+                if done is not None:
+                    members = toks[a:a + int(sizes[i])]
+                    keep[members] = True
+                    index[members] = len(comps)
+                    comps.append(done)
+            # the rest walked one by one and grouped by the state they reach
+            lone = lone[: self.MAX_LONE]
+            assert tc.raw is not None
+            buckets: dict[tuple[int, ...], tuple[FimState, int, list[int]]] = {}
+            for t in lone.tolist():
+                s = self._walk(st, self._vocab.token_bytes(t))
+                if isinstance(s, int):
+                    continue
+                b = buckets.get(_key(s))
+                if b is None:
+                    b = buckets[_key(s)] = (s, int(tc.raw[t]) // tc.num_states, [])
+                b[2].append(t)
+            for s, vx, lone_members in sorted(buckets.values(), key=lambda b: -len(b[2])):
+                done = ver.state(s, vx)
+                if done is not None:
+                    keep[lone_members] = True
+                    index[lone_members] = len(comps)
+                    comps.append(done)
+        if keep.any() or plan is not None or self._complete(st):
+            m &= keep
+        # else: no completion known at all (the planner failed here): the grammar mask,
+        # best effort, never empty
+
+    _verified_next: tuple[Any, int, np.ndarray, list[tuple[int, ...]]] | None = None
+
+    def advance(self, token_id: int) -> None:
+        """Consume one token (see :meth:`Constraint.advance`). Under a budget, the completion
+        that verified the token becomes the next step's plan, so the next mask allows its
+        first token (docs/semantics.md, "Token budgets with a suffix")."""
+        done = None
+        if (self._max_tokens is not None and not self._finished
+                and isinstance(token_id, (int, np.integer)) and not isinstance(token_id, bool)):
+            self._budget_mask()
+            cache = self._verified_next
+            if (cache is not None and cache[0] is self._history[-1]
+                    and cache[1] == len(self._history) and 0 <= token_id < cache[2].size):
+                i = int(cache[2][token_id])
+                done = cache[3][i] if i >= 0 else None
+        super().advance(token_id)
+        if done is not None and self._plans[-1] is None and not self._finished:
+            self._plans[-1] = done
+
+    def _budget_planner(self) -> BudgetPlanner:
+        pl = super()._budget_planner()
+        if pl.end_check is None:
+            pl.end_check = lambda q, carry, p: self._quotient_end((q, carry, p, p)) == 2
+        return pl
+
     def _view(self, st: FimState) -> tuple[int, int, PState]:
         """The quotient parser's view of a step: what masks and budgets work on."""
         return st[0], st[1], st[2]
@@ -248,7 +361,8 @@ class FimConstraint(Constraint):
     def clone(self) -> FimConstraint:
         c = FimConstraint(
             self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
-            _history=list(self._history), _chunks=list(self._chunks),
+            max_tokens=self._max_tokens, planner=self._planner_factory,
+            _history=list(self._history), _chunks=list(self._chunks), _plans=list(self._plans),
             _finished=self._finished, _shared=self._ends, _branches=self._branches,
             _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive,
         )
@@ -269,7 +383,8 @@ class FimConstraint(Constraint):
 
 
 def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
-                   grammar: Grammar) -> FimConstraint:
+                   grammar: Grammar, max_tokens: int | None = None,
+                   planner: Callable[[], BudgetPlanner] | None = None) -> FimConstraint:
     """Set up one fill-in-the-middle request: lex the suffix into branches, build the
     quotient, walk the prefix.
 
@@ -287,14 +402,15 @@ def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suff
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _setup(ob, vocab, prefix, suffix, grammar)
+        return _setup(ob, vocab, prefix, suffix, grammar, max_tokens, planner)
     finally:
         if was_enabled:
             gc.enable()
 
 
 def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
-           grammar: Grammar) -> FimConstraint:
+           grammar: Grammar, max_tokens: int | None = None,
+           planner: Callable[[], BudgetPlanner] | None = None) -> FimConstraint:
     ind = grammar.indentation
     tab = ind.tab_len if ind is not None else 8
     sdata = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
@@ -311,8 +427,11 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
         raise InvalidSuffixError("the code after the cursor cannot be lexed",
                                  position=max(lexing.error_offset, 0))
     qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
+    qplanner = (None if planner is None
+                else _quotient_planner(qb, vocab, tab, markers, planner, sdata))
     try:
-        c = FimConstraint(qb, ob, vocab, short, sdata, tab_len=tab, _branches=markers)
+        c = FimConstraint(qb, ob, vocab, short, sdata, tab_len=tab, _branches=markers,
+                          max_tokens=max_tokens, planner=qplanner)
         c._prefix = pdata
         return c
     except InvalidPrefixError as e:
@@ -321,6 +440,59 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
         raise InvalidSuffixError(
             "no middle connects this prefix to the suffix (the prefix, up to the quoted "
             f"byte, is fine alone): {e}", position=0) from None
+
+
+def _quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
+                      markers: list[tuple[Branch, int, int]],
+                      parent: Callable[[], BudgetPlanner], suffix: bytes,
+                      ) -> Callable[[], BudgetPlanner]:
+    """The budget planner of one request's quotient (built on first use). A marker after the
+    middle's last lexeme costs nothing — or a separator, where the suffix's first byte would
+    continue some lexeme the middle can end with; one that stands for a lexeme the suffix
+    continues is not counted (a completion through it is not planned: the bound only
+    over-restricts there)."""
+    made: list[BudgetPlanner] = []
+
+    def get() -> BudgetPlanner:
+        if not made:
+            from .budget import INF, BudgetPlanner
+
+            base = parent()
+            lex = base.lex
+            glue = 0
+            if suffix:
+                ends = [e for t, e in enumerate(lex.ends) if not lex.ignored[t] and e.size]
+                if any((lex.trans[e, suffix[0]] >= 0).any() for e in ends):
+                    sep = lex.separator
+                    glue = base.tok.count(sep) if sep is not None else INF
+            costs = {m: glue for _, m, a in markers if a < 0}
+            bounds = {}
+            for br, m, a in markers:
+                if a < 0:
+                    continue
+                head = suffix[:br.k]
+                after = suffix[br.k] if br.k < len(suffix) else None
+                d = lex.distances_to(lex.boundary_targets(head, a, after))
+                bounds[m] = d
+                # as a fresh lexeme: its middle part, after any lexeme (separated if needed)
+                w = lex.path(0, d) if d[0] < INF else None
+                if not w:
+                    costs[m] = INF  # empty middle part: the plain markers cover it
+                    continue
+                ends = [e for t, e in enumerate(lex.ends) if not lex.ignored[t] and e.size]
+                worst = base.tok.count(w)
+                if any((lex.trans[e, w[0]] >= 0).any() for e in ends):
+                    sep = lex.separator
+                    worst = max(worst, base.tok.count(sep + w) if sep is not None else INF)
+                costs[m] = worst
+            rules = list(qb.ctx.automaton.rules)  # type: ignore[attr-defined]  # a LazyAutomaton
+            pl = BudgetPlanner(qb, vocab, rules, tab, parent=base, markers=costs)
+            pl.boundary = bounds
+            pl.set_suffix(suffix)
+            made.append(pl)
+        return made[0]
+
+    return get
 
 
 def equivalent_prefix(b: MaskBuilder, st: tuple[int, int, PState], data: bytes,
@@ -408,3 +580,109 @@ def _holds(br: Branch, p: PState) -> bool:
         elif w1 in stack and sum(1 for e in stack if e > w1) == outcome:
             return True
     return False
+
+
+class _Verifier:
+    """One budget step's checks: is there a walked completion of at most ``left`` tokens
+    after a token? Tokens whose lexeme ends as the same terminal at the same parser vertex
+    share a plan: the token's lexeme is finished by its witness, then the shared plan's first
+    token is walked; where that reaches the very state (hash-consed: same key) the shared
+    plan reached, its remaining tokens are known to complete from there."""
+
+    def __init__(self, c: FimConstraint, st: FimState, left: int) -> None:
+        self.c = c
+        self.st = st
+        self.left = left
+        self.planner = c._budget_planner()
+        self.plans = c.MAX_PLANS
+        # (vertex, terminal) → (state key after the shared plan's first token, the plan), or
+        # None where no plan was found
+        self.shared: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
+
+    def _plan(self, s: FimState) -> tuple[int, ...] | None:
+        if self.plans <= 0:
+            return None
+        self.plans -= 1
+        c = self.c
+        try:
+            return self.planner.plan(s, c._walk, c._complete, c._view,
+                                     search=c.VERIFY_SEARCH)
+        except RuntimeError:
+            return None
+
+    def group(self, token: int, vertex: int) -> tuple[int, ...] | None:
+        """``token`` (a group's representative; its group's vertex index ``vertex``)."""
+        s = self.c._walk(self.st, self.c._vocab.token_bytes(token))
+        return None if isinstance(s, int) else self.state(s, vertex)
+
+    def state(self, s: FimState, vertex: int) -> tuple[int, ...] | None:
+        """A walked completion of at most ``left`` tokens from the state ``s`` after a token
+        (whose completed lexemes end at vertex ``vertex``), or None."""
+        c = self.c
+        if c._complete(s):
+            return ()
+        if self.left == 0:
+            return None
+        pl = self.planner
+        lex = pl.lex
+        for a, cost in lex.fin_list[s[0]][:2]:
+            if cost > self.left:
+                break
+            w = lex.witness(s[0], a)
+            tw = pl.tok.tokenize(w) if w else ()
+            s_a = c._walk(s, w) if w else s
+            if isinstance(s_a, int) or tw is None:
+                continue
+            key = (vertex, a)
+            if key not in self.shared:
+                p = self._plan(s_a)
+                if p is None or not p:
+                    self.shared[key] = None
+                    if p is not None:
+                        return tw  # the witness alone completes
+                    continue
+                s1 = c._walk(s_a, c._vocab.token_bytes(p[0]))
+                self.shared[key] = None if isinstance(s1, int) else (_key(s1), p)
+            ent = self.shared[key]
+            if ent is None:
+                if c._complete(s_a):
+                    return tw  # the witness alone completes
+                continue
+            k1, p = ent
+            if len(tw) + len(p) > self.left:
+                continue
+            s1 = c._walk(s_a, c._vocab.token_bytes(p[0]))
+            if not isinstance(s1, int) and _key(s1) == k1:
+                return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
+        p = self._plan(s)
+        return p if p is not None and len(p) <= self.left else None
+
+
+_CARRIES = 1 << 16  # a token group's carries told apart (wider lines: checked one by one)
+
+
+def _group_keys(planner: BudgetPlanner, tc: Any, toks: np.ndarray, carry: int) -> np.ndarray:
+    """Per token of ``toks``: a key shared only by tokens that lead to the very same state
+    (-1: not known without walking it). A group (same completed lexemes, same lexer state)
+    pins the state down but for the indentation carry inside a newline lexeme (where the
+    group is -1); that carry is known from the token's bytes where its last lexeme starts
+    at the step's start (carried on) or at its first byte (it ended the lexeme before)."""
+    grp = tc.group[toks]
+    out: np.ndarray = grp * _CARRIES
+    sel = np.flatnonzero(grp < 0)
+    toks = toks[sel]
+    raw = tc.raw[toks]
+    has, after, total = planner.token_widths()
+    v = raw // tc.num_states
+    nl_after = np.where(has[toks], after[toks], -1)
+    c = np.where((v == tc.stay) & (tc.stay >= 0),
+                 np.where(nl_after >= 0, nl_after, carry + total[toks]),
+                 np.where((v == tc.killed) & (tc.killed >= 0),
+                          np.where(nl_after >= 0, nl_after, total[toks]), -1))
+    ok = (raw >= 0) & (c >= 0) & (c < _CARRIES)
+    out[sel] = np.where(ok, raw * _CARRIES + np.maximum(c, 0), -1)
+    return out
+
+
+def _key(s: FimState) -> tuple[int, ...]:
+    return (s[0], s[1], s[2].uid, s[3].uid)
