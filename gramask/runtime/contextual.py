@@ -411,13 +411,17 @@ class ContextualLexer:
             self._full.put(q, f)
         return f
 
-    def _table_mask(self, p: PState, q: int) -> np.ndarray:
+    def _row_tokens(self, p: PState, q: int) -> np.ndarray:
+        """Row ``q``'s allowed tokens (those whose first byte continues the lexeme)."""
         nodes, counts, toks = self._row(q)
         if nodes.size:
             ok = self._eval(p, nodes)
-            m = select_tokens(self.vocab_size, toks, counts, ok, lambda: self._full_row(q, toks))
-        else:
-            m = np.zeros(self.vocab_size, dtype=bool)
+            return select_tokens(self.vocab_size, toks, counts, ok,
+                                 lambda: self._full_row(q, toks))
+        return np.zeros(self.vocab_size, dtype=bool)
+
+    def _table_mask(self, p: PState, q: int) -> np.ndarray:
+        m = self._row_tokens(p, q)
         if q != 0:
             p2 = self.lexeme_end(p, q, 0)
             if p2 is not None:

@@ -22,6 +22,7 @@ import gc
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidPrefixError, InvalidSuffixError
+from .boundary import boundary_filter, with_boundary
 from .constraint import Constraint
 from .lexing import NEWLINE, indent_widths, walk
 from .masks import MaskBuilder
@@ -311,6 +312,7 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
         raise InvalidSuffixError("the code after the cursor cannot be lexed",
                                  position=max(lexing.error_offset, 0))
     qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
+    qb = with_boundary(qb, boundary_filter(ob, vocab, sdata, markers, contextual=False))
     try:
         c = FimConstraint(qb, ob, vocab, short, sdata, tab_len=tab, _branches=markers)
         c._prefix = pdata

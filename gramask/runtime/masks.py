@@ -35,12 +35,15 @@ class _Row:
     nodes that end there (decided together by one vector lookup of their lexeme classes) and
     one subtree per next terminal (skipped whole when the parser does not expect it)."""
 
-    __slots__ = ("counts", "end_cls", "end_pos", "full", "groups", "n", "tokens")
+    __slots__ = ("counts", "end_cls", "end_pos", "full", "groups", "n", "nodes", "starts",
+                 "tokens")
 
     def __init__(self, nodes: np.ndarray, counts: np.ndarray, tokens: np.ndarray,
                  head: np.ndarray, tail: np.ndarray) -> None:
         self.n = len(nodes)
+        self.nodes = nodes
         self.counts = counts
+        self.starts: np.ndarray | None = None  # see offsets
         self.tokens = tokens
         self.full: np.ndarray | None = None  # see all_tokens
         self.end_pos, self.end_cls, self.groups = _trie(
@@ -53,6 +56,12 @@ class _Row:
             self.full = np.zeros(v, dtype=bool)
             self.full[self.tokens] = True
         return self.full
+
+    def offsets(self) -> np.ndarray:
+        """Where each node's tokens start in ``tokens`` (built on first use)."""
+        if self.starts is None:
+            self.starts = np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
+        return self.starts
 
 
 def _trie(
@@ -151,6 +160,11 @@ class MaskBuilder:
             p.classes_np = r
         return r
 
+    def _verdicts(self, p: PState) -> np.ndarray:
+        """Per end class, the verdict written for a row's nodes that end there (the
+        fill-in-the-middle quotient refines it, :mod:`gramask.runtime.boundary`)."""
+        return self.class_vector(p)
+
     def end_ok(self, p: PState, q: int) -> bool:
         """May the input stop mid-lexeme at state ``q`` with the parser at ``p``?"""
         return bool(self.class_vector(p)[self.state_class[q]])
@@ -170,7 +184,7 @@ class MaskBuilder:
             if p2 is None:
                 continue
             if end_pos.size:
-                ok[end_pos] = self.class_vector(p2)[end_cls]
+                ok[end_pos] = self._verdicts(p2)[end_cls]
             if sub:
                 self._eval_trie(p2, sub, ok, 0)
 
