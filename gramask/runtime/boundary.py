@@ -308,16 +308,18 @@ class BoundaryContextualLexer(ContextualLexer):
                 r = (cont, ends, sets)
         return r
 
-    def end_ok(self, p: PState, q: int) -> bool:
-        if not super().end_ok(p, q):
+    def _walk_end_ok(self, p: PState, q: int, whole: bool) -> bool:
+        """As the mask decides: by ``q`` itself when the walk's last lexeme began at its first
+        byte or before (the tables pin that state down), else by ``q``'s class."""
+        if not self.end_ok(p, q):
             return False
-        ms = self.boundary.expected(p)
-        if not ms:
+        c = self._codes(p)
+        if c is None:
             return True
-        live = self.live[q] & ParserContext.expects(self.ctx, p)
-        if live & ~self.ignored_bits or (live and (bool(p.es.expected) or self.ctx.finish(p))):
+        v = int(c[self.state_class[q]])
+        if v == 1 or (v > 1 and not whole):
             return True
-        return bool(self.boundary.info(ms)[0][q])
+        return v > 1 and bool(self.boundary.rsets[v - 2][q])
 
     def _row_tokens(self, p: PState, q: int) -> np.ndarray:
         m = super()._row_tokens(p, q)
@@ -360,7 +362,8 @@ def boundary_filter(ob: MaskBuilder, vocab: Vocabulary, suffix: bytes,
         return None
     if contextual:
         cx = ob.contextual
-        assert cx is not None
+        if cx is None or cx.tables is None:
+            return None  # masks by walking the vocabulary: no end classes to refine
         acc = ob.dfa.accepting
 
         def ends_as(states: np.ndarray, a: int) -> np.ndarray:

@@ -268,9 +268,14 @@ class ContextualLexer:
                     return i
             q = nq
             carry = 0 if byte == NEWLINE else carry + widths[byte]
-        if q != 0 and not self.end_ok(p, q):
+        if q != 0 and not self._walk_end_ok(p, q, lex_start == 0):
             return lex_start
         return (q, carry, p)
+
+    def _walk_end_ok(self, p: PState, q: int, whole: bool) -> bool:
+        """``end_ok`` at the end of a walk; ``whole``: its last lexeme began at the walk's
+        first byte or before (fill-in-the-middle checks that case more closely)."""
+        return self.end_ok(p, q)
 
     # ------------------------------------------------------------------ masks
     def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
