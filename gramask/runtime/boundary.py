@@ -44,12 +44,12 @@ def _preds(ob: MaskBuilder) -> list[list[int]]:
     """Per lexer state, the distinct states with a transition into it (once per grammar)."""
     r: list[list[int]] | None = getattr(ob, "_boundary_preds", None)
     if r is None:
-        trans = ob.trans
-        src, _ = np.nonzero(trans >= 0)
-        pairs = np.unique(np.stack([trans[trans >= 0].astype(np.int64), src], axis=1), axis=0)
-        r = [[] for _ in range(trans.shape[0])]
-        for d, s in pairs.tolist():
-            r[d].append(s)
+        rows = ob.trans_rows
+        r = [[] for _ in rows]
+        for s, row in enumerate(rows):
+            for d in set(row):
+                if d >= 0:
+                    r[d].append(s)
         ob._boundary_preds = r  # type: ignore[attr-defined]
     return r
 
@@ -138,7 +138,8 @@ class BoundaryFilter:
         self.class_size = np.bincount(state_class, minlength=self.n_classes)
         self.trans = ob.trans
         self.greedy = greedy
-        self.tokens = _token_bytes(ob, vocab)
+        self._ob = ob
+        self._vocab = vocab
         # reach sets named by int8 verdict codes (code c ≥ 2 → rsets[c - 2]); the last
         # entry of each is True for an unknown final state (-1)
         self.rsets: list[np.ndarray] = []
@@ -190,7 +191,7 @@ class BoundaryFilter:
         r = self._finals.get(key)
         if r is not None and len(r) == len(toks):
             return r
-        flat, starts, lens = self.tokens
+        flat, starts, lens = _token_bytes(self._ob, self._vocab)  # built on first use
         trans = self.trans
         cur = np.full(len(toks), q, dtype=np.int64)
         ln, st = lens[toks], starts[toks]
