@@ -2,10 +2,10 @@
 
 A boundary marker of the quotient (:mod:`gramask.runtime.quotient`) stands for the middle's
 last lexeme continued into ``S[:k]`` and ended there as terminal ``a``, then the rest of the
-suffix. Masks used to accept a lexeme in progress for such a marker as soon as it could still
-become ``a``; but the lexeme must also be able to take ``S[:k]``: after ``--`` with the suffix
-``>`` (terminals ``-`` and ``->``), the token ``>`` makes the lexeme ``->``, which no
-continuation joins to the suffix's ``>``, and the mask after it was empty.
+suffix. That a lexeme in progress can still become ``a`` is not enough for it to be that
+lexeme: it must also be able to take ``S[:k]``. After ``--`` with the suffix ``>``
+(terminals ``-`` and ``->``), the token ``>`` makes the lexeme ``->``, which no continuation
+joins to the suffix's ``>``: allowing it would leave an empty mask next.
 
 Per marker, setup computes the lexer states from which ``S[:k]`` ends the lexeme as ``a``
 (one forward walk of ``S`` from every lexer state at once serves every ``k``), and every
@@ -14,12 +14,14 @@ other state cannot be the boundary lexeme. Masks then decide per end class: allo
 the boundary terminals, or every state of the class reaches a marker's set (allowed), or
 none does (refused), or some do: then each of the class's tokens is checked by its own final
 lexer state (a walk of its bytes, memoised per row and outcome node, shared by requests).
+In the contextual mode only tokens whose last lexeme starts at their first byte (or before)
+get that per-token check: elsewhere the tables do not say where the allowed sets end lexemes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +32,7 @@ from .limits import memo_size
 from .masks import MaskBuilder
 from .memo import MISSING, BoundedMemo
 from .parse_state import ParserContext, PState
+from .suffix_lexing import Branch
 
 if TYPE_CHECKING:
     from ..vocab import Vocabulary
@@ -55,19 +58,17 @@ def _preds(ob: MaskBuilder) -> list[list[int]]:
 
 
 def _token_bytes(ob: MaskBuilder, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The vocabulary's bytes, ragged: (all bytes, start per token, length per token)."""
-    key = id(vocab)
-    cached: tuple[int, Any] | None = getattr(ob, "_boundary_tokens", None)
-    if cached is not None and cached[0] == key:
-        return cached[1]  # type: ignore[no-any-return]
-    toks = vocab.tokens
-    lens = np.array([len(t) for t in toks], dtype=np.int64)
-    starts = np.zeros(len(toks), dtype=np.int64)
-    if len(toks) > 1:
-        starts[1:] = np.cumsum(lens[:-1])
-    flat = np.frombuffer(b"".join(toks), dtype=np.uint8)
-    r = (flat, starts, lens)
-    ob._boundary_tokens = (key, r)  # type: ignore[attr-defined]
+    """The vocabulary's bytes, ragged: (all bytes, start per token, length per token); once
+    per compiled grammar (its builder serves one vocabulary)."""
+    r: tuple[np.ndarray, np.ndarray, np.ndarray] | None = getattr(ob, "_boundary_tokens", None)
+    if r is None:
+        toks = vocab.tokens
+        lens = np.array([len(t) for t in toks], dtype=np.int64)
+        starts = np.zeros(len(toks), dtype=np.int64)
+        if len(toks) > 1:
+            starts[1:] = np.cumsum(lens[:-1])
+        r = (np.frombuffer(b"".join(toks), dtype=np.uint8), starts, lens)
+        ob._boundary_tokens = r  # type: ignore[attr-defined]
     return r
 
 
@@ -354,7 +355,7 @@ class BoundaryContextualLexer(ContextualLexer):
 
 
 def boundary_filter(ob: MaskBuilder, vocab: Vocabulary, suffix: bytes,
-                    markers: list[tuple[Any, int, int]], contextual: bool
+                    markers: list[tuple[Branch, int, int]], contextual: bool
                     ) -> BoundaryFilter | None:
     """The filter for one request's markers ``(branch, marker, terminal)``; None when no
     marker stands for a boundary lexeme."""
