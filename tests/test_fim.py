@@ -262,3 +262,22 @@ def test_fim_advance_takes_ints_only_and_explains_a_rejection(balanced) -> None:
     assert info.value.token_id == 4
     c.advance(np.int64(0))
     assert c.text == "0"
+
+
+def test_boundary_lexeme_checked_per_token_in_a_shared_end_class() -> None:
+    """Every lexer state inside ``aaaa`` has the same end class (it can only become
+    ``aaaa``), so whether the suffix ``a`` can still continue the lexeme is decided per token
+    by the state it stops in: after ``-aa``, ``a`` (then ``aaaa``) is allowed, ``aa`` (a full
+    ``aaaa`` the suffix cannot join) is not, by the mask and by ``advance`` alike."""
+    g = gramask.Grammar.from_lark('start: "-" "aaaa" |', lexer="basic")
+    v = gramask.Vocabulary.from_tokens([b"a", b"aa", b"-", b"</s>"], eos_token_id=3)
+    cg = gramask.compile(g, v, cache=False, progress=False)
+    c = cg.constraint(prefix="-aa", suffix="a")
+    assert c.allowed().tolist() == [True, False, False, False]
+    assert not c.is_allowed(1)
+    c.advance(0)
+    assert c.allowed().tolist() == [False, False, False, True]
+    c = cg.constraint(prefix="-", suffix="a")
+    assert c.allowed().tolist() == [True, True, False, False]
+    c.advance(1)  # "aa": one more "a" before the suffix's
+    assert c.allowed().tolist() == [True, False, False, False]

@@ -315,17 +315,20 @@ def test_lattice_trade_a_path_no_real_lexing_takes() -> None:
     assert cg.constraint(prefix="", suffix="abc").allowed()[toks.index("y")]
 
 
-def test_boundary_trade_a_lexeme_the_suffix_cannot_continue(grammars) -> None:
-    """Prefix ``00``, suffix ``0``: the middle ``00`` ends (``00000``); a third ``0`` is
-    allowed although the lexeme ``00000`` it makes cannot take the suffix's ``0``: then
-    nothing is allowed and EOS is refused (docs/semantics.md, the boundary lexeme)."""
+def test_boundary_lexeme_the_suffix_cannot_continue_is_refused(grammars) -> None:
+    """Prefix ``00``, suffix ``0``: the middle ``00`` ends (``00000``); a third ``0`` would
+    make the lexeme ``00000``, which the suffix's ``0`` cannot continue: refused by the mask
+    and by ``advance`` (gramask.runtime.boundary), so the mask is never empty."""
     cg, toks = grammars[BINARY]
     zero = toks.index("0")
     c = _force(cg.constraint(prefix="00", suffix="0"), toks, "00")
     assert c.is_complete()
-    assert c.allowed()[zero]  # the documented over-approximation
+    assert not c.allowed()[zero]
+    assert not c.is_allowed(zero)
+    c = _force(cg.constraint(prefix="00", suffix="0"), toks, "0")
+    assert c.allowed()[zero] and not c.is_complete()
     c.advance(zero)
-    assert not c.is_complete() and not c.allowed().any()
+    assert c.is_complete()
 
 
 def test_lattice_is_pruned_to_paths_that_reach_the_end() -> None:

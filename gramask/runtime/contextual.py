@@ -173,8 +173,8 @@ class ContextualLexer:
             # first completed one meet the same parser states again and again
             self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
             # (row or tail set, allowed set, follows) → its plan (see ``_plan``)
-            self._plans: BoundedMemo[tuple[int | bytes, int, bool], _Plan] = BoundedMemo(8192)
-            self._big_plans: BoundedMemo[tuple[int | bytes, int, bool], _Plan] = (
+            self._plans: BoundedMemo[tuple[int | bytes | bool, ...], _Plan] = BoundedMemo(8192)
+            self._big_plans: BoundedMemo[tuple[int | bytes | bool, ...], _Plan] = (
                 BoundedMemo(memo_size(4 * limits.row_cache)))
             # large row or tail set → (its nodes' heads, BRANCH positions), see ``_plan``
             self._static: BoundedMemo[int | bytes, tuple[np.ndarray, np.ndarray]] = (
@@ -296,9 +296,14 @@ class ContextualLexer:
                     return i
             q = nq
             carry = 0 if byte == NEWLINE else carry + widths[byte]
-        if q != 0 and not self.end_ok(p, q):
+        if q != 0 and not self._walk_end_ok(p, q, lex_start == 0):
             return lex_start
         return (q, carry, p)
+
+    def _walk_end_ok(self, p: PState, q: int, whole: bool) -> bool:
+        """``end_ok`` at the end of a walk; ``whole``: its last lexeme began at the walk's
+        first byte or before (fill-in-the-middle checks that case more closely)."""
+        return self.end_ok(p, q)
 
     # ------------------------------------------------------------------ masks
     def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
@@ -343,7 +348,8 @@ class ContextualLexer:
         self._rows.put(q, r)
         return r
 
-    def _class_vectors(self, a: int, fl: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _class_vectors(self, a: int, fl: bool, extra: bytes | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per live class, under allowed set ``a``: does a lexeme whose next state has this
         class continue; may a token stop inside a lexeme of this class (see ``end_ok``; ``fl``:
         something may follow an ignored lexeme). Memoised on (``a``, ``fl``), not on the
@@ -366,7 +372,13 @@ class ContextualLexer:
         """May something follow an ignored lexeme ending at ``p`` (or the input end there)?"""
         return bool(p.es.expected) or self.ctx.finish(p)
 
-    def _plan(self, key: int | bytes, nodes: np.ndarray, a: int, fl: bool) -> _Plan:
+    def _plan_extra(self, p: PState) -> bytes | None:
+        """What else a plan at ``p`` depends on beyond (allowed set, ``_follows``): nothing
+        here; fill-in-the-middle's boundary check adds its per-class verdict codes."""
+        return None
+
+    def _plan(self, key: int | bytes, nodes: np.ndarray, a: int, fl: bool,
+              extra: bytes | None = None) -> _Plan:
         """How ``nodes`` are decided under allowed set ``a`` (see :data:`_Plan`).
 
         Everything but the parser steps depends only on (``a``, ``fl``): which way each
@@ -374,7 +386,7 @@ class ContextualLexer:
         of the tails by them. So this is built once per (node set, allowed set) and shared
         by every parser state with that allowed set; LEX nodes with the same winners are
         merged into one group (one parser step, one sub-evaluation)."""
-        cont, ends, sets = self._class_vectors(a, fl)
+        cont, ends, sets = self._class_vectors(a, fl, extra)
         base = np.zeros(len(nodes), dtype=bool)
         by_w: dict[int, tuple[list[int], list[int]]] = {}
         groups: list[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray]] = []
@@ -459,12 +471,13 @@ class ContextualLexer:
         tail set by its bytes). The result may be shared: do not write to it."""
         a = self.allowed(p)
         fl = self._follows(p)
-        pk = (key, a, fl)
+        extra = self._plan_extra(p)
+        pk = (key, a, fl) if extra is None else (key, a, fl, extra)
         # large plans (a row's: tens of KB each) are bounded apart, by the row-cache bound
         plans = self._plans if len(nodes) <= _SMALL else self._big_plans
         plan = plans.get(pk)
         if plan is None:
-            plan = self._plan(key, nodes, a, fl)
+            plan = self._plan(key, nodes, a, fl, extra)
             plans.put(pk, plan)
         base, groups = plan
         if not groups:

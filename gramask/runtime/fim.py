@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidPrefixError, InvalidSuffixError
+from .boundary import boundary_filter, with_boundary
 from .constraint import Constraint
 from .lexing import NEWLINE, indent_widths, walk
 from .masks import MaskBuilder
@@ -427,6 +428,7 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
         raise InvalidSuffixError("the code after the cursor cannot be lexed",
                                  position=max(lexing.error_offset, 0))
     qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
+    qb = with_boundary(qb, boundary_filter(ob, vocab, sdata, markers, contextual=False))
     qplanner = (None if planner is None
                 else _quotient_planner(qb, vocab, tab, markers, planner, sdata))
     try:

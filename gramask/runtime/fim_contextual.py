@@ -25,6 +25,7 @@ import gc
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidPrefixError, InvalidSuffixError
+from .boundary import boundary_filter, with_boundary
 from .constraint import Constraint
 from .contextual import ContextualLexer
 from .fim import FimConstraint, erase_loops
@@ -243,6 +244,7 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
             "the end of any program", position=max(lattice.error_offset, 0))
     qb, markers = build_quotient(ob, grammar, [], lattice.error_offset, walked=lattice.walked)
     qb.contextual = ocx.for_context(qb.ctx)
+    qb = with_boundary(qb, boundary_filter(ob, vocab, sdata, markers, contextual=True))
     try:
         c = ContextualFimConstraint(qb, ob, vocab, short, sdata, _branches=markers)
     except InvalidPrefixError as e:

@@ -36,12 +36,15 @@ class _Row:
     nodes that end there (decided together by one vector lookup of their lexeme classes) and
     one subtree per next terminal (skipped whole when the parser does not expect it)."""
 
-    __slots__ = ("counts", "end_cls", "end_pos", "full", "groups", "n", "tokens")
+    __slots__ = ("counts", "end_cls", "end_pos", "full", "groups", "n", "nodes", "starts",
+                 "tokens")
 
     def __init__(self, nodes: np.ndarray, counts: np.ndarray, tokens: np.ndarray,
                  head: np.ndarray, tail: np.ndarray) -> None:
         self.n = len(nodes)
+        self.nodes = nodes
         self.counts = counts
+        self.starts: np.ndarray | None = None  # see offsets
         self.tokens = tokens
         self.full: np.ndarray | None = None  # see all_tokens
         self.end_pos, self.end_cls, self.groups = _trie(
@@ -54,6 +57,12 @@ class _Row:
             self.full = np.zeros(v, dtype=bool)
             self.full[self.tokens] = True
         return self.full
+
+    def offsets(self) -> np.ndarray:
+        """Where each node's tokens start in ``tokens`` (built on first use)."""
+        if self.starts is None:
+            self.starts = np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
+        return self.starts
 
 
 class _TrieRow:
@@ -257,6 +266,11 @@ class MaskBuilder:
                 self._class_vecs.put(key, r)
             p.classes_np = r
         return r
+
+    def _verdicts(self, p: PState) -> np.ndarray:
+        """Per end class, the verdict for a row's nodes that end there: ``class_vector``
+        (the fill-in-the-middle quotient refines it, :mod:`gramask.runtime.boundary`)."""
+        return self.class_vector(p)
 
     def end_ok(self, p: PState, q: int) -> bool:
         """May the input stop mid-lexeme at state ``q`` with the parser at ``p``?"""

@@ -24,7 +24,8 @@ terminal ``a`` (one of those it can end as at ``k``) is parsed backwards after t
 terminals, and the marker of (branch, ``a``) stands for the lexeme and the rest: the quotient
 then only accepts middles whose last lexeme can be ``a``, so a suffix that no program ends
 with is rejected at setup. The parser expecting such a marker counts as expecting ``a`` for
-the lexeme in progress (:meth:`QuotientContext.expects`).
+the lexeme in progress (:meth:`QuotientContext.expects`), when that lexeme can still take
+``suffix[:k]`` (:mod:`gramask.runtime.boundary`).
 """
 
 from __future__ import annotations
