@@ -438,6 +438,7 @@ def validate_contents(arrays: Mapping[str, np.ndarray], header: Mapping[str, Any
         raise ArtifactError(f"indentation newline {ind['newline']!r} is not a terminal")
     cons_head, cons_tail = head[c:], tail[c:]
     earlier = np.arange(c, n)
+    tail_min = 0  # a CONS or LEX node always goes on
     if "node_alt" in arrays:  # contextual tables: BRANCH and LEX nodes (compiler/tables.py)
         alt = _arr(arrays, "node_alt", (n,), "i")
         k = _arr(arrays, "lex_sets", (None, tb), "u").shape[0]
@@ -449,10 +450,14 @@ def validate_contents(arrays: Mapping[str, np.ndarray], header: Mapping[str, Any
         if bool(np.any(alt_c[~branch] != -1)) or bool(np.any(
                 (alt_c[branch] < -1) | (alt_c[branch] >= earlier[branch]))):
             raise ArtifactError("array 'node_alt' does not point to earlier nodes")
+        # a BRANCH whose "lexeme continues" side kills the token has tail -1 (as alt may)
+        if bool(np.any(cons_tail[~branch] < 0)):
+            raise ArtifactError("array 'node_tail' does not point to earlier nodes")
+        tail_min = -1
     elif cons_head.size and (int(cons_head.min()) < 0 or (
             ind is None and int(cons_head.max()) >= t_count)):
         raise ArtifactError("array 'node_head' holds values outside the terminals")
-    if cons_tail.size and (int(cons_tail.min()) < 0 or bool(np.any(
+    if cons_tail.size and (int(cons_tail.min()) < tail_min or bool(np.any(
             cons_tail.astype(np.int64) >= earlier))):
         raise ArtifactError("array 'node_tail' does not point to earlier nodes")
     _in_range("state_class", _arr(arrays, "state_class", (s,), "i"), 0, max(c, 1))

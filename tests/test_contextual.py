@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 
 import lark
+import numpy as np
 import pytest
 
 import gramask
@@ -279,3 +280,20 @@ def test_cli_compile_lexer_flag_and_inspect(tmp_path, capsys) -> None:
     assert main(["compile", str(bad), "--vocab", "gpt2", "-q", "--no-cache"]) == 1
     err = capsys.readouterr().err
     assert "terminal A" in err and "line 3" in err
+
+
+def test_branch_whose_continuation_kills_the_token_survives_the_cache(tmp_path):
+    """A BRANCH node whose "lexeme continues" side kills the token stores tail -1; the artifact
+    check once refused that, so such a grammar (the bundled C grammar in the contextual mode
+    among them) was rebuilt on every compile with a CacheWarning."""
+    g = gramask.Grammar.from_lark('start: (A | B)* C\nA: /a+b/\nB: "a"\nC: "c"')
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"c", b"aac", b"ab", b"</s>"],
+                                           eos_token_id=5)
+    first = gramask.compile(g, vocab, cache_dir=tmp_path, progress=False)
+    c = first.tables.class_winnable.shape[0]
+    assert (first.tables.node_tail[c:] < 0).any()  # the case this pins
+    again = gramask.compile(g, vocab, cache_dir=tmp_path, progress=False)  # no CacheWarning
+    assert again.info["from_cache"]
+    for prefix in ("", "a", "aab", "ab"):
+        assert np.array_equal(first.constraint(prefix).allowed(),
+                              again.constraint(prefix).allowed())
