@@ -177,6 +177,16 @@ def test_broken_suffix_names_an_offset(grammar: str, prefix: str, suffix: str) -
     assert "no middle connects" in str(e.value) or "cannot be lexed" in str(e.value)
 
 
+def test_prefix_that_cannot_reach_the_suffix_blames_the_suffix_start() -> None:
+    """The prefix is fine alone; no program starts with it and ends with the suffix: the
+    error names offset 0 of the suffix once (the quotient's offset inside the loop-erased
+    prefix meant nothing to a user)."""
+    with pytest.raises(gramask.InvalidSuffixError) as e:
+        compiled("json", "gpt2").constraint(prefix="[1", suffix="}")
+    assert e.value.position == 0
+    assert str(e.value).count("(at byte") == 1 and "valid alone" in str(e.value)
+
+
 def test_ends_are_exact_on_random_walks() -> None:
     """Soundness: wherever EOS is allowed, prefix + middle + suffix parses (and the mask is
     never empty before the end)."""

@@ -250,9 +250,12 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     except InvalidPrefixError as e:
         if isinstance(e, InvalidSuffixError):
             raise
+        # the quotient parser stopped inside the (loop-erased) prefix: its offset says
+        # nothing the user can use, and the prefix alone is fine, so the suffix is at fault
+        # from its first byte
         raise InvalidSuffixError(
-            "no middle connects this prefix to the suffix (the prefix, up to the quoted "
-            f"byte, is fine alone): {e}", position=0) from None
+            "no middle connects this prefix to the suffix: the prefix is valid alone, but no "
+            "program starts with it and ends with the suffix", position=0) from None
     c._prefix = pdata
     return c
 
