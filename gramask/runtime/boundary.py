@@ -21,15 +21,15 @@ get that per-token check: elsewhere the tables do not say where the allowed sets
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..compiler.tables import select_tokens
-from ..encoding import decode_nl, words_of_bits
+from ..encoding import words_of_bits
 from .contextual import ContextualLexer, _int_words
 from .limits import memo_size
-from .masks import MaskBuilder
+from .masks import MaskBuilder, walk_row_trie
 from .memo import MISSING, BoundedMemo
 from .parse_state import ParserContext, PState
 from .suffix_lexing import Branch
@@ -264,7 +264,11 @@ class BoundaryMaskBuilder(MaskBuilder):
         ok = np.zeros(row.n, dtype=np.int8)
         if row.end_pos.size:
             ok[row.end_pos] = self._verdicts(p)[row.end_cls]
-        self._eval_trie(p, row.groups, ok, carry)
+        def decide(p2: PState, pos: np.ndarray, cls: np.ndarray) -> None:
+            if pos.size:
+                ok[pos] = self._verdicts(p2)[cls]
+
+        walk_row_trie(self.ctx, self.num_terminals, p, row.groups, decide, carry)
         m = select_tokens(self.vocab_size, row.tokens, row.counts, ok > 0,
                           lambda: row.all_tokens(self.vocab_size))
         pos = np.flatnonzero(ok > 1)
@@ -272,28 +276,6 @@ class BoundaryMaskBuilder(MaskBuilder):
             self.boundary.refine(m, q, row.nodes, row.offsets(), row.counts, row.tokens, pos,
                                  ok[pos])
         return m
-
-
-    def _eval_trie(self, p: PState, groups: list[Any], ok: np.ndarray, carry: int) -> None:
-        """Verdict codes for the nodes of a row's trie (``_Row.groups``), the parser at ``p``:
-        one parser step per expected edge, the nodes ending at a level by their classes."""
-        expected = p.es.expected
-        nt = self.num_terminals
-        ctx = self.ctx
-        for h, end_pos, end_cls, sub in groups:
-            if h < nt:
-                if not (expected >> h) & 1:
-                    continue
-                p2 = ctx.shift(p, h)
-            else:
-                width, relative = decode_nl(nt, h)
-                p2 = ctx.newline(p, width + carry if relative else width)
-            if p2 is None:
-                continue
-            if end_pos.size:
-                ok[end_pos] = self._verdicts(p2)[end_cls]
-            if sub:
-                self._eval_trie(p2, sub, ok, 0)
 
 
 class BoundaryContextualLexer(ContextualLexer):

@@ -35,6 +35,7 @@ import numpy as np
 
 from .lexing import indent_widths
 from .limits import memo_size
+from .masks import walk_row_trie
 from .memo import MISSING, BoundedMemo
 
 if TYPE_CHECKING:
@@ -976,7 +977,8 @@ class BudgetPlanner:
 
         stay = len(vertices) if row.end_pos.size else -1
         settle(p, row.end_pos)
-        self._trie(p, row.groups, settle, carry)
+        walk_row_trie(self.ctx, mb.num_terminals, p, row.groups,
+                      lambda p2, pos, _cls: settle(p2, pos), carry)
         if q != 0:
             p2 = mb.lexeme_end(p, q, carry)
             if p2 is not None:
@@ -992,27 +994,6 @@ class BudgetPlanner:
         r = TokenCosts(out, gid, vertices, S, raw, stay, killed)
         self._vec.put(ckey, r)
         return r
-
-    def _trie(self, p: PState, groups: list[Any], settle: Any, carry: int) -> None:
-        from ..encoding import decode_nl
-
-        mb = self.mb
-        expected = p.es.expected
-        nt = mb.num_terminals
-        ctx = self.ctx
-        for h, end_pos, _end_cls, sub in groups:
-            if h < nt:
-                if not (expected >> h) & 1:
-                    continue
-                p2 = ctx.shift(p, h)
-            else:
-                width, relative = decode_nl(nt, h)
-                p2 = ctx.newline(p, width + carry if relative else width)
-            if p2 is None:
-                continue
-            settle(p2, end_pos)
-            if sub:
-                self._trie(p2, sub, settle, 0)
 
     # ------------------------------------------------------------------ witnesses
     def plan(self, st: Any, walk: Any, complete: Any, view: Any = None,

@@ -15,6 +15,7 @@ configuration met again costs a dictionary lookup.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from .limits import memo_size
 from .memo import BoundedMemo
 from .parse_state import ParserContext, PState
 
-__all__ = ["MaskBuilder"]
+__all__ = ["MaskBuilder", "walk_row_trie"]
 
 
 class _Row:
@@ -128,6 +129,28 @@ class _DeltaRow:
         self.base = base
         self.diff = diff
         self.removed = removed
+
+
+def walk_row_trie(ctx: ParserContext, num_terminals: int, p: PState, groups: list[Any],
+                  visit: Callable[[PState, np.ndarray, np.ndarray], None], carry: int) -> None:
+    """Follow a row's trie (``_Row.groups``) from parser state ``p``: one parser step per edge
+    the parser expects (a terminal, or a newline of a known width), then ``visit(state, node
+    positions, their END classes)`` for the nodes that end at that level. The budget planner
+    and fill-in-the-middle's boundary check both decide a row's nodes this way."""
+    expected = p.es.expected
+    for h, end_pos, end_cls, sub in groups:
+        if h < num_terminals:
+            if not (expected >> h) & 1:
+                continue
+            p2 = ctx.shift(p, h)
+        else:
+            width, relative = decode_nl(num_terminals, h)
+            p2 = ctx.newline(p, width + carry if relative else width)
+        if p2 is None:
+            continue
+        visit(p2, end_pos, end_cls)
+        if sub:
+            walk_row_trie(ctx, num_terminals, p2, sub, visit, 0)
 
 
 def _trie(
