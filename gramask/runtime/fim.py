@@ -18,8 +18,9 @@ rollback stay free.
 
 from __future__ import annotations
 
+import contextlib
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,6 +42,37 @@ if TYPE_CHECKING:
 __all__ = ["FimConstraint", "walk"]
 
 FimState = tuple[int, int, PState, PState]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic collector, restored as it was. FIM setup and the exact end walks
+    allocate many small, long-lived objects (Earley sets of the prefix and of the backward
+    parse of the suffix); the collector's passes over them cost more than the parsing itself
+    (5-20x on a 100 KB file), and none of them is garbage."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@contextlib.contextmanager
+def prefix_meets_suffix() -> Iterator[None]:
+    """Around the quotient parser reading the prefix: if it stops, the prefix alone is fine
+    (validated before), so no program starts with it and ends with the suffix; its offset
+    inside the loop-erased prefix means nothing to a user, so the suffix is at fault from its
+    first byte."""
+    try:
+        yield
+    except InvalidSuffixError:
+        raise
+    except InvalidPrefixError:
+        raise InvalidSuffixError(
+            "no middle connects this prefix to the suffix: the prefix is valid alone, but no "
+            "program starts with it and ends with the suffix", position=0) from None
 
 
 class FimConstraint(Constraint):
@@ -117,13 +149,8 @@ class FimConstraint(Constraint):
         key = (q, carry, po)
         r = self._ends.get(key)
         if r is None:
-            was_enabled = gc.isenabled()
-            gc.disable()  # as in setup: the walk builds long-lived parser states
-            try:
+            with gc_paused():  # as in setup: the walk builds long-lived parser states
                 r = self._suffix_completes(q, carry, po)
-            finally:
-                if was_enabled:
-                    gc.enable()
             if len(self._ends) >= self.MAX_ENDS:
                 self._ends.clear()
             self._ends[key] = r
@@ -396,17 +423,8 @@ def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suff
     InvalidSuffixError
         No middle connects the prefix to the suffix (offset in the suffix).
     """
-    # Setup allocates many small, long-lived objects (Earley sets of the prefix and of the
-    # backward parse of the suffix); the cyclic collector's passes over them cost more than
-    # the parsing itself (5-20x on a 100 KB file), and none of them is garbage. So the
-    # collector is paused for the setup only, and restored as it was.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _setup(ob, vocab, prefix, suffix, grammar, max_tokens, planner)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
@@ -431,20 +449,11 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     qb = with_boundary(qb, boundary_filter(ob, vocab, sdata, markers, contextual=False))
     qplanner = (None if planner is None
                 else _quotient_planner(qb, vocab, tab, markers, planner, sdata))
-    try:
+    with prefix_meets_suffix():
         c = FimConstraint(qb, ob, vocab, short, sdata, tab_len=tab, _branches=markers,
                           max_tokens=max_tokens, planner=qplanner)
-        c._prefix = pdata
-        return c
-    except InvalidPrefixError as e:
-        if isinstance(e, InvalidSuffixError):
-            raise
-        # the quotient parser stopped inside the (loop-erased) prefix: its offset says
-        # nothing the user can use, and the prefix alone is fine, so the suffix is at fault
-        # from its first byte
-        raise InvalidSuffixError(
-            "no middle connects this prefix to the suffix: the prefix is valid alone, but no "
-            "program starts with it and ends with the suffix", position=0) from None
+    c._prefix = pdata
+    return c
 
 
 def _quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,

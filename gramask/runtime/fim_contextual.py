@@ -21,14 +21,13 @@ parser state, then the original's.
 
 from __future__ import annotations
 
-import gc
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidPrefixError, InvalidSuffixError
 from .boundary import boundary_filter, with_boundary
 from .constraint import Constraint
 from .contextual import ContextualLexer
-from .fim import FimConstraint, erase_loops
+from .fim import FimConstraint, erase_loops, gc_paused, prefix_meets_suffix
 from .lexing import NEWLINE
 from .masks import MaskBuilder
 from .parse_state import PState
@@ -82,13 +81,8 @@ class ContextualFimConstraint(FimConstraint):
         key = (st[3], st[4], st[5])
         r = self._ends.get(key)
         if r is None:
-            was_enabled = gc.isenabled()
-            gc.disable()  # as in setup: the walk builds long-lived parser states
-            try:
+            with gc_paused():  # as in setup: the walk builds long-lived parser states
                 r = self._suffix_completes(*key)
-            finally:
-                if was_enabled:
-                    gc.enable()
             if len(self._ends) >= self.MAX_ENDS:
                 self._ends.clear()
             self._ends[key] = r
@@ -222,13 +216,8 @@ def contextual_fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | 
     InvalidSuffixError
         No middle connects the prefix to the suffix (offset in the suffix).
     """
-    was_enabled = gc.isenabled()
-    gc.disable()  # see gramask.runtime.fim.fim_constraint
-    try:
+    with gc_paused():
         return _setup(ob, vocab, prefix, suffix, grammar)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
@@ -245,17 +234,8 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     qb, markers = build_quotient(ob, grammar, [], lattice.error_offset, walked=lattice.walked)
     qb.contextual = ocx.for_context(qb.ctx)
     qb = with_boundary(qb, boundary_filter(ob, vocab, sdata, markers, contextual=True))
-    try:
+    with prefix_meets_suffix():
         c = ContextualFimConstraint(qb, ob, vocab, short, sdata, _branches=markers)
-    except InvalidPrefixError as e:
-        if isinstance(e, InvalidSuffixError):
-            raise
-        # the quotient parser stopped inside the (loop-erased) prefix: its offset says
-        # nothing the user can use, and the prefix alone is fine, so the suffix is at fault
-        # from its first byte
-        raise InvalidSuffixError(
-            "no middle connects this prefix to the suffix: the prefix is valid alone, but no "
-            "program starts with it and ends with the suffix", position=0) from None
     c._prefix = pdata
     return c
 
