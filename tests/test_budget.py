@@ -253,17 +253,24 @@ def test_python_budget_finishes_programs() -> None:
             except gramask.BudgetError as e:
                 assert e.minimum > budget
                 continue
-            while c.remaining_tokens:
-                m = c.allowed()
-                assert m.any()
-                ids = np.flatnonzero(m & ascii_ok)
-                ids = ids if ids.size else np.flatnonzero(m)
-                t = int(rnd.choice(ids))
-                if t == v.eos_token_id:
-                    break
-                c.advance(t)
+            _walk_budget(c, rnd, ascii_ok, v.eos_token_id)
             assert c.is_complete(), (pre, budget, c.text)
             _parses(pre + c.text)
+
+
+def _walk_budget(c: gramask.Constraint, rnd: random.Random, prefer: np.ndarray,
+                 eos: int) -> None:
+    """A random masked walk until EOS or the budget is spent (tokens in ``prefer`` first);
+    every mask on the way must be non-empty."""
+    while c.remaining_tokens:
+        m = c.allowed()
+        assert m.any()
+        ids = np.flatnonzero(m & prefer)
+        ids = ids if ids.size else np.flatnonzero(m)
+        t = int(rnd.choice(ids))
+        if t == eos:
+            break
+        c.advance(t)
 
 
 def _parses(text: str) -> None:
@@ -363,15 +370,7 @@ def test_python_fim_budget_finishes_programs() -> None:
                 continue
             sc = c.shortest_completion()
             _parses(pre + sc.text + suf)
-            while c.remaining_tokens:
-                m = c.allowed()
-                assert m.any()
-                ids = np.flatnonzero(m & ascii_ok)
-                ids = ids if ids.size else np.flatnonzero(m)
-                t = int(rnd.choice(ids))
-                if t == v.eos_token_id:
-                    break
-                c.advance(t)
+            _walk_budget(c, rnd, ascii_ok, v.eos_token_id)
             assert c.is_complete(), (pre, suf, budget, c.text)
             _parses(pre + c.text + suf)
             checked += 1
