@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             left = c.remaining_tokens
             assert left is not None
             forbidden = forbidden[forbidden != eos]
-            if forbidden.size and left > 0:
+            if forbidden.size and left > 0 and args.probe > 0:
                 k = fit = 0
                 for t in rnd.sample(forbidden.tolist(), min(args.probe, forbidden.size)):
                     st["probed"] += 1
