@@ -258,6 +258,45 @@ def test_python_budget_finishes_programs() -> None:
             _parses(pre + c.text)
 
 
+def test_budget_groups_cover_the_grammar_mask_and_keep_the_bounds() -> None:
+    """The budget mask works on groups of tokens that lead to the same state (no
+    vocabulary-sized vectors in steps the budget does not bind). Per step of random walks:
+    the groups hold exactly the grammar mask's tokens, each group's bound is its tokens'
+    per-token bound (``token_costs``), every token whose bound fits stays allowed, and every
+    other allowed token has a walked completion that fits."""
+    cg = compiled("python", "gpt2")
+    v = cg.vocab
+    eos = v.eos_token_id
+    rnd = random.Random(3)
+    for pre, budget in [("def f(x", 6), ("x = {'a': [1, 2", 4), ("if x:\n    y = [1, (2", 9),
+                        ('x = """doc', 3), ("for i in range(3):\n", 12)]:
+        c = cg.constraint(pre, max_tokens=budget)
+        planner = c._budget_planner()
+        while c.remaining_tokens:
+            left = c.remaining_tokens
+            q, carry, p = c._history[-1]
+            grammar = c._grammar_mask(c._history[-1])
+            grammar[eos] = False
+            units = planner.step_units(p, q, carry)
+            toks = units.tokens(list(range(len(units.costs))))
+            assert np.array_equal(np.sort(toks), np.flatnonzero(grammar))
+            tc = planner.token_costs(p, q, carry)
+            for i in range(len(units.costs)):
+                assert (tc.costs[units.tokens([i])] == units.costs[i]).all()
+            m = c.allowed()
+            fits = grammar & (tc.costs <= left - 1)
+            assert not (fits & ~m).any()
+            extra = np.flatnonzero(m & ~fits)
+            for t in extra[extra != eos][:20].tolist():
+                assert c._plan_fits(t, left - 1)
+            ids = np.flatnonzero(m)
+            t = int(rnd.choice(ids))
+            if t == eos:
+                break
+            c.advance(t)
+        assert c.is_complete()
+
+
 def _walk_budget(c: gramask.Constraint, rnd: random.Random, prefer: np.ndarray,
                  eos: int) -> None:
     """A random masked walk until EOS or the budget is spent (tokens in ``prefer`` first);

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from .masks import MaskBuilder
     from .parse_state import PState
 
-__all__ = ["INF", "BudgetPlanner", "TokenCosts"]
+__all__ = ["INF", "BudgetPlanner", "StepUnits", "TokenCosts"]
 
 INF = 1 << 30  # "cannot complete" (kept far from int32 overflow when added to)
 _MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
@@ -78,6 +78,94 @@ class TokenCosts(NamedTuple):
     def state(self, g: int) -> tuple[int, int, Any]:
         """The runtime state (lexer state, carry 0, parser state) of group ``g``."""
         return g % self.num_states, 0, self.vertices[g // self.num_states]
+
+
+class StepUnits(NamedTuple):
+    """One step's grammar-allowed tokens in groups that lead to the same runtime state
+    (:meth:`BudgetPlanner.step_units`): per group its id (as :class:`TokenCosts` numbers
+    them), bound, lexer state and parser state (``vertices[vertex[i]]``)."""
+
+    gids: np.ndarray
+    costs: np.ndarray
+    finals: np.ndarray
+    vertices: list[Any]
+    vertex: np.ndarray
+    parts: list[tuple[_RowFinals, np.ndarray]]  # per group: its row and its sorted runs
+    sizes: np.ndarray  # per group: how many tokens it holds
+    nl_live: np.ndarray  # per lexer state: a newline lexeme whose width is still open
+
+    def tokens(self, groups: list[int]) -> np.ndarray:
+        """The token ids of ``groups`` (one gather per row)."""
+        by_row: dict[int, tuple[_RowFinals, list[np.ndarray]]] = {}
+        for i in groups:
+            rf, runs = self.parts[i]
+            by_row.setdefault(id(rf), (rf, []))[1].append(runs)
+        out = [rf.tokens_of(np.concatenate(rs)) for rf, rs in by_row.values()]
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+    def state(self, i: int) -> tuple[int, int, Any]:
+        """The runtime state (lexer state, carry 0, parser state) group ``i`` leads to."""
+        return int(self.finals[i]), 0, self.vertices[int(self.vertex[i])]
+
+
+class _RowFinals:
+    """A row's tokens sorted by (node, lexer state they leave the lexer in), so that the
+    tokens of a trie vertex's nodes can be grouped by final state without touching each
+    token: ``vertex(pos)`` gives the distinct final states and, per state, the sorted runs
+    that hold its tokens."""
+
+    __slots__ = ("_memo", "hi", "keys", "lo", "num_states", "restrict", "row", "runs",
+                 "sorted_tokens")
+
+    def __init__(self, row: Any, restrict: np.ndarray | None, finals: np.ndarray,
+                 num_states: int) -> None:
+        self.row = row
+        self.restrict = restrict
+        self.num_states = S = num_states
+        toks = row.tokens
+        node = np.repeat(np.arange(row.n, dtype=np.int64), row.counts)
+        if restrict is not None:
+            keep = restrict[toks]
+            toks, node = toks[keep], node[keep]
+        key = node * S + np.maximum(finals[toks], 0)
+        order = np.argsort(key, kind="stable")
+        self.sorted_tokens = toks[order]
+        sk = key[order]
+        cut = np.flatnonzero(np.diff(sk)) + 1 if sk.size else np.zeros(0, np.int64)
+        starts = np.concatenate(([0], cut)).astype(np.int64) if sk.size else cut
+        self.keys = sk[starts]  # one per run: node × S + final state
+        self.runs = np.append(starts, sk.size).astype(np.int64)
+        nodes = np.arange(row.n + 1, dtype=np.int64) * S
+        bounds = np.searchsorted(self.keys, nodes)
+        self.lo, self.hi = bounds[:-1], bounds[1:]
+        self._memo: dict[bytes, tuple[np.ndarray, list[np.ndarray], np.ndarray]] = {}
+
+    def vertex(self, pos: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+        """(distinct final states, per state its run indices, per state its token count) of
+        the tokens of nodes ``pos``."""
+        k = pos.tobytes()
+        r = self._memo.get(k)
+        if r is not None:
+            return r
+        idx = _ranges(self.lo[pos], self.hi[pos] - self.lo[pos])
+        f = self.keys[idx] % self.num_states
+        order = np.argsort(f, kind="stable")
+        fs = f[order]
+        cut = np.flatnonzero(np.diff(fs)) + 1
+        first = np.concatenate(([0], cut)).astype(np.int64) if fs.size else cut
+        fu = fs[first]
+        lens = self.runs[idx + 1] - self.runs[idx]
+        sz = np.add.reduceat(lens[order], first) if fs.size else lens
+        r = fu, (np.split(idx[order], cut) if fs.size else []), sz.astype(np.int64)
+        if len(self._memo) < 1 << 14:
+            self._memo[k] = r
+        return r
+
+    def tokens_of(self, runs: np.ndarray) -> np.ndarray:
+        """The token ids in ``runs``."""
+        lo: np.ndarray = self.runs[runs]
+        out: np.ndarray = self.sorted_tokens[_ranges(lo, self.runs[runs + 1] - lo)]
+        return out
 
 
 class _Tokenizer:
@@ -382,6 +470,10 @@ class BudgetPlanner:
             memo_size(lim.mask_cache)
         )
         self._nl_cost: dict[int, int] = {}
+        self._units: BoundedMemo[tuple[int, int, int], StepUnits] = BoundedMemo(
+            memo_size(lim.mask_cache))
+        self._rfinals: BoundedMemo[tuple[int, int | None], _RowFinals] = BoundedMemo(
+            memo_size(lim.row_cache))
         self._failed: BoundedMemo[tuple[int, ...], int] = BoundedMemo(memo_size(lim.mask_cache))
         self._plans: BoundedMemo[tuple[int, int, int], tuple[int, ...]] = BoundedMemo(
             memo_size(lim.mask_cache)
@@ -995,6 +1087,74 @@ class BudgetPlanner:
         self._vec.put(ckey, r)
         return r
 
+    def step_units(self, p: PState, q: int, carry: int) -> StepUnits:
+        """The grammar-allowed tokens at (q, carry, p) grouped by the runtime state they lead
+        to, each group with its bound: what :meth:`token_costs` says, without
+        vocabulary-sized vectors. A step where every group fits the budget (most steps, see
+        the README) then costs the trie walk and the groups' bounds, and no token's entry;
+        the tokens of a group are gathered only where the budget cuts it. Memoised."""
+        mb = self.mb
+        key = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
+        r = self._units.get(key)
+        if r is not None:
+            return r
+        gids: list[np.ndarray] = []
+        costs: list[np.ndarray] = []
+        finals: list[np.ndarray] = []
+        parts: list[tuple[_RowFinals, np.ndarray]] = []
+        sizes: list[np.ndarray] = []
+        verts: list[PState] = []
+        unit_vertex: list[int] = []
+        S = self.lex.num_states
+        nv = 0  # vertex index as token_costs counts them (its groups' ids)
+
+        def visit(rf: _RowFinals, pp: PState, pos: np.ndarray, cls: np.ndarray) -> None:
+            nonlocal nv
+            if not pos.size:
+                return
+            ok = self.mb.class_vector(pp)[cls]
+            if ok.any():
+                fu, ks, sz = rf.vertex(pos[ok] if not ok.all() else pos)
+                if fu.size:
+                    gids.append(nv * S + fu)
+                    costs.append(self.state_costs(pp, fu))
+                    finals.append(fu)
+                    sizes.append(sz)
+                    parts.extend((rf, k) for k in ks)
+                    unit_vertex.extend([len(verts)] * fu.size)
+                    verts.append(pp)
+            nv += 1
+
+        row = mb.row(q)
+        rf = self._row_finals(q, row, None)
+        visit(rf, p, row.end_pos, row.end_cls)
+        walk_row_trie(self.ctx, mb.num_terminals, p, row.groups,
+                      lambda p2, pos, cls: visit(rf, p2, pos, cls), carry)
+        if q != 0:
+            p2 = mb.lexeme_end(p, q, carry)
+            if p2 is not None:
+                row0 = mb.row(0)
+                rk = self._row_finals(0, row0, mb.kill_set(q))
+                visit(rk, p2, row0.end_pos, row0.end_cls)
+                walk_row_trie(self.ctx, mb.num_terminals, p2, row0.groups,
+                              lambda p3, pos, cls: visit(rk, p3, pos, cls), 0)
+        r = StepUnits(_cat(gids), _cat(costs), _cat(finals), verts,
+                      np.array(unit_vertex, dtype=np.int64), parts, _cat(sizes), self._nl_live)
+        self._units.put(key, r)
+        return r
+
+    def _row_finals(self, q: int, row: Any, restrict: np.ndarray | None) -> _RowFinals:
+        """Row ``q``'s tokens sorted by (node, final lexer state), restricted to the tokens
+        where ``restrict`` is True (a kill set). Memoised per row object and restriction."""
+        key = (q, None if restrict is None else id(restrict))
+        r = self._rfinals.get(key)
+        if r is not None and r.row is row and r.restrict is restrict:
+            return r
+        f = self.final_states(q, row.tokens)
+        r = _RowFinals(row, restrict, f, self.lex.num_states)
+        self._rfinals.put(key, r)
+        return r
+
     # ------------------------------------------------------------------ witnesses
     def plan(self, st: Any, walk: Any, complete: Any, view: Any = None,
              search: int = SEARCH_NODES) -> tuple[int, ...]:
@@ -1308,6 +1468,10 @@ def _width(data: bytes, tab: int) -> int:
     for b in data:
         w = 0 if b == 10 else w + widths[b]
     return w
+
+
+def _cat(xs: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(xs) if xs else np.zeros(0, np.int64)
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -169,32 +169,50 @@ class Constraint:
         assert left is not None
         q, carry, p = self._view(st)
         planner = self._budget_planner()
-        tc = planner.token_costs(p, q, carry)
-        fits = tc.costs <= left - 1
-        # The bounds spell lexemes one by one; tokens just over them may still fit once
-        # tokens that span lexemes are used ("):" closing two): plan the states they lead
-        # to (a few per step, each shared by many tokens).
-        near = m & ~fits & (tc.costs <= left - 1 + _REFINE_SLACK)
-        # the largest groups first (one plan decides the most tokens), then the least over
-        g_all = tc.group[near]
-        keep_g = g_all >= 0
-        groups, first, sizes = np.unique(g_all[keep_g], return_index=True, return_counts=True)
-        over = tc.costs[near][keep_g][first]
-        order = np.lexsort((over, -sizes))
-        for g in groups[order][:_REFINE_MAX].tolist():
-            try:
-                plan = planner.plan(tc.state(g), self._walk, self._complete, search=0)
-            except RuntimeError:
-                continue
-            if len(plan) <= left - 1:
-                fits |= near & (tc.group == g)
-        grammar = m.copy()
-        m &= fits
+        units = planner.step_units(p, q, carry)
+        over = units.costs > left - 1
+        if not over.any():
+            return  # every allowed token's bound fits: nothing to cut, nothing to plan
+        if left == 0:  # only EOS (set by allowed()), or the best effort below
+            grammar: np.ndarray | None = m.copy()
+            m[:] = False
+        else:
+            grammar = None
+            # The bounds spell lexemes one by one; groups just over them may still fit once
+            # tokens that span lexemes are used ("):" closing two): plan the states they
+            # lead to (a few per step, each shared by many tokens).
+            cut = np.flatnonzero(over)
+            near = [i for i in cut.tolist() if units.costs[i] <= left - 1 + _REFINE_SLACK
+                    and not units.nl_live[units.finals[i]]]
+            # the largest groups first (one plan decides the most tokens), then the least
+            # over, then the group id (the order the per-token version had)
+            near.sort(key=lambda i: (-int(units.sizes[i]), int(units.costs[i]),
+                                     int(units.gids[i])))
+            for i in near[:_REFINE_MAX]:
+                try:
+                    plan = planner.plan(units.state(i), self._walk, self._complete, search=0)
+                except RuntimeError:
+                    continue
+                if len(plan) <= left - 1:
+                    over[i] = False
+            if over.any():
+                kept = units.sizes[~over].sum()
+                if units.sizes[over].sum() <= kept:
+                    m[units.tokens(np.flatnonzero(over).tolist())] = False
+                else:  # most of the step is cut: rebuild from what is kept
+                    grammar = m.copy()
+                    m[:] = False
+                    m[units.tokens(np.flatnonzero(~over).tolist())] = True
+                    m &= grammar
+        if self._complete(st):
+            return  # EOS stays allowed; a complete state has no plan to add
         try:
             plan = self._plan()
         except RuntimeError:
             plan = ()
-        if not m.any() and not plan and not self._complete(st):
+        if not plan and not m.any():
+            if grammar is None:
+                grammar = self._grammar_mask(st)
             m |= grammar  # no completion known at all: never an empty mask (best effort)
             return
         if plan and len(plan) <= left:
