@@ -57,9 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per walk")
     ap.add_argument("--grammar", choices=["python", "c", "sql"], default="python",
                     help="c and sql: fim_eval's hand-written documents, checked by lark")
+    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
+                    help="comma-separated budgets drawn from per case (default: 1 to 64)")
     ap.add_argument("--fim", action="store_true",
                     help="keep the cases' suffixes: fill-in-the-middle under a budget")
     args = ap.parse_args(argv)
+    budgets = [int(x) for x in args.budgets.split(",")]
 
     vocab = gramask.Vocabulary.bundled(args.vocab)
     cg = gramask.compile(gramask.grammars.load(args.grammar), vocab)
@@ -91,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         t_case = time.perf_counter()
         prefix = case.prefix
         suffix = case.suffix if args.fim else None
-        n = rnd.choice(BUDGETS)
+        n = rnd.choice(budgets)
         try:
             t0 = time.perf_counter()
             ref = cg.constraint(prefix, suffix=suffix)
