@@ -130,7 +130,7 @@ class _RowFinals:
             toks, node = toks[keep], node[keep]
         key = node * S + np.maximum(finals[toks], 0)
         order = np.argsort(key, kind="stable")
-        self.sorted_tokens = toks[order]
+        self.sorted_tokens = toks[order].astype(np.int32)  # kept per row: half the bytes
         sk = key[order]
         cut = np.flatnonzero(np.diff(sk)) + 1 if sk.size else np.zeros(0, np.int64)
         starts = np.concatenate(([0], cut)).astype(np.int64) if sk.size else cut
@@ -980,7 +980,7 @@ class BudgetPlanner:
             if dead.any():
                 nxt[dead] = trans[0, byte[dead]]
             state[:n] = np.where(live < 0, -1, nxt)
-        out = np.full(self.vocab_size, -1, dtype=np.int64)
+        out = np.full(self.vocab_size, -1, dtype=np.int32)  # per row, kept: half the bytes
         out[order] = state
         self._finals.put(q, out)
         return out
