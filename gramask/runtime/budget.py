@@ -139,15 +139,18 @@ class _RowFinals:
         nodes = np.arange(row.n + 1, dtype=np.int64) * S
         bounds = np.searchsorted(self.keys, nodes)
         self.lo, self.hi = bounds[:-1], bounds[1:]
-        self._memo: dict[bytes, tuple[np.ndarray, list[np.ndarray], np.ndarray]] = {}
+        self._memo: dict[tuple[int, bytes], tuple[np.ndarray, list[np.ndarray], np.ndarray]] = {}
 
-    def vertex(self, pos: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    def vertex(self, pos: np.ndarray, ok: np.ndarray,
+               ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
         """(distinct final states, per state its run indices, per state its token count) of
-        the tokens of nodes ``pos``."""
-        k = pos.tobytes()
+        the tokens of nodes ``pos[ok]`` (``pos``: an array of the row's trie, which this
+        object keeps alive, so its id is a key)."""
+        k = (id(pos), ok.tobytes())
         r = self._memo.get(k)
         if r is not None:
             return r
+        pos = pos[ok]
         idx = _ranges(self.lo[pos], self.hi[pos] - self.lo[pos])
         f = self.keys[idx] % self.num_states
         order = np.argsort(f, kind="stable")
@@ -1136,17 +1139,15 @@ class BudgetPlanner:
             nonlocal nv
             if not pos.size:
                 return
-            ok = self.mb.class_vector(pp)[cls]
-            if ok.any():
-                fu, ks, sz = rf.vertex(pos[ok] if not ok.all() else pos)
-                if fu.size:
-                    gids.append(nv * S + fu)
-                    costs.append(self.state_costs(pp, fu))
-                    finals.append(fu)
-                    sizes.append(sz)
-                    parts.extend((rf, k) for k in ks)
-                    unit_vertex.extend([len(verts)] * fu.size)
-                    verts.append(pp)
+            fu, ks, sz = rf.vertex(pos, self.mb.class_vector(pp)[cls])
+            if fu.size:
+                gids.append(nv * S + fu)
+                costs.append(self.state_costs(pp, fu))
+                finals.append(fu)
+                sizes.append(sz)
+                parts.extend((rf, k) for k in ks)
+                unit_vertex.extend([len(verts)] * fu.size)
+                verts.append(pp)
             nv += 1
 
         row = mb.row(q)
