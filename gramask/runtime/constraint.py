@@ -169,15 +169,15 @@ class Constraint:
         assert left is not None
         q, carry, p = self._view(st)
         planner = self._budget_planner()
-        units = planner.step_units(p, q, carry)
-        over = units.costs > left - 1
-        if not over.any():
-            return  # every allowed token's bound fits: nothing to cut, nothing to plan
+        grammar: np.ndarray | None = None
         if left == 0:  # only EOS (set by allowed()), or the best effort below
-            grammar: np.ndarray | None = m.copy()
+            grammar = m.copy()
             m[:] = False
         else:
-            grammar = None
+            units = planner.step_units(p, q, carry)
+            over = units.costs > left - 1
+            if not over.any():
+                return  # every allowed token's bound fits: nothing to cut, nothing to plan
             # The bounds spell lexemes one by one; groups just over them may still fit once
             # tokens that span lexemes are used ("):" closing two): plan the states they
             # lead to (a few per step, each shared by many tokens).
