@@ -262,13 +262,13 @@ class BoundaryMaskBuilder(MaskBuilder):
         # check walks each token's bytes from ``q`` itself
         row = self.row(q)
         ok = np.zeros(row.n, dtype=np.int8)
-        if row.end_pos.size:
-            ok[row.end_pos] = self._verdicts(p)[row.end_cls]
-        def decide(p2: PState, pos: np.ndarray, cls: np.ndarray) -> None:
-            if pos.size:
-                ok[pos] = self._verdicts(p2)[cls]
 
-        walk_row_trie(self.ctx, self.num_terminals, p, row.groups, decide, carry)
+        def decide(p2: PState, v: int) -> None:
+            lo, hi = row.spans[v]
+            if lo < hi:
+                ok[row.order[lo:hi]] = self._verdicts(p2)[row.cls[lo:hi]]
+
+        walk_row_trie(self.ctx, self.num_terminals, p, row, decide, carry)
         m = select_tokens(self.vocab_size, row.tokens, row.counts, ok > 0,
                           lambda: row.all_tokens(self.vocab_size))
         pos = np.flatnonzero(ok > 1)

@@ -141,16 +141,16 @@ class _RowFinals:
         self.lo, self.hi = bounds[:-1], bounds[1:]
         self._memo: dict[tuple[int, bytes], tuple[np.ndarray, list[np.ndarray], np.ndarray]] = {}
 
-    def vertex(self, pos: np.ndarray, ok: np.ndarray,
+    def vertex(self, v: int, ok: np.ndarray,
                ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
         """(distinct final states, per state its run indices, per state its token count) of
-        the tokens of nodes ``pos[ok]`` (``pos``: an array of the row's trie, which this
-        object keeps alive, so its id is a key)."""
-        k = (id(pos), ok.tobytes())
+        the tokens of the nodes that end at trie vertex ``v`` where ``ok`` holds."""
+        k = (v, ok.tobytes())
         r = self._memo.get(k)
         if r is not None:
             return r
-        pos = pos[ok]
+        lo, hi = self.row.spans[v]
+        pos = self.row.order[lo:hi][ok]
         idx = _ranges(self.lo[pos], self.hi[pos] - self.lo[pos])
         f = self.keys[idx] % self.num_states
         order = np.argsort(f, kind="stable")
@@ -1094,10 +1094,14 @@ class BudgetPlanner:
             gid[toks] = np.where(nl_live[f], -1, g)  # a newline's width is not known here
             vertices.append(pp)
 
-        stay = len(vertices) if row.end_pos.size else -1
-        settle(p, row.end_pos)
-        walk_row_trie(self.ctx, mb.num_terminals, p, row.groups,
-                      lambda p2, pos, _cls: settle(p2, pos), carry)
+        lo, hi = row.spans[0]
+        stay = len(vertices) if lo < hi else -1
+
+        def at(p2: PState, v: int) -> None:
+            lo, hi = row.spans[v]
+            settle(p2, row.order[lo:hi])
+
+        walk_row_trie(self.ctx, mb.num_terminals, p, row, at, carry)
         if q != 0:
             p2 = mb.lexeme_end(p, q, carry)
             if p2 is not None:
@@ -1135,11 +1139,12 @@ class BudgetPlanner:
         S = self.lex.num_states
         nv = 0  # vertex index as token_costs counts them (its groups' ids)
 
-        def visit(rf: _RowFinals, pp: PState, pos: np.ndarray, cls: np.ndarray) -> None:
+        def visit(rf: _RowFinals, pp: PState, v: int) -> None:
             nonlocal nv
-            if not pos.size:
+            lo, hi = rf.row.spans[v]
+            if lo == hi:
                 return
-            fu, ks, sz = rf.vertex(pos, self.mb.class_vector(pp)[cls])
+            fu, ks, sz = rf.vertex(v, self.mb.class_vector(pp)[rf.row.cls[lo:hi]])
             if fu.size:
                 gids.append(nv * S + fu)
                 costs.append(self.state_costs(pp, fu))
@@ -1152,17 +1157,15 @@ class BudgetPlanner:
 
         row = mb.row(q)
         rf = self._row_finals(q, row, None)
-        visit(rf, p, row.end_pos, row.end_cls)
-        walk_row_trie(self.ctx, mb.num_terminals, p, row.groups,
-                      lambda p2, pos, cls: visit(rf, p2, pos, cls), carry)
+        walk_row_trie(self.ctx, mb.num_terminals, p, row,
+                      lambda p2, v: visit(rf, p2, v), carry)
         if q != 0:
             p2 = mb.lexeme_end(p, q, carry)
             if p2 is not None:
                 row0 = mb.row(0)
                 rk = self._row_finals(0, row0, mb.kill_set(q))
-                visit(rk, p2, row0.end_pos, row0.end_cls)
-                walk_row_trie(self.ctx, mb.num_terminals, p2, row0.groups,
-                              lambda p3, pos, cls: visit(rk, p3, pos, cls), 0)
+                walk_row_trie(self.ctx, mb.num_terminals, p2, row0,
+                              lambda p3, v: visit(rk, p3, v), 0)
         r = StepUnits(_cat(gids), _cat(costs), _cat(finals), verts,
                       np.array(unit_vertex, dtype=np.int64), parts, _cat(sizes), self._nl_live)
         self._units.put(key, r)

@@ -31,58 +31,28 @@ from .parse_state import ParserContext, PState
 __all__ = ["MaskBuilder", "walk_row_trie"]
 
 
-class _Row:
-    """Row ``q`` prepared for evaluation: tokens sorted by outcome node, and the outcome
-    nodes arranged as a trie over the terminals they complete. Each trie level holds the
-    nodes that end there (decided together by one vector lookup of their lexeme classes) and
-    one subtree per next terminal (skipped whole when the parser does not expect it)."""
-
-    __slots__ = ("counts", "end_cls", "end_pos", "full", "groups", "n", "nodes", "starts",
-                 "tokens")
-
-    def __init__(self, nodes: np.ndarray, counts: np.ndarray, tokens: np.ndarray,
-                 head: np.ndarray, tail: np.ndarray) -> None:
-        self.n = len(nodes)
-        self.nodes = nodes
-        self.counts = counts
-        self.starts: np.ndarray | None = None  # see offsets
-        self.tokens = tokens
-        self.full: np.ndarray | None = None  # see all_tokens
-        self.end_pos, self.end_cls, self.groups = _trie(
-            np.arange(len(nodes)), nodes, head, tail
-        )
-
-    def all_tokens(self, v: int) -> np.ndarray:
-        """(V,) bool of all the row's tokens (built on first use)."""
-        if self.full is None:
-            self.full = np.zeros(v, dtype=bool)
-            self.full[self.tokens] = True
-        return self.full
-
-    def offsets(self) -> np.ndarray:
-        """Where each node's tokens start in ``tokens`` (built on first use)."""
-        if self.starts is None:
-            self.starts = np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
-        return self.starts
-
-
 class _TrieRow:
-    """Row ``q`` as masks use it: what :class:`_Row` holds, with the trie built in plain
-    Python (a walk down each distinct node's cons list) rather than by numpy splits per trie
-    vertex, which made a large row's first use cost ~10 ms (row 0 of SQL: ~3,000 vertices,
-    each with its own small arrays). The nodes are kept in row order; ``order`` lists them
-    by trie vertex, so that the nodes ending at vertex ``v`` are ``order[lo:hi]`` for
-    ``(lo, hi) = spans[v]``, their END classes ``cls[lo:hi]``; ``children[v]``: (terminal or
-    newline code, child vertex) pairs. Vertex 0 is the root."""
+    """Row ``q`` prepared for evaluation: its tokens sorted by outcome node (``nodes``,
+    ``counts``, ``tokens``), and the outcome nodes arranged as a trie over the terminals
+    they complete. The trie is built in plain Python (a walk down each distinct node's cons
+    list): numpy splits per trie vertex made a large row's first use cost ~10 ms (row 0 of
+    SQL: ~3,000 vertices, each with its own small arrays). The nodes are kept in row order;
+    ``order`` lists them by trie vertex, so that the nodes ending at vertex ``v`` are
+    ``order[lo:hi]`` for ``(lo, hi) = spans[v]``, their END classes ``cls[lo:hi]``;
+    ``children[v]``: (terminal or newline code, child vertex) pairs, sorted. Vertex 0 is
+    the root."""
 
-    __slots__ = ("children", "cls", "counts", "full", "n", "order", "spans", "tokens")
+    __slots__ = ("children", "cls", "counts", "full", "n", "nodes", "order", "spans",
+                 "starts", "tokens")
 
     def __init__(self, nodes: np.ndarray, counts: np.ndarray, tokens: np.ndarray,
                  head: list[int], tail: list[int]) -> None:
         self.n = len(nodes)
+        self.nodes = nodes
         self.counts = counts
         self.tokens = tokens
         self.full: np.ndarray | None = None  # see all_tokens
+        self.starts: np.ndarray | None = None  # see offsets
         children: list[dict[int, int]] = [{}]
         vert: list[int] = []
         cls: list[int] = []
@@ -114,6 +84,12 @@ class _TrieRow:
             self.full[self.tokens] = True
         return self.full
 
+    def offsets(self) -> np.ndarray:
+        """Where each node's tokens start in ``tokens`` (built on first use)."""
+        if self.starts is None:
+            self.starts = np.concatenate(([0], np.cumsum(self.counts)[:-1])).astype(np.int64)
+        return self.starts
+
 
 class _DeltaRow:
     """Row ``q`` as the table stores it when it is a diff against a base row (see
@@ -131,43 +107,32 @@ class _DeltaRow:
         self.removed = removed
 
 
-def walk_row_trie(ctx: ParserContext, num_terminals: int, p: PState, groups: list[Any],
-                  visit: Callable[[PState, np.ndarray, np.ndarray], None], carry: int) -> None:
-    """Follow a row's trie (``_Row.groups``) from parser state ``p``: one parser step per edge
-    the parser expects (a terminal, or a newline of a known width), then ``visit(state, node
-    positions, their END classes)`` for the nodes that end at that level. The budget planner
-    and fill-in-the-middle's boundary check both decide a row's nodes this way."""
+def walk_row_trie(ctx: ParserContext, num_terminals: int, p: PState, row: _TrieRow,
+                  visit: Callable[[PState, int], None], carry: int) -> None:
+    """Follow ``row``'s trie from parser state ``p``: ``visit(state, vertex)`` at the root
+    and at every vertex the parser reaches, one parser step per edge it expects (a
+    terminal, or a newline of a known width). The budget planner and fill-in-the-middle's
+    boundary check decide a row's nodes this way; the mask builder's own walk
+    (``MaskBuilder._walk``) is this loop inlined (it is the hot path)."""
+    visit(p, 0)
+    _walk_from(ctx, num_terminals, p, row, 0, visit, carry)
+
+
+def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
+               visit: Callable[[PState, int], None], carry: int) -> None:
     expected = p.es.expected
-    for h, end_pos, end_cls, sub in groups:
-        if h < num_terminals:
+    for h, child in row.children[v]:
+        if h < nt:
             if not (expected >> h) & 1:
                 continue
             p2 = ctx.shift(p, h)
         else:
-            width, relative = decode_nl(num_terminals, h)
+            width, relative = decode_nl(nt, h)
             p2 = ctx.newline(p, width + carry if relative else width)
         if p2 is None:
             continue
-        visit(p2, end_pos, end_cls)
-        if sub:
-            walk_row_trie(ctx, num_terminals, p2, sub, visit, 0)
-
-
-def _trie(
-    pos: np.ndarray, cur: np.ndarray, head: np.ndarray, tail: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-    """(END positions, their classes, [(terminal, subtrie...)]) for nodes ``cur`` at ``pos``."""
-    h, t = head[cur], tail[cur]
-    end = h < 0
-    cons = np.flatnonzero(~end)
-    groups = []
-    if cons.size:
-        order = cons[np.argsort(h[cons], kind="stable")]
-        hs = h[order]
-        cut = np.flatnonzero(np.diff(hs)) + 1
-        for hh, sel in zip(np.split(hs, cut), np.split(order, cut), strict=True):
-            groups.append((int(hh[0]), *_trie(pos[sel], t[sel], head, tail)))
-    return pos[end], t[end], groups
+        visit(p2, child)
+        _walk_from(ctx, nt, p2, row, child, visit, 0)
 
 
 class MaskBuilder:
@@ -184,8 +149,6 @@ class MaskBuilder:
         self.ctx = ctx
         self.vocab_size = vocab_size
         self.num_terminals = dfa.num_terminals
-        self.head_arr = tables.node_head.astype(np.int64)
-        self.tail_arr = tables.node_tail.astype(np.int64)
         self.head_l: list[int] = tables.node_head.tolist()
         self.tail_l: list[int] = tables.node_tail.tolist()
         cw = tables.class_winnable
@@ -208,8 +171,9 @@ class MaskBuilder:
         # token budgets' planner (gramask.runtime.budget), built on the first budget
         self.planner: Any = None
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
-        self._rows: BoundedMemo[int, _Row] = BoundedMemo(memo_size(limits.row_cache))
-        # rows as masks use them (see ``_mask_row``); a diff row is small, its base is in _rows
+        # rows expanded in full (``row``), and as masks use them (``_mask_row``: a diff row
+        # is small, its base is a full row)
+        self._rows: BoundedMemo[int, _TrieRow] = BoundedMemo(memo_size(limits.row_cache))
         self._mrows: BoundedMemo[int, _TrieRow | _DeltaRow] = BoundedMemo(
             memo_size(limits.row_cache))
         # (V,) bool each: bounded like rows
@@ -228,12 +192,13 @@ class MaskBuilder:
         self._class_vecs: BoundedMemo[tuple[int, bool], np.ndarray] = BoundedMemo(4096)
 
     # ------------------------------------------------------------------ tables
-    def row(self, q: int) -> _Row:
+    def row(self, q: int) -> _TrieRow:
+        """Row ``q`` expanded in full (also where the table stores it as a diff)."""
         r = self._rows.get(q)
         if r is not None:
             return r
-        uniq, counts, tokens = group_row(*expand_row(self.tables, q, self._bases))
-        r = _Row(uniq, counts, tokens, self.head_arr, self.tail_arr)
+        r = _TrieRow(*group_row(*expand_row(self.tables, q, self._bases)), self.head_l,
+                     self.tail_l)
         self._rows.put(q, r)
         return r
 
@@ -245,7 +210,7 @@ class MaskBuilder:
         tb = self.tables
         b = int(tb.row_base[q])
         if b < 0:
-            r = _TrieRow(*group_row(*expand_row(tb, q, self._bases)), self.head_l, self.tail_l)
+            r = self.row(q)
         else:
             lo, hi = int(tb.rows_indptr[q]), int(tb.rows_indptr[q + 1])
             idx = tb.rows_indices[lo:hi].astype(np.int64)
