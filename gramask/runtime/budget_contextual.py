@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from .budget import BudgetPlanner
+from .budget import BudgetPlanner, _LexemeCosts
 from .constraint import Constraint, LexState
 from .limits import memo_size
 from .memo import BoundedMemo
@@ -54,6 +54,27 @@ class _ContextualView:
         return getattr(self._mb, name)
 
 
+class _ContextualLexemeCosts(_LexemeCosts):
+    """Lexer-side costs where a terminal the greedy lexer never produces (a ``BIT`` that
+    the literals ``"0"`` and ``"1"`` shadow) may end wherever it accepts: the contextual
+    lexer reads it where the parser allows it and not the other one. (Every terminal's
+    accepting states instead made the costs of the others worse: more states to glue after.)"""
+
+    def accepting_states(self, t: int) -> np.ndarray:
+        own = super().accepting_states(t)
+        return own if own.size else np.flatnonzero(self.accepting[:, t])
+
+    def _clean_ends(self, a: int) -> np.ndarray:
+        # none clean (every end of BIT starts the literal "00000"): any end, the contextual
+        # lexer ends it where the parser allows nothing longer
+        own = super()._clean_ends(a)
+        return own if own.size else self.accepting_states(a)
+
+    def __init__(self, mb: MaskBuilder, tok: Any, preds: list[set[int]] | None = None) -> None:
+        self.accepting = np.asarray(mb.dfa.accepting, dtype=bool)
+        super().__init__(mb, tok, preds)
+
+
 # tokens grouped by the state they lead to: (lexer state, parser state, members)
 _Groups = list[tuple[int, "PState", np.ndarray]]
 
@@ -62,6 +83,8 @@ class ContextualBudgetPlanner(BudgetPlanner):
     """:class:`BudgetPlanner` over the contextual lexer (its bounds order the search; plans
     are walked with the contextual lexer), plus the grouping of tokens by the state they
     lead to."""
+
+    _lexeme_costs = _ContextualLexemeCosts
 
     def __init__(self, mb: MaskBuilder, vocab: Vocabulary,
                  rules: list[tuple[int, tuple[int, ...]]], tab_len: int) -> None:
@@ -74,6 +97,25 @@ class ContextualBudgetPlanner(BudgetPlanner):
         self._live_under: dict[int, np.ndarray] = {}  # allowed set → live states under it
         self._groups: BoundedMemo[tuple[int, int], _Groups] = BoundedMemo(
             memo_size(mb.limits.mask_cache))
+
+    def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
+        """The fallback search's chunks, plus each expected next lexeme's spelling with no
+        separator: the planner glues a separator on where the basic lexer would read the
+        next lexeme's first byte into the one before, but the contextual lexer ends that one
+        there when no terminal the parser allows goes on (``KEY`` before ``=`` where a
+        ``VALUE`` could swallow it); the walk decides."""
+        out = super()._chunks(q, carry, p)
+        p2 = self.cx.lexeme_end(p, q, carry) if q else p
+        if p2 is None:
+            return out
+        lex, exp = self.lex, p2.es.expected
+        seen = set(out)
+        for t in range(lex.num_terminals):
+            w = lex.spell[t]
+            if w and (exp >> t) & 1 and not lex.ignored[t] and w not in seen:
+                seen.add(w)
+                out.append(w)
+        return out
 
     def live_under(self, p: PState) -> np.ndarray:
         """Per lexer state: does some terminal the parser at ``p`` allows stay alive there?"""
@@ -178,11 +220,12 @@ class ContextualBudgetConstraint(Constraint):
     """A prefix constraint of a contextual-mode grammar; with ``max_tokens``, budget masks
     that admit only tokens backed by walked completions (see the module docstring)."""
 
-    # Per step: at most MAX_GROUPS groups checked (largest first), at most MAX_PLANS of them
+    # Per step: at most MAX_GROUPS groups checked (the largest; those whose bound fits
+    # first), at most MAX_PLANS of them
     # with a plan of their own (the rest through plans shared per (parser state, terminal));
     # with an indentation terminal, at most MAX_LONE tokens walked one by one.
     MAX_GROUPS = 384
-    MAX_PLANS = 32
+    MAX_PLANS = 96
     MAX_LONE = 1024
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
 
@@ -208,7 +251,13 @@ class ContextualBudgetConstraint(Constraint):
         self._verified_next = (st, len(self._history), index, comps)
         if left >= 1:
             ver = _Verifier(self, left - 1)
-            for s, members in self._state_groups(st, np.flatnonzero(m))[: self.MAX_GROUPS]:
+            groups = self._state_groups(st, np.flatnonzero(m))[: self.MAX_GROUPS]
+            # the groups the planner's bound says fit first (plans are capped), the largest
+            # first within each kind: the bound orders, the walked plan decides
+            pl = self._cx_planner()
+            over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
+            order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
+            for s, members in (groups[i] for i in order):
                 done = ver.state(s)
                 if done is not None:
                     keep[members] = True
