@@ -162,6 +162,47 @@ def test_contextual_budget_masks_are_sound_and_mostly_exact(grammar: str,
     assert forbidden <= 0.2 * allowed, (forbidden, allowed)
 
 
+INDENTED = r"""
+start: (stmt | _NEWLINE)*
+stmt: NAME ":" _NEWLINE _INDENT stmt+ _DEDENT | NAME NAME? _NEWLINE
+NAME: /[a-z]+/
+_NEWLINE: /(\r?\n[\t ]*)+/
+%ignore " "
+%declare _INDENT _DEDENT
+"""
+
+
+def test_contextual_budget_with_indentation_is_sound() -> None:
+    """With Python-style indentation the carry matters: tokens are walked one by one and
+    grouped by their full state (``MAX_LONE``). Sound against the exact search, few
+    forbidden that fit (``if`` is a NAME: no keyword in this grammar)."""
+    toks = ["a", "b", ":", "\n", "  ", "\n  ", " ", "a:", ":\n", "\n    ", "if", " if"]
+    cg = _compile_small(INDENTED, toks)
+    assert cg.grammar.indentation is not None
+    ex = _Exact(cg)
+    rnd = random.Random(0)
+    allowed = forbidden = walks = 0
+    for _ in range(30):
+        c = cg.constraint()
+        for _step in range(rnd.randint(0, 5)):
+            ids = np.flatnonzero(c.allowed()[:-1])
+            if not ids.size:
+                break
+            c.advance(int(rnd.choice(ids)))
+        need = ex.fewest(c._history[-1], 6)
+        if need is None:
+            continue
+        try:
+            a, f, _text = _exact_walk(cg, ex, c.text, need + rnd.randint(0, 3), rnd)
+        except gramask.BudgetError as e:
+            assert e.minimum > need
+            continue
+        allowed += a
+        forbidden += f
+        walks += 1
+    assert walks >= 20 and forbidden <= 0.1 * allowed, (walks, forbidden, allowed)
+
+
 def test_keyword_as_name_budget_masks_are_exact() -> None:
     """``int int`` is a declaration only in the contextual mode (the second ``int`` is a
     NAME: nothing else can follow ``int``). With one token left only those that end it with
