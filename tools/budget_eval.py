@@ -187,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
           + (f" ({st['unplanned']} cases with no completion planned)" if st["unplanned"] else "")
           + (f" ({st['empty']} walks met an empty mask)" if st["empty"] else ""))
     print(f"  accepted by the oracle:             {100 * st['parsed'] / w:.2f}% "
-          f"(+{st['known_gap']} known grammar gaps, {st['failed']} other failures)")
+          f"(+{st['known_gap']} known "
+          + ("differences of lark's contextual lexer: gramask's own prefix constraint calls "
+             "them complete" if grammar.lexer == "contextual" else "grammar gaps")
+          + f", {st['failed']} other failures)")
     probed = max(1, st["probed"])
     print(f"  forbidden tokens that fit (probed): {st['over']} of {st['probed']} "
           f"({100 * st['over'] / probed:.2f}%); allowed per step {st['budget_allowed'] / max(1, st['steps']):.0f}")

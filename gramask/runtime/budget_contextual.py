@@ -220,11 +220,11 @@ class ContextualBudgetConstraint(Constraint):
     """A prefix constraint of a contextual-mode grammar; with ``max_tokens``, budget masks
     that admit only tokens backed by walked completions (see the module docstring)."""
 
-    # Per step: at most MAX_GROUPS groups checked (the largest; those whose bound fits
-    # first), at most MAX_PLANS of them
+    # Per step: at most MAX_GROUPS groups checked (those whose bound fits first, the largest
+    # first; C and SQL steps have up to about 1,100 groups), at most MAX_PLANS of them
     # with a plan of their own (the rest through plans shared per (parser state, terminal));
     # with an indentation terminal, at most MAX_LONE tokens walked one by one.
-    MAX_GROUPS = 384
+    MAX_GROUPS = 4096
     MAX_PLANS = 96
     MAX_LONE = 1024
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
