@@ -138,6 +138,7 @@ class ContextualBudgetPlanner(BudgetPlanner):
         self._token_matrix()
         mat, lens = self._tok_bytes, self._tok_lens
         assert mat is not None and lens is not None
+        toks = toks[lens[toks] > 0]  # an empty token is never advanced
         order = toks[np.argsort(-lens[toks], kind="stable")]  # longest first
         olens = lens[order]
         n_all = order.size
