@@ -167,7 +167,7 @@ def cmd_mask(args: argparse.Namespace) -> int:
         report["min_tokens_to_complete"] = len(sc.token_ids)
         report["shortest_completion"] = sc.text
     except (NotImplementedError, RuntimeError):
-        pass  # fill-in-the-middle and contextual grammars: not built yet
+        pass  # fill-in-the-middle of a contextual-mode grammar: not built yet; or no plan
     if args.max_tokens is not None:
         report["max_tokens"] = args.max_tokens
     if args.logits:

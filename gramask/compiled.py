@@ -125,16 +125,19 @@ class CompiledGrammar:
         BudgetError
             ``max_tokens`` is below the tokens the shortest completion needs.
         NotImplementedError
-            ``max_tokens`` with a grammar in the contextual lexer mode, and ``suffix`` with a
-            contextual-mode grammar that has Python-style indentation (not built yet).
+            ``suffix`` with ``max_tokens`` for a grammar in the contextual lexer mode, and
+            ``suffix`` with a contextual-mode grammar that has Python-style indentation (not
+            built yet).
         """
-        if max_tokens is not None and self.grammar.lexer != "basic":
-            raise NotImplementedError(
-                "token budgets (max_tokens=...) are built for grammars in the basic lexer mode "
-                "so far (every bundled grammar is basic); not yet for lexer='contextual'"
-            )
         if suffix is not None:
             if self.grammar.lexer == "contextual":
+                if max_tokens is not None:
+                    raise NotImplementedError(
+                        "token budgets with a suffix (suffix=... and max_tokens=...) are not "
+                        "built yet for a grammar in the contextual lexer mode: budgets of "
+                        "prefix constraints (no suffix) are, and so are both in the basic "
+                        "mode (Grammar.from_lark(..., lexer='basic'))"
+                    )
                 if self.grammar.indentation is not None:
                     raise NotImplementedError(
                         "fill-in-the-middle (suffix=...) for a grammar in the contextual lexer "
@@ -152,10 +155,14 @@ class CompiledGrammar:
                                   lambda: self._planner(builder))
         ind = self.grammar.indentation
         builder = self._runtime(limits)
-        return Constraint(
+        cls = Constraint
+        if self.grammar.lexer == "contextual":
+            from .runtime.budget_contextual import ContextualBudgetConstraint
+
+            cls = ContextualBudgetConstraint
+        return cls(
             builder, self.vocab, prefix, tab_len=ind.tab_len if ind else 8,
-            max_tokens=max_tokens,
-            planner=(lambda: self._planner(builder)) if self.grammar.lexer == "basic" else None,
+            max_tokens=max_tokens, planner=lambda: self._planner(builder),
         )
 
     def _planner(self, builder: Any) -> Any:
@@ -163,14 +170,14 @@ class CompiledGrammar:
         programming language against a 100k+ vocabulary)."""
         if builder.planner is None:
             from .runtime.budget import BudgetPlanner
+            from .runtime.budget_contextual import ContextualBudgetPlanner
 
             ind = self.grammar.indentation
             sid = {s: i for i, s in enumerate(self.parse_tables.symbols)}
             rules = [(sid[r.lhs], tuple(sid[x] for x in r.rhs)) for r in self.grammar.rules
                      if r.lhs in sid and all(x in sid for x in r.rhs)]
-            builder.planner = BudgetPlanner(
-                builder, self.vocab, rules, ind.tab_len if ind else 8
-            )
+            cls = ContextualBudgetPlanner if builder.contextual is not None else BudgetPlanner
+            builder.planner = cls(builder, self.vocab, rules, ind.tab_len if ind else 8)
         return builder.planner
 
     # ------------------------------------------------------------------ persistence

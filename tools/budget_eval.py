@@ -21,6 +21,11 @@ Cost: per step, the plain mask (``allowed()`` of a constraint without budget, fi
 the budget's extra time on top of it (same state; the grammar mask is then a memo hit).
 
     python tools/budget_eval.py --cases 200 --vocab deepseek-v4
+    PYTHONPATH=.:tools python tools/budget_eval.py --grammar c --lexer contextual --cases 100
+
+With ``--lexer contextual`` (C, SQL) the oracle is lark's contextual LALR parser; a rejection
+of a text that gramask's own contextual prefix constraint calls complete is counted as a known
+difference of the two contextual lexers (as in fim_eval).
 """
 
 from __future__ import annotations
@@ -61,18 +66,26 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated budgets drawn from per case (default: 1 to 64)")
     ap.add_argument("--fim", action="store_true",
                     help="keep the cases' suffixes: fill-in-the-middle under a budget")
+    ap.add_argument("--lexer", choices=["basic", "contextual"], default=None,
+                    help="lexer mode for c and sql (default: the bundled grammar's, basic); "
+                         "contextual: checked by lark's contextual LALR parser")
     args = ap.parse_args(argv)
     budgets = [int(x) for x in args.budgets.split(",")]
+    if args.lexer == "contextual" and (args.grammar == "python" or args.fim):
+        ap.error("--lexer contextual: --grammar c or sql, without --fim")
 
     vocab = gramask.Vocabulary.bundled(args.vocab)
-    cg = gramask.compile(gramask.grammars.load(args.grammar), vocab)
+    grammar = gramask.grammars.load(args.grammar, lexer=args.lexer)
+    cg = gramask.compile(grammar, vocab)
     if args.grammar == "python":
         source = fim_eval.cases("random", args.cases, args.seed)
         check = fim_eval.python_error
     else:
         docs = fim_eval.SQL_DOCS if args.grammar == "sql" else fim_eval.C_DOCS
         source = fim_eval.doc_cases(docs, args.grammar, args.cases, args.seed)
-        check = fim_eval.lark_checker(args.grammar)
+        check = fim_eval.lark_checker(args.grammar, grammar.lexer)
+        if grammar.lexer == "contextual":  # lark's contextual lexer differs in known ways
+            check = fim_eval._contextual_oracle(cg, check)
     plain_ok = np.array([
         not vocab.is_special(i)
         and all((32 <= b < 127 and b != 92) or b == 10 for b in vocab.token_bytes(i))
@@ -169,14 +182,18 @@ def main(argv: list[str] | None = None) -> int:
             st["failed"] += 1
             failures.append(f"{case.source}:{case.start} budget {n}: {err}: {c.text!r}")
     w = max(1, st["walks"])
-    print(f"budget walks{' (fill-in-the-middle)' if args.fim else ''} on {args.vocab}: "
+    print(f"budget walks{' (fill-in-the-middle)' if args.fim else ''} on {args.grammar} "
+          f"({grammar.lexer} lexer), {args.vocab}: "
           f"{st['walks']} walks ({st['refused']} budgets refused "
           f"as too small), {st['steps']} steps, {time.perf_counter() - t_start:.0f} s")
     print(f"  ended complete (is_complete):       {100 * st['complete'] / w:.2f}%"
           + (f" ({st['unplanned']} cases with no completion planned)" if st["unplanned"] else "")
           + (f" ({st['empty']} walks met an empty mask)" if st["empty"] else ""))
     print(f"  accepted by the oracle:             {100 * st['parsed'] / w:.2f}% "
-          f"(+{st['known_gap']} known grammar gaps, {st['failed']} other failures)")
+          f"(+{st['known_gap']} known "
+          + ("differences of lark's contextual lexer: gramask's own prefix constraint calls "
+             "them complete" if grammar.lexer == "contextual" else "grammar gaps")
+          + f", {st['failed']} other failures)")
     probed = max(1, st["probed"])
     print(f"  forbidden tokens that fit (probed): {st['over']} of {st['probed']} "
           f"({100 * st['over'] / probed:.2f}%); allowed per step {st['budget_allowed'] / max(1, st['steps']):.0f}")

@@ -242,7 +242,7 @@ class _LexemeCosts:
         self._dist: dict[int, np.ndarray] = {}
         self._fin_str: dict[tuple[int, int], bytes] = {}
         # first pass: ends = every accepting state; then the clean ones (see class docstring)
-        self.ends = [np.flatnonzero(self.accept == t) for t in range(T)]
+        self.ends = [self.accepting_states(t) for t in range(T)]
         self.spell = self._spellings()
         self.separator = self._separator()
         for _ in range(2):
@@ -284,6 +284,11 @@ class _LexemeCosts:
                         worst = max(worst, tok.count(g))
             self.cost[b] = worst
 
+    def accepting_states(self, t: int) -> np.ndarray:
+        """The lexer states where a lexeme of ``t`` may end: where the greedy lexer reads it
+        as ``t`` (the contextual mode's planner widens this)."""
+        return np.flatnonzero(self.accept == t)
+
     def _spellings(self) -> list[bytes | None]:
         return [
             self.witness(0, t) if self._distances(t)[0] < INF else None
@@ -293,7 +298,7 @@ class _LexemeCosts:
     def _clean_ends(self, a: int) -> np.ndarray:
         """The accepting states of ``a`` after which every other spelled terminal can
         start (none for a comment: only a newline or the end of input ends it)."""
-        states = np.flatnonzero(self.accept == a)
+        states = self.accepting_states(a)
         keep = []
         for q in states.tolist():
             if all(self._glue_ok(q, b) for b in range(self.num_terminals)
@@ -449,7 +454,7 @@ class BudgetPlanner:
         self.nsym = max([len(a.symbols), *(1 + max((lhs, *rhs)) for lhs, rhs in rules)])
         if parent is None:
             self.tok = _Tokenizer(vocab)
-            self.lex = _LexemeCosts(mb, self.tok, self._predecessors(mb))
+            self.lex = self._lexeme_costs(mb, self.tok, self._predecessors(mb))
         else:
             self.tok, self.lex = parent.tok, parent.lex
         free = set()
@@ -495,6 +500,8 @@ class BudgetPlanner:
             self._tok_bytes, self._tok_lens = parent._tok_bytes, parent._tok_lens
         nl = mb.nl_live
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
+
+    _lexeme_costs = _LexemeCosts  # the contextual mode's planner uses a subclass
 
     # ------------------------------------------------------------------ symbol costs
     def _predecessors(self, mb: MaskBuilder) -> list[set[int]]:

@@ -387,7 +387,8 @@ class Constraint:
         if self._planner_factory is None:
             raise NotImplementedError(
                 "token budgets and shortest completions are built for prefix constraints "
-                "of grammars in the basic lexer mode so far"
+                "(both lexer modes) and for fill-in-the-middle in the basic lexer mode; not "
+                "yet for fill-in-the-middle in the contextual mode"
             )
         return self._planner_factory()
 

@@ -1,0 +1,412 @@
+"""Token budgets in the contextual lexer mode: every token the mask admits is backed by a
+completion walked with the contextual lexer itself.
+
+The basic mode's budget masks trust upper bounds built on the lexer DFA with greedy longest
+match over all terminals (:mod:`.budget`). The contextual lexer reads the same bytes
+differently (only the terminals the parser can take compete, so a keyword can be a name and a
+lexeme can end where the basic lexer would go on), so those bounds are not promises here. The
+rule is fill-in-the-middle's (docs/semantics.md, "Token budgets"): a token is allowed only
+where a completion after it has been walked to a complete program with
+:meth:`ContextualLexer.walk` / :meth:`ContextualLexer.complete` and fits what is left, or it is
+the first token of the step's own verified plan. The planner's costs only order the search.
+
+Per step the grammar-allowed tokens are grouped by the runtime state they lead to: a
+vectorised contextual walk over the vocabulary's byte matrix (the lexeme continues iff the
+product DFA's next state keeps a terminal of the parser's allowed set alive; otherwise it ends
+as :meth:`ContextualLexer.lexeme_end` says, once per distinct (parser state, lexer state)), so
+one plan decides a whole group. Without an indentation terminal the carry (the width of the
+current line) changes nothing a walk decides, so a group is (lexer state, parser state);
+grammars with one walk their tokens one by one (at most ``MAX_LONE``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from .budget import BudgetPlanner, _LexemeCosts
+from .constraint import Constraint, LexState
+from .limits import memo_size
+from .memo import BoundedMemo
+
+if TYPE_CHECKING:
+    from ..vocab import Vocabulary
+    from .contextual import ContextualLexer
+    from .masks import MaskBuilder
+    from .parse_state import PState
+
+__all__ = ["ContextualBudgetConstraint", "ContextualBudgetPlanner"]
+
+
+class _ContextualView:
+    """The mask builder as the planner sees it in the contextual mode: the same DFA and
+    parser, lexemes ended by the contextual rule (``lexeme_end``; ``complete`` already
+    dispatches to it)."""
+
+    def __init__(self, mb: MaskBuilder) -> None:
+        cx = mb.contextual
+        assert cx is not None
+        self._mb = mb
+        self.lexeme_end = cx.lexeme_end
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._mb, name)
+
+
+class _ContextualLexemeCosts(_LexemeCosts):
+    """Lexer-side costs where a terminal the greedy lexer never produces (a ``BIT`` that
+    the literals ``"0"`` and ``"1"`` shadow) may end wherever it accepts: the contextual
+    lexer reads it where the parser allows it and not the other one. (Every terminal's
+    accepting states instead made the costs of the others worse: more states to glue after.)"""
+
+    def accepting_states(self, t: int) -> np.ndarray:
+        own = super().accepting_states(t)
+        return own if own.size else np.flatnonzero(self.accepting[:, t])
+
+    def _clean_ends(self, a: int) -> np.ndarray:
+        # none clean (every end of BIT starts the literal "00000"): any end, the contextual
+        # lexer ends it where the parser allows nothing longer
+        own = super()._clean_ends(a)
+        return own if own.size else self.accepting_states(a)
+
+    def __init__(self, mb: MaskBuilder, tok: Any, preds: list[set[int]] | None = None) -> None:
+        self.accepting = np.asarray(mb.dfa.accepting, dtype=bool)
+        super().__init__(mb, tok, preds)
+
+
+# tokens grouped by the state they lead to: (lexer state, parser state, members)
+_Groups = list[tuple[int, "PState", np.ndarray]]
+
+
+class ContextualBudgetPlanner(BudgetPlanner):
+    """:class:`BudgetPlanner` over the contextual lexer (its bounds order the search; plans
+    are walked with the contextual lexer), plus the grouping of tokens by the state they
+    lead to."""
+
+    _lexeme_costs = _ContextualLexemeCosts
+
+    def __init__(self, mb: MaskBuilder, vocab: Vocabulary,
+                 rules: list[tuple[int, tuple[int, ...]]], tab_len: int) -> None:
+        super().__init__(cast("MaskBuilder", _ContextualView(mb)), vocab, rules, tab_len)
+        cx = mb.contextual
+        assert cx is not None
+        self.cx: ContextualLexer = cx
+        self._live = np.asarray(mb.dfa.live, dtype=bool)  # (S, T)
+        self._trans = np.asarray(mb.dfa.trans, dtype=np.int64)
+        self._live_under: dict[int, np.ndarray] = {}  # allowed set → live states under it
+        self._groups: BoundedMemo[tuple[int, int], _Groups] = BoundedMemo(
+            memo_size(mb.limits.mask_cache))
+
+    def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
+        """The fallback search's chunks, plus each expected next lexeme's spelling with no
+        separator: the planner glues a separator on where the basic lexer would read the
+        next lexeme's first byte into the one before, but the contextual lexer ends that one
+        there when no terminal the parser allows goes on (``KEY`` before ``=`` where a
+        ``VALUE`` could swallow it); the walk decides."""
+        out = super()._chunks(q, carry, p)
+        p2 = self.cx.lexeme_end(p, q, carry) if q else p
+        if p2 is None:
+            return out
+        lex, exp = self.lex, p2.es.expected
+        seen = set(out)
+        for t in range(lex.num_terminals):
+            w = lex.spell[t]
+            if w and (exp >> t) & 1 and not lex.ignored[t] and w not in seen:
+                seen.add(w)
+                out.append(w)
+        return out
+
+    def live_under(self, p: PState) -> np.ndarray:
+        """Per lexer state: does some terminal the parser at ``p`` allows stay alive there?"""
+        a = self.cx.allowed(p)
+        r = self._live_under.get(a)
+        if r is None:
+            bits = np.array([(a >> t) & 1 for t in range(self._live.shape[1])], dtype=bool)
+            r = self._live_under[a] = np.asarray(self._live[:, bits].any(axis=1))
+        return r
+
+    def group_tokens(self, q: int, p: PState, toks: np.ndarray) -> _Groups:
+        """``toks`` (tokens the grammar mask allows at (q, p)) grouped by the state the
+        contextual walk of their bytes ends in, largest groups first; tokens whose walk
+        fails are left out. Only for grammars without an indentation terminal (the carry is
+        not tracked). Memoised per (q, p) for the grammar mask's own tokens."""
+        key = (q, p.uid)
+        r = self._groups.get(key)
+        if r is not None:
+            return r
+        self._token_matrix()
+        mat, lens = self._tok_bytes, self._tok_lens
+        assert mat is not None and lens is not None
+        toks = toks[lens[toks] > 0]  # an empty token is never advanced
+        order = toks[np.argsort(-lens[toks], kind="stable")]  # longest first
+        olens = lens[order]
+        n_all = order.size
+        qs = np.full(n_all, q, dtype=np.int64)
+        ps = np.zeros(n_all, dtype=np.int64)  # index into vert
+        alive = np.ones(n_all, dtype=bool)
+        vert: list[PState] = [p]
+        vid = {p.uid: 0}
+        lu = [self.live_under(p)]
+        S = self._trans.shape[0]
+        trans = self._trans
+        cx = self.cx
+        ends: dict[int, int] = {}  # pidx * S + q → pidx after the lexeme ends (-1: cannot)
+
+        def end_of(pi: int, qq: int) -> int:
+            k = pi * S + qq
+            r = ends.get(k)
+            if r is None:
+                p2 = cx.lexeme_end(vert[pi], qq, 0) if qq else None
+                if p2 is None:
+                    r = -1
+                else:
+                    r = vid.get(p2.uid, -1)
+                    if r < 0:
+                        r = vid[p2.uid] = len(vert)
+                        vert.append(p2)
+                        lu.append(self.live_under(p2))
+                ends[k] = r
+            return r
+
+        for j in range(int(olens[0]) if n_all else 0):
+            n = int((olens > j).sum())
+            idx = np.flatnonzero(alive[:n])
+            if not idx.size:
+                continue
+            b = mat[order[idx], j].astype(np.int64)
+            cq, cp = qs[idx], ps[idx]
+            nq = trans[cq, b]
+            luv = np.stack(lu)
+            ok = (nq >= 0) & luv[cp, np.maximum(nq, 0)]
+            if not ok.all():
+                bad = np.flatnonzero(~ok)
+                pair = cp[bad] * S + cq[bad]
+                uniq, inv = np.unique(pair, return_inverse=True)
+                newp = np.array([end_of(int(k) // S, int(k) % S) for k in uniq.tolist()],
+                                dtype=np.int64)[inv]
+                luv = np.stack(lu)
+                nq0 = trans[0, b[bad]]
+                ok2 = (newp >= 0) & (nq0 >= 0) & luv[np.maximum(newp, 0), np.maximum(nq0, 0)]
+                nq[bad] = nq0
+                cp = cp.copy()
+                cp[bad] = newp
+                dead = bad[~ok2]
+                alive[idx[dead]] = False
+            qs[idx] = nq
+            ps[idx] = cp
+        # a walk may stop inside a lexeme only where ``end_ok`` holds
+        sel = np.flatnonzero(alive & (qs != 0))
+        if sel.size:
+            pair = ps[sel] * S + qs[sel]
+            uniq, inv = np.unique(pair, return_inverse=True)
+            fine = np.array([cx.end_ok(vert[int(k) // S], int(k) % S) for k in uniq.tolist()],
+                            dtype=bool)[inv]
+            alive[sel[~fine]] = False
+        live = np.flatnonzero(alive)
+        gkey = ps[live] * S + qs[live]
+        uniq, inv, counts = np.unique(gkey, return_inverse=True, return_counts=True)
+        members = order[live][np.argsort(inv, kind="stable")]
+        cuts = np.concatenate(([0], np.cumsum(counts)))
+        out: _Groups = [
+            (int(k) % S, vert[int(k) // S], members[cuts[i]:cuts[i + 1]])
+            for i, k in enumerate(uniq.tolist())
+        ]
+        out.sort(key=lambda g: -g[2].size)
+        self._groups.put(key, out)
+        return out
+
+
+class ContextualBudgetConstraint(Constraint):
+    """A prefix constraint of a contextual-mode grammar; with ``max_tokens``, budget masks
+    that admit only tokens backed by walked completions (see the module docstring)."""
+
+    # Per step: at most MAX_GROUPS groups checked (those whose bound fits first, the largest
+    # first; C and SQL steps have up to about 1,100 groups), at most MAX_PLANS of them
+    # with a plan of their own (the rest through plans shared per (parser state, terminal));
+    # with an indentation terminal, at most MAX_LONE tokens walked one by one.
+    MAX_GROUPS = 4096
+    MAX_PLANS = 96
+    MAX_LONE = 1024
+    VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
+
+    _verified_next: tuple[Any, int, np.ndarray, list[tuple[int, ...]]] | None = None
+
+    def _cx_planner(self) -> ContextualBudgetPlanner:
+        return cast(ContextualBudgetPlanner, self._budget_planner())
+
+    def _apply_budget(self, st: Any, m: np.ndarray) -> None:
+        """Keep in ``m`` only the tokens after which a walked completion of at most
+        ``remaining − 1`` tokens is known, and the step's own plan's first token."""
+        left = self.remaining_tokens
+        assert left is not None
+        try:
+            plan: tuple[int, ...] | None = self._plan()
+        except RuntimeError:
+            plan = None
+        keep = np.zeros_like(m)
+        if plan and len(plan) <= left:
+            keep[plan[0]] = True
+        index = np.full(m.size, -1, dtype=np.int32)
+        comps: list[tuple[int, ...]] = []
+        self._verified_next = (st, len(self._history), index, comps)
+        if left >= 1:
+            ver = _Verifier(self, left - 1)
+            groups = self._state_groups(st, np.flatnonzero(m))[: self.MAX_GROUPS]
+            # the groups the planner's bound says fit first (plans are capped), the largest
+            # first within each kind: the bound orders, the walked plan decides
+            pl = self._cx_planner()
+            over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
+            order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
+            for s, members in (groups[i] for i in order):
+                done = ver.state(s)
+                if done is not None:
+                    keep[members] = True
+                    index[members] = len(comps)
+                    comps.append(done)
+        if keep.any() or plan is not None or self._complete(st):
+            m &= keep
+        # else: no completion known at all (the planner failed here): the grammar mask,
+        # best effort, never empty
+
+    def _state_groups(self, st: LexState, toks: np.ndarray
+                      ) -> list[tuple[LexState, np.ndarray]]:
+        """``toks`` grouped by the state they lead to (each group's state from a real walk
+        of its first member), largest groups first."""
+        cx = self._b.contextual
+        assert cx is not None
+        vocab = self._vocab
+        out: list[tuple[LexState, np.ndarray]] = []
+        if cx.nl_t < 0:
+            q, _carry, p = st
+            for fq, fp, members in self._cx_planner().group_tokens(q, p, toks):
+                s = self._walk(st, vocab.token_bytes(int(members[0])))
+                # the vectorised walk and the real one agree (tests pin it); if they ever
+                # did not, the group is dropped: never admitted on a guess
+                if not isinstance(s, int) and s[0] == fq and s[2].uid == fp.uid:
+                    out.append((s, members))
+            return out
+        buckets: dict[tuple[int, int, int], tuple[LexState, list[int]]] = {}
+        for t in toks[: self.MAX_LONE].tolist():
+            s = self._walk(st, vocab.token_bytes(t))
+            if isinstance(s, int):
+                continue
+            b = buckets.setdefault((s[0], s[1], s[2].uid), (s, []))
+            b[1].append(t)
+        for s, ids in sorted(buckets.values(), key=lambda b: -len(b[1])):
+            out.append((s, np.array(ids, dtype=np.int64)))
+        return out
+
+    def advance(self, token_id: int) -> None:
+        """Consume one token (see :meth:`Constraint.advance`). Under a budget, the completion
+        that verified the token becomes the next step's plan, so the next mask allows its
+        first token."""
+        done = None
+        if (self._max_tokens is not None and not self._finished
+                and isinstance(token_id, (int, np.integer)) and not isinstance(token_id, bool)):
+            self._budget_mask()
+            cache = self._verified_next
+            if (cache is not None and cache[0] is self._history[-1]
+                    and cache[1] == len(self._history) and 0 <= token_id < cache[2].size):
+                i = int(cache[2][token_id])
+                done = cache[3][i] if i >= 0 else None
+        super().advance(token_id)
+        if done is not None and self._plans[-1] is None and not self._finished:
+            self._plans[-1] = done
+
+    def clone(self) -> ContextualBudgetConstraint:
+        c = ContextualBudgetConstraint(
+            self._b, self._vocab, tab_len=self._tab, max_tokens=self._max_tokens,
+            planner=self._planner_factory, _history=list(self._history),
+            _chunks=list(self._chunks), _finished=self._finished, _plans=list(self._plans),
+        )
+        c._prefix = self._prefix
+        return c
+
+
+class _Verifier:
+    """One budget step's checks: a walked completion of at most ``left`` tokens from the state
+    after a token, or None. A state whose lexeme in progress is finished as terminal ``a`` by
+    its witness shares a plan with the other states of its parser state finished as ``a``: the
+    shared plan's first token is walked, and where that reaches the very state the shared
+    plan's walk reached, the plan's remaining tokens are known to complete from there."""
+
+    def __init__(self, c: ContextualBudgetConstraint, left: int) -> None:
+        self.c = c
+        self.left = left
+        self.planner = c._cx_planner()
+        self.plans = c.MAX_PLANS
+        cx = c._b.contextual
+        assert cx is not None
+        self.carry_matters = cx.nl_t >= 0
+        # (parser state, terminal) → (state key after the shared plan's first token, the
+        # plan), or None where no plan was found
+        self.shared: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
+
+    def _key(self, s: LexState) -> tuple[int, ...]:
+        return (s[0], s[1], s[2].uid) if self.carry_matters else (s[0], s[2].uid)
+
+    def _norm(self, s: LexState) -> LexState:
+        """Without an indentation terminal the carry decides nothing: one plan memo entry
+        per (lexer state, parser state)."""
+        return s if self.carry_matters else (s[0], 0, s[2])
+
+    def _plan(self, s: LexState) -> tuple[int, ...] | None:
+        if self.plans <= 0:
+            return None
+        self.plans -= 1
+        c = self.c
+        try:
+            return self.planner.plan(self._norm(s), c._walk, c._complete,
+                                     search=c.VERIFY_SEARCH)
+        except RuntimeError:
+            return None
+
+    def _walk_ids(self, s: LexState, ids: tuple[int, ...]) -> LexState | None:
+        c = self.c
+        for i in ids:
+            r = c._walk(s, c._vocab.token_bytes(i))
+            if isinstance(r, int):
+                return None
+            s = r
+        return s
+
+    def state(self, s: LexState) -> tuple[int, ...] | None:
+        c = self.c
+        if c._complete(s):
+            return ()
+        if self.left == 0:
+            return None
+        pl = self.planner
+        lex = pl.lex
+        for a, cost in lex.fin_list[s[0]][:2]:
+            if cost > self.left:
+                break
+            w = lex.witness(s[0], a)
+            tw = pl.tok.tokenize(w) if w else ()
+            if tw is None or len(tw) > self.left:
+                continue
+            s_a = self._walk_ids(s, tw)  # token by token, as a generation would
+            if s_a is None:
+                continue
+            if c._complete(s_a):
+                return tw
+            key = (s[2].uid, a)
+            if key not in self.shared:
+                p = self._plan(s_a)
+                ent = None
+                if p:
+                    s1 = self._walk_ids(s_a, p[:1])
+                    ent = None if s1 is None else (self._key(s1), p)
+                self.shared[key] = ent
+            ent = self.shared[key]
+            if ent is None:
+                continue
+            k1, p = ent
+            if len(tw) + len(p) > self.left:
+                continue
+            s1 = self._walk_ids(s_a, p[:1])
+            if s1 is not None and self._key(s1) == k1:
+                return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
+        p = self._plan(s)
+        return p if p is not None and len(p) <= self.left else None
