@@ -436,3 +436,21 @@ def test_python_fim_budget_allowed_tokens_carry_walked_completions() -> None:
             c.advance(int(rnd.choice(ids)))
         assert c.is_complete()
     assert checked > 100
+
+
+def test_no_completion_raises_no_completion_error() -> None:
+    """A vocabulary that cannot spell the end of the program ("bc" needs a "c"): with
+    ``max_tokens`` the constraint cannot plan its budget and says so with
+    ``NoCompletionError`` (a ``RuntimeError``, not a ``BudgetError``: no minimum is known),
+    with or without a suffix; without ``max_tokens`` the same constraint is built."""
+    cg, _ = tiny('start: "a" "bc"\n', ["a", "b", "x"])
+    for suffix in (None, ""):
+        cg.constraint("a", suffix=suffix)
+        with pytest.raises(gramask.NoCompletionError) as e:
+            cg.constraint("a", suffix=suffix, max_tokens=4)
+        assert e.value.budget == 4 and isinstance(e.value, RuntimeError)
+        assert not isinstance(e.value, gramask.BudgetError)
+        assert "without max_tokens" in str(e.value)
+        with pytest.raises(gramask.NoCompletionError) as e:
+            cg.constraint("a", suffix=suffix).shortest_completion()
+        assert e.value.budget is None

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ..errors import NoCompletionError
 from .lexing import indent_widths
 from .limits import memo_size
 from .masks import walk_row_trie
@@ -1006,8 +1007,9 @@ class BudgetPlanner:
 
         Raises
         ------
-        RuntimeError
-            No completion could be built (the vocabulary cannot spell one).
+        NoCompletionError
+            No completion was found (the vocabulary cannot spell one, or the search did not
+            reach one).
         """
         view = view or _plain_view
         q, carry, _ = view(st)
@@ -1017,14 +1019,14 @@ class BudgetPlanner:
             return r
         failed = self._failed.get(key)
         if failed is not None and failed >= search:
-            raise RuntimeError(_NO_PLAN)
+            raise NoCompletionError(_NO_PLAN)
         ids = self._checked(st, self.completion_text(st, walk, complete, view), walk, complete)
         if ids is None and search > 0:
             text = self.search_text(st, walk, complete, view, search)
             ids = self._checked(st, text, walk, complete)
         if ids is None:
             self._failed.put(key, search)
-            raise RuntimeError(_NO_PLAN)
+            raise NoCompletionError(_NO_PLAN)
         self._plans.put(key, ids)
         return ids
 

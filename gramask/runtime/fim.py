@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidPrefixError, InvalidSuffixError
+from ..errors import InvalidPrefixError, InvalidSuffixError, LimitExceededError, NoCompletionError
 from .boundary import boundary_filter, with_boundary
 from .constraint import Constraint
 from .lexing import NEWLINE, indent_widths, walk
@@ -80,6 +80,7 @@ class FimConstraint(Constraint):
     ``CompiledGrammar.constraint(prefix=..., suffix=...)``."""
 
     MAX_ENDS = 4096  # memo of exact end checks, per constraint family
+    _inputs = "prefix and suffix"
 
     def __init__(
         self,
@@ -299,7 +300,7 @@ class FimConstraint(Constraint):
         q, carry, pq = self._view(st)
         try:
             plan = self._plan()
-        except RuntimeError:
+        except (NoCompletionError, LimitExceededError):
             plan = None
         keep = np.zeros_like(m)
         if plan and len(plan) <= left:
@@ -621,7 +622,7 @@ class _Verifier:
         try:
             return self.planner.plan(s, c._walk, c._complete, c._view,
                                      search=c.VERIFY_SEARCH)
-        except RuntimeError:
+        except (NoCompletionError, LimitExceededError):
             return None
 
     def group(self, token: int, vertex: int) -> tuple[int, ...] | None:
