@@ -1037,7 +1037,8 @@ class BudgetPlanner:
         state, carry and parser state, for constraints with wider states). Memoised. Where
         following the bounds' choices fails (fill-in-the-middle: the quotient's costs can be
         optimistic), a best-first search of up to ``search`` states looks further; then, for
-        a full search (``search`` ≥ ``SEARCH_NODES``), the ``strict`` planner, if any.
+        a full search (``search`` ≥ ``SEARCH_NODES``), the ``strict`` planner, if any — which
+        from then on is tried first (these costs led nowhere with this suffix).
 
         Raises
         ------
@@ -1054,17 +1055,24 @@ class BudgetPlanner:
         failed = self._failed.get(key)
         if failed is not None and failed >= search:
             raise NoCompletionError(_NO_PLAN)
-        ids = self._checked(st, self.completion_text(st, walk, complete, view), walk, complete)
-        if ids is None and search > 0:
-            text = self.search_text(st, walk, complete, view, search)
-            ids = self._checked(st, text, walk, complete)
-        if ids is None and self.strict is not None and search >= SEARCH_NODES:
-            # the step's own plan (a full search), not each token's: the strict planner's
-            # costs, where these were too optimistic to lead anywhere
-            if self._strict is None:
-                self._strict = self.strict()
+        ids = None
+        full = search >= SEARCH_NODES  # a step's own plan, not a token's check
+        sp = self._strict
+        if sp is not None:
+            # these costs once led nowhere with this suffix: the strict planner leads
             with contextlib.suppress(NoCompletionError):
-                ids = self._strict.plan(st, walk, complete, view, search)
+                ids = sp.plan(st, walk, complete, view, search)
+        if ids is None and (sp is None or full):
+            ids = self._checked(st, self.completion_text(st, walk, complete, view), walk,
+                                complete)
+            if ids is None and search > 0:
+                text = self.search_text(st, walk, complete, view, search)
+                ids = self._checked(st, text, walk, complete)
+        if ids is None and sp is None and self.strict is not None and full:
+            # the strict planner's costs, where these were too optimistic to lead anywhere
+            self._strict = sp = self.strict()
+            with contextlib.suppress(NoCompletionError):
+                ids = sp.plan(st, walk, complete, view, search)
         if ids is None:
             self._failed.put(key, search)
             raise NoCompletionError(_NO_PLAN)
