@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import GramaskError
+from .errors import GramaskError, NoCompletionError
 
 if TYPE_CHECKING:
     from .compiled import CompiledGrammar
@@ -166,7 +166,7 @@ def cmd_mask(args: argparse.Namespace) -> int:
         sc = c.shortest_completion()
         report["min_tokens_to_complete"] = len(sc.token_ids)
         report["shortest_completion"] = sc.text
-    except (NotImplementedError, RuntimeError):
+    except (NotImplementedError, NoCompletionError):
         pass  # fill-in-the-middle of a contextual-mode grammar: not built yet; or no plan
     if args.max_tokens is not None:
         report["max_tokens"] = args.max_tokens

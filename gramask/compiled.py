@@ -124,6 +124,9 @@ class CompiledGrammar:
             No middle connects ``prefix`` to ``suffix``; the error names the offset in the suffix.
         BudgetError
             ``max_tokens`` is below the tokens the shortest completion needs.
+        NoCompletionError
+            ``max_tokens`` given, but gramask found no completion to plan the budget with
+            (a ``RuntimeError``; the same constraint without ``max_tokens`` works).
         NotImplementedError
             ``suffix`` with ``max_tokens`` for a grammar in the contextual lexer mode, and
             ``suffix`` with a contextual-mode grammar that has Python-style indentation (not

@@ -108,6 +108,19 @@ class BudgetError(GramaskError, ValueError):
         super().__init__(message)
 
 
+class NoCompletionError(GramaskError, RuntimeError):
+    """gramask found no completion of the prefix (and suffix) that the vocabulary can spell,
+    so it cannot plan how a generation would end: ``constraint(..., max_tokens=N)`` cannot
+    guarantee its budget (``budget``: N; None from ``shortest_completion()``). Not a verdict
+    on the input — a completion may exist that the planner's search did not reach; the same
+    constraint without ``max_tokens`` still works (its masks need no plan). A
+    ``RuntimeError``, as before it had a type of its own."""
+
+    def __init__(self, message: str, *, budget: int | None = None) -> None:
+        self.budget = budget
+        super().__init__(message)
+
+
 __all__ = [
     "ArtifactError",
     "ArtifactVersionError",
@@ -118,6 +131,7 @@ __all__ = [
     "InvalidRegexError",
     "InvalidSuffixError",
     "LimitExceededError",
+    "NoCompletionError",
     "TokenRejected",
     "UnsupportedRegexError",
     "VocabularyError",

@@ -476,3 +476,57 @@ def test_python_fim_budget_allowed_tokens_carry_walked_completions() -> None:
             c.advance(int(rnd.choice(ids)))
         assert c.is_complete()
     assert checked > 100
+
+
+def test_no_completion_raises_no_completion_error() -> None:
+    """A vocabulary that cannot spell the end of the program ("bc" needs a "c"): with
+    ``max_tokens`` the constraint cannot plan its budget and says so with
+    ``NoCompletionError`` (a ``RuntimeError``, not a ``BudgetError``: no minimum is known),
+    with or without a suffix; without ``max_tokens`` the same constraint is built."""
+    cg, _ = tiny('start: "a" "bc"\n', ["a", "b", "x"])
+    for suffix in (None, ""):
+        cg.constraint("a", suffix=suffix)
+        with pytest.raises(gramask.NoCompletionError) as e:
+            cg.constraint("a", suffix=suffix, max_tokens=4)
+        assert e.value.budget == 4 and isinstance(e.value, RuntimeError)
+        assert not isinstance(e.value, gramask.BudgetError)
+        assert "without max_tokens" in str(e.value)
+        with pytest.raises(gramask.NoCompletionError) as e:
+            cg.constraint("a", suffix=suffix).shortest_completion()
+        assert e.value.budget is None
+
+
+# Cuts where the budget planner once found no completion (tools/budget_eval.py --fim, random
+# stdlib cuts, deepseek-v4), shrunk. Python's newline lexeme takes comments, so a "#" could
+# carry on into each suffix's first line and across its newline: the quotient's costs priced
+# that as a free end after any lexeme, at any newline's width, though the suffix fixes the
+# width (deeper than the middle's blocks); they said "done" at every fresh line, the greedy
+# plan dead-ended and the search drowned in near-zero estimates. The strict fallback planner
+# plans such a lexeme only through the lexer states the suffix's head ends it from.
+_UNPLANNED_CUTS = {
+    # script_helper.py: cut inside a call's argument name, the suffix ends a `with` header
+    "name_in_with": ("def f():\n    x = g(a, b", "c, 'w') as f:\n        pass\n"),
+    # test_frombuffer.py: cut inside `self.ass` (`ert` would make the keyword `assert`), the
+    # suffix starts with a line one block deeper
+    "deeper_block": ("def f():\n    x.ass", "\n        (a * 16).b(c)\n"),
+    # idna.py: the suffix starts with a comment line two blocks deeper, then `continue`
+    "comment_line": ("def f():\n    x", "            # c\n            continue\n        y()\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_UNPLANNED_CUTS))
+def test_fim_budget_plans_where_the_suffix_fixes_the_indentation(name: str) -> None:
+    """Each cut plans under a budget (no ``NoCompletionError``); its shortest completion and
+    a random walk that follows the masks end complete, and ``ast.parse`` accepts them."""
+    pre, suf = _UNPLANNED_CUTS[name]
+    cg = compiled("python", "deepseek-v4")
+    v = cg.vocab
+    c = cg.constraint(pre, suffix=suf, max_tokens=10)
+    sc = c.shortest_completion()
+    _parses(pre + sc.text + suf)
+    prefer = np.array([not v.is_special(i) and all((32 <= b < 127 and b != 92) or b == 10
+                                                    for b in v.token_bytes(i))
+                       for i in range(len(v))])
+    _walk_budget(c, random.Random(0), prefer, v.eos_token_id)
+    assert c.is_complete()
+    _parses(pre + c.text + suf)

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         except gramask.InvalidPrefixError:  # a broken suffix (InvalidSuffixError) too
             continue
-        except RuntimeError as e:  # no completion could be planned
+        except gramask.NoCompletionError as e:  # no completion could be planned
             st["unplanned"] += 1
             failures.append(f"{case.source}:{case.start}-{case.end} budget {n}: {e}")
             continue

@@ -27,13 +27,15 @@ bound; :meth:`completion` tokenises the whole text at once and may come out belo
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ..errors import NoCompletionError
 from .lexing import indent_widths
 from .limits import memo_size
 from .masks import walk_row_trie
@@ -355,14 +357,16 @@ class _LexemeCosts:
             frontier = reach
         return d
 
-    def boundary_targets(self, head: bytes, a: int, after: int | None) -> np.ndarray:
+    def boundary_targets(self, head: bytes, a: int | Iterable[int], after: int | None,
+                         ) -> np.ndarray:
         """Lexer states from which ``head`` (the suffix's first bytes) ends the lexeme as
-        ``a``, killed by the byte ``after`` (None: the input ends)."""
+        ``a`` (or as one of several terminals), killed by the byte ``after`` (None: the input
+        ends)."""
         st = np.arange(self.num_states, dtype=np.int64)
         for x in head:
             st = np.where(st >= 0, self.trans[np.maximum(st, 0), x], -1)
         ok = st >= 0
-        ok &= self.accept[np.maximum(st, 0)] == a
+        ok &= np.isin(self.accept[np.maximum(st, 0)], [a] if isinstance(a, int) else list(a))
         if after is not None:
             ok &= self.trans[np.maximum(st, 0), after] < 0
         return ok
@@ -443,6 +447,16 @@ class BudgetPlanner:
         # fill-in-the-middle: markers that stand for the middle's last lexeme continued by the
         # suffix → distances (bytes, per lexer state) to where the suffix's head ends it
         self.boundary: dict[int, np.ndarray] = {}
+        # fill-in-the-middle: the boundary markers (above) whose lexeme does not stand in the
+        # parse (a comment, blanks, a newline lexeme the suffix continues): the marker comes
+        # after it, not instead of it; with the width a newline lexeme ends at (the last
+        # line of the suffix's part of it; None: not known here)
+        self.glued: dict[int, tuple[frozenset[int], int | None]] = {}
+        # fill-in-the-middle: what builds the planner :meth:`plan` falls back on (on first
+        # use), whose glued markers are in ``glued`` (here they are free ends after any
+        # lexeme; see ``fim._quotient_planner``)
+        self.strict: Callable[[], BudgetPlanner] | None = None
+        self._strict: BudgetPlanner | None = None
         # fill-in-the-middle: "the input may end here" exactly as far as the view knows
         # (the quotient's own finish ignores how the suffix glues on)
         self.end_check: Callable[[int, int, PState], bool] | None = None
@@ -1054,11 +1068,10 @@ class BudgetPlanner:
         """Fill-in-the-middle: the cheapest way to make the lexeme in progress at ``q`` the
         one the suffix continues (tokens to complete, bytes to add); (INF, b"") if none."""
         best, text = INF, b""
-        exp = p.es.expected
         for m, d in self.boundary.items():
-            if d[q] >= INF or not (exp >> m) & 1:
+            if d[q] >= INF:
                 continue
-            rest = self.shifted_cost(p.es, m, self.k_newline(p))
+            rest = self._marker_rest(p, m)
             if rest >= best:
                 continue
             w = self.lex.path(q, d)
@@ -1066,6 +1079,27 @@ class BudgetPlanner:
             if c < best:
                 best, text = c, w
         return best, text
+
+    def _marker_rest(self, p: PState, m: int) -> int:
+        """Tokens to complete once the lexeme in progress is the one boundary marker ``m``
+        stands for (INF: the parser at ``p`` cannot take it): the marker shifted instead of
+        the lexeme, or, for a glued one, after the lexeme (a newline lexeme at its width)."""
+        k = self.k_newline(p)
+        g = self.glued.get(m)
+        if g is None:
+            return self.shifted_cost(p.es, m, k) if (p.es.expected >> m) & 1 else INF
+        ends, width = g
+        best = INF
+        for t in ends:
+            p2: PState | None = p
+            if t == self.nl_t and p.depth == 0:
+                top = p.indent[-1] if p.indent else 0
+                p2 = self.ctx.newline(p, top if width is None else width)
+            elif not self.lex.ignored[t]:
+                continue
+            if p2 is not None and (p2.es.expected >> m) & 1:
+                best = min(best, self.shifted_cost(p2.es, m, k))
+        return best
 
     def token_costs(self, p: PState, q: int, carry: int, costs: bool = True) -> TokenCosts:
         """Per token: an upper bound on the tokens still needed after it (INF: none known),
@@ -1197,12 +1231,15 @@ class BudgetPlanner:
         them (``walk``/``complete`` are the constraint's own; ``view(st)`` gives its lexer
         state, carry and parser state, for constraints with wider states). Memoised. Where
         following the bounds' choices fails (fill-in-the-middle: the quotient's costs can be
-        optimistic), a best-first search of up to ``search`` states looks further.
+        optimistic), a best-first search of up to ``search`` states looks further; then, for
+        a full search (``search`` ≥ ``SEARCH_NODES``), the ``strict`` planner, if any — which
+        from then on is tried first (these costs led nowhere with this suffix).
 
         Raises
         ------
-        RuntimeError
-            No completion could be built (the vocabulary cannot spell one).
+        NoCompletionError
+            No completion was found (the vocabulary cannot spell one, or the search did not
+            reach one).
         """
         view = view or _plain_view
         q, carry, _ = view(st)
@@ -1212,14 +1249,28 @@ class BudgetPlanner:
             return r
         failed = self._failed.get(key)
         if failed is not None and failed >= search:
-            raise RuntimeError(_NO_PLAN)
-        ids = self._checked(st, self.completion_text(st, walk, complete, view), walk, complete)
-        if ids is None and search > 0:
-            text = self.search_text(st, walk, complete, view, search)
-            ids = self._checked(st, text, walk, complete)
+            raise NoCompletionError(_NO_PLAN)
+        ids = None
+        full = search >= SEARCH_NODES  # a step's own plan, not a token's check
+        sp = self._strict
+        if sp is not None:
+            # these costs once led nowhere with this suffix: the strict planner leads
+            with contextlib.suppress(NoCompletionError):
+                ids = sp.plan(st, walk, complete, view, search)
+        if ids is None and (sp is None or full):
+            ids = self._checked(st, self.completion_text(st, walk, complete, view), walk,
+                                complete)
+            if ids is None and search > 0:
+                text = self.search_text(st, walk, complete, view, search)
+                ids = self._checked(st, text, walk, complete)
+        if ids is None and sp is None and self.strict is not None and full:
+            # the strict planner's costs, where these were too optimistic to lead anywhere
+            self._strict = sp = self.strict()
+            with contextlib.suppress(NoCompletionError):
+                ids = sp.plan(st, walk, complete, view, search)
         if ids is None:
             self._failed.put(key, search)
-            raise RuntimeError(_NO_PLAN)
+            raise NoCompletionError(_NO_PLAN)
         self._plans.put(key, ids)
         return ids
 
@@ -1321,7 +1372,7 @@ class BudgetPlanner:
             if glued is not None:
                 out.append(glued)
         starts = [lex.path(0, d) for m, d in self.boundary.items()
-                  if d[0] < INF and (exp >> m) & 1]
+                  if d[0] < INF and (m in self.glued or (exp >> m) & 1)]
         for w in [*starts, *self.openers]:
             if w:
                 glued = w if not q or lex.trans[q, w[0]] < 0 else (
@@ -1477,7 +1528,7 @@ class BudgetPlanner:
             if c < best:
                 best, text = c, glued
         for m, d in self.boundary.items():
-            if d[0] >= INF or not (exp >> m) & 1:
+            if d[0] >= INF:
                 continue
             w = lex.path(0, d)
             if not w:
@@ -1486,7 +1537,7 @@ class BudgetPlanner:
                 None if lex.separator is None else lex.separator + w)
             if glued is None:
                 continue
-            c = self.tok.count(glued) + self.shifted_cost(p.es, m, k)
+            c = self.tok.count(glued) + self._marker_rest(p, m)
             if c < best:
                 best, text = c, glued
         return text, best

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from ..errors import LimitExceededError, NoCompletionError
 from .budget import BudgetPlanner, _LexemeCosts
 from .constraint import Constraint, LexState
 from .limits import memo_size
@@ -242,7 +243,7 @@ class ContextualBudgetConstraint(Constraint):
         assert left is not None
         try:
             plan: tuple[int, ...] | None = self._plan()
-        except RuntimeError:
+        except (NoCompletionError, LimitExceededError):
             plan = None
         keep = np.zeros_like(m)
         if plan and len(plan) <= left:
@@ -359,7 +360,7 @@ class _Verifier:
         try:
             return self.planner.plan(self._norm(s), c._walk, c._complete,
                                      search=c.VERIFY_SEARCH)
-        except RuntimeError:
+        except (NoCompletionError, LimitExceededError):
             return None
 
     def _walk_ids(self, s: LexState, ids: tuple[int, ...]) -> LexState | None:

@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ..errors import BudgetError, InvalidPrefixError, TokenRejected
+from ..errors import (
+    BudgetError,
+    InvalidPrefixError,
+    LimitExceededError,
+    NoCompletionError,
+    TokenRejected,
+)
 from .lexing import walk
 from .masks import MaskBuilder
 from .parse_state import PState
@@ -42,6 +48,9 @@ LexState = tuple[int, int, PState]  # lexer DFA state, indentation carry, parser
 # (at most this many per step; beyond, the bound decides)
 _REFINE_SLACK = 2
 _REFINE_MAX = 32
+# a plan that could not be made (none found, or a parse outgrew its limits while planning):
+# the token or group it was for is not allowed by the budget
+_PLAN_FAILED = (NoCompletionError, LimitExceededError)
 
 
 class Completion(NamedTuple):
@@ -71,6 +80,8 @@ def _prefix_bytes(prefix: object) -> bytes:
 
 class Constraint:
     """The state of one constrained generation. Create with ``CompiledGrammar.constraint()``."""
+
+    _inputs = "prefix"  # what the constraint was given, for messages
 
     def __init__(
         self,
@@ -112,7 +123,15 @@ class Constraint:
         self._finished = False
         self._plans = [None]
         if self._max_tokens is not None:
-            need = len(self._plan())
+            try:
+                need = len(self._plan())
+            except NoCompletionError:
+                raise NoCompletionError(
+                    f"max_tokens={self._max_tokens} cannot be guaranteed: gramask found no "
+                    f"completion of this {self._inputs} that the vocabulary can spell, so it cannot plan how a generation "
+                    "would end in time (the search for one may have stopped short). The same "
+                    "constraint without max_tokens still works; or change where the "
+                    "prefix/suffix are cut", budget=self._max_tokens) from None
             if need > self._max_tokens:
                 raise BudgetError(
                     f"max_tokens={self._max_tokens} cannot be met: completing the program "
@@ -191,7 +210,7 @@ class Constraint:
             for i in near[:_REFINE_MAX]:
                 try:
                     plan = planner.plan(units.state(i), self._walk, self._complete, search=0)
-                except RuntimeError:
+                except _PLAN_FAILED:
                     continue
                 if len(plan) <= left - 1:
                     over[i] = False
@@ -208,7 +227,7 @@ class Constraint:
             return  # EOS stays allowed; a complete state has no plan to add
         try:
             plan = self._plan()
-        except RuntimeError:
+        except _PLAN_FAILED:
             plan = ()
         if not plan and not m.any():
             if grammar is None:
@@ -273,7 +292,7 @@ class Constraint:
                 return False
         try:
             plan = self._budget_planner().plan(st, self._walk, self._complete, self._view)
-        except RuntimeError:
+        except _PLAN_FAILED:
             return False
         return len(plan) <= left
 
@@ -376,8 +395,8 @@ class Constraint:
 
         Raises
         ------
-        RuntimeError
-            The vocabulary cannot spell any completion gramask can construct.
+        NoCompletionError
+            gramask found no completion that the vocabulary can spell (a ``RuntimeError``).
         """
         ids = [] if self._finished else list(self._plan())
         data = b"".join(self._vocab.token_bytes(i) for i in ids)
