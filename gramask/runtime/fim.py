@@ -686,8 +686,17 @@ class _Verifier:
                 break
             w = lex.witness(s[0], a)
             tw = pl.tok.tokenize(w) if w else ()
-            s_a = c._walk(s, w) if w else s
-            if isinstance(s_a, int) or tw is None:
+            if tw is None:
+                continue
+            s_a = s
+            dead = False
+            for t in tw:  # token by token, as a generation would (each end is checked)
+                r = c._walk(s_a, c._vocab.token_bytes(t))
+                if isinstance(r, int):
+                    dead = True
+                    break
+                s_a = r
+            if dead:
                 continue
             key = (vertex, a)
             if key not in self.shared:
