@@ -318,10 +318,28 @@ class Constraint:
             self._plans.append(())
             return
         plan = self._plans[-1]
+        verified = self._verified_after(token_id)
         self._history.append(st)
         self._chunks.append(self._vocab.token_bytes(token_id))
-        # following the plan keeps the rest of it; any other token plans afresh when asked
-        self._plans.append(plan[1:] if plan and plan[0] == token_id else None)
+        # following the plan keeps the rest of it; a token whose budget check walked a
+        # completion after it keeps that one (so the next mask allows its first token);
+        # any other token plans afresh when asked
+        self._plans.append(plan[1:] if plan and plan[0] == token_id else verified)
+
+    # Budgets that admit a token only with a completion walked after it (fill-in-the-middle,
+    # the contextual lexer mode) keep, per step, which completion verified each token:
+    # (the step's state, its history length, per token an index into the completions or -1,
+    # the completions)
+    _verified_next: tuple[Any, int, np.ndarray, list[tuple[int, ...]]] | None = None
+
+    def _verified_after(self, token_id: int) -> tuple[int, ...] | None:
+        """The completion the current step's budget check walked after ``token_id``, if any."""
+        cache = self._verified_next
+        if (self._max_tokens is None or cache is None or cache[0] is not self._history[-1]
+                or cache[1] != len(self._history) or not 0 <= token_id < cache[2].size):
+            return None
+        i = int(cache[2][token_id])
+        return cache[3][i] if i >= 0 else None
 
     def is_complete(self) -> bool:
         """Is prefix + generated text (+ the suffix, for fill-in-the-middle) a member of the

@@ -353,25 +353,6 @@ class FimConstraint(Constraint):
         # else: no completion known at all (the planner failed here): the grammar mask,
         # best effort, never empty
 
-    _verified_next: tuple[Any, int, np.ndarray, list[tuple[int, ...]]] | None = None
-
-    def advance(self, token_id: int) -> None:
-        """Consume one token (see :meth:`Constraint.advance`). Under a budget, the completion
-        that verified the token becomes the next step's plan, so the next mask allows its
-        first token (docs/semantics.md, "Token budgets with a suffix")."""
-        done = None
-        if (self._max_tokens is not None and not self._finished
-                and isinstance(token_id, (int, np.integer)) and not isinstance(token_id, bool)):
-            self._budget_mask()
-            cache = self._verified_next
-            if (cache is not None and cache[0] is self._history[-1]
-                    and cache[1] == len(self._history) and 0 <= token_id < cache[2].size):
-                i = int(cache[2][token_id])
-                done = cache[3][i] if i >= 0 else None
-        super().advance(token_id)
-        if done is not None and self._plans[-1] is None and not self._finished:
-            self._plans[-1] = done
-
     def _budget_planner(self) -> BudgetPlanner:
         pl = super()._budget_planner()
         if pl.end_check is None:
