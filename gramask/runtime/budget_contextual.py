@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import LimitExceededError, NoCompletionError
 from .budget import BudgetPlanner, _LexemeCosts
+from .budget_verify import WalkedVerifier
 from .constraint import Constraint, LexState
 from .limits import memo_size
 from .memo import BoundedMemo
@@ -250,7 +251,12 @@ class ContextualBudgetConstraint(Constraint):
         comps: list[tuple[int, ...]] = []
         self._verified_next = (st, len(self._history), index, comps)
         if left >= 1:
-            ver = _Verifier(self, left - 1)
+            cx = self._b.contextual
+            assert cx is not None
+            if cx.nl_t >= 0:
+                ver = WalkedVerifier(self, left - 1, _carry_key)
+            else:  # without an indentation terminal the carry decides nothing
+                ver = WalkedVerifier(self, left - 1, _state_key, _no_carry)
             groups = self._state_groups(st, np.flatnonzero(m))[: self.MAX_GROUPS]
             # the groups the planner's bound says fit first (plans are capped), the largest
             # first within each kind: the bound orders, the walked plan decides
@@ -258,7 +264,7 @@ class ContextualBudgetConstraint(Constraint):
             over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
             order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
             for s, members in (groups[i] for i in order):
-                done = ver.state(s)
+                done = ver.state(s, s[2].uid)
                 if done is not None:
                     keep[members] = True
                     index[members] = len(comps)
@@ -306,89 +312,14 @@ class ContextualBudgetConstraint(Constraint):
         return c
 
 
-class _Verifier:
-    """One budget step's checks: a walked completion of at most ``left`` tokens from the state
-    after a token, or None. A state whose lexeme in progress is finished as terminal ``a`` by
-    its witness shares a plan with the other states of its parser state finished as ``a``: the
-    shared plan's first token is walked, and where that reaches the very state the shared
-    plan's walk reached, the plan's remaining tokens are known to complete from there."""
+def _carry_key(s: LexState) -> tuple[int, ...]:
+    return (s[0], s[1], s[2].uid)
 
-    def __init__(self, c: ContextualBudgetConstraint, left: int) -> None:
-        self.c = c
-        self.left = left
-        self.planner = c._cx_planner()
-        self.plans = c.MAX_PLANS
-        cx = c._b.contextual
-        assert cx is not None
-        self.carry_matters = cx.nl_t >= 0
-        # (parser state, terminal) → (state key after the shared plan's first token, the
-        # plan), or None where no plan was found
-        self.shared: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
 
-    def _key(self, s: LexState) -> tuple[int, ...]:
-        return (s[0], s[1], s[2].uid) if self.carry_matters else (s[0], s[2].uid)
+def _state_key(s: LexState) -> tuple[int, ...]:
+    return (s[0], s[2].uid)
 
-    def _norm(self, s: LexState) -> LexState:
-        """Without an indentation terminal the carry decides nothing: one plan memo entry
-        per (lexer state, parser state)."""
-        return s if self.carry_matters else (s[0], 0, s[2])
 
-    def _plan(self, s: LexState) -> tuple[int, ...] | None:
-        if self.plans <= 0:
-            return None
-        self.plans -= 1
-        c = self.c
-        try:
-            return self.planner.plan(self._norm(s), c._walk, c._complete,
-                                     search=c.VERIFY_SEARCH)
-        except (NoCompletionError, LimitExceededError):
-            return None
-
-    def _walk_ids(self, s: LexState, ids: tuple[int, ...]) -> LexState | None:
-        c = self.c
-        for i in ids:
-            r = c._walk(s, c._vocab.token_bytes(i))
-            if isinstance(r, int):
-                return None
-            s = r
-        return s
-
-    def state(self, s: LexState) -> tuple[int, ...] | None:
-        c = self.c
-        if c._complete(s):
-            return ()
-        if self.left == 0:
-            return None
-        pl = self.planner
-        lex = pl.lex
-        for a, cost in lex.fin_list[s[0]][:2]:
-            if cost > self.left:
-                break
-            w = lex.witness(s[0], a)
-            tw = pl.tok.tokenize(w) if w else ()
-            if tw is None or len(tw) > self.left:
-                continue
-            s_a = self._walk_ids(s, tw)  # token by token, as a generation would
-            if s_a is None:
-                continue
-            if c._complete(s_a):
-                return tw
-            key = (s[2].uid, a)
-            if key not in self.shared:
-                p = self._plan(s_a)
-                ent = None
-                if p:
-                    s1 = self._walk_ids(s_a, p[:1])
-                    ent = None if s1 is None else (self._key(s1), p)
-                self.shared[key] = ent
-            ent = self.shared[key]
-            if ent is None:
-                continue
-            k1, p = ent
-            if len(tw) + len(p) > self.left:
-                continue
-            s1 = self._walk_ids(s_a, p[:1])
-            if s1 is not None and self._key(s1) == k1:
-                return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
-        p = self._plan(s)
-        return p if p is not None and len(p) <= self.left else None
+def _no_carry(s: LexState) -> LexState:
+    """One plan memo entry per (lexer state, parser state)."""
+    return (s[0], 0, s[2])

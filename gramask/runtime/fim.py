@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import InvalidPrefixError, InvalidSuffixError, LimitExceededError, NoCompletionError
 from .boundary import boundary_filter, with_boundary
+from .budget_verify import WalkedVerifier
 from .constraint import Constraint
 from .lexing import NEWLINE, indent_widths, walk
 from .masks import MaskBuilder
@@ -320,11 +321,12 @@ class FimConstraint(Constraint):
             toks, key = toks[srt], key[srt]
             groups, first, sizes = np.unique(key, return_index=True, return_counts=True)
             order = np.argsort(-sizes, kind="stable")
-            ver = _Verifier(self, st, left - 1)
+            ver = WalkedVerifier(self, left - 1, _key)
             vert = groups // (_CARRIES * tc.num_states)
             for i in order[: self.MAX_GROUPS].tolist():
                 a = int(first[i])
-                done = ver.group(int(toks[a]), int(vert[i]))
+                s = self._walk(st, self._vocab.token_bytes(int(toks[a])))
+                done = None if isinstance(s, int) else ver.state(s, int(vert[i]))
                 if done is not None:
                     members = toks[a:a + int(sizes[i])]
                     keep[members] = True
@@ -617,91 +619,6 @@ def _holds(br: Branch, p: PState) -> bool:
         elif w1 in stack and sum(1 for e in stack if e > w1) == outcome:
             return True
     return False
-
-
-class _Verifier:
-    """One budget step's checks: is there a walked completion of at most ``left`` tokens
-    after a token? Tokens whose lexeme ends as the same terminal at the same parser vertex
-    share a plan: the token's lexeme is finished by its witness, then the shared plan's first
-    token is walked; where that reaches the very state (hash-consed: same key) the shared
-    plan reached, its remaining tokens are known to complete from there."""
-
-    def __init__(self, c: FimConstraint, st: FimState, left: int) -> None:
-        self.c = c
-        self.st = st
-        self.left = left
-        self.planner = c._budget_planner()
-        self.plans = c.MAX_PLANS
-        # (vertex, terminal) → (state key after the shared plan's first token, the plan), or
-        # None where no plan was found
-        self.shared: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]] | None] = {}
-
-    def _plan(self, s: FimState) -> tuple[int, ...] | None:
-        if self.plans <= 0:
-            return None
-        self.plans -= 1
-        c = self.c
-        try:
-            return self.planner.plan(s, c._walk, c._complete, c._view,
-                                     search=c.VERIFY_SEARCH)
-        except (NoCompletionError, LimitExceededError):
-            return None
-
-    def group(self, token: int, vertex: int) -> tuple[int, ...] | None:
-        """``token`` (a group's representative; its group's vertex index ``vertex``)."""
-        s = self.c._walk(self.st, self.c._vocab.token_bytes(token))
-        return None if isinstance(s, int) else self.state(s, vertex)
-
-    def state(self, s: FimState, vertex: int) -> tuple[int, ...] | None:
-        """A walked completion of at most ``left`` tokens from the state ``s`` after a token
-        (whose completed lexemes end at vertex ``vertex``), or None."""
-        c = self.c
-        if c._complete(s):
-            return ()
-        if self.left == 0:
-            return None
-        pl = self.planner
-        lex = pl.lex
-        for a, cost in lex.fin_list[s[0]][:2]:
-            if cost > self.left:
-                break
-            w = lex.witness(s[0], a)
-            tw = pl.tok.tokenize(w) if w else ()
-            if tw is None:
-                continue
-            s_a = s
-            dead = False
-            for t in tw:  # token by token, as a generation would (each end is checked)
-                r = c._walk(s_a, c._vocab.token_bytes(t))
-                if isinstance(r, int):
-                    dead = True
-                    break
-                s_a = r
-            if dead:
-                continue
-            key = (vertex, a)
-            if key not in self.shared:
-                p = self._plan(s_a)
-                if p is None or not p:
-                    self.shared[key] = None
-                    if p is not None:
-                        return tw  # the witness alone completes
-                    continue
-                s1 = c._walk(s_a, c._vocab.token_bytes(p[0]))
-                self.shared[key] = None if isinstance(s1, int) else (_key(s1), p)
-            ent = self.shared[key]
-            if ent is None:
-                if c._complete(s_a):
-                    return tw  # the witness alone completes
-                continue
-            k1, p = ent
-            if len(tw) + len(p) > self.left:
-                continue
-            s1 = c._walk(s_a, c._vocab.token_bytes(p[0]))
-            if not isinstance(s1, int) and _key(s1) == k1:
-                return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
-        p = self._plan(s)
-        return p if p is not None and len(p) <= self.left else None
 
 
 _CARRIES = 1 << 16  # a token group's carries told apart (wider lines: checked one by one)

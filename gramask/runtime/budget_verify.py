@@ -1,0 +1,114 @@
+"""Walked completions: how budgets admit a token where no bound can.
+
+With a suffix (the quotient's costs ignore what the suffix needs) and in the contextual lexer
+mode (the costs are built on the greedy lexer's DFA), the planner's costs are not upper
+bounds, so a token is admitted only with a completion after it that was walked, token by
+token with the constraint's own ``walk``, to a state where its own ``complete`` holds, at most
+``left`` tokens long (docs/semantics.md, "Token budgets with a suffix"). One
+:class:`WalkedVerifier` serves one step of either constraint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from ..errors import LimitExceededError, NoCompletionError
+
+__all__ = ["WalkedVerifier"]
+
+
+class WalkedVerifier:
+    """One budget step's checks: a walked completion of at most ``left`` tokens from the
+    state after a token, or None. A state whose lexeme in progress is finished as terminal
+    ``a`` by its witness shares a plan with the other states of its parser vertex finished
+    as ``a``: the shared plan's first token is walked from each, and where that reaches the
+    very state (hash-consed: the same key) the shared plan's walk reached, the plan's
+    remaining tokens are known to complete from there. At most ``c.MAX_PLANS`` plans a step,
+    each searching at most ``c.VERIFY_SEARCH`` states.
+
+    ``key(state)`` identifies a runtime state; ``norm(state)`` is the state the planner
+    memoises its plan under (the contextual mode drops a carry that decides nothing)."""
+
+    def __init__(self, c: Any, left: int, key: Callable[[Any], tuple[int, ...]],
+                 norm: Callable[[Any], Any] | None = None) -> None:
+        self.c = c
+        self.left = left
+        self.planner = c._budget_planner()
+        self.plans: int = c.MAX_PLANS
+        self.key = key
+        self.norm = norm
+        # (vertex, terminal) → (state key after the shared plan's first token, the plan), or
+        # None where no plan was found
+        self.shared: dict[tuple[Hashable, int], tuple[tuple[int, ...], tuple[int, ...]] | None]
+        self.shared = {}
+
+    def _plan(self, s: Any) -> tuple[int, ...] | None:
+        if self.plans <= 0:
+            return None
+        self.plans -= 1
+        c = self.c
+        try:
+            return self.planner.plan(  # type: ignore[no-any-return]
+                self.norm(s) if self.norm is not None else s, c._walk, c._complete, c._view,
+                search=c.VERIFY_SEARCH)
+        except (NoCompletionError, LimitExceededError):
+            return None
+
+    def _walk_ids(self, s: Any, ids: tuple[int, ...]) -> Any:
+        """The state after ``ids`` token by token, as a generation takes them (each token's
+        end is checked), or None."""
+        c = self.c
+        for i in ids:
+            r = c._walk(s, c._vocab.token_bytes(i))
+            if isinstance(r, int):
+                return None
+            s = r
+        return s
+
+    def state(self, s: Any, vertex: Hashable) -> tuple[int, ...] | None:
+        """A walked completion of at most ``left`` tokens from the state ``s`` after a token,
+        or None; ``vertex`` names the parser state its completed lexemes end at (plans are
+        shared per vertex and terminal)."""
+        c = self.c
+        if c._complete(s):
+            return ()
+        if self.left == 0:
+            return None
+        pl = self.planner
+        lex = pl.lex
+        for a, cost in lex.fin_list[s[0]][:2]:
+            if cost > self.left:
+                break
+            w = lex.witness(s[0], a)
+            tw = pl.tok.tokenize(w) if w else ()
+            if tw is None:
+                continue
+            s_a = self._walk_ids(s, tw)
+            if s_a is None:
+                continue
+            if c._complete(s_a):
+                return tw  # the witness alone completes
+            share = (vertex, a)
+            if share not in self.shared:
+                p = self._plan(s_a)
+                if not p:
+                    self.shared[share] = None
+                    if p is not None:
+                        return tw  # an empty plan: the witness alone completes
+                    continue
+                s1 = self._walk_ids(s_a, p[:1])
+                self.shared[share] = None if s1 is None else (self.key(s1), p)
+            ent = self.shared[share]
+            if ent is None:
+                if c._complete(s_a):
+                    return tw  # the witness alone completes
+                continue
+            k1, p = ent
+            if len(tw) + len(p) > self.left:
+                continue
+            s1 = self._walk_ids(s_a, p[:1])
+            if s1 is not None and self.key(s1) == k1:
+                return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
+        p = self._plan(s)
+        return p if p is not None and len(p) <= self.left else None
