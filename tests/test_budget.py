@@ -459,17 +459,18 @@ def test_python_fim_budget_allowed_tokens_carry_walked_completions() -> None:
             m = c.allowed()
             left = c.remaining_tokens
             assert c._verified_next is not None
-            _, _, index, comps = c._verified_next
+            rec = c._verified_next[2]
             ids = np.flatnonzero(m)
             ids = ids[ids != v.eos_token_id]
             for t in rnd.sample(ids.tolist(), min(30, ids.size)):
-                if index[t] < 0:
+                done = rec.after(t)
+                if done is None:
                     assert t == c.shortest_completion().token_ids[0]
                     continue
                 s = c._walk(c._history[-1], v.token_bytes(t))
-                for x in comps[index[t]]:
+                for x in done:
                     s = c._walk(s, v.token_bytes(x))
-                assert c._complete(s) and len(comps[index[t]]) <= left - 1
+                assert c._complete(s) and len(done) <= left - 1
                 checked += 1
             if not ids.size:
                 break

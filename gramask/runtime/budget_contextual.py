@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ..errors import LimitExceededError, NoCompletionError
 from .budget import BudgetPlanner, _LexemeCosts
 from .budget_verify import WalkedVerifier
 from .constraint import Constraint, LexState
@@ -240,16 +239,7 @@ class ContextualBudgetConstraint(Constraint):
         ``remaining − 1`` tokens is known, and the step's own plan's first token."""
         left = self.remaining_tokens
         assert left is not None
-        try:
-            plan: tuple[int, ...] | None = self._plan()
-        except (NoCompletionError, LimitExceededError):
-            plan = None
-        keep = np.zeros_like(m)
-        if plan and len(plan) <= left:
-            keep[plan[0]] = True
-        index = np.full(m.size, -1, dtype=np.int32)
-        comps: list[tuple[int, ...]] = []
-        self._verified_next = (st, len(self._history), index, comps)
+        rec = self._verified_step(st, left)
         if left >= 1:
             cx = self._b.contextual
             assert cx is not None
@@ -266,13 +256,8 @@ class ContextualBudgetConstraint(Constraint):
             for s, members in (groups[i] for i in order):
                 done = ver.state(s, s[2].uid)
                 if done is not None:
-                    keep[members] = True
-                    index[members] = len(comps)
-                    comps.append(done)
-        if keep.any() or plan is not None or self._complete(st):
-            m &= keep
-        # else: no completion known at all (the planner failed here): the grammar mask,
-        # best effort, never empty
+                    rec.add(members, done)
+        rec.apply(m, self._complete(st))
 
     def _state_groups(self, st: LexState, toks: np.ndarray
                       ) -> list[tuple[LexState, np.ndarray]]:

@@ -13,9 +13,45 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import numpy as np
+
 from ..errors import LimitExceededError, NoCompletionError
 
-__all__ = ["WalkedVerifier"]
+__all__ = ["VerifiedTokens", "WalkedVerifier"]
+
+
+class VerifiedTokens:
+    """What one step's checks verified: the tokens kept and, per token, the completion that
+    verified it (what ``advance`` keeps as the next step's plan, so the next mask allows its
+    first token and a generation never strands). The step's own plan's first token is kept
+    while the plan fits."""
+
+    def __init__(self, size: int, plan: tuple[int, ...] | None, left: int) -> None:
+        self.plan = plan
+        self.keep = np.zeros(size, dtype=bool)
+        if plan and len(plan) <= left:
+            self.keep[plan[0]] = True
+        self.index = np.full(size, -1, dtype=np.int32)  # into ``completions``; -1: none
+        self.completions: list[tuple[int, ...]] = []
+
+    def add(self, members: Any, completion: tuple[int, ...]) -> None:
+        self.keep[members] = True
+        self.index[members] = len(self.completions)
+        self.completions.append(completion)
+
+    def after(self, token_id: int) -> tuple[int, ...] | None:
+        """The completion that verified ``token_id``, if one did."""
+        if not 0 <= token_id < self.index.size:
+            return None
+        i = int(self.index[token_id])
+        return self.completions[i] if i >= 0 else None
+
+    def apply(self, m: np.ndarray, complete: bool) -> None:
+        """Keep in ``m`` only what was verified — unless nothing was and no plan is known
+        at all (the planner failed here): then the grammar mask stays, best effort, never
+        empty."""
+        if self.keep.any() or self.plan is not None or complete:
+            m &= self.keep
 
 
 class WalkedVerifier:

@@ -32,6 +32,7 @@ from ..errors import (
     NoCompletionError,
     TokenRejected,
 )
+from .budget_verify import VerifiedTokens
 from .lexing import walk
 from .masks import MaskBuilder
 from .parse_state import PState
@@ -327,19 +328,28 @@ class Constraint:
         self._plans.append(plan[1:] if plan and plan[0] == token_id else verified)
 
     # Budgets that admit a token only with a completion walked after it (fill-in-the-middle,
-    # the contextual lexer mode) keep, per step, which completion verified each token:
-    # (the step's state, its history length, per token an index into the completions or -1,
-    # the completions)
-    _verified_next: tuple[Any, int, np.ndarray, list[tuple[int, ...]]] | None = None
+    # the contextual lexer mode) keep what the current step verified: (the step's state, its
+    # history length, what was verified)
+    _verified_next: tuple[Any, int, VerifiedTokens] | None = None
+
+    def _verified_step(self, st: Any, left: int) -> VerifiedTokens:
+        """A fresh record of what this step's checks verify (``advance`` reads it), with the
+        step's own plan's first token kept while the plan fits."""
+        try:
+            plan: tuple[int, ...] | None = self._plan()
+        except _PLAN_FAILED:
+            plan = None
+        rec = VerifiedTokens(len(self._vocab), plan, left)
+        self._verified_next = (st, len(self._history), rec)
+        return rec
 
     def _verified_after(self, token_id: int) -> tuple[int, ...] | None:
         """The completion the current step's budget check walked after ``token_id``, if any."""
         cache = self._verified_next
         if (self._max_tokens is None or cache is None or cache[0] is not self._history[-1]
-                or cache[1] != len(self._history) or not 0 <= token_id < cache[2].size):
+                or cache[1] != len(self._history)):
             return None
-        i = int(cache[2][token_id])
-        return cache[3][i] if i >= 0 else None
+        return cache[2].after(token_id)
 
     def is_complete(self) -> bool:
         """Is prefix + generated text (+ the suffix, for fill-in-the-middle) a member of the

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidPrefixError, InvalidSuffixError, LimitExceededError, NoCompletionError
+from ..errors import InvalidPrefixError, InvalidSuffixError
 from .boundary import boundary_filter, with_boundary
 from .budget_verify import WalkedVerifier
 from .constraint import Constraint
@@ -299,21 +299,10 @@ class FimConstraint(Constraint):
         assert left is not None
         planner = self._budget_planner()
         q, carry, pq = self._view(st)
-        try:
-            plan = self._plan()
-        except (NoCompletionError, LimitExceededError):
-            plan = None
-        keep = np.zeros_like(m)
-        if plan and len(plan) <= left:
-            keep[plan[0]] = True
-        # per token, the verified completion after it (index into comps; -1: none): what
-        # advance() keeps as the next step's plan
-        index = np.full(m.size, -1, dtype=np.int32)
-        comps: list[tuple[int, ...]] = []
-        self._verified_next = (st, len(self._history), index, comps)
+        rec = self._verified_step(st, left)
         if left >= 1:
             tc = planner.token_costs(pq, q, carry, costs=False)  # see the docstring
-            toks = np.flatnonzero(m & ~keep)
+            toks = np.flatnonzero(m & ~rec.keep)
             key = _group_keys(planner, tc, toks, carry)
             lone = toks[key < 0]
             toks, key = toks[key >= 0], key[key >= 0]
@@ -328,10 +317,7 @@ class FimConstraint(Constraint):
                 s = self._walk(st, self._vocab.token_bytes(int(toks[a])))
                 done = None if isinstance(s, int) else ver.state(s, int(vert[i]))
                 if done is not None:
-                    members = toks[a:a + int(sizes[i])]
-                    keep[members] = True
-                    index[members] = len(comps)
-                    comps.append(done)
+                    rec.add(toks[a:a + int(sizes[i])], done)
             # the rest walked one by one and grouped by the state they reach
             lone = lone[: self.MAX_LONE]
             assert tc.raw is not None
@@ -347,13 +333,8 @@ class FimConstraint(Constraint):
             for s, vx, lone_members in sorted(buckets.values(), key=lambda b: -len(b[2])):
                 done = ver.state(s, vx)
                 if done is not None:
-                    keep[lone_members] = True
-                    index[lone_members] = len(comps)
-                    comps.append(done)
-        if keep.any() or plan is not None or self._complete(st):
-            m &= keep
-        # else: no completion known at all (the planner failed here): the grammar mask,
-        # best effort, never empty
+                    rec.add(lone_members, done)
+        rec.apply(m, self._complete(st))
 
     def _budget_planner(self) -> BudgetPlanner:
         pl = super()._budget_planner()
