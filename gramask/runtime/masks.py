@@ -111,9 +111,8 @@ def walk_row_trie(ctx: ParserContext, num_terminals: int, p: PState, row: _TrieR
                   visit: Callable[[PState, int], None], carry: int) -> None:
     """Follow ``row``'s trie from parser state ``p``: ``visit(state, vertex)`` at the root
     and at every vertex the parser reaches, one parser step per edge it expects (a
-    terminal, or a newline of a known width). The budget planner and fill-in-the-middle's
-    boundary check decide a row's nodes this way; the mask builder's own walk
-    (``MaskBuilder._walk``) is this loop inlined (it is the hot path)."""
+    terminal, or a newline of a known width). Masks, the budget planner and
+    fill-in-the-middle's boundary check all decide a row's nodes this way."""
     visit(p, 0)
     _walk_from(ctx, num_terminals, p, row, 0, visit, carry)
 
@@ -265,31 +264,19 @@ class MaskBuilder:
         return bool(self.class_vector(p)[self.state_class[q]])
 
     def _row_ok(self, p: PState, row: _TrieRow, carry: int) -> np.ndarray:
-        """Per distinct node of ``row``: is it allowed at ``p``?"""
+        """Per distinct node of ``row``: is it allowed at ``p``? The parser steps once per
+        trie edge it expects; the nodes ending at a vertex are decided by one lookup of
+        their classes."""
         ok = np.zeros(row.n, dtype=bool)
-        self._walk(p, row, 0, ok, carry)
-        return ok
+        spans, order, cls = row.spans, row.order, row.cls
 
-    def _walk(self, p: PState, row: _TrieRow, v: int, ok: np.ndarray, carry: int) -> None:
-        """Decide the nodes at and below trie vertex ``v`` of ``row``, the parser at ``p``:
-        the parser steps once per edge it expects; the nodes ending at a vertex are decided
-        by one lookup of their classes."""
-        lo, hi = row.spans[v]
-        if lo < hi:
-            ok[row.order[lo:hi]] = self.class_vector(p)[row.cls[lo:hi]]
-        expected = p.es.expected
-        nt = self.num_terminals
-        ctx = self.ctx
-        for h, child in row.children[v]:
-            if h < nt:
-                if not (expected >> h) & 1:
-                    continue
-                p2 = ctx.shift(p, h)
-            else:
-                width, relative = decode_nl(nt, h)
-                p2 = ctx.newline(p, width + carry if relative else width)
-            if p2 is not None:
-                self._walk(p2, row, child, ok, 0)
+        def decide(p2: PState, v: int) -> None:
+            lo, hi = spans[v]
+            if lo < hi:
+                ok[order[lo:hi]] = self.class_vector(p2)[cls[lo:hi]]
+
+        walk_row_trie(self.ctx, self.num_terminals, p, row, decide, carry)
+        return ok
 
     def row_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
         """Row ``q``'s allowed tokens as a fresh bool vector."""
