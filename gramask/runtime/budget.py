@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .masks import MaskBuilder
     from .parse_state import PState
 
-__all__ = ["INF", "BudgetPlanner", "StepUnits", "TokenCosts"]
+__all__ = ["INF", "BudgetPlanner", "StepUnits", "TokenGroups"]
 
 INF = 1 << 30  # "cannot complete" (kept far from int32 overflow when added to)
 _MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
@@ -62,19 +62,18 @@ _BYTE_ORDER = (
 )
 
 
-class TokenCosts(NamedTuple):
-    """What :meth:`BudgetPlanner.token_costs` knows per token: ``costs`` (bound on the
-    tokens after it) and ``group``: tokens of one group lead to the same runtime state
-    (:meth:`state`; -1 where the indentation carry is not known)."""
+class TokenGroups(NamedTuple):
+    """What :meth:`BudgetPlanner.token_groups` knows per token: ``group``: tokens of one
+    group lead to the same runtime state (:meth:`state`; -1 where the indentation carry is
+    not known)."""
 
-    costs: np.ndarray
     group: np.ndarray
     vertices: list[Any]  # parser states after the tokens' completed lexemes
     num_states: int  # lexer states: group = vertex index × num_states + lexer state
-    # the group of every token, also where ``group`` is -1 (the carry is not known); the
-    # vertex index of tokens that complete no lexeme (``stay``), and of those that end the
-    # lexeme in progress at their first byte and complete no other (``killed``); -1: none
-    raw: np.ndarray | None = None
+    # the group of every token, also where ``group`` is -1 (the carry is not known)
+    raw: np.ndarray
+    # the vertex index of tokens that complete no lexeme (``stay``), and of those that end
+    # the lexeme in progress at their first byte and complete no other (``killed``); -1: none
     stay: int = -1
     killed: int = -1
 
@@ -85,7 +84,7 @@ class TokenCosts(NamedTuple):
 
 class StepUnits(NamedTuple):
     """One step's grammar-allowed tokens in groups that lead to the same runtime state
-    (:meth:`BudgetPlanner.step_units`): per group its id (as :class:`TokenCosts` numbers
+    (:meth:`BudgetPlanner.step_units`): per group its id (as :class:`TokenGroups` numbers
     them), bound, lexer state and parser state (``vertices[vertex[i]]``)."""
 
     gids: np.ndarray
@@ -489,7 +488,7 @@ class BudgetPlanner:
         # per parser state, a vector over lexer states (8 bytes each): fewer of them
         self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(
             memo_size(max(64, lim.parser_states // 16)))
-        self._vec: BoundedMemo[tuple[int, int, int, bool], TokenCosts] = BoundedMemo(
+        self._vec: BoundedMemo[tuple[int, int, int], TokenGroups] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
         self._nl_cost: dict[int, int] = {}
@@ -1101,17 +1100,16 @@ class BudgetPlanner:
                 best = min(best, self.shifted_cost(p2.es, m, k))
         return best
 
-    def token_costs(self, p: PState, q: int, carry: int, costs: bool = True) -> TokenCosts:
-        """Per token: an upper bound on the tokens still needed after it (INF: none known),
-        and the runtime state it leads to, grouped (for :meth:`Constraint.allowed` to plan
-        the few tokens just over the budget). Only meaningful where the grammar mask allows
-        the token. Memoised. ``costs=False``: the groups only (costs left at INF)."""
+    def token_groups(self, p: PState, q: int, carry: int) -> TokenGroups:
+        """Per token, the runtime state it leads to, as vocabulary-sized group vectors (for
+        fill-in-the-middle budgets, which tell tokens apart by their indentation carry too;
+        :meth:`step_units` is the same grouping without per-token vectors). Only meaningful
+        where the grammar mask allows the token. Memoised."""
         mb = self.mb
-        ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0, costs)
+        ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
         r = self._vec.get(ckey)
         if r is not None:
             return r
-        out = np.full(mb.vocab_size, INF, dtype=np.int64)
         gid = np.full(mb.vocab_size, -1, dtype=np.int64)
         raw = np.full(mb.vocab_size, -1, dtype=np.int64)
         killed = -1
@@ -1128,8 +1126,6 @@ class BudgetPlanner:
                 return
             toks = row.tokens[_ranges(starts[pos], row.counts[pos])]
             f = np.maximum(finals[toks], 0)
-            if costs:
-                out[toks] = self.state_costs(pp, f)
             g = len(vertices) * S + f  # group: (parser state after the token, lexer state)
             raw[toks] = g
             gid[toks] = np.where(nl_live[f], -1, g)  # a newline's width is not known here
@@ -1147,22 +1143,20 @@ class BudgetPlanner:
             p2 = mb.lexeme_end(p, q, carry)
             if p2 is not None:
                 kill = mb.kill_set(q)
-                sub = self.token_costs(p2, 0, 0, costs)
-                out[kill] = sub.costs[kill]
+                sub = self.token_groups(p2, 0, 0)
                 shift = len(vertices) * S
                 gid[kill] = np.where(sub.group[kill] >= 0, sub.group[kill] + shift, -1)
-                assert sub.raw is not None
                 raw[kill] = np.where(sub.raw[kill] >= 0, sub.raw[kill] + shift, -1)
                 killed = len(vertices) + sub.stay if sub.stay >= 0 else -1
                 vertices.extend(sub.vertices)
-        r = TokenCosts(out, gid, vertices, S, raw, stay, killed)
+        r = TokenGroups(gid, vertices, S, raw, stay, killed)
         self._vec.put(ckey, r)
         return r
 
     def step_units(self, p: PState, q: int, carry: int) -> StepUnits:
         """The grammar-allowed tokens at (q, carry, p) grouped by the runtime state they lead
-        to, each group with its bound: what :meth:`token_costs` says, without
-        vocabulary-sized vectors. A step where every group fits the budget (most steps, see
+        to, each group with its bound (per token: the bound of the state it leads to),
+        without vocabulary-sized vectors. A step where every group fits the budget (most steps, see
         the README) then costs the trie walk and the groups' bounds, and no token's entry;
         the tokens of a group are gathered only where the budget cuts it. Memoised."""
         mb = self.mb
@@ -1178,7 +1172,7 @@ class BudgetPlanner:
         verts: list[PState] = []
         unit_vertex: list[int] = []
         S = self.lex.num_states
-        nv = 0  # vertex index as token_costs counts them (its groups' ids)
+        nv = 0  # vertex index as token_groups counts them (its groups' ids)
 
         def visit(rf: _RowFinals, pp: PState, v: int) -> None:
             nonlocal nv

@@ -301,7 +301,7 @@ class FimConstraint(Constraint):
         q, carry, pq = self._view(st)
         rec = self._verified_step(st, left)
         if left >= 1:
-            tc = planner.token_costs(pq, q, carry, costs=False)  # see the docstring
+            tc = planner.token_groups(pq, q, carry)  # no costs: see the docstring
             toks = np.flatnonzero(m & ~rec.keep)
             key = _group_keys(planner, tc, toks, carry)
             lone = toks[key < 0]
@@ -320,7 +320,6 @@ class FimConstraint(Constraint):
                     rec.add(toks[a:a + int(sizes[i])], done)
             # the rest walked one by one and grouped by the state they reach
             lone = lone[: self.MAX_LONE]
-            assert tc.raw is not None
             buckets: dict[tuple[int, ...], tuple[FimState, int, list[int]]] = {}
             for t in lone.tolist():
                 s = self._walk(st, self._vocab.token_bytes(t))
