@@ -1,0 +1,224 @@
+"""The worker process of :class:`~gramask.serving.ConstraintPool`: owns requests, fills rows.
+
+One worker holds, per grammar key, one :class:`~gramask.CompiledGrammar` (loaded from its
+artifact file on the first request that names it) and the constraints of the requests the pool
+gave it. Two threads:
+
+* the *setup* thread builds new requests' constraints (the fill-in-the-middle quotient and the
+  budget plan are the slow part: up to a second) and computes their first mask, so that a new
+  request never stalls a step of the requests already running;
+* the *main* thread answers the pool's messages: per step, it applies the accepted tokens,
+  rollbacks and removals, then writes each named request's mask, packed, into its row of the
+  shared bitmask file.
+
+Constraints of one compiled grammar are safe to use from both threads (see
+``docs/serving.md``); each constraint is touched by one thread at a time: by the setup thread
+until it is ready, then only by the main thread.
+
+Garbage collection never runs inside a step: the worker disables the automatic collector,
+freezes the loaded grammars (``gc.freeze``: a collection skips them), and collects itself
+between steps when no message is waiting.
+
+Messages are ``marshal``-encoded tuples of plain data over a pipe (see ``pool.py``).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import marshal
+import mmap
+import queue
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+__all__ = ["main"]
+
+# GIL hand-over latency between the setup thread and a step (CPython's default is 5 ms)
+_SWITCH_INTERVAL = 0.0005
+# a full collection (generation 2) every this many idle steps; younger ones after every step
+_FULL_GC_EVERY = 64
+
+
+@dataclass
+class _Request:
+    key: str
+    ready: threading.Event = field(default_factory=threading.Event)
+    constraint: Any = None
+    error: str | None = None
+
+
+class _Worker:
+    def __init__(self, conn: Connection, bitmask_path: str, rows: int, words: int,
+                 grammars: dict[str, str]) -> None:
+        self.conn = conn
+        self.send_lock = threading.Lock()
+        self.words = words
+        with open(bitmask_path, "r+b") as f:
+            self.map = mmap.mmap(f.fileno(), rows * words * 4)
+        self.rows_u8 = np.frombuffer(self.map, dtype=np.uint8).reshape(rows, words * 4)
+        self.paths = dict(grammars)
+        self.compiled: dict[str, Any] = {}
+        self.load_lock = threading.Lock()
+        self.requests: dict[Any, _Request] = {}
+        self.setups: queue.SimpleQueue[tuple[Any, _Request, Any, Any, Any] | None] = (
+            queue.SimpleQueue())
+        self.steps = 0
+        # serializes the runtime's use by the two threads until its memo tables are
+        # thread-safe (then a request's setup no longer holds up a step)
+        self.runtime_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ messages
+    def send(self, msg: tuple[Any, ...]) -> None:
+        data = marshal.dumps(msg)
+        with self.send_lock:
+            self.conn.send_bytes(data)
+
+    def serve(self) -> None:
+        setup = threading.Thread(target=self.setup_loop, name="gramask-setup", daemon=True)
+        setup.start()
+        try:
+            while True:
+                msg = marshal.loads(self.conn.recv_bytes())
+                kind = msg[0]
+                if kind == "step":
+                    self.step(msg[1], msg[2], msg[3])
+                    self.idle_gc()
+                elif kind == "add":
+                    _, rid, key, prefix, suffix, max_tokens = msg
+                    req = self.requests[rid] = _Request(key)
+                    self.setups.put((rid, req, prefix, suffix, max_tokens))
+                elif kind == "grammar":
+                    self.paths[msg[1]] = msg[2]
+                elif kind == "stop":
+                    break
+        except EOFError:  # the pool's process is gone
+            pass
+        finally:
+            self.setups.put(None)
+
+    # ------------------------------------------------------------------ setup thread
+    def grammar(self, key: str) -> Any:
+        with self.load_lock:
+            cg = self.compiled.get(key)
+            if cg is None:
+                from ..compiled import CompiledGrammar
+
+                path = self.paths.get(key)
+                if path is None:
+                    raise KeyError(f"no grammar registered under the key {key!r}")
+                cg = CompiledGrammar.load(path)
+                need = (len(cg.vocab) + 31) // 32
+                if need > self.words:
+                    raise ValueError(
+                        f"grammar {key!r} ({path}) has a vocabulary of {len(cg.vocab)} tokens: "
+                        f"its masks need {need} int32 words per row, the pool's bitmask has "
+                        f"{self.words}")
+                self.compiled[key] = cg
+                gc.collect()
+                gc.freeze()  # the loaded tables are never garbage: collections skip them
+            return cg
+
+    def setup_loop(self) -> None:
+        while True:
+            job = self.setups.get()
+            if job is None:
+                return
+            rid, req, prefix, suffix, max_tokens = job
+            try:
+                cg = self.grammar(req.key)
+                with self.runtime_lock:
+                    c = cg.constraint(prefix, suffix, max_tokens)
+                    c.allowed()  # the first mask, computed here rather than in a step
+                req.constraint = c
+            except Exception as e:
+                req.error = _describe(e)
+            req.ready.set()
+            self.send(("ready", rid, req.error))
+
+    # ------------------------------------------------------------------ steps
+    def step(self, seq: int, ops: list[tuple[Any, ...]], fills: list[tuple[Any, int]]) -> None:
+        t0 = time.perf_counter()
+        for rid in [op[1] for op in ops] + [f[0] for f in fills]:
+            req = self.requests.get(rid)
+            if req is not None:
+                req.ready.wait()  # a request named before its setup finished
+        with self.runtime_lock:
+            errors = self._step(ops, fills)
+        self.send(("done", seq, errors, time.perf_counter() - t0))
+
+    def _step(self, ops: list[tuple[Any, ...]], fills: list[tuple[Any, int]]
+              ) -> list[tuple[Any, str]]:
+        errors: list[tuple[Any, str]] = []
+        for op in ops:
+            rid = op[1]
+            if op[0] == "remove":
+                self.requests.pop(rid, None)
+                continue
+            req = self.requests.get(rid)
+            if req is None:
+                errors.append((rid, "unknown request (never added, or removed)"))
+                continue
+            if req.error is not None:
+                continue  # reported when a step names it
+            c = req.constraint
+            try:
+                if op[0] == "advance":
+                    for t in op[2]:
+                        c.advance(t)
+                else:
+                    c.rollback(op[2])
+            except Exception as e:
+                req.error = _describe(e)
+                errors.append((rid, req.error))
+        u8 = self.rows_u8
+        for rid, row in fills:
+            req = self.requests.get(rid)
+            if req is None:
+                msg = "unknown request (never added, or removed)"
+            elif req.error is None:
+                try:
+                    packed = np.packbits(req.constraint.allowed(), bitorder="little")
+                    u8[row, : packed.shape[0]] = packed
+                    continue
+                except Exception as e:
+                    msg = req.error = _describe(e)
+            else:
+                msg = req.error
+            u8[row] = 0
+            if (rid, msg) not in errors:
+                errors.append((rid, msg))
+        return errors
+
+    def idle_gc(self) -> None:
+        self.steps += 1
+        if self.conn.poll(0):
+            return  # the next step is already waiting
+        gc.collect(2 if self.steps % _FULL_GC_EVERY == 0 else 0)
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, (KeyError, ValueError, TypeError, RuntimeError, NotImplementedError,
+                      OSError)):
+        return f"{type(e).__name__}: {e}"
+    return "".join(traceback.format_exception(e)).rstrip()
+
+
+def main(args: str) -> None:
+    """Entry point of a worker process: ``args`` is the JSON list [socket fd, bitmask file,
+    rows, words per row, {grammar key: artifact path}] (see ``pool._start_worker``)."""
+    fd, bitmask_path, rows, words, grammars = json.loads(args)
+    gc.disable()
+    sys.setswitchinterval(_SWITCH_INTERVAL)
+    conn = Connection(fd)
+    try:
+        _Worker(conn, bitmask_path, rows, words, grammars).serve()
+    finally:
+        conn.close()
