@@ -8,6 +8,7 @@ and saves and loads ``.gmask`` files. Building them is ``gramask.compiler.pipeli
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,8 @@ class CompiledGrammar:
     _builder: Any = field(default=None, init=False, repr=False)
 
     _limits: RuntimeLimits = field(default_factory=RuntimeLimits, init=False, repr=False)
+    # guards building the shared runtime and planner (constraints may be made from threads)
+    _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.info = dict(self.info)  # the caller's dict is not shared
@@ -57,6 +60,13 @@ class CompiledGrammar:
         return self._limits
 
     def _runtime(self, limits: RuntimeLimits | None = None) -> Any:
+        b = self._builder
+        if b is not None and (limits is None or limits == self._limits):
+            return b  # the common case takes no lock
+        with self._lock:  # one thread builds; the others wait for it and share the result
+            return self._build_runtime(limits)
+
+    def _build_runtime(self, limits: RuntimeLimits | None) -> Any:
         if limits is not None and limits != self._limits:
             # constraints share one runtime (memo tables) per limits; existing ones keep theirs
             self._limits = limits
@@ -170,7 +180,14 @@ class CompiledGrammar:
 
     def _planner(self, builder: Any) -> Any:
         """The budget planner of ``builder`` (built on first use: about a second for a
-        programming language against a 100k+ vocabulary)."""
+        programming language against a 100k+ vocabulary; by one thread, the others wait)."""
+        p = builder.planner
+        if p is not None:
+            return p
+        with self._lock:
+            return self._build_planner(builder)
+
+    def _build_planner(self, builder: Any) -> Any:
         if builder.planner is None:
             from .runtime.budget import BudgetPlanner
             from .runtime.budget_contextual import ContextualBudgetPlanner
