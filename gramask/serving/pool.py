@@ -156,6 +156,9 @@ class ConstraintPool:
         self._seq = 0
         self._late: dict[Any, str] = {}  # failures answered to a step with no fills
         self.last_worker_seconds: list[float] = [0.0] * n  # each worker's time in the last step
+        self.setup_seconds: dict[Any, float] = {}  # per set-up request: its setup's seconds
+        self._serial: dict[Any, int] = {}  # request id -> the number of its add
+        self._adds = 0
         self._finalizer = weakref.finalize(
             self, _shutdown, self._conns, self._procs, self._map, self._bitmask_path,
             str(self._tmp))
@@ -211,7 +214,10 @@ class ConstraintPool:
         self._load[w] += 1
         self._ready.pop(request_id, None)
         self._flush(w)  # a remove of the same id queued earlier goes first
-        self._send(self._conns[w], ("add", request_id, grammar, prefix, suffix, max_tokens))
+        self._adds += 1
+        self._serial[request_id] = self._adds
+        self._send(self._conns[w], ("add", request_id, self._adds, grammar, prefix, suffix,
+                                    max_tokens))
 
     def advance(self, request_id: RequestId, token_ids: Iterable[int]) -> None:
         """Queue accepted tokens of a request (applied by the next :meth:`fill`)."""
@@ -232,6 +238,8 @@ class ConstraintPool:
         del self._owner[request_id]
         self._load[w] -= 1
         self._ready.pop(request_id, None)
+        self.setup_seconds.pop(request_id, None)
+        self._serial.pop(request_id, None)
         self._ops[w].append(("remove", request_id))
 
     def __contains__(self, request_id: object) -> bool:
@@ -386,7 +394,10 @@ class ConstraintPool:
         """Record a message that answers no step being waited for: a setup's end, or the
         answer to the queued operations that :meth:`add` sent ahead of it."""
         if msg[0] == "ready":
-            self._ready[msg[1]] = msg[2]
+            _, rid, serial, error, seconds = msg
+            if self._serial.get(rid) == serial:  # not an earlier request of the same id
+                self._ready[rid] = error
+                self.setup_seconds[rid] = seconds
         elif msg[0] == "done":
             self._late.update(dict(msg[2]))
 

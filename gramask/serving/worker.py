@@ -50,6 +50,7 @@ _FULL_GC_EVERY = 64
 @dataclass
 class _Request:
     key: str
+    serial: int  # the pool's number for this add (an id may be removed and added again)
     ready: threading.Event = field(default_factory=threading.Event)
     constraint: Any = None
     error: str | None = None
@@ -92,8 +93,8 @@ class _Worker:
                     self.step(msg[1], msg[2], msg[3])
                     self.idle_gc()
                 elif kind == "add":
-                    _, rid, key, prefix, suffix, max_tokens = msg
-                    req = self.requests[rid] = _Request(key)
+                    _, rid, serial, key, prefix, suffix, max_tokens = msg
+                    req = self.requests[rid] = _Request(key, serial)
                     self.setups.put((rid, req, prefix, suffix, max_tokens))
                 elif kind == "grammar":
                     self.paths[msg[1]] = msg[2]
@@ -132,6 +133,7 @@ class _Worker:
             if job is None:
                 return
             rid, req, prefix, suffix, max_tokens = job
+            t0 = time.perf_counter()
             try:
                 cg = self.grammar(req.key)
                 with self.runtime_lock:
@@ -141,7 +143,7 @@ class _Worker:
             except Exception as e:
                 req.error = _describe(e)
             req.ready.set()
-            self.send(("ready", rid, req.error))
+            self.send(("ready", rid, req.serial, req.error, time.perf_counter() - t0))
 
     # ------------------------------------------------------------------ steps
     def step(self, seq: int, ops: list[tuple[Any, ...]], fills: list[tuple[Any, int]]) -> None:
