@@ -10,6 +10,7 @@ bookkeeping of an exact LRU (``OrderedDict.move_to_end``).
 from __future__ import annotations
 
 import enum
+import threading
 from typing import Generic, TypeVar, overload
 
 K = TypeVar("K")
@@ -33,7 +34,7 @@ MISSING = _Missing.MISSING  # the default to pass to ``get`` when None is a stor
 class BoundedMemo(Generic[K, V]):
     """A bounded, approximately-LRU mapping (see the module docstring)."""
 
-    __slots__ = ("_old", "_young", "capacity")
+    __slots__ = ("_lock", "_old", "_young", "capacity")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
@@ -41,6 +42,7 @@ class BoundedMemo(Generic[K, V]):
         self.capacity = capacity
         self._young: dict[K, V] = {}
         self._old: dict[K, V] = {}
+        self._lock = threading.Lock()  # taken only to turn generations over
 
     @overload
     def get(self, key: K) -> V | None: ...
@@ -60,8 +62,11 @@ class BoundedMemo(Generic[K, V]):
     def put(self, key: K, value: V) -> None:
         young = self._young
         if len(young) >= self.capacity:
-            self._old = young
-            young = self._young = {}
+            with self._lock:  # two threads that find it full turn it over once
+                if self._young is young:
+                    self._old = young
+                    self._young = {}
+                young = self._young
         young[key] = value
 
     def clear(self) -> None:

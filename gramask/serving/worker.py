@@ -24,6 +24,7 @@ Messages are ``marshal``-encoded tuples of plain data over a pipe (see ``pool.py
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import marshal
@@ -128,6 +129,9 @@ class _Worker:
             return cg
 
     def setup_loop(self) -> None:
+        for key in list(self.paths):  # the pool's grammars, loaded before any request comes
+            with contextlib.suppress(Exception):  # else: the first request that names it
+                self.grammar(key)                  # raises the error again, and reports it
         while True:
             job = self.setups.get()
             if job is None:

@@ -968,7 +968,8 @@ class BudgetPlanner:
             rows = np.repeat(np.arange(len(toks)), lens)
             cols = np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)
             mat[rows, cols] = flat
-            self._tok_bytes, self._tok_lens = mat, lens
+            self._tok_lens = lens  # first: a reader checks _tok_bytes, then reads both
+            self._tok_bytes = mat
 
     def token_widths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per token: (holds a newline, width of the bytes after its last newline, width of

@@ -13,6 +13,8 @@ Rollback and clone are free: a parse state is a pointer to a set.
 
 from __future__ import annotations
 
+import itertools
+import threading
 from typing import TYPE_CHECKING
 
 from ...errors import LimitExceededError
@@ -94,8 +96,11 @@ class Automaton:
         self._next: BoundedMemo[tuple[int, int], EarleySet | None] = BoundedMemo(
             memo_size(limits.step_memo)
         )
-        self._next_uid = 1  # 0 stands for "this set" in keys
-        self._depth = 0  # completion memos being built (see _complete_into)
+        # set uids: next() on a count is atomic under the GIL, so threads never share one
+        self._uids = itertools.count(1)  # 0 stands for "this set" in keys
+        # held while a missing set is built and interned: threads that meet the same new
+        # set get one object, as a single thread would
+        self._intern_lock = threading.Lock()
         self._completions: BoundedMemo[tuple[int, int], dict[int, EarleySet | None]] = (
             BoundedMemo(memo_size(limits.interned_sets // 16))
         )
@@ -105,7 +110,8 @@ class Automaton:
         self.root = self._close([(pt.start_state, None)])
 
     # ---------------------------------------------------------------- building
-    def _completion(self, o: EarleySet, a: int) -> dict[int, EarleySet | None]:
+    def _completion(self, o: EarleySet, a: int, depth: int = 0
+                    ) -> dict[int, EarleySet | None]:
         """The items (key -> origin, see ``_close``) that completing nonterminal ``a`` into set
         ``o`` adds to a new set, transitively: the items of ``o`` waiting for ``a``, advanced,
         and whatever their own completions add. This depends only on ``o`` and ``a``, so it is
@@ -115,11 +121,11 @@ class Automaton:
         key = (o.uid, a)
         r = self._completions.get(key)
         if r is None:
-            r = self._complete_into(o, a)
+            r = self._complete_into(o, a, depth=depth)
             self._completions.put(key, r)
         return r
 
-    def _complete_into(self, o: EarleySet, a: int, memo: bool = True
+    def _complete_into(self, o: EarleySet, a: int, memo: bool = True, depth: int = 0
                        ) -> dict[int, EarleySet | None]:
         """``_completion(o, a)``, computed: the items of ``o`` waiting for ``a``, advanced over
         it, and transitively what those that complete in turn add. Completions into earlier
@@ -129,35 +135,33 @@ class Automaton:
         ob = self._origin_shift
         goto_nd, nonkernel, completed = self.goto_nd, self.nonkernel, self.completed
         r: dict[int, EarleySet | None] = {}
-        if memo and self._depth >= _MEMO_DEPTH:
+        if memo and depth >= _MEMO_DEPTH:
             memo = False  # a long chain of phrases ending together (``not not ... x``)
-        self._depth += 1
-        try:
-            todo = [(o, a)]
-            seen = {(o.uid, a)}
-            while todo:
-                x, b = todo.pop()
-                for s, k in zip(x.states, x.origins, strict=True):
-                    t = goto_nd[s].get(b)
-                    if t is None:
-                        continue
-                    if k is None:
-                        k = x
-                    key = t | k.uid << ob
-                    if key in r:
-                        continue  # added with its own completions
-                    r[key] = k
-                    nk = nonkernel[t]
-                    if nk >= 0 and nk not in r:
-                        r[nk] = None
-                    for c in completed[t]:
-                        if memo and k is not o:
-                            r.update(self._completion(k, c))  # k is older than o: no cycle
-                        elif (k.uid, c) not in seen:
-                            seen.add((k.uid, c))
-                            todo.append((k, c))
-        finally:
-            self._depth -= 1
+        # depth: completion memos being built above this one, on this call chain (an
+        # argument, not a counter on the automaton: threads have call chains of their own)
+        todo = [(o, a)]
+        seen = {(o.uid, a)}
+        while todo:
+            x, b = todo.pop()
+            for s, k in zip(x.states, x.origins, strict=True):
+                t = goto_nd[s].get(b)
+                if t is None:
+                    continue
+                if k is None:
+                    k = x
+                key = t | k.uid << ob
+                if key in r:
+                    continue  # added with its own completions
+                r[key] = k
+                nk = nonkernel[t]
+                if nk >= 0 and nk not in r:
+                    r[nk] = None
+                for c in completed[t]:
+                    if memo and k is not o:
+                        r.update(self._completion(k, c, depth + 1))  # k older: no cycle
+                    elif (k.uid, c) not in seen:
+                        seen.add((k.uid, c))
+                        todo.append((k, c))
         return r
 
     def _close(self, seeds: list[tuple[int, EarleySet | None]], base: int = 0) -> EarleySet:
@@ -197,6 +201,16 @@ class Automaton:
         hit = self._interned.get(set_key)
         if hit is not None:
             return hit
+        with self._intern_lock:
+            hit = self._interned.get(set_key)  # another thread may have built it meanwhile
+            if hit is not None:
+                return hit
+            return self._new_set(set_key, keys, items, base)
+
+    def _new_set(self, set_key: tuple[int, ...], keys: list[int],
+                 items: dict[int, EarleySet | None], base: int) -> EarleySet:
+        """Build and intern the set of ``keys`` (under ``_intern_lock``)."""
+        sm = (1 << self._origin_shift) - 1
         n = len(keys)
         if base + n > self.limits.max_total_items:
             raise LimitExceededError(
@@ -206,9 +220,8 @@ class Automaton:
                 limit="max_total_items", value=base + n,
             )
         states = tuple([k & sm for k in keys])
-        es = EarleySet(self._next_uid, states, tuple([items[k] for k in keys]))
+        es = EarleySet(next(self._uids), states, tuple([items[k] for k in keys]))
         es.total = base + n
-        self._next_uid += 1
         expected = 0
         accepts = False
         term_bits, accepting = self.term_bits, self.accepting

@@ -9,6 +9,9 @@ step that reaches the same configuration.
 
 from __future__ import annotations
 
+import itertools
+import threading
+
 import numpy as np
 
 from ..limits import memo_size
@@ -62,16 +65,20 @@ class ParserContext:
         self._next: BoundedMemo[tuple[int, int], PState | None] = BoundedMemo(
             memo_size(2 * n)
         )  # bounded, see Automaton._next
-        self._uid = 0
+        self._uids = itertools.count(1)  # atomic under the GIL: threads never share a uid
+        # held while a missing state is made: threads that meet it get one object
+        self._intern_lock = threading.Lock()
         self.root = self.make(automaton.root, (0,), 0, True)
 
     def make(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> PState:
         key = (es.uid, indent, depth, bol)
         p = self._interned.get(key)
         if p is None:
-            self._uid += 1
-            p = PState(self._uid, es, indent, depth, bol)
-            self._interned.put(key, p)
+            with self._intern_lock:
+                p = self._interned.get(key)
+                if p is None:
+                    p = PState(next(self._uids), es, indent, depth, bol)
+                    self._interned.put(key, p)
         return p
 
     def _remember(self, key: tuple[int, int], value: PState | None) -> None:

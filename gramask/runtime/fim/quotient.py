@@ -31,6 +31,8 @@ the lexeme in progress (:meth:`QuotientContext.expects`), when that lexeme can s
 from __future__ import annotations
 
 import copy
+import itertools
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
@@ -202,9 +204,10 @@ class LazyAutomaton(Automaton):
          self.nonkernel, self.accepting, self.live_state) = tables
         self._interned = BoundedMemo(memo_size(limits.interned_sets))
         self._next = BoundedMemo(memo_size(limits.step_memo))
-        self._next_uid = 1
+        self._uids = itertools.count(1)  # as Automaton's: atomic, 0 is "this set"
+        self._intern_lock = threading.Lock()
+        self._state_lock = threading.Lock()  # numbering of states built on demand
         self._origin_shift = 32  # states are built on demand: no bound known
-        self._depth = 0
         self._completions = BoundedMemo(memo_size(limits.interned_sets // 16))
         self.start_state = self._intern(self._skip_nullable([(self.aug_rule, 0)]))
         self.root = self._close([(self.start_state, None)])
@@ -263,8 +266,11 @@ class LazyAutomaton(Automaton):
             return j
         j = self.index.get(items)
         if j is None:
-            j = self.index[items] = self.n0 + len(self.states)
-            self.states.append(items)
+            with self._state_lock:  # a number and its list slot, taken together
+                j = self.index.get(items)
+                if j is None:
+                    self.states.append(items)
+                    j = self.index[items] = self.n0 + len(self.states) - 1
         return j
 
     def _fill(self, s: int) -> None:
