@@ -1,7 +1,7 @@
 """The worker process of :class:`~gramask.serving.ConstraintPool`: owns requests, fills rows.
 
 One worker holds, per grammar key, one :class:`~gramask.CompiledGrammar` (loaded from its
-artifact file on the first request that names it) and the constraints of the requests the pool
+artifact file when the worker starts; one registered later, on its first request) and the constraints of the requests the pool
 gave it. Two threads:
 
 * the *setup* thread builds new requests' constraints (the fill-in-the-middle quotient and the
@@ -11,9 +11,9 @@ gave it. Two threads:
   rollbacks and removals, then writes each named request's mask, packed, into its row of the
   shared bitmask file.
 
-Constraints of one compiled grammar are safe to use from both threads (see
-``docs/serving.md``); each constraint is touched by one thread at a time: by the setup thread
-until it is ready, then only by the main thread.
+Constraints of one compiled grammar are safe to use from both threads (the runtime's shared
+memo tables are; see ``gramask.runtime.core.constraint``); each constraint is touched by one
+thread at a time: by the setup thread until it is ready, then only by the main thread.
 
 Garbage collection never runs inside a step: the worker disables the automatic collector,
 freezes the loaded grammars (``gc.freeze``: a collection skips them), and collects itself
@@ -73,9 +73,6 @@ class _Worker:
         self.setups: queue.SimpleQueue[tuple[Any, _Request, Any, Any, Any] | None] = (
             queue.SimpleQueue())
         self.steps = 0
-        # serializes the runtime's use by the two threads until its memo tables are
-        # thread-safe (then a request's setup no longer holds up a step)
-        self.runtime_lock = threading.Lock()
 
     # ------------------------------------------------------------------ messages
     def send(self, msg: tuple[Any, ...]) -> None:
@@ -139,10 +136,8 @@ class _Worker:
             rid, req, prefix, suffix, max_tokens = job
             t0 = time.perf_counter()
             try:
-                cg = self.grammar(req.key)
-                with self.runtime_lock:
-                    c = cg.constraint(prefix, suffix, max_tokens)
-                    c.allowed()  # the first mask, computed here rather than in a step
+                c = self.grammar(req.key).constraint(prefix, suffix, max_tokens)
+                c.allowed()  # the first mask, computed here rather than in a step
                 req.constraint = c
             except Exception as e:
                 req.error = _describe(e)
@@ -156,8 +151,7 @@ class _Worker:
             req = self.requests.get(rid)
             if req is not None:
                 req.ready.wait()  # a request named before its setup finished
-        with self.runtime_lock:
-            errors = self._step(ops, fills)
+        errors = self._step(ops, fills)
         self.send(("done", seq, errors, time.perf_counter() - t0))
 
     def _step(self, ops: list[tuple[Any, ...]], fills: list[tuple[Any, int]]

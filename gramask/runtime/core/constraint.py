@@ -12,8 +12,13 @@ Runtime contract
   not allow. After EOS only ``rollback`` is accepted.
 * Before EOS the mask is never all False: a constraint that reached a state with no
   continuation would have rejected the token that led there. After EOS it is all False.
-* Not thread-safe: constraints of one compiled grammar share memo tables; use one thread per
-  compiled grammar (or a lock) when filling a batch.
+* Threads: constraints of one compiled grammar may be used from any number of threads, each
+  constraint by one thread at a time (``clone()`` gives another constraint). They share the
+  runtime's memo tables, which are safe under concurrent readers and writers: ids come from
+  atomic counters, new Earley sets and parser states are interned under a lock, and a memo
+  entry is a pure function of its key, so masks are those of a single-threaded run
+  (``tests/test_threads.py``). Pure Python holds the GIL: for more cores, use worker processes
+  (:class:`gramask.serving.ConstraintPool`).
 * ``clone()`` is O(steps) list copy of immutable states; ``rollback(n)`` is O(n). Neither
   re-parses: every step's state is an immutable, shared object.
 """

@@ -100,8 +100,8 @@ class _Trie:
 
 
 class ContextualLexer:
-    """Walks, lexeme ends, end checks and masks under the contextual rule (shared, not
-    thread-safe, like :class:`~gramask.runtime.core.masks.MaskBuilder`)."""
+    """Walks, lexeme ends, end checks and masks under the contextual rule (shared, like
+    :class:`~gramask.runtime.core.masks.MaskBuilder`)."""
 
 
     def __init__(

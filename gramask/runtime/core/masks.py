@@ -135,7 +135,8 @@ def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
 
 
 class MaskBuilder:
-    """Shared by every constraint of one compiled grammar (not thread-safe)."""
+    """Shared by every constraint of one compiled grammar (and by their threads: see the
+    runtime contract in :mod:`gramask.runtime.core.constraint`)."""
 
     def __init__(
         self, tables: TokenTables, dfa: LexerDFA, ctx: ParserContext, vocab_size: int,
