@@ -17,6 +17,7 @@ import sysconfig
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,7 +86,8 @@ def tiny_switch_interval() -> Iterator[None]:
     sys.setswitchinterval(old)
 
 
-@pytest.mark.parametrize("limits", [RuntimeLimits(), SMALL], ids=["default-limits", "small-memos"])
+@pytest.mark.parametrize("limits", [RuntimeLimits(), pytest.param(SMALL, marks=pytest.mark.slow)],
+                         ids=["default-limits", "small-memos"])
 def test_threads_get_the_single_threaded_masks(artifact: Path, limits: RuntimeLimits,
                                                tiny_switch_interval: None) -> None:
     cases = _cases()
@@ -113,3 +115,56 @@ def test_threads_get_the_single_threaded_masks(artifact: Path, limits: RuntimeLi
         got = results[name]
         first = next((i for i, (a, b) in enumerate(zip(ref, got, strict=True)) if a != b), None)
         assert first is None, f"{name}: masks differ from step {first} on"
+
+
+def _ids_shared(histories: list[list[Any]]) -> tuple[int, int, int]:
+    """(parser states reached, states sharing a uid with another, Earley sets sharing one)."""
+    states: dict[int, Any] = {}
+    sets: dict[int, Any] = {}
+    shared_states = shared_sets = 0
+    for history in histories:
+        for _q, _carry, p in history:
+            if states.setdefault(p.uid, p) is not p:
+                shared_states += 1
+            todo = [p.es]
+            while todo:
+                es = todo.pop()
+                known = sets.setdefault(es.uid, es)
+                if known is not es:
+                    shared_sets += 1
+                    continue
+                todo.extend(o for o in es.origins if o is not None and o.uid not in sets)
+    return len(states), shared_states, shared_sets
+
+
+def test_threads_never_give_two_states_one_uid(artifact: Path,
+                                               tiny_switch_interval: None) -> None:
+    """Memo tables are keyed by Earley-set and parser-state uids: two objects with one uid
+    make a memo answer for the wrong state. Eight threads parse different files at once
+    through one fresh runtime (building new sets and states all the time)."""
+    encode = hf_tokenizer("gpt2")
+    names = ["bisect.py", "colorsys.py", "shlex.py", "fnmatch.py", "keyword.py", "glob.py",
+             "copy.py", "heapq.py"]
+    walks = [encode((_STDLIB / n).read_text(encoding="utf-8"))[:1200] for n in names]
+    shared = gramask.CompiledGrammar.load(artifact)
+    histories: list[list[Any]] = []
+    errors: list[BaseException] = []
+
+    def run(toks: list[int]) -> None:
+        try:
+            c = shared.constraint("")
+            for t in toks:
+                c.advance(t)
+            histories.append(c._history)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in walks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    reached, shared_states, shared_sets = _ids_shared(histories)
+    assert reached > 100  # the walks did build states
+    assert (shared_states, shared_sets) == (0, 0)

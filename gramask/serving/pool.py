@@ -69,7 +69,8 @@ class ConstraintPool:
         Grammar key → an artifact path (``.gmask``, e.g. ``CompiledGrammar.save``'s or the
         compile cache's) or a :class:`~gramask.CompiledGrammar` (its cache file is used when it
         came from the cache; otherwise it is saved once into a temporary directory). More can
-        be registered with :meth:`add_grammar`. Workers load a grammar on its first request.
+        be registered with :meth:`add_grammar`. Each worker loads the pool's grammars when it
+        starts (beside any request), one added later on its first request.
     vocab_size
         The bitmask's vocabulary size: rows are ``ceil(vocab_size / 32)`` words. Default: the
         vocabulary of the first grammar given as a ``CompiledGrammar``. A grammar whose masks
@@ -81,17 +82,22 @@ class ConstraintPool:
 
     Example
     -------
-    >>> import gramask, torch
+    >>> import gramask
     >>> from gramask.serving import ConstraintPool
-    >>> compiled = gramask.compile(gramask.grammars.load("json"),
-    ...                            gramask.Vocabulary.bundled("gpt2"))
+    >>> vocab = gramask.Vocabulary.bundled("gpt2")
+    >>> compiled = gramask.compile(gramask.grammars.load("json"), vocab)
     >>> with ConstraintPool({"json": compiled}, workers=2) as pool:
     ...     pool.add("r1", "json", prefix='{"a": ')
     ...     pool.add("r2", "json", prefix="[1, ", max_tokens=16)
-    ...     bitmask = torch.from_numpy(pool.fill(["r1", "r2"]))  # (2, ceil(V/32)) int32
-    ...     pool.advance("r1", [token_id])                       # the token sampled for r1
-    ...     pool.rollback("r2", 0)
-    ...     pool.remove("r2")
+    ...     bitmask = pool.fill(["r1", "r2"])  # int32 (2, ceil(V/32)), in shared memory
+    ...     pool.advance("r1", [vocab.token_id("true")])  # the token sampled for r1
+    ...     pool.advance("r2", [vocab.token_id("2")])
+    ...     pool.rollback("r2", 1)  # a draft token the target model rejected
+    ...     bitmask = pool.fill(["r1", "r2"])  # the next step's masks
+    ...     pool.remove("r2")  # finished or aborted
+
+    Use the rows with ``torch.from_numpy(bitmask)`` and ``gramask.torch.
+    apply_token_bitmask_inplace`` (or any kernel of this layout).
 
     The returned array is a view of the shared memory: the next ``fill`` overwrites it (copy it,
     e.g. to the GPU, before). Not thread-safe: one thread drives a pool.
