@@ -120,6 +120,7 @@ class Stats:
         self.rows: list[int] = []
         self.setup_s: list[float] = []
         self.errors: list[str] = []
+        self.worker_s: list[float] = []  # pool: the busiest worker's own time in the step
 
     def summary(self) -> dict[str, Any]:
         st = np.array(self.step_s) * 1e3
@@ -134,6 +135,8 @@ class Stats:
                         "max": round(float(st.max()), 2) if st.size else None},
             "setup_ms": {"n": int(su.size), "p50": pct(su, 50), "p99": pct(su, 99),
                          "max": round(float(su.max()), 2) if su.size else None},
+            "busiest_worker_ms_mean": round(float(np.mean(self.worker_s)) * 1e3, 2)
+            if self.worker_s else None,
             "errors": self.errors[:5], "error_count": len(self.errors),
         }
 
@@ -163,6 +166,8 @@ def run_engine(drv: Any, specs: list[Spec], batch: int, steps: int, churn: bool,
         t0 = time.perf_counter()
         errs = drv.step(ids, pending_adv)
         stats.step_s.append(time.perf_counter() - t0)
+        if hasattr(drv, "pool"):
+            stats.worker_s.append(max(drv.pool.last_worker_seconds))
         stats.rows.append(len(ids))
         stats.errors.extend(errs)
         pending_adv = {}
@@ -422,7 +427,7 @@ def main() -> None:
                 results.append(row)
                 s, u = row["step_ms"], row["setup_ms"]
                 log(f"{wl} B={b} {label}: step mean {s['mean']} p50 {s['p50']} p99 {s['p99']} "
-                    f"max {s['max']} ms; setup p50 {u['p50']} p99 {u['p99']} ms; "
+                    f"max {s['max']} ms (busiest worker {row['busiest_worker_ms_mean']}); setup p50 {u['p50']} p99 {u['p99']} ms; "
                     f"errors {row['error_count']}")
     print_table(results)
     if args.json:
