@@ -157,7 +157,13 @@ def run_engine(drv: Any, specs: list[Spec], batch: int, steps: int, churn: bool,
         r = queue.pop(0)
         drv.add(r, specs[r])
         live[r] = 0
-    drv.wait_all(list(live))
+    try:
+        drv.wait_all(list(live))
+    except gramask.serving.RequestError as e:  # e.g. a cut whose suffix does not lex
+        for r, msg in e.failures.items():
+            stats.errors.append(f"setup of {specs[r].name}: {msg[:160]}")
+            drv.remove(r)
+            del live[r]
     pending_adv: dict[int, int] = {}
     for _ in range(steps):
         ids = [r for r in live if drv.is_ready(r)]
