@@ -43,3 +43,7 @@ def test_sampling_example_prints_what_the_readme_shows(
 ) -> None:
     pytest.importorskip("torch")
     _run_section("Sampling", capsys)
+
+
+def test_serving_example_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    _run_section("Serving", capsys)
