@@ -51,7 +51,7 @@ TOOLS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS))
 sys.path.insert(0, str(TOOLS.parent))
 
-import bench_runtime as br  # noqa: E402  (documents, real tokenizers, llguidance grammars)
+from bench import documents, engine_llguidance, harness, real_tokenizer  # noqa: E402
 
 import gramask  # noqa: E402
 from gramask.serving import ConstraintPool  # noqa: E402
@@ -83,11 +83,11 @@ def make_specs(workload: str, n: int, steps: int, encode: Any, seed: int) -> lis
     ``steps`` tokens to walk where the document allows."""
     rng = random.Random(seed)
     if workload.startswith("python"):
-        docs = br.python_docs(max(8, n // 2), seed)
+        docs = documents.python_docs(max(8, n // 2), seed)
     elif workload == "json":
-        docs = br.json_generated_docs(max(8, n), seed, depth=4)
+        docs = documents.json_generated_docs(max(8, n), seed, depth=4)
     else:
-        docs = br.c_docs(max(8, n // 2), seed)
+        docs = documents.c_docs(max(8, n // 2), seed)
     out: list[Spec] = []
     i = 0
     while len(out) < n:
@@ -278,9 +278,9 @@ class LLGuidanceDriver:
         import llguidance.torch as lt
         import torch
 
-        eng = br.LLGuidanceEngine()
+        eng = engine_llguidance.LLGuidanceEngine()
         args = types.SimpleNamespace(real_tok={vname: real_tok}, llg_step_max_items=1_000_000)
-        res = br.Result("llguidance", GRAMMAR[workload], vname)
+        res = harness.Result("llguidance", GRAMMAR[workload], vname)
         eng.compile(GRAMMAR[workload], vname, vocab, args, res)
         self.eng, self.llg, self.lt = eng, llguidance, lt
         self.notes = res.notes
@@ -390,7 +390,7 @@ def main() -> None:
     batches = [int(x) for x in args.batches.split(",")]
     engines = args.engines.split(",")
     vocab = gramask.Vocabulary.bundled(args.vocab)
-    real_tok = br.RealTokenizer(args.vocab)
+    real_tok = real_tokenizer.RealTokenizer(args.vocab)
     results: list[dict[str, Any]] = []
     log(f"{cpus} CPUs available; workers {workers}; batches {batches}")
     for wl in args.workloads.split(","):
