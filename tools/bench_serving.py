@@ -153,10 +153,15 @@ def run_engine(drv: Any, specs: list[Spec], batch: int, steps: int, churn: bool,
     """Set up ``batch`` requests, then ``steps`` timed steps (see the module docstring)."""
     queue = list(range(len(specs)))
     live: dict[int, int] = {}  # request index -> tokens advanced so far
+    def start(r: int) -> None:
+        try:
+            drv.add(r, specs[r])
+            live[r] = 0
+        except gramask.GramaskError as e:  # in-process setup: an invalid cut is reported
+            stats.errors.append(f"setup of {specs[r].name}: {str(e)[:160]}")
+
     for _ in range(batch):
-        r = queue.pop(0)
-        drv.add(r, specs[r])
-        live[r] = 0
+        start(queue.pop(0))
     try:
         drv.wait_all(list(live))
     except gramask.serving.RequestError as e:  # e.g. a cut whose suffix does not lex
@@ -188,9 +193,7 @@ def run_engine(drv: Any, specs: list[Spec], batch: int, steps: int, churn: bool,
                 drv.remove(r)
                 del live[r]
                 if churn and queue:  # and a new request arrives
-                    n = queue.pop(0)
-                    drv.add(n, specs[n])
-                    live[n] = 0
+                    start(queue.pop(0))
     for r in list(live):
         if drv.is_ready(r):
             stats.setup_s.append(drv.setup_seconds(r))
@@ -431,6 +434,8 @@ def main() -> None:
                 row = {"workload": wl, "batch": b, "engine": label, "cpus": cpus,
                        "churn": args.churn, **stats.summary()}
                 results.append(row)
+                if args.json:  # after every run: a long benchmark keeps what it measured
+                    Path(args.json).write_text(json.dumps(results, indent=1))
                 s, u = row["step_ms"], row["setup_ms"]
                 log(f"{wl} B={b} {label}: step mean {s['mean']} p50 {s['p50']} p99 {s['p99']} "
                     f"max {s['max']} ms (busiest worker {row['busiest_worker_ms_mean']}); setup p50 {u['p50']} p99 {u['p99']} ms; "
