@@ -88,7 +88,7 @@ def test_rollback_and_rows(pool: ConstraintPool,
     pool.rollback("rb", 3)
     for t in toks[:-3]:
         ref.advance(t)
-    bitmask = pool.fill(["other", "rb"], rows=[5, 2])
+    bitmask = pool.fill(["other", "rb"], rows=np.array([5, 2]))  # numpy rows are fine
     assert bitmask.shape == (pool.max_batch, pool.words)
     np.testing.assert_array_equal(bitmask[2], _row(ref, pool.words))
     np.testing.assert_array_equal(bitmask[5], _row(grammars["json"].constraint("["), pool.words))

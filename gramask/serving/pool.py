@@ -316,6 +316,7 @@ class ConstraintPool:
         else:
             if len(rows) != n:
                 raise ValueError(f"{n} request ids but {len(rows)} rows")
+            rows = [_row_index(r) for r in rows]  # numpy or torch integers too
             for r in rows:
                 if not 0 <= r < self.max_batch:
                     raise ValueError(f"row {r} is out of range (the pool has {self.max_batch})")
@@ -468,6 +469,15 @@ def _shutdown(conns: list[Connection], procs: list[subprocess.Popen[bytes]],
 def _check_id(request_id: object) -> None:
     if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
         raise TypeError(f"a request id must be a str or int, got {request_id!r}")
+
+
+def _row_index(r: object) -> int:
+    if isinstance(r, bool) or not isinstance(r, (int, np.integer)):
+        try:
+            return int(r.__index__())  # type: ignore[attr-defined]  # a 0-d torch tensor
+        except (AttributeError, TypeError):
+            raise TypeError(f"a row must be an int, got {r!r}") from None
+    return int(r)
 
 
 def _token(t: object) -> int:
