@@ -212,7 +212,7 @@ class PoolDriver:
         self.pool.wait_ready(ids)
 
     def is_ready(self, r: int) -> bool:
-        return self.pool.is_ready(r)
+        return r in self.pool and self.pool.is_ready(r)  # a failed request was removed
 
     def setup_seconds(self, r: int) -> float:
         return self.pool.setup_seconds[r]
