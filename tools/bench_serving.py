@@ -219,7 +219,8 @@ class PoolDriver:
 
     def step(self, ids: list[int], adv: dict[int, int]) -> list[str]:
         for r, t in adv.items():
-            self.pool.advance(r, [t])
+            if r in self.pool:  # not one that failed in the last step
+                self.pool.advance(r, [t])
         try:
             self.pool.fill(ids)
         except gramask.serving.RequestError as e:
