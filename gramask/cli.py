@@ -143,7 +143,7 @@ def _text_arg(text: str | None, path: str | None, what: str) -> str | None:
 def cmd_mask(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .mask_report import group_by_lexing, load_logits, rank_by_logits
+    from .mask_report import Group, group_by_lexing, load_logits, rank_by_logits, softmax
 
     cg = _load(args.artifact)
     prefix = _text_arg(args.prefix, args.prefix_file, "prefix") or ""
@@ -170,14 +170,33 @@ def cmd_mask(args: argparse.Namespace) -> int:
         pass  # fill-in-the-middle of a contextual-mode grammar: not built yet; or no plan
     if args.max_tokens is not None:
         report["max_tokens"] = args.max_tokens
+    if args.save_mask:
+        save_mask(args.save_mask, m)
+        report["saved_mask"] = args.save_mask
+    if args.explain:
+        from .token_explain import explain_token, resolve_token
+
+        report["explain"] = [
+            explain_token(cg, resolve_token(cg, spec), prefix, suffix, args.max_tokens).as_dict()
+            for spec in args.explain
+        ]
+    groups: list[Group] = []
     if args.logits:
         logits = load_logits(args.logits, len(v))
+        probs = softmax(logits)
+        kept = probs[ids].sum()
         ranked = rank_by_logits(ids, logits)[: args.top]
-        shown = [dict(token(int(i)), logit=float(logits[i])) for i in ranked]
-        report["tokens"] = shown
-        groups = []
+        report["allowed_probability"] = float(kept)
+        report["tokens"] = [dict(token(int(i)), logit=float(logits[i]), p=float(probs[i]),
+                                 p_masked=float(probs[i] / kept) if kept > 0 else 0.0)
+                            for i in ranked]
+        refused = rank_by_logits(np.flatnonzero(~m), logits)[: args.top]
+        report["forbidden"] = [dict(token(int(i)), logit=float(logits[i]), p=float(probs[i]))
+                               for i in refused]
     else:
-        groups = group_by_lexing(cg, int(why["lexer_state"]), ids)[: args.top]
+        all_groups = group_by_lexing(cg, int(why["lexer_state"]), ids)
+        groups = all_groups[: args.top]
+        report["group_count"] = len(all_groups)
         report["groups"] = [{"lexes_to": g.lexes_to, "count": len(g.ids),
                              "examples": [token(i) for i in g.ids[:8]]} for g in groups]
     if args.json:
@@ -190,23 +209,55 @@ def cmd_mask(args: argparse.Namespace) -> int:
              else ""))
     print(f"parser expects: {', '.join(why['parser_expects'])}")
     if "shortest_completion" in report:
+        n = int(report["min_tokens_to_complete"])  # type: ignore[call-overload]
         print(f"shortest completion: {report['shortest_completion']!r} "
-              f"({report['min_tokens_to_complete']} tokens)"
+              f"({n} token{'s' if n != 1 else ''})"
               + (f"; budget {args.max_tokens} tokens" if args.max_tokens is not None else ""))
 
     def show(i: int) -> str:
         return "<EOS>" if i == v.eos_token_id else repr(v.token_bytes(i).decode("utf-8", "replace"))
 
     if args.logits:
-        print(f"most likely allowed tokens (by {args.logits}):")
+        print(f"most likely allowed tokens (by {args.logits}; the mask keeps "
+              f"{report['allowed_probability']:.2%} of the probability, p' renormalised):")
+        print(f"  {'id':>7}  {'logit':>9}  {'p':>8}  {'p′':>8}  token")
         for s in report["tokens"]:  # type: ignore[attr-defined]
-            print(f"  {s['id']:>7}  {s['logit']:>9.3f}  {show(s['id'])}")
+            print(f"  {s['id']:>7}  {s['logit']:>9.3f}  {s['p']:>8.2%}  {s['p_masked']:>8.2%}  "
+                  f"{show(s['id'])}")
+        print("most likely forbidden tokens (what the grammar took away):")
+        for s in report["forbidden"]:  # type: ignore[attr-defined]
+            print(f"  {s['id']:>7}  {s['logit']:>9.3f}  {s['p']:>8.2%}  {'':>8}  {show(s['id'])}")
+        if not report["forbidden"]:
+            print("  (none)" if args.top else "  (--top 0 shows none)")
     else:
-        print("allowed tokens by what they lex to (… = a lexeme left open), largest group first:")
+        total = int(report["group_count"])  # type: ignore[call-overload]
+        print(f"allowed tokens by what they lex to (… = a lexeme left open), largest group first"
+              f" ({len(groups)} of {total} group{'s' if total != 1 else ''}"
+              + (f"; --top {total} shows all" if len(groups) < total else "") + "):")
         for g in groups:
             examples = " ".join(show(i) for i in g.ids[:8])
             print(f"  {len(g.ids):>7}  {g.lexes_to or '(nothing)':<28} {examples}")
+    if args.save_mask:
+        print(f"mask saved to {args.save_mask} (numpy bool, shape ({len(v)},))")
+    for e in report.get("explain", []):  # type: ignore[attr-defined]
+        print(f"explain {e['token']} (id {e['token_id']}): {e['reason']}")
+        print(f"  {e['message']}")
     return 0
+
+
+def save_mask(path: str, mask: object) -> None:
+    """``mask`` as a ``.npy`` (bool, no pickle), written atomically."""
+    import numpy as np
+
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            np.save(f, np.asarray(mask, dtype=bool), allow_pickle=False)
+        os.replace(tmp, target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise CliError(f"cannot write the mask to {path}: {e.strerror or e}") from None
 
 
 def _count(text: str) -> int:
@@ -279,7 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show N groups of allowed tokens (by what they lex to), or with "
                    "--logits the N most likely allowed tokens (default 20)")
     m.add_argument("--logits", metavar="NPY",
-                   help="a 1-D .npy of a model's logits here: rank the allowed tokens by it")
+                   help="a 1-D .npy of a model's logits here: the most likely allowed tokens "
+                   "(probability before and after masking) and the most likely forbidden ones")
+    m.add_argument("--explain", action="append", metavar="TOKEN",
+                   help="why TOKEN is allowed or forbidden here (lexing, parsing, the suffix "
+                   "or the budget): its exact text (']', ' b', '\\n'), EOS, or #ID; repeatable")
+    m.add_argument("--save-mask", metavar="PATH",
+                   help="write the full mask as a .npy (bool, one entry per token id)")
     m.add_argument("--json", action="store_true", help="one JSON object on stdout")
     m.set_defaults(func=cmd_mask)
 

@@ -204,3 +204,81 @@ def test_negative_top_is_a_usage_error(capsys):
         main(["mask", "x.gmask", "--prefix", "", "--top", "-3"])
     assert info.value.code == 2
     assert "expected a number ≥ 0, got -3" in capsys.readouterr().err
+
+
+def test_mask_explain_names_each_cause(json_artifact, capsys):
+    """--explain: allowed, refused by the parser (and what it takes instead), by the lexer,
+    by the budget, EOS before the end; the JSON report carries the same verdicts."""
+    args = ["mask", str(json_artifact), "--prefix", '{"a": [1, 2', "--top", "0"]
+    assert main([*args, "--explain", "]", "--explain", "}", "--explain", "@",
+                 "--explain", "EOS", "--explain", "\\n", "--json"]) == 0
+    got = {e["token"]: e for e in json.loads(capsys.readouterr().out)["explain"]}
+    assert got["']'"]["allowed"] and got["']'"]["reason"] == "allowed"
+    assert got["'\\n'"]["allowed"]  # '\n' typed with a backslash is the newline token
+    brace = got["'}'"]
+    assert brace["reason"] == "parsing" and brace["lexes_to"] == "NUMBER RBRACE…"
+    assert "after NUMBER the parser takes COMMA, RSQB, not RBRACE" in brace["message"]
+    assert got["'@'"]["reason"] == "lexing" and "no terminal starts with byte b'@'" in \
+        got["'@'"]["message"]
+    assert got["<EOS>"]["reason"] == "eos" and not got["<EOS>"]["allowed"]
+    assert main([*args, "--max-tokens", "2", "--explain", ","]) == 0
+    out = capsys.readouterr().out
+    assert "explain ',' (id 11): budget" in out
+    assert "finishing after it needs 2 more tokens (1 would be left)" in out
+    assert main([*args, "--explain", "no such token"]) == 1
+    assert "no token of the vocabulary is exactly this text" in capsys.readouterr().err
+
+
+def test_mask_explain_suffix(json_artifact, capsys):
+    """A token the prefix alone allows but no middle connects to the suffix from."""
+    assert main(["mask", str(json_artifact), "--prefix", "[1", "--suffix", "]",
+                 "--top", "0", "--explain", "]", "--explain", ",", "--json"]) == 0
+    got = {e["token"]: e for e in json.loads(capsys.readouterr().out)["explain"]}
+    assert got["']'"]["reason"] == "suffix" and "code after the cursor" in got["']'"]["message"]
+    assert got["','"]["allowed"]
+
+
+def test_mask_save_mask_and_forbidden_logits(json_artifact, tmp_path, capsys):
+    import numpy as np
+
+    saved = tmp_path / "m.npy"
+    logits = np.zeros(50257)
+    logits[[60, 11, 2, 31]] = [5.0, 4.0, 9.0, 7.0]  # ']', ',' allowed; '#', '@' forbidden
+    lp = tmp_path / "l.npy"
+    np.save(lp, logits)
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--save-mask", str(saved),
+                 "--logits", str(lp), "--top", "2", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    mask = np.load(saved, allow_pickle=False)
+    assert mask.dtype == bool and mask.shape == (50257,) and mask.sum() == rep["allowed"]
+    assert [t["token"] for t in rep["forbidden"]] == ["#", "@"]
+    probs = np.exp(logits) / np.exp(logits).sum()
+    assert rep["allowed_probability"] == pytest.approx(probs[mask].sum())
+    assert rep["tokens"][0]["p_masked"] == pytest.approx(probs[60] / probs[mask].sum())
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--logits", str(lp),
+                 "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "most likely forbidden tokens" in out and "'#'" in out
+
+
+def test_mask_top_says_how_many_groups_are_left_out(json_artifact, capsys):
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    m = __import__("re").search(r"\(2 of (\d+) groups; --top \1 shows all\)", out)
+    assert m and int(m.group(1)) > 2
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--top", "0"]) == 0
+    assert f"(0 of {m.group(1)} groups" in capsys.readouterr().out
+
+
+def test_group_labels_fold_runs_of_one_terminal():
+    from gramask.mask_report import lex_pieces
+
+    from ._support import compiled
+
+    cg = compiled("python", "gpt2")
+    dashes = cg.vocab.token_id("-" * 16)
+    assert dashes is not None
+    pieces, error = lex_pieces(cg, 0, cg.vocab.token_bytes(dashes))
+    assert error is None and [label for _, label in pieces] == ["MINUS×16…"]
+    pieces, _ = lex_pieces(cg, 0, b"a--b")
+    assert [label for _, label in pieces] == ["NAME", "MINUS×2", "NAME…"]
