@@ -83,6 +83,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     st["artifact"] = args.artifact
     st["bytes_on_disk"] = Path(args.artifact).stat().st_size
     st["load_seconds"] = round(load_s, 4)
+    if args.plot:
+        from .plots import plot_tables
+
+        try:
+            plot_tables(cg, args.plot, walk_steps=args.plot_steps)
+        except ImportError as e:  # matplotlib missing: say how to get it, in one line
+            raise CliError(str(e)) from None
+        st["plot"] = args.plot
     if args.json:
         json.dump(st, sys.stdout)
         sys.stdout.write("\n")
@@ -119,6 +127,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             ign = " (ignored)" if t["ignored"] else ""
             print(f"{t['name'][:24]:<24} {t['live_states']:>5} {t['accepting_states']:>7} "
                   f"{t['table_entries']:>9}  {_escaped(t['pattern'])}{ign}")
+    if args.plot:
+        print(f"\nplot written to {args.plot}")
     return 0
 
 
@@ -311,6 +321,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--terminals", action="store_true", help="per-terminal breakdown")
     i.add_argument("--diagnostics", action="store_true",
                    help="list the lexer diagnostics (terminals competing for a text)")
+    i.add_argument("--plot", metavar="PNG",
+                   help="draw the tables: row density per lexer state, distinct outcomes per "
+                   "row, entries per terminal, allowed-set sizes on random walks (needs "
+                   "matplotlib: pip install 'gramask[plot]')")
+    i.add_argument("--plot-steps", type=_count, default=300, metavar="N",
+                   help="random masked walk steps for the allowed-set panel (default 300)")
     i.set_defaults(func=cmd_inspect)
 
     m = sub.add_parser("mask", parents=[sub_common],

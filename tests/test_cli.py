@@ -282,3 +282,18 @@ def test_group_labels_fold_runs_of_one_terminal():
     assert error is None and [label for _, label in pieces] == ["MINUS×16…"]
     pieces, _ = lex_pieces(cg, 0, b"a--b")
     assert [label for _, label in pieces] == ["NAME", "MINUS×2", "NAME…"]
+
+
+def test_inspect_plot_writes_a_png(json_artifact, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "tables.png"
+    assert main(["inspect", str(json_artifact), "--plot", str(out), "--plot-steps", "40"]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    assert f"plot written to {out}" in capsys.readouterr().out
+
+
+def test_inspect_plot_without_matplotlib_says_how_to_get_it(json_artifact, tmp_path, capsys,
+                                                           monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    assert main(["inspect", str(json_artifact), "--plot", str(tmp_path / "x.png")]) == 1
+    assert "pip install 'gramask[plot]'" in capsys.readouterr().err
