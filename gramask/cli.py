@@ -1,8 +1,8 @@
-"""The ``gramask`` command: compile, inspect, mask, demo.
+"""The ``gramask`` command: compile, inspect, mask, trace, demo.
 
 Errors a user can cause (a bad grammar, vocabulary, artifact, file or prefix) print one line to
 stderr (``gramask: error: ...``) and exit 1; usage errors exit 2; ``-v`` (before or after the
-subcommand) shows the traceback. Sizes are in MB (10^6 bytes), as in the README.
+subcommand) shows the traceback. Sizes are in MiB (2^20 bytes), as in the README.
 """
 
 from __future__ import annotations
@@ -27,10 +27,29 @@ class CliError(GramaskError):
     """A mistake in what was passed on the command line (a missing file, bad text)."""
 
 
-def _default_out(grammar: str, vocab: str) -> Path:
+def _default_out(grammar: str, vocab: str, vocab_name: str | None = None) -> Path:
+    """GRAMMAR.VOCAB.gmask, with the vocabulary's canonical name (``gpt-2`` → ``gpt2``)."""
     g = Path(grammar).stem if grammar.endswith(".lark") else grammar
-    v = Path(vocab).stem if ("/" in vocab or "." in Path(vocab).name) else vocab
+    is_file = "/" in vocab or "." in Path(vocab).name
+    v = Path(vocab).stem if is_file else (vocab_name or vocab)
     return Path(f"{g}.{v}.gmask")
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.2f} MiB"
+
+
+def _copy_atomic(src: str, dest: Path) -> int:
+    """Copy a cache entry to ``dest`` (temp file + rename); returns its size."""
+    import shutil
+
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest.stat().st_size
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -39,21 +58,33 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     from .vocab import load_vocabulary
 
-    grammar = load_spec(args.grammar, args.start, args.lexer)
-    vocab = load_vocabulary(args.vocab)
     t0 = time.perf_counter()
+    grammar = load_spec(args.grammar, args.start, args.lexer)
+    t1 = time.perf_counter()
+    vocab = load_vocabulary(args.vocab)
+    t2 = time.perf_counter()
     cg = gramask.compile(
         grammar, vocab, cache=not args.no_cache, cache_dir=args.cache_dir,
         progress=None if not args.quiet else False,
     )
-    secs = time.perf_counter() - t0
-    out = Path(args.output) if args.output else _default_out(args.grammar, args.vocab)
-    size = cg.save(out)
-    src = "cache" if cg.info.get("from_cache") else "built"
-    print(
-        f"{out}: {size / 1e6:.2f} MB, {cg.dfa.num_states} lexer states, "
-        f"{cg.tables.nnz} table entries, {len(vocab)} tokens ({src} in {secs:.2f} s)"
-    )
+    t3 = time.perf_counter()
+    name = vocab.metadata().get("name")
+    out = Path(args.output) if args.output else _default_out(
+        args.grammar, args.vocab, name if isinstance(name, str) else None)
+    entry = cg.info.get("cache_path")
+    hit = bool(cg.info.get("from_cache"))
+    if hit and isinstance(entry, str) and Path(entry).resolve() != out.resolve():
+        size = _copy_atomic(entry, out)  # the entry is this artifact: no re-encoding
+    else:
+        size = cg.save(out)
+    t4 = time.perf_counter()
+    how = "loaded from the cache" if hit else "compiled"
+    where = f"; cache: {Path(entry).parent}" if isinstance(entry, str) else "; cache off"
+    print(f"{out}: {_mib(size)}, {cg.dfa.num_states} lexer states, {cg.tables.nnz} table "
+          f"entries, {len(vocab)} tokens ({how} in {t3 - t2:.2f} s{where})")
+    if not args.quiet:
+        print(f"  {t4 - t0:.2f} s in all: grammar {t1 - t0:.2f} s (lark reads and checks it), "
+              f"vocabulary {t2 - t1:.2f} s, {how} {t3 - t2:.2f} s, writing {t4 - t3:.2f} s")
     return 0
 
 
@@ -95,7 +126,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         json.dump(st, sys.stdout)
         sys.stdout.write("\n")
         return 0
-    print(f"artifact          {args.artifact} ({st['bytes_on_disk'] / 1e6:.2f} MB on disk, "
+    print(f"artifact          {args.artifact} ({_mib(st['bytes_on_disk'])} on disk, "
           f"loaded in {load_s * 1000:.0f} ms)")
     print(f"grammar           {st['grammar']} (start {st['start']}, {st['rules']} rules, "
           f"{st['terminals']} terminals)")
@@ -118,7 +149,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
           f"{st['rows_stored_as_diff']} as diffs; {st['unique_rows']} unique)")
     print(f"non-zeros         {st['nonzeros']} (density {st['density']:.4%})")
     print(f"outcome nodes     {st['outcome_nodes']} ({st['winnable_classes']} end classes)")
-    print(f"array bytes       {st['array_bytes'] / 1e6:.2f} MB")
+    print(f"array bytes       {_mib(st['array_bytes'])}")
     print(f"build             {st['build_seconds']} s at {st['built_at']}, "
           f"gramask {st['gramask_version']}")
     if args.terminals:
@@ -270,6 +301,31 @@ def save_mask(path: str, mask: object) -> None:
         raise CliError(f"cannot write the mask to {path}: {e.strerror or e}") from None
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from .cli_demo import DEMO_PREFIX, DEMO_TARGET, WantsText
+    from .trace import trace_completion, write_trace_html
+
+    cg = _load(args.artifact)
+    prefix = _text_arg(args.prefix, args.prefix_file, "prefix")
+    suffix = _text_arg(args.suffix, args.suffix_file, "suffix")
+    wants = args.wants
+    if prefix is None and wants is None:  # the demo's: a model that would close with ']'
+        prefix, wants = DEMO_PREFIX, DEMO_TARGET
+    prefix = prefix or ""
+    if wants is None:
+        raise CliError("trace: say what the toy model wants to write (--wants TEXT)")
+    c = cg.constraint(prefix=prefix, suffix=suffix, max_tokens=args.max_tokens)
+    lm = WantsText(cg.vocab, wants, seed=args.seed)
+    steps = trace_completion(c, lm, max_new_tokens=args.steps, top=args.top)
+    write_trace_html(args.output, steps, prefix=prefix, suffix=suffix, complete=c.is_complete(),
+                     title=f"gramask trace: {Path(args.artifact).name}",
+                     note=f"toy model that wants to write {wants!r}")
+    changed = sum(1 for s in steps if s.forbidden_preferred)
+    print(f"{args.output}: {len(steps)} step{'s' if len(steps) != 1 else ''}, the mask "
+          f"overrode the model at {changed}; complete: {c.is_complete()}")
+    return 0
+
+
 def _count(text: str) -> int:
     """A whole number ≥ 0 (argparse type): ``--top -3`` is a usage error, not "everything"."""
     try:
@@ -355,6 +411,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the full mask as a .npy (bool, one entry per token id)")
     m.add_argument("--json", action="store_true", help="one JSON object on stdout")
     m.set_defaults(func=cmd_mask)
+
+    tr = sub.add_parser("trace", parents=[sub_common],
+                        help="write an HTML page of a constrained completion, step by step")
+    tr.add_argument("artifact", help="a .gmask file")
+    pre = tr.add_mutually_exclusive_group()
+    pre.add_argument("--prefix", help="the code before the cursor (default: the demo's)")
+    pre.add_argument("--prefix-file", metavar="FILE", help="the prefix from a file ('-' = stdin)")
+    suf = tr.add_mutually_exclusive_group()
+    suf.add_argument("--suffix", help="the code after the cursor (fill-in-the-middle)")
+    suf.add_argument("--suffix-file", metavar="FILE", help="the suffix from a file")
+    tr.add_argument("--wants", metavar="TEXT",
+                    help="what the toy model tries to write (its logits favour the tokens that "
+                    "spell it; afterwards, EOS)")
+    tr.add_argument("--max-tokens", type=int, metavar="N", help="token budget")
+    tr.add_argument("--steps", type=_count, default=40, metavar="N",
+                    help="stop after N tokens even before EOS (default 40)")
+    tr.add_argument("--top", type=_count, default=5, metavar="N",
+                    help="forbidden and alternative tokens shown per step (default 5)")
+    tr.add_argument("--seed", type=int, default=0, help="seed of the toy model's other scores")
+    tr.add_argument("-o", "--output", default="trace.html", help="the page (default trace.html)")
+    tr.set_defaults(func=cmd_trace)
 
     d = sub.add_parser("demo", parents=[sub_common],
                        help="compile Python × a real vocabulary and show a masked completion")

@@ -184,11 +184,32 @@ def test_demo_fixes_the_bracket_and_finishes(capsys):
 
 def test_demo_cut_short_does_not_claim_a_program(capsys):
     assert main(["demo", "--vocab", "gpt2", "--steps", "2"]) == 0
-    out = capsys.readouterr().out.split("a token budget")[0]  # the budget demo runs whole
+    out, budget = capsys.readouterr().out.split("a token budget")
     assert "completed" not in out and "ast.parse" not in out
     assert "program so far (cut after 2 steps, before EOS)" in out
     assert "so far (cut after 2 steps, before EOS): prefix + middle + suffix" in out
     assert out.count("\nstep ") == 4  # two in the prefix demo, two in the FIM demo
+    assert budget.count(" left: ") == 2 and "cut by --steps 2" in budget  # --steps there too
+    assert "ast.parse" not in budget
+
+
+def test_compile_names_the_cache_and_the_canonical_vocabulary(tmp_path, capsys, monkeypatch):
+    """An alias names the output by the canonical vocabulary; the cache hit says where the
+    cache is and writes the same artifact (copied, not re-encoded)."""
+    monkeypatch.chdir(tmp_path)
+    cache = tmp_path / "cache"
+    assert main(["compile", "json", "--vocab", "gpt-2", "--cache-dir", str(cache), "-q"]) == 0
+    first = capsys.readouterr().out
+    assert first.startswith("json.gpt2.gmask: ") and " MiB, " in first
+    assert "compiled in" in first and f"cache: {cache}" in first
+    assert main(["compile", "json", "--vocab", "gpt2", "--cache-dir", str(cache),
+                 "-o", "again.gmask"]) == 0
+    second = capsys.readouterr().out
+    assert "loaded from the cache in" in second and f"cache: {cache}" in second
+    assert "s in all: grammar" in second  # where the time of a cache hit goes
+    again = gramask.CompiledGrammar.load(tmp_path / "again.gmask")
+    assert again.stats()["nonzeros"] == gramask.CompiledGrammar.load(
+        tmp_path / "json.gpt2.gmask").stats()["nonzeros"]
 
 
 def test_python_dash_m_gramask_is_the_command():
@@ -297,3 +318,41 @@ def test_inspect_plot_without_matplotlib_says_how_to_get_it(json_artifact, tmp_p
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     assert main(["inspect", str(json_artifact), "--plot", str(tmp_path / "x.png")]) == 1
     assert "pip install 'gramask[plot]'" in capsys.readouterr().err
+
+
+def test_trace_writes_a_self_contained_page(json_artifact, tmp_path, capsys):
+    """The toy model wants a single-quoted string, which JSON forbids: the page records the
+    step where the mask overrode it, and the page loads nothing from outside."""
+    out = tmp_path / "trace.html"
+    assert main(["trace", str(json_artifact), "--prefix", '{"a": ', "--wants", "'x'}",
+                 "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and "</table></body></html>" in page
+    assert "http" not in page and "<script" not in page and "src=" not in page
+    n = page.count("<tr><td class=n>")
+    assert n >= 2 and f"{n} steps" in said and "complete: True" in said
+    assert 'class="tok bad">&#x27;' in page  # the forbidden ' the model preferred, shown
+    assert "the mask overrode the model at 0" not in said
+
+
+def test_trace_completion_records_each_step():
+    import numpy as np
+
+    from gramask.trace import trace_completion
+
+    from ._support import compiled
+
+    cg = compiled("json", "gpt2")
+    v = cg.vocab
+    logits = np.full(len(v) + 7, -5.0)  # wider than the vocabulary, as padded models are
+    logits[[v.token_id("x"), v.token_id("]"), v.eos_token_id]] = [9.0, 3.0, 1.0]
+    c = cg.constraint(prefix="[1")
+    steps = trace_completion(c, lambda ids: logits, max_new_tokens=5)
+    assert [s.token for s in steps] == ["]", "<EOS>"] and c.is_finished
+    p = np.exp(logits[: len(v)] - logits.max())
+    p /= p.sum()
+    m = cg.constraint(prefix="[1").allowed()
+    assert steps[0].p_allowed == pytest.approx(p[m].sum())
+    assert steps[0].allowed == int(m.sum())
+    assert steps[0].forbidden_preferred[0] == ("x", pytest.approx(p[v.token_id("x")]))
