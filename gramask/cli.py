@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -462,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"gramask: error: {msg}", file=sys.stderr)
+        context = getattr(e, "context", None)  # a grammar's line with a caret under the error
+        if isinstance(context, str) and context.strip():
+            print(textwrap.indent(context.rstrip("\n"), "    "), file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # pragma: no cover
         return 130

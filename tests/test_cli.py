@@ -356,3 +356,22 @@ def test_trace_completion_records_each_step():
     assert steps[0].p_allowed == pytest.approx(p[m].sum())
     assert steps[0].allowed == int(m.sum())
     assert steps[0].forbidden_preferred[0] == ("x", pytest.approx(p[v.token_id("x")]))
+
+
+def test_grammar_errors_keep_their_context_on_the_command_line(tmp_path, capsys):
+    """A Lark syntax error shows the line and a caret; an undefined start rule is named as
+    such, with the rules there are (not lark's NonTerminal('program'))."""
+    bad = tmp_path / "bad.lark"
+    bad.write_text('start: item+\nitem: "a" | "b" ) \n')
+    assert main(["compile", str(bad), "--vocab", "gpt2", "-q"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("invalid Lark grammar syntax (line 2, column 17)")
+    assert err[1].strip() == 'item: "a" | "b" )' and err[2].index("^") == err[1].index(")")
+    ok = tmp_path / "ok.lark"
+    ok.write_text('start: item+\nitem: "a" | "b"\n')
+    assert main(["compile", str(ok), "--vocab", "gpt2", "-q", "--start", "program"]) == 1
+    err_text = capsys.readouterr().err
+    assert "the start rule 'program' is not defined" in err_text
+    assert "rules: item, start" in err_text and "NonTerminal" not in err_text
+    with pytest.raises(gramask.GrammarError, match="start rule 'program' is not defined"):
+        gramask.Grammar.from_lark(ok.read_text(), start="program")
