@@ -149,7 +149,7 @@ def _show_list(names: tuple[str, ...], most: int = 12) -> str:
 
 def _budget_message(free: object, token_id: int, text: str, left: int | None) -> str:
     """The budget's verdict: how many tokens the completion after the token needs."""
-    from .runtime.constraint import Constraint
+    from .runtime.core.constraint import Constraint
 
     assert isinstance(free, Constraint) and left is not None
     after = free.clone()
@@ -192,8 +192,8 @@ def _parsing_message(cg: CompiledGrammar, prefix: str, data: bytes,
 def _expects_after(c: object, head: bytes) -> tuple[str, ...] | None:
     """The terminals the parser takes once ``head`` (ending at a lexeme boundary) is read,
     the lexeme in progress ended; None where this cannot be told (the contextual mode)."""
-    from .runtime.constraint import Constraint
-    from .runtime.lexing import walk
+    from .runtime.core.constraint import Constraint
+    from .runtime.core.lexing import walk
 
     assert isinstance(c, Constraint)
     b = c._b

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime.constraint import Constraint
+from .runtime.core.constraint import Constraint
 
 __all__ = ["TraceStep", "trace_completion", "write_trace_html"]
 
