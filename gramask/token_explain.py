@@ -100,9 +100,12 @@ def explain_token(cg: CompiledGrammar, token_id: int, prefix: str = "",
     if token_id == v.eos_token_id:
         ok = c.is_allowed(token_id)
         whole = "prefix + suffix" if suffix is not None else "the prefix"
-        expects_now = shown if suffix is None else "more text"
+        try:
+            expects_now = f"a completion such as {c.shortest_completion().text!r}"
+        except (NotImplementedError, GramaskError):
+            expects_now = shown if suffix is None else "more text"
         msg = (f"EOS is allowed: {whole} is a complete program" if ok else
-               f"EOS is forbidden: {whole} is not a complete program yet; the parser expects "
+               f"EOS is forbidden: {whole} is not a complete program yet; it needs "
                f"{expects_now}")
         return TokenExplanation(token_id, text, ok, "allowed" if ok else "eos", msg, "<EOS>",
                                 expects)
