@@ -83,6 +83,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     where = f"; cache: {Path(entry).parent}" if isinstance(entry, str) else "; cache off"
     print(f"{out}: {_mib(size)}, {cg.dfa.num_states} lexer states, {cg.tables.nnz} table "
           f"entries, {len(vocab)} tokens ({how} in {t3 - t2:.2f} s{where})")
+    if isinstance(name, str) and args.vocab != name and not Path(args.vocab).exists():
+        print(f"  vocabulary {args.vocab!r} is the bundled {name!r} (an alias)")
     if not args.quiet:
         print(f"  {t4 - t0:.2f} s in all: grammar {t1 - t0:.2f} s (lark reads and checks it), "
               f"vocabulary {t2 - t1:.2f} s, {how} {t3 - t2:.2f} s, writing {t4 - t3:.2f} s")

@@ -201,6 +201,7 @@ def test_compile_names_the_cache_and_the_canonical_vocabulary(tmp_path, capsys, 
     assert main(["compile", "json", "--vocab", "gpt-2", "--cache-dir", str(cache), "-q"]) == 0
     first = capsys.readouterr().out
     assert first.startswith("json.gpt2.gmask: ") and " MiB, " in first
+    assert "vocabulary 'gpt-2' is the bundled 'gpt2' (an alias)" in first
     assert "compiled in" in first and f"cache: {cache}" in first
     assert main(["compile", "json", "--vocab", "gpt2", "--cache-dir", str(cache),
                  "-o", "again.gmask"]) == 0
