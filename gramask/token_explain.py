@@ -7,6 +7,10 @@ are checked from the outside in, each with the constraint that lacks the next in
 * ``suffix``  — the prefix alone allows it, but no middle starting with it meets the suffix;
 * ``lexing``  — its bytes do not lex from the lexeme in progress (no terminal takes a byte);
 * ``parsing`` — it lexes, but a terminal it completes is not one the parser takes here.
+
+What a token "lexes to" is read with the greedy lexer DFA (as ``gramask mask`` groups tokens);
+in the contextual lexer mode the runtime may cut lexemes differently, and what the parser
+takes after the token's first lexemes is only told in the basic mode.
 """
 
 from __future__ import annotations
