@@ -427,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--wants", metavar="TEXT",
                     help="what the toy model tries to write (its logits favour the tokens that "
                     "spell it; afterwards, EOS)")
-    tr.add_argument("--max-tokens", type=int, metavar="N", help="token budget")
+    tr.add_argument("--max-tokens", type=_count, metavar="N", help="token budget")
     tr.add_argument("--steps", type=_count, default=40, metavar="N",
                     help="stop after N tokens even before EOS (default 40)")
     tr.add_argument("--top", type=_count, default=5, metavar="N",
