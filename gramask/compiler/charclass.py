@@ -68,7 +68,7 @@ def _re_variants(ch: str) -> frozenset[str]:
     """What ``re.fullmatch("(?i)" + re.escape(ch), x)`` accepts: ``re``'s simple case folding
     (sre_compile: same ``unicode_tolower``, plus the ``re._casefix`` extra cases)."""
     import _sre
-    from re import _casefix
+    from re import _casefix  # type: ignore[attr-defined]
 
     lo = _sre.unicode_tolower(ord(ch))
     classes = _lower_classes()

@@ -8,6 +8,7 @@ trimmed, so that a state exists only if some completion of it matches.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Hashable, Iterator
 from typing import TypeVar
@@ -186,7 +187,7 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
                 events.setdefault(hi + 1, []).append((-1, t))
         active: dict[int, int] = {}
         cuts = sorted(events)
-        for a, b in zip(cuts, cuts[1:]):
+        for a, b in itertools.pairwise(cuts):
             for delta, t in events[a]:
                 n = active.get(t, 0) + delta
                 if n:

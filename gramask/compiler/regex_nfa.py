@@ -15,16 +15,11 @@ case (Python ``re``'s simple folding where the case mapping changes length, see
 
 from __future__ import annotations
 
+from re import _constants as _c  # re's own parser: terminals are Python regexes (3.11+)
+from re import _parser as _sre_parse
 from typing import Any
 
 from .charclass import CharSet, case_variants, complement, fold_case, normalize, utf8_sequences
-
-try:  # Python ≥ 3.11
-    from re import _constants as _c
-    from re import _parser as _sre_parse
-except ImportError:  # pragma: no cover
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 __all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa"]
 
