@@ -111,11 +111,14 @@ class Grammar:
         except ImportError as e:  # pragma: no cover - lark is a core dependency
             raise ImportError("gramask needs lark to load grammars: pip install lark") from e
         try:
+            # lexer="dynamic": lark's basic lexer would check terminal collisions with
+            # interegular, which enumerates every character of a class (minutes for a Unicode
+            # identifier class); gramask checks and compiles the terminals itself
             parser = lark.Lark(
                 text,
                 start=start,
                 parser="earley",
-                lexer="basic",
+                lexer="dynamic",
                 import_paths=list(import_paths),
                 keep_all_tokens=True,
             )

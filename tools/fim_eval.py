@@ -345,7 +345,7 @@ def lark_checker(grammar: str, lexer: str = "basic") -> Callable[[str], str | No
     ``--lexer contextual`` (the bundled grammars load that way without conflicts)."""
     import lark
 
-    parser = lark.Lark(gramask.grammars.text(grammar), parser="lalr", lexer=lexer,
+    parser = lark.Lark(gramask.grammars.lark_text(grammar), parser="lalr", lexer=lexer,
                        start=gramask.grammars.start_rule(grammar))
 
     def error(text: str) -> str | None:
