@@ -37,7 +37,7 @@ def ranges(pred) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
 
 
 def esc(cp: int) -> str:
-    if cp < 0x80 and chr(cp).isalnum() or chr(cp) == "_":
+    if (cp < 0x80 and chr(cp).isalnum()) or chr(cp) == "_":
         return chr(cp)
     return f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
 

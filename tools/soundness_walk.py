@@ -37,8 +37,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import gramask  # noqa: E402
-import gramask.grammars  # noqa: E402
+import gramask
+import gramask.grammars
 
 MODES = ("prefix", "fim", "budget", "fim+budget")
 
