@@ -170,3 +170,67 @@ def test_soundness_walk_small() -> None:
     assert sum(res.walks.values()) >= 3
     assert not res.failures, res.failures[:3]
     assert not res.dead_ends, res.dead_ends[:3]
+
+
+# ------------------------------------------------------------------ dead-end property
+
+
+def _walk_never_dead(cg: gramask.CompiledGrammar, rnd: random.Random, steps: int) -> int:
+    """Uniform masked walk: before EOS the mask is never all False and a completion exists.
+    Returns how many steps were checked."""
+    c = cg.constraint()
+    eos = cg.vocab.eos_token_id
+    checked = 0
+    for _ in range(steps):
+        m = c.allowed()
+        assert m.any(), f"all-False mask after {c.data!r}"
+        completion = c.shortest_completion()  # raises NoCompletionError on a dead end
+        assert completion.token_ids or c.is_complete()
+        checked += 1
+        m[eos] = False
+        pool = m.nonzero()[0]
+        if not len(pool):
+            break
+        c.advance(int(pool[rnd.randrange(len(pool))]))
+    return checked
+
+
+@pytest.mark.parametrize("name", ["json", "sql", "c", "python"])
+def test_bundled_grammars_have_no_dead_ends(name: str) -> None:
+    cg = compiled(name, "gpt2")
+    rnd = random.Random(7)
+    assert sum(_walk_never_dead(cg, rnd, 8) for _ in range(2)) >= 2
+
+
+def _random_grammar(rnd: random.Random) -> str:
+    """A small random Lark grammar over the literals a..d, sometimes with a declared terminal
+    nothing produces, or a rule that never finishes."""
+    rules = ["start", "x", "y", "z"]
+    lines = []
+    for r in rules:
+        alts = []
+        for _ in range(rnd.randint(1, 3)):
+            syms = [rnd.choice(['"a"', '"b"', '"c"', '"d"', "x", "y", "z", "FOO"])
+                    for _ in range(rnd.randint(0, 3))]
+            alts.append(" ".join(syms) or '"a"')
+        lines.append(f"{r}: " + " | ".join(alts))
+    return "\n".join(lines) + "\n%declare FOO\n"
+
+
+def test_random_grammars_have_no_dead_ends() -> None:
+    rnd = random.Random(11)
+    vocab = gramask.Vocabulary.from_tokens(["a", "b", "c", "d", "ab", "cd", "</s>"],
+                                           eos_token_id=6)
+    built = 0
+    for _ in range(25):
+        text = _random_grammar(rnd)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GrammarWarning)
+            try:
+                g = gramask.Grammar.from_lark(text)
+            except gramask.GrammarError:
+                continue  # empty language: refused at load, never an all-False mask
+        cg = gramask.compile(g, vocab, cache=False)
+        _walk_never_dead(cg, rnd, 6)
+        built += 1
+    assert built >= 5
