@@ -4,7 +4,8 @@ Every bundled grammar satisfies gramask's lexer contract: each terminal is a pla
 language (no lookaround, no backreference), terminals lex correctly with a greedy
 all-terminals-at-once lexer (priority, then string literal over regex), the start rule is
 named ``start``, and the grammar loads with ``Lark(text, parser="lalr", lexer="basic")``
-without conflicts. ``tests/test_grammar_bundled.py`` checks all of this.
+without conflicts (for python.lark pass :func:`lark_text`: lark's own collision check takes
+minutes on its generated Unicode identifier classes). ``tests/test_grammar_bundled.py`` checks all of this.
 """
 
 from __future__ import annotations
