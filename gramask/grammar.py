@@ -107,18 +107,36 @@ class Grammar:
         try:
             import lark
             from lark.exceptions import GrammarError as LarkGrammarError
-            from lark.exceptions import LexError, UnexpectedInput
+            from lark.exceptions import LexError, UnexpectedInput, VisitError
         except ImportError as e:  # pragma: no cover - lark is a core dependency
             raise ImportError("gramask needs lark to load grammars: pip install lark") from e
-        try:
-            parser = lark.Lark(
+
+        def build(lark_lexer: str) -> Any:
+            return lark.Lark(
                 text,
                 start=start,
                 parser="earley",
-                lexer="basic",
+                lexer=lark_lexer,
                 import_paths=list(import_paths),
                 keep_all_tokens=True,
             )
+
+        try:
+            # lark's basic lexer checks terminal collisions with interegular, which lists every
+            # character of a class (minutes for a Unicode identifier class): load through the
+            # dynamic lexer, and only when that fails let the basic one name the bad terminal
+            try:
+                parser = build("dynamic")
+            except (UnexpectedInput, KeyError, LexError, RecursionError):
+                raise
+            except LarkGrammarError as e:
+                if "zero-width" not in str(e):
+                    raise
+                parser = build("basic")
+            except Exception:
+                parser = build("basic")
+        except VisitError as e:
+            raise _visit_error(text, source, e) from None
         except UnexpectedInput as e:
             raise GrammarError(
                 f"{source}: invalid Lark grammar syntax",
@@ -183,9 +201,6 @@ class Grammar:
             rules.append(RuleSpec(lhs=r.origin.name, rhs=tuple(rhs)))
         if not any(r.lhs == start for r in rules):
             raise GrammarError(f"{source}: start rule {start!r} is not defined", name=start)
-        from .compiler.analysis import prune
-
-        rules = list(prune(rules, known | declared, start, source=source))
 
         spec: IndentationSpec | None
         if indentation is None:
@@ -207,6 +222,15 @@ class Grammar:
                 raise GrammarError(
                     f"{source}: indentation needs terminal {missing[0]!r}", name=missing[0]
                 )
+        # a %declare'd terminal exists only if the runtime produces it (the indenter's): any
+        # other one never occurs, so rules needing it are non-productive like any other
+        produced = {spec.indent, spec.dedent} & declared if spec is not None else set()
+        from .compiler.analysis import prune
+
+        rules = list(prune(rules, known | produced, start, source=source,
+                           unproduced=sorted(declared - produced)))
+        declared = produced
+
         return cls(
             terminals=tuple(terminals),
             rules=tuple(rules),
@@ -275,6 +299,37 @@ _REGULAR_EQUIVALENTS = {
     # common.ESCAPED_STRING: a double-quoted one-line string with backslash escapes
     '".*?(?<!\\\\)(\\\\\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
 }
+
+
+def _visit_error(text: str, source: str, e: Any) -> GrammarError:
+    """lark's loader failing inside a grammar construct (a ``"a".."bc"`` range), named."""
+    obj = getattr(e, "obj", None)
+    tokens = [t for t in getattr(obj, "children", ()) if hasattr(t, "line")]
+    line = tokens[0].line if tokens else None
+    column = tokens[0].column if tokens else None
+    name = _enclosing_definition(text, line) if line else None
+    where = f" in {name}" if name else ""
+    if getattr(e, "rule", None) == "range" and len(tokens) == 2:
+        return GrammarError(
+            f"{source}: character range {tokens[0]}..{tokens[1]}{where}: both ends must be "
+            "single characters, without flags (write an alternation or a regex instead)",
+            line=line, column=column, name=name,
+        )
+    return GrammarError(
+        f"{source}: lark cannot load the rule {getattr(e, 'rule', '?')!r}{where}: "
+        f"{getattr(e, 'orig_exc', e)!r}",
+        line=line, column=column, name=name,
+    )
+
+
+def _enclosing_definition(text: str, line: int) -> str | None:
+    """The rule or terminal whose definition contains ``line`` (1-based)."""
+    lines = text.splitlines()
+    for i in range(min(line, len(lines)) - 1, -1, -1):
+        m = re.match(r"[ \t]*[?!]?([A-Za-z_][A-Za-z_0-9]*)(?:\.-?\d+)?(?:\{[^}]*\})?[ \t]*:", lines[i])
+        if m:
+            return m.group(1)
+    return None
 
 
 def _lex_error(text: str, source: str, message: str) -> GrammarError:

@@ -256,7 +256,7 @@ def _contextual(name: str) -> gramask.CompiledGrammar:
 
 
 def _lark(name: str) -> lark.Lark:
-    return lark.Lark(gramask.grammars.text(name), parser="lalr", lexer="contextual",
+    return lark.Lark(gramask.grammars.lark_text(name), parser="lalr", lexer="contextual",
                      start=gramask.grammars.start_rule(name))
 
 

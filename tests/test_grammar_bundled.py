@@ -59,7 +59,7 @@ full_corpus = pytest.mark.skipif(not FULL, reason="set GRAMASK_CORPUS=full for t
 
 @functools.cache
 def parser(name: str) -> Lark:
-    return Lark(bundled.text(name), parser="lalr", lexer="basic", start="start")
+    return Lark(bundled.lark_text(name), parser="lalr", lexer="basic", start="start")
 
 
 class GreedyLexError(Exception):
@@ -237,7 +237,7 @@ def test_names_path_text():
 def test_loads_as_conflict_free_lalr(name):
     # strict=True turns every shift/reduce conflict (normally resolved silently as shift) and
     # every collision between same-priority regex terminals into an error
-    Lark(bundled.text(name), parser="lalr", lexer="basic", start="start", strict=True)
+    Lark(bundled.lark_text(name), parser="lalr", lexer="basic", start="start", strict=True)
     assert any(r.origin.name == "start" for r in parser(name).rules)
 
 

@@ -67,8 +67,10 @@ class RecordingIndenter(PythonIndenter):
 
 def load_oracle(grammar_path: Path = GRAMMAR_PATH) -> tuple[Lark, RecordingIndenter]:
     indenter = RecordingIndenter()
+    from gramask.grammars import _GENERATED, _NAME_FOR_LARK  # lark's collision check is slow
+
     parser = Lark(
-        grammar_path.read_text(encoding="utf-8"),
+        _GENERATED.sub(lambda _m: _NAME_FOR_LARK, grammar_path.read_text(encoding="utf-8")),
         parser="lalr",
         lexer="basic",
         postlex=indenter,

@@ -111,8 +111,12 @@ def prune(
     *,
     warn: bool = True,
     source: str = "<grammar>",
+    unproduced: Sequence[str] = (),
 ) -> tuple[R, ...]:
     """The rules that can take part in a derivation of a terminal string from ``start``.
+
+    ``unproduced``: declared terminals (``%declare``) that nothing produces; they are not in
+    ``terminals``, and the messages name them as the cause.
 
     Raises
     ------
@@ -126,10 +130,14 @@ def prune(
     """
     terms = set(terminals)
     good = productive_symbols(rules, terms)
+    used = {s for r in rules for s in r.rhs}
+    never = [t for t in unproduced if t in used]
+    why = (f"; declared terminals that nothing produces: {', '.join(never)} (only the "
+           "indenter's _INDENT/_DEDENT are produced by gramask)") if never else ""
     if start not in good:
         raise GrammarError(
             f"{source}: the language is empty: rule {start!r} derives no terminal string "
-            "(every alternative needs a rule that never finishes)",
+            f"(every alternative needs a rule that never finishes{why})",
             name=start,
         )
     lhs_all = {r.lhs for r in rules}
@@ -138,12 +146,14 @@ def prune(
     reach = reachable_symbols(kept, start)
     unreachable = sorted({r.lhs for r in kept if r.lhs not in reach})
     out = tuple(r for r in kept if r.lhs in reach)
-    if warn and (dead or unreachable):
+    if warn and (dead or unreachable or never):
         parts = []
         if dead:
             parts.append(f"non-productive (derive no terminal string): {', '.join(dead)}")
         if unreachable:
             parts.append(f"unreachable from {start!r}: {', '.join(unreachable)}")
+        if never:
+            parts.append(why[2:])
         warnings.warn(f"{source}: removed rules that can never be used; " + "; ".join(parts),
                       GrammarWarning, stacklevel=3)
     return out

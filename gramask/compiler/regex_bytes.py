@@ -8,6 +8,7 @@ trimmed, so that a state exists only if some completion of it matches.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Hashable, Iterator
 from typing import TypeVar
@@ -15,6 +16,8 @@ from typing import TypeVar
 import numpy as np
 
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
+from .charclass import utf8_sequences
+from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
 from .regex_size import dfa_states_at_least
 
 try:  # Python ≥ 3.11
@@ -26,7 +29,6 @@ __all__ = ["ByteDFA", "explore", "regex_to_byte_dfa", "utf8_sequences"]
 
 K = TypeVar("K", bound=Hashable)
 
-MAX_CODEPOINT = 0x10FFFF
 _UNSUPPORTED = {
     "ASSERT": "a lookahead/lookbehind",
     "ASSERT_NOT": "a negative lookahead/lookbehind",
@@ -42,6 +44,7 @@ _UNSUPPORTED = {
 MAX_TERMINAL_STATES = 4096  # character-level DFA states of one terminal
 MAX_BYTE_STATES = 4 * MAX_TERMINAL_STATES  # byte-level states (multi-byte characters add some)
 PRECHECK_FACTOR = 4  # see regex_size: its subset count runs up to ~3x the minimal DFA's
+MAX_NFA_NODES = 200_000  # byte NFA nodes of one terminal (counted repeats are expanded)
 
 
 def _too_many_states(name: str, pattern: str, n: int) -> None:
@@ -108,61 +111,6 @@ def _check_features(name: str, pattern: str) -> None:
         )
 
 
-def _utf8_encode(cp: int) -> bytes:
-    return chr(cp).encode("utf-8", "surrogatepass")
-
-
-def utf8_sequences(lo: int, hi: int) -> Iterator[list[tuple[int, int]]]:
-    """Byte-range sequences whose concatenations are exactly the UTF-8 of [lo, hi]."""
-    if lo > hi:
-        return
-    # surrogates are not characters
-    if lo <= 0xDFFF and hi >= 0xD800:
-        yield from utf8_sequences(lo, 0xD7FF)
-        yield from utf8_sequences(0xE000, hi)
-        return
-    for bound in (0x7F, 0x7FF, 0xFFFF):
-        if lo <= bound < hi:
-            yield from utf8_sequences(lo, bound)
-            yield from utf8_sequences(bound + 1, hi)
-            return
-    n = len(_utf8_encode(lo))
-    for i in range(1, n):
-        m = (1 << (6 * i)) - 1
-        if lo & ~m != hi & ~m:
-            if lo & m != 0:
-                yield from utf8_sequences(lo, lo | m)
-                yield from utf8_sequences((lo | m) + 1, hi)
-                return
-            if hi & m != m:
-                yield from utf8_sequences(lo, (hi & ~m) - 1)
-                yield from utf8_sequences(hi & ~m, hi)
-                return
-    a, b = _utf8_encode(lo), _utf8_encode(hi)
-    yield [(a[j], b[j]) for j in range(n)]
-
-
-def _ranges(codepoints: list[int]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for cp in sorted(set(codepoints)):
-        if out and out[-1][1] + 1 == cp:
-            out[-1] = (out[-1][0], cp)
-        else:
-            out.append((cp, cp))
-    return out
-
-
-def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out, nxt = [], 0
-    for lo, hi in ranges:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CODEPOINT:
-        out.append((nxt, MAX_CODEPOINT))
-    return out
-
-
 def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
     """Compile one terminal's regex to a trimmed byte DFA.
 
@@ -171,8 +119,10 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
     InvalidRegexError
         The regex does not parse.
     UnsupportedRegexError
-        The regex is valid but not regular (lookaround, backreference, anchors), or
-        interegular cannot handle it; the message names the terminal and the pattern.
+        The regex is valid but not regular (lookaround, backreference, anchors, atomic groups,
+        possessive repeats); the message names the terminal and the pattern.
+    GrammarError
+        Its automaton would exceed ``MAX_TERMINAL_STATES``.
     """
     try:
         _check_features(name, pattern)
@@ -180,95 +130,81 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
         ) from None
-    # interegular determinises in pure Python with no limit: refuse the certain explosions
-    # first (a lower bound, with a margin for how differently the two constructions count)
+    # refuse the certain explosions before determinising (a lower bound, with a margin for
+    # how differently the two constructions count)
     at_least = dfa_states_at_least(pattern, PRECHECK_FACTOR * MAX_TERMINAL_STATES)
     if at_least is not None and at_least > PRECHECK_FACTOR * MAX_TERMINAL_STATES:
         _too_many_states(name, pattern, at_least)
-    import interegular
-    from interegular.fsm import anything_else
-
     try:
-        fsm = interegular.parse_pattern(pattern).to_fsm()
+        nfa = build_byte_nfa(pattern, MAX_NFA_NODES)
     except RecursionError:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
         ) from None
-    except interegular.patterns.InvalidSyntax as e:
+    except re.error as e:
         raise InvalidRegexError(
             f"terminal {name}: invalid regex /{pattern}/: {e}", name=name
         ) from None
-    except (interegular.patterns.Unsupported, NotImplementedError, ValueError) as e:
+    except RegexNotRegular as e:
         raise UnsupportedRegexError(
-            f"terminal {name}: regex /{pattern}/ is not supported: {e}", name=name
+            f"terminal {name}: regex /{pattern}/ uses {e.args[0]}, which has no finite "
+            "automaton; rewrite it as a plain regular expression",
+            name=name,
         ) from None
+    except NFATooLarge:
+        raise GrammarError(
+            f"terminal {name}: regex /{pattern}/ expands to more than {MAX_NFA_NODES:,} "
+            "automaton nodes (a large counted repeat); it is not practical to compile. "
+            "Simplify it or move the check out of the grammar",
+            name=name,
+        ) from None
+    return _determinise(name, pattern, nfa)
 
-    if len(fsm.states) > MAX_TERMINAL_STATES:
-        _too_many_states(name, pattern, len(fsm.states))
 
-    # character class of every transition key (anything_else: every other character)
-    by_key: dict[object, list[int]] = {}
-    other_key: object = None
-    for tkey, symbols in fsm.alphabet.by_transition.items():
-        cps = by_key.setdefault(tkey, [])
-        for ch in symbols:
-            if ch is anything_else:
-                other_key = tkey
-            else:
-                cps.append(ord(ch))
-    explicit = _ranges([cp for cps in by_key.values() for cp in cps])
-    key_ranges: dict[object, list[tuple[int, int]]] = {}
-    for key, cps in by_key.items():
-        rs = _ranges(cps)
-        if key == other_key:
-            rs = sorted(rs + _complement(explicit))
-        key_ranges[key] = rs
-    key_seqs = {
-        key: [seq for lo, hi in rs for seq in utf8_sequences(lo, hi)]
-        for key, rs in key_ranges.items()
-    }
+def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
+    """Subset construction over bytes (each subset's moves swept by range boundaries)."""
+    closure_of: dict[int, frozenset[int]] = {}
 
-    # byte NFA: fsm states + intermediate nodes inside multi-byte characters
-    states = sorted(fsm.states, key=repr)
-    node_of = {s: i for i, s in enumerate(states)}
-    edges: list[list[tuple[int, int, int]]] = [[] for _ in states]
-    finals_nfa = {node_of[s] for s in fsm.finals}
-    inter: dict[tuple[int, int, tuple[tuple[int, int], ...]], int] = {}
-    for s, moves in fsm.map.items():
-        src = node_of[s]
-        for key, t in moves.items():
-            dst = node_of[t]
-            for seq in key_seqs.get(key, ()):
-                cur = src
-                for j in range(len(seq) - 1):
-                    k = (src, dst, tuple(seq[: j + 1]))
-                    nxt = inter.get(k)
-                    if nxt is None:
-                        nxt = inter[k] = len(edges)
-                        edges.append([])
-                    lo, hi = seq[j]
-                    edges[cur].append((lo, hi, nxt))
-                    cur = nxt
-                lo, hi = seq[-1]
-                edges[cur].append((lo, hi, dst))
+    def closure(node: int) -> frozenset[int]:
+        got = closure_of.get(node)
+        if got is None:
+            seen = {node}
+            stack = [node]
+            while stack:
+                for nxt in nfa.eps[stack.pop()]:
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            got = closure_of[node] = frozenset(seen)
+        return got
 
-    # subset construction over bytes
     def successors(subset: frozenset[int]) -> list[frozenset[int] | None]:
-        per_byte: list[set[int]] = [set() for _ in range(256)]
+        row: list[frozenset[int] | None] = [None] * 256
+        events: dict[int, list[tuple[int, int]]] = {}  # byte → (+1 / -1, target)
         for node in subset:
-            for lo, hi, tgt in edges[node]:
-                for byte in range(lo, hi + 1):
-                    per_byte[byte].add(tgt)
-        return [frozenset(x) if x else None for x in per_byte]
+            for lo, hi, t in nfa.moves[node]:
+                events.setdefault(lo, []).append((1, t))
+                events.setdefault(hi + 1, []).append((-1, t))
+        active: dict[int, int] = {}
+        cuts = sorted(events)
+        for a, b in itertools.pairwise(cuts):
+            for delta, t in events[a]:
+                n = active.get(t, 0) + delta
+                if n:
+                    active[t] = n
+                else:
+                    del active[t]
+            if active:
+                key = frozenset().union(*(closure(t) for t in active))
+                row[a:b] = [key] * (b - a)
+        return row
 
     def too_many(order: list[frozenset[int]]) -> None:
         _too_many_states(name, pattern, len(order))
 
-    order, rows = explore(
-        frozenset([node_of[fsm.initial]]), successors, MAX_BYTE_STATES, too_many
-    )
+    order, rows = explore(closure(0), successors, MAX_BYTE_STATES, too_many)
     trans = np.array(rows, dtype=np.int64)
-    finals = np.array([bool(sub & finals_nfa) for sub in order], dtype=bool)
+    finals = np.array([nfa.final in sub for sub in order], dtype=bool)
     return _trim(trans, finals)
 
 

@@ -4,12 +4,14 @@ Every bundled grammar satisfies gramask's lexer contract: each terminal is a pla
 language (no lookaround, no backreference), terminals lex correctly with a greedy
 all-terminals-at-once lexer (priority, then string literal over regex), the start rule is
 named ``start``, and the grammar loads with ``Lark(text, parser="lalr", lexer="basic")``
-without conflicts. ``tests/test_grammar_bundled.py`` checks all of this.
+without conflicts (for python.lark pass :func:`lark_text`: lark's own collision check takes
+minutes on its generated Unicode identifier classes). ``tests/test_grammar_bundled.py`` checks all of this.
 """
 
 from __future__ import annotations
 
 import pathlib
+import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING
@@ -19,7 +21,7 @@ from ..errors import GrammarError
 if TYPE_CHECKING:
     from ..grammar import Grammar
 
-__all__ = ["lexer_mode", "load", "load_spec", "names", "path", "start_rule", "text"]
+__all__ = ["lark_text", "lexer_mode", "load", "load_spec", "names", "path", "start_rule", "text"]
 
 _SUFFIX = ".lark"
 
@@ -54,6 +56,22 @@ def path(name: str) -> pathlib.Path:
 def text(name: str) -> str:
     """Source text of bundled grammar ``name``."""
     return str(_files().joinpath(_check(name) + _SUFFIX).read_text(encoding="utf-8"))
+
+
+# lark's basic and contextual lexers check terminal collisions with interegular, which lists every
+# character of a class: minutes for python.lark's generated Unicode identifier classes.
+_GENERATED = re.compile(r"^// BEGIN NAME .*?^// END NAME\n", re.M | re.S)
+_NAME_FOR_LARK = "NAME: /[^\\x00-@\\[-\\^`{-\\x7f][^\\x00-\\/:-@\\[-\\^`{-\\x7f]*/\n"
+
+
+def lark_text(name: str) -> str:
+    """Text of bundled grammar ``name`` for building lark's own LALR parser (tests, tools).
+
+    The same rules and terminals, except that python.lark's generated identifier terminal is
+    replaced by ASCII letters, digits, ``_`` and every non-ASCII character (its superset), so
+    that lark's collision check stays fast; parse trees are the same for valid identifiers.
+    """
+    return _GENERATED.sub(lambda _m: _NAME_FOR_LARK, text(name))
 
 
 # Start rule of each bundled grammar whose start rule is not ``start``.

@@ -1,0 +1,153 @@
+"""Sets of Unicode code points as sorted ranges, and their UTF-8 encodings as byte ranges.
+
+Why ranges: a class such as ``[\\U00010000-\\U0010ffff]`` or Python's identifier characters
+(PEP 3131: ~130,000 code points in ~770 ranges) must become a byte automaton without listing
+its code points one by one. Every operation here is linear in the number of ranges; only case
+folding looks at single characters, and only at the ~2,900 that have case variants.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator
+
+__all__ = [
+    "MAX_CODEPOINT",
+    "CharSet",
+    "case_variants",
+    "complement",
+    "fold_case",
+    "normalize",
+    "utf8_sequences",
+]
+
+MAX_CODEPOINT = 0x10FFFF
+
+CharSet = tuple[tuple[int, int], ...]
+"""Sorted, disjoint, non-adjacent inclusive ranges ``(lo, hi)`` of code points."""
+
+
+def normalize(ranges: Iterable[tuple[int, int]]) -> CharSet:
+    """Sort and merge overlapping or adjacent ranges."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def complement(ranges: CharSet) -> CharSet:
+    """Every code point (0..U+10FFFF) not in ``ranges``."""
+    out, nxt = [], 0
+    for lo, hi in ranges:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CODEPOINT:
+        out.append((nxt, MAX_CODEPOINT))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _lower_classes() -> dict[int, tuple[int, ...]]:
+    """``v`` → every code point whose ``re`` lower case is ``v`` (only where that is not itself)."""
+    import _sre
+
+    inv: dict[int, list[int]] = {}
+    for cp in range(MAX_CODEPOINT + 1):
+        lo = _sre.unicode_tolower(cp)
+        if lo != cp:
+            inv.setdefault(lo, [lo]).append(cp)
+    return {k: tuple(v) for k, v in inv.items()}
+
+
+def _re_variants(ch: str) -> frozenset[str]:
+    """What ``re.fullmatch("(?i)" + re.escape(ch), x)`` accepts: ``re``'s simple case folding
+    (sre_compile: same ``unicode_tolower``, plus the ``re._casefix`` extra cases)."""
+    import _sre
+    from re import _casefix  # type: ignore[attr-defined]
+
+    lo = _sre.unicode_tolower(ord(ch))
+    classes = _lower_classes()
+    out = {ord(ch)}
+    for v in (lo, *_casefix._EXTRA_CASES.get(lo, ())):
+        out.add(v)
+        out.update(classes.get(v, ()))
+    return frozenset(chr(c) for c in out)
+
+
+def case_variants(ch: str) -> frozenset[str]:
+    """The characters a case-insensitive pattern character ``ch`` matches.
+
+    ``ch`` with its one-character lower and upper case (what gramask has always compiled, so
+    existing grammars keep their languages); where case mapping changes the length (``ß`` →
+    ``SS``, ``ﬁ`` → ``FI``, ``İ`` → ``i̇``) the answer is Python ``re``'s, which never does:
+    ``/ß/i`` matches ``ß`` and ``ẞ``, as in lark.
+    """
+    lower, upper = ch.lower(), ch.upper()
+    if len(lower) == 1 and len(upper) == 1:
+        return frozenset((ch, lower, upper))
+    return _re_variants(ch)
+
+
+@functools.lru_cache(maxsize=1)
+def _cased() -> tuple[tuple[int, frozenset[str]], ...]:
+    """Every code point with a case variant other than itself, with its variants."""
+    out = []
+    for cp in range(MAX_CODEPOINT + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        if ch.lower() != ch or ch.upper() != ch:
+            out.append((cp, case_variants(ch)))
+    return tuple(out)
+
+
+def fold_case(ranges: CharSet) -> CharSet:
+    """``ranges`` plus every case variant of its members (a case-insensitive class)."""
+    import bisect
+
+    los = [lo for lo, _ in ranges]
+    extra: list[tuple[int, int]] = []
+    for cp, variants in _cased():
+        i = bisect.bisect_right(los, cp) - 1
+        if i >= 0 and ranges[i][1] >= cp:
+            extra.extend((ord(v), ord(v)) for v in variants)
+    return normalize((*ranges, *extra)) if extra else ranges
+
+
+def _utf8(cp: int) -> bytes:
+    return chr(cp).encode("utf-8", "surrogatepass")
+
+
+def utf8_sequences(lo: int, hi: int) -> Iterator[list[tuple[int, int]]]:
+    """Byte-range sequences whose concatenations are exactly the UTF-8 of [lo, hi]
+    (surrogates excluded: they are not characters). At most a few dozen per range."""
+    if lo > hi:
+        return
+    if lo <= 0xDFFF and hi >= 0xD800:
+        yield from utf8_sequences(lo, 0xD7FF)
+        yield from utf8_sequences(0xE000, hi)
+        return
+    for bound in (0x7F, 0x7FF, 0xFFFF):
+        if lo <= bound < hi:
+            yield from utf8_sequences(lo, bound)
+            yield from utf8_sequences(bound + 1, hi)
+            return
+    n = len(_utf8(lo))
+    for i in range(1, n):
+        m = (1 << (6 * i)) - 1
+        if lo & ~m != hi & ~m:
+            if lo & m != 0:
+                yield from utf8_sequences(lo, lo | m)
+                yield from utf8_sequences((lo | m) + 1, hi)
+                return
+            if hi & m != m:
+                yield from utf8_sequences(lo, (hi & ~m) - 1)
+                yield from utf8_sequences(hi & ~m, hi)
+                return
+    a, b = _utf8(lo), _utf8(hi)
+    yield [(a[j], b[j]) for j in range(n)]

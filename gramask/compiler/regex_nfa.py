@@ -1,0 +1,181 @@
+"""A Python regex → a byte-level NFA, with character classes kept as code-point ranges.
+
+Why not interegular: it builds its alphabet from single characters, so a class such as
+``[\\U00010000-\\U0010ffff]`` (a million code points) took about a minute, and case folding
+that changes length (``/ß/i``: ``"ß".upper() == "SS"``) crashed it. Here ``re``'s own parser
+reads the pattern, each class becomes a :data:`~.charclass.CharSet`, and each set becomes its
+UTF-8 byte-range sequences (a few dozen per range) sharing one small trie per NFA edge.
+
+Semantics, kept from gramask's earlier interegular-based compiler so that existing grammars
+keep their languages: ``\\d``, ``\\w``, ``\\s`` are ASCII classes; ``.`` is any character
+but ``\\n`` (any character with ``s``); case-insensitive characters match their lower and upper
+case (Python ``re``'s simple folding where the case mapping changes length, see
+:func:`~.charclass.case_variants`). Lazy repeats are the same language as greedy ones.
+"""
+
+from __future__ import annotations
+
+from re import _constants as _c  # re's own parser: terminals are Python regexes (3.11+)
+from re import _parser as _sre_parse
+from typing import Any
+
+from .charclass import CharSet, case_variants, complement, fold_case, normalize, utf8_sequences
+
+__all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa"]
+
+_DIGIT = normalize([(0x30, 0x39)])
+_WORD = normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+_SPACE = normalize([(0x09, 0x0D), (0x20, 0x20)])
+_CATEGORIES: dict[str, tuple[CharSet, bool]] = {
+    "CATEGORY_DIGIT": (_DIGIT, False),
+    "CATEGORY_NOT_DIGIT": (_DIGIT, True),
+    "CATEGORY_WORD": (_WORD, False),
+    "CATEGORY_NOT_WORD": (_WORD, True),
+    "CATEGORY_SPACE": (_SPACE, False),
+    "CATEGORY_NOT_SPACE": (_SPACE, True),
+}
+_NEWLINE: CharSet = ((0x0A, 0x0A),)
+
+
+class RegexNotRegular(Exception):
+    """The pattern uses a construct with no finite automaton; ``args[0]`` names it."""
+
+
+class NFATooLarge(Exception):
+    """The NFA would exceed its node limit (a huge counted repeat)."""
+
+
+class ByteNFA:
+    """Nodes with epsilon moves and byte-range moves; node 0 is the start."""
+
+    __slots__ = ("eps", "final", "limit", "moves")
+
+    def __init__(self, limit: int) -> None:
+        self.eps: list[list[int]] = []
+        self.moves: list[list[tuple[int, int, int]]] = []  # (lo byte, hi byte, target)
+        self.final = -1
+        self.limit = limit
+
+    def node(self) -> int:
+        if len(self.eps) >= self.limit:
+            raise NFATooLarge
+        self.eps.append([])
+        self.moves.append([])
+        return len(self.eps) - 1
+
+    def add_class(self, src: int, dst: int, chars: CharSet) -> None:
+        """Moves from ``src`` to ``dst`` on the UTF-8 encoding of every character in ``chars``."""
+        trie: dict[tuple[tuple[int, int], ...], int] = {}
+        for lo, hi in chars:
+            for seq in utf8_sequences(lo, hi):
+                cur = src
+                for j in range(len(seq) - 1):
+                    key = tuple(seq[: j + 1])
+                    nxt = trie.get(key)
+                    if nxt is None:
+                        nxt = trie[key] = self.node()
+                        self.moves[cur].append((*seq[j], nxt))
+                    cur = nxt
+                self.moves[cur].append((*seq[-1], dst))
+
+
+def build_byte_nfa(pattern: str, max_nodes: int) -> ByteNFA:
+    """Thompson construction over bytes for ``pattern`` (a Python regex).
+
+    Raises :class:`RegexNotRegular` for lookarounds, backreferences, anchors, atomic groups and
+    possessive repeats, :class:`NFATooLarge` past ``max_nodes`` nodes, and ``re.error`` for
+    a pattern ``re`` cannot parse.
+    """
+    parsed = _sre_parse.parse(pattern)
+    nfa = ByteNFA(max_nodes)
+    start = nfa.node()
+    nfa.final = _Builder(nfa).seq(parsed, start, int(parsed.state.flags))
+    return nfa
+
+
+class _Builder:
+    def __init__(self, nfa: ByteNFA) -> None:
+        self.nfa = nfa
+
+    def seq(self, items: Any, cur: int, flags: int) -> int:
+        for op, av in items:
+            cur = self.atom(op, av, cur, flags)
+        return cur
+
+    def charset(self, op: Any, av: Any, flags: int) -> CharSet:
+        icase = bool(flags & _c.SRE_FLAG_IGNORECASE)
+        if op is _c.ANY:
+            return complement(()) if flags & _c.SRE_FLAG_DOTALL else complement(_NEWLINE)
+        if op is _c.LITERAL or op is _c.NOT_LITERAL:
+            chars = [chr(av)]
+            negate = op is _c.NOT_LITERAL
+            ranges: list[tuple[int, int]] = [(av, av)]
+            if icase:
+                ranges = [(ord(v), ord(v)) for ch in chars for v in case_variants(ch)]
+            s = normalize(ranges)
+            return complement(s) if negate else s
+        # IN
+        negate = False
+        parts: list[tuple[int, int]] = []
+        negated_parts: list[CharSet] = []
+        for iop, iav in av:
+            if iop is _c.NEGATE:
+                negate = True
+            elif iop is _c.LITERAL:
+                parts.append((iav, iav))
+            elif iop is _c.RANGE:
+                parts.append((iav[0], iav[1]))
+            elif iop is _c.CATEGORY:
+                cat, neg = _CATEGORIES[str(iav)]
+                if neg:
+                    negated_parts.append(complement(cat))
+                else:
+                    parts.extend(cat)
+            else:  # pragma: no cover - re's parser produces nothing else inside []
+                raise RegexNotRegular(f"the class item {iop}")
+        s = normalize([*parts, *(r for n in negated_parts for r in n)])
+        if icase:
+            s = fold_case(s)
+        return complement(s) if negate else s
+
+    def atom(self, op: Any, av: Any, cur: int, flags: int) -> int:
+        nfa = self.nfa
+        if op in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN):
+            nxt = nfa.node()
+            nfa.add_class(cur, nxt, self.charset(op, av, flags))
+            return nxt
+        if op is _c.SUBPATTERN:
+            _group, add, remove, sub = av
+            return self.seq(sub, cur, (flags | add) & ~remove)
+        if op is _c.BRANCH:
+            end = nfa.node()
+            for alt in av[1]:
+                first = nfa.node()
+                nfa.eps[cur].append(first)
+                nfa.eps[self.seq(alt, first, flags)].append(end)
+            return end
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+            lo, hi, sub = av
+            for _ in range(lo):
+                cur = self.seq(sub, cur, flags)
+            if hi is _c.MAXREPEAT:
+                loop = nfa.node()
+                nfa.eps[cur].append(loop)
+                nfa.eps[self.seq(sub, loop, flags)].append(loop)
+                return loop
+            end = nfa.node()
+            for _ in range(hi - lo):
+                nfa.eps[cur].append(end)
+                cur = self.seq(sub, cur, flags)
+            nfa.eps[cur].append(end)
+            return end
+        names = {
+            "ASSERT": "a lookahead/lookbehind",
+            "ASSERT_NOT": "a negative lookahead/lookbehind",
+            "GROUPREF": "a backreference",
+            "GROUPREF_EXISTS": "a conditional group",
+            "AT": "an anchor (^, $, \\b, \\A, \\Z)",
+            "ATOMIC_GROUP": "an atomic group",
+            "POSSESSIVE_REPEAT": "a possessive repeat",
+        }
+        raise RegexNotRegular(names.get(str(op), str(op)))

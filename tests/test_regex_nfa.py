@@ -1,0 +1,61 @@
+"""Terminal regexes compiled through re's parser with code-point ranges (compiler/regex_nfa.py,
+compiler/charclass.py) against ``re.fullmatch`` itself."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gramask.compiler.charclass import complement, fold_case, normalize
+from gramask.compiler.regex_bytes import regex_to_byte_dfa
+
+PATTERNS = [
+    r"[a-c]+x?", r"(ab|a)*b", r"[^a]é*", r"(?s:.)\.?", r".{2,4}", r"[\u0100-\U0001f600]+",
+    r"(?i:straße)", r"(?i:ßx)", r"x{0,3}y{2}",
+    r"(?:\U0001f600|é|a)+", r"[^\x00-\x7f]{1,2}", r"a+?b*?", "(?x: a b # comment\n c)",
+]
+# Case-insensitive characters whose case mapping keeps one character match their lower and
+# upper case only (docs/semantics.md): re also folds ſ with s and K (Kelvin) with k.
+FOLD_DIFFERENCES = [("(?i:k)", "\u212a", False), ("(?i:s)", "ſ", False), ("(?i:[^k])", "\u212a", True)]
+ALPHABET = "abckxyKsSſßẞé\u0100\u212a😀.\n İı"
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet=ALPHABET, max_size=6))
+def test_matches_like_re(pattern: str, text: str) -> None:
+    dfa = _dfa(pattern)
+    assert dfa.matches(text.encode("utf-8")) == bool(re.fullmatch(pattern, text))
+
+
+_CACHE: dict[str, object] = {}
+
+
+def _dfa(pattern: str):  # type: ignore[no-untyped-def]
+    if pattern not in _CACHE:
+        _CACHE[pattern] = regex_to_byte_dfa("T", pattern)
+    return _CACHE[pattern]
+
+
+@pytest.mark.parametrize(("pattern", "text", "matches"), FOLD_DIFFERENCES)
+def test_one_character_case_folding(pattern: str, text: str, matches: bool) -> None:
+    assert _dfa(pattern).matches(text.encode("utf-8")) == matches
+
+
+def test_charset_operations() -> None:
+    s = normalize([(5, 9), (1, 3), (4, 4), (20, 20)])
+    assert s == ((1, 9), (20, 20))
+    assert complement(complement(s)) == s
+    assert complement(((0, 0x10FFFF),)) == ()
+    assert (ord("K"), ord("K")) in fold_case(((ord("k"), ord("k")),))
+
+
+@pytest.mark.parametrize("pattern", [r"(?<=a)b", r"(a)\1", r"^a", r"(?>ab)", r"a*+"])
+def test_not_regular_is_refused(pattern: str) -> None:
+    from gramask.errors import UnsupportedRegexError
+
+    with pytest.raises(UnsupportedRegexError):
+        regex_to_byte_dfa("T", pattern)
