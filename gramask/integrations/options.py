@@ -116,7 +116,7 @@ def parse_options(raw: Any) -> RequestOptions:
     if "grammar" not in raw:
         raise RequestOptionsError("gramask options: 'grammar' is required")
     spec = raw["grammar"]
-    if not isinstance(spec, (str, Mapping)) or isinstance(spec, str) and not spec.strip():
+    if not isinstance(spec, (str, Mapping)) or (isinstance(spec, str) and not spec.strip()):
         raise RequestOptionsError(
             "gramask option 'grammar': expected a bundled name, a path, Lark text or a "
             f"one-kind dict, got {spec!r:.60}"

@@ -159,8 +159,9 @@ class GramaskGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]  # SGLang
 
     def initialize_vocab_mask_buffer(self, name: str, vocab_size: int, max_rows: int,
                                      device: Any) -> torch.Tensor:
-        return register_vocab_mask_buffer(
+        buffer: torch.Tensor = register_vocab_mask_buffer(
             name, allocate_token_bitmask(max_rows, self.vocab_size), max_rows)
+        return buffer
 
     def _grammar(self, raw: dict[str, Any]) -> BaseGrammarObject:
         try:

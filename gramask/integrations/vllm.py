@@ -46,7 +46,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -146,8 +146,8 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
 
     # One active processor per engine: the entry point and an explicit logits_processors=
     # both instantiate it; the second one stays idle.
-    _claimed: dict[int, weakref.ref[GramaskLogitsProcessor]] = {}
-    _claim_lock = threading.Lock()
+    _claimed: ClassVar[dict[int, weakref.ref[GramaskLogitsProcessor]]] = {}
+    _claim_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
         self._config = vllm_config

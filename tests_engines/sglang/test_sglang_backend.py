@@ -19,12 +19,12 @@ import pytest
 
 pytest.importorskip("sglang", reason="the SGLang tests run in their own venv: tests_engines/run")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-import gramask  # noqa: E402
-import gramask.integrations.sglang as gs  # noqa: E402
-from gramask.torch import unpack_bitmask_numpy  # noqa: E402
+import gramask
+import gramask.integrations.sglang as gs
+from gramask.torch import unpack_bitmask_numpy
 
 base = pytest.importorskip("sglang.srt.constrained.base_grammar_backend")
 choices = pytest.importorskip("sglang.srt.arg_groups.choices")

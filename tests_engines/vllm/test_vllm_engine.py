@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("vllm", reason="the vLLM engine tests run in their own venv: tests_engines/run")
 
-import gramask  # noqa: E402
+import gramask
 
 VOCAB = gramask.Vocabulary.bundled("deepseek-v4")
 
