@@ -95,13 +95,19 @@ def _text(raw: Mapping[str, Any], name: str, *, optional: bool) -> str | None:
 
 
 def parse_options(raw: Any) -> RequestOptions:
-    """Check a request's raw gramask options (a mapping with the keys in :data:`OPTION_KEYS`).
+    """Check a request's raw gramask options: a mapping with the keys in :data:`OPTION_KEYS`,
+    or its JSON text (HTTP APIs such as vLLM's ``vllm_xargs`` take only flat values).
 
     Raises
     ------
     RequestOptionsError
         Not a mapping, an unknown key, a missing or mistyped value (the message names it).
     """
+    if isinstance(raw, str) and raw.lstrip().startswith("{"):
+        try:
+            raw = json.loads(raw)
+        except ValueError as e:
+            raise RequestOptionsError(f"gramask options: not valid JSON ({e})") from None
     if not isinstance(raw, Mapping):
         raise RequestOptionsError(
             f"gramask options: expected a dict with keys {', '.join(OPTION_KEYS)}, got "

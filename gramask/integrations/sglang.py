@@ -1,11 +1,12 @@
 """SGLang integration: a grammar backend named ``gramask`` in SGLang's own registry.
 
-    import gramask.integrations.sglang   # registers the backend on import
-    # python -m sglang.launch_server --model-path M --grammar-backend gramask
+    sglang serve --model-path MODEL --grammar-backend gramask
 
-Importing this module calls ``register_grammar_backend("gramask", ...)`` in
-``sglang.srt.constrained.base_grammar_backend`` and adds ``gramask`` to the
-``--grammar-backend`` choices (``add_grammar_backend_choices``). Each request's grammar
+Installing gramask registers :func:`register` under SGLang's plugin entry point group
+``sglang.srt.plugins``, which every SGLang process runs before it parses its command line;
+``import gramask.integrations.sglang`` does the same. It calls ``register_grammar_backend(
+"gramask", ...)`` in ``sglang.srt.constrained.base_grammar_backend`` and adds ``gramask`` to
+the ``--grammar-backend`` choices (``add_grammar_backend_choices``). Each request's grammar
 arrives as SGLang's structured-output fields:
 
 - ``ebnf``: the gramask request options as JSON, ``{"grammar": "python", "prefix": ...,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from ..runtime.constraint import Constraint
     from ..vocab import Vocabulary
 
-__all__ = ["BACKEND_NAME", "GramaskGrammar", "GramaskGrammarBackend"]
+__all__ = ["BACKEND_NAME", "GramaskGrammar", "GramaskGrammarBackend", "register"]
 
 logger = logging.getLogger(__name__)
 
@@ -196,6 +197,13 @@ def _create_backend(server_args: Any, tokenizer: Any, vocab_size: int,
     return GramaskGrammarBackend(tokenizer, vocab_size, eos_token_ids)
 
 
-register_grammar_backend(BACKEND_NAME, _create_backend)
-if BACKEND_NAME not in GRAMMAR_BACKEND_CHOICES:
-    add_grammar_backend_choices([BACKEND_NAME])
+def register() -> None:
+    """Register the backend with SGLang (idempotent). Importing this module does it; SGLang's
+    plugin loader calls it in every SGLang process through the ``sglang.srt.plugins`` entry
+    point, before the command line is parsed."""
+    register_grammar_backend(BACKEND_NAME, _create_backend)
+    if BACKEND_NAME not in GRAMMAR_BACKEND_CHOICES:
+        add_grammar_backend_choices([BACKEND_NAME])
+
+
+register()

@@ -15,8 +15,9 @@ vLLM engine (``vllm serve`` included) without ``logits_processors=``. Requests w
 ``"gramask"`` entry in ``SamplingParams.extra_args`` are not touched and cost nothing.
 
 The options are those of :mod:`gramask.integrations.options` (``grammar``, ``prefix``,
-``suffix``, ``max_tokens``). The grammar constrains only the generated text: put the code
-before the cursor in the prompt as you like, and give it to gramask as ``prefix``. Give
+``suffix``, ``max_tokens``), as a dict or as its JSON text (the form that the OpenAI-compatible
+server's ``vllm_xargs`` can carry). The grammar constrains only the generated text: put the
+code before the cursor in the prompt as you like, and give it to gramask as ``prefix``. Give
 ``max_tokens`` no larger than ``SamplingParams.max_tokens`` (validation refuses a larger one):
 then every output is complete whether EOS or the length limit ends it.
 

@@ -85,6 +85,22 @@ def test_registered_in_sglang() -> None:
     assert choices.GRAMMAR_BACKEND_CHOICES.count(gs.BACKEND_NAME) == 1
 
 
+def test_sglang_plugin_loader_registers_the_backend() -> None:
+    """What `sglang serve` does first: run the ``sglang.srt.plugins`` entry points."""
+    from importlib.metadata import entry_points
+
+    (ep,) = [e for e in entry_points(group="sglang.srt.plugins") if e.name == gs.BACKEND_NAME]
+    assert ep.load() is gs.register
+    del base.GRAMMAR_BACKEND_REGISTRY[gs.BACKEND_NAME]
+    choices.GRAMMAR_BACKEND_CHOICES.remove(gs.BACKEND_NAME)
+    import sglang.srt.plugins as plugins
+
+    plugins._plugins_loaded = False
+    plugins.load_plugins()
+    assert base.GRAMMAR_BACKEND_REGISTRY[gs.BACKEND_NAME] is gs._create_backend
+    assert gs.BACKEND_NAME in choices.GRAMMAR_BACKEND_CHOICES
+
+
 @pytest.mark.parametrize(
     "key, prefix, text, suffix, check",
     [

@@ -85,6 +85,16 @@ def test_json_and_lark_text_grammars(llm: Any) -> None:
         assert isinstance(value, list) and value
 
 
+def test_options_as_json_text(llm: Any) -> None:
+    """The form the OpenAI-compatible server's ``vllm_xargs`` (flat values only) can carry."""
+    from vllm import SamplingParams
+
+    text = json.dumps({"grammar": "json", "max_tokens": 12})
+    out = llm.generate(["x"], [SamplingParams(seed=6, temperature=1.0, max_tokens=12,
+                                              extra_args={"gramask": text})], use_tqdm=False)
+    json.loads(generated(out[0].outputs[0]))
+
+
 def test_artifact_path_grammar(llm: Any, tmp_path: Any) -> None:
     compiled = gramask.compile(gramask.grammars.load("json"), VOCAB)
     path = tmp_path / "json.deepseek.gmask"
