@@ -28,7 +28,7 @@ class CliError(GramaskError):
 
 
 def _default_out(grammar: str, vocab: str) -> Path:
-    g = Path(grammar).stem if grammar.endswith(".lark") else grammar
+    g = Path(grammar).stem if grammar.endswith((".lark", ".gbnf")) else grammar
     v = Path(vocab).stem if ("/" in vocab or "." in Path(vocab).name) else vocab
     return Path(f"{g}.{v}.gmask")
 
@@ -241,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", parents=[sub_common],
                        help="compile a grammar against a vocabulary into a .gmask artifact")
-    c.add_argument("grammar", help="bundled grammar name (json, python, ...) or a .lark file")
+    c.add_argument("grammar", help="bundled grammar name (json, python, ...) or a .lark or .gbnf file")
     c.add_argument("--vocab", required=True,
                    help="bundled vocabulary name (gpt2, deepseek-v4, qwen2, ...) or tokenizer file")
     c.add_argument("-o", "--output", help="artifact path (default GRAMMAR.VOCAB.gmask)")

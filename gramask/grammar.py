@@ -207,6 +207,22 @@ class Grammar:
             lexer=lexer,
         )
 
+    @classmethod
+    def from_gbnf(cls, text: str, *, start: str = "root", source: str = "<gbnf>") -> Grammar:
+        """Load llama.cpp GBNF / XGrammar EBNF text: the same character-level language,
+        with lexer terminals chosen so that the contextual lexer is exact
+        (:mod:`gramask.frontends.gbnf`; docs/gbnf.md).
+
+        Raises
+        ------
+        GrammarError
+            A syntax error, token syntax (``<[id]>``, ``<token>``), an undefined or duplicate
+            rule, no ``start`` rule; the message names the rule and the line.
+        """
+        from .frontends.gbnf import from_gbnf
+
+        return from_gbnf(text, start=start, source=source)
+
     # ------------------------------------------------------------------ identity
     def to_json(self) -> dict[str, Any]:
         return {
