@@ -110,9 +110,12 @@ class Grammar:
             from lark.exceptions import LexError, UnexpectedInput
         except ImportError as e:  # pragma: no cover - lark is a core dependency
             raise ImportError("gramask needs lark to load grammars: pip install lark") from e
+        from .frontends.lark_dialect import rewrite_dialect
+
+        lark_text = rewrite_dialect(text)
         try:
             parser = lark.Lark(
-                text,
+                lark_text,
                 start=start,
                 parser="earley",
                 lexer="basic",
@@ -124,7 +127,7 @@ class Grammar:
                 f"{source}: invalid Lark grammar syntax",
                 line=getattr(e, "line", None),
                 column=getattr(e, "column", None),
-                context=e.get_context(text) if hasattr(e, "get_context") else None,
+                context=e.get_context(lark_text) if hasattr(e, "get_context") else None,
             ) from None
         except (LarkGrammarError, KeyError) as e:
             msg = str(e).strip("'\"")
