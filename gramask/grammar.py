@@ -214,7 +214,7 @@ class Grammar:
     def from_gbnf(cls, text: str, *, start: str = "root", source: str = "<gbnf>") -> Grammar:
         """Load llama.cpp GBNF / XGrammar EBNF text: the same character-level language,
         with lexer terminals chosen so that the contextual lexer is exact
-        (:mod:`gramask.frontends.gbnf`; docs/gbnf.md).
+        (:mod:`gramask.frontends.gbnf`; docs/dialects.md).
 
         Raises
         ------
@@ -224,7 +224,14 @@ class Grammar:
         """
         from .frontends.gbnf import from_gbnf
 
-        return from_gbnf(text, start=start, source=source)
+        g = from_gbnf(text, start=start, source=source)
+        return cls(
+            terminals=tuple(TerminalSpec(name=t.name, pattern=t.pattern) for t in g.terminals),
+            rules=tuple(RuleSpec(lhs=r.lhs, rhs=r.rhs) for r in g.rules),
+            start=g.start,
+            source=source,
+            lexer="contextual",
+        )
 
     # ------------------------------------------------------------------ identity
     def to_json(self) -> dict[str, Any]:

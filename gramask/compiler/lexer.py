@@ -13,15 +13,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from ..encoding import rows_of_bits
 from ..errors import GrammarError
-from ..grammar import TerminalSpec
 from .regex_bytes import ByteDFA, explore, regex_to_byte_dfa
 
-__all__ = ["MAX_LEXER_STATES", "LexerDFA", "build_lexer_dfa"]
+__all__ = ["MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa"]
+
+
+class Terminal(Protocol):
+    """A lexer terminal (``gramask.grammar.TerminalSpec`` is one; this module needs only its
+    shape, so grammar front ends can build lexers without an import cycle)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def pattern(self) -> str: ...
+    @property
+    def is_string(self) -> bool: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def ignored(self) -> bool: ...
 
 # Token tables cost one vectorised walk of the vocabulary per lexer state: the bundled
 # grammars need 43-673 states; 16,384 states against a 150k vocabulary takes minutes.
@@ -80,7 +96,7 @@ class LexerDFA:
         )
 
 
-def _winner_order(terminals: Sequence[TerminalSpec]) -> list[int]:
+def _winner_order(terminals: Sequence[Terminal]) -> list[int]:
     """Terminal indices from strongest to weakest claim on a tie."""
     return sorted(
         range(len(terminals)),
@@ -89,7 +105,7 @@ def _winner_order(terminals: Sequence[TerminalSpec]) -> list[int]:
 
 
 def build_lexer_dfa(
-    terminals: Sequence[TerminalSpec],
+    terminals: Sequence[Terminal],
     dfas: Sequence[ByteDFA] | None = None,
     *,
     progress: bool | None = None,
@@ -166,7 +182,7 @@ def build_lexer_dfa(
 
 
 def _too_many_lexer_states(
-    terminals: Sequence[TerminalSpec], order: list[tuple[tuple[int, int], ...]]
+    terminals: Sequence[Terminal], order: list[tuple[tuple[int, int], ...]]
 ) -> None:
     """Name the terminals with the most distinct states in the product: they interact."""
     per: dict[int, set[int]] = {}

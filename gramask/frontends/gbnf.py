@@ -28,9 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import GrammarError
-from ..grammar import Grammar, RuleSpec, TerminalSpec
 
-__all__ = ["from_gbnf", "parse_gbnf"]
+__all__ = ["GbnfGrammar", "from_gbnf", "parse_gbnf"]
 
 MAX_CODEPOINT = 0x10FFFF
 # an inlined lexical rule whose regex would be longer than this stays a rule (rules that
@@ -39,6 +38,36 @@ MAX_INLINE_REGEX = 20_000
 # rounds of "split the terminals whose lexeme boundary is ambiguous"; each round splits at
 # least one terminal, and terminals nest no deeper than the grammar does
 MAX_SPLIT_ROUNDS = 64
+
+
+# --------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Terminal:
+    """A chosen lexer terminal: a regex that matches at least one character."""
+
+    name: str
+    pattern: str
+    is_string: bool = False
+    priority: int = 0
+    ignored: bool = False
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A BNF production over rule and terminal names."""
+
+    lhs: str
+    rhs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GbnfGrammar:
+    """What :func:`from_gbnf` chose; ``gramask.Grammar.from_gbnf`` turns it into a Grammar
+    (this module does not import the grammar layer, which imports it)."""
+
+    terminals: tuple[Terminal, ...]
+    rules: tuple[Rule, ...]
+    start: str
 
 
 # --------------------------------------------------------------------------- syntax tree
@@ -523,7 +552,7 @@ class _Emitter:
         self.src = rules
         self.lex = lex
         self.split = split
-        self.rules: list[RuleSpec] = []
+        self.rules: list[Rule] = []
         self.terms: dict[str, str] = {}  # pattern -> terminal name
         self.term_nodes: dict[str, Node] = {}  # pattern -> node it came from
         self.names: set[str] = set(rules)
@@ -547,7 +576,7 @@ class _Emitter:
         if name not in self.emitted_rules:
             self.emitted_rules.add(name)
             for alt in self.src[name].items:
-                self.rules.append(RuleSpec(name, tuple(self.seq_symbols(alt, name))))
+                self.rules.append(Rule(name, tuple(self.seq_symbols(alt, name))))
         return name
 
     def terminal(self, node: Node, owner: str) -> list[str] | None:
@@ -582,8 +611,8 @@ class _Emitter:
         helper = self.helpers.get(key)
         if helper is None:
             helper = self.helpers[key] = self.fresh(f"{owner}_opt")
-            self.rules.append(RuleSpec(helper, (name,)))
-            self.rules.append(RuleSpec(helper, ()))
+            self.rules.append(Rule(helper, (name,)))
+            self.rules.append(Rule(helper, ()))
         return [helper]
 
     def seq_symbols(self, node: Node, owner: str) -> list[str]:
@@ -617,7 +646,7 @@ class _Emitter:
                 return self.seq_symbols(node.items[0], owner)
             h = self.fresh(owner)
             for x in node.items:
-                self.rules.append(RuleSpec(h, tuple(self.seq_symbols(x, owner))))
+                self.rules.append(Rule(h, tuple(self.seq_symbols(x, owner))))
             return [h]
         if isinstance(node, Rep):
             return self.repeat(node, owner)
@@ -634,15 +663,15 @@ class _Emitter:
             out.extend(item)
         if hi is None:  # star: h -> ε | h item
             h = self.fresh(owner)
-            self.rules.append(RuleSpec(h, ()))
-            self.rules.append(RuleSpec(h, (h, *item)))
+            self.rules.append(Rule(h, ()))
+            self.rules.append(Rule(h, (h, *item)))
             out.append(h)
         elif hi > lo:  # up to hi - lo more: opt_k -> ε | item opt_{k-1}
             prev: str | None = None
             for _ in range(hi - lo):
                 h = self.fresh(owner)
-                self.rules.append(RuleSpec(h, ()))
-                self.rules.append(RuleSpec(h, (*item, *([prev] if prev else []))))
+                self.rules.append(Rule(h, ()))
+                self.rules.append(Rule(h, (*item, *([prev] if prev else []))))
                 prev = h
             assert prev is not None
             out.append(prev)
@@ -651,7 +680,7 @@ class _Emitter:
 
 # --------------------------------------------------------------------------- exactness check
 def _ambiguous_terminals(
-    terminals: list[TerminalSpec], rules: list[RuleSpec], nodes: list[Node], start: str
+    terminals: list[Terminal], rules: list[Rule], nodes: list[Node], start: str
 ) -> set[int]:
     """Indices of terminals to split: those whose lexeme can end where a byte that may follow
     them keeps alive a terminal the parser may allow at the same time (the greedy lexer
@@ -709,7 +738,7 @@ def _ambiguous_terminals(
 
 
 def _follow_terminals(
-    rules: list[RuleSpec], index: dict[str, int], start: str
+    rules: list[Rule], index: dict[str, int], start: str
 ) -> tuple[dict[int, set[int]], set[int]]:
     """Per terminal, the terminals that can come right after it in some sentential form;
     and the terminals that can start one."""
@@ -770,9 +799,9 @@ def _follow_terminals(
 
 
 # --------------------------------------------------------------------------- entry point
-def from_gbnf(text: str, *, start: str = "root", source: str = "<gbnf>") -> Grammar:
-    """Load llama.cpp GBNF / XGrammar EBNF text (see the module docstring for what becomes a
-    terminal). The grammar is lexed in the contextual mode.
+def from_gbnf(text: str, *, start: str = "root", source: str = "<gbnf>") -> GbnfGrammar:
+    """Read llama.cpp GBNF / XGrammar EBNF text and choose its terminals (see the module
+    docstring); to be lexed in the contextual mode.
 
     Raises
     ------
@@ -800,13 +829,13 @@ def from_gbnf(text: str, *, start: str = "root", source: str = "<gbnf>") -> Gram
             # the whole language is regular: still one terminal, wrapped in a start rule
             syms = em.seq_symbols(Ref(start, lines[start]), start)
             if syms != [start]:
-                em.rules.append(RuleSpec(start, tuple(syms)))
+                em.rules.append(Rule(start, tuple(syms)))
             top = start
         else:
             em.run(start)
             top = start
         patterns = list(em.terms)
-        terminals = [TerminalSpec(name=em.terms[p], pattern=p) for p in patterns]
+        terminals = [Terminal(name=em.terms[p], pattern=p) for p in patterns]
         nodes = [em.term_nodes[p] for p in patterns]
         if not terminals:
             raise GrammarError(f"{source}: the language of {start!r} is only the empty "
@@ -828,12 +857,10 @@ def from_gbnf(text: str, *, start: str = "root", source: str = "<gbnf>") -> Gram
 
     pruned = prune(em.rules, [t.name for t in terminals], top, source=source, warn=False)
     used = {s for r in pruned for s in r.rhs}
-    return Grammar(
+    return GbnfGrammar(
         terminals=tuple(t for t in terminals if t.name in used),
         rules=tuple(pruned),
         start=top,
-        source=source,
-        lexer="contextual",
     )
 
 
