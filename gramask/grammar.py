@@ -105,7 +105,6 @@ class Grammar:
                 f"{source}: lexer must be one of {', '.join(LEXER_MODES)}, not {lexer!r}"
             )
         try:
-            import lark
             from lark.exceptions import GrammarError as LarkGrammarError
             from lark.exceptions import LexError, UnexpectedInput
         except ImportError as e:  # pragma: no cover - lark is a core dependency
@@ -114,13 +113,8 @@ class Grammar:
 
         lark_text = rewrite_dialect(text)
         try:
-            parser = lark.Lark(
-                lark_text,
-                start=start,
-                parser="earley",
-                lexer="basic",
-                import_paths=list(import_paths),
-                keep_all_tokens=True,
+            lark_terminals, lark_rules, ignore_tokens = _load_lark(
+                lark_text, start, list(import_paths)
             )
         except UnexpectedInput as e:
             raise GrammarError(
@@ -144,9 +138,9 @@ class Grammar:
                 "terminal); split it into named rules"
             ) from None
 
-        ignore = set(parser.ignore_tokens)
+        ignore = set(ignore_tokens)
         terminals = []
-        for t in parser.terminals:
+        for t in lark_terminals:
             pat = t.pattern
             is_string = pat.type == "str"
             regex = re.escape(pat.value) if is_string else pat.value
@@ -167,7 +161,7 @@ class Grammar:
         known = {t.name for t in terminals}
         rules = []
         declared: set[str] = set()
-        for r in parser.rules:
+        for r in lark_rules:
             rhs = []
             for s in r.expansion:
                 rhs.append(s.name)
@@ -281,6 +275,21 @@ class Grammar:
         return -1 if self.indentation is None else self.terminal_index(self.indentation.newline)
 
 
+def _load_lark(text: str, start: str, import_paths: list[str]) -> tuple[Any, Any, Any]:
+    """Lark's own loader (EBNF → BNF, imports, terminal validation) without building a
+    parser: constructing lark's Earley parser costs time quadratic-ish in the grammar's size
+    (94% of loading a 2,000-rule chain) and gramask builds its own. What ``lark.Lark`` does
+    up to its parser, with the same options (keep_all_tokens, no unused terminals)."""
+    from lark.common import LexerConf
+    from lark.lexer import BasicLexer
+    from lark.load_grammar import load_grammar
+
+    grammar, _ = load_grammar(text, "<string>", import_paths, True)
+    terminals, rules, ignore = grammar.compile([start], set())
+    BasicLexer(LexerConf(terminals, re, ignore))  # lark's terminal checks (zero width, regex)
+    return terminals, rules, ignore
+
+
 def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:
     kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in obj.items()}
     return IndentationSpec(**kwargs)
@@ -324,17 +333,17 @@ def _check_terminals(terminals: Sequence[TerminalSpec], text: str, source: str) 
     string (a lexer would loop on it)."""
     from .compiler.regex_bytes import _check_features
 
-    for t in terminals:
-        line = _guess_line(text, t.name)
+    for t in terminals:  # the line is looked up on error only: a search of the whole text
         try:
             _check_features(t.name, t.pattern)
         except GrammarError as e:
-            raise type(e)(f"{source}: {e}", line=line, name=t.name) from None
+            raise type(e)(f"{source}: {e}", line=_guess_line(text, t.name),
+                          name=t.name) from None
         if re.fullmatch(t.pattern, ""):
             raise GrammarError(
                 f"{source}: terminal {t.name} matches the empty string (/{t.pattern}/); "
                 "make it match at least one character and repeat it in a rule instead",
-                line=line, name=t.name,
+                line=_guess_line(text, t.name), name=t.name,
             )
 
 
