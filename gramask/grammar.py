@@ -284,7 +284,7 @@ def _load_lark(text: str, start: str, import_paths: list[str]) -> tuple[Any, Any
     from lark.lexer import BasicLexer
     from lark.load_grammar import load_grammar
 
-    grammar, _ = load_grammar(text, "<string>", import_paths, True)
+    grammar, _ = load_grammar(text, "<string>", import_paths, True)  # type: ignore[no-untyped-call]
     terminals, rules, ignore = grammar.compile([start], set())
     BasicLexer(LexerConf(terminals, re, ignore))  # lark's terminal checks (zero width, regex)
     return terminals, rules, ignore
