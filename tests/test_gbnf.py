@@ -313,3 +313,9 @@ def test_cli_compiles_a_gbnf_file(tmp_path: pathlib.Path) -> None:
                  "-q"]) == 0
     cg = gramask.CompiledGrammar.load(out)
     assert cg.grammar.start == "root"
+
+
+def test_readme_gbnf_example_prints_what_it_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_readme import _run_section
+
+    _run_section("GBNF grammars", capsys)
