@@ -173,7 +173,7 @@ def _alphabet(name: str) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_membership_matches_the_character_level_oracle(name: str, data: st.DataObject) -> None:
     """Random strings (mutated samples and free text over the grammar's characters): gramask
@@ -219,7 +219,7 @@ def _arith_pair() -> tuple[gramask.CompiledGrammar, gramask.CompiledGrammar]:
     return a, b
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(s=st.text(alphabet="ab1_ =+*()\n", max_size=14))
 def test_masks_equal_a_hand_written_lark_equivalent(s: str) -> None:
     """GBNF and a Lark grammar written by hand for the same language: the same masks over
