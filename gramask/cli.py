@@ -30,7 +30,7 @@ class CliError(GramaskError):
 
 def _default_out(grammar: str, vocab: str, vocab_name: str | None = None) -> Path:
     """GRAMMAR.VOCAB.gmask, with the vocabulary's canonical name (``gpt-2`` → ``gpt2``)."""
-    g = Path(grammar).stem if grammar.endswith(".lark") else grammar
+    g = Path(grammar).stem if grammar.endswith((".lark", ".gbnf")) else grammar
     is_file = "/" in vocab or "." in Path(vocab).name
     v = Path(vocab).stem if is_file else (vocab_name or vocab)
     return Path(f"{g}.{v}.gmask")
@@ -361,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", parents=[sub_common],
                        help="compile a grammar against a vocabulary into a .gmask artifact")
-    c.add_argument("grammar", help="bundled grammar name (json, python, ...) or a .lark file")
+    c.add_argument("grammar", help="bundled grammar name (json, python, ...) or a .lark or .gbnf file")
     c.add_argument("--vocab", required=True,
                    help="bundled vocabulary name (gpt2, deepseek-v4, qwen2, ...) or tokenizer file")
     c.add_argument("-o", "--output", help="artifact path (default GRAMMAR.VOCAB.gmask)")

@@ -105,36 +105,17 @@ class Grammar:
                 f"{source}: lexer must be one of {', '.join(LEXER_MODES)}, not {lexer!r}"
             )
         try:
-            import lark
             from lark.exceptions import GrammarError as LarkGrammarError
             from lark.exceptions import LexError, UnexpectedInput, VisitError
         except ImportError as e:  # pragma: no cover - lark is a core dependency
             raise ImportError("gramask needs lark to load grammars: pip install lark") from e
+        from .frontends.lark_dialect import rewrite_dialect
 
-        def build(lark_lexer: str) -> Any:
-            return lark.Lark(
-                text,
-                start=start,
-                parser="earley",
-                lexer=lark_lexer,
-                import_paths=list(import_paths),
-                keep_all_tokens=True,
-            )
-
+        lark_text = rewrite_dialect(text)
         try:
-            # lark's basic lexer checks terminal collisions with interegular, which lists every
-            # character of a class (minutes for a Unicode identifier class): load through the
-            # dynamic lexer, and only when that fails let the basic one name the bad terminal
-            try:
-                parser = build("dynamic")
-            except (UnexpectedInput, KeyError, LexError, RecursionError):
-                raise
-            except LarkGrammarError as e:
-                if "zero-width" not in str(e):
-                    raise
-                parser = build("basic")
-            except Exception:
-                parser = build("basic")
+            lark_terminals, lark_rules, ignore_tokens = _load_lark(
+                lark_text, start, list(import_paths)
+            )
         except VisitError as e:
             raise _visit_error(text, source, e) from None
         except UnexpectedInput as e:
@@ -142,7 +123,7 @@ class Grammar:
                 f"{source}: invalid Lark grammar syntax",
                 line=getattr(e, "line", None),
                 column=getattr(e, "column", None),
-                context=e.get_context(text) if hasattr(e, "get_context") else None,
+                context=e.get_context(lark_text) if hasattr(e, "get_context") else None,
             ) from None
         except (LarkGrammarError, KeyError) as e:
             msg = str(e).strip("'\"")
@@ -169,9 +150,9 @@ class Grammar:
                 "terminal); split it into named rules"
             ) from None
 
-        ignore = set(parser.ignore_tokens)
+        ignore = set(ignore_tokens)
         terminals = []
-        for t in parser.terminals:
+        for t in lark_terminals:
             pat = t.pattern
             is_string = pat.type == "str"
             regex = re.escape(pat.value) if is_string else pat.value
@@ -192,7 +173,7 @@ class Grammar:
         known = {t.name for t in terminals}
         rules = []
         declared: set[str] = set()
-        for r in parser.rules:
+        for r in lark_rules:
             rhs = []
             for s in r.expansion:
                 rhs.append(s.name)
@@ -241,6 +222,29 @@ class Grammar:
             lexer=lexer,
         )
 
+    @classmethod
+    def from_gbnf(cls, text: str, *, start: str = "root", source: str = "<gbnf>") -> Grammar:
+        """Load llama.cpp GBNF / XGrammar EBNF text: the same character-level language,
+        with lexer terminals chosen so that the contextual lexer is exact
+        (:mod:`gramask.frontends.gbnf`; docs/dialects.md).
+
+        Raises
+        ------
+        GrammarError
+            A syntax error, token syntax (``<[id]>``, ``<token>``), an undefined or duplicate
+            rule, no ``start`` rule; the message names the rule and the line.
+        """
+        from .frontends.gbnf import from_gbnf
+
+        g = from_gbnf(text, start=start, source=source)
+        return cls(
+            terminals=tuple(TerminalSpec(name=t.name, pattern=t.pattern) for t in g.terminals),
+            rules=tuple(RuleSpec(lhs=r.lhs, rhs=r.rhs) for r in g.rules),
+            start=g.start,
+            source=source,
+            lexer="contextual",
+        )
+
     # ------------------------------------------------------------------ identity
     def to_json(self) -> dict[str, Any]:
         return {
@@ -287,6 +291,30 @@ class Grammar:
     def newline_terminal(self) -> int:
         """Index of the indentation newline terminal, or -1 without indentation."""
         return -1 if self.indentation is None else self.terminal_index(self.indentation.newline)
+
+
+def _load_lark(text: str, start: str, import_paths: list[str]) -> tuple[Any, Any, Any]:
+    """Lark's own loader (EBNF → BNF, imports, terminal validation) without building a
+    parser: constructing lark's Earley parser costs time quadratic-ish in the grammar's size
+    (94% of loading a 2,000-rule chain) and gramask builds its own. What ``lark.Lark`` does
+    up to its parser, with the same options (keep_all_tokens, no unused terminals)."""
+    from lark.exceptions import LexError
+    from lark.load_grammar import load_grammar
+
+    grammar, _ = load_grammar(text, "<string>", import_paths, True)  # type: ignore[no-untyped-call]
+    terminals, rules, ignore = grammar.compile([start], set())
+    # the checks lark's BasicLexer makes, less its terminal-collision search (interegular lists
+    # every character of a class: minutes for a Unicode identifier class)
+    for t in terminals:
+        regexp = t.pattern.to_regexp()
+        try:
+            re.compile(regexp)
+        except re.error:
+            raise LexError(f"Cannot compile token {t.name}: {t.pattern}") from None
+        if t.pattern.min_width == 0:
+            raise LexError(
+                f"Lexer does not allow zero-width terminals. ({t.name}: {t.pattern})")
+    return terminals, rules, ignore
 
 
 def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:
@@ -363,17 +391,17 @@ def _check_terminals(terminals: Sequence[TerminalSpec], text: str, source: str) 
     string (a lexer would loop on it)."""
     from .compiler.regex_bytes import _check_features
 
-    for t in terminals:
-        line = _guess_line(text, t.name)
+    for t in terminals:  # the line is looked up on error only: a search of the whole text
         try:
             _check_features(t.name, t.pattern)
         except GrammarError as e:
-            raise type(e)(f"{source}: {e}", line=line, name=t.name) from None
+            raise type(e)(f"{source}: {e}", line=_guess_line(text, t.name),
+                          name=t.name) from None
         if re.fullmatch(t.pattern, ""):
             raise GrammarError(
                 f"{source}: terminal {t.name} matches the empty string (/{t.pattern}/); "
                 "make it match at least one character and repeat it in a rule instead",
-                line=line, name=t.name,
+                line=_guess_line(text, t.name), name=t.name,
             )
 
 

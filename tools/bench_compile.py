@@ -20,6 +20,15 @@ Prints a Markdown table and checks the targets of DESIGN.md::
 
     python tools/bench_compile.py
     python tools/bench_compile.py --grammars json --vocabs gpt2,qwen2 --json
+
+``--scaling`` runs the size cases of issue 23 instead (grammars generated here: rule chains,
+thousands of literals or regexes, bounded repeats, over-limit grammars that must be refused,
+a GBNF grammar), each in a fresh process with its own timeout: time to load the grammar, time
+to compile it cold (wall and CPU: on a shared machine CPU time is the steadier number), peak
+RSS, and the GrammarError for the refused ones. ``--against DIR`` runs every case a second
+time with another checkout first on the path (e.g. ``/work/main``: before/after in one table)::
+
+    python tools/bench_compile.py --scaling --vocabs deepseek-v4 --against /work/main
 """
 
 from __future__ import annotations
@@ -155,12 +164,126 @@ def child_load(grammar: str, vocab: str, path: str, cache_dir: str, repeats: int
     }
 
 
+# ------------------------------------------------------------------------------------ scaling
+
+
+def _scaling_cases() -> dict[str, tuple[str, str]]:
+    """name -> (kind, grammar text): kind "lark" or "gbnf"; the text is built here."""
+    def chain(n: int) -> str:
+        return "start: r0\n" + "".join(f'r{i}: r{i + 1} "a" | "b"\n' for i in range(n)) + (
+            f'r{n}: "c"\n')
+
+    def alts(names: list[str]) -> str:
+        return "start: (" + " | ".join(names) + ")+\n"
+
+    lits = [f"K{i}" for i in range(5000)]
+    regs = [f"R{i}" for i in range(1, 2001)]
+    gbnf_json = (ROOT / "tests" / "data" / "gbnf" / "json.gbnf")
+    return {
+        "bundled c": ("bundled", "c"),
+        "bundled sql": ("bundled", "sql"),
+        "bundled python": ("bundled", "python"),
+        "bundled json": ("bundled", "json"),
+        "chain of 500 rules": ("lark", chain(500)),
+        "chain of 1,000 rules": ("lark", chain(1000)),
+        "chain of 2,000 rules": ("lark", chain(2000)),
+        "5,000 literal terminals": ("lark", alts(lits) + "".join(
+            f'K{i}: "kw{i}"\n' for i in range(5000)) + "%ignore \" \"\n"),
+        "2,000 regex terminals /x{i}[a-z]*/": ("lark", alts(regs) + "".join(
+            f"R{i}: /x{{{i}}}[a-z]*/\n" for i in range(1, 2001)) + "%ignore \" \"\n"),
+        "[\\U00010000-\\U0010ffff]+": ("lark", "start: A\nA: /[\\U00010000-\\U0010ffff]+/\n"),
+        "/[a-z]{1000}/": ("lark", 'start: A ";"\nA: /[a-z]{1000}/\n'),
+        "/(ab){2,500}c/": ("lark", "start: A\nA: /(ab){2,500}c/\n"),
+        "over limit: 100 literals of 100 KB": ("lark", alts([f"L{i}" for i in range(100)]) + "".join(
+            f'L{i}: "{chr(97 + i % 26) * 3}{"q" * 100_000}"\n' for i in range(100))),
+        "over limit: 10 literals of 2,000 characters": ("lark", alts(
+            [f"L{i}" for i in range(10)]) + "".join(
+            f'L{i}: "{"".join(chr(97 + (i * 7 + j * 13) % 26) for j in range(2000))}"\n'
+            for i in range(10))),
+        "over limit: one regex of 50,000 characters": ("lark", "start: R\nR: /" + "ab" * 25_000
+                                                       + "/\n"),
+        "over limit: x{2,50000}": ("lark", "start: R\nR: /x{2,50000}/\n"),
+        "GBNF json.gbnf (llama.cpp)": ("gbnf", gbnf_json.read_text(encoding="utf-8")
+                                       if gbnf_json.exists() else ""),
+    }
+
+
+def child_scaling(case: str, vocab: str) -> dict:
+    import gramask
+    from gramask.errors import GrammarError
+    from gramask.grammar import Grammar
+
+    kind, text = _scaling_cases()[case]
+    v = gramask.Vocabulary.bundled(vocab)
+    rss0 = _peak_rss_mb()
+    w0, c0 = time.perf_counter(), time.process_time()
+    out: dict = {}
+    try:
+        if kind == "bundled":
+            g = gramask.grammars.load(text)
+        elif kind == "gbnf":
+            g = Grammar.from_gbnf(text)
+        else:
+            g = Grammar.from_lark(text)
+        out["load_s"], out["load_cpu_s"] = time.perf_counter() - w0, time.process_time() - c0
+        w1, c1 = time.perf_counter(), time.process_time()
+        cg = gramask.compile(g, v, cache=False, progress=False)
+        out["compile_s"], out["compile_cpu_s"] = time.perf_counter() - w1, time.process_time() - c1
+        out["lexer_states"] = cg.dfa.num_states
+    except GrammarError as e:
+        out["refused"] = str(e).splitlines()[0][:160]
+    out["total_s"], out["total_cpu_s"] = time.perf_counter() - w0, time.process_time() - c0
+    out["peak_rss_mb"] = _peak_rss_mb()
+    out["rss_before_mb"] = rss0
+    return out
+
+
+def run_scaling(vocab: str, against: str | None, timeout: float, only: str | None) -> list[dict]:
+    rows = []
+    for case in _scaling_cases():
+        if only and only.lower() not in case.lower():
+            continue
+        row: dict = {"case": case}
+        for label, root in [("after", str(ROOT)), ("before", against)]:
+            if root is None:
+                continue
+            print(f"[bench_compile] {case} ({label}) ...", file=sys.stderr, flush=True)
+            row[label] = _run_child(["--child", "scaling", "--case", case, "--vocab", vocab],
+                                    timeout, root=root)
+        rows.append(row)
+    return rows
+
+
+def _cell(r: dict | None) -> str:
+    if r is None:
+        return "—"
+    if "error" in r:
+        return r["error"].split(":")[0] if "timed out" in r["error"] else "error"
+    if "refused" in r:
+        return f"refused in {r['total_s']:.1f} s ({r['total_cpu_s']:.1f} s CPU)"
+    return (f"{r['load_s']:.1f} + {r['compile_s']:.1f} s ({r['load_cpu_s']:.1f} + "
+            f"{r['compile_cpu_s']:.1f} s CPU), {r['peak_rss_mb']:.0f} MB")
+
+
+def scaling_markdown(rows: list[dict], vocab: str, against: str | None) -> str:
+    head = f"| case (× {vocab}) | after: load + compile, peak RSS |"
+    if against:
+        head += f" before ({against}) |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        line = f"| {r['case']} | {_cell(r.get('after'))} |"
+        if against:
+            line += f" {_cell(r.get('before'))} |"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------ parent
 
 
-def _run_child(args: list[str], timeout: float) -> dict:
+def _run_child(args: list[str], timeout: float, root: str | None = None) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = str(root or ROOT)
     t0 = time.perf_counter()
     try:
         p = subprocess.run(
@@ -245,8 +368,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="per-child timeout in seconds")
     ap.add_argument("--keep", metavar="DIR", help="write the artifacts to DIR and keep them")
     ap.add_argument("--json", action="store_true", help="print machine-readable JSON instead")
+    ap.add_argument("--scaling", action="store_true",
+                    help="the size cases of issue 23 instead of the bundled table")
+    ap.add_argument("--against", metavar="DIR",
+                    help="--scaling: also run every case with this checkout on the path")
+    ap.add_argument("--only", help="--scaling: cases whose name contains this text")
     # internal: child modes
-    ap.add_argument("--child", choices=["compile", "load"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["compile", "load", "scaling"], help=argparse.SUPPRESS)
+    ap.add_argument("--case", help=argparse.SUPPRESS)
     ap.add_argument("--grammar", help=argparse.SUPPRESS)
     ap.add_argument("--vocab", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -259,6 +388,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.child == "load":
         print(json.dumps(child_load(a.grammar, a.vocab, a.path, a.cache_dir, a.repeats)))
+        return 0
+    if a.child == "scaling":
+        print(json.dumps(child_scaling(a.case, a.vocab)))
+        return 0
+    if a.scaling:
+        vocab = a.vocabs.split(",")[0]
+        t0 = time.perf_counter()
+        rows = run_scaling(vocab, a.against, a.timeout, a.only)
+        if a.json:
+            print(json.dumps({"rows": rows, "total_s": time.perf_counter() - t0}, indent=1))
+        else:
+            print(scaling_markdown(rows, vocab, a.against))
+            print(f"\nload = Grammar.from_lark/from_gbnf; compile = gramask.compile(cache=False); "
+                  f"each case in a fresh process; total wall time "
+                  f"{time.perf_counter() - t0:.0f} s")
         return 0
 
     grammars = [s for s in a.grammars.split(",") if s]

@@ -11,17 +11,34 @@ from a lexer state be precomputed once, independent of the parser.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from ..encoding import rows_of_bits
 from ..errors import GrammarError
-from ..grammar import TerminalSpec
-from .regex_bytes import ByteDFA, explore, regex_to_byte_dfa
+from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa
 
-__all__ = ["MAX_LEXER_STATES", "LexerDFA", "build_lexer_dfa"]
+__all__ = ["MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa", "terminal_dfa"]
+
+
+class Terminal(Protocol):
+    """A lexer terminal (``gramask.grammar.TerminalSpec`` is one; this module needs only its
+    shape, so grammar front ends can build lexers without an import cycle)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def pattern(self) -> str: ...
+    @property
+    def is_string(self) -> bool: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def ignored(self) -> bool: ...
 
 # Token tables cost one vectorised walk of the vocabulary per lexer state: the bundled
 # grammars need 43-673 states; 16,384 states against a 150k vocabulary takes minutes.
@@ -80,7 +97,25 @@ class LexerDFA:
         )
 
 
-def _winner_order(terminals: Sequence[TerminalSpec]) -> list[int]:
+def terminal_dfa(t: Terminal) -> ByteDFA:
+    """The byte DFA of one terminal. A plain string literal (no flags) is a chain of states,
+    built directly: the same automaton the regex construction gives, without its cost (a
+    grammar of thousands of keywords spent most of its compile time there)."""
+    if t.is_string:
+        literal = re.sub(r"\\(.)", r"\1", t.pattern, flags=re.DOTALL)
+        data = literal.encode("utf-8")
+        if (data and re.escape(literal) == t.pattern
+                and len(literal) < MAX_TERMINAL_STATES):
+            n = len(data)
+            trans = np.full((n + 1, 256), -1, dtype=np.int32)
+            trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
+            finals = np.zeros(n + 1, dtype=bool)
+            finals[n] = True
+            return ByteDFA(trans, finals)
+    return regex_to_byte_dfa(t.name, t.pattern)
+
+
+def _winner_order(terminals: Sequence[Terminal]) -> list[int]:
     """Terminal indices from strongest to weakest claim on a tie."""
     return sorted(
         range(len(terminals)),
@@ -89,7 +124,7 @@ def _winner_order(terminals: Sequence[TerminalSpec]) -> list[int]:
 
 
 def build_lexer_dfa(
-    terminals: Sequence[TerminalSpec],
+    terminals: Sequence[Terminal],
     dfas: Sequence[ByteDFA] | None = None,
     *,
     progress: bool | None = None,
@@ -111,7 +146,7 @@ def build_lexer_dfa(
         disable = None if progress is None else not progress
         with tqdm(terminals, desc="gramask: terminals", unit="terminal", disable=disable,
                   leave=False, delay=1.0) as bar:
-            dfas = [regex_to_byte_dfa(t.name, t.pattern) for t in bar]
+            dfas = [terminal_dfa(t) for t in bar]
     n_terms = len(terminals)
     rank = {t: r for r, t in enumerate(_winner_order(terminals))}
 
@@ -166,7 +201,7 @@ def build_lexer_dfa(
 
 
 def _too_many_lexer_states(
-    terminals: Sequence[TerminalSpec], order: list[tuple[tuple[int, int], ...]]
+    terminals: Sequence[Terminal], order: list[tuple[tuple[int, int], ...]]
 ) -> None:
     """Name the terminals with the most distinct states in the product: they interact."""
     per: dict[int, set[int]] = {}

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
 from .charclass import utf8_sequences
 from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
-from .regex_size import dfa_states_at_least
+from .regex_size import dfa_states_at_least, dfa_states_from_width
 
 try:  # Python ≥ 3.11
     from re import _parser as _sre_parse
@@ -48,8 +48,9 @@ MAX_NFA_NODES = 200_000  # byte NFA nodes of one terminal (counted repeats are e
 
 
 def _too_many_states(name: str, pattern: str, n: int) -> None:
+    shown = pattern if len(pattern) <= 80 else f"{pattern[:60]}… ({len(pattern):,} characters)"
     raise GrammarError(
-        f"terminal {name}: regex /{pattern}/ needs at least {n:,} automaton states "
+        f"terminal {name}: regex /{shown}/ needs at least {n:,} automaton states "
         f"(limit {MAX_TERMINAL_STATES:,}); it is not practical to compile. Usually a bounded "
         "repeat after an unbounded one (like (a|b)*a(a|b){14}) or a large counted repeat of "
         "a character class; simplify it or move the check out of the grammar",
@@ -130,8 +131,11 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
         ) from None
-    # refuse the certain explosions before determinising (a lower bound, with a margin for
-    # how differently the two constructions count)
+    # refuse the certain explosions before determinising (lower bounds: from the match lengths,
+    # then a cheap determinisation with a margin for how differently the two constructions count)
+    by_width = dfa_states_from_width(pattern)
+    if by_width > MAX_TERMINAL_STATES:
+        _too_many_states(name, pattern, by_width)
     at_least = dfa_states_at_least(pattern, PRECHECK_FACTOR * MAX_TERMINAL_STATES)
     if at_least is not None and at_least > PRECHECK_FACTOR * MAX_TERMINAL_STATES:
         _too_many_states(name, pattern, at_least)

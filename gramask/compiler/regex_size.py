@@ -20,7 +20,7 @@ from re import _constants as _c  # re's own parser: the regexes are Python regex
 from re import _parser as _sre_parse
 from typing import Any
 
-__all__ = ["dfa_states_at_least"]
+__all__ = ["dfa_states_at_least", "dfa_states_from_width"]
 
 MAX_NFA_NODES = 50_000
 _FIXED_REPS = "aZ09 \t\n_-.é中\x00\U0001f600"
@@ -186,3 +186,17 @@ def dfa_states_at_least(pattern: str, limit: int) -> int | None:
                     return len(seen)
                 work.append(s)
     return len(seen)
+
+
+def dfa_states_from_width(pattern: str) -> int:
+    """A lower bound on the states of ``pattern``'s trimmed character DFA from its match
+    lengths alone, in time linear in the pattern: along a shortest match the states are
+    pairwise distinct (each is exactly one character further from acceptance), and so are
+    they along a longest match when matches are bounded. So ``/x{50000}/`` or a 100 KB
+    literal is refused before any automaton is built. 0 when the pattern does not parse."""
+    try:
+        lo, hi = _sre_parse.parse(pattern).getwidth()
+    except (re.error, RecursionError, OverflowError):
+        return 0
+    bounded = hi < _c.MAXREPEAT
+    return int(max(lo, hi if bounded else 0)) + 1

@@ -258,14 +258,20 @@ def build_token_tables(
     suf = np.full((v, lmax + 1), -1, dtype=np.int64)
 
     def walk(
-        q_start: np.ndarray, idx: np.ndarray, k0: int | np.ndarray, from_start: bool
+        q_start: np.ndarray | None, idx: np.ndarray, k0: int | np.ndarray, from_start: bool,
+        first: np.ndarray | None = None,
     ) -> np.ndarray:
         """Walk tokens ``idx`` from states ``q_start`` beginning at offset ``k0``; the first
-        byte is assumed to continue the lexeme. Returns node ids (-1 dead)."""
+        byte is assumed to continue the lexeme (``first``: the states after it, given
+        instead of ``q_start``). Returns node ids (-1 dead)."""
         out = np.full(len(idx), -1, dtype=np.int64)
         k = np.broadcast_to(np.asarray(k0, dtype=np.int64), idx.shape).copy()
         lex_start = k.copy()
-        cur = trans[q_start, buf[idx, k]].astype(np.int64)
+        if first is None:
+            assert q_start is not None
+            cur = trans[q_start, buf[idx, k]].astype(np.int64)
+        else:
+            cur = first.astype(np.int64)
         # contextual forks after the first byte (a fork at the first byte of a row's token is
         # the runtime's: the lexeme at q ends there, like a kill byte, when the next state's
         # live class meets nothing allowed)
@@ -356,27 +362,56 @@ def build_token_tables(
             continue
         suf[idx, k] = walk(np.zeros(len(idx), dtype=np.int64), idx, k, True)
 
-    # per-state rows: tokens whose first byte continues the current lexeme
+    # per-state rows: tokens whose first byte continues the current lexeme. After that
+    # byte the walk depends only on the state it leads to (the lexeme began before the
+    # token either way), and many states lead to the same one on many bytes (every prefix
+    # of a keyword into the identifier body, a string body into itself): walk the tokens
+    # once per (state after the first byte, first byte) and let the rows share the result.
     indptr = [0]
     all_idx: list[np.ndarray] = []
     all_dat: list[np.ndarray] = []
     valid = np.flatnonzero(lens > 0)
-    fb = buf[valid, 0]
+    fb = buf[valid, 0].astype(np.int64)
+    by_byte = valid[np.argsort(fb, kind="stable")]  # token ids grouped by first byte, ascending
+    byte_start = np.zeros(257, dtype=np.int64)
+    byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
+    inner = trans[1:] if n_states > 1 else np.zeros((0, 256), dtype=trans.dtype)
+    shared: dict[tuple[int, int], np.ndarray] = {}  # (state after byte b, b) -> nodes
+    walked = 0
+    for s_after in np.unique(inner[inner >= 0]).tolist():
+        bytes_in = np.flatnonzero((inner == s_after).any(axis=0))
+        toks = np.concatenate([by_byte[byte_start[b]: byte_start[b + 1]] for b in bytes_in])
+        if not toks.size:
+            continue
+        nodes = walk(None, toks, 0, False, first=np.full(len(toks), s_after))
+        if progress is not None:  # a unit of the bar: one state's share of the walks
+            progress(1)
+            walked += 1
+        off = 0
+        for b in bytes_in.tolist():
+            n = int(byte_start[b + 1] - byte_start[b])
+            shared[(s_after, b)] = nodes[off: off + n]
+            off += n
+    dense = np.full(v, -1, dtype=np.int64)
     for q in range(n_states):
         if q == 0:
             node = suf[valid, 0]
             keep = node >= 0
             idx, node = valid[keep], node[keep]
         else:
-            idx = valid[trans[q, fb] >= 0]
-            node = walk(np.full(len(idx), q, dtype=np.int64), idx, 0, False) if idx.size else idx
-            keep = node >= 0
-            idx, node = idx[keep], node[keep]
+            row = trans[q]
+            for b in np.flatnonzero(row >= 0).tolist():
+                got = shared.get((int(row[b]), b))
+                if got is not None:
+                    dense[by_byte[byte_start[b]: byte_start[b + 1]]] = got
+            idx = np.flatnonzero(dense >= 0)
+            node = dense[idx]
+            dense[:] = -1
         all_idx.append(idx.astype(np.int32))
         all_dat.append((node + 1).astype(np.int32))
         indptr.append(indptr[-1] + len(idx))
-        if progress is not None:
-            progress(1)
+    if progress is not None and n_states > walked:
+        progress(n_states - walked)  # assembling the rows from the shared walks
     import scipy.sparse as sp
 
     rows = sp.csr_array(

@@ -112,7 +112,8 @@ def load(name: str, start: str | None = None, lexer: str | None = None) -> Gramm
 
 
 def load_spec(spec: str, start: str | None = None, lexer: str | None = None) -> Grammar:
-    """A bundled grammar name, or a path to a ``.lark`` file (imports resolve beside it)."""
+    """A bundled grammar name, or a path to a ``.lark`` file (imports resolve beside it) or
+    a ``.gbnf`` file (llama.cpp GBNF, start rule ``root``)."""
     import os
 
     from ..grammar import Grammar
@@ -128,6 +129,11 @@ def load_spec(spec: str, start: str | None = None, lexer: str | None = None) -> 
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise GrammarError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    if p.suffix.lower() == ".gbnf":
+        if lexer not in (None, "contextual"):
+            raise GrammarError(f"{p}: GBNF grammars are lexed in the contextual mode only "
+                               "(their terminals are chosen so that it is exact)")
+        return Grammar.from_gbnf(text, start=start or "root", source=str(p))
     return Grammar.from_lark(
         text,
         start=start or "start",

@@ -1,0 +1,102 @@
+"""The llguidance/XGrammar Lark dialect: ``{m,n}`` repetitions and ``""`` empty alternatives,
+checked against lark itself on the same grammar written out in standard Lark."""
+
+from __future__ import annotations
+
+import lark
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gramask
+from gramask.errors import GrammarError, InvalidPrefixError
+from gramask.frontends.lark_dialect import rewrite_dialect
+
+VOCAB = gramask.Vocabulary.from_tokens(
+    [bytes([b]) for b in range(256)] + [b"ab", b"aba", b"</s>"], eos_token_id=258
+)
+
+# (dialect grammar, the same language in standard Lark)
+PAIRS = [
+    (
+        'start: x{2,3} "y"{2} ("a" | b){1,} C{,2} d{0}\nx: "" | "x"\nb: "b"\nC: /[0-9]/{2}\n'
+        'd: "d"\n',
+        'start: x x x? "y" "y" ("a" | b)+ (C C?)?\nx: | "x"\nb: "b"\nC: /[0-9][0-9]/\n',
+    ),
+    (
+        'start: item{1,3} ";"\nitem: "(" item{0,} ")" | WORD\nWORD: /[a-z]/{1,4}\n',
+        'start: item item? item? ";"\nitem: "(" item* ")" | WORD\nWORD: /[a-z]{1,4}/\n',
+    ),
+    (
+        'start: A B\nA: ("ab" "c"){2,3}\nB: "x"{1,}\n',
+        'start: A B\nA: /(abc){2,3}/\nB: /x+/\n',
+    ),
+]
+
+
+def _accepts(cg: gramask.CompiledGrammar, s: str) -> bool:
+    try:
+        return cg.constraint(prefix=s).is_complete()
+    except InvalidPrefixError:
+        return False
+
+
+def _lark_accepts(parser: lark.Lark, s: str) -> bool:
+    try:
+        parser.parse(s)
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
+_CACHE: dict[int, tuple[gramask.CompiledGrammar, lark.Lark]] = {}
+
+
+def _pair(i: int) -> tuple[gramask.CompiledGrammar, lark.Lark]:
+    if i not in _CACHE:
+        dialect, standard = PAIRS[i]
+        cg = gramask.compile(gramask.Grammar.from_lark(dialect), VOCAB, cache=False,
+                             progress=False)
+        _CACHE[i] = (cg, lark.Lark(standard, parser="earley", lexer="dynamic"))
+    return _CACHE[i]
+
+
+@pytest.mark.parametrize("i", range(len(PAIRS)))
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_dialect_means_its_standard_lark_spelling(i: int, data: st.DataObject) -> None:
+    cg, oracle = _pair(i)
+    alphabet = "".join(sorted(set(c for c in PAIRS[i][1] if c.isalnum() or c in "();")))
+    s = data.draw(st.text(alphabet=alphabet, max_size=12))
+    assert _accepts(cg, s) == _lark_accepts(oracle, s), s
+
+
+@pytest.mark.parametrize(
+    ("i", "good", "bad"),
+    [
+        (0, ["xxyya", "xxyyab12", "xxxyybab1234"], ["xxxxyya", "xxyy", "xxyya123", "xxyyad"]),
+        (1, ["a;", "(ab)(c);", "(())x;"], ["abcdeabcdeabc;", "a b;", ";"]),
+        (2, ["abcabcx", "abcabcabcxxx"], ["abcx", "abcabcabcabcx", "abcabc"]),
+    ],
+)
+def test_samples(i: int, good: list[str], bad: list[str]) -> None:
+    cg, oracle = _pair(i)
+    for s in good:
+        assert _lark_accepts(oracle, s) and _accepts(cg, s), s
+    for s in bad:
+        assert not _lark_accepts(oracle, s) and not _accepts(cg, s), s
+
+
+def test_regexes_strings_comments_and_templates_are_left_alone() -> None:
+    text = ('start: _sep{x, ","} /a{2}/ "{2}"  // x{3}\n_sep{a, s}: a (s a)*\nx: "x"\n')
+    assert rewrite_dialect(text) == text
+
+
+def test_reversed_bounds_are_refused() -> None:
+    with pytest.raises(GrammarError, match=r"\{3,1\}"):
+        gramask.Grammar.from_lark('start: "a"{3,1}\n')
+
+
+def test_large_bounded_rule_repeat_loads_quickly() -> None:
+    g = gramask.Grammar.from_lark('start: x{2,50000}\nx: "a"\n')
+    assert len(g.rules) < 200  # lark splits large ranges by powers of two
