@@ -195,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
                 if args.verbose or k >= 4:
                     print(f"  k={k} {case.source}:{case.start}-{case.end} "
                           f"({len(ids)} tokens): {why}", file=sys.stderr)
+        print(f"  after {runs} requests: "
+              + ", ".join(f"k={k}: {blocked[k]}" for k in ks), file=sys.stderr, flush=True)
     mode = "fill-in-the-middle" if args.fim else "prefix"
     print(f"{args.grammar} ({grammar.lexer} lexer), {mode}, {args.vocab}: {runs} requests, "
           f"{time.perf_counter() - t_start:.0f} s; mask ms mean {1000 * np.mean(times):.2f}, "
