@@ -252,9 +252,9 @@ class ContextualBudgetConstraint(Constraint):
             cx = self._b.contextual
             assert cx is not None
             if cx.nl_t >= 0:
-                ver = WalkedVerifier(self, left - 1, _carry_key)
+                ver = WalkedVerifier(self, left - 1, _carry_key, step_plan=rec.plan)
             else:  # without an indentation terminal the carry decides nothing
-                ver = WalkedVerifier(self, left - 1, _state_key, _no_carry)
+                ver = WalkedVerifier(self, left - 1, _state_key, _no_carry, rec.plan)
             groups = self._state_groups(st, np.flatnonzero(m))[: self.MAX_GROUPS]
             # the groups the planner's bound says fit first (plans are capped), the largest
             # first within each kind: the bound orders, the walked plan decides

@@ -33,7 +33,9 @@ class LexemeCosts:
     A lexeme can only end where the next lexeme's first byte kills it: inside a comment that
     is part of Python's newline lexeme nothing but a newline does. So each terminal's
     lexemes are finished at its *clean* end states — those after which every other terminal
-    can be spelled, directly or after a separator — and costs are distances to them."""
+    can be spelled, directly or after a separator — and costs are distances to them. An
+    ignored terminal with no clean end (a ``//`` comment) is finished together with the
+    newline that closes it (``closer``), so a comment never makes a bound infinite."""
 
     def __init__(self, mb: MaskBuilder, tok: TokenCounter,
                  preds: list[set[int]] | None = None) -> None:
@@ -48,6 +50,7 @@ class LexemeCosts:
         self.continuation_t = mb.continuation_t
         self._dist: dict[int, np.ndarray] = {}
         self._fin_str: dict[tuple[int, int], bytes] = {}
+        self.closer: dict[int, bytes] = {}  # see _closers
         # first pass: ends = every accepting state; then the clean ones (see class docstring)
         self.ends = [self.accepting_states(t) for t in range(T)]
         self.spell = self._spellings()
@@ -57,6 +60,11 @@ class LexemeCosts:
             self._dist.clear()
             self._fin_str.clear()
             self.spell = self._spellings()
+        self.closer = self._closers()
+        for t in self.closer:
+            self.ends[t] = self._closed_ends(t)
+        self._dist.clear()
+        self._fin_str.clear()
         # a newline lexeme can take another line (Python's blank lines belong to it)
         nl_ends = self.ends[self.nl_t] if self.nl_t >= 0 else np.zeros(0, np.int64)
         nxt = self.trans[nl_ends, 10] if nl_ends.size else np.zeros(0, np.int64)
@@ -105,6 +113,10 @@ class LexemeCosts:
     def _clean_ends(self, a: int) -> np.ndarray:
         """The accepting states of ``a`` after which every other spelled terminal can
         start (none for a comment: only a newline or the end of input ends it)."""
+        return self._greedy_clean_ends(a)
+
+    def _greedy_clean_ends(self, a: int) -> np.ndarray:
+        """:meth:`_clean_ends` as the greedy lexer decides it."""
         states = self.accepting_states(a)
         keep = []
         for q in states.tolist():
@@ -112,6 +124,32 @@ class LexemeCosts:
                    if b != a and not self.ignored[b] and self.spell[b]):
                 keep.append(q)
         return np.array(keep, dtype=np.int64)
+
+    def _closers(self) -> dict[int, bytes]:
+        """Ignored terminals with no clean end (a ``//`` comment: every byte but a newline
+        continues it) → the lexeme that closes them: a newline, where it kills the comment
+        and is itself a clean end of an ignored terminal (whitespace). Their lexemes are
+        finished with it (:meth:`witness`), so the bytes after them are a fresh lexeme."""
+        out: dict[int, bytes] = {}
+        s = int(self.trans[0, 10])
+        if s < 0 or self.accept[s] < 0:
+            return out
+        u = int(self.accept[s])
+        if not self.ignored[u] or u in (self.nl_t, self.continuation_t) or s not in set(
+                self.ends[u].tolist()):
+            return out
+        for t in range(self.num_terminals):
+            if (self.ignored[t] and t != u and not self._greedy_clean_ends(t).size
+                    and t not in (self.nl_t, self.continuation_t)):
+                out[t] = b"\n"
+        return out
+
+    def _closed_ends(self, t: int) -> np.ndarray:
+        """The accepting states of ``t`` that its closer (see :meth:`_closers`) ends."""
+        states = self.accepting_states(t)
+        c = self.closer[t]
+        out: np.ndarray = states[self.trans[states, c[0]] < 0]
+        return out
 
     def _glue_ok(self, q: int, b: int) -> bool:
         return self.glue(q, b) is not None
@@ -196,7 +234,7 @@ class LexemeCosts:
         w = self._fin_str.get(key)
         if w is not None:
             return w
-        w = self.path(q, self._distances(t))
+        w = self.path(q, self._distances(t)) + self.closer.get(t, b"")
         self._fin_str[key] = w
         return w
 

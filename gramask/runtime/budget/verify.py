@@ -67,10 +67,18 @@ class WalkedVerifier:
     memoises its plan under (the contextual mode drops a carry that decides nothing)."""
 
     def __init__(self, c: Any, left: int, key: Callable[[Any], tuple[int, ...]],
-                 norm: Callable[[Any], Any] | None = None) -> None:
+                 norm: Callable[[Any], Any] | None = None,
+                 step_plan: tuple[int, ...] | None = None) -> None:
         self.c = c
         self.left = left
         self.planner = c._budget_planner()
+        # the step's own plan, spelled afresh: tried after a token (its lexeme finished)
+        # before any search — the real code mostly rejoins the route of the step's plan
+        # (closing a string, then the same text up to the suffix), and a walk is cheap
+        self.tail: tuple[int, ...] | None = None
+        if step_plan:
+            text = b"".join(c._vocab.token_bytes(i) for i in step_plan)
+            self.tail = self.planner.tok.tokenize(text)
         self.plans: int = c.MAX_PLANS
         self.key = key
         self.norm = norm
@@ -78,6 +86,13 @@ class WalkedVerifier:
         # None where no plan was found
         self.shared: dict[tuple[Hashable, int], tuple[tuple[int, ...], tuple[int, ...]] | None]
         self.shared = {}
+
+    def _by_tail(self, s: Any) -> tuple[int, ...] | None:
+        """The step plan's text (``tail``) if walking it from ``s`` ends complete."""
+        if not self.tail or len(self.tail) > self.left:
+            return None
+        end = self._walk_ids(s, self.tail)
+        return self.tail if end is not None and self.c._complete(end) else None
 
     def _plan(self, s: Any) -> tuple[int, ...] | None:
         if self.plans <= 0:
@@ -127,7 +142,9 @@ class WalkedVerifier:
                 return tw  # the witness alone completes
             share = (vertex, a)
             if share not in self.shared:
-                p = self._plan(s_a)
+                p = self._by_tail(s_a)
+                if p is None:
+                    p = self._plan(s_a)
                 if not p:
                     self.shared[share] = None
                     if p is not None:
@@ -146,5 +163,7 @@ class WalkedVerifier:
             s1 = self._walk_ids(s_a, p[:1])
             if s1 is not None and self.key(s1) == k1:
                 return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
-        p = self._plan(s)
+        p = self._by_tail(s)
+        if p is None:
+            p = self._plan(s)
         return p if p is not None and len(p) <= self.left else None

@@ -312,7 +312,7 @@ class FimConstraint(Constraint):
             toks, key = toks[srt], key[srt]
             groups, first, sizes = np.unique(key, return_index=True, return_counts=True)
             order = np.argsort(-sizes, kind="stable")
-            ver = WalkedVerifier(self, left - 1, _key)
+            ver = WalkedVerifier(self, left - 1, _key, step_plan=rec.plan)
             vert = groups // (_CARRIES * tc.num_states)
             for i in order[: self.MAX_GROUPS].tolist():
                 a = int(first[i])

@@ -1,0 +1,46 @@
+"""Token budgets let the real code through: the true continuation of a program, forced token by
+token (as the vocabulary's own tokenizer splits it) under a budget of its true length + 4, is
+never forbidden (``tools/budget_force.py`` measures the same over many cuts).
+
+Random walks cannot show this (they only choose among tokens the mask already allows); a model
+that writes exactly the original code must never be blocked where the budget does not bind.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+import gramask
+from tools import budget_force
+
+from ._support import hf_tokenizer
+
+VOCAB = "gpt2"
+
+
+@functools.cache
+def _compiled(name: str, lexer: str) -> gramask.CompiledGrammar:
+    return gramask.compile(gramask.grammars.load(name, lexer=lexer),
+                           gramask.Vocabulary.bundled(VOCAB), progress=False)
+
+
+# programs cut just before an %ignore'd comment: a `//` or `--` comment is ended only by a
+# newline, which the budget's bounds must price (they used to forbid the comment's first token)
+CUTS = [
+    ("c", budget_force.C_COMMENTED, "    int first"),
+    ("sql", budget_force.SQL_COMMENTED, "FROM customers"),
+]
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("name", "doc", "cut"), CUTS, ids=[c[0] for c in CUTS])
+def test_true_continuation_through_comments_fits_its_budget(name: str, doc: str, cut: str,
+                                                            lexer: str) -> None:
+    cg = _compiled(name, lexer)
+    at = doc.index(cut)
+    ids = hf_tokenizer(VOCAB)(doc[at:])
+    assert "// " in doc[at:] or "-- " in doc[at:]
+    why = budget_force.force(cg, doc[:at], None, ids, len(ids) + 4, [])
+    assert why is None, why

@@ -1,0 +1,210 @@
+"""Do token budgets let the real code through? Force the *true* continuation of real code, token
+by token (as the vocabulary's own tokenizer splits it), under a budget of its true length + k,
+and count the requests where the budget mask forbids one of its tokens (or EOS at its end).
+
+A model that writes exactly the original code must never be blocked where the budget does not
+bind; random walks (``tools/budget_eval.py``) cannot show this, they only choose among tokens the
+mask already allows.
+
+Cases: Python — random cuts of the running interpreter's standard library (``fim_eval``'s
+cases; prefix-only: a cut in the last 200 characters before the end of a top-level statement,
+the continuation is the rest of that program); C, SQL — ``fim_eval``'s documents plus one with
+comments each; JSON — documents built from this interpreter's build configuration. With
+``--fim`` the case's suffix stays (fill-in-the-middle) and the continuation is the middle.
+
+    python tools/budget_force.py --grammar python --fim --cases 23
+    python tools/budget_force.py --grammar c --lexer contextual --ks 0,1,4,64
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import json
+import random
+import sys
+import sysconfig
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT.parent))
+
+import fim_eval  # noqa: E402
+
+import gramask  # noqa: E402
+
+C_COMMENTED = """// running totals of small squares
+#include <stdio.h>
+
+/* the square of x; no overflow check */
+static int square(int x) { return x * x; }
+
+int table[4] = {1, 2, 3, 4};
+
+int main(void) {
+    int total = 0; // the sum so far
+    for (int i = 0; i < 4; i++) {
+        /* every entry counts */
+        total += square(table[i]);
+    }
+    int first = table[0]; // kept for the report
+    printf("%d %d\\n", total, first);
+    return 0;
+}
+"""
+
+SQL_COMMENTED = """-- the biggest customers of the year
+SELECT c.name, SUM(o.amount) AS total /* gross */
+FROM customers c
+JOIN orders o ON o.customer_id = c.id
+WHERE o.year = 2024 -- this year only
+GROUP BY c.name
+HAVING SUM(o.amount) > 1000
+ORDER BY total DESC;
+"""
+
+
+def json_docs() -> list[str]:
+    """A few real JSON documents: slices of this interpreter's build configuration."""
+    cfg = {k: v for k, v in sorted(sysconfig.get_config_vars().items())
+           if isinstance(v, str | int) and len(str(v)) < 60}
+    keys = list(cfg)
+    out = []
+    for i in range(4):
+        part = {k: cfg[k] for k in keys[i * 9: i * 9 + 9]}
+        nested = {"name": f"part{i}", "size": len(part), "vars": part, "flags": [1, 2.5, None,
+                  True, "x"]}
+        out.append(json.dumps(nested, indent=1 + i % 3))
+    return out
+
+
+def python_prefix_cases(n: int, seed: int) -> Iterator[fim_eval.FimCase]:
+    """A program cut at the end of a top-level statement, the cursor in its last 200 chars."""
+    rnd = random.Random(seed)
+    files = fim_eval.stdlib_files(64_000)
+    rnd.shuffle(files)
+    made = 0
+    for p in files:
+        text = fim_eval.parsable_text(p)
+        if text is None or made >= n:
+            continue
+        tree = ast.parse(text)
+        lines = text.splitlines(keepends=True)
+        ends = [sum(len(x) for x in lines[: s.end_lineno]) for s in tree.body
+                if s.end_lineno is not None]
+        if not ends:
+            continue
+        end = rnd.choice(ends)
+        prog = text[:end]
+        if fim_eval.python_error(prog) is not None:
+            continue
+        start = rnd.randint(max(0, end - 200), end - 1)
+        made += 1
+        yield fim_eval.FimCase("prefix", str(p), start, end, prog)
+
+
+def doc_prefix_cases(docs: list[str], name: str, n: int, seed: int,
+                     ) -> Iterator[fim_eval.FimCase]:
+    """A cut at a random point of a document; the continuation is the rest of it."""
+    rnd = random.Random(f"{name}:{seed}")
+    for k in range(n):
+        i = k % len(docs)
+        d = docs[i]
+        yield fim_eval.FimCase("prefix", f"{name}-doc{i}", rnd.randint(0, len(d) - 1), len(d), d)
+
+
+def cases(grammar: str, fim: bool, n: int, seed: int) -> Iterator[fim_eval.FimCase]:
+    if grammar == "python":
+        return fim_eval.cases("random", n, seed) if fim else python_prefix_cases(n, seed)
+    docs = {"c": [*fim_eval.C_DOCS, C_COMMENTED], "sql": [*fim_eval.SQL_DOCS, SQL_COMMENTED],
+            "json": json_docs()}[grammar]
+    if fim:
+        return fim_eval.doc_cases(docs, grammar, n, seed)
+    return doc_prefix_cases(docs, grammar, n, seed)
+
+
+def force(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: list[int],
+          budget: int, times: list[float]) -> str | None:
+    """Walk ``ids`` then EOS under ``budget``; None if every token was allowed, else why not."""
+    vocab = cg.vocab
+    try:
+        c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
+    except (gramask.BudgetError, gramask.NoCompletionError) as e:
+        return f"refused at setup: {type(e).__name__}"
+    for i, t in enumerate([*ids, vocab.eos_token_id]):
+        t0 = time.perf_counter()
+        m = c.allowed()
+        times.append(time.perf_counter() - t0)
+        if t is None or not m[t]:
+            what = "EOS" if t == vocab.eos_token_id else repr(vocab.token_bytes(t))
+            need = "?"
+            with contextlib.suppress(gramask.GramaskError):
+                need = str(c.min_tokens_to_complete())
+            return f"step {i}: {what} forbidden, {c.remaining_tokens} left, plan {need}"
+        if t == vocab.eos_token_id:
+            return None
+        c.advance(t)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--grammar", choices=["python", "c", "sql", "json"], default="python")
+    ap.add_argument("--lexer", choices=["basic", "contextual"], default=None)
+    ap.add_argument("--fim", action="store_true", help="keep the suffix (fill-in-the-middle)")
+    ap.add_argument("--cases", type=int, default=23)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ks", default="0,1,4,64", help="budget = true length + k")
+    ap.add_argument("--vocab", default="deepseek-v4")
+    ap.add_argument("--max-tokens", type=int, default=120,
+                    help="skip continuations longer than this (in true tokens)")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    ks = [int(x) for x in args.ks.split(",")]
+    from tests._support import hf_tokenizer  # type: ignore[import-not-found, unused-ignore]
+
+    encode: Callable[[str], list[int]] = hf_tokenizer(args.vocab)
+    vocab = gramask.Vocabulary.bundled(args.vocab)
+    grammar = gramask.grammars.load(args.grammar, lexer=args.lexer)
+    cg = gramask.compile(grammar, vocab)
+    blocked = dict.fromkeys(ks, 0)
+    runs = 0
+    times: list[float] = []
+    t_start = time.perf_counter()
+    for case in cases(args.grammar, args.fim, args.cases, args.seed):
+        cont = case.middle
+        ids = encode(cont)
+        if not ids or len(ids) > args.max_tokens:
+            continue
+        suffix = case.suffix if args.fim else None
+        try:
+            cg.constraint(case.prefix, suffix=suffix)
+        except gramask.GramaskError:
+            continue  # the bundled grammar's known gaps (fim_eval counts them)
+        runs += 1
+        for k in ks:
+            why = force(cg, case.prefix, suffix, ids, len(ids) + k, times)
+            if why is not None:
+                blocked[k] += 1
+                if args.verbose or k >= 4:
+                    print(f"  k={k} {case.source}:{case.start}-{case.end} "
+                          f"({len(ids)} tokens): {why}", file=sys.stderr)
+        print(f"  after {runs} requests: "
+              + ", ".join(f"k={k}: {blocked[k]}" for k in ks), file=sys.stderr, flush=True)
+    mode = "fill-in-the-middle" if args.fim else "prefix"
+    print(f"{args.grammar} ({grammar.lexer} lexer), {mode}, {args.vocab}: {runs} requests, "
+          f"{time.perf_counter() - t_start:.0f} s; mask ms mean {1000 * np.mean(times):.2f}, "
+          f"p99 {1000 * np.percentile(times, 99):.2f}")
+    print("  requests with a true token forbidden: "
+          + ", ".join(f"k={k}: {blocked[k]}/{runs}" for k in ks))
+    return 0 if all(blocked[k] == 0 for k in ks if k >= 4) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
