@@ -129,12 +129,7 @@ class Grammar:
             msg = str(e).strip("'\"")
             undefined = re.fullmatch(r"Using an undefined rule: NonTerminal\('(\w+)'\)", msg)
             if undefined and undefined.group(1) == start:  # lark names its internal class
-                rules = sorted(set(re.findall(r"^[ \t]*[?!]?([a-z_][a-z_0-9]*)[ \t]*(?:\.-?\d+)?"
-                                              r"[ \t]*:", text, re.M)))
-                raise GrammarError(
-                    f"{source}: the start rule {start!r} is not defined (start= / --start); "
-                    f"the grammar's rules: {', '.join(rules[:20]) or 'none'}"
-                    + (", ..." if len(rules) > 20 else ""), name=start) from None
+                raise _undefined_start(text, source, start) from None
             if undefined:
                 msg = f"rule {undefined.group(1)!r} is used but not defined"
             line = _guess_line(text, msg)
@@ -181,7 +176,7 @@ class Grammar:
                     declared.add(s.name)
             rules.append(RuleSpec(lhs=r.origin.name, rhs=tuple(rhs)))
         if not any(r.lhs == start for r in rules):
-            raise GrammarError(f"{source}: start rule {start!r} is not defined", name=start)
+            raise _undefined_start(text, source, start)
 
         spec: IndentationSpec | None
         if indentation is None:
@@ -327,6 +322,16 @@ _REGULAR_EQUIVALENTS = {
     # common.ESCAPED_STRING: a double-quoted one-line string with backslash escapes
     '".*?(?<!\\\\)(\\\\\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
 }
+
+
+def _undefined_start(text: str, source: str, start: str) -> GrammarError:
+    """The start rule is missing: say so, with the rules the text defines."""
+    rules = sorted(set(re.findall(r"^[ \t]*[?!]?([a-z_][a-z_0-9]*)[ \t]*(?:\.-?\d+)?[ \t]*:",
+                                  text, re.M)))
+    return GrammarError(
+        f"{source}: the start rule {start!r} is not defined (start= / --start); "
+        f"the grammar's rules: {', '.join(rules[:20]) or 'none'}"
+        + (", ..." if len(rules) > 20 else ""), name=start)
 
 
 def _visit_error(text: str, source: str, e: Any) -> GrammarError:
