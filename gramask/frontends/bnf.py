@@ -1,0 +1,79 @@
+"""A small builder of plain BNF grammars (terminals + rules) for the generated front ends.
+
+The front ends (JSON Schema, regular expressions, choices) produce grammars with hundreds of
+rules per request; building :class:`gramask.Grammar` directly skips lark's loader, which costs
+more than the rest of the front end. Terminals are interned by pattern, so a key or a literal
+used in many places is one terminal (one set of lexer states).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import GrammarError
+from ..grammar import Grammar, RuleSpec, TerminalSpec
+
+__all__ = ["GrammarBuilder"]
+
+
+class GrammarBuilder:
+    """Collects terminals and BNF rules; :meth:`grammar` checks and freezes them."""
+
+    def __init__(self) -> None:
+        self.terminals: list[TerminalSpec] = []
+        self._terminal_of: dict[tuple[str, bool], str] = {}
+        self.rules: list[RuleSpec] = []
+        self._rule_names: set[str] = set()
+        self._counter = 0
+
+    def terminal(self, pattern: str, *, hint: str = "T", literal: bool = False,
+                 ignored: bool = False) -> str:
+        """The name of the terminal matching ``pattern`` (a Python regex), created once."""
+        key = (pattern, ignored)
+        name = self._terminal_of.get(key)
+        if name is None:
+            base = re.sub(r"[^A-Z0-9_]", "_", hint.upper())[:24].strip("_") or "T"
+            name = f"{base}_{len(self.terminals)}" if not base[0].isdigit() else f"T_{base}"
+            self._terminal_of[key] = name
+            self.terminals.append(
+                TerminalSpec(name=name, pattern=pattern, is_string=literal, ignored=ignored)
+            )
+        return name
+
+    def literal(self, text: str, hint: str = "LIT") -> str:
+        """The terminal matching exactly ``text``."""
+        return self.terminal(re.escape(text), hint=hint, literal=True)
+
+    def fresh(self, hint: str = "r") -> str:
+        """A new, unused rule name."""
+        self._counter += 1
+        base = re.sub(r"[^a-z0-9_]", "_", hint.lower())[:24] or "r"
+        name = f"{base}_{self._counter}"
+        self._rule_names.add(name)
+        return name
+
+    def rule(self, lhs: str, *alternatives: tuple[str, ...]) -> str:
+        """Add ``lhs → alt`` for each alternative (a tuple of symbols; () is empty)."""
+        self._rule_names.add(lhs)
+        for alt in alternatives:
+            self.rules.append(RuleSpec(lhs=lhs, rhs=tuple(alt)))
+        return lhs
+
+    def grammar(self, start: str, *, source: str, lexer: str = "contextual") -> Grammar:
+        """The grammar from ``start``, unproductive and unreachable rules pruned.
+
+        Raises
+        ------
+        GrammarError
+            ``start`` derives no string (the input describes an empty language).
+        """
+        from ..compiler.analysis import prune
+
+        known = {t.name for t in self.terminals}
+        if not any(r.lhs == start for r in self.rules):
+            raise GrammarError(f"{source}: no value can satisfy it (empty language)", name=start)
+        rules = list(prune(self.rules, known, start, warn=False, source=source))
+        used = {s for r in rules for s in r.rhs} & known
+        terminals = tuple(t for t in self.terminals if t.name in used or t.ignored)
+        return Grammar(terminals=terminals, rules=tuple(rules), start=start, source=source,
+                       lexer=lexer)

@@ -1,0 +1,452 @@
+"""Regexes over JSON *text* for constraints stated on decoded JSON values.
+
+A JSON Schema constrains the decoded string (``"caf\\u00e9"`` is ``café``), a lexer sees the
+encoded bytes. Every function here returns a Python regex over the encoded text that matches
+exactly the encodings whose decoded value satisfies the constraint, so escapes (``\\n``,
+``\\u00e9``, surrogate pairs) are neither forgotten (accepting ``"\\u0061"`` where only ``"b"``
+may go) nor over-counted (a surrogate pair is one character for ``maxLength``). Lone surrogate
+escapes are never produced: a pair always decodes to one code point. Character sets are lists
+of inclusive code-point ranges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..errors import GrammarError
+
+__all__ = [
+    "ANY_CHAR",
+    "JSON_NUMBER",
+    "JSON_STRING",
+    "char_regex",
+    "digit_range_regex",
+    "length_string_regex",
+    "literal_string_regex",
+    "pattern_string_regex",
+    "string_except_regex",
+]
+
+Ranges = list[tuple[int, int]]
+
+MAX_CP = 0x10FFFF
+_SURROGATES = (0xD800, 0xDFFF)
+_ALL: Ranges = [(0, 0xD7FF), (0xE000, MAX_CP)]
+# raw in a JSON string: anything but '"', '\' and the C0 controls (RFC 8259)
+_RAW: Ranges = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_CP)]
+_SHORT = {0x22: '\\\\"', 0x5C: "\\\\\\\\", 0x2F: "\\\\/", 0x08: "\\\\b", 0x0C: "\\\\f",
+          0x0A: "\\\\n", 0x0D: "\\\\r", 0x09: "\\\\t"}
+
+
+def _norm(ranges: Iterable[tuple[int, int]]) -> Ranges:
+    out: Ranges = []
+    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def intersect(a: Ranges, b: Ranges) -> Ranges:
+    out = [(max(x, y), min(p, q)) for x, p in a for y, q in b]
+    return _norm(r for r in out if r[0] <= r[1])
+
+
+def complement(a: Ranges) -> Ranges:
+    out: Ranges = []
+    nxt = 0
+    for lo, hi in _norm(a):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CP:
+        out.append((nxt, MAX_CP))
+    return intersect(out, _ALL)
+
+
+def _cls_char(cp: int) -> str:
+    c = chr(cp)
+    if c.isalnum() and cp < 128:
+        return c
+    if cp < 0x10000:
+        return f"\\u{cp:04x}"
+    return f"\\U{cp:08x}"
+
+
+def _class(ranges: Ranges) -> str:
+    """A regex character class for code-point ranges ('' for none)."""
+    if not ranges:
+        return ""
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        cp = ranges[0][0]
+        c = chr(cp)
+        return c if (c.isalnum() and cp < 128) else _cls_char(cp)
+    body = "".join(
+        _cls_char(lo) if lo == hi else f"{_cls_char(lo)}-{_cls_char(hi)}" for lo, hi in ranges
+    )
+    return f"[{body}]"
+
+
+_HEX = "0123456789abcdef"
+
+
+def _hex_digit_class(lo: int, hi: int) -> str:
+    chars = set()
+    for d in range(lo, hi + 1):
+        chars.add(_HEX[d])
+        chars.add(_HEX[d].upper())
+    if len(chars) == 1:
+        return next(iter(chars))
+    if lo == 0 and hi == 15:
+        return "[0-9a-fA-F]"
+    return "[" + "".join(sorted(chars)) + "]"
+
+
+def _dec_digit_class(lo: int, hi: int) -> str:
+    if lo == hi:
+        return str(lo)
+    return f"[{lo}-{hi}]"
+
+
+def digit_range_regex(lo: int, hi: int, width: int, base: int = 10) -> str:
+    """Regex for the ``width``-digit strings (leading zeros kept) whose value is in
+    [lo, hi]; base 16 digits match either case."""
+    dclass = _hex_digit_class if base == 16 else _dec_digit_class
+
+    def digits(x: int) -> list[int]:
+        out = []
+        for _ in range(width):
+            out.append(x % base)
+            x //= base
+        return out[::-1]
+
+    def rec(a: list[int], b: list[int]) -> str:
+        if not a:
+            return ""
+        n = len(a) - 1
+        rest_any = dclass(0, base - 1) + (f"{{{n}}}" if n > 1 else "") if n else ""
+        if a[0] == b[0]:
+            return dclass(a[0], a[0]) + rec(a[1:], b[1:])
+        if all(d == 0 for d in a[1:]) and all(d == base - 1 for d in b[1:]):
+            return dclass(a[0], b[0]) + rest_any
+        parts = []
+        lo_first = a[0]
+        if all(d == 0 for d in a[1:]):
+            mid_lo = a[0]
+        else:
+            parts.append(dclass(a[0], a[0]) + rec(a[1:], [base - 1] * n))
+            mid_lo = a[0] + 1
+        del lo_first
+        if all(d == base - 1 for d in b[1:]):
+            mid_hi = b[0]
+            tail = None
+        else:
+            mid_hi = b[0] - 1
+            tail = dclass(b[0], b[0]) + rec([0] * n, b[1:])
+        if mid_lo <= mid_hi:
+            parts.append(dclass(mid_lo, mid_hi) + rest_any)
+        if tail is not None:
+            parts.append(tail)
+        return "(?:" + "|".join(parts) + ")" if len(parts) > 1 else parts[0]
+
+    if lo > hi:
+        raise ValueError("empty range")
+    return rec(digits(lo), digits(hi))
+
+
+def _hex4_ranges(ranges: Ranges) -> list[str]:
+    return [digit_range_regex(lo, hi, 4, 16) for lo, hi in ranges]
+
+
+def char_regex(ranges: Ranges) -> str:
+    """Regex for one character of a JSON string body whose decoded code point is in
+    ``ranges``: raw, a short escape, ``\\uXXXX`` or a surrogate pair. '' if none."""
+    ranges = intersect(_norm(ranges), _ALL)
+    alts: list[str] = []
+    raw = _class(intersect(ranges, _RAW))
+    if raw:
+        alts.append(raw)
+    for cp, esc in _SHORT.items():
+        if intersect(ranges, [(cp, cp)]):
+            alts.append(esc)
+    bmp = intersect(ranges, [(0, 0xFFFF)])
+    if bmp:
+        hx = _hex4_ranges(bmp)
+        alts.append("\\\\u" + (hx[0] if len(hx) == 1 else "(?:" + "|".join(hx) + ")"))
+    astral = intersect(ranges, [(0x10000, MAX_CP)])
+    pairs: list[str] = []
+    for lo, hi in astral:
+        lo -= 0x10000
+        hi -= 0x10000
+        hl, hh = 0xD800 + (lo >> 10), 0xD800 + (hi >> 10)
+        ll, lh = 0xDC00 + (lo & 0x3FF), 0xDC00 + (hi & 0x3FF)
+
+        def pair(h1: int, h2: int, l1: int, l2: int) -> str:
+            return ("\\\\u" + digit_range_regex(h1, h2, 4, 16)
+                    + "\\\\u" + digit_range_regex(l1, l2, 4, 16))
+
+        if hl == hh:
+            pairs.append(pair(hl, hl, ll, lh))
+            continue
+        start_h, end_h = hl, hh
+        if ll != 0xDC00:
+            pairs.append(pair(hl, hl, ll, 0xDFFF))
+            start_h += 1
+        if lh != 0xDFFF:
+            pairs.append(pair(hh, hh, 0xDC00, lh))
+            end_h -= 1
+        if start_h <= end_h:
+            pairs.append(pair(start_h, end_h, 0xDC00, 0xDFFF))
+    alts.extend(pairs)
+    if not alts:
+        return ""
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+ANY_CHAR = char_regex(_ALL)
+JSON_STRING = f'"{ANY_CHAR}*"'
+JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+
+
+def literal_string_regex(value: str) -> str:
+    """Every JSON encoding of the string ``value``."""
+    return '"' + "".join(char_regex([(ord(c), ord(c))]) for c in value) + '"'
+
+
+def length_string_regex(min_len: int, max_len: int | None) -> str:
+    """JSON strings of ``min_len`` to ``max_len`` code points (None: unbounded)."""
+    if max_len is None:
+        rep = f"{{{min_len},}}" if min_len else "*"
+    else:
+        rep = f"{{{min_len},{max_len}}}"
+    return f'"(?:{ANY_CHAR}){rep}"'
+
+
+def string_except_regex(words: Sequence[str]) -> str:
+    """JSON strings whose decoded value is none of ``words`` (a trie's complement)."""
+    trie: dict[str, object] = {}
+    end = "\0end"
+    for w in set(words):
+        node = trie
+        for c in w:
+            node = node.setdefault(c, {})  # type: ignore[assignment]
+        node[end] = True
+
+    def rec(node: dict[str, object]) -> str:
+        kids = sorted(k for k in node if k != end)
+        alts = []
+        if end not in node:
+            alts.append("")
+        other = char_regex(complement([(ord(k), ord(k)) for k in kids]))
+        if other:
+            alts.append(f"{other}(?:{ANY_CHAR})*")
+        for k in kids:
+            sub = rec(node[k])  # type: ignore[arg-type]
+            if sub is not None:
+                alts.append(char_regex([(ord(k), ord(k))]) + sub)
+        nonempty = [a for a in alts if a]
+        if not nonempty:
+            return ""
+        body = "(?:" + "|".join(nonempty) + ")"
+        return body + "?" if "" in alts else body
+
+    return '"' + rec(trie) + '"'
+
+
+# ---------------------------------------------------------------- patterns (ECMA 262 subset)
+try:  # Python >= 3.11
+    from re import _constants as _sre_c  # type: ignore[attr-defined]
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_constants as _sre_c
+    import sre_parse as _sre_parse
+
+_DIGIT: Ranges = [(0x30, 0x39)]
+_WORD: Ranges = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
+# ECMA-262 WhiteSpace and LineTerminator
+_SPACE: Ranges = _norm([(9, 13), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                        (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+                        (0xFEFF, 0xFEFF)])
+_LINE_TERMINATORS: Ranges = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]
+_CATEGORIES = {
+    "CATEGORY_DIGIT": _DIGIT, "CATEGORY_NOT_DIGIT": complement(_DIGIT),
+    "CATEGORY_WORD": _WORD, "CATEGORY_NOT_WORD": complement(_WORD),
+    "CATEGORY_SPACE": _SPACE, "CATEGORY_NOT_SPACE": complement(_SPACE),
+}
+
+
+class PatternError(GrammarError):
+    """A ``pattern`` that cannot be turned into a finite automaton over JSON text."""
+
+
+def _set_of(items: list[tuple[object, object]], where: str) -> Ranges:
+    out: Ranges = []
+    negate = False
+    for op, av in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            out.append((int(av), int(av)))  # type: ignore[call-overload]
+        elif name == "RANGE":
+            lo, hi = av  # type: ignore[misc]
+            out.append((int(lo), int(hi)))
+        elif name == "CATEGORY":
+            out.extend(_CATEGORIES.get(str(av), []) or _bad(where, f"class {av}"))
+        else:
+            _bad(where, name)
+    ranges = _norm(out)
+    return complement(ranges) if negate else intersect(ranges, _ALL)
+
+
+def _bad(where: str, what: str) -> Ranges:
+    raise PatternError(f"{where}: pattern uses {what}, which gramask cannot compile")
+
+
+def pattern_string_regex(pattern: str, where: str) -> str:
+    """JSON strings whose decoded value contains a match of ``pattern`` (JSON Schema's
+    unanchored search; ``^``/``$`` only at the ends of the whole pattern).
+
+    ``.`` excludes the ECMA line terminators; ``\\d``, ``\\w``, ``\\s`` are ECMA's ASCII
+    classes. Raises :class:`PatternError` (a GrammarError) naming ``where`` for a pattern
+    with lookaround, backreferences, inline flags or anchors elsewhere.
+    """
+    try:
+        parsed = _sre_parse.parse(pattern)
+    except Exception as e:  # re.error, OverflowError
+        raise PatternError(f"{where}: invalid pattern {pattern!r}: {e}") from None
+    if parsed.state.flags & ~(_sre_c.SRE_FLAG_UNICODE):
+        _bad(where, "inline flags")
+    items = list(parsed)
+    start_anchor = end_anchor = False
+    if items and str(items[0][0]) == "AT" and str(items[0][1]) in ("AT_BEGINNING",
+                                                                   "AT_BEGINNING_STRING"):
+        start_anchor = True
+        items = items[1:]
+    if items and str(items[-1][0]) == "AT" and str(items[-1][1]) in ("AT_END", "AT_END_STRING"):
+        end_anchor = True
+        items = items[:-1]
+    body = _seq(items, where)
+    any_rep = f"(?:{ANY_CHAR})*"
+    return '"' + ("" if start_anchor else any_rep) + body + ("" if end_anchor else any_rep) + '"'
+
+
+def _seq(items: Iterable[tuple[object, object]], where: str) -> str:
+    return "".join(_item(op, av, where) for op, av in items)
+
+
+def _item(op: object, av: object, where: str) -> str:
+    name = str(op)
+    if name == "LITERAL":
+        return "(?:" + char_regex([(int(av), int(av))]) + ")"  # type: ignore[call-overload]
+    if name == "NOT_LITERAL":
+        return "(?:" + char_regex(complement([(int(av), int(av))])) + ")"  # type: ignore[call-overload]
+    if name == "ANY":
+        return "(?:" + char_regex(complement(_LINE_TERMINATORS)) + ")"
+    if name == "IN":
+        rx = char_regex(_set_of(av, where))  # type: ignore[arg-type]
+        if not rx:
+            _bad(where, "an empty character class")
+        return "(?:" + rx + ")"
+    if name == "SUBPATTERN":
+        _group, add_flags, del_flags, sub = av  # type: ignore[misc]
+        if add_flags or del_flags:
+            _bad(where, "inline flags")
+        return "(?:" + _seq(sub, where) + ")"
+    if name == "BRANCH":
+        _, alts = av  # type: ignore[misc]
+        return "(?:" + "|".join(_seq(a, where) for a in alts) + ")"
+    if name in ("MAX_REPEAT", "MIN_REPEAT"):
+        lo, hi, sub = av  # type: ignore[misc]
+        inner = "(?:" + _seq(sub, where) + ")"
+        if hi == _sre_c.MAXREPEAT:
+            return inner + ("*" if lo == 0 else "+" if lo == 1 else f"{{{lo},}}")
+        return inner + (f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}")
+    what = {"AT": "an anchor or word boundary inside the pattern", "ASSERT": "a lookaround",
+            "ASSERT_NOT": "a lookaround", "GROUPREF": "a backreference",
+            "GROUPREF_EXISTS": "a conditional group"}.get(name, name)
+    _bad(where, what)
+    return ""  # pragma: no cover
+
+
+# ---------------------------------------------------------------- numbers
+def _nonneg_int_regex(lo: int, hi: int | None) -> str:
+    """Decimal integers in [lo, hi] (hi None: unbounded), lo >= 0, no leading zeros; '' if
+    empty."""
+    if hi is not None and lo > hi:
+        return ""
+    parts = []
+    n_lo = len(str(lo))
+    n_hi = len(str(hi)) if hi is not None else n_lo
+    for width in range(n_lo, n_hi + 1):
+        a = max(lo, 10 ** (width - 1) if width > 1 else 0)
+        b = 10**width - 1 if hi is None else min(hi, 10**width - 1)
+        if a <= b:
+            parts.append(digit_range_regex(a, b, width))
+    if hi is None:
+        parts.append(f"[1-9][0-9]{{{n_lo},}}")
+    if not parts:
+        return ""
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+def integer_range_regex(lo: int | None, hi: int | None) -> str:
+    """JSON integers (no fraction, no exponent) in [lo, hi]; None is unbounded. '' if
+    empty."""
+    parts = []
+    if hi is None or hi >= 0:
+        pos = _nonneg_int_regex(max(lo, 0) if lo is not None else 0, hi)
+        if pos:
+            parts.append(pos)
+    if lo is None or lo < 0:  # magnitudes of the negative part: [max(1, -hi), -lo]
+        neg = _nonneg_int_regex(max(1, -hi) if hi is not None else 1,
+                                -lo if lo is not None else None)
+        if neg:
+            parts.append("-" + neg)
+    if not parts:
+        return ""
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+_ANY_FRAC = r"(?:\.[0-9]+)?"
+_ZERO_FRAC = r"(?:\.0+)?"
+_NONZERO_FRAC = r"\.[0-9]*[1-9][0-9]*"
+
+
+def _magnitude_regex(a: int, a_incl: bool, b: int | None, b_incl: bool) -> list[str]:
+    """Decimals n[.f] (no exponent) whose value m satisfies a <(=) m <(=) b, integral bounds,
+    a >= 0."""
+    parts = []
+    lo_any = a if a_incl else a + 1
+    hi_any = None if b is None else b - 1
+    any_n = _nonneg_int_regex(lo_any, hi_any)
+    if any_n:
+        parts.append(any_n + _ANY_FRAC)
+    if not a_incl and (b is None or b > a):
+        parts.append(_nonneg_int_regex(a, a) + _NONZERO_FRAC)
+    if b is not None and b_incl and (b > a or (b == a and a_incl)):
+        parts.append(_nonneg_int_regex(b, b) + _ZERO_FRAC)
+    return parts
+
+
+def number_range_regex(lo: int | None, lo_incl: bool, hi: int | None, hi_incl: bool) -> str:
+    """JSON numbers without exponent in the range given by integral bounds (None:
+    unbounded). '' if empty. (Exponents are left out: the range check is digit by digit.)"""
+    parts: list[str] = []
+    # non-negative values: magnitude in [max(lo, 0), hi]
+    if hi is None or hi > 0 or (hi == 0 and hi_incl):
+        if lo is None or lo < 0:
+            parts += _magnitude_regex(0, True, hi, hi_incl)
+        else:
+            parts += _magnitude_regex(lo, lo_incl, hi, hi_incl)
+    # negative values: magnitude in (max(-hi, 0), -lo]
+    if lo is None or lo < 0:
+        if hi is None or hi >= 0:
+            mags = _magnitude_regex(0, False, None if lo is None else -lo, lo_incl)
+        else:
+            mags = _magnitude_regex(-hi, hi_incl, None if lo is None else -lo, lo_incl)
+        parts += ["-" + m for m in mags]
+    if not parts:
+        return ""
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
