@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -80,6 +81,24 @@ class LexerDFA:
         )
 
 
+def terminal_dfa(t: TerminalSpec) -> ByteDFA:
+    """One terminal's byte DFA: a JSON string automaton, or its regex compiled (memoised per
+    pattern: generated grammars repeat the same terminals across requests)."""
+    if t.automaton:
+        from ..frontends.json_strings import spec_dfa
+
+        return spec_dfa(t.automaton)
+    try:
+        return _regex_dfa(t.pattern)
+    except GrammarError:  # again, for a message naming this terminal
+        return regex_to_byte_dfa(t.name, t.pattern)
+
+
+@lru_cache(maxsize=1024)
+def _regex_dfa(pattern: str) -> ByteDFA:
+    return regex_to_byte_dfa("terminal", pattern)
+
+
 def _winner_order(terminals: Sequence[TerminalSpec]) -> list[int]:
     """Terminal indices from strongest to weakest claim on a tie."""
     return sorted(
@@ -111,7 +130,7 @@ def build_lexer_dfa(
         disable = None if progress is None else not progress
         with tqdm(terminals, desc="gramask: terminals", unit="terminal", disable=disable,
                   leave=False, delay=1.0) as bar:
-            dfas = [regex_to_byte_dfa(t.name, t.pattern) for t in bar]
+            dfas = [terminal_dfa(t) for t in bar]
     n_terms = len(terminals)
     rank = {t: r for r, t in enumerate(_winner_order(terminals))}
 

@@ -27,16 +27,18 @@ class GrammarBuilder:
         self._counter = 0
 
     def terminal(self, pattern: str, *, hint: str = "T", literal: bool = False,
-                 ignored: bool = False) -> str:
-        """The name of the terminal matching ``pattern`` (a Python regex), created once."""
-        key = (pattern, ignored)
+                 ignored: bool = False, automaton: str = "") -> str:
+        """The name of the terminal matching ``pattern`` (a Python regex; or, with
+        ``automaton``, the JSON string spec it names), created once."""
+        key = (automaton or pattern, ignored)
         name = self._terminal_of.get(key)
         if name is None:
             base = re.sub(r"[^A-Z0-9_]", "_", hint.upper())[:24].strip("_") or "T"
             name = f"{base}_{len(self.terminals)}" if not base[0].isdigit() else f"T_{base}"
             self._terminal_of[key] = name
             self.terminals.append(
-                TerminalSpec(name=name, pattern=pattern, is_string=literal, ignored=ignored)
+                TerminalSpec(name=name, pattern=pattern, is_string=literal, ignored=ignored,
+                             automaton=automaton)
             )
         return name
 

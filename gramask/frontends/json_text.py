@@ -23,7 +23,7 @@ __all__ = [
     "digit_range_regex",
     "length_string_regex",
     "literal_string_regex",
-    "pattern_string_regex",
+    "pattern_regex",
     "string_except_regex",
 ]
 
@@ -66,26 +66,46 @@ def complement(a: Ranges) -> Ranges:
 
 
 def _cls_char(cp: int) -> str:
+    """One code point inside a regex class (the character itself: interegular reads no
+    \\u escapes; controls as \\x escapes)."""
     c = chr(cp)
-    if c.isalnum() and cp < 128:
-        return c
-    if cp < 0x10000:
-        return f"\\u{cp:04x}"
-    return f"\\U{cp:08x}"
+    if cp < 0x20 or cp == 0x7F:
+        return f"\\x{cp:02x}"
+    if c in "\\]^-[":
+        return "\\" + c
+    return c
 
 
 def _class(ranges: Ranges) -> str:
-    """A regex character class for code-point ranges ('' for none)."""
+    """A regex character class for code-point ranges ('' for none); written negated when
+    that is shorter, since interegular enumerates the characters of a positive class."""
     if not ranges:
         return ""
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
         cp = ranges[0][0]
         c = chr(cp)
-        return c if (c.isalnum() and cp < 128) else _cls_char(cp)
+        return c if (c.isalnum() and cp < 128) else "[" + _cls_char(cp) + "]"
+    # the complement over all code points, surrogates counted as members (the byte-level
+    # automaton leaves them out anyway)
+    with_sur = _norm([*ranges, _SURROGATES])
+    comp: Ranges = []
+    nxt = 0
+    for lo, hi in with_sur:
+        if lo > nxt:
+            comp.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CP:
+        comp.append((nxt, MAX_CP))
+    size = sum(hi - lo + 1 for lo, hi in ranges)
+    comp_size = sum(hi - lo + 1 for lo, hi in comp)
+    negate = comp_size < size
     body = "".join(
-        _cls_char(lo) if lo == hi else f"{_cls_char(lo)}-{_cls_char(hi)}" for lo, hi in ranges
+        _cls_char(lo) if lo == hi else f"{_cls_char(lo)}-{_cls_char(hi)}"
+        for lo, hi in (comp if negate else ranges)
     )
-    return f"[{body}]"
+    if negate and not body:
+        return "[\\s\\S]"
+    return f"[^{body}]" if negate else f"[{body}]"
 
 
 _HEX = "0123456789abcdef"
@@ -159,9 +179,11 @@ def _hex4_ranges(ranges: Ranges) -> list[str]:
     return [digit_range_regex(lo, hi, 4, 16) for lo, hi in ranges]
 
 
-def char_regex(ranges: Ranges) -> str:
+def char_regex(ranges: Ranges, *, any_escape: bool = False) -> str:
     """Regex for one character of a JSON string body whose decoded code point is in
-    ``ranges``: raw, a short escape, ``\\uXXXX`` or a surrogate pair. '' if none."""
+    ``ranges``: raw, its short escape, or (controls) ``\\u00xx``. ``any_escape`` adds every
+    ``\\uXXXX`` spelling and surrogate pairs (exact, but slow to compile); without it a
+    non-ASCII character escaped as ``\\u00e9`` is not accepted. '' if none."""
     ranges = intersect(_norm(ranges), _ALL)
     alts: list[str] = []
     raw = _class(intersect(ranges, _RAW))
@@ -170,6 +192,10 @@ def char_regex(ranges: Ranges) -> str:
     for cp, esc in _SHORT.items():
         if intersect(ranges, [(cp, cp)]):
             alts.append(esc)
+    if not any_escape:
+        for lo, hi in intersect(ranges, [(0, 0x1F)]):
+            alts += [f"\\\\u{cp:04x}" for cp in range(lo, hi + 1) if cp not in _SHORT]
+        return "" if not alts else alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
     bmp = intersect(ranges, [(0, 0xFFFF)])
     if bmp:
         hx = _hex4_ranges(bmp)
@@ -204,14 +230,23 @@ def char_regex(ranges: Ranges) -> str:
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
-ANY_CHAR = char_regex(_ALL)
-JSON_STRING = f'"{ANY_CHAR}*"'
+# one character, every spelling, counted exactly (a surrogate pair is one character)
+ANY_CHAR = char_regex(_ALL, any_escape=True)
+# the bundled JSON grammar's string: every spelling, lone surrogate escapes included
+_LOOSE_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
+JSON_STRING = f'"{_LOOSE_CHAR}*"'
 JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 
 
 def literal_string_regex(value: str) -> str:
-    """Every JSON encoding of the string ``value``."""
-    return '"' + "".join(char_regex([(ord(c), ord(c))]) for c in value) + '"'
+    """The JSON spellings of the string ``value`` that ``json.dumps`` writes (with and
+    without ``ensure_ascii``)."""
+    import json
+    import re
+
+    forms = dict.fromkeys([json.dumps(value, ensure_ascii=False), json.dumps(value)])
+    return "|".join(re.escape(f) for f in forms) if len(forms) == 1 else (
+        "(?:" + "|".join(re.escape(f) for f in forms) + ")")
 
 
 def length_string_regex(min_len: int, max_len: int | None) -> str:
@@ -224,7 +259,9 @@ def length_string_regex(min_len: int, max_len: int | None) -> str:
 
 
 def string_except_regex(words: Sequence[str]) -> str:
-    """JSON strings whose decoded value is none of ``words`` (a trie's complement)."""
+    """JSON strings whose decoded value is none of ``words`` (a trie's complement). Until
+    it leaves the trie a character may not be written as ``\\uXXXX`` (a spelling of a word
+    is never accepted; some spellings of other strings are refused)."""
     trie: dict[str, object] = {}
     end = "\0end"
     for w in set(words):
@@ -240,7 +277,7 @@ def string_except_regex(words: Sequence[str]) -> str:
             alts.append("")
         other = char_regex(complement([(ord(k), ord(k)) for k in kids]))
         if other:
-            alts.append(f"{other}(?:{ANY_CHAR})*")
+            alts.append(f"{other}{_LOOSE_CHAR}*")
         for k in kids:
             sub = rec(node[k])  # type: ignore[arg-type]
             if sub is not None:
@@ -304,11 +341,15 @@ def _bad(where: str, what: str) -> Ranges:
     raise PatternError(f"{where}: pattern uses {what}, which gramask cannot compile")
 
 
-def pattern_string_regex(pattern: str, where: str) -> str:
-    """JSON strings whose decoded value contains a match of ``pattern`` (JSON Schema's
-    unanchored search; ``^``/``$`` only at the ends of the whole pattern).
+_ANY_DECODED = "(?:[^\\n]|\\n)"
 
-    ``.`` excludes the ECMA line terminators; ``\\d``, ``\\w``, ``\\s`` are ECMA's ASCII
+
+def pattern_regex(pattern: str, where: str) -> str:
+    """A Python regex, over the *decoded* string and matched as a whole, for the strings
+    that contain a match of the JSON Schema ``pattern`` (ECMA 262's unanchored search;
+    ``^``/``$`` only at the ends of the whole pattern).
+
+    ``.`` excludes the ECMA line terminators; ``\\d``, ``\\w``, ``\\s`` are ECMA's
     classes. Raises :class:`PatternError` (a GrammarError) naming ``where`` for a pattern
     with lookaround, backreferences, inline flags or anchors elsewhere.
     """
@@ -328,8 +369,8 @@ def pattern_string_regex(pattern: str, where: str) -> str:
         end_anchor = True
         items = items[:-1]
     body = _seq(items, where)
-    any_rep = f"(?:{ANY_CHAR})*"
-    return '"' + ("" if start_anchor else any_rep) + body + ("" if end_anchor else any_rep) + '"'
+    any_rep = f"{_ANY_DECODED}*"
+    return ("" if start_anchor else any_rep) + body + ("" if end_anchor else any_rep)
 
 
 def _seq(items: Iterable[tuple[object, object]], where: str) -> str:
@@ -339,16 +380,16 @@ def _seq(items: Iterable[tuple[object, object]], where: str) -> str:
 def _item(op: object, av: object, where: str) -> str:
     name = str(op)
     if name == "LITERAL":
-        return "(?:" + char_regex([(int(av), int(av))]) + ")"  # type: ignore[call-overload]
+        return _class([(int(av), int(av))])  # type: ignore[call-overload]
     if name == "NOT_LITERAL":
-        return "(?:" + char_regex(complement([(int(av), int(av))])) + ")"  # type: ignore[call-overload]
+        return _class(complement([(int(av), int(av))]))  # type: ignore[call-overload]
     if name == "ANY":
-        return "(?:" + char_regex(complement(_LINE_TERMINATORS)) + ")"
+        return _class(complement(_LINE_TERMINATORS))
     if name == "IN":
-        rx = char_regex(_set_of(av, where))  # type: ignore[arg-type]
+        rx = _class(_set_of(av, where))  # type: ignore[arg-type]
         if not rx:
             _bad(where, "an empty character class")
-        return "(?:" + rx + ")"
+        return rx
     if name == "SUBPATTERN":
         _group, add_flags, del_flags, sub = av  # type: ignore[misc]
         if add_flags or del_flags:
