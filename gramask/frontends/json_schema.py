@@ -209,12 +209,13 @@ class _Compiler:
                                "rules (counted repeats such as a large maxItems); refused")
         return self.b.rule(lhs, *alts)
 
-    def string_terminal(self, regex: str, hint: str = "STRING", **spec: Any) -> str:
+    def string_terminal(self, text_regex: str, hint: str = "STRING", **spec: Any) -> str:
         """A JSON string terminal: ``regex`` (over the encoded text), or, with ``spec``, the
         automaton of the decoded language it names (``regex`` then only for reading)."""
         if not spec:
-            return self.b.terminal(regex, hint=hint)
-        return self.b.terminal(regex, hint=hint, automaton=json.dumps(spec, sort_keys=True))
+            return self.b.terminal(text_regex, hint=hint)
+        return self.b.terminal(text_regex, hint=hint,
+                               automaton=json.dumps(spec, sort_keys=True))
 
     # ------------------------------------------------------------------ any JSON value
     def any_value(self) -> str:
@@ -404,11 +405,10 @@ class _Compiler:
         """The conjunction of two flattened schemas, as one schema."""
         out = dict(a)
         for k, v in b.items():
-            if k in _ANNOTATIONS:
-                continue
+            if k in _ANNOTATIONS or k in ("properties", "additionalProperties",
+                                          "patternProperties"):
+                continue  # object keywords: merged below together
             if k not in out:
-                if k in ("properties", "additionalProperties") or k == "patternProperties":
-                    continue  # object keywords: merged below together
                 out[k] = v
                 continue
             cur = out[k]

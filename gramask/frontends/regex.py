@@ -43,22 +43,39 @@ def grammar_from_regex(pattern: str) -> Grammar:
 
     _check_features("REGEX", body)
     b = GrammarBuilder()
-    term = b.terminal(f"(?:{body})", hint="REGEX")
-    if re.fullmatch(body, ""):  # the empty output is allowed too: start → ε | REGEX
-        if not _nonempty(body):
-            raise GrammarError(f"regex {pattern!r} matches only the empty string", name="REGEX")
-        b.rule("start", (term,), ())
+    if not re.fullmatch(body, ""):
+        b.rule("start", (b.terminal(f"(?:{body})", hint="REGEX"),))
     else:
-        b.rule("start", (term,))
+        # a lexer terminal never matches the empty string: X* is taken as ε | X+
+        nonempty = _without_empty(body)
+        if nonempty is None:
+            raise GrammarError(
+                f"regex {pattern!r} matches the empty string; gramask takes such a regex only "
+                "in the form X* or X? (the output may be empty)", name="REGEX")
+        b.rule("start", (b.terminal(nonempty, hint="REGEX"),), ())
     return b.grammar("start", source=f"<regex {pattern[:40]!r}>", lexer="basic")
 
 
-def _nonempty(body: str) -> bool:
-    """Whether ``body`` matches some non-empty string (interegular's automaton decides)."""
-    from ..compiler.regex_bytes import regex_to_byte_dfa
-
-    dfa = regex_to_byte_dfa("REGEX", f"(?:{body})")
-    return bool(dfa.finals[1:].any()) if dfa.num_states > 1 else False
+def _without_empty(body: str) -> str | None:
+    """``X*`` → ``(?:X)+``, ``X?`` → ``(?:X)`` (when X itself cannot be empty), else None."""
+    try:
+        from re import _parser as sre_parse  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover
+        import sre_parse
+    items = list(sre_parse.parse(body))
+    if len(items) != 1 or str(items[0][0]) not in ("MAX_REPEAT", "MIN_REPEAT"):
+        return None
+    lo, hi, _sub = items[0][1]
+    if lo != 0:
+        return None
+    m = re.fullmatch(r"(.*?)(\*|\?|\{0,(\d*)\})\??", body, re.S)
+    if m is None:
+        return None
+    inner = m.group(1)
+    if re.fullmatch(inner, ""):
+        return None
+    rep = "+" if hi == sre_parse.MAXREPEAT else f"{{1,{hi}}}"
+    return f"(?:{inner}){rep}"
 
 
 def grammar_from_choices(choices: Sequence[str]) -> Grammar:
