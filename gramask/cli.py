@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import GramaskError, NoCompletionError
 
@@ -27,8 +27,33 @@ class CliError(GramaskError):
     """A mistake in what was passed on the command line (a missing file, bad text)."""
 
 
+def _grammar_of(args: argparse.Namespace, load_spec: Any) -> Any:
+    """The grammar a compile command names: a bundled name or .lark file, a JSON Schema
+    (.json file), --regex, --choices or --json-object."""
+    from .grammar import Grammar
+
+    given = [x for x in (args.grammar, args.regex, args.choices, args.json_object or None)
+             if x is not None]
+    if len(given) != 1:
+        raise CliError("give exactly one of GRAMMAR, --regex, --choices, --json-object")
+    if args.regex is not None:
+        return Grammar.from_regex(args.regex)
+    if args.choices is not None:
+        return Grammar.from_choices(args.choices)
+    if args.json_object:
+        return Grammar.json_value(object_only=True, whitespace=args.whitespace)
+    if args.grammar.endswith(".json"):
+        path = Path(args.grammar)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise CliError(f"cannot read JSON Schema {path}: {e.strerror}") from None
+        return Grammar.from_json_schema(text, whitespace=args.whitespace, lenient=args.lenient)
+    return load_spec(args.grammar, args.start, args.lexer)
+
+
 def _default_out(grammar: str, vocab: str) -> Path:
-    g = Path(grammar).stem if grammar.endswith(".lark") else grammar
+    g = Path(grammar).stem if grammar.endswith((".lark", ".json")) else grammar
     v = Path(vocab).stem if ("/" in vocab or "." in Path(vocab).name) else vocab
     return Path(f"{g}.{v}.gmask")
 
@@ -39,7 +64,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     from .vocab import load_vocabulary
 
-    grammar = load_spec(args.grammar, args.start, args.lexer)
+    grammar = _grammar_of(args, load_spec)
     vocab = load_vocabulary(args.vocab)
     t0 = time.perf_counter()
     cg = gramask.compile(
@@ -47,7 +72,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         progress=None if not args.quiet else False,
     )
     secs = time.perf_counter() - t0
-    out = Path(args.output) if args.output else _default_out(args.grammar, args.vocab)
+    name = ("regex" if args.regex is not None else "choices" if args.choices is not None
+            else "json_object" if args.json_object else args.grammar)
+    out = Path(args.output) if args.output else _default_out(name, args.vocab)
     size = cg.save(out)
     src = "cache" if cg.info.get("from_cache") else "built"
     print(
@@ -241,7 +268,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", parents=[sub_common],
                        help="compile a grammar against a vocabulary into a .gmask artifact")
-    c.add_argument("grammar", help="bundled grammar name (json, python, ...) or a .lark file")
+    c.add_argument("grammar", nargs="?",
+                   help="bundled grammar name (json, python, ...), a .lark file, or a JSON "
+                        "Schema .json file")
+    c.add_argument("--regex", metavar="PATTERN",
+                   help="compile a regular expression (Python re syntax, whole match)")
+    c.add_argument("--choices", nargs="+", metavar="CHOICE", help="compile a fixed choice")
+    c.add_argument("--json-object", action="store_true", help="compile 'any JSON object'")
+    c.add_argument("--whitespace", choices=("flexible", "compact"), default="flexible",
+                   help="JSON Schema / --json-object: whitespace between tokens")
+    c.add_argument("--lenient", action="store_true",
+                   help="JSON Schema: ignore unsupported keywords with a warning")
     c.add_argument("--vocab", required=True,
                    help="bundled vocabulary name (gpt2, deepseek-v4, qwen2, ...) or tokenizer file")
     c.add_argument("-o", "--output", help="artifact path (default GRAMMAR.VOCAB.gmask)")

@@ -296,3 +296,27 @@ def test_regex_and_choices() -> None:
             Grammar.from_regex(bad)
     with pytest.raises(GrammarError):
         Grammar.from_choices([])
+
+
+def test_cli_compiles_schema_regex_choices(tmp_path: Any, capsys: Any) -> None:
+    from gramask.cli import main
+
+    schema = tmp_path / "point.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"x": {"type": "integer"}},
+                                  "required": ["x"], "additionalProperties": False}))
+    out = tmp_path / "point.gmask"
+    assert main(["compile", str(schema), "--vocab", "gpt2", "-o", str(out), "-q"]) == 0
+    prefix = tmp_path / "prefix.txt"
+    prefix.write_text('{"x": 1')
+    assert main(["mask", str(out), "--prefix-file", str(prefix), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert report["complete"] is False
+    assert main(["compile", "--regex", "[0-9]{3}", "--vocab", "gpt2", "-o",
+                 str(tmp_path / "r.gmask"), "-q"]) == 0
+    assert main(["inspect", str(tmp_path / "r.gmask")]) == 0
+    assert main(["compile", "--choices", "yes", "no", "--vocab", "gpt2", "-o",
+                 str(tmp_path / "c.gmask"), "-q"]) == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"properties": {"a": {"not": {}}}}')
+    assert main(["compile", str(bad), "--vocab", "gpt2", "-q"]) == 1
+    assert "'not' at #/properties/a" in capsys.readouterr().err
