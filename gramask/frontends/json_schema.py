@@ -311,9 +311,8 @@ class _Compiler:
         out.pop("uniqueItems", None)
         if self.draft4:  # draft 4: exclusiveMinimum/Maximum are booleans on minimum/maximum
             for ex, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
-                if isinstance(out.get(ex), bool):
-                    if out.pop(ex) and bound in out:
-                        out[ex] = out.pop(bound)
+                if isinstance(out.get(ex), bool) and out.pop(ex) and bound in out:
+                    out[ex] = out.pop(bound)
         if "type" in out:
             types = out["type"] if isinstance(out["type"], list) else [out["type"]]
             for t in types:
@@ -337,7 +336,7 @@ class _Compiler:
             branch_sets.append(subs)
         combos: list[list[tuple[Any, str]]] = [[]]
         for subs in branch_sets:
-            combos = [c + [s] for c in combos for s in subs]
+            combos = [[*c, s] for c in combos for s in subs]
             if len(combos) > 256:
                 raise self.bad("anyOf", ptr, "more than 256 combinations of anyOf/oneOf branches")
         name = self.b.fresh("any_of")

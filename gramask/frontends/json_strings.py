@@ -48,7 +48,7 @@ class CharDFA:
         los = self._los[q]
         i = bisect.bisect_right(los, cp) - 1
         if i >= 0:
-            lo, hi, t = self.edges[q][i]
+            _, hi, t = self.edges[q][i]
             if cp <= hi:
                 return t
         return -1
@@ -97,16 +97,16 @@ class CharDFA:
         free = len(kids)
         edges = []
         for k in kids:
-            e: list[Piece] = []
+            row: list[Piece] = []
             nxt_lo = 0
-            for c, t in sorted(k.items()):
-                if c > nxt_lo:
-                    e.append((nxt_lo, c - 1, free))
-                e.append((c, c, t))
-                nxt_lo = c + 1
+            for cp, t in sorted(k.items()):
+                if cp > nxt_lo:
+                    row.append((nxt_lo, cp - 1, free))
+                row.append((cp, cp, t))
+                nxt_lo = cp + 1
             if nxt_lo <= MAX_CP:
-                e.append((nxt_lo, MAX_CP, free))
-            edges.append(e)
+                row.append((nxt_lo, MAX_CP, free))
+            edges.append(row)
         edges.append([(0, MAX_CP, free)])
         return CharDFA(edges, [not x for x in ends] + [True])
 
@@ -151,8 +151,8 @@ class CharDFA:
             for key, t in moves.items():
                 for lo, hi in key_ranges.get(key, ()):
                     edges[index[s]].append((lo, hi, index[t]))
-        for e in edges:
-            e.sort()
+        for row in edges:
+            row.sort()
         finals = [s in fsm.finals for s in states]
         # start state first
         start = index[fsm.initial]
@@ -217,7 +217,7 @@ def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
     cdfa = cdfa.trimmed()
     index: dict[Hashable, int] = {}
     order: list[Hashable] = []
-    rows: list[dict[int, Hashable]] = []
+    rows: list[dict[int, int]] = []
     finals: list[bool] = []
 
     def sid(key: Hashable) -> int:
@@ -465,9 +465,9 @@ def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
         finals.append(fin)
 
     trans = np.full((len(order), 256), -1, dtype=np.int64)
-    for s, row_ids in enumerate(rows):
-        for b, t in row_ids.items():
-            trans[s, b] = t
+    for src, row_ids in enumerate(rows):
+        for b, dst in row_ids.items():
+            trans[src, b] = dst
     return _trim(trans, np.array(finals, dtype=bool))
 
 

@@ -1,30 +1,26 @@
-"""Regexes over JSON *text* for constraints stated on decoded JSON values.
-
-A JSON Schema constrains the decoded string (``"caf\\u00e9"`` is ``café``), a lexer sees the
-encoded bytes. Every function here returns a Python regex over the encoded text that matches
-exactly the encodings whose decoded value satisfies the constraint, so escapes (``\\n``,
-``\\u00e9``, surrogate pairs) are neither forgotten (accepting ``"\\u0061"`` where only ``"b"``
-may go) nor over-counted (a surrogate pair is one character for ``maxLength``). Lone surrogate
-escapes are never produced: a pair always decodes to one code point. Character sets are lists
-of inclusive code-point ranges.
+"""Regexes for JSON Schema's value constraints: JSON numbers in a range (digit by digit),
+JSON Schema ``pattern`` (ECMA 262) as a Python regex over the decoded string, and the
+``json.dumps`` spellings of a literal string. Character sets are lists of inclusive
+code-point ranges. (String *terminals* are built as automata: :mod:`.json_strings`.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from re import _constants as _sre_c
+from re import _parser as _sre_parse
+from typing import Any
 
 from ..errors import GrammarError
 
 __all__ = [
-    "ANY_CHAR",
     "JSON_NUMBER",
     "JSON_STRING",
-    "char_regex",
     "digit_range_regex",
-    "length_string_regex",
+    "integer_range_regex",
     "literal_string_regex",
+    "number_range_regex",
     "pattern_regex",
-    "string_except_regex",
 ]
 
 Ranges = list[tuple[int, int]]
@@ -34,8 +30,6 @@ _SURROGATES = (0xD800, 0xDFFF)
 _ALL: Ranges = [(0, 0xD7FF), (0xE000, MAX_CP)]
 # raw in a JSON string: anything but '"', '\' and the C0 controls (RFC 8259)
 _RAW: Ranges = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_CP)]
-_SHORT = {0x22: '\\\\"', 0x5C: "\\\\\\\\", 0x2F: "\\\\/", 0x08: "\\\\b", 0x0C: "\\\\f",
-          0x0A: "\\\\n", 0x0D: "\\\\r", 0x09: "\\\\t"}
 
 
 def _norm(ranges: Iterable[tuple[int, int]]) -> Ranges:
@@ -175,63 +169,6 @@ def digit_range_regex(lo: int, hi: int, width: int, base: int = 10) -> str:
     return rec(digits(lo), digits(hi))
 
 
-def _hex4_ranges(ranges: Ranges) -> list[str]:
-    return [digit_range_regex(lo, hi, 4, 16) for lo, hi in ranges]
-
-
-def char_regex(ranges: Ranges, *, any_escape: bool = False) -> str:
-    """Regex for one character of a JSON string body whose decoded code point is in
-    ``ranges``: raw, its short escape, or (controls) ``\\u00xx``. ``any_escape`` adds every
-    ``\\uXXXX`` spelling and surrogate pairs (exact, but slow to compile); without it a
-    non-ASCII character escaped as ``\\u00e9`` is not accepted. '' if none."""
-    ranges = intersect(_norm(ranges), _ALL)
-    alts: list[str] = []
-    raw = _class(intersect(ranges, _RAW))
-    if raw:
-        alts.append(raw)
-    for cp, esc in _SHORT.items():
-        if intersect(ranges, [(cp, cp)]):
-            alts.append(esc)
-    if not any_escape:
-        for lo, hi in intersect(ranges, [(0, 0x1F)]):
-            alts += [f"\\\\u{cp:04x}" for cp in range(lo, hi + 1) if cp not in _SHORT]
-        return "" if not alts else alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-    bmp = intersect(ranges, [(0, 0xFFFF)])
-    if bmp:
-        hx = _hex4_ranges(bmp)
-        alts.append("\\\\u" + (hx[0] if len(hx) == 1 else "(?:" + "|".join(hx) + ")"))
-    astral = intersect(ranges, [(0x10000, MAX_CP)])
-    pairs: list[str] = []
-    for lo, hi in astral:
-        lo -= 0x10000
-        hi -= 0x10000
-        hl, hh = 0xD800 + (lo >> 10), 0xD800 + (hi >> 10)
-        ll, lh = 0xDC00 + (lo & 0x3FF), 0xDC00 + (hi & 0x3FF)
-
-        def pair(h1: int, h2: int, l1: int, l2: int) -> str:
-            return ("\\\\u" + digit_range_regex(h1, h2, 4, 16)
-                    + "\\\\u" + digit_range_regex(l1, l2, 4, 16))
-
-        if hl == hh:
-            pairs.append(pair(hl, hl, ll, lh))
-            continue
-        start_h, end_h = hl, hh
-        if ll != 0xDC00:
-            pairs.append(pair(hl, hl, ll, 0xDFFF))
-            start_h += 1
-        if lh != 0xDFFF:
-            pairs.append(pair(hh, hh, 0xDC00, lh))
-            end_h -= 1
-        if start_h <= end_h:
-            pairs.append(pair(start_h, end_h, 0xDC00, 0xDFFF))
-    alts.extend(pairs)
-    if not alts:
-        return ""
-    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-
-
-# one character, every spelling, counted exactly (a surrogate pair is one character)
-ANY_CHAR = char_regex(_ALL, any_escape=True)
 # the bundled JSON grammar's string: every spelling, lone surrogate escapes included
 _LOOSE_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
 JSON_STRING = f'"{_LOOSE_CHAR}*"'
@@ -249,55 +186,7 @@ def literal_string_regex(value: str) -> str:
         "(?:" + "|".join(re.escape(f) for f in forms) + ")")
 
 
-def length_string_regex(min_len: int, max_len: int | None) -> str:
-    """JSON strings of ``min_len`` to ``max_len`` code points (None: unbounded)."""
-    if max_len is None:
-        rep = f"{{{min_len},}}" if min_len else "*"
-    else:
-        rep = f"{{{min_len},{max_len}}}"
-    return f'"(?:{ANY_CHAR}){rep}"'
-
-
-def string_except_regex(words: Sequence[str]) -> str:
-    """JSON strings whose decoded value is none of ``words`` (a trie's complement). Until
-    it leaves the trie a character may not be written as ``\\uXXXX`` (a spelling of a word
-    is never accepted; some spellings of other strings are refused)."""
-    trie: dict[str, object] = {}
-    end = "\0end"
-    for w in set(words):
-        node = trie
-        for c in w:
-            node = node.setdefault(c, {})  # type: ignore[assignment]
-        node[end] = True
-
-    def rec(node: dict[str, object]) -> str:
-        kids = sorted(k for k in node if k != end)
-        alts = []
-        if end not in node:
-            alts.append("")
-        other = char_regex(complement([(ord(k), ord(k)) for k in kids]))
-        if other:
-            alts.append(f"{other}{_LOOSE_CHAR}*")
-        for k in kids:
-            sub = rec(node[k])  # type: ignore[arg-type]
-            if sub is not None:
-                alts.append(char_regex([(ord(k), ord(k))]) + sub)
-        nonempty = [a for a in alts if a]
-        if not nonempty:
-            return ""
-        body = "(?:" + "|".join(nonempty) + ")"
-        return body + "?" if "" in alts else body
-
-    return '"' + rec(trie) + '"'
-
-
 # ---------------------------------------------------------------- patterns (ECMA 262 subset)
-try:  # Python >= 3.11
-    from re import _constants as _sre_c  # type: ignore[attr-defined]
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    import sre_constants as _sre_c
-    import sre_parse as _sre_parse
 
 _DIGIT: Ranges = [(0x30, 0x39)]
 _WORD: Ranges = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
@@ -317,7 +206,7 @@ class PatternError(GrammarError):
     """A ``pattern`` that cannot be turned into a finite automaton over JSON text."""
 
 
-def _set_of(items: list[tuple[object, object]], where: str) -> Ranges:
+def _set_of(items: list[tuple[Any, Any]], where: str) -> Ranges:
     out: Ranges = []
     negate = False
     for op, av in items:
@@ -325,9 +214,9 @@ def _set_of(items: list[tuple[object, object]], where: str) -> Ranges:
         if name == "NEGATE":
             negate = True
         elif name == "LITERAL":
-            out.append((int(av), int(av)))  # type: ignore[call-overload]
+            out.append((int(av), int(av)))
         elif name == "RANGE":
-            lo, hi = av  # type: ignore[misc]
+            lo, hi = av
             out.append((int(lo), int(hi)))
         elif name == "CATEGORY":
             out.extend(_CATEGORIES.get(str(av), []) or _bad(where, f"class {av}"))
@@ -373,33 +262,33 @@ def pattern_regex(pattern: str, where: str) -> str:
     return ("" if start_anchor else any_rep) + body + ("" if end_anchor else any_rep)
 
 
-def _seq(items: Iterable[tuple[object, object]], where: str) -> str:
+def _seq(items: Iterable[tuple[Any, Any]], where: str) -> str:
     return "".join(_item(op, av, where) for op, av in items)
 
 
-def _item(op: object, av: object, where: str) -> str:
+def _item(op: Any, av: Any, where: str) -> str:
     name = str(op)
     if name == "LITERAL":
-        return _class([(int(av), int(av))])  # type: ignore[call-overload]
+        return _class([(int(av), int(av))])
     if name == "NOT_LITERAL":
-        return _class(complement([(int(av), int(av))]))  # type: ignore[call-overload]
+        return _class(complement([(int(av), int(av))]))
     if name == "ANY":
         return _class(complement(_LINE_TERMINATORS))
     if name == "IN":
-        rx = _class(_set_of(av, where))  # type: ignore[arg-type]
+        rx = _class(_set_of(av, where))
         if not rx:
             _bad(where, "an empty character class")
         return rx
     if name == "SUBPATTERN":
-        _group, add_flags, del_flags, sub = av  # type: ignore[misc]
+        _group, add_flags, del_flags, sub = av
         if add_flags or del_flags:
             _bad(where, "inline flags")
         return "(?:" + _seq(sub, where) + ")"
     if name == "BRANCH":
-        _, alts = av  # type: ignore[misc]
+        _, alts = av
         return "(?:" + "|".join(_seq(a, where) for a in alts) + ")"
     if name in ("MAX_REPEAT", "MIN_REPEAT"):
-        lo, hi, sub = av  # type: ignore[misc]
+        lo, hi, sub = av
         inner = "(?:" + _seq(sub, where) + ")"
         if hi == _sre_c.MAXREPEAT:
             return inner + ("*" if lo == 0 else "+" if lo == 1 else f"{{{lo},}}")

@@ -58,10 +58,7 @@ def grammar_from_regex(pattern: str) -> Grammar:
 
 def _without_empty(body: str) -> str | None:
     """``X*`` → ``(?:X)+``, ``X?`` → ``(?:X)`` (when X itself cannot be empty), else None."""
-    try:
-        from re import _parser as sre_parse  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover
-        import sre_parse
+    from re import _parser as sre_parse
     items = list(sre_parse.parse(body))
     if len(items) != 1 or str(items[0][0]) not in ("MAX_REPEAT", "MIN_REPEAT"):
         return None
