@@ -320,3 +320,14 @@ def test_cli_compiles_schema_regex_choices(tmp_path: Any, capsys: Any) -> None:
     bad.write_text('{"properties": {"a": {"not": {}}}}')
     assert main(["compile", str(bad), "--vocab", "gpt2", "-q"]) == 1
     assert "'not' at #/properties/a" in capsys.readouterr().err
+
+
+def test_allof_merges_are_exact_or_refused() -> None:
+    # the suite's "prefixItems in allOf does not constrain items": refused, never merged
+    # into "items after the prefix"
+    with pytest.raises(GrammarError, match="prefixItems"):
+        Grammar.from_json_schema({"allOf": [{"prefixItems": [{"minimum": 3}]}],
+                                  "items": {"minimum": 5}})
+    check({"allOf": [{"type": "array", "items": {"type": "integer"}}, {"maxItems": 2}],
+           "items": {"minimum": 0}},
+          passing=[[], [0, 7]], failing=[[-1], [1, 2, 3], ["a"]])

@@ -443,6 +443,14 @@ class _Compiler:
             elif _canon(cur) != _canon(v):
                 self.refuse(k, ptr, "two allOf branches give it different values, which "
                                     "gramask cannot merge")
+        # items after prefixItems on one side constrain every element on the other
+        arr_a = {x for x in ("prefixItems", "items", "additionalItems") if x in a}
+        arr_b = {x for x in ("prefixItems", "items", "additionalItems") if x in b}
+        if arr_a and arr_b and ("prefixItems" in arr_a | arr_b or "additionalItems" in
+                                arr_a | arr_b or isinstance(a.get("items"), list)
+                                or isinstance(b.get("items"), list)):
+            self.refuse("prefixItems" if "prefixItems" in arr_a | arr_b else "items", ptr,
+                        "tuple-form items in two allOf branches cannot be merged")
         # object keywords: a key's schema is the conjunction of what each side says of it
         obj_a = any(x in a for x in ("properties", "additionalProperties", "patternProperties"))
         obj_b = any(x in b for x in ("properties", "additionalProperties", "patternProperties"))
