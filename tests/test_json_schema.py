@@ -331,3 +331,8 @@ def test_allof_merges_are_exact_or_refused() -> None:
     check({"allOf": [{"type": "array", "items": {"type": "integer"}}, {"maxItems": 2}],
            "items": {"minimum": 0}},
           passing=[[], [0, 7]], failing=[[-1], [1, 2, 3], ["a"]])
+
+
+def test_long_counted_lengths_are_refused() -> None:
+    with pytest.raises(GrammarError, match="'maxLength' at #/properties/q"):
+        Grammar.from_json_schema({"properties": {"q": {"type": "string", "maxLength": 200}}})

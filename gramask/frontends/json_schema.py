@@ -93,6 +93,9 @@ _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperti
               "minProperties", "maxProperties")
 _ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems")
 _MAX_BOUND = 10**30
+# minLength/maxLength are counted by the string terminal's automaton: ~20 byte states (escapes,
+# UTF-8 continuations) per counted character, and every lexer state costs a vocabulary walk
+MAX_COUNTED_LENGTH = 64
 
 _DATE = (r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
          r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
@@ -555,6 +558,12 @@ class _Compiler:
                 raise self.bad(kw, ptr, "must be a non-negative integer")
         if hi is not None and lo > hi:
             return ""
+        if max(lo, hi or 0) > MAX_COUNTED_LENGTH:
+            self.refuse("maxLength" if (hi or 0) > MAX_COUNTED_LENGTH else "minLength", ptr,
+                        f"string lengths above {MAX_COUNTED_LENGTH} are not supported (each "
+                        "counted character costs the lexer some 20 states)")
+            lo, hi = (lo if lo <= MAX_COUNTED_LENGTH else 0), (
+                hi if hi is not None and hi <= MAX_COUNTED_LENGTH else None)
         spec: dict[str, Any] = {}
         if lo:
             spec["min"] = lo
