@@ -235,30 +235,39 @@ class Grammar:
         """
         from .frontends.json_schema import JsonSchemaOptions, grammar_from_json_schema
 
-        return grammar_from_json_schema(schema, JsonSchemaOptions(
+        return cls._from_parts(grammar_from_json_schema(schema, JsonSchemaOptions(
             whitespace=whitespace, additional_properties=additional_properties, lenient=lenient
-        ))
+        )))
 
     @classmethod
     def from_regex(cls, pattern: str) -> Grammar:
         """The strings ``pattern`` (Python ``re`` syntax) matches as a whole."""
         from .frontends.regex import grammar_from_regex
 
-        return grammar_from_regex(pattern)
+        return cls._from_parts(grammar_from_regex(pattern))
 
     @classmethod
     def from_choices(cls, choices: Sequence[str]) -> Grammar:
         """Exactly one of the strings ``choices``."""
         from .frontends.regex import grammar_from_choices
 
-        return grammar_from_choices(choices)
+        return cls._from_parts(grammar_from_choices(choices))
 
     @classmethod
     def json_value(cls, *, object_only: bool = False, whitespace: str = "flexible") -> Grammar:
         """Any JSON value, or any JSON object (vLLM's ``json_object`` requests)."""
         from .frontends.json_schema import json_value_grammar
 
-        return json_value_grammar(object_only=object_only, whitespace=whitespace)
+        return cls._from_parts(json_value_grammar(object_only=object_only, whitespace=whitespace))
+
+    @classmethod
+    def _from_parts(cls, parts: Any) -> Grammar:
+        """A generated grammar (``gramask.frontends.bnf.GrammarParts``) as a Grammar."""
+        return cls(
+            terminals=tuple(TerminalSpec(**t) for t in parts.terminals),
+            rules=tuple(RuleSpec(lhs=r.lhs, rhs=tuple(r.rhs)) for r in parts.rules),
+            start=parts.start, source=parts.source, lexer=parts.lexer,
+        )
 
     # ------------------------------------------------------------------ identity
     def to_json(self) -> dict[str, Any]:

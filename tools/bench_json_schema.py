@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_runtime import RealTokenizer  # noqa: E402
+from bench.real_tokenizer import RealTokenizer
 
 HERE = Path(__file__).parent / "json_schemas"
 

@@ -1,28 +1,48 @@
 """A small builder of plain BNF grammars (terminals + rules) for the generated front ends.
 
 The front ends (JSON Schema, regular expressions, choices) produce grammars with hundreds of
-rules per request; building :class:`gramask.Grammar` directly skips lark's loader, which costs
-more than the rest of the front end. Terminals are interned by pattern, so a key or a literal
-used in many places is one terminal (one set of lexer states).
+rules per request; building them directly skips lark's loader, which costs more than the rest
+of the front end. Terminals are interned by pattern, so a key or a literal used in many places
+is one terminal (one set of lexer states). The result is plain data (:class:`GrammarParts`)
+that :class:`gramask.Grammar` builds itself from, so the front ends never import it.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from ..errors import GrammarError
-from ..grammar import Grammar, RuleSpec, TerminalSpec
 
-__all__ = ["GrammarBuilder"]
+__all__ = ["GrammarBuilder", "GrammarParts", "Rule"]
+
+
+class Rule(NamedTuple):
+    """One BNF production ``lhs → rhs``."""
+
+    lhs: str
+    rhs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GrammarParts:
+    """A generated grammar as plain data: terminals as ``TerminalSpec`` field dicts."""
+
+    terminals: tuple[dict[str, Any], ...]
+    rules: tuple[Rule, ...]
+    start: str
+    source: str
+    lexer: str
 
 
 class GrammarBuilder:
     """Collects terminals and BNF rules; :meth:`grammar` checks and freezes them."""
 
     def __init__(self) -> None:
-        self.terminals: list[TerminalSpec] = []
+        self.terminals: list[dict[str, Any]] = []
         self._terminal_of: dict[tuple[str, bool], str] = {}
-        self.rules: list[RuleSpec] = []
+        self.rules: list[Rule] = []
         self._rule_names: set[str] = set()
         self._counter = 0
 
@@ -36,10 +56,8 @@ class GrammarBuilder:
             base = re.sub(r"[^A-Z0-9_]", "_", hint.upper())[:24].strip("_") or "T"
             name = f"{base}_{len(self.terminals)}" if not base[0].isdigit() else f"T_{base}"
             self._terminal_of[key] = name
-            self.terminals.append(
-                TerminalSpec(name=name, pattern=pattern, is_string=literal, ignored=ignored,
-                             automaton=automaton)
-            )
+            self.terminals.append({"name": name, "pattern": pattern, "is_string": literal,
+                                   "ignored": ignored, "automaton": automaton})
         return name
 
     def literal(self, text: str, hint: str = "LIT") -> str:
@@ -58,10 +76,10 @@ class GrammarBuilder:
         """Add ``lhs → alt`` for each alternative (a tuple of symbols; () is empty)."""
         self._rule_names.add(lhs)
         for alt in alternatives:
-            self.rules.append(RuleSpec(lhs=lhs, rhs=tuple(alt)))
+            self.rules.append(Rule(lhs, tuple(alt)))
         return lhs
 
-    def grammar(self, start: str, *, source: str, lexer: str = "contextual") -> Grammar:
+    def parts(self, start: str, *, source: str, lexer: str = "contextual") -> GrammarParts:
         """The grammar from ``start``, unproductive and unreachable rules pruned.
 
         Raises
@@ -71,11 +89,11 @@ class GrammarBuilder:
         """
         from ..compiler.analysis import prune
 
-        known = {t.name for t in self.terminals}
+        known = {t["name"] for t in self.terminals}
         if not any(r.lhs == start for r in self.rules):
             raise GrammarError(f"{source}: no value can satisfy it (empty language)", name=start)
         rules = list(prune(self.rules, known, start, warn=False, source=source))
         used = {s for r in rules for s in r.rhs} & known
-        terminals = tuple(t for t in self.terminals if t.name in used or t.ignored)
-        return Grammar(terminals=terminals, rules=tuple(rules), start=start, source=source,
-                       lexer=lexer)
+        terminals = tuple(t for t in self.terminals if t["name"] in used or t["ignored"])
+        return GrammarParts(terminals=terminals, rules=tuple(rules), start=start,
+                            source=source, lexer=lexer)

@@ -28,9 +28,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..errors import GrammarError
-from ..grammar import Grammar
 from . import json_text as jt
-from .bnf import GrammarBuilder
+from .bnf import GrammarBuilder, GrammarParts
 
 __all__ = ["JsonSchemaOptions", "SchemaWarning", "grammar_from_json_schema", "json_value_grammar"]
 
@@ -885,7 +884,7 @@ def _disjoint(a: Any, b: Any) -> bool:
 
 
 def grammar_from_json_schema(schema: Mapping[str, Any] | bool | str,
-                             options: JsonSchemaOptions | None = None) -> Grammar:
+                             options: JsonSchemaOptions | None = None) -> GrammarParts:
     """The grammar of the JSON texts valid under ``schema`` (a dict, bool or JSON text).
 
     Raises
@@ -904,10 +903,10 @@ def grammar_from_json_schema(schema: Mapping[str, Any] | bool | str,
     comp = _Compiler(schema, opt)
     start = comp.b.fresh("start")
     comp.rule(start, (comp.value(schema, "#"),))
-    return comp.b.grammar(start, source="<json schema>", lexer="contextual")
+    return comp.b.parts(start, source="<json schema>", lexer="contextual")
 
 
-def json_value_grammar(*, object_only: bool = False, whitespace: str = "flexible") -> Grammar:
+def json_value_grammar(*, object_only: bool = False, whitespace: str = "flexible") -> GrammarParts:
     """Any JSON value (or any JSON object): what ``json_object`` requests ask for."""
     schema: dict[str, Any] = {"type": "object"} if object_only else {}
     return grammar_from_json_schema(schema, JsonSchemaOptions(whitespace=whitespace))

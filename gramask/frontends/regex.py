@@ -10,13 +10,12 @@ import re
 from collections.abc import Sequence
 
 from ..errors import GrammarError, InvalidRegexError
-from ..grammar import Grammar
-from .bnf import GrammarBuilder
+from .bnf import GrammarBuilder, GrammarParts
 
 __all__ = ["grammar_from_choices", "grammar_from_regex"]
 
 
-def grammar_from_regex(pattern: str) -> Grammar:
+def grammar_from_regex(pattern: str) -> GrammarParts:
     """The language of ``pattern`` (Python ``re`` syntax), matched as a whole.
 
     Raises
@@ -53,7 +52,7 @@ def grammar_from_regex(pattern: str) -> Grammar:
                 f"regex {pattern!r} matches the empty string; gramask takes such a regex only "
                 "in the form X* or X? (the output may be empty)", name="REGEX")
         b.rule("start", (b.terminal(nonempty, hint="REGEX"),), ())
-    return b.grammar("start", source=f"<regex {pattern[:40]!r}>", lexer="basic")
+    return b.parts("start", source=f"<regex {pattern[:40]!r}>", lexer="basic")
 
 
 def _without_empty(body: str) -> str | None:
@@ -75,7 +74,7 @@ def _without_empty(body: str) -> str | None:
     return f"(?:{inner}){rep}"
 
 
-def grammar_from_choices(choices: Sequence[str]) -> Grammar:
+def grammar_from_choices(choices: Sequence[str]) -> GrammarParts:
     """Exactly one of ``choices`` (strings, matched literally).
 
     Raises
@@ -97,4 +96,4 @@ def grammar_from_choices(choices: Sequence[str]) -> Grammar:
     body = "|".join(re.escape(c) for c in sorted(nonempty, key=lambda c: (-len(c), c)))
     term = b.terminal(f"(?:{body})", hint="CHOICE")
     b.rule("start", (term,), *([()] if "" in choices else []))
-    return b.grammar("start", source="<choices>", lexer="basic")
+    return b.parts("start", source="<choices>", lexer="basic")
