@@ -2,11 +2,14 @@
 
 A JSON Schema constrains decoded strings (``"caf\\u00e9"`` is ``café``); the lexer reads the
 encoded bytes. Building the byte automaton directly from a character automaton of the decoded
-language handles every spelling exactly — raw UTF-8, short escapes, ``\\uXXXX`` in either
-case, surrogate pairs as one character, lone surrogates refused — and, unlike a regex that
-spells all of that out for interegular, compiles in milliseconds: sub-states inside a
-multi-byte character or an escape are shared wherever the rest of the character cannot
-change the outcome.
+language handles the spellings exactly — raw UTF-8, short escapes, ``\\uXXXX`` in either
+case for controls and non-ASCII characters, surrogate pairs as one character — and, unlike a
+regex that spells all of that out for interegular, compiles in milliseconds: sub-states
+inside a multi-byte character or an escape are shared wherever the rest of the character
+cannot change the outcome. Two spellings are refused (never accepted, whatever the
+language): lone surrogates, and printable ASCII written as ``\\u0020``-``\\u007f``, which
+``json.dumps`` never writes; refusing the latter keeps keys, formats and patterns over ASCII
+at about one lexer state per character.
 
 A terminal carries its language as a small JSON spec (``TerminalSpec.automaton``):
 ``{"words": [...]}`` (one of them), ``{"except": [...]}`` (none of them), ``{"regex": P,
@@ -266,9 +269,11 @@ def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
         return base, base + 16**k - 1
 
     def unit_pieces(q: int, lo: int, hi: int) -> tuple[Piece, ...]:
-        """δ(q) over what UTF-16 units [lo, hi] can spell: BMP characters, and the
-        astral characters of the high surrogates among them (lone lows are dead)."""
-        ps = list(effective(q, lo, hi))
+        """δ(q) over what UTF-16 units [lo, hi] can spell: BMP characters but printable
+        ASCII, and the astral characters of the high surrogates among them (lone lows are
+        dead)."""
+        ps = [(a, b, t) for x, y, t in effective(q, lo, hi)
+              for a, b in ((x, min(y, 0x1F)), (max(x, 0x80), y)) if a <= b]
         hlo, hhi = max(lo, 0xD800), min(hi, 0xDBFF)
         if hlo <= hhi:
             ps += effective(q, 0x10000 + ((hlo - 0xD800) << 10),
@@ -284,13 +289,16 @@ def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
         if any(t != t0 for _, _, t in ps):
             return True, None
         covered = sum(b - a + 1 for a, b, _ in ps)
-        bmp = (hi - lo + 1) - max(0, min(hi, 0xDFFF) - max(lo, 0xD800) + 1)
+        bmp = ((hi - lo + 1) - max(0, min(hi, 0xDFFF) - max(lo, 0xD800) + 1)
+               - max(0, min(hi, 0x7F) - max(lo, 0x20) + 1))
         hlo, hhi = max(lo, 0xD800), min(hi, 0xDBFF)
         astral = (hhi - hlo + 1) * 1024 if hlo <= hhi else 0
         return True, (t0 if covered == bmp + astral else None)
 
     def has_surrogates(lo: int, hi: int) -> bool:
-        return lo <= 0xDFFF and hi >= 0xD800
+        """Whether [lo, hi] holds units a \\u escape treats specially: surrogates, and the
+        printable ASCII that must be written raw."""
+        return (lo <= 0xDFFF and hi >= 0xD800) or (lo <= 0x7F and hi >= 0x20)
 
     def hex_node(q: int, base: int, k: int) -> Hashable:
         lo, hi = hex_range(base, k)
@@ -303,7 +311,7 @@ def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
 
     def unit_done(q: int | None, t: int | None, unit: int) -> Hashable:
         """After the 4th hex digit of ``\\uXXXX``."""
-        if 0xDC00 <= unit <= 0xDFFF:
+        if 0xDC00 <= unit <= 0xDFFF or 0x20 <= unit <= 0x7F:
             return None
         if 0xD800 <= unit <= 0xDBFF:
             if t is not None:
@@ -335,8 +343,8 @@ def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
                              else unit_done(qt, None, nb))
             elif kind == "hexskip":
                 lo, hi = hex_range(nb, k - 1)
-                if has_surrogates(lo, hi) and lo >= 0xDC00 and hi <= 0xDFFF:
-                    continue  # only lone low surrogates below
+                if (lo >= 0xDC00 and hi <= 0xDFFF) or (lo >= 0x20 and hi <= 0x7F):
+                    continue  # only lone low surrogates or printable ASCII below
                 row[byte] = ("hexskip", qt, nb if has_surrogates(lo, hi) else None, k - 1)
             else:
                 row[byte] = hex_node(qt, nb, k - 1)
