@@ -302,6 +302,11 @@ class _Compiler:
 
     def check_keywords(self, schema: dict[str, Any], ptr: str) -> dict[str, Any]:
         out = dict(schema)
+        if "$id" in schema and ptr not in ("#", "") and isinstance(schema["$id"], str) \
+                and not schema["$id"].startswith("#"):
+            # an embedded resource: $refs below it resolve against its URI, not the root
+            self.refuse("$id", ptr, "embedded schema resources ($id below the root) are not "
+                                    "supported")
         for k in schema:
             if k in _REFUSED:
                 self.refuse(k, ptr, "not supported by gramask")
