@@ -245,8 +245,9 @@ candidate = st.fixed_dictionaries(
     {}, optional={"id": st.one_of(st.integers(-8, 25), json_leaf), "tag": json_leaf,
                   "on": json_leaf}).flatmap(
     lambda d: st.dictionaries(st.text(max_size=3), json_values, max_size=2).map(
-        lambda extra: {**d, **{k: v for k, v in extra.items() if k not in PROPERTY_SCHEMA[
-            "properties"]}}))
+        lambda extra: {**{k: d[k] for k in PROPERTY_SCHEMA["properties"] if k in d},
+                       **{k: v for k, v in extra.items()
+                          if k not in PROPERTY_SCHEMA["properties"]}}))  # schema order
 
 
 @settings(max_examples=150, deadline=None)
