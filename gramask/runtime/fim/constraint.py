@@ -40,7 +40,7 @@ from .suffix_lexing import Branch, lex_suffix
 if TYPE_CHECKING:
     from ...grammar import Grammar
     from ...vocab import Vocabulary
-    from ..budget.planner import BudgetPlanner
+    from ..budget.planner import BudgetPlanner, TokenGroups
 
 __all__ = ["FimConstraint", "walk"]
 
@@ -512,7 +512,7 @@ def _holds(br: Branch, p: PState) -> bool:
 _CARRIES = 1 << 16  # a token group's carries told apart (wider lines: checked one by one)
 
 
-def _group_keys(planner: BudgetPlanner, tc: Any, toks: np.ndarray, carry: int) -> np.ndarray:
+def _group_keys(planner: BudgetPlanner, tc: TokenGroups, toks: np.ndarray, carry: int) -> np.ndarray:
     """Per token of ``toks``: a key shared only by tokens that lead to the very same state
     (-1: not known without walking it). A group (same completed lexemes, same lexer state)
     pins the state down but for the indentation carry inside a newline lexeme (where the
