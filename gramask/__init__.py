@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .compiled import CompiledGrammar
     from .compiler.analysis import GrammarWarning
     from .compiler.pipeline import Compiler, compile
+    from .frontends.json_schema import SchemaWarning
     from .grammar import Grammar
     from .runtime.core.constraint import Constraint
     from .runtime.limits import RuntimeLimits
@@ -50,6 +51,7 @@ _LAZY = {
     "Constraint": ("gramask.runtime.core.constraint", "Constraint"),
     "RuntimeLimits": ("gramask.runtime.limits", "RuntimeLimits"),
     "GrammarWarning": ("gramask.compiler.analysis", "GrammarWarning"),
+    "SchemaWarning": ("gramask.frontends.json_schema", "SchemaWarning"),
     "grammars": ("gramask.grammars", None),
 }
 
@@ -83,6 +85,7 @@ __all__ = [
     "LimitExceededError",
     "NoCompletionError",
     "RuntimeLimits",
+    "SchemaWarning",
     "TokenRejected",
     "UnsupportedRegexError",
     "Vocabulary",

@@ -329,6 +329,7 @@ _TERMINAL = {
     "is_string": lambda x: isinstance(x, bool),
     "priority": _is_int,
     "ignored": lambda x: isinstance(x, bool),
+    "automaton": _opt(_is_str),  # JSON string terminals only (grammar.TerminalSpec)
 }
 _INDENT = {
     "newline": _is_str, "indent": _is_str, "dedent": _is_str, "open_brackets": _is_strs,

@@ -14,7 +14,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import GramaskError, NoCompletionError
 
@@ -28,9 +28,34 @@ class CliError(GramaskError):
     """A mistake in what was passed on the command line (a missing file, bad text)."""
 
 
+def _grammar_of(args: argparse.Namespace, load_spec: Any) -> Any:
+    """The grammar a compile command names: a bundled name or .lark file, a JSON Schema
+    (.json file), --regex, --choices or --json-object."""
+    from .grammar import Grammar
+
+    given = [x for x in (args.grammar, args.regex, args.choices, args.json_object or None)
+             if x is not None]
+    if len(given) != 1:
+        raise CliError("give exactly one of GRAMMAR, --regex, --choices, --json-object")
+    if args.regex is not None:
+        return Grammar.from_regex(args.regex)
+    if args.choices is not None:
+        return Grammar.from_choices(args.choices)
+    if args.json_object:
+        return Grammar.json_value(object_only=True, whitespace=args.whitespace)
+    if args.grammar.endswith(".json"):
+        path = Path(args.grammar)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise CliError(f"cannot read JSON Schema {path}: {e.strerror}") from None
+        return Grammar.from_json_schema(text, whitespace=args.whitespace, lenient=args.lenient)
+    return load_spec(args.grammar, args.start, args.lexer)
+
+
 def _default_out(grammar: str, vocab: str, vocab_name: str | None = None) -> Path:
     """GRAMMAR.VOCAB.gmask, with the vocabulary's canonical name (``gpt-2`` → ``gpt2``)."""
-    g = Path(grammar).stem if grammar.endswith((".lark", ".gbnf")) else grammar
+    g = Path(grammar).stem if grammar.endswith((".lark", ".gbnf", ".json")) else grammar
     is_file = "/" in vocab or "." in Path(vocab).name
     v = Path(vocab).stem if is_file else (vocab_name or vocab)
     return Path(f"{g}.{v}.gmask")
@@ -60,7 +85,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from .vocab import load_vocabulary
 
     t0 = time.perf_counter()
-    grammar = load_spec(args.grammar, args.start, args.lexer)
+    grammar = _grammar_of(args, load_spec)
     t1 = time.perf_counter()
     vocab = load_vocabulary(args.vocab)
     t2 = time.perf_counter()
@@ -70,8 +95,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     )
     t3 = time.perf_counter()
     name = vocab.metadata().get("name")
+    what = ("regex" if args.regex is not None else "choices" if args.choices is not None
+            else "json_object" if args.json_object else args.grammar)
     out = Path(args.output) if args.output else _default_out(
-        args.grammar, args.vocab, name if isinstance(name, str) else None)
+        what, args.vocab, name if isinstance(name, str) else None)
     entry = cg.info.get("cache_path")
     hit = bool(cg.info.get("from_cache"))
     if hit and isinstance(entry, str) and Path(entry).resolve() != out.resolve():
@@ -361,7 +388,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", parents=[sub_common],
                        help="compile a grammar against a vocabulary into a .gmask artifact")
-    c.add_argument("grammar", help="bundled grammar name (json, python, ...) or a .lark or .gbnf file")
+    c.add_argument("grammar", nargs="?",
+                   help="bundled grammar name (json, python, ...), a .lark or .gbnf file, or a "
+                        "JSON Schema .json file")
+    c.add_argument("--regex", metavar="PATTERN",
+                   help="compile a regular expression (Python re syntax, whole match)")
+    c.add_argument("--choices", nargs="+", metavar="CHOICE", help="compile a fixed choice")
+    c.add_argument("--json-object", action="store_true", help="compile 'any JSON object'")
+    c.add_argument("--whitespace", choices=("flexible", "compact"), default="flexible",
+                   help="JSON Schema / --json-object: whitespace between tokens")
+    c.add_argument("--lenient", action="store_true",
+                   help="JSON Schema: ignore unsupported keywords with a warning")
     c.add_argument("--vocab", required=True,
                    help="bundled vocabulary name (gpt2, deepseek-v4, qwen2, ...) or tokenizer file")
     c.add_argument("-o", "--output", help="artifact path (default GRAMMAR.VOCAB.gmask)")

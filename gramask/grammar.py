@@ -30,6 +30,9 @@ class TerminalSpec:
     is_string: bool = False
     priority: int = 0
     ignored: bool = False
+    # a JSON string terminal built from the decoded language this spec names (see
+    # gramask.frontends.json_strings); ``pattern`` is then a regex for reading only
+    automaton: str = ""
 
 
 @dataclass(frozen=True)
@@ -240,10 +243,69 @@ class Grammar:
             lexer="contextual",
         )
 
+    @classmethod
+    def from_json_schema(
+        cls,
+        schema: Any,
+        *,
+        whitespace: str = "flexible",
+        additional_properties: bool = True,
+        lenient: bool = False,
+    ) -> Grammar:
+        """The JSON texts valid under a JSON Schema (a dict, a bool, or JSON text).
+
+        ``whitespace``: ``"flexible"`` (any JSON whitespace between tokens) or ``"compact"``
+        (none). ``additional_properties``: what objects without ``additionalProperties``
+        allow (``True``, the standard). ``lenient``: ignore keywords gramask cannot enforce,
+        with a warning, instead of refusing. Properties are taken in schema order. See
+        :mod:`gramask.frontends.json_schema` for what is enforced.
+
+        Raises
+        ------
+        GrammarError
+            An unsupported keyword (named, with its JSON pointer), an invalid schema, or a
+            schema no value satisfies.
+        """
+        from .frontends.json_schema import JsonSchemaOptions, grammar_from_json_schema
+
+        return cls._from_parts(grammar_from_json_schema(schema, JsonSchemaOptions(
+            whitespace=whitespace, additional_properties=additional_properties, lenient=lenient
+        )))
+
+    @classmethod
+    def from_regex(cls, pattern: str) -> Grammar:
+        """The strings ``pattern`` (Python ``re`` syntax) matches as a whole."""
+        from .frontends.regex import grammar_from_regex
+
+        return cls._from_parts(grammar_from_regex(pattern))
+
+    @classmethod
+    def from_choices(cls, choices: Sequence[str]) -> Grammar:
+        """Exactly one of the strings ``choices``."""
+        from .frontends.regex import grammar_from_choices
+
+        return cls._from_parts(grammar_from_choices(choices))
+
+    @classmethod
+    def json_value(cls, *, object_only: bool = False, whitespace: str = "flexible") -> Grammar:
+        """Any JSON value, or any JSON object (vLLM's ``json_object`` requests)."""
+        from .frontends.json_schema import json_value_grammar
+
+        return cls._from_parts(json_value_grammar(object_only=object_only, whitespace=whitespace))
+
+    @classmethod
+    def _from_parts(cls, parts: Any) -> Grammar:
+        """A generated grammar (``gramask.frontends.bnf.GrammarParts``) as a Grammar."""
+        return cls(
+            terminals=tuple(TerminalSpec(**t) for t in parts.terminals),
+            rules=tuple(RuleSpec(lhs=r.lhs, rhs=tuple(r.rhs)) for r in parts.rules),
+            start=parts.start, source=parts.source, lexer=parts.lexer,
+        )
+
     # ------------------------------------------------------------------ identity
     def to_json(self) -> dict[str, Any]:
         return {
-            "terminals": [asdict(t) for t in self.terminals],
+            "terminals": [_terminal_json(t) for t in self.terminals],
             "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
             "start": self.start,
             "declared": list(self.declared),
@@ -310,6 +372,13 @@ def _load_lark(text: str, start: str, import_paths: list[str]) -> tuple[Any, Any
             raise LexError(
                 f"Lexer does not allow zero-width terminals. ({t.name}: {t.pattern})")
     return terminals, rules, ignore
+
+
+def _terminal_json(t: TerminalSpec) -> dict[str, Any]:
+    out = asdict(t)
+    if not t.automaton:  # plain regex terminals keep the fingerprint they always had
+        del out["automaton"]
+    return out
 
 
 def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -98,9 +99,16 @@ class LexerDFA:
 
 
 def terminal_dfa(t: Terminal) -> ByteDFA:
-    """The byte DFA of one terminal. A plain string literal (no flags) is a chain of states,
-    built directly: the same automaton the regex construction gives, without its cost (a
-    grammar of thousands of keywords spent most of its compile time there)."""
+    """The byte DFA of one terminal: a JSON string automaton (``automaton``, from the JSON
+    Schema front end); a plain string literal (no flags) as a chain of states, built directly
+    (the same automaton the regex construction gives, without its cost: a grammar of thousands
+    of keywords spent most of its compile time there); else its regex, compiled (memoised per
+    pattern: generated grammars repeat the same terminals across requests)."""
+    automaton = getattr(t, "automaton", "")
+    if automaton:
+        from ..frontends.json_strings import spec_dfa
+
+        return spec_dfa(automaton)
     if t.is_string:
         literal = re.sub(r"\\(.)", r"\1", t.pattern, flags=re.DOTALL)
         data = literal.encode("utf-8")
@@ -112,7 +120,15 @@ def terminal_dfa(t: Terminal) -> ByteDFA:
             finals = np.zeros(n + 1, dtype=bool)
             finals[n] = True
             return ByteDFA(trans, finals)
-    return regex_to_byte_dfa(t.name, t.pattern)
+    try:
+        return _regex_dfa(t.pattern)
+    except GrammarError:  # again, for a message naming this terminal
+        return regex_to_byte_dfa(t.name, t.pattern)
+
+
+@lru_cache(maxsize=1024)
+def _regex_dfa(pattern: str) -> ByteDFA:
+    return regex_to_byte_dfa("terminal", pattern)
 
 
 def _winner_order(terminals: Sequence[Terminal]) -> list[int]:

@@ -38,13 +38,13 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
     dfa = build_lexer_dfa(grammar.terminals, progress=progress)
     pt = build_parse_tables(grammar)
     diagnostics = check_lexer(grammar, dfa, pt)  # raises for a terminal that can never win
-    special = np.array([vocab.is_special(i) for i in range(len(vocab))], dtype=bool)
+    tokens, special = _vocab_arrays(vocab)
     disable = None if progress is None else not progress
     with tqdm(total=dfa.num_states, desc="gramask: token tables", unit="state",
               disable=disable, leave=False) as bar:
         tables = build_token_tables(
             dfa,
-            vocab.tokens,
+            tokens,
             special,
             nl_terminal=grammar.newline_terminal,
             tab_len=grammar.indentation.tab_len if grammar.indentation else 8,
@@ -57,6 +57,25 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
         "lexer_diagnostics": diagnostics,
     }
     return CompiledGrammar(grammar, vocab, dfa, tables, pt, info)
+
+
+_VOCAB_ARRAYS: dict[int, tuple[Vocabulary, list[bytes], np.ndarray]] = {}
+
+
+def _vocab_arrays(vocab: Vocabulary) -> tuple[list[bytes], np.ndarray]:
+    """The token list and special-token mask; kept (one list object) for the last few
+    vocabularies, so that every grammar compiled against one vocabulary — a new JSON Schema
+    per request — reuses them and the token byte matrix built from them."""
+    hit = _VOCAB_ARRAYS.get(id(vocab))
+    if hit is not None and hit[0] is vocab:
+        return hit[1], hit[2]
+    mask = np.array([vocab.is_special(i) for i in range(len(vocab))], dtype=bool)
+    mask.flags.writeable = False
+    if len(_VOCAB_ARRAYS) >= 4:
+        _VOCAB_ARRAYS.pop(next(iter(_VOCAB_ARRAYS)))
+    tokens = vocab.tokens
+    _VOCAB_ARRAYS[id(vocab)] = (vocab, tokens, mask)
+    return tokens, mask
 
 
 class Compiler:

@@ -233,15 +233,9 @@ def build_token_tables(
     n_classes = classes.shape[0]
     interner = _Interner(n_classes)
 
-    # token byte matrix
     v = len(tokens)
-    lens = np.array([0 if special[i] else len(t) for i, t in enumerate(tokens)], dtype=np.int64)
-    lmax = max(1, int(lens.max()) if v else 1)
-    buf = np.zeros((v, lmax), dtype=np.uint8)
-    for i, t in enumerate(tokens):
-        if lens[i]:
-            buf[i, : lens[i]] = np.frombuffer(t, dtype=np.uint8)
-    first_byte = np.where(lens > 0, buf[:, 0].astype(np.int16), np.int16(-1)).astype(np.int16)
+    lens, buf, first_byte = token_matrix(tokens, special)
+    lmax = buf.shape[1]
 
     # per-position indentation helpers (only used for the newline terminal)
     use_nl = nl_terminal >= 0
@@ -451,6 +445,37 @@ def build_token_tables(
             else np.zeros((0, n_terms), dtype=bool)
         ),
     )
+
+
+_MATRICES: dict[int, tuple[list[bytes], bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+
+
+def token_matrix(tokens: list[bytes], special: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lengths, zero-padded byte matrix, first bytes) of a vocabulary, special tokens empty.
+
+    The same for every grammar compiled against one vocabulary (a new JSON Schema per
+    request): kept for the last few token lists (read-only arrays)."""
+    key = id(tokens)
+    hit = _MATRICES.get(key)
+    if hit is not None and hit[0] is tokens and hit[1] == special.tobytes():
+        return hit[2]
+    v = len(tokens)
+    lens = np.array([0 if special[i] else len(t) for i, t in enumerate(tokens)], dtype=np.int64)
+    lmax = max(1, int(lens.max()) if v else 1)
+    flat = np.frombuffer(b"".join(t for i, t in enumerate(tokens) if lens[i]), dtype=np.uint8)
+    buf = np.zeros((v, lmax), dtype=np.uint8)
+    rows = np.repeat(np.arange(v), lens)
+    starts = np.cumsum(lens) - lens
+    cols = np.arange(len(flat)) - np.repeat(starts, lens)
+    buf[rows, cols] = flat
+    first_byte = np.where(lens > 0, buf[:, 0].astype(np.int16), np.int16(-1)).astype(np.int16)
+    for a in (lens, buf, first_byte):
+        a.flags.writeable = False
+    if len(_MATRICES) >= 4:
+        _MATRICES.pop(next(iter(_MATRICES)))
+    _MATRICES[key] = (tokens, special.tobytes(), (lens, buf, first_byte))
+    return lens, buf, first_byte
 
 
 def end_classes(dfa: LexerDFA) -> np.ndarray:

@@ -1,0 +1,99 @@
+"""A small builder of plain BNF grammars (terminals + rules) for the generated front ends.
+
+The front ends (JSON Schema, regular expressions, choices) produce grammars with hundreds of
+rules per request; building them directly skips lark's loader, which costs more than the rest
+of the front end. Terminals are interned by pattern, so a key or a literal used in many places
+is one terminal (one set of lexer states). The result is plain data (:class:`GrammarParts`)
+that :class:`gramask.Grammar` builds itself from, so the front ends never import it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..errors import GrammarError
+
+__all__ = ["GrammarBuilder", "GrammarParts", "Rule"]
+
+
+class Rule(NamedTuple):
+    """One BNF production ``lhs → rhs``."""
+
+    lhs: str
+    rhs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GrammarParts:
+    """A generated grammar as plain data: terminals as ``TerminalSpec`` field dicts."""
+
+    terminals: tuple[dict[str, Any], ...]
+    rules: tuple[Rule, ...]
+    start: str
+    source: str
+    lexer: str
+
+
+class GrammarBuilder:
+    """Collects terminals and BNF rules; :meth:`grammar` checks and freezes them."""
+
+    def __init__(self) -> None:
+        self.terminals: list[dict[str, Any]] = []
+        self._terminal_of: dict[tuple[str, bool], str] = {}
+        self.rules: list[Rule] = []
+        self._rule_names: set[str] = set()
+        self._counter = 0
+
+    def terminal(self, pattern: str, *, hint: str = "T", literal: bool = False,
+                 ignored: bool = False, automaton: str = "") -> str:
+        """The name of the terminal matching ``pattern`` (a Python regex; or, with
+        ``automaton``, the JSON string spec it names), created once."""
+        key = (automaton or pattern, ignored)
+        name = self._terminal_of.get(key)
+        if name is None:
+            base = re.sub(r"[^A-Z0-9_]", "_", hint.upper())[:24].strip("_") or "T"
+            name = f"{base}_{len(self.terminals)}" if not base[0].isdigit() else f"T_{base}"
+            self._terminal_of[key] = name
+            self.terminals.append({"name": name, "pattern": pattern, "is_string": literal,
+                                   "ignored": ignored, "automaton": automaton})
+        return name
+
+    def literal(self, text: str, hint: str = "LIT") -> str:
+        """The terminal matching exactly ``text``."""
+        return self.terminal(re.escape(text), hint=hint, literal=True)
+
+    def fresh(self, hint: str = "r") -> str:
+        """A new, unused rule name."""
+        self._counter += 1
+        base = re.sub(r"[^a-z0-9_]", "_", hint.lower())[:24] or "r"
+        name = f"{base}_{self._counter}"
+        self._rule_names.add(name)
+        return name
+
+    def rule(self, lhs: str, *alternatives: tuple[str, ...]) -> str:
+        """Add ``lhs → alt`` for each alternative (a tuple of symbols; () is empty)."""
+        self._rule_names.add(lhs)
+        for alt in alternatives:
+            self.rules.append(Rule(lhs, tuple(alt)))
+        return lhs
+
+    def parts(self, start: str, *, source: str, lexer: str = "contextual") -> GrammarParts:
+        """The grammar from ``start``, unproductive and unreachable rules pruned.
+
+        Raises
+        ------
+        GrammarError
+            ``start`` derives no string (the input describes an empty language).
+        """
+        from ..compiler.analysis import prune
+
+        known = {t["name"] for t in self.terminals}
+        if not any(r.lhs == start for r in self.rules):
+            raise GrammarError(f"{source}: no value can satisfy it (empty language)", name=start)
+        rules = list(prune(self.rules, known, start, warn=False, source=source))
+        used = {s for r in rules for s in r.rhs} & known
+        terminals = tuple(t for t in self.terminals if t["name"] in used or t["ignored"])
+        return GrammarParts(terminals=terminals, rules=tuple(rules), start=start,
+                            source=source, lexer=lexer)

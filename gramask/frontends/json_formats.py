@@ -1,0 +1,123 @@
+"""What JSON Schema's ``format`` values mean as regexes over the decoded string, and when two
+schemas provably share no value (``oneOf`` is taken only then)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["FORMATS", "disjoint"]
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+_DATE = (r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+         r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+         r"|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+         r"-02-29)")
+_TIME = (r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"
+         r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,60}[A-Za-z0-9])?"
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_H16 = r"[0-9a-fA-F]{1,4}"
+_IPV6 = "(?:" + "|".join([
+    rf"(?:{_H16}:){{7}}{_H16}",
+    rf"(?:{_H16}:){{1,7}}:",
+    rf"(?:{_H16}:){{1,6}}:{_H16}",
+    rf"(?:{_H16}:){{1,5}}(?::{_H16}){{1,2}}",
+    rf"(?:{_H16}:){{1,4}}(?::{_H16}){{1,3}}",
+    rf"(?:{_H16}:){{1,3}}(?::{_H16}){{1,4}}",
+    rf"(?:{_H16}:){{1,2}}(?::{_H16}){{1,5}}",
+    rf"{_H16}:(?::{_H16}){{1,6}}",
+    rf":(?:(?::{_H16}){{1,7}}|:)",
+]) + ")"
+_URI_CHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})"
+_URI_QCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})"
+# the formats: regexes over the decoded string, all ASCII without characters JSON escapes
+FORMATS = {
+    "date": _DATE,
+    "time": _TIME,
+    "date-time": _DATE + "T" + _TIME,
+    "duration": (r"P(?:(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
+                 r"(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
+                 r"|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
+                 r"|[0-9]+W)"),
+    "email": (r"[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+)*"
+              rf"@{_LABEL}(?:\.{_LABEL}){{0,3}}"),
+    # at most 4 labels of at most 62 characters: never over the 253-character limit
+    "hostname": rf"{_LABEL}(?:\.{_LABEL}){{0,3}}",
+    "ipv4": rf"{_OCTET}(?:\.{_OCTET}){{3}}",
+    "ipv6": _IPV6,
+    "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    "uri": (rf"[A-Za-z][A-Za-z0-9+.\-]*:{_URI_CHAR}*(?:\?{_URI_QCHAR}*)?"
+            rf"(?:#{_URI_QCHAR}*)?"),
+}
+
+
+def _types_of(schema: Any) -> set[str] | None:
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return {_json_type(schema["const"])}
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return {_json_type(v) for v in schema["enum"]}
+    t = schema.get("type")
+    if t is None:
+        return None
+    ts = set(t if isinstance(t, list) else [t])
+    if "number" in ts:
+        ts.add("integer")
+    if "integer" in ts:
+        ts.add("number_int")
+    return ts
+
+
+def _values_of(schema: Any) -> set[str] | None:
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return {_canon(schema["const"])}
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return {_canon(v) for v in schema["enum"]}
+    return None
+
+
+def disjoint(a: Any, b: Any) -> bool:
+    """Conservative: True only if no JSON value can satisfy both schemas."""
+    if a is False or b is False:
+        return True
+    ta, tb = _types_of(a), _types_of(b)
+    if ta is not None and tb is not None:
+        norm = {"integer": "number", "number_int": "number"}
+        if not ({norm.get(t, t) for t in ta} & {norm.get(t, t) for t in tb}):
+            return True
+    va, vb = _values_of(a), _values_of(b)
+    if va is not None and vb is not None and not (va & vb):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        pa, pb = a.get("properties", {}), b.get("properties", {})
+        ra, rb = set(a.get("required", [])), set(b.get("required", []))
+        for k in ra & rb:
+            if k in pa and k in pb:
+                xa, xb = _values_of(pa[k]), _values_of(pb[k])
+                if xa is not None and xb is not None and not (xa & xb):
+                    return True
+    return False

@@ -1,0 +1,499 @@
+"""Byte automata of JSON strings whose *decoded* value is in a language.
+
+A JSON Schema constrains decoded strings (``"caf\\u00e9"`` is ``café``); the lexer reads the
+encoded bytes. Building the byte automaton directly from a character automaton of the decoded
+language handles the spellings exactly — raw UTF-8, short escapes, ``\\uXXXX`` in either
+case for controls and non-ASCII characters, surrogate pairs as one character — and, unlike a
+regex that spells all of that out for interegular, compiles in milliseconds: sub-states
+inside a multi-byte character or an escape are shared wherever the rest of the character
+cannot change the outcome. Two spellings are refused (never accepted, whatever the
+language): lone surrogates, and printable ASCII written as ``\\u0020``-``\\u007f``, which
+``json.dumps`` never writes; refusing the latter keeps keys, formats and patterns over ASCII
+at about one lexer state per character.
+
+A terminal carries its language as a small JSON spec (``TerminalSpec.automaton``):
+``{"words": [...]}`` (one of them), ``{"except": [...]}`` (none of them), ``{"regex": P,
+"min": m, "max": n}`` (a Python regex over the decoded value, whole match, and a length in
+code points; each part optional).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Callable, Hashable
+from functools import lru_cache
+
+import numpy as np
+
+from ..compiler.regex_bytes import MAX_BYTE_STATES, ByteDFA, _trim
+from ..errors import GrammarError
+
+__all__ = ["CharDFA", "json_string_dfa", "spec_dfa"]
+
+MAX_CP = 0x10FFFF
+_SHORT = {ord('"'): 0x22, ord("\\"): 0x5C, ord("/"): 0x2F, ord("b"): 0x08, ord("f"): 0x0C,
+          ord("n"): 0x0A, ord("r"): 0x0D, ord("t"): 0x09}
+_HEX = {**{ord(c): int(c, 16) for c in "0123456789abcdef"},
+        **{ord(c): int(c, 16) for c in "ABCDEF"}}
+Piece = tuple[int, int, int]
+
+
+class CharDFA:
+    """A DFA over code points: ``edges[q]`` are sorted disjoint (lo, hi, target) ranges."""
+
+    def __init__(self, edges: list[list[Piece]], finals: list[bool]) -> None:
+        self.edges = edges
+        self.finals = finals
+        self._los = [[lo for lo, _, _ in e] for e in edges]
+
+    def step(self, q: int, cp: int) -> int:
+        los = self._los[q]
+        i = bisect.bisect_right(los, cp) - 1
+        if i >= 0:
+            _, hi, t = self.edges[q][i]
+            if cp <= hi:
+                return t
+        return -1
+
+    def pieces(self, q: int, lo: int, hi: int) -> tuple[Piece, ...]:
+        """The transitions of ``q`` restricted to [lo, hi] (gaps are dead)."""
+        out = []
+        for a, b, t in self.edges[q]:
+            if b < lo or a > hi:
+                continue
+            out.append((max(a, lo), min(b, hi), t))
+        return tuple(out)
+
+    def trimmed(self) -> CharDFA:
+        """Edges into states that cannot reach a final state removed."""
+        n = len(self.edges)
+        alive = list(self.finals)
+        changed = True
+        while changed:
+            changed = False
+            for q in range(n):
+                if not alive[q] and any(alive[t] for _, _, t in self.edges[q]):
+                    alive[q] = changed = True
+        edges = [[p for p in e if alive[p[2]]] if alive[q] else [] for q, e in
+                 enumerate(self.edges)]
+        return CharDFA(edges, self.finals)
+
+    @staticmethod
+    def words(words: list[str], *, complement: bool = False) -> CharDFA:
+        """One of ``words`` (or, ``complement``, any string but them): a trie."""
+        kids: list[dict[int, int]] = [{}]
+        ends = [False]
+        for w in words:
+            q = 0
+            for c in w:
+                nxt = kids[q].get(ord(c))
+                if nxt is None:
+                    nxt = kids[q][ord(c)] = len(kids)
+                    kids.append({})
+                    ends.append(False)
+                q = nxt
+            ends[q] = True
+        if not complement:
+            edges = [[(c, c, t) for c, t in sorted(k.items())] for k in kids]
+            return CharDFA(edges, ends)
+        free = len(kids)
+        edges = []
+        for k in kids:
+            row: list[Piece] = []
+            nxt_lo = 0
+            for cp, t in sorted(k.items()):
+                if cp > nxt_lo:
+                    row.append((nxt_lo, cp - 1, free))
+                row.append((cp, cp, t))
+                nxt_lo = cp + 1
+            if nxt_lo <= MAX_CP:
+                row.append((nxt_lo, MAX_CP, free))
+            edges.append(row)
+        edges.append([(0, MAX_CP, free)])
+        return CharDFA(edges, [not x for x in ends] + [True])
+
+    @staticmethod
+    def length(lo: int, hi: int | None) -> CharDFA:
+        """Strings of ``lo`` to ``hi`` code points (``hi`` None: no upper bound)."""
+        top = hi if hi is not None else lo
+        edges: list[list[Piece]] = [[(0, MAX_CP, i + 1)] for i in range(top)]
+        edges.append([(0, MAX_CP, top)] if hi is None else [])
+        return CharDFA(edges, [i >= lo for i in range(top + 1)])
+
+    @staticmethod
+    def regex(pattern: str) -> CharDFA:
+        """The strings a Python regex matches as a whole (via interegular)."""
+        import interegular
+        from interegular.fsm import anything_else
+
+        try:
+            fsm = interegular.parse_pattern(pattern).to_fsm()
+        except Exception as e:  # interegular raises its own and ValueErrors
+            raise GrammarError(f"pattern /{pattern}/ cannot be compiled: {e}") from None
+        by_key: dict[object, list[int]] = {}
+        other_key: object = None
+        for tkey, symbols in fsm.alphabet.by_transition.items():
+            cps = by_key.setdefault(tkey, [])
+            for ch in symbols:
+                if ch is anything_else:
+                    other_key = tkey
+                else:
+                    cps.append(ord(ch))
+        explicit = sorted(cp for cps in by_key.values() for cp in cps)
+        key_ranges: dict[object, list[tuple[int, int]]] = {}
+        for key, cps in by_key.items():
+            rs = _ranges(sorted(cps))
+            if key == other_key:
+                rs = sorted(rs + _gaps(_ranges(explicit)))
+            key_ranges[key] = rs
+        states = sorted(fsm.states, key=repr)
+        index = {s: i for i, s in enumerate(states)}
+        edges: list[list[Piece]] = [[] for _ in states]
+        for s, moves in fsm.map.items():
+            for key, t in moves.items():
+                for lo, hi in key_ranges.get(key, ()):
+                    edges[index[s]].append((lo, hi, index[t]))
+        for row in edges:
+            row.sort()
+        finals = [s in fsm.finals for s in states]
+        # start state first
+        start = index[fsm.initial]
+        if start:
+            perm = list(range(len(states)))
+            perm[0], perm[start] = start, 0
+            inv = {old: new for new, old in enumerate(perm)}
+            edges = [[(lo, hi, inv[t]) for lo, hi, t in edges[old]] for old in perm]
+            finals = [finals[old] for old in perm]
+        return CharDFA(edges, finals)
+
+    def product(self, other: CharDFA) -> CharDFA:
+        """The intersection of two languages."""
+        index: dict[tuple[int, int], int] = {(0, 0): 0}
+        order = [(0, 0)]
+        edges: list[list[Piece]] = []
+        i = 0
+        while i < len(order):
+            a, b = order[i]
+            i += 1
+            e: list[Piece] = []
+            for lo, hi, ta in self.edges[a]:
+                for lo2, hi2, tb in other.pieces(b, lo, hi):
+                    key = (ta, tb)
+                    if key not in index:
+                        index[key] = len(order)
+                        order.append(key)
+                    e.append((lo2, hi2, index[key]))
+            edges.append(e)
+        finals = [self.finals[a] and other.finals[b] for a, b in order]
+        return CharDFA(edges, finals)
+
+
+def _ranges(cps: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for cp in cps:
+        if out and cp == out[-1][1] + 1:
+            out[-1] = (out[-1][0], cp)
+        elif not out or cp > out[-1][1]:
+            out.append((cp, cp))
+    return out
+
+
+def _gaps(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out = []
+    nxt = 0
+    for lo, hi in ranges:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CP:
+        out.append((nxt, MAX_CP))
+    return out
+
+
+# ---------------------------------------------------------------- char DFA → byte DFA
+_UTF8_MIN = {1: 0x80, 2: 0x800, 3: 0x10000}  # smallest code point of a 2/3/4-byte sequence
+
+
+def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
+    """The byte DFA of ``"`` + every JSON spelling of a string ``cdfa`` accepts + ``"``."""
+    cdfa = cdfa.trimmed()
+    index: dict[Hashable, int] = {}
+    order: list[Hashable] = []
+    rows: list[dict[int, int]] = []
+    finals: list[bool] = []
+
+    def sid(key: Hashable) -> int:
+        n = index.get(key)
+        if n is None:
+            n = index[key] = len(order)
+            order.append(key)
+            if len(order) > MAX_BYTE_STATES:
+                raise GrammarError(f"a JSON string terminal needs more than {MAX_BYTE_STATES:,} "
+                                   "automaton states")
+        return n
+
+    def effective(q: int, lo: int, hi: int) -> tuple[Piece, ...]:
+        """δ(q) over code points [lo, hi], surrogates excluded."""
+        ps = cdfa.pieces(q, lo, hi)
+        out = []
+        for a, b, t in ps:
+            for x, y in ((a, min(b, 0xD7FF)), (max(a, 0xE000), b)):
+                if x <= y and t >= 0:
+                    out.append((x, y, t))
+        return tuple(out)
+
+    def constant(ps: tuple[Piece, ...], lo: int, hi: int) -> int | None:
+        """The one target of ``ps`` if it covers [lo, hi] minus surrogates, else None."""
+        if not ps:
+            return None
+        t0 = ps[0][2]
+        if any(t != t0 for _, _, t in ps):
+            return None
+        covered = sum(b - a + 1 for a, b, _ in ps)
+        need = (hi - lo + 1) - max(0, min(hi, 0xDFFF) - max(lo, 0xD800) + 1)
+        return t0 if covered == need else None
+
+    def utf8_node(q: int, lo: int, hi: int, rem: int, first: tuple[int, int]) -> Hashable:
+        """Inside a UTF-8 character: ``rem`` continuation bytes to go, code points [lo, hi]
+        still possible, the next byte in ``first``."""
+        ps = effective(q, lo, hi)
+        if not ps:
+            return None
+        t = constant(ps, lo, hi)
+        if t is not None:
+            return ("skip", t, rem, first)
+        return ("utf8", q, lo, hi, rem, first)
+
+    def hex_range(base: int, k: int) -> tuple[int, int]:
+        return base, base + 16**k - 1
+
+    def unit_pieces(q: int, lo: int, hi: int) -> tuple[Piece, ...]:
+        """δ(q) over what UTF-16 units [lo, hi] can spell: BMP characters but printable
+        ASCII, and the astral characters of the high surrogates among them (lone lows are
+        dead)."""
+        ps = [(a, b, t) for x, y, t in effective(q, lo, hi)
+              for a, b in ((x, min(y, 0x1F)), (max(x, 0x80), y)) if a <= b]
+        hlo, hhi = max(lo, 0xD800), min(hi, 0xDBFF)
+        if hlo <= hhi:
+            ps += effective(q, 0x10000 + ((hlo - 0xD800) << 10),
+                            0x10000 + ((hhi - 0xD800) << 10) + 0x3FF)
+        return tuple(ps)
+
+    def unit_constant(q: int, lo: int, hi: int) -> tuple[bool, int | None]:
+        """(anything alive, the one target if all of it leads there)."""
+        ps = unit_pieces(q, lo, hi)
+        if not ps:
+            return False, None
+        t0 = ps[0][2]
+        if any(t != t0 for _, _, t in ps):
+            return True, None
+        covered = sum(b - a + 1 for a, b, _ in ps)
+        bmp = ((hi - lo + 1) - max(0, min(hi, 0xDFFF) - max(lo, 0xD800) + 1)
+               - max(0, min(hi, 0x7F) - max(lo, 0x20) + 1))
+        hlo, hhi = max(lo, 0xD800), min(hi, 0xDBFF)
+        astral = (hhi - hlo + 1) * 1024 if hlo <= hhi else 0
+        return True, (t0 if covered == bmp + astral else None)
+
+    def has_surrogates(lo: int, hi: int) -> bool:
+        """Whether [lo, hi] holds units a \\u escape treats specially: surrogates, and the
+        printable ASCII that must be written raw."""
+        return (lo <= 0xDFFF and hi >= 0xD800) or (lo <= 0x7F and hi >= 0x20)
+
+    def hex_node(q: int, base: int, k: int) -> Hashable:
+        lo, hi = hex_range(base, k)
+        alive, t = unit_constant(q, lo, hi)
+        if not alive:
+            return None
+        if t is not None:
+            return ("hexskip", t, base if has_surrogates(lo, hi) else None, k)
+        return ("hex", q, base, k)
+
+    def unit_done(q: int | None, t: int | None, unit: int) -> Hashable:
+        """After the 4th hex digit of ``\\uXXXX``."""
+        if 0xDC00 <= unit <= 0xDFFF or 0x20 <= unit <= 0x7F:
+            return None
+        if 0xD800 <= unit <= 0xDBFF:
+            if t is not None:
+                return ("pairskip", t)
+            assert q is not None
+            a = 0x10000 + ((unit - 0xD800) << 10)
+            alive, tt = unit_constant(q, unit, unit)
+            if not alive:
+                return None
+            del a
+            return ("pairskip", tt) if tt is not None else ("pair", q, unit)
+        if t is not None:
+            return ("char", t)
+        assert q is not None
+        nt = cdfa.step(q, unit)
+        return ("char", nt) if nt >= 0 else None
+
+    def fill_hex(key: tuple[object, ...], row: dict[int, Hashable]) -> None:
+        kind, qt, base, k = key
+        assert isinstance(qt, int) and isinstance(k, int)
+        for byte, d in _HEX.items():
+            if kind == "hexskip" and base is None:
+                row[byte] = ("char", qt) if k == 1 else ("hexskip", qt, None, k - 1)
+                continue
+            assert isinstance(base, int)
+            nb = base + d * 16 ** (k - 1)
+            if k == 1:
+                row[byte] = (unit_done(None, qt, nb) if kind == "hexskip"
+                             else unit_done(qt, None, nb))
+            elif kind == "hexskip":
+                lo, hi = hex_range(nb, k - 1)
+                if (lo >= 0xDC00 and hi <= 0xDFFF) or (lo >= 0x20 and hi <= 0x7F):
+                    continue  # only lone low surrogates or printable ASCII below
+                row[byte] = ("hexskip", qt, nb if has_surrogates(lo, hi) else None, k - 1)
+            else:
+                row[byte] = hex_node(qt, nb, k - 1)
+
+    def low_node(key: tuple[object, ...], base: int, k: int) -> Hashable:
+        lo, hi = hex_range(base, k)
+        if hi < 0xDC00 or lo > 0xDFFF:
+            return None
+        if key[0] == "pairskip_u":
+            return ("lowskip", key[1], base, k)
+        return ("low", key[1], key[2], base, k)
+
+    def fill_low(key: tuple[object, ...], row: dict[int, Hashable]) -> None:
+        if key[0] == "lowskip":
+            _, t, base, k = key
+            q = h = None
+        else:
+            _, q, h, base, k = key
+            t = None
+        assert isinstance(base, int) and isinstance(k, int)
+        for byte, d in _HEX.items():
+            nb = base + d * 16 ** (k - 1)
+            if k > 1:
+                lo, hi = hex_range(nb, k - 1)
+                if hi < 0xDC00 or lo > 0xDFFF:
+                    continue
+                row[byte] = (("lowskip", t, nb, k - 1) if t is not None
+                             else ("low", q, h, nb, k - 1))
+            elif 0xDC00 <= nb <= 0xDFFF:
+                if t is not None:
+                    row[byte] = ("char", t)
+                else:
+                    assert isinstance(q, int) and isinstance(h, int)
+                    cp = 0x10000 + ((h - 0xD800) << 10) + (nb - 0xDC00)
+                    nt = cdfa.step(q, cp)
+                    if nt >= 0:
+                        row[byte] = ("char", nt)
+
+    start = sid("start")
+    final = sid("final")
+    del start, final
+    i = 0
+    while i < len(order):
+        key = order[i]
+        i += 1
+        row: dict[int, Hashable] = {}
+        fin = False
+        if key == "start":
+            row[0x22] = ("char", 0)
+        elif key == "final":
+            fin = True
+        else:
+            assert isinstance(key, tuple)
+            kind = key[0]
+            if kind == "char":
+                q = key[1]
+                if cdfa.finals[q]:
+                    row[0x22] = "final"
+                for b in range(0x20, 0x80):
+                    if b in (0x22, 0x5C):
+                        continue
+                    t = cdfa.step(q, b)
+                    if t >= 0:
+                        row[b] = ("char", t)
+                row[0x5C] = ("esc", q)
+                for lead in range(0xC2, 0xF5):
+                    if lead < 0xE0:
+                        lo = (lead & 0x1F) << 6
+                        node = utf8_node(q, lo, lo + 0x3F, 1, (0x80, 0xBF))
+                    elif lead < 0xF0:
+                        lo = (lead & 0x0F) << 12
+                        first = (0xA0, 0xBF) if lead == 0xE0 else (0x80, 0x9F) if lead == 0xED \
+                            else (0x80, 0xBF)
+                        node = utf8_node(q, max(lo, 0x800), lo + 0xFFF, 2, first)
+                    else:
+                        lo = (lead & 0x07) << 18
+                        first = (0x90, 0xBF) if lead == 0xF0 else (0x80, 0x8F) if lead == 0xF4 \
+                            else (0x80, 0xBF)
+                        node = utf8_node(q, max(lo, 0x10000), min(lo + 0x3FFFF, MAX_CP), 3,
+                                         first)
+                    if node is not None:
+                        row[lead] = node
+            elif kind == "skip":
+                _, t, rem, (a, b) = key
+                nxt = ("char", t) if rem == 1 else ("skip", t, rem - 1, (0x80, 0xBF))
+                for byte in range(a, b + 1):
+                    row[byte] = nxt
+            elif kind == "utf8":
+                _, q, lo, hi, rem, (a, b) = key
+                width = 64 ** (rem - 1)
+                base = lo - (lo % (width * 64)) if rem > 0 else lo
+                for byte in range(a, b + 1):
+                    clo = max(lo, base + (byte - 0x80) * width)
+                    chi = min(hi, base + (byte - 0x80 + 1) * width - 1)
+                    if clo > chi:
+                        continue
+                    if rem == 1:
+                        t = cdfa.step(q, clo) if not 0xD800 <= clo <= 0xDFFF else -1
+                        if t >= 0:
+                            row[byte] = ("char", t)
+                    else:
+                        node = utf8_node(q, clo, chi, rem - 1, (0x80, 0xBF))
+                        if node is not None:
+                            row[byte] = node
+            elif kind == "esc":
+                q = key[1]
+                for byte, cp in _SHORT.items():
+                    t = cdfa.step(q, cp)
+                    if t >= 0:
+                        row[byte] = ("char", t)
+                node = hex_node(q, 0, 4)
+                if node is not None:
+                    row[ord("u")] = node
+            elif kind in ("hex", "hexskip"):
+                fill_hex(key, row)
+            elif kind in ("pair", "pairskip"):
+                # after a high surrogate: '\' 'u' then a low surrogate
+                row[0x5C] = (key[0] + "_u", *key[1:])
+            elif kind in ("pair_u", "pairskip_u"):
+                row[ord("u")] = low_node(key, 0, 4)
+            elif kind in ("low", "lowskip"):
+                fill_low(key, row)
+            else:  # pragma: no cover
+                raise AssertionError(key)
+        rows.append({b: sid(k) for b, k in row.items() if k is not None})
+        finals.append(fin)
+
+    trans = np.full((len(order), 256), -1, dtype=np.int64)
+    for src, row_ids in enumerate(rows):
+        for b, dst in row_ids.items():
+            trans[src, b] = dst
+    return _trim(trans, np.array(finals, dtype=bool))
+
+
+_Builder = Callable[[CharDFA], ByteDFA]
+
+
+@lru_cache(maxsize=512)
+def spec_dfa(spec: str) -> ByteDFA:
+    """The byte DFA of a terminal's ``automaton`` spec (see the module docstring); cached,
+    since schemas repeat their keys and string constraints."""
+    obj = json.loads(spec)
+    if "words" in obj:
+        cdfa = CharDFA.words(obj["words"])
+    elif "except" in obj:
+        cdfa = CharDFA.words(obj["except"], complement=True)
+    else:
+        cdfa = CharDFA.length(obj.get("min", 0), obj.get("max"))
+        if "regex" in obj:
+            rx = CharDFA.regex(obj["regex"])
+            cdfa = rx if ("min" not in obj and "max" not in obj) else rx.product(cdfa)
+    return json_string_dfa(cdfa)

@@ -1,0 +1,382 @@
+"""Regexes for JSON Schema's value constraints: JSON numbers in a range (digit by digit),
+JSON Schema ``pattern`` (ECMA 262) as a Python regex over the decoded string, and the
+``json.dumps`` spellings of a literal string. Character sets are lists of inclusive
+code-point ranges. (String *terminals* are built as automata: :mod:`.json_strings`.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from re import _constants as _sre_c
+from re import _parser as _sre_parse
+from typing import Any
+
+from ..errors import GrammarError
+
+__all__ = [
+    "JSON_NUMBER",
+    "JSON_STRING",
+    "digit_range_regex",
+    "integer_range_regex",
+    "literal_string_regex",
+    "number_range_regex",
+    "pattern_regex",
+]
+
+Ranges = list[tuple[int, int]]
+
+MAX_CP = 0x10FFFF
+_SURROGATES = (0xD800, 0xDFFF)
+_ALL: Ranges = [(0, 0xD7FF), (0xE000, MAX_CP)]
+# raw in a JSON string: anything but '"', '\' and the C0 controls (RFC 8259)
+_RAW: Ranges = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_CP)]
+
+
+def _norm(ranges: Iterable[tuple[int, int]]) -> Ranges:
+    out: Ranges = []
+    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def intersect(a: Ranges, b: Ranges) -> Ranges:
+    out = [(max(x, y), min(p, q)) for x, p in a for y, q in b]
+    return _norm(r for r in out if r[0] <= r[1])
+
+
+def complement(a: Ranges) -> Ranges:
+    out: Ranges = []
+    nxt = 0
+    for lo, hi in _norm(a):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CP:
+        out.append((nxt, MAX_CP))
+    return intersect(out, _ALL)
+
+
+def _cls_char(cp: int) -> str:
+    """One code point inside a regex class (the character itself: interegular reads no
+    \\u escapes; controls as \\x escapes)."""
+    c = chr(cp)
+    if cp < 0x20 or cp == 0x7F:
+        return f"\\x{cp:02x}"
+    if c in "\\]^-[":
+        return "\\" + c
+    return c
+
+
+def _class(ranges: Ranges) -> str:
+    """A regex character class for code-point ranges ('' for none); written negated when
+    that is shorter, since interegular enumerates the characters of a positive class."""
+    if not ranges:
+        return ""
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        cp = ranges[0][0]
+        c = chr(cp)
+        return c if (c.isalnum() and cp < 128) else "[" + _cls_char(cp) + "]"
+    # the complement over all code points, surrogates counted as members (the byte-level
+    # automaton leaves them out anyway)
+    with_sur = _norm([*ranges, _SURROGATES])
+    comp: Ranges = []
+    nxt = 0
+    for lo, hi in with_sur:
+        if lo > nxt:
+            comp.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CP:
+        comp.append((nxt, MAX_CP))
+    size = sum(hi - lo + 1 for lo, hi in ranges)
+    comp_size = sum(hi - lo + 1 for lo, hi in comp)
+    negate = comp_size < size
+    body = "".join(
+        _cls_char(lo) if lo == hi else f"{_cls_char(lo)}-{_cls_char(hi)}"
+        for lo, hi in (comp if negate else ranges)
+    )
+    if negate and not body:
+        return "[\\s\\S]"
+    return f"[^{body}]" if negate else f"[{body}]"
+
+
+_HEX = "0123456789abcdef"
+
+
+def _hex_digit_class(lo: int, hi: int) -> str:
+    chars = set()
+    for d in range(lo, hi + 1):
+        chars.add(_HEX[d])
+        chars.add(_HEX[d].upper())
+    if len(chars) == 1:
+        return next(iter(chars))
+    if lo == 0 and hi == 15:
+        return "[0-9a-fA-F]"
+    return "[" + "".join(sorted(chars)) + "]"
+
+
+def _dec_digit_class(lo: int, hi: int) -> str:
+    if lo == hi:
+        return str(lo)
+    return f"[{lo}-{hi}]"
+
+
+def digit_range_regex(lo: int, hi: int, width: int, base: int = 10) -> str:
+    """Regex for the ``width``-digit strings (leading zeros kept) whose value is in
+    [lo, hi]; base 16 digits match either case."""
+    dclass = _hex_digit_class if base == 16 else _dec_digit_class
+
+    def digits(x: int) -> list[int]:
+        out = []
+        for _ in range(width):
+            out.append(x % base)
+            x //= base
+        return out[::-1]
+
+    def rec(a: list[int], b: list[int]) -> str:
+        if not a:
+            return ""
+        n = len(a) - 1
+        rest_any = dclass(0, base - 1) + (f"{{{n}}}" if n > 1 else "") if n else ""
+        if a[0] == b[0]:
+            return dclass(a[0], a[0]) + rec(a[1:], b[1:])
+        if all(d == 0 for d in a[1:]) and all(d == base - 1 for d in b[1:]):
+            return dclass(a[0], b[0]) + rest_any
+        parts = []
+        lo_first = a[0]
+        if all(d == 0 for d in a[1:]):
+            mid_lo = a[0]
+        else:
+            parts.append(dclass(a[0], a[0]) + rec(a[1:], [base - 1] * n))
+            mid_lo = a[0] + 1
+        del lo_first
+        if all(d == base - 1 for d in b[1:]):
+            mid_hi = b[0]
+            tail = None
+        else:
+            mid_hi = b[0] - 1
+            tail = dclass(b[0], b[0]) + rec([0] * n, b[1:])
+        if mid_lo <= mid_hi:
+            parts.append(dclass(mid_lo, mid_hi) + rest_any)
+        if tail is not None:
+            parts.append(tail)
+        return "(?:" + "|".join(parts) + ")" if len(parts) > 1 else parts[0]
+
+    if lo > hi:
+        raise ValueError("empty range")
+    return rec(digits(lo), digits(hi))
+
+
+# the bundled JSON grammar's string: every spelling, lone surrogate escapes included
+_LOOSE_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
+JSON_STRING = f'"{_LOOSE_CHAR}*"'
+JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+
+
+def literal_string_regex(value: str) -> str:
+    """The JSON spellings of the string ``value`` that ``json.dumps`` writes (with and
+    without ``ensure_ascii``)."""
+    import json
+    import re
+
+    forms = dict.fromkeys([json.dumps(value, ensure_ascii=False), json.dumps(value)])
+    return "|".join(re.escape(f) for f in forms) if len(forms) == 1 else (
+        "(?:" + "|".join(re.escape(f) for f in forms) + ")")
+
+
+# ---------------------------------------------------------------- patterns (ECMA 262 subset)
+
+_DIGIT: Ranges = [(0x30, 0x39)]
+_WORD: Ranges = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
+# ECMA-262 WhiteSpace and LineTerminator
+_SPACE: Ranges = _norm([(9, 13), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                        (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+                        (0xFEFF, 0xFEFF)])
+_LINE_TERMINATORS: Ranges = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]
+_CATEGORIES = {
+    "CATEGORY_DIGIT": _DIGIT, "CATEGORY_NOT_DIGIT": complement(_DIGIT),
+    "CATEGORY_WORD": _WORD, "CATEGORY_NOT_WORD": complement(_WORD),
+    "CATEGORY_SPACE": _SPACE, "CATEGORY_NOT_SPACE": complement(_SPACE),
+}
+
+
+class PatternError(GrammarError):
+    """A ``pattern`` that cannot be turned into a finite automaton over JSON text."""
+
+
+def _set_of(items: list[tuple[Any, Any]], where: str) -> Ranges:
+    out: Ranges = []
+    negate = False
+    for op, av in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            out.append((int(av), int(av)))
+        elif name == "RANGE":
+            lo, hi = av
+            out.append((int(lo), int(hi)))
+        elif name == "CATEGORY":
+            out.extend(_CATEGORIES.get(str(av), []) or _bad(where, f"class {av}"))
+        else:
+            _bad(where, name)
+    ranges = _norm(out)
+    return complement(ranges) if negate else intersect(ranges, _ALL)
+
+
+def _bad(where: str, what: str) -> Ranges:
+    raise PatternError(f"{where}: pattern uses {what}, which gramask cannot compile")
+
+
+_ANY_DECODED = "(?:[^\\n]|\\n)"
+
+
+def pattern_regex(pattern: str, where: str) -> str:
+    """A Python regex, over the *decoded* string and matched as a whole, for the strings
+    that contain a match of the JSON Schema ``pattern`` (ECMA 262's unanchored search;
+    ``^``/``$`` only at the ends of the whole pattern).
+
+    ``.`` excludes the ECMA line terminators; ``\\d``, ``\\w``, ``\\s`` are ECMA's
+    classes. Raises :class:`PatternError` (a GrammarError) naming ``where`` for a pattern
+    with lookaround, backreferences, inline flags or anchors elsewhere.
+    """
+    try:
+        parsed = _sre_parse.parse(pattern)
+    except Exception as e:  # re.error, OverflowError
+        raise PatternError(f"{where}: invalid pattern {pattern!r}: {e}") from None
+    if parsed.state.flags & ~(_sre_c.SRE_FLAG_UNICODE):
+        _bad(where, "inline flags")
+    items = list(parsed)
+    start_anchor = end_anchor = False
+    if items and str(items[0][0]) == "AT" and str(items[0][1]) in ("AT_BEGINNING",
+                                                                   "AT_BEGINNING_STRING"):
+        start_anchor = True
+        items = items[1:]
+    if items and str(items[-1][0]) == "AT" and str(items[-1][1]) in ("AT_END", "AT_END_STRING"):
+        end_anchor = True
+        items = items[:-1]
+    body = _seq(items, where)
+    any_rep = f"{_ANY_DECODED}*"
+    return ("" if start_anchor else any_rep) + body + ("" if end_anchor else any_rep)
+
+
+def _seq(items: Iterable[tuple[Any, Any]], where: str) -> str:
+    return "".join(_item(op, av, where) for op, av in items)
+
+
+def _item(op: Any, av: Any, where: str) -> str:
+    name = str(op)
+    if name == "LITERAL":
+        return _class([(int(av), int(av))])
+    if name == "NOT_LITERAL":
+        return _class(complement([(int(av), int(av))]))
+    if name == "ANY":
+        return _class(complement(_LINE_TERMINATORS))
+    if name == "IN":
+        rx = _class(_set_of(av, where))
+        if not rx:
+            _bad(where, "an empty character class")
+        return rx
+    if name == "SUBPATTERN":
+        _group, add_flags, del_flags, sub = av
+        if add_flags or del_flags:
+            _bad(where, "inline flags")
+        return "(?:" + _seq(sub, where) + ")"
+    if name == "BRANCH":
+        _, alts = av
+        return "(?:" + "|".join(_seq(a, where) for a in alts) + ")"
+    if name in ("MAX_REPEAT", "MIN_REPEAT"):
+        lo, hi, sub = av
+        inner = "(?:" + _seq(sub, where) + ")"
+        if hi == _sre_c.MAXREPEAT:
+            return inner + ("*" if lo == 0 else "+" if lo == 1 else f"{{{lo},}}")
+        return inner + (f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}")
+    what = {"AT": "an anchor or word boundary inside the pattern", "ASSERT": "a lookaround",
+            "ASSERT_NOT": "a lookaround", "GROUPREF": "a backreference",
+            "GROUPREF_EXISTS": "a conditional group"}.get(name, name)
+    _bad(where, what)
+    return ""  # pragma: no cover
+
+
+# ---------------------------------------------------------------- numbers
+def _nonneg_int_regex(lo: int, hi: int | None) -> str:
+    """Decimal integers in [lo, hi] (hi None: unbounded), lo >= 0, no leading zeros; '' if
+    empty."""
+    if hi is not None and lo > hi:
+        return ""
+    parts = []
+    n_lo = len(str(lo))
+    n_hi = len(str(hi)) if hi is not None else n_lo
+    for width in range(n_lo, n_hi + 1):
+        a = max(lo, 10 ** (width - 1) if width > 1 else 0)
+        b = 10**width - 1 if hi is None else min(hi, 10**width - 1)
+        if a <= b:
+            parts.append(digit_range_regex(a, b, width))
+    if hi is None:
+        parts.append(f"[1-9][0-9]{{{n_lo},}}")
+    if not parts:
+        return ""
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+def integer_range_regex(lo: int | None, hi: int | None) -> str:
+    """JSON integers (no fraction, no exponent) in [lo, hi]; None is unbounded. '' if
+    empty."""
+    parts = []
+    if hi is None or hi >= 0:
+        pos = _nonneg_int_regex(max(lo, 0) if lo is not None else 0, hi)
+        if pos:
+            parts.append(pos)
+    if lo is None or lo < 0:  # magnitudes of the negative part: [max(1, -hi), -lo]
+        neg = _nonneg_int_regex(max(1, -hi) if hi is not None else 1,
+                                -lo if lo is not None else None)
+        if neg:
+            parts.append("-" + neg)
+    if not parts:
+        return ""
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+_ANY_FRAC = r"(?:\.[0-9]+)?"
+_ZERO_FRAC = r"(?:\.0+)?"
+_NONZERO_FRAC = r"\.[0-9]*[1-9][0-9]*"
+
+
+def _magnitude_regex(a: int, a_incl: bool, b: int | None, b_incl: bool) -> list[str]:
+    """Decimals n[.f] (no exponent) whose value m satisfies a <(=) m <(=) b, integral bounds,
+    a >= 0."""
+    parts = []
+    lo_any = a if a_incl else a + 1
+    hi_any = None if b is None else b - 1
+    any_n = _nonneg_int_regex(lo_any, hi_any)
+    if any_n:
+        parts.append(any_n + _ANY_FRAC)
+    if not a_incl and (b is None or b > a):
+        parts.append(_nonneg_int_regex(a, a) + _NONZERO_FRAC)
+    if b is not None and b_incl and (b > a or (b == a and a_incl)):
+        parts.append(_nonneg_int_regex(b, b) + _ZERO_FRAC)
+    return parts
+
+
+def number_range_regex(lo: int | None, lo_incl: bool, hi: int | None, hi_incl: bool) -> str:
+    """JSON numbers without exponent in the range given by integral bounds (None:
+    unbounded). '' if empty. (Exponents are left out: the range check is digit by digit.)"""
+    parts: list[str] = []
+    # non-negative values: magnitude in [max(lo, 0), hi]
+    if hi is None or hi > 0 or (hi == 0 and hi_incl):
+        if lo is None or lo < 0:
+            parts += _magnitude_regex(0, True, hi, hi_incl)
+        else:
+            parts += _magnitude_regex(lo, lo_incl, hi, hi_incl)
+    # negative values: magnitude in (max(-hi, 0), -lo]
+    if lo is None or lo < 0:
+        if hi is None or hi >= 0:
+            mags = _magnitude_regex(0, False, None if lo is None else -lo, lo_incl)
+        else:
+            mags = _magnitude_regex(-hi, hi_incl, None if lo is None else -lo, lo_incl)
+        parts += ["-" + m for m in mags]
+    if not parts:
+        return ""
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"

@@ -1,0 +1,99 @@
+"""Regular expressions and fixed choices as grammars (vLLM's ``regex`` and ``choice``).
+
+The whole output must match: a regex becomes one terminal and a one-symbol start rule, so
+the lexer DFA *is* the regex's automaton and the token tables are its rows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..errors import GrammarError, InvalidRegexError
+from .bnf import GrammarBuilder, GrammarParts
+
+__all__ = ["grammar_from_choices", "grammar_from_regex"]
+
+
+def grammar_from_regex(pattern: str) -> GrammarParts:
+    """The language of ``pattern`` (Python ``re`` syntax), matched as a whole.
+
+    Raises
+    ------
+    InvalidRegexError
+        The pattern does not parse.
+    UnsupportedRegexError
+        It has no finite automaton (lookaround, backreference, anchors inside).
+    GrammarError
+        It matches only the empty string.
+    """
+    if not isinstance(pattern, str):
+        raise GrammarError(f"a regex must be a string, not {type(pattern).__name__}")
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise InvalidRegexError(f"invalid regex {pattern!r}: {e}", name="REGEX") from None
+    body = pattern
+    # a leading ^ / trailing $ (or \A, \Z) is what whole-match means anyway
+    body = re.sub(r"^(?:\^|\\A)", "", body)
+    if re.search(r"(?<!\\)(?:\\\\)*(?:\$|\\Z)$", body):
+        body = body[:-2] if body.endswith("\\Z") else body[:-1]
+    from ..compiler.regex_bytes import _check_features
+
+    _check_features("REGEX", body)
+    b = GrammarBuilder()
+    if not re.fullmatch(body, ""):
+        b.rule("start", (b.terminal(f"(?:{body})", hint="REGEX"),))
+    else:
+        # a lexer terminal never matches the empty string: X* is taken as ε | X+
+        nonempty = _without_empty(body)
+        if nonempty is None:
+            raise GrammarError(
+                f"regex {pattern!r} matches the empty string; gramask takes such a regex only "
+                "in the form X* or X? (the output may be empty)", name="REGEX")
+        b.rule("start", (b.terminal(nonempty, hint="REGEX"),), ())
+    return b.parts("start", source=f"<regex {pattern[:40]!r}>", lexer="basic")
+
+
+def _without_empty(body: str) -> str | None:
+    """``X*`` → ``(?:X)+``, ``X?`` → ``(?:X)`` (when X itself cannot be empty), else None."""
+    from re import _parser as sre_parse
+    items = list(sre_parse.parse(body))
+    if len(items) != 1 or str(items[0][0]) not in ("MAX_REPEAT", "MIN_REPEAT"):
+        return None
+    lo, hi, _sub = items[0][1]
+    if lo != 0:
+        return None
+    m = re.fullmatch(r"(.*?)(\*|\?|\{0,(\d*)\})\??", body, re.S)
+    if m is None:
+        return None
+    inner = m.group(1)
+    if re.fullmatch(inner, ""):
+        return None
+    rep = "+" if hi == sre_parse.MAXREPEAT else f"{{1,{hi}}}"
+    return f"(?:{inner}){rep}"
+
+
+def grammar_from_choices(choices: Sequence[str]) -> GrammarParts:
+    """Exactly one of ``choices`` (strings, matched literally).
+
+    Raises
+    ------
+    GrammarError
+        No choices, a choice that is not a string, or only the empty string.
+    """
+    if isinstance(choices, str) or not isinstance(choices, Sequence):
+        raise GrammarError("choices must be a list of strings")
+    if not choices:
+        raise GrammarError("choices: the list is empty (no output would be allowed)")
+    for i, c in enumerate(choices):
+        if not isinstance(c, str):
+            raise GrammarError(f"choices[{i}] must be a string, not {type(c).__name__}")
+    nonempty = sorted({c for c in choices if c})
+    if not nonempty:
+        raise GrammarError("choices: only the empty string (no output to constrain)")
+    b = GrammarBuilder()
+    body = "|".join(re.escape(c) for c in sorted(nonempty, key=lambda c: (-len(c), c)))
+    term = b.terminal(f"(?:{body})", hint="CHOICE")
+    b.rule("start", (term,), *([()] if "" in choices else []))
+    return b.parts("start", source="<choices>", lexer="basic")

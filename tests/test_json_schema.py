@@ -1,0 +1,341 @@
+"""JSON Schema, regex and choices front ends, with ``jsonschema`` / ``re`` as the oracles.
+
+Instances are forced through compiled grammars: on a byte-level vocabulary (every text is
+forced byte by byte, so many schemas compile quickly) and on the real DeepSeek vocabulary
+with its own tokenizer. Soundness is the hard rule (accepted ⇒ valid); valid instances
+written in schema order must be accepted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import warnings
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gramask
+from gramask import Grammar
+from gramask.errors import GrammarError
+
+from ._support import hf_tokenizer
+
+jsonschema = pytest.importorskip("jsonschema")
+
+BYTES = gramask.Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b"</s>"],
+                                       eos_token_id=256, name="bytes")
+
+
+@functools.cache
+def _compiled(schema_text: str, whitespace: str = "flexible") -> gramask.CompiledGrammar:
+    g = Grammar.from_json_schema(schema_text, whitespace=whitespace)
+    return gramask.compile(g, BYTES, cache=False, progress=False)
+
+
+def accepts(cg: gramask.CompiledGrammar, ids: list[int]) -> bool:
+    """Force ``ids``; True iff every token is allowed (mask and advance agree) and the
+    result is complete (EOS allowed)."""
+    c = cg.constraint()
+    for t in ids:
+        mask = c.allowed()
+        if not mask[t]:
+            with pytest.raises(gramask.TokenRejected):
+                c.advance(t)
+            return False
+        c.advance(t)
+    mask = c.allowed()
+    assert bool(mask[cg.vocab.eos_token_id]) == c.is_complete()
+    return c.is_complete()
+
+
+def byte_ids(text: str) -> list[int]:
+    return list(text.encode("utf-8", "surrogatepass"))
+
+
+def valid(schema: Any, instance: Any) -> bool:
+    cls = jsonschema.validators.validator_for(schema)
+    return bool(cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(instance))
+
+
+def check(schema: Any, passing: list[Any], failing: list[Any], *,
+          texts: tuple[tuple[str, bool], ...] = ()) -> None:
+    """Each instance in both spellings (compact, and indented with flexible whitespace)."""
+    cg = _compiled(json.dumps(schema))
+    for inst in passing:
+        assert valid(schema, inst), inst
+        for text in (json.dumps(inst, separators=(",", ":")), json.dumps(inst, indent=2)):
+            assert accepts(cg, byte_ids(text)), text
+    for inst in failing:
+        assert not valid(schema, inst), inst
+        for text in (json.dumps(inst, separators=(",", ":")), json.dumps(inst, indent=1)):
+            assert not accepts(cg, byte_ids(text)), text
+    for text, expected in texts:  # raw texts: accepted as expected, never when invalid
+        got = accepts(cg, byte_ids(text))
+        assert got == expected, text
+        if got:
+            assert valid(schema, json.loads(text)), text
+
+
+def test_object_properties_required_additional() -> None:
+    schema = {"type": "object",
+              "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "required": ["name"]}
+    check(schema,
+          passing=[{"name": "x"}, {"name": "é\n\"", "age": -3}, {"name": "a", "extra": [1, {}]},
+                   {"name": "a", "age": 0, "nam": None}],
+          failing=[{}, {"age": 1}, {"name": 1}, {"name": "a", "age": 1.5}, [], "name"],
+          # a repeated key is refused (valid for jsonschema: the last one counts); printable
+          # ASCII spelled \u0061 is refused in keys and constrained strings
+          texts=(('{"name":"a","name":"b"}', False), ('{"name":"a","n\\u0061me":"b"}', False),
+                 ('{"n\\u0061me":"a"}', False), ('{"name":"\\ud83d\\ude00"}', True),
+                 ('{"name":"a","caf\\u00e9":1}', True), ('{"name":"a","\\u00e9":1}', True),
+                 ('{"name":"\\ud83d"}', True)))
+
+
+def test_additional_properties_false_and_schema() -> None:
+    check({"properties": {"a": {"type": "boolean"}}, "additionalProperties": False},
+          passing=[{}, {"a": True}], failing=[{"b": 1}, {"a": 1}, {"a": True, "c": 2}])
+    check({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}},
+          passing=[{"a": "s", "b": 1, "c": 2}], failing=[{"b": "s"}, {"a": 1, "b": 1.5}])
+
+
+def test_strings() -> None:
+    check({"type": "string", "minLength": 2, "maxLength": 3},
+          passing=["ab", "😀😀", "é\n\"", "abc"], failing=["a", "abcd", "😀", 12])
+    check({"type": "string", "pattern": "^[a-z]+[0-9]{2}$"},
+          passing=["ab12", "z00"], failing=["ab1", "AB12", "1ab12"],
+          # Python's $ also matches before a final newline; ECMA's (and gramask's) does not
+          texts=(('"ab12\\n"', False),))
+    check({"type": "string", "pattern": "b+c"}, passing=["abbcd", "bc"], failing=["ac", ""])
+    check({"type": "string", "pattern": "^x", "maxLength": 2},
+          passing=["x", "xy"], failing=["xyz", "yx"])
+    check({"enum": ["red", "green", 3, None, [1, "a"]]},
+          passing=["red", "green", 3, None, [1, "a"]], failing=["blue", "re", 4, [1]])
+    check({"const": "café"}, passing=["café"], failing=["cafe", "caf"])
+
+
+@pytest.mark.parametrize(("fmt", "good", "bad"), [
+    ("date", ["2024-02-29", "2023-12-31"], ["2023-02-29", "2023-13-01", "2023-1-01"]),
+    ("date-time", ["2024-01-02T03:04:05Z", "2024-01-02T03:04:05.5+01:00"],
+     ["2024-01-02 03:04:05", "2024-01-02T25:00:00Z"]),
+    ("ipv4", ["192.168.0.1", "0.0.0.0"], ["256.1.1.1", "01.1.1.1", "1.1.1"]),
+    ("ipv6", ["::1", "fe80::1", "2001:db8:0:0:0:0:2:1"], ["1:2:3", ":::", "1::2::3"]),
+    ("uuid", ["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000"]),
+    ("email", ["a.b@example.com"], ["no-at-sign"]),
+])
+def test_formats(fmt: str, good: list[str], bad: list[str]) -> None:
+    cg = _compiled(json.dumps({"type": "string", "format": fmt}))
+    for s in good:
+        assert accepts(cg, byte_ids(json.dumps(s))), s
+    for s in bad:
+        assert not accepts(cg, byte_ids(json.dumps(s))), s
+
+
+def test_numbers() -> None:
+    check({"type": "integer", "minimum": -3, "exclusiveMaximum": 12},
+          passing=[-3, 0, 11], failing=[-4, 12, 100, 1.5, "1"])
+    check({"type": "number", "exclusiveMinimum": 0, "maximum": 10},
+          passing=[0.5, 1, 10, 10.0, 9.99], failing=[0, 0.0, -1, 10.01, 11])
+    check({"type": "integer", "multipleOf": 5}, passing=[0, 5, -15, 1000], failing=[3, 51])
+    check({"type": ["integer", "null"], "maximum": 2}, passing=[None, 2, -7], failing=[3, "x"])
+
+
+def test_arrays() -> None:
+    check({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
+          passing=[[1], [1, 2, 3]], failing=[[], [1, 2, 3, 4], [1, "a"]])
+    check({"prefixItems": [{"type": "string"}, {"type": "boolean"}], "items": False},
+          passing=[[], ["a"], ["a", True]], failing=[[1], ["a", True, 1]])
+    check({"$schema": "http://json-schema.org/draft-07/schema#",
+           "items": [{"type": "string"}], "additionalItems": {"type": "integer"}},
+          passing=[["a", 1, 2]], failing=[["a", "b"], [1]])
+
+
+def test_refs_recursion_and_combinators() -> None:
+    tree = {"$defs": {"node": {"type": "object",
+                               "properties": {"v": {"type": "integer"},
+                                              "kids": {"type": "array",
+                                                       "items": {"$ref": "#/$defs/node"}}},
+                               "required": ["v"], "additionalProperties": False}},
+            "$ref": "#/$defs/node"}
+    check(tree, passing=[{"v": 1}, {"v": 1, "kids": [{"v": 2, "kids": [{"v": 3}]}]}],
+          failing=[{"v": 1, "kids": [{"w": 2}]}, {"kids": []}])
+    check({"anyOf": [{"type": "string", "maxLength": 1}, {"type": "integer", "minimum": 5}]},
+          passing=["a", 5, 99], failing=["ab", 4])
+    check({"oneOf": [{"type": "string"}, {"type": "null"}]}, passing=["a", None], failing=[1])
+    check({"allOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                     {"properties": {"a": {"minimum": 3}, "b": {"type": "string"}}}]},
+          passing=[{"a": 3}, {"a": 4, "b": "x"}], failing=[{"a": 2}, {"b": "x"},
+                                                           {"a": 3, "b": 1}])
+    check({"type": "object", "minProperties": 1, "maxProperties": 2},
+          passing=[{"a": 1}, {"a": 1, "b": 2}], failing=[{}, {"a": 1, "b": 2, "c": 3}])
+    check({"patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": False},
+          passing=[{}, {"x-a": 1}], failing=[{"y": 1}, {"x-a": "s"}])
+
+
+def test_any_json_value_and_object() -> None:
+    cg = gramask.compile(Grammar.json_value(object_only=True), BYTES, cache=False,
+                         progress=False)
+    for text in ('{}', '{"a": [1, {"b": null}], "c": "\\u00e9"}'):
+        assert accepts(cg, byte_ids(text))
+    for text in ('[]', '1', '{"a":}', '{"a":1,}'):
+        assert not accepts(cg, byte_ids(text))
+
+
+def test_compact_whitespace() -> None:
+    cg = _compiled(json.dumps({"type": "array", "items": {"type": "integer"}}), "compact")
+    assert accepts(cg, byte_ids("[1,2]"))
+    assert not accepts(cg, byte_ids("[1, 2]"))
+
+
+@pytest.mark.parametrize(("schema", "keyword", "pointer"), [
+    ({"properties": {"a": {"not": {"type": "string"}}}}, "not", "#/properties/a"),
+    ({"items": {"uniqueItems": True}}, "uniqueItems", "#/items"),
+    ({"type": "string", "format": "ipv5"}, "format", "#"),
+    ({"if": {}, "then": {}}, "if", "#"),
+    ({"$ref": "http://example.com/s.json"}, "$ref", "#"),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "oneOf", "#"),
+    ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#"),
+    ({"type": "number", "minimum": 0.5}, "minimum", "#"),
+])
+def test_unsupported_keywords_are_refused(schema: Any, keyword: str, pointer: str) -> None:
+    with pytest.raises(GrammarError) as e:
+        Grammar.from_json_schema(schema)
+    assert repr(keyword) in str(e.value) and pointer in str(e.value)
+    assert e.value.name == keyword
+
+
+def test_lenient_ignores_with_a_warning() -> None:
+    from gramask.frontends.json_schema import SchemaWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = Grammar.from_json_schema({"type": "integer", "not": {"const": 3}}, lenient=True)
+    assert any(issubclass(w.category, SchemaWarning) and "'not'" in str(w.message)
+               for w in caught)
+    assert g.rules
+
+
+def test_bad_schemas() -> None:
+    for bad in ("{", {"type": "strin"}, {"$ref": "#/nowhere"}, {"type": "object",
+                                                               "required": ["a"],
+                                                               "additionalProperties": False}):
+        with pytest.raises(GrammarError):
+            Grammar.from_json_schema(bad)
+
+
+# ------------------------------------------------------------------ properties (hypothesis)
+PROPERTY_SCHEMA = {
+    "type": "object",
+    "properties": {"id": {"type": "integer", "minimum": -5, "maximum": 20},
+                   "tag": {"type": "string", "maxLength": 3},
+                   "on": {"type": "boolean"}},
+    "required": ["id"],
+    "additionalProperties": {"type": ["number", "null"]},
+}
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-30, 30),
+                      st.floats(-1e3, 1e3, allow_nan=False), st.text(max_size=4))
+json_values = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                           max_leaves=8)
+candidate = st.fixed_dictionaries(
+    {}, optional={"id": st.one_of(st.integers(-8, 25), json_leaf), "tag": json_leaf,
+                  "on": json_leaf}).flatmap(
+    lambda d: st.dictionaries(st.text(max_size=3), json_values, max_size=2).map(
+        lambda extra: {**{k: d[k] for k in PROPERTY_SCHEMA["properties"] if k in d},
+                       **{k: v for k, v in extra.items()
+                          if k not in PROPERTY_SCHEMA["properties"]}}))  # schema order
+
+
+@settings(max_examples=150, deadline=None)
+@given(candidate, st.booleans())
+def test_accepted_iff_valid_in_schema_order(inst: dict[str, Any], compact: bool) -> None:
+    cg = _compiled(json.dumps(PROPERTY_SCHEMA))
+    text = json.dumps(inst, separators=(",", ":")) if compact else json.dumps(inst, indent=1)
+    assert accepts(cg, byte_ids(text)) == valid(PROPERTY_SCHEMA, inst)
+
+
+# ------------------------------------------------------------------ the real vocabulary
+def test_forcing_through_deepseek_tokens() -> None:
+    tok = hf_tokenizer("deepseek-v4")
+    vocab = gramask.Vocabulary.bundled("deepseek-v4")
+    schema = {"type": "object",
+              "properties": {"city": {"type": "string", "maxLength": 20},
+                             "temps": {"type": "array", "items": {"type": "number"},
+                                       "maxItems": 4},
+                             "unit": {"enum": ["celsius", "fahrenheit"]}},
+              "required": ["city", "unit"], "additionalProperties": False}
+    cg = gramask.compile(Grammar.from_json_schema(schema), vocab, progress=False)
+    good = [{"city": "Zürich", "temps": [1.5, -2, 30], "unit": "celsius"},
+            {"city": "", "unit": "fahrenheit"}]
+    bad = [{"city": "x" * 21, "unit": "celsius"}, {"city": "a", "unit": "kelvin"},
+           {"city": "a", "temps": [1, 2, 3, 4, 5], "unit": "celsius"}, {"unit": "celsius"}]
+    for inst in good:
+        for text in (json.dumps(inst, separators=(",", ":")), json.dumps(inst, indent=2),
+                     json.dumps(inst, ensure_ascii=False)):
+            assert accepts(cg, tok(text)), text
+    for inst in bad:
+        assert not accepts(cg, tok(json.dumps(inst))), inst
+
+
+def test_regex_and_choices() -> None:
+    cg = gramask.compile(Grammar.from_regex(r"\d{3}-\d{4}"), BYTES, cache=False,
+                         progress=False)
+    for text, ok in (("555-1234", True), ("555-123", False), ("5551234", False)):
+        assert accepts(cg, byte_ids(text)) == ok == bool(re.fullmatch(r"\d{3}-\d{4}", text))
+    cg = gramask.compile(Grammar.from_regex(r"^(ab)*$"), BYTES, cache=False, progress=False)
+    assert accepts(cg, []) and accepts(cg, byte_ids("abab")) and not accepts(cg, byte_ids("a"))
+    cg = gramask.compile(Grammar.from_choices(["yes", "no", "yesno"]), BYTES, cache=False,
+                         progress=False)
+    for text in ("yes", "no", "yesno"):
+        assert accepts(cg, byte_ids(text))
+    for text in ("", "ye", "noyes"):
+        assert not accepts(cg, byte_ids(text))
+    for bad in ("(?<=a)b", "(a", "a{0}"):
+        with pytest.raises(GrammarError):
+            Grammar.from_regex(bad)
+    with pytest.raises(GrammarError):
+        Grammar.from_choices([])
+
+
+def test_cli_compiles_schema_regex_choices(tmp_path: Any, capsys: Any) -> None:
+    from gramask.cli import main
+
+    schema = tmp_path / "point.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"x": {"type": "integer"}},
+                                  "required": ["x"], "additionalProperties": False}))
+    out = tmp_path / "point.gmask"
+    assert main(["compile", str(schema), "--vocab", "gpt2", "-o", str(out), "-q"]) == 0
+    prefix = tmp_path / "prefix.txt"
+    prefix.write_text('{"x": 1')
+    assert main(["mask", str(out), "--prefix-file", str(prefix), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert report["complete"] is False
+    assert main(["compile", "--regex", "[0-9]{3}", "--vocab", "gpt2", "-o",
+                 str(tmp_path / "r.gmask"), "-q"]) == 0
+    assert main(["inspect", str(tmp_path / "r.gmask")]) == 0
+    assert main(["compile", "--choices", "yes", "no", "--vocab", "gpt2", "-o",
+                 str(tmp_path / "c.gmask"), "-q"]) == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"properties": {"a": {"not": {}}}}')
+    assert main(["compile", str(bad), "--vocab", "gpt2", "-q"]) == 1
+    assert "'not' at #/properties/a" in capsys.readouterr().err
+
+
+def test_allof_merges_are_exact_or_refused() -> None:
+    # the suite's "prefixItems in allOf does not constrain items": refused, never merged
+    # into "items after the prefix"
+    with pytest.raises(GrammarError, match="prefixItems"):
+        Grammar.from_json_schema({"allOf": [{"prefixItems": [{"minimum": 3}]}],
+                                  "items": {"minimum": 5}})
+    check({"allOf": [{"type": "array", "items": {"type": "integer"}}, {"maxItems": 2}],
+           "items": {"minimum": 0}},
+          passing=[[], [0, 7]], failing=[[-1], [1, 2, 3], ["a"]])
+
+
+def test_long_counted_lengths_are_refused() -> None:
+    with pytest.raises(GrammarError, match="'maxLength' at #/properties/q"):
+        Grammar.from_json_schema({"properties": {"q": {"type": "string", "maxLength": 200}}})
