@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .compiler.analysis import GrammarWarning
     from .compiler.pipeline import Compiler, compile
     from .grammar import Grammar
-    from .runtime.constraint import Constraint
+    from .runtime.core.constraint import Constraint
     from .runtime.limits import RuntimeLimits
     from .vocab import Vocabulary
 
@@ -47,7 +47,7 @@ _LAZY = {
     "compile": ("gramask.compiler.pipeline", "compile"),
     "Compiler": ("gramask.compiler.pipeline", "Compiler"),
     "CompiledGrammar": ("gramask.compiled", "CompiledGrammar"),
-    "Constraint": ("gramask.runtime.constraint", "Constraint"),
+    "Constraint": ("gramask.runtime.core.constraint", "Constraint"),
     "RuntimeLimits": ("gramask.runtime.limits", "RuntimeLimits"),
     "GrammarWarning": ("gramask.compiler.analysis", "GrammarWarning"),
     "grammars": ("gramask.grammars", None),

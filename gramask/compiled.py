@@ -19,7 +19,7 @@ from .compiler.parse_tables import ParseTables
 from .compiler.tables import TokenTables
 from .errors import ArtifactError
 from .grammar import Grammar
-from .runtime.constraint import Constraint
+from .runtime.core.constraint import Constraint
 from .runtime.limits import RuntimeLimits
 from .vocab import Vocabulary
 
@@ -62,9 +62,9 @@ class CompiledGrammar:
             self._limits = limits
             self._builder = None
         if self._builder is None:
-            from .runtime.earley import Automaton
-            from .runtime.masks import MaskBuilder
-            from .runtime.parse_state import ParserContext
+            from .runtime.core.earley import Automaton
+            from .runtime.core.masks import MaskBuilder
+            from .runtime.core.parse_state import ParserContext
 
             pt = self.parse_tables
             sym = {s: i for i, s in enumerate(pt.symbols)}
@@ -85,7 +85,7 @@ class CompiledGrammar:
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
             if self.grammar.lexer == "contextual":
-                from .runtime.contextual import ContextualLexer
+                from .runtime.core.contextual_lexer import ContextualLexer
 
                 special = np.array(
                     [self.vocab.is_special(i) for i in range(len(self.vocab))], dtype=bool
@@ -147,11 +147,11 @@ class CompiledGrammar:
                         "mode with Python-style indentation is not built yet: compile it with "
                         "Grammar.from_lark(..., lexer='basic')"
                     )
-                from .runtime.fim_contextual import contextual_fim_constraint
+                from .runtime.fim.contextual import contextual_fim_constraint
 
                 return contextual_fim_constraint(
                     self._runtime(limits), self.vocab, prefix, suffix, self.grammar)
-            from .runtime.fim import fim_constraint
+            from .runtime.fim.constraint import fim_constraint
 
             builder = self._runtime(limits)
             return fim_constraint(builder, self.vocab, prefix, suffix, self.grammar, max_tokens,
@@ -160,7 +160,7 @@ class CompiledGrammar:
         builder = self._runtime(limits)
         cls = Constraint
         if self.grammar.lexer == "contextual":
-            from .runtime.budget_contextual import ContextualBudgetConstraint
+            from .runtime.budget.contextual import ContextualBudgetConstraint
 
             cls = ContextualBudgetConstraint
         return cls(
@@ -172,8 +172,8 @@ class CompiledGrammar:
         """The budget planner of ``builder`` (built on first use: about a second for a
         programming language against a 100k+ vocabulary)."""
         if builder.planner is None:
-            from .runtime.budget import BudgetPlanner
-            from .runtime.budget_contextual import ContextualBudgetPlanner
+            from .runtime.budget.contextual import ContextualBudgetPlanner
+            from .runtime.budget.planner import BudgetPlanner
 
             ind = self.grammar.indentation
             sid = {s: i for i, s in enumerate(self.parse_tables.symbols)}
@@ -286,13 +286,3 @@ class CompiledGrammar:
             "lexer": self.grammar.lexer,
             "lexer_diagnostics": self.info.get("lexer_diagnostics", []),
         }
-
-
-
-def __getattr__(name: str) -> Any:
-    """``gramask.compiled.compile``/``build`` moved to ``gramask.compiler.pipeline``."""
-    if name in ("compile", "build", "Compiler"):
-        from .compiler import pipeline
-
-        return getattr(pipeline, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -229,7 +229,7 @@ def test_bad_terminals_name_the_terminal_and_line(text: str, error: type, line: 
 def test_table_masks_equal_token_walks_with_real_vocab(grammar: str) -> None:
     """The contextual tables (forks decided per parser state) give exactly the mask of
     walking every token's bytes under the contextual rule (the vocabulary trie walk)."""
-    from gramask.runtime.contextual import ContextualLexer
+    from gramask.runtime.core.contextual_lexer import ContextualLexer
 
     vocab = gramask.Vocabulary.bundled("gpt2")
     cg = gramask.compile(gramask.Grammar.from_lark(grammar), vocab, cache=False, progress=False)

@@ -213,8 +213,8 @@ def test_equivalent_prefix_lands_on_the_same_state() -> None:
     very same state as the whole prefix, and is much shorter on real code."""
     import inspect
 
-    from gramask.runtime.constraint import Constraint
-    from gramask.runtime.fim import equivalent_prefix
+    from gramask.runtime.core.constraint import Constraint
+    from gramask.runtime.fim.constraint import equivalent_prefix
 
     cg = compiled("python", "gpt2")
     b = cg._runtime()

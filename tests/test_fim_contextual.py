@@ -318,7 +318,7 @@ def test_lattice_trade_a_path_no_real_lexing_takes() -> None:
 def test_boundary_lexeme_the_suffix_cannot_continue_is_refused(grammars) -> None:
     """Prefix ``00``, suffix ``0``: the middle ``00`` ends (``00000``); a third ``0`` would
     make the lexeme ``00000``, which the suffix's ``0`` cannot continue: refused by the mask
-    and by ``advance`` (gramask.runtime.boundary), so the mask is never empty."""
+    and by ``advance`` (gramask.runtime.fim.boundary), so the mask is never empty."""
     cg, toks = grammars[BINARY]
     zero = toks.index("0")
     c = _force(cg.constraint(prefix="00", suffix="0"), toks, "00")
@@ -333,8 +333,8 @@ def test_boundary_lexeme_the_suffix_cannot_continue_is_refused(grammars) -> None
 
 def test_lattice_is_pruned_to_paths_that_reach_the_end() -> None:
     """Edges kept grow with the suffix's lexemes, not with every terminal at every byte."""
-    from gramask.runtime.quotient import base_for
-    from gramask.runtime.suffix_lattice import parse_suffix_lattice
+    from gramask.runtime.fim.quotient import base_for
+    from gramask.runtime.fim.suffix_lattice import parse_suffix_lattice
 
     cg, _ = _chars(ASSIGN)
     b = cg._runtime()
@@ -347,7 +347,7 @@ def test_lattice_is_pruned_to_paths_that_reach_the_end() -> None:
 def _naive_edges(cx, suffix: bytes, starts: list[int]) -> dict[int, list[tuple[int, int]]]:
     """The lattice by definition: from each reachable start, walk the lexer DFA until it
     dies; an edge per terminal that can end where it dies (or at the end)."""
-    from gramask.runtime.suffix_lattice import end_rule
+    from gramask.runtime.fim.suffix_lattice import end_rule
 
     rule = end_rule(cx).ends
     n = len(suffix)
@@ -386,7 +386,7 @@ def test_lattice_edges_by_definition(grammar: str) -> None:
     """Walks that meet an earlier walk's (lexer state, offset) reuse its later edges: the
     lattice is still the one of the definition (a line-long terminal from every word of a
     line is walked once, not once per word)."""
-    from gramask.runtime.suffix_lattice import boundary_ends, lattice_edges
+    from gramask.runtime.fim.suffix_lattice import boundary_ends, lattice_edges
 
     cg, toks = _chars(grammar)
     cx = cg._runtime().contextual
@@ -477,7 +477,7 @@ def test_bundled_json_broken_suffix_and_random_walk(json_ctx) -> None:
 def test_equivalent_prefix_lands_on_the_same_state(grammars) -> None:
     """The loop-erased prefix the quotient reads leaves the real (original) lexer and parser
     exactly where the whole prefix does."""
-    from gramask.runtime.fim_contextual import equivalent_prefix
+    from gramask.runtime.fim.contextual import equivalent_prefix
 
     rnd = random.Random(3)
     for g in (ASSIGN, CONFIG, KEYWORDS):

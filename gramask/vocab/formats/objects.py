@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import VocabularyError
-from ..builder import Builder, add_added
-from ..core import Vocabulary
+from ..builder import Builder, VocabularyParts, add_added
 from ..decoders import byte_fallback
 from ..files import parse_json
 from .hf import build_hf
@@ -21,7 +20,7 @@ from .tiktoken import from_tiktoken_encoding
 __all__ = ["from_tokenizer"]
 
 
-def from_tokenizer(tok: Any) -> Vocabulary:
+def from_tokenizer(tok: Any) -> VocabularyParts:
     """From a live tokenizer object.
 
     Accepts a ``tokenizers.Tokenizer``, a transformers ``PreTrainedTokenizerFast`` (its
@@ -49,7 +48,7 @@ def from_tokenizer(tok: Any) -> Vocabulary:
         v = from_tiktoken_encoding(inner, name)
         eos = getattr(tok, "eod_id", None)
         if eos is not None and v.eos_token_id is None:
-            v = Vocabulary(v.tokens, special=v.special_ids, eos_token_id=eos, name=v.name)
+            v = v._replace(eos_token_id=int(eos))
         return v
     if hasattr(tok, "get_vocab") and hasattr(tok, "convert_ids_to_tokens"):  # slow HF
         return _from_slow_transformers(tok, name)
@@ -71,7 +70,7 @@ def _add_transformers_specials(b: Builder, tok: Any) -> None:
             b.special.add(int(i))
 
 
-def _from_slow_transformers(tok: Any, name: str) -> Vocabulary:
+def _from_slow_transformers(tok: Any, name: str) -> VocabularyParts:
     vocab: dict[str, int] = dict(tok.get_vocab())
     byte_decoder = getattr(tok, "byte_decoder", None)
     b = Builder()

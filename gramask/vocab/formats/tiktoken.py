@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import VocabularyError
-from ..builder import Builder
-from ..core import Vocabulary
+from ..builder import Builder, VocabularyParts
 
 __all__ = ["QWEN2_SPECIALS", "build_tiktoken", "from_tiktoken_encoding", "qwen_specials"]
 
@@ -75,7 +74,7 @@ def build_tiktoken(p: Path, raw: bytes) -> Builder:
     return b
 
 
-def from_tiktoken_encoding(enc: Any, name: str) -> Vocabulary:
+def from_tiktoken_encoding(enc: Any, name: str) -> VocabularyParts:
     b = Builder()
     specials = dict(getattr(enc, "_special_tokens", {}) or {})
     for tok, i in getattr(enc, "_mergeable_ranks", {}).items():

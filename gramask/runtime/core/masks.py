@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.lexer import LexerDFA
-from ..compiler.tables import TokenTables, expand_row, group_row, select_tokens
-from ..encoding import bits_of_rows, decode_nl, words_of_bits
-from .contextual import ContextualLexer
-from .limits import memo_size
-from .memo import BoundedMemo
+from ...compiler.lexer import LexerDFA
+from ...compiler.tables import TokenTables, expand_row, group_row, select_tokens
+from ...encoding import bits_of_rows, decode_nl, words_of_bits
+from ..limits import memo_size
+from ..memo import BoundedMemo
+from .contextual_lexer import ContextualLexer
 from .parse_state import ParserContext, PState
 
 __all__ = ["MaskBuilder", "walk_row_trie"]
@@ -167,7 +167,7 @@ class MaskBuilder:
         self.continuation_t = continuation_terminal
         # set for grammars in the contextual lexer mode: it then answers walks and masks
         self.contextual: ContextualLexer | None = None
-        # token budgets' planner (gramask.runtime.budget), built on the first budget
+        # token budgets' planner (gramask.runtime.budget.planner), built on the first budget
         self.planner: Any = None
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         # rows expanded in full (``row``), and as masks use them (``_mask_row``: a diff row
@@ -256,7 +256,7 @@ class MaskBuilder:
 
     def _verdicts(self, p: PState) -> np.ndarray:
         """Per end class, the verdict for a row's nodes that end there: ``class_vector``
-        (the fill-in-the-middle quotient refines it, :mod:`gramask.runtime.boundary`)."""
+        (the fill-in-the-middle quotient refines it, :mod:`gramask.runtime.fim.boundary`)."""
         return self.class_vector(p)
 
     def end_ok(self, p: PState, q: int) -> bool:

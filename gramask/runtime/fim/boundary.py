@@ -1,6 +1,6 @@
 """Fill-in-the-middle: can a lexeme in progress still be the one the suffix continues?
 
-A boundary marker of the quotient (:mod:`gramask.runtime.quotient`) stands for the middle's
+A boundary marker of the quotient (:mod:`gramask.runtime.fim.quotient`) stands for the middle's
 last lexeme continued into ``S[:k]`` and ended there as terminal ``a``, then the rest of the
 suffix. That a lexeme in progress can still become ``a`` is not enough for it to be that
 lexeme: it must also be able to take ``S[:k]``. After ``--`` with the suffix ``>``
@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..compiler.tables import select_tokens
-from ..encoding import words_of_bits
-from .contextual import ContextualLexer, _int_words
-from .limits import memo_size
-from .masks import MaskBuilder, walk_row_trie
-from .memo import MISSING, BoundedMemo
-from .parse_state import ParserContext, PState
+from ...compiler.tables import select_tokens
+from ...encoding import words_of_bits
+from ..core.contextual_lexer import ContextualLexer, _int_words
+from ..core.masks import MaskBuilder, walk_row_trie
+from ..core.parse_state import ParserContext, PState
+from ..limits import memo_size
+from ..memo import MISSING, BoundedMemo
 from .suffix_lexing import Branch
 
 if TYPE_CHECKING:
-    from ..vocab import Vocabulary
+    from ...vocab import Vocabulary
 
 __all__ = ["BoundaryContextualLexer", "BoundaryFilter", "BoundaryMaskBuilder", "boundary_filter",
            "reach_sets", "with_boundary"]

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..limits import memo_size
+from ..memo import MISSING, BoundedMemo
 from .earley import Automaton, EarleySet
-from .limits import memo_size
-from .memo import MISSING, BoundedMemo
 
 __all__ = ["PState", "ParserContext"]
 

@@ -1,7 +1,7 @@
 """Fill-in-the-middle for grammars in the contextual lexer mode.
 
-As in :mod:`gramask.runtime.fim`, a quotient parser (the grammar's right quotient by the
-suffix, built from the suffix's lexeme lattice, :mod:`gramask.runtime.suffix_lattice`) runs
+As in :mod:`gramask.runtime.fim.constraint`, a quotient parser (the grammar's right quotient by the
+suffix, built from the suffix's lexeme lattice, :mod:`gramask.runtime.fim.suffix_lattice`) runs
 beside the original parser; here each has its own contextual lexer, because which terminals
 compete at a lexeme start is the parser's call, and the two parsers expect different sets.
 The original's lexing is the real one. The quotient's is the same on every middle that can
@@ -23,22 +23,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidPrefixError, InvalidSuffixError
+from ...errors import InvalidPrefixError, InvalidSuffixError
+from ..core.constraint import Constraint
+from ..core.contextual_lexer import ContextualLexer
+from ..core.indentation import NEWLINE
+from ..core.masks import MaskBuilder
+from ..core.parse_state import PState
 from .boundary import boundary_filter, with_boundary
-from .constraint import Constraint
-from .contextual import ContextualLexer
-from .fim import FimConstraint, erase_loops, gc_paused, prefix_meets_suffix
-from .lexing import NEWLINE
-from .masks import MaskBuilder
-from .parse_state import PState
+from .constraint import FimConstraint, erase_loops, gc_paused, prefix_meets_suffix
 from .quotient import base_for, build_quotient
 from .suffix_lattice import parse_suffix_lattice
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..grammar import Grammar
-    from ..vocab import Vocabulary
+    from ...grammar import Grammar
+    from ...vocab import Vocabulary
 
 __all__ = ["ContextualFimConstraint", "contextual_fim_constraint", "equivalent_prefix"]
 
@@ -241,7 +241,7 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
 
 
 def equivalent_prefix(cx: ContextualLexer, data: bytes) -> bytes:
-    """:func:`gramask.runtime.fim.equivalent_prefix` under the contextual lexer (at a lexeme
+    """:func:`gramask.runtime.fim.constraint.equivalent_prefix` under the contextual lexer (at a lexeme
     boundary the next lexeme depends only on the parser state and the text, as in the basic
     mode).
 

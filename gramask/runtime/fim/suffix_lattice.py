@@ -17,7 +17,7 @@ middle's last lexeme may also continue into ``S[:k]`` (as in the basic mode's br
 The lattice is pruned to the edges on a path from a boundary to the end of ``S`` and parsed
 backwards with the reversed grammar's Earley recogniser, merging at each node the sets its
 edges lead to (:meth:`Automaton.join`; an ignored lexeme keeps the parser where it was). The
-set at each boundary is what :func:`gramask.runtime.quotient.build_quotient` turns into the
+set at each boundary is what :func:`gramask.runtime.fim.quotient.build_quotient` turns into the
 quotient's rules, as for one branch of the basic mode.
 """
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from .contextual import ContextualLexer
-from .earley import Automaton, EarleySet
+from ..core.contextual_lexer import ContextualLexer
+from ..core.earley import Automaton, EarleySet
 from .suffix_lexing import Branch
 
 __all__ = ["SuffixLattice", "boundary_ends", "lattice_edges", "parse_suffix_lattice"]

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import LimitExceededError
-from .limits import RuntimeLimits, memo_size
-from .memo import MISSING, BoundedMemo
+from ...errors import LimitExceededError
+from ..limits import RuntimeLimits, memo_size
+from ..memo import MISSING, BoundedMemo
 
 if TYPE_CHECKING:
-    from ..compiler.parse_tables import ParseTables
+    from ...compiler.parse_tables import ParseTables
 
 __all__ = ["Automaton", "EarleySet"]
 

@@ -4,31 +4,20 @@ A walk feeds bytes to the lexer DFA; where a byte ends the lexeme in progress (g
 match, docs/semantics.md) the finished lexeme goes to the parser side
 (:meth:`ParserContext.end_lexeme`) and the byte starts the next one. Alongside, the *carry* is
 the width of the current line's leading whitespace so far (Python indentation): a newline
-resets it, a space adds 1, a tab adds the tab width — one lookup in :func:`indent_widths`.
+resets it, a space adds 1, a tab adds the tab width — one lookup in :func:`~.indentation.indent_widths`.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
+
+from .indentation import NEWLINE, indent_widths
 
 if TYPE_CHECKING:
     from .masks import MaskBuilder
     from .parse_state import PState
 
-__all__ = ["indent_widths", "walk"]
-
-NEWLINE = 10  # the byte that resets the carry
-
-
-@functools.cache
-def indent_widths(tab: int) -> tuple[int, ...]:
-    """Per byte, what it adds to the carry (space 1, tab ``tab``; the newline resets it)."""
-    w = [0] * 256
-    w[32] = 1
-    w[9] = tab
-    return tuple(w)
-
+__all__ = ["walk"]
 
 def walk(b: MaskBuilder, st: tuple[int, int, PState], data: bytes, tab: int,
          check_end: bool = True) -> tuple[int, int, PState] | int:

@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..compiler.tables import TokenTables, expand_row, group_row, select_tokens
-from .lexing import NEWLINE, indent_widths
-from .limits import memo_size
-from .memo import BoundedMemo
+from ...compiler.tables import TokenTables, expand_row, group_row, select_tokens
+from ..limits import memo_size
+from ..memo import BoundedMemo
+from .indentation import NEWLINE, indent_widths
 from .parse_state import ParserContext, PState
 
 if TYPE_CHECKING:
-    from ..compiler.lexer import LexerDFA
+    from ...compiler.lexer import LexerDFA
 
 __all__ = ["ContextualLexer"]
 
@@ -101,7 +101,7 @@ class _Trie:
 
 class ContextualLexer:
     """Walks, lexeme ends, end checks and masks under the contextual rule (shared, not
-    thread-safe, like :class:`~gramask.runtime.masks.MaskBuilder`)."""
+    thread-safe, like :class:`~gramask.runtime.core.masks.MaskBuilder`)."""
 
 
     def __init__(

@@ -25,21 +25,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ..errors import (
+from ...errors import (
     BudgetError,
     InvalidPrefixError,
     LimitExceededError,
     NoCompletionError,
     TokenRejected,
 )
-from .budget_verify import VerifiedTokens
+from ..budget.verify import VerifiedTokens
 from .lexing import walk
 from .masks import MaskBuilder
 from .parse_state import PState
 
 if TYPE_CHECKING:
-    from ..vocab import Vocabulary
-    from .budget import BudgetPlanner
+    from ...vocab import Vocabulary
+    from ..budget.planner import BudgetPlanner
 
 __all__ = ["Completion", "Constraint", "LexState"]
 

@@ -3,7 +3,7 @@
 A :class:`FimConstraint` runs two parsers over the middle, side by side, on one lexer:
 
 * the **quotient parser** (``qb``), built per request for the right quotient of the grammar by
-  the lexed suffix (see :mod:`gramask.runtime.quotient`): its masks allow only middles that
+  the lexed suffix (see :mod:`gramask.runtime.fim.quotient`): its masks allow only middles that
   can still connect to the suffix;
 * the **original parser** (``ob``), shared by every constraint of the compiled grammar: it is
   what confirms an end exactly. ``is_complete()`` holds iff prefix + middle + suffix is a
@@ -25,20 +25,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidPrefixError, InvalidSuffixError
+from ...errors import InvalidPrefixError, InvalidSuffixError
+from ..budget.verify import WalkedVerifier
+from ..core.constraint import Constraint
+from ..core.indentation import NEWLINE, indent_widths
+from ..core.lexing import walk
+from ..core.masks import MaskBuilder
+from ..core.parse_state import PState
 from .boundary import boundary_filter, with_boundary
-from .budget_verify import WalkedVerifier
-from .constraint import Constraint
-from .lexing import NEWLINE, indent_widths, walk
-from .masks import MaskBuilder
-from .parse_state import PState
 from .quotient import build_quotient
 from .suffix_lexing import Branch, lex_suffix
 
 if TYPE_CHECKING:
-    from ..grammar import Grammar
-    from ..vocab import Vocabulary
-    from .budget import BudgetPlanner
+    from ...grammar import Grammar
+    from ...vocab import Vocabulary
+    from ..budget.planner import BudgetPlanner
 
 __all__ = ["FimConstraint", "walk"]
 
@@ -442,7 +443,7 @@ def _quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
 
     def get() -> BudgetPlanner:
         if not made:
-            from .budget import INF, BudgetPlanner
+            from ..budget.planner import INF, BudgetPlanner
 
             base = parent()
             lex = base.lex

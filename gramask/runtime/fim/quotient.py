@@ -17,7 +17,7 @@ automaton's states are reused as they are (no original item set contains a new r
 state holding a new rule is built the first time the parse reaches it, so setup does not pay
 for the thousands of states the new rules could create. A marker in the parser's
 expected set means "the middle may end here" (with the branch's lexing condition at the
-boundary, which :mod:`gramask.runtime.fim` checks).
+boundary, which :mod:`gramask.runtime.fim.constraint` checks).
 
 When the suffix continues the middle's last lexeme (a branch with ``k > 0``), that lexeme's
 terminal ``a`` (one of those it can end as at ``k``) is parsed backwards after the suffix's
@@ -25,7 +25,7 @@ terminals, and the marker of (branch, ``a``) stands for the lexeme and the rest:
 then only accepts middles whose last lexeme can be ``a``, so a suffix that no program ends
 with is rejected at setup. The parser expecting such a marker counts as expecting ``a`` for
 the lexeme in progress (:meth:`QuotientContext.expects`), when that lexeme can still take
-``suffix[:k]`` (:mod:`gramask.runtime.boundary`).
+``suffix[:k]`` (:mod:`gramask.runtime.fim.boundary`).
 """
 
 from __future__ import annotations
@@ -35,19 +35,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from ..compiler.parse_tables import (
+from ...compiler.parse_tables import (
     AUGMENTED_START,
     build_parse_tables,
     nullable_symbols,
     past_nullable,
 )
-from ..errors import InvalidSuffixError
-from ..grammar import Grammar, RuleSpec
-from .earley import Automaton, EarleySet
-from .limits import RuntimeLimits, memo_size
-from .masks import MaskBuilder
-from .memo import BoundedMemo
-from .parse_state import ParserContext, PState
+from ...errors import InvalidSuffixError
+from ...grammar import Grammar, RuleSpec
+from ..core.earley import Automaton, EarleySet
+from ..core.masks import MaskBuilder
+from ..core.parse_state import ParserContext, PState
+from ..limits import RuntimeLimits, memo_size
+from ..memo import BoundedMemo
 from .suffix_lexing import Branch
 
 __all__ = ["QuotientContext", "build_quotient"]
@@ -375,7 +375,7 @@ def build_quotient(
         No branch of the suffix is the end of a program.
 
     ``walked``: each branch with the suffix already parsed backwards (the contextual mode
-    parses a lattice of lexemes, :mod:`gramask.runtime.suffix_lattice`); else the branches'
+    parses a lattice of lexemes, :mod:`gramask.runtime.fim.suffix_lattice`); else the branches'
     terminal sequences are parsed here.
     """
     base = base_for(ob, grammar)

@@ -16,7 +16,7 @@ itself, plus any lower level the suffix later returns to (the middle must have o
 a second hypothesis also fills the gap between the prefix's top level and the first line's
 width on the prefix's indentation step (the middle opened those blocks).
 That assumption can only lose middles that re-indent the levels below (it never adds
-programs: the end of a middle is confirmed exactly, see :mod:`gramask.runtime.fim`).
+programs: the end of a middle is confirmed exactly, see :mod:`gramask.runtime.fim.constraint`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from .lexing import NEWLINE, indent_widths
-from .masks import MaskBuilder
+from ..core.indentation import NEWLINE, indent_widths
+from ..core.masks import MaskBuilder
 
 __all__ = ["Branch", "SuffixLexing", "lex_suffix"]
 

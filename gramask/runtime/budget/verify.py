@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LimitExceededError, NoCompletionError
+from ...errors import LimitExceededError, NoCompletionError
 
 __all__ = ["VerifiedTokens", "WalkedVerifier"]
 

@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from .budget import BudgetPlanner, _LexemeCosts
-from .budget_verify import WalkedVerifier
-from .constraint import Constraint, LexState
-from .limits import memo_size
-from .memo import BoundedMemo
+from ..core.constraint import Constraint, LexState
+from ..limits import memo_size
+from ..memo import BoundedMemo
+from .planner import BudgetPlanner, _LexemeCosts
+from .verify import WalkedVerifier
 
 if TYPE_CHECKING:
-    from ..vocab import Vocabulary
-    from .contextual import ContextualLexer
-    from .masks import MaskBuilder
-    from .parse_state import PState
+    from ...vocab import Vocabulary
+    from ..core.contextual_lexer import ContextualLexer
+    from ..core.masks import MaskBuilder
+    from ..core.parse_state import PState
 
 __all__ = ["ContextualBudgetConstraint", "ContextualBudgetPlanner"]
 

@@ -35,17 +35,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ..errors import NoCompletionError
-from .lexing import indent_widths
-from .limits import memo_size
-from .masks import walk_row_trie
-from .memo import MISSING, BoundedMemo
+from ...errors import NoCompletionError
+from ..core.indentation import indent_widths
+from ..core.masks import walk_row_trie
+from ..limits import memo_size
+from ..memo import MISSING, BoundedMemo
 
 if TYPE_CHECKING:
-    from ..vocab import Vocabulary
-    from .earley import EarleySet
-    from .masks import MaskBuilder
-    from .parse_state import PState
+    from ...vocab import Vocabulary
+    from ..core.earley import EarleySet
+    from ..core.masks import MaskBuilder
+    from ..core.parse_state import PState
 
 __all__ = ["INF", "BudgetPlanner", "StepUnits", "TokenGroups"]
 

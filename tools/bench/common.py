@@ -1,0 +1,24 @@
+"""Paths, names and logging shared by the benchmark modules."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+GRAMMARS = ("json", "python", "sql", "c")
+VOCABS = ("gpt2", "deepseek-v4", "qwen2")
+ENGINES = ("gramask", "llguidance", "xgrammar", "outlines")
+START = {"python": "file_input"}
+now_ns = time.perf_counter_ns
+
+
+def log(msg: str) -> None:
+    print(f"[bench_runtime {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
