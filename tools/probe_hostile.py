@@ -153,7 +153,7 @@ for _n in (1000, 3000, 10000):
     _paren(_n)
 
 
-for _mb in (0.5, 2, 10):
+for _mb in (0.25, 0.5, 2, 10):
     def _json(mb: float) -> None:
         @case(f"fim_json_valid_{mb}MB")
         def _(cg: Any) -> Any:
@@ -162,6 +162,15 @@ for _mb in (0.5, 2, 10):
             return int(cg.constraint(prefix="[", suffix=suffix).allowed().sum())
 
     _json(_mb)
+
+
+for _n in (20, 60):
+    def _paren_small(n: int) -> None:
+        @case(f"fim_py_paren_{n}")
+        def _(cg: Any) -> Any:
+            return int(cg.constraint(prefix="x = (", suffix=")" * n).allowed().sum())
+
+    _paren_small(_n)
 
 
 @case("fim_py_valid_10MB")
