@@ -108,9 +108,12 @@ class Grammar:
         if not isinstance(start, str):
             raise TypeError(f"start must be a rule name (str), not {type(start).__name__}")
         if isinstance(import_paths, (str, bytes)) or not all(
-            isinstance(p, str) for p in import_paths
+            isinstance(p, (str, os.PathLike)) or callable(p) for p in import_paths
         ):
-            raise TypeError("import_paths must be a sequence of directory names (str)")
+            raise TypeError(
+                "import_paths must be a sequence of directories (str or path) or lark loaders"
+            )
+        import_paths = [os.fspath(p) if isinstance(p, os.PathLike) else p for p in import_paths]
         if lexer not in LEXER_MODES:
             raise GrammarError(
                 f"{source}: lexer must be one of {', '.join(LEXER_MODES)}, not {lexer!r}"
@@ -296,13 +299,13 @@ def _import_error(
         if module[0] in _LARK_MODULES and len(module) == 1:
             continue
         rel = os.path.join(*module) + ".lark"
-        if any(os.path.isfile(os.path.join(p, rel)) for p in import_paths):
+        if any(isinstance(p, str) and os.path.isfile(os.path.join(p, rel)) for p in import_paths):
             continue
         line = text.count("\n", 0, m.start()) + 1
-        searched = ", ".join(import_paths) or "none given"
+        searched = ", ".join(p if isinstance(p, str) else repr(p) for p in import_paths)
         return GrammarError(
             f"{source}: %import {m.group(1)}: no grammar file {rel} (import_paths: "
-            f"{searched}; lark's own: common, python, unicode, lark)",
+            f"{searched or 'none given'}; lark's own: common, python, unicode, lark)",
             line=line,
             name=m.group(1),
         )
