@@ -48,11 +48,15 @@ def _setup(name: str, vocab: str) -> Callable[[], Any]:
         cg = _compiled("python", vocab)
         cg.constraint(prefix="x = ", suffix="1\n")  # the per-grammar reversed automaton
         return lambda: cg
-    if name.startswith(("fim_json", "json_", "adaptrack", "constrained", "shape", "complex",
-                        "max_tokens")):
+    if name.startswith("fim_json"):  # the contextual lexer mode: the suffix's lexeme lattice
+        import gramask
+
+        cg = gramask.compile(gramask.grammars.load("json", lexer="contextual"),
+                             gramask.Vocabulary.bundled(vocab), progress=False)
+        cg.constraint(prefix="[", suffix="1]")
+        return lambda: cg
+    if name.startswith(("json_", "adaptrack", "constrained", "shape", "complex", "max_tokens")):
         cg = _compiled("json", vocab)
-        if name.startswith("fim_json"):
-            cg.constraint(prefix="[", suffix="1]")
         return lambda: cg
     return lambda: None
 
