@@ -453,7 +453,7 @@ class BudgetPlanner:
         self.glued: dict[int, tuple[frozenset[int], int | None]] = {}
         # fill-in-the-middle: what builds the planner :meth:`plan` falls back on (on first
         # use), whose glued markers are in ``glued`` (here they are free ends after any
-        # lexeme; see ``fim._quotient_planner``)
+        # lexeme; see ``budget.quotient_planner``)
         self.strict: Callable[[], BudgetPlanner] | None = None
         self._strict: BudgetPlanner | None = None
         # fill-in-the-middle: "the input may end here" exactly as far as the view knows
@@ -1476,7 +1476,7 @@ class BudgetPlanner:
                         complete: Any) -> bytes | None:
         """Where the quotient says the middle may end but the suffix's first byte would
         continue the middle's last lexeme: the separator that keeps them apart, if that
-        completes the program (a marker's cost counts it, see ``_quotient_planner``)."""
+        completes the program (a marker's cost counts it, see ``quotient_planner``)."""
         sep = self.lex.separator
         if not self.markers or sep is None or not self.mb.complete(p, q, carry):
             return None

@@ -36,6 +36,7 @@ from ..limits import memo_size
 from ..memo import BoundedMemo
 from .indentation import NEWLINE, indent_widths
 from .parse_state import ParserContext, PState
+from .terminal_sets import VocabTrie, int_of_row, words_of_int, words_of_rows
 
 if TYPE_CHECKING:
     from ...compiler.lexer import LexerDFA
@@ -51,52 +52,6 @@ _SMALL = 128  # node sets planned in plain Python (numpy's per-call cost dominat
 # terminals: (the significant winners to shift, 0 if only ignored ones won; the positions;
 # the distinct tails' key and nodes; each position's index into them)
 _Plan = tuple[np.ndarray, tuple[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray], ...]]
-
-
-def _words(rows: np.ndarray) -> np.ndarray:
-    """(n, T) bool → (n, ceil(T / 64)) uint64 bitsets (terminal t = bit t % 64 of word t // 64)."""
-    n, t = rows.shape
-    w = max(1, (t + 63) // 64)
-    padded = np.zeros((n, w * 64), dtype=bool)
-    padded[:, :t] = rows
-    return np.packbits(padded.reshape(n, w, 64), axis=2, bitorder="little").view("<u8")[:, :, 0]
-
-
-def _int_words(bits: int, w: int) -> np.ndarray:
-    return np.array([(bits >> (64 * i)) & 0xFFFFFFFFFFFFFFFF for i in range(w)], dtype=np.uint64)
-
-
-def _bits(row: np.ndarray) -> int:
-    out = 0
-    for t in np.flatnonzero(row).tolist():
-        out |= 1 << t
-    return out
-
-
-class _Trie:
-    """The vocabulary's non-special tokens as a byte trie: per node, children and the token
-    ids that end there."""
-
-    __slots__ = ("children", "ends")
-
-    def __init__(self, tokens: list[bytes], special: np.ndarray) -> None:
-        children: list[dict[int, int]] = [{}]
-        ends: list[list[int]] = [[]]
-        for i, tok in enumerate(tokens):
-            if special[i] or not tok:
-                continue
-            n = 0
-            for b in tok:
-                c = children[n].get(b)
-                if c is None:
-                    c = len(children)
-                    children[n][b] = c
-                    children.append({})
-                    ends.append([])
-                n = c
-            ends[n].append(i)
-        self.children = [tuple(sorted(c.items())) for c in children]
-        self.ends = [np.array(e, dtype=np.int64) if e else None for e in ends]
 
 
 class ContextualLexer:
@@ -119,9 +74,9 @@ class ContextualLexer:
     ) -> None:
         self.ctx = ctx
         self.rows = [row.tolist() for row in dfa.trans]
-        self.live = [_bits(r) for r in dfa.live]
-        self.accepting = [_bits(r) for r in dfa.accepting]
-        self.ignored_bits = _bits(dfa.ignored)
+        self.live = [int_of_row(r) for r in dfa.live]
+        self.accepting = [int_of_row(r) for r in dfa.accepting]
+        self.ignored_bits = int_of_row(dfa.ignored)
         self.prio = priorities
         self.nl_t = nl_terminal
         self.cont_t = continuation_terminal
@@ -130,7 +85,7 @@ class ContextualLexer:
         self.vocab_size = len(tokens)
         self._tokens = tokens
         self._special = special
-        self._trie: _Trie | None = None
+        self._trie: VocabTrie | None = None
         limits = ctx.automaton.limits  # the bounds every memo of this runtime follows
         self._masks: BoundedMemo[tuple[PState, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache))
@@ -140,10 +95,10 @@ class ContextualLexer:
             self.tail = tables.node_tail.astype(np.int64)
             self.alt = tables.node_alt.astype(np.int64)
             self.class_has_ignored = tables.class_winnable[:, -1].copy()
-            self.acc_bits = [_bits(r) for r in tables.lex_sets]
-            self.acc_words = _words(tables.lex_sets)
+            self.acc_bits = [int_of_row(r) for r in tables.lex_sets]
+            self.acc_words = words_of_rows(tables.lex_sets)
             sig_rows = tables.class_winnable[:, :-1] & ~dfa.ignored[None, :]
-            self.class_sig_words = _words(sig_rows)
+            self.class_sig_words = words_of_rows(sig_rows)
             self.trans = dfa.trans
             self.state_class = tables.state_class.astype(np.int64)
             self.first_byte = tables.first_byte.astype(np.int64)
@@ -317,7 +272,7 @@ class ContextualLexer:
             self._masks.put(key, m)
             return m
         if self._trie is None:
-            self._trie = _Trie(self._tokens, self._special)
+            self._trie = VocabTrie(self._tokens, self._special)
         trie = self._trie
         children, ends = trie.children, trie.ends
         m = np.zeros(self.vocab_size, dtype=bool)
@@ -357,7 +312,7 @@ class ContextualLexer:
         key = (a, fl)
         r = self._vecs.get(key)
         if r is None:
-            aw = _int_words(a, self.class_sig_words.shape[1])
+            aw = words_of_int(a, self.class_sig_words.shape[1])
             # a class's live terminals are its significant ones plus "some ignored one"
             sig = (self.class_sig_words & aw).any(axis=1)
             cont = sig | self.class_has_ignored

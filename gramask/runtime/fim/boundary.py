@@ -27,9 +27,10 @@ import numpy as np
 
 from ...compiler.tables import select_tokens
 from ...encoding import words_of_bits
-from ..core.contextual_lexer import ContextualLexer, _int_words
+from ..core.contextual_lexer import ContextualLexer
 from ..core.masks import MaskBuilder, walk_row_trie
 from ..core.parse_state import ParserContext, PState
+from ..core.terminal_sets import words_of_int
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
 from .suffix_lexing import Branch
@@ -288,7 +289,7 @@ class BoundaryContextualLexer(ContextualLexer):
 
     def _normal_ends(self, p: PState) -> np.ndarray:
         """``_class_vectors``' ``ends`` without the boundary markers' terminals."""
-        aw = _int_words(ParserContext.expects(self.ctx, p), self.class_sig_words.shape[1])
+        aw = words_of_int(ParserContext.expects(self.ctx, p), self.class_sig_words.shape[1])
         sig = (self.class_sig_words & aw).any(axis=1)
         if bool(p.es.expected) or self.ctx.finish(p):
             return np.asarray(sig | self.class_has_ignored)

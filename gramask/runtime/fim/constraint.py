@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
+from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import WalkedVerifier
 from ..core.constraint import Constraint, text_bytes
 from ..core.indentation import NEWLINE, indent_widths
@@ -415,106 +416,12 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
     qb = with_boundary(qb, boundary_filter(ob, vocab, sdata, markers, contextual=False))
     qplanner = (None if planner is None
-                else _quotient_planner(qb, vocab, tab, markers, planner, sdata))
+                else quotient_planner(qb, vocab, tab, markers, planner, sdata))
     with prefix_meets_suffix():
         c = FimConstraint(qb, ob, vocab, short, sdata, tab_len=tab, _branches=markers,
                           max_tokens=max_tokens, planner=qplanner)
     c._prefix = pdata
     return c
-
-
-def _quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
-                      markers: list[tuple[Branch, int, int]],
-                      parent: Callable[[], BudgetPlanner], suffix: bytes,
-                      ) -> Callable[[], BudgetPlanner]:
-    """The budget planner of one request's quotient (built on first use). A marker after the
-    middle's last lexeme costs nothing — or a separator, where the suffix's first byte would
-    continue some lexeme the middle can end with; one that stands for a lexeme the suffix
-    continues costs that lexeme's middle part, and is planned through the lexer states from
-    which the suffix's head ends it (``BudgetPlanner.boundary``).
-
-    A lexeme the suffix continues that the parser does not shift as it is (a comment, blanks,
-    a newline lexeme: its marker comes *after* it) is priced as a free end after any lexeme
-    by the planner returned; where that planner finds no completion, its ``strict`` one is
-    tried, which plans such markers only through their lexeme (``BudgetPlanner.glued``). The
-    free end is optimistic (the suffix fixes that newline lexeme's width, so its indentation
-    may not follow: ``)\n    `` costs 0 when the suffix continues a comment opened there and
-    then needs a deeper block), which can leave no plan at all; but it finds shorter
-    completions through a comment the middle opens, so it is tried first."""
-    made: list[BudgetPlanner] = []
-
-    def get() -> BudgetPlanner:
-        if not made:
-            from ..budget.planner import INF, BudgetPlanner
-
-            base = parent()
-            lex = base.lex
-            glue = 0
-            if suffix:
-                ends = [e for t, e in enumerate(lex.ends) if not lex.ignored[t] and e.size]
-                if any((lex.trans[e, suffix[0]] >= 0).any() for e in ends):
-                    sep = lex.separator
-                    glue = base.tok.count(sep) if sep is not None else INF
-            loose = {m: glue for _, m, a in markers if a < 0}
-            strict = {m: glue for br, m, a in markers if a < 0 and not br.k}
-            bounds: dict[int, np.ndarray] = {}
-            glued: dict[int, tuple[frozenset[int], int | None]] = {}
-            for br, m, a in markers:
-                head = suffix[:br.k]
-                after = suffix[br.k] if br.k < len(suffix) else None
-                if a < 0:
-                    if not br.k:
-                        continue
-                    strict[m] = INF
-                    kinds = frozenset(t for t in br.ends if lex.ignored[t] or t == lex.nl_t)
-                    d = lex.distances_to(lex.boundary_targets(head, kinds, after))
-                    if not kinds or not (d < INF).any():
-                        continue
-                    glued[m] = (kinds, _last_line_width(head, tab, at_eof=after is None))
-                else:
-                    d = lex.distances_to(lex.boundary_targets(head, a, after))
-                bounds[m] = d
-                # as a fresh lexeme: its middle part, after any lexeme (separated if needed)
-                w = lex.path(0, d) if d[0] < INF else None
-                if not w:
-                    if m not in glued:
-                        loose[m] = strict[m] = INF  # empty middle part: plain markers cover it
-                    continue
-                ends = [e for t, e in enumerate(lex.ends) if not lex.ignored[t] and e.size]
-                worst = base.tok.count(w)
-                if any((lex.trans[e, w[0]] >= 0).any() for e in ends):
-                    sep = lex.separator
-                    worst = max(worst, base.tok.count(sep + w) if sep is not None else INF)
-                if m not in glued:  # (a glued one stays INF in the strict tables)
-                    loose[m] = strict[m] = worst
-            rules = list(qb.ctx.automaton.rules)  # type: ignore[attr-defined]  # a LazyAutomaton
-            pl = BudgetPlanner(qb, vocab, rules, tab, parent=base, markers=loose)
-            pl.boundary = {m: d for m, d in bounds.items() if m not in glued}
-            pl.set_suffix(suffix)
-            if glued:
-                def make_strict() -> BudgetPlanner:
-                    sp = BudgetPlanner(qb, vocab, rules, tab, parent=base, markers=strict)
-                    sp.boundary = bounds
-                    sp.glued = glued
-                    sp.end_check = pl.end_check
-                    sp.set_suffix(suffix)
-                    return sp
-
-                pl.strict = make_strict
-            made.append(pl)
-        return made[0]
-
-    return get
-
-
-def _last_line_width(head: bytes, tab: int, at_eof: bool) -> int | None:
-    """The indentation width a newline lexeme ends at when the suffix's first bytes ``head``
-    finish it: that of its last line if ``head`` holds a newline, 0 at the end of input (which
-    closes the line), else None (it depends on the middle's part)."""
-    if b"\n" in head:
-        widths = indent_widths(tab)
-        return sum(widths[b] for b in head[head.rfind(b"\n") + 1:])
-    return 0 if at_eof else None
 
 
 def equivalent_prefix(b: MaskBuilder, st: tuple[int, int, PState], data: bytes,
