@@ -58,6 +58,8 @@ def _setup(name: str, vocab: str) -> Callable[[], Any]:
     if name.startswith(("json_", "adaptrack", "constrained", "shape", "complex", "max_tokens")):
         cg = _compiled("json", vocab)
         cg.constraint(prefix='{"a": ').allowed()  # the runtime's tables, built on first use
+        import gramask.sampling  # torch: seconds to import on a busy machine
+
         return lambda: cg
     return lambda: None
 
@@ -252,8 +254,9 @@ def _cli(args: list[str | bytes]) -> str:
     if not os.path.exists(path):
         vocab = gramask.Vocabulary.from_tokens(["[", "]", "1", ",", "</s>"], eos_token_id=4)
         gramask.compile(gramask.grammars.load("json"), vocab, cache=False).save(path)
+    # not from the current directory, which `python -m` would put first on sys.path
     run = subprocess.run([sys.executable, "-m", "gramask", "mask", path, *args],
-                         capture_output=True, check=False)
+                         capture_output=True, check=False, cwd=os.path.dirname(path))
     err = run.stderr.decode(errors="replace").strip().splitlines()
     return f"exit {run.returncode}, {len(err)} stderr lines: {err[-1][:70] if err else ''}"
 
