@@ -263,7 +263,8 @@ def test_adaptrack_default_bound_ends_a_hopeless_search(json_small, caplog):
         sampler.sample(max_new_tokens=10)
     assert sampler.lm_calls == DEFAULT_MAX_LM_CALLS + 1
     assert [calls for calls, _ in seen] == list(range(256, DEFAULT_MAX_LM_CALLS + 1, 256))
-    assert len([r for r in caplog.records if "LM calls for this sample" in r.message]) == 4
+    logged = [r for r in caplog.records if "LM calls for this sample" in r.message]
+    assert len(logged) == DEFAULT_MAX_LM_CALLS // 1024 >= 1
 
 
 def test_max_lm_calls_is_checked(json_small):

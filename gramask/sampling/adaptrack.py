@@ -19,7 +19,7 @@ from ._common import (
     log,
 )
 
-DEFAULT_MAX_LM_CALLS = 4096
+DEFAULT_MAX_LM_CALLS = 1024
 """LM calls one :meth:`AdapTrackSampler.sample` may make by default (see its docstring)."""
 
 PROGRESS_EVERY = 256
@@ -90,12 +90,13 @@ class AdapTrackSampler(_Sampler):
         The other variant of section 7.2: a backtrack less likely than this is skipped.
     max_lm_calls
         LM calls one sample may make; :class:`SamplingLimitError` when exceeded. ``None``:
-        no limit. The default, 4,096, is far above what the measured problems need (the
+        no limit. The default, 1,024, is 20 times what the measured problems need (the
         binary problem at most 10 calls per sample, the list problem 50, a random GPT-2 on
         the JSON grammar with a 16-token limit about 40 on average; ``docs/sampling.md``)
-        and stops a hopeless search (a random model under a tight token budget) after
-        seconds to minutes instead of hours. A sample of ``n`` tokens needs at least ``n``
-        calls with a fresh tree: raise it for long samples.
+        and stops a hopeless search (a random model under a tight token budget, where a call
+        with its backtrack costs 0.1-0.35 s at GPT-2's vocabulary) after minutes instead of
+        hours. A sample of ``n`` tokens needs at least ``n`` calls with a fresh tree: raise
+        it for long samples.
     progress
         Called as ``progress(lm_calls, backtracks)`` every 256 LM calls of one sample
         (``lm_calls`` counted for this sample, ``backtracks`` over the sampler's life); a
