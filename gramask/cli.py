@@ -1,8 +1,8 @@
-"""The ``gramask`` command: compile, inspect, mask, demo.
+"""The ``gramask`` command: compile, inspect, mask, trace, demo.
 
 Errors a user can cause (a bad grammar, vocabulary, artifact, file or prefix) print one line to
 stderr (``gramask: error: ...``) and exit 1; usage errors exit 2; ``-v`` (before or after the
-subcommand) shows the traceback. Sizes are in MB (10^6 bytes), as in the README.
+subcommand) shows the traceback. Sizes are in MiB (2^20 bytes), as in the README.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,10 +28,29 @@ class CliError(GramaskError):
     """A mistake in what was passed on the command line (a missing file, bad text)."""
 
 
-def _default_out(grammar: str, vocab: str) -> Path:
+def _default_out(grammar: str, vocab: str, vocab_name: str | None = None) -> Path:
+    """GRAMMAR.VOCAB.gmask, with the vocabulary's canonical name (``gpt-2`` → ``gpt2``)."""
     g = Path(grammar).stem if grammar.endswith(".lark") else grammar
-    v = Path(vocab).stem if ("/" in vocab or "." in Path(vocab).name) else vocab
+    is_file = "/" in vocab or "." in Path(vocab).name
+    v = Path(vocab).stem if is_file else (vocab_name or vocab)
     return Path(f"{g}.{v}.gmask")
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.2f} MiB"
+
+
+def _copy_atomic(src: str, dest: Path) -> int:
+    """Copy a cache entry to ``dest`` (temp file + rename); returns its size."""
+    import shutil
+
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest.stat().st_size
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -39,21 +59,35 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     from .vocab import load_vocabulary
 
-    grammar = load_spec(args.grammar, args.start, args.lexer)
-    vocab = load_vocabulary(args.vocab)
     t0 = time.perf_counter()
+    grammar = load_spec(args.grammar, args.start, args.lexer)
+    t1 = time.perf_counter()
+    vocab = load_vocabulary(args.vocab)
+    t2 = time.perf_counter()
     cg = gramask.compile(
         grammar, vocab, cache=not args.no_cache, cache_dir=args.cache_dir,
         progress=None if not args.quiet else False,
     )
-    secs = time.perf_counter() - t0
-    out = Path(args.output) if args.output else _default_out(args.grammar, args.vocab)
-    size = cg.save(out)
-    src = "cache" if cg.info.get("from_cache") else "built"
-    print(
-        f"{out}: {size / 1e6:.2f} MB, {cg.dfa.num_states} lexer states, "
-        f"{cg.tables.nnz} table entries, {len(vocab)} tokens ({src} in {secs:.2f} s)"
-    )
+    t3 = time.perf_counter()
+    name = vocab.metadata().get("name")
+    out = Path(args.output) if args.output else _default_out(
+        args.grammar, args.vocab, name if isinstance(name, str) else None)
+    entry = cg.info.get("cache_path")
+    hit = bool(cg.info.get("from_cache"))
+    if hit and isinstance(entry, str) and Path(entry).resolve() != out.resolve():
+        size = _copy_atomic(entry, out)  # the entry is this artifact: no re-encoding
+    else:
+        size = cg.save(out)
+    t4 = time.perf_counter()
+    how = "loaded from the cache" if hit else "compiled"
+    where = f"; cache: {Path(entry).parent}" if isinstance(entry, str) else "; cache off"
+    print(f"{out}: {_mib(size)}, {cg.dfa.num_states} lexer states, {cg.tables.nnz} table "
+          f"entries, {len(vocab)} tokens ({how} in {t3 - t2:.2f} s{where})")
+    if isinstance(name, str) and args.vocab != name and not Path(args.vocab).exists():
+        print(f"  vocabulary {args.vocab!r} is the bundled {name!r} (an alias)")
+    if not args.quiet:
+        print(f"  {t4 - t0:.2f} s in all: grammar {t1 - t0:.2f} s (lark reads and checks it), "
+              f"vocabulary {t2 - t1:.2f} s, {how} {t3 - t2:.2f} s, writing {t4 - t3:.2f} s")
     return 0
 
 
@@ -83,11 +117,19 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     st["artifact"] = args.artifact
     st["bytes_on_disk"] = Path(args.artifact).stat().st_size
     st["load_seconds"] = round(load_s, 4)
+    if args.plot:
+        from .plots import plot_tables
+
+        try:
+            plot_tables(cg, args.plot, walk_steps=args.plot_steps)
+        except ImportError as e:  # matplotlib missing: say how to get it, in one line
+            raise CliError(str(e)) from None
+        st["plot"] = args.plot
     if args.json:
         json.dump(st, sys.stdout)
         sys.stdout.write("\n")
         return 0
-    print(f"artifact          {args.artifact} ({st['bytes_on_disk'] / 1e6:.2f} MB on disk, "
+    print(f"artifact          {args.artifact} ({_mib(st['bytes_on_disk'])} on disk, "
           f"loaded in {load_s * 1000:.0f} ms)")
     print(f"grammar           {st['grammar']} (start {st['start']}, {st['rules']} rules, "
           f"{st['terminals']} terminals)")
@@ -110,7 +152,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
           f"{st['rows_stored_as_diff']} as diffs; {st['unique_rows']} unique)")
     print(f"non-zeros         {st['nonzeros']} (density {st['density']:.4%})")
     print(f"outcome nodes     {st['outcome_nodes']} ({st['winnable_classes']} end classes)")
-    print(f"array bytes       {st['array_bytes'] / 1e6:.2f} MB")
+    print(f"array bytes       {_mib(st['array_bytes'])}")
     print(f"build             {st['build_seconds']} s at {st['built_at']}, "
           f"gramask {st['gramask_version']}")
     if args.terminals:
@@ -119,6 +161,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             ign = " (ignored)" if t["ignored"] else ""
             print(f"{t['name'][:24]:<24} {t['live_states']:>5} {t['accepting_states']:>7} "
                   f"{t['table_entries']:>9}  {_escaped(t['pattern'])}{ign}")
+    if args.plot:
+        print(f"\nplot written to {args.plot}")
     return 0
 
 
@@ -151,7 +195,7 @@ def _text_arg(text: str | None, path: str | None, what: str) -> str | None:
 def cmd_mask(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .mask_report import group_by_lexing, load_logits, rank_by_logits
+    from .mask_report import Group, group_by_lexing, load_logits, rank_by_logits, softmax
 
     if args.max_tokens is not None and args.max_tokens < 0:
         raise CliError(f"--max-tokens: expected a number of tokens >= 0, got {args.max_tokens}")
@@ -180,14 +224,33 @@ def cmd_mask(args: argparse.Namespace) -> int:
         pass  # fill-in-the-middle of a contextual-mode grammar: not built yet; or no plan
     if args.max_tokens is not None:
         report["max_tokens"] = args.max_tokens
+    if args.save_mask:
+        save_mask(args.save_mask, m)
+        report["saved_mask"] = args.save_mask
+    if args.explain:
+        from .token_explain import explain_token, resolve_token
+
+        report["explain"] = [
+            explain_token(cg, resolve_token(cg, spec), prefix, suffix, args.max_tokens).as_dict()
+            for spec in args.explain
+        ]
+    groups: list[Group] = []
     if args.logits:
         logits = load_logits(args.logits, len(v))
+        probs = softmax(logits)
+        kept = probs[ids].sum()
         ranked = rank_by_logits(ids, logits)[: args.top]
-        shown = [dict(token(int(i)), logit=float(logits[i])) for i in ranked]
-        report["tokens"] = shown
-        groups = []
+        report["allowed_probability"] = float(kept)
+        report["tokens"] = [dict(token(int(i)), logit=float(logits[i]), p=float(probs[i]),
+                                 p_masked=float(probs[i] / kept) if kept > 0 else 0.0)
+                            for i in ranked]
+        refused = rank_by_logits(np.flatnonzero(~m), logits)[: args.top]
+        report["forbidden"] = [dict(token(int(i)), logit=float(logits[i]), p=float(probs[i]))
+                               for i in refused]
     else:
-        groups = group_by_lexing(cg, int(why["lexer_state"]), ids)[: args.top]
+        all_groups = group_by_lexing(cg, int(why["lexer_state"]), ids)
+        groups = all_groups[: args.top]
+        report["group_count"] = len(all_groups)
         report["groups"] = [{"lexes_to": g.lexes_to, "count": len(g.ids),
                              "examples": [token(i) for i in g.ids[:8]]} for g in groups]
     if args.json:
@@ -200,22 +263,79 @@ def cmd_mask(args: argparse.Namespace) -> int:
              else ""))
     print(f"parser expects: {', '.join(why['parser_expects'])}")
     if "shortest_completion" in report:
+        n = int(report["min_tokens_to_complete"])  # type: ignore[call-overload]
         print(f"shortest completion: {report['shortest_completion']!r} "
-              f"({report['min_tokens_to_complete']} tokens)"
+              f"({n} token{'s' if n != 1 else ''})"
               + (f"; budget {args.max_tokens} tokens" if args.max_tokens is not None else ""))
 
     def show(i: int) -> str:
         return "<EOS>" if i == v.eos_token_id else repr(v.token_bytes(i).decode("utf-8", "replace"))
 
     if args.logits:
-        print(f"most likely allowed tokens (by {args.logits}):")
+        print(f"most likely allowed tokens (by {args.logits}; the mask keeps "
+              f"{report['allowed_probability']:.2%} of the probability, p' renormalised):")
+        print(f"  {'id':>7}  {'logit':>9}  {'p':>8}  {'p′':>8}  token")
         for s in report["tokens"]:  # type: ignore[attr-defined]
-            print(f"  {s['id']:>7}  {s['logit']:>9.3f}  {show(s['id'])}")
+            print(f"  {s['id']:>7}  {s['logit']:>9.3f}  {s['p']:>8.2%}  {s['p_masked']:>8.2%}  "
+                  f"{show(s['id'])}")
+        print("most likely forbidden tokens (what the grammar took away):")
+        for s in report["forbidden"]:  # type: ignore[attr-defined]
+            print(f"  {s['id']:>7}  {s['logit']:>9.3f}  {s['p']:>8.2%}  {'':>8}  {show(s['id'])}")
+        if not report["forbidden"]:
+            print("  (none)" if args.top else "  (--top 0 shows none)")
     else:
-        print("allowed tokens by what they lex to (… = a lexeme left open), largest group first:")
+        total = int(report["group_count"])  # type: ignore[call-overload]
+        print(f"allowed tokens by what they lex to (… = a lexeme left open), largest group first"
+              f" ({len(groups)} of {total} group{'s' if total != 1 else ''}"
+              + (f"; --top {total} shows all" if len(groups) < total else "") + "):")
         for g in groups:
             examples = " ".join(show(i) for i in g.ids[:8])
             print(f"  {len(g.ids):>7}  {g.lexes_to or '(nothing)':<28} {examples}")
+    if args.save_mask:
+        print(f"mask saved to {args.save_mask} (numpy bool, shape ({len(v)},))")
+    for e in report.get("explain", []):  # type: ignore[attr-defined]
+        print(f"explain {e['token']} (id {e['token_id']}): {e['reason']}")
+        print(f"  {e['message']}")
+    return 0
+
+
+def save_mask(path: str, mask: object) -> None:
+    """``mask`` as a ``.npy`` (bool, no pickle), written atomically."""
+    import numpy as np
+
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            np.save(f, np.asarray(mask, dtype=bool), allow_pickle=False)
+        os.replace(tmp, target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise CliError(f"cannot write the mask to {path}: {e.strerror or e}") from None
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from .cli_demo import DEMO_PREFIX, DEMO_TARGET, WantsText
+    from .trace import trace_completion, write_trace_html
+
+    cg = _load(args.artifact)
+    prefix = _text_arg(args.prefix, args.prefix_file, "prefix")
+    suffix = _text_arg(args.suffix, args.suffix_file, "suffix")
+    wants = args.wants
+    if prefix is None and wants is None:  # the demo's: a model that would close with ']'
+        prefix, wants = DEMO_PREFIX, DEMO_TARGET
+    prefix = prefix or ""
+    if wants is None:
+        raise CliError("trace: say what the toy model wants to write (--wants TEXT)")
+    c = cg.constraint(prefix=prefix, suffix=suffix, max_tokens=args.max_tokens)
+    lm = WantsText(cg.vocab, wants, seed=args.seed)
+    steps = trace_completion(c, lm, max_new_tokens=args.steps, top=args.top)
+    write_trace_html(args.output, steps, prefix=prefix, suffix=suffix, complete=c.is_complete(),
+                     title=f"gramask trace: {Path(args.artifact).name}",
+                     note=f"toy model that wants to write {wants!r}")
+    changed = sum(1 for s in steps if s.forbidden_preferred)
+    print(f"{args.output}: {len(steps)} step{'s' if len(steps) != 1 else ''}, the mask "
+          f"overrode the model at {changed}; complete: {c.is_complete()}")
     return 0
 
 
@@ -270,6 +390,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--terminals", action="store_true", help="per-terminal breakdown")
     i.add_argument("--diagnostics", action="store_true",
                    help="list the lexer diagnostics (terminals competing for a text)")
+    i.add_argument("--plot", metavar="PNG",
+                   help="draw the tables: row density per lexer state, distinct outcomes per "
+                   "row, entries per terminal, allowed-set sizes on random walks (needs "
+                   "matplotlib: pip install 'gramask[plot]')")
+    i.add_argument("--plot-steps", type=_count, default=300, metavar="N",
+                   help="random masked walk steps for the allowed-set panel (default 300)")
     i.set_defaults(func=cmd_inspect)
 
     m = sub.add_parser("mask", parents=[sub_common],
@@ -289,9 +415,36 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show N groups of allowed tokens (by what they lex to), or with "
                    "--logits the N most likely allowed tokens (default 20)")
     m.add_argument("--logits", metavar="NPY",
-                   help="a 1-D .npy of a model's logits here: rank the allowed tokens by it")
+                   help="a 1-D .npy of a model's logits here: the most likely allowed tokens "
+                   "(probability before and after masking) and the most likely forbidden ones")
+    m.add_argument("--explain", action="append", metavar="TOKEN",
+                   help="why TOKEN is allowed or forbidden here (lexing, parsing, the suffix "
+                   "or the budget): its exact text (']', ' b', '\\n'), EOS, or #ID; repeatable")
+    m.add_argument("--save-mask", metavar="PATH",
+                   help="write the full mask as a .npy (bool, one entry per token id)")
     m.add_argument("--json", action="store_true", help="one JSON object on stdout")
     m.set_defaults(func=cmd_mask)
+
+    tr = sub.add_parser("trace", parents=[sub_common],
+                        help="write an HTML page of a constrained completion, step by step")
+    tr.add_argument("artifact", help="a .gmask file")
+    pre = tr.add_mutually_exclusive_group()
+    pre.add_argument("--prefix", help="the code before the cursor (default: the demo's)")
+    pre.add_argument("--prefix-file", metavar="FILE", help="the prefix from a file ('-' = stdin)")
+    suf = tr.add_mutually_exclusive_group()
+    suf.add_argument("--suffix", help="the code after the cursor (fill-in-the-middle)")
+    suf.add_argument("--suffix-file", metavar="FILE", help="the suffix from a file")
+    tr.add_argument("--wants", metavar="TEXT",
+                    help="what the toy model tries to write (its logits favour the tokens that "
+                    "spell it; afterwards, EOS)")
+    tr.add_argument("--max-tokens", type=_count, metavar="N", help="token budget")
+    tr.add_argument("--steps", type=_count, default=40, metavar="N",
+                    help="stop after N tokens even before EOS (default 40)")
+    tr.add_argument("--top", type=_count, default=5, metavar="N",
+                    help="forbidden and alternative tokens shown per step (default 5)")
+    tr.add_argument("--seed", type=int, default=0, help="seed of the toy model's other scores")
+    tr.add_argument("-o", "--output", default="trace.html", help="the page (default trace.html)")
+    tr.set_defaults(func=cmd_trace)
 
     d = sub.add_parser("demo", parents=[sub_common],
                        help="compile Python × a real vocabulary and show a masked completion")
@@ -322,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"gramask: error: {msg}", file=sys.stderr)
+        context = getattr(e, "context", None)  # a grammar's line with a caret under the error
+        if isinstance(context, str) and context.strip():
+            print(textwrap.indent(context.rstrip("\n"), "    "), file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # pragma: no cover
         return 130

@@ -7,13 +7,14 @@ from __future__ import annotations
 import argparse
 import ast
 import time
+from pathlib import Path
 
 import numpy as np
 
 from .compiled import CompiledGrammar
 from .vocab import Vocabulary, load_vocabulary
 
-__all__ = ["DEMO_PREFIX", "DEMO_TARGET", "cmd_demo"]
+__all__ = ["DEMO_PREFIX", "DEMO_TARGET", "WantsText", "cmd_demo"]
 
 DEMO_PREFIX = '''def fibonacci(n: int) -> int:
     """Return the n-th Fibonacci number."""
@@ -64,6 +65,24 @@ class _ToyModel:
             self.rest = self.rest[len(t):]
 
 
+class WantsText:
+    """The toy model as a language model (token ids so far -> scores), for ``gramask trace``:
+    it follows its target text even where the mask made it take another token."""
+
+    def __init__(self, vocab: Vocabulary, target: str, seed: int = 0) -> None:
+        self.toy = _ToyModel(vocab, target, seed)
+        self.seen = 0
+        self.want: int | None = None
+
+    def __call__(self, ids: list[int]) -> np.ndarray:
+        for tok in ids[self.seen:]:
+            self.toy.took(tok, self.want if self.want is not None else tok)
+        self.seen = len(ids)
+        scores = self.toy.scores()
+        self.want = int(np.argmax(scores))
+        return scores
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     import gramask
     from gramask.grammars import load
@@ -74,12 +93,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     vocab = load_vocabulary(vocab_name)
     t0 = time.perf_counter()
     cg = gramask.compile(grammar, vocab, cache=not args.no_cache)
-    print(f"   {'loaded from cache' if cg.info.get('from_cache') else 'compiled'} in "
-          f"{time.perf_counter() - t0:.2f} s")
+    entry = cg.info.get("cache_path")
+    where = f" (cache: {Path(entry).parent})" if isinstance(entry, str) else " (cache off)"
+    print(f"   {'loaded from the cache' if cg.info.get('from_cache') else 'compiled'} in "
+          f"{time.perf_counter() - t0:.2f} s{where}")
     st = cg.stats()
     print(f"   {st['terminals']} terminals, {st['rules']} rules, {st['lexer_states']} lexer "
           f"states, {st['nonzeros']} table entries ({st['density']:.3%} dense), "
-          f"{st['array_bytes'] / 1e6:.1f} MB of arrays")
+          f"{st['array_bytes'] / 2**20:.1f} MiB of arrays")
     print("\n== a constrained completion, step by step")
     print(f"   a toy model wants to write {DEMO_TARGET!r} (the ']' should be ')');")
     print("   each step takes the model's favourite *allowed* token")
@@ -135,7 +156,7 @@ def _demo_budget(cg: CompiledGrammar, vocab: Vocabulary, args: argparse.Namespac
     sc = c.shortest_completion()
     print(f"--- shortest completion: {sc.text!r} ({len(sc.token_ids)} tokens)")
     model = _ToyModel(vocab, DEMO_BUDGET_TARGET, seed=args.seed)
-    while c.remaining_tokens:
+    while c.remaining_tokens and c.num_tokens < args.steps:
         m = c.allowed()
         scores = model.scores()
         want = int(np.argmax(scores))
@@ -148,8 +169,11 @@ def _demo_budget(cg: CompiledGrammar, vocab: Vocabulary, args: argparse.Namespac
         if c.is_finished:
             break
     text = DEMO_BUDGET_PREFIX + c.text
-    print(f"--- after {c.num_tokens} tokens (complete: {c.is_complete()}) ---")
+    cut = "" if c.is_complete() or not c.remaining_tokens else f", cut by --steps {args.steps}"
+    print(f"--- after {c.num_tokens} tokens (complete: {c.is_complete()}{cut}) ---")
     print(text)
+    if cut:
+        return
     try:
         ast.parse(text)
         print("--- ast.parse: OK")

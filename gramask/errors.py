@@ -97,6 +97,12 @@ class InvalidSuffixError(InvalidPrefixError):
     """A suffix (the code after the cursor) that no middle can connect to; ``position`` is
     the byte offset in the suffix where the trouble starts."""
 
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position
+        if position is not None:  # say whose byte it is: the prefix's would be a fair guess
+            self.args = (f"{message} (at byte {position} of the suffix)",)
+
 
 class BudgetError(GramaskError, ValueError):
     """A token budget (``max_tokens``) that cannot be met: the prefix (and suffix) need at

@@ -142,6 +142,16 @@ class Grammar:
             ) from None
         except (LarkGrammarError, KeyError) as e:
             msg = str(e).strip("'\"")
+            undefined = re.fullmatch(r"Using an undefined rule: NonTerminal\('(\w+)'\)", msg)
+            if undefined and undefined.group(1) == start:  # lark names its internal class
+                rules = sorted(set(re.findall(r"^[ \t]*[?!]?([a-z_][a-z_0-9]*)[ \t]*(?:\.-?\d+)?"
+                                              r"[ \t]*:", text, re.M)))
+                raise GrammarError(
+                    f"{source}: the start rule {start!r} is not defined (start= / --start); "
+                    f"the grammar's rules: {', '.join(rules[:20]) or 'none'}"
+                    + (", ..." if len(rules) > 20 else ""), name=start) from None
+            if undefined:
+                msg = f"rule {undefined.group(1)!r} is used but not defined"
             line = _guess_line(text, msg)
             raise GrammarError(f"{source}: {msg}", line=line) from None
         except LexError as e:

@@ -17,7 +17,8 @@ import numpy as np
 from .compiled import CompiledGrammar
 from .errors import GramaskError
 
-__all__ = ["Group", "group_by_lexing", "load_logits", "rank_by_logits"]
+__all__ = ["Group", "group_by_lexing", "lex_pieces", "load_logits", "rank_by_logits",
+           "softmax"]
 
 
 @dataclass(frozen=True)
@@ -31,34 +32,68 @@ class Group:
 def group_by_lexing(cg: CompiledGrammar, lexer_state: int, ids: np.ndarray) -> list[Group]:
     """Group ``ids`` by the terminals their bytes complete from ``lexer_state`` and the
     lexeme they end inside (``NAME…``); largest group first, short tokens first inside one."""
-    dfa = cg.dfa
-    rows = dfa.trans.tolist()
-    accept = dfa.accept.tolist()
-    names = dfa.terminal_names
-    winnable = dfa.winnable
     vocab = cg.vocab
+    lists = (cg.dfa.trans.tolist(), cg.dfa.accept.tolist())
     groups: dict[str, list[int]] = defaultdict(list)
     for i in ids.tolist():
         if i == vocab.eos_token_id:
             groups["<EOS>"].append(i)
             continue
-        q, parts = lexer_state, []
-        for byte in vocab.token_bytes(i):
-            nq = rows[q][byte]
-            if nq < 0:  # the lexeme ends (an allowed token's lexemes have winners)
-                parts.append(names[accept[q]] if accept[q] >= 0 else "?")
-                nq = rows[0][byte]
-                if nq < 0:
-                    break
-            q = nq
-        if q > 0:
-            parts.append(_open_lexeme(q, accept, winnable, names))
-        groups[" ".join(parts)].append(i)
+        pieces, _ = lex_pieces(cg, lexer_state, vocab.token_bytes(i), lists)
+        groups[" ".join(label for _, label in pieces)].append(i)
     out = [
         Group(k, tuple(sorted(v, key=lambda t: (len(vocab.token_bytes(t)), t))))
         for k, v in groups.items()
     ]
     return sorted(out, key=lambda g: (-len(g.ids), g.lexes_to))
+
+
+def lex_pieces(cg: CompiledGrammar, lexer_state: int, data: bytes,
+               lists: tuple[list[list[int]], list[int]] | None = None,
+               ) -> tuple[list[tuple[int, str]], tuple[int, str] | None]:
+    """What ``data`` lexes to from ``lexer_state`` with the greedy lexer DFA: ``(start, label)``
+    per lexeme (start -1: the lexeme was already in progress; ``NAME…``: left open), repeats
+    folded (``MINUS×12``), and where lexing failed, if it did: ``(offset, why)``. ``lists``:
+    the DFA's transitions and accepts as lists, for callers that lex many tokens."""
+    dfa = cg.dfa
+    rows, accept = lists if lists is not None else (dfa.trans.tolist(), dfa.accept.tolist())
+    names = dfa.terminal_names
+    q, start = lexer_state, (-1 if lexer_state > 0 else 0)
+    raw: list[tuple[int, str]] = []
+    for at, byte in enumerate(data):
+        nq = rows[q][byte]
+        if nq < 0:  # the lexeme ends here
+            if q > 0 and accept[q] < 0:  # ... but is no terminal yet
+                open_as = _open_lexeme(q, accept, dfa.winnable, names)
+                raw.append((start, open_as[:-1] + "?"))
+                return _fold(raw), (at, f"byte {bytes([byte])!r} does not continue the lexeme "
+                                    f"in progress ({open_as}), which is no terminal yet")
+            if q > 0:
+                raw.append((start, names[accept[q]]))
+            start, nq = at, rows[0][byte]
+            if nq < 0:
+                return _fold(raw), (at, f"no terminal starts with byte {bytes([byte])!r}")
+        q = nq
+    if q > 0:
+        raw.append((start, _open_lexeme(q, accept, dfa.winnable, names)))
+    return _fold(raw), None
+
+
+def _fold(pieces: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Runs of one terminal as one piece, ``MINUS×16`` (``MINUS×16…`` when the last is left
+    open): a token of 16 dashes is one choice, not a 16-word label."""
+    out: list[tuple[int, str]] = []
+    for start, label in pieces:
+        name = label.rstrip("…")
+        if out:
+            prev_start, prev = out[-1]
+            prev_name, _, count = prev.partition("×")
+            if prev_name == name and not prev.endswith("…"):
+                n = int(count) if count else 1
+                out[-1] = (prev_start, f"{name}×{n + 1}" + label[len(name):])
+                continue
+        out.append((start, label))
+    return out
 
 
 def _open_lexeme(q: int, accept: list[int], winnable: np.ndarray, names: tuple[str, ...]) -> str:
@@ -98,3 +133,10 @@ def load_logits(path: str | os.PathLike[str], vocab_size: int) -> np.ndarray:
 def rank_by_logits(ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
     """``ids`` from the highest logit down (ties by id)."""
     return ids[np.lexsort((ids, -logits[ids]))]
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Probabilities from logits (float64; ``-inf`` logits get 0)."""
+    z = logits - np.max(logits)
+    e = np.exp(z)
+    return np.asarray(e / e.sum())

@@ -184,11 +184,33 @@ def test_demo_fixes_the_bracket_and_finishes(capsys):
 
 def test_demo_cut_short_does_not_claim_a_program(capsys):
     assert main(["demo", "--vocab", "gpt2", "--steps", "2"]) == 0
-    out = capsys.readouterr().out.split("a token budget")[0]  # the budget demo runs whole
+    out, budget = capsys.readouterr().out.split("a token budget")
     assert "completed" not in out and "ast.parse" not in out
     assert "program so far (cut after 2 steps, before EOS)" in out
     assert "so far (cut after 2 steps, before EOS): prefix + middle + suffix" in out
     assert out.count("\nstep ") == 4  # two in the prefix demo, two in the FIM demo
+    assert budget.count(" left: ") == 2 and "cut by --steps 2" in budget  # --steps there too
+    assert "ast.parse" not in budget
+
+
+def test_compile_names_the_cache_and_the_canonical_vocabulary(tmp_path, capsys, monkeypatch):
+    """An alias names the output by the canonical vocabulary; the cache hit says where the
+    cache is and writes the same artifact (copied, not re-encoded)."""
+    monkeypatch.chdir(tmp_path)
+    cache = tmp_path / "cache"
+    assert main(["compile", "json", "--vocab", "gpt-2", "--cache-dir", str(cache), "-q"]) == 0
+    first = capsys.readouterr().out
+    assert first.startswith("json.gpt2.gmask: ") and " MiB, " in first
+    assert "vocabulary 'gpt-2' is the bundled 'gpt2' (an alias)" in first
+    assert "compiled in" in first and f"cache: {cache}" in first
+    assert main(["compile", "json", "--vocab", "gpt2", "--cache-dir", str(cache),
+                 "-o", "again.gmask"]) == 0
+    second = capsys.readouterr().out
+    assert "loaded from the cache in" in second and f"cache: {cache}" in second
+    assert "s in all: grammar" in second  # where the time of a cache hit goes
+    again = gramask.CompiledGrammar.load(tmp_path / "again.gmask")
+    assert again.stats()["nonzeros"] == gramask.CompiledGrammar.load(
+        tmp_path / "json.gpt2.gmask").stats()["nonzeros"]
 
 
 def test_python_dash_m_gramask_is_the_command():
@@ -204,3 +226,153 @@ def test_negative_top_is_a_usage_error(capsys):
         main(["mask", "x.gmask", "--prefix", "", "--top", "-3"])
     assert info.value.code == 2
     assert "expected a number ≥ 0, got -3" in capsys.readouterr().err
+
+
+def test_mask_explain_names_each_cause(json_artifact, capsys):
+    """--explain: allowed, refused by the parser (and what it takes instead), by the lexer,
+    by the budget, EOS before the end; the JSON report carries the same verdicts."""
+    args = ["mask", str(json_artifact), "--prefix", '{"a": [1, 2', "--top", "0"]
+    assert main([*args, "--explain", "]", "--explain", "}", "--explain", "@",
+                 "--explain", "EOS", "--explain", "\\n", "--json"]) == 0
+    got = {e["token"]: e for e in json.loads(capsys.readouterr().out)["explain"]}
+    assert got["']'"]["allowed"] and got["']'"]["reason"] == "allowed"
+    assert got["'\\n'"]["allowed"]  # '\n' typed with a backslash is the newline token
+    brace = got["'}'"]
+    assert brace["reason"] == "parsing" and brace["lexes_to"] == "NUMBER RBRACE…"
+    assert "after NUMBER the parser takes COMMA, RSQB, not RBRACE" in brace["message"]
+    assert got["'@'"]["reason"] == "lexing" and "no terminal starts with byte b'@'" in \
+        got["'@'"]["message"]
+    assert got["<EOS>"]["reason"] == "eos" and not got["<EOS>"]["allowed"]
+    assert main([*args, "--max-tokens", "2", "--explain", ","]) == 0
+    out = capsys.readouterr().out
+    assert "explain ',' (id 11): budget" in out
+    assert "finishing after it needs 2 more tokens (1 would be left)" in out
+    assert main([*args, "--explain", "no such token"]) == 1
+    assert "no token of the vocabulary is exactly this text" in capsys.readouterr().err
+
+
+def test_mask_explain_suffix(json_artifact, capsys):
+    """A token the prefix alone allows but no middle connects to the suffix from."""
+    assert main(["mask", str(json_artifact), "--prefix", "[1", "--suffix", "]",
+                 "--top", "0", "--explain", "]", "--explain", ",", "--json"]) == 0
+    got = {e["token"]: e for e in json.loads(capsys.readouterr().out)["explain"]}
+    assert got["']'"]["reason"] == "suffix" and "code after the cursor" in got["']'"]["message"]
+    assert got["','"]["allowed"]
+
+
+def test_mask_save_mask_and_forbidden_logits(json_artifact, tmp_path, capsys):
+    import numpy as np
+
+    saved = tmp_path / "m.npy"
+    logits = np.zeros(50257)
+    logits[[60, 11, 2, 31]] = [5.0, 4.0, 9.0, 7.0]  # ']', ',' allowed; '#', '@' forbidden
+    lp = tmp_path / "l.npy"
+    np.save(lp, logits)
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--save-mask", str(saved),
+                 "--logits", str(lp), "--top", "2", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    mask = np.load(saved, allow_pickle=False)
+    assert mask.dtype == bool and mask.shape == (50257,) and mask.sum() == rep["allowed"]
+    assert [t["token"] for t in rep["forbidden"]] == ["#", "@"]
+    probs = np.exp(logits) / np.exp(logits).sum()
+    assert rep["allowed_probability"] == pytest.approx(probs[mask].sum())
+    assert rep["tokens"][0]["p_masked"] == pytest.approx(probs[60] / probs[mask].sum())
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--logits", str(lp),
+                 "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "most likely forbidden tokens" in out and "'#'" in out
+
+
+def test_mask_top_says_how_many_groups_are_left_out(json_artifact, capsys):
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    m = __import__("re").search(r"\(2 of (\d+) groups; --top \1 shows all\)", out)
+    assert m and int(m.group(1)) > 2
+    assert main(["mask", str(json_artifact), "--prefix", "[1, 2", "--top", "0"]) == 0
+    assert f"(0 of {m.group(1)} groups" in capsys.readouterr().out
+
+
+def test_group_labels_fold_runs_of_one_terminal():
+    from gramask.mask_report import lex_pieces
+
+    from ._support import compiled
+
+    cg = compiled("python", "gpt2")
+    dashes = cg.vocab.token_id("-" * 16)
+    assert dashes is not None
+    pieces, error = lex_pieces(cg, 0, cg.vocab.token_bytes(dashes))
+    assert error is None and [label for _, label in pieces] == ["MINUS×16…"]
+    pieces, _ = lex_pieces(cg, 0, b"a--b")
+    assert [label for _, label in pieces] == ["NAME", "MINUS×2", "NAME…"]
+
+
+def test_inspect_plot_writes_a_png(json_artifact, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "tables.png"
+    assert main(["inspect", str(json_artifact), "--plot", str(out), "--plot-steps", "40"]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    assert f"plot written to {out}" in capsys.readouterr().out
+
+
+def test_inspect_plot_without_matplotlib_says_how_to_get_it(json_artifact, tmp_path, capsys,
+                                                           monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    assert main(["inspect", str(json_artifact), "--plot", str(tmp_path / "x.png")]) == 1
+    assert "pip install 'gramask[plot]'" in capsys.readouterr().err
+
+
+def test_trace_writes_a_self_contained_page(json_artifact, tmp_path, capsys):
+    """The toy model wants a single-quoted string, which JSON forbids: the page records the
+    step where the mask overrode it, and the page loads nothing from outside."""
+    out = tmp_path / "trace.html"
+    assert main(["trace", str(json_artifact), "--prefix", '{"a": ', "--wants", "'x'}",
+                 "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and "</table></body></html>" in page
+    assert "http" not in page and "<script" not in page and "src=" not in page
+    n = page.count("<tr><td class=n>")
+    assert n >= 2 and f"{n} steps" in said and "complete: True" in said
+    assert 'class="tok bad">&#x27;' in page  # the forbidden ' the model preferred, shown
+    assert "the mask overrode the model at 0" not in said
+
+
+def test_trace_completion_records_each_step():
+    import numpy as np
+
+    from gramask.trace import trace_completion
+
+    from ._support import compiled
+
+    cg = compiled("json", "gpt2")
+    v = cg.vocab
+    logits = np.full(len(v) + 7, -5.0)  # wider than the vocabulary, as padded models are
+    logits[[v.token_id("x"), v.token_id("]"), v.eos_token_id]] = [9.0, 3.0, 1.0]
+    c = cg.constraint(prefix="[1")
+    steps = trace_completion(c, lambda ids: logits, max_new_tokens=5)
+    assert [s.token for s in steps] == ["]", "<EOS>"] and c.is_finished
+    p = np.exp(logits[: len(v)] - logits.max())
+    p /= p.sum()
+    m = cg.constraint(prefix="[1").allowed()
+    assert steps[0].p_allowed == pytest.approx(p[m].sum())
+    assert steps[0].allowed == int(m.sum())
+    assert steps[0].forbidden_preferred[0] == ("x", pytest.approx(p[v.token_id("x")]))
+
+
+def test_grammar_errors_keep_their_context_on_the_command_line(tmp_path, capsys):
+    """A Lark syntax error shows the line and a caret; an undefined start rule is named as
+    such, with the rules there are (not lark's NonTerminal('program'))."""
+    bad = tmp_path / "bad.lark"
+    bad.write_text('start: item+\nitem: "a" | "b" ) \n')
+    assert main(["compile", str(bad), "--vocab", "gpt2", "-q"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("invalid Lark grammar syntax (line 2, column 17)")
+    assert err[1].strip() == 'item: "a" | "b" )' and err[2].index("^") == err[1].index(")")
+    ok = tmp_path / "ok.lark"
+    ok.write_text('start: item+\nitem: "a" | "b"\n')
+    assert main(["compile", str(ok), "--vocab", "gpt2", "-q", "--start", "program"]) == 1
+    err_text = capsys.readouterr().err
+    assert "the start rule 'program' is not defined" in err_text
+    assert "rules: item, start" in err_text and "NonTerminal" not in err_text
+    with pytest.raises(gramask.GrammarError, match="start rule 'program' is not defined"):
+        gramask.Grammar.from_lark(ok.read_text(), start="program")

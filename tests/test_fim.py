@@ -291,3 +291,23 @@ def test_boundary_lexeme_checked_per_token_in_a_shared_end_class() -> None:
     assert c.allowed().tolist() == [True, True, False, False]
     c.advance(1)  # "aa": one more "a" before the suffix's
     assert c.allowed().tolist() == [True, False, False, False]
+
+
+@pytest.mark.parametrize(("suffix", "blamed", "why"), [
+    # cut inside a docstring: the string opened at the second \"\"\" never closes
+    ('"""Module doc.\n\nMore text.\n"""\nimport os\n\n\ndef f(x):\n    """Doc of f, cut',
+     '    """Doc of f', "still open where the suffix ends"),
+    # cut inside a call: its bracket never closes
+    ('"""Module doc."""\nimport os\nprint(os.sep', "(os.sep", "bracket opened there"),
+])
+def test_suffix_cut_short_blames_where_the_plain_reading_fails(suffix: str, blamed: str,
+                                                               why: str) -> None:
+    """A file cut at N characters as the suffix: the error names the offset where reading
+    the suffix from its first byte fails (the opening of the string or bracket left open),
+    not the furthest failure of a reading that begins inside a string (which fell inside
+    the well-formed module docstring)."""
+    with pytest.raises(gramask.InvalidSuffixError) as e:
+        compiled("python", "gpt2").constraint(prefix="", suffix=suffix)
+    at = suffix.index(blamed) + len(blamed) - len(blamed.lstrip())
+    assert e.value.position == at and why in str(e.value)
+    assert f"(at byte {at} of the suffix)" in str(e.value)

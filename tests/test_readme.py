@@ -43,3 +43,17 @@ def test_sampling_example_prints_what_the_readme_shows(
 ) -> None:
     pytest.importorskip("torch")
     _run_section("Sampling", capsys)
+
+
+def test_inference_example_prints_what_the_readme_shows(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Compiles the artifact the way the section says (the CLI), then loads it in the example."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from gramask.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", "json", "--vocab", "gpt2", "-o", "json.gpt2.gmask", "-q"]) == 0
+    capsys.readouterr()
+    _run_section("In inference code", capsys)

@@ -489,3 +489,24 @@ def test_two_level_pick_is_the_inverse_cdf():
             assert w[i] > 0
             j = min(int(np.searchsorted(cum, u * cum[-1], side="right")), n - 1)
             assert i == j or abs(cum[i] - cum[j]) <= 1e-5 * cum[-1]
+
+
+def three_way(ids: list[int]) -> np.ndarray:
+    """A model uniform over {0, 1, EOS} at every step: it may stop before the fifth bit, so
+    the grammar refuses mass behind "1" as well as behind "0"."""
+    return np.zeros(3)
+
+
+def test_binary_eos_model_fresh_tree_is_biased_kept_tree_converges(binary):
+    """What docs/sampling.md ("What AdapTrack guarantees") states: the exact answer is still
+    1/17 per string; the tree kept across samples gets it, a fresh tree per sample (which
+    compares an explored "0" with an unexplored "1" whose Q is still 1) gives far fewer
+    00000s (about 0.009 in tools/sampling_eval.py --problem binary-eos)."""
+    exact = exact_distribution(three_way, binary.constraint(), max_new_tokens=8)
+    assert len(exact) == 17 and all(math.isclose(p, 1 / 17) for p in exact.values())
+    kept = zeros_frequency(AdapTrackSampler(three_way, binary.constraint(), seed=0))
+    assert abs(kept - 1 / 17) <= four_sigma(1 / 17, N_BINARY), kept
+    n = 1000  # four sigma below 1/17 is 0.029: far from both 0.009 and the exact 0.059
+    fresh = zeros_frequency(AdapTrackSampler(three_way, binary.constraint(), seed=0), n,
+                            fresh=True)
+    assert fresh < 1 / 17 - four_sigma(1 / 17, n), fresh

@@ -28,7 +28,11 @@ import numpy as np
 from ..core.constraint import Constraint, LexState
 from ..limits import memo_size
 from ..memo import BoundedMemo
-from .planner import BudgetPlanner, _LexemeCosts
+from .grammar_costs import Rules
+from .lexeme_costs import LexemeCosts
+from .planner import BudgetPlanner
+from .search import PlanSearch
+from .spelling import TokenCounter
 from .verify import WalkedVerifier
 
 if TYPE_CHECKING:
@@ -55,7 +59,7 @@ class _ContextualView:
         return getattr(self._mb, name)
 
 
-class _ContextualLexemeCosts(_LexemeCosts):
+class _ContextualLexemeCosts(LexemeCosts):
     """Lexer-side costs where a terminal the greedy lexer never produces (a ``BIT`` that
     the literals ``"0"`` and ``"1"`` shadow) may end wherever it accepts: the contextual
     lexer reads it where the parser allows it and not the other one. (Every terminal's
@@ -71,9 +75,34 @@ class _ContextualLexemeCosts(_LexemeCosts):
         own = super()._clean_ends(a)
         return own if own.size else self.accepting_states(a)
 
-    def __init__(self, mb: MaskBuilder, tok: Any, preds: list[set[int]] | None = None) -> None:
+    def __init__(self, mb: MaskBuilder, tok: TokenCounter,
+                 preds: list[set[int]] | None = None) -> None:
         self.accepting = np.asarray(mb.dfa.accepting, dtype=bool)
         super().__init__(mb, tok, preds)
+
+
+class _ContextualPlanSearch(PlanSearch):
+    """Plans whose fallback search also tries lexemes with no separator (see ``_chunks``);
+    ``mb`` is the :class:`_ContextualView` (lexemes end by the contextual rule)."""
+
+    def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
+        """The fallback search's chunks, plus each expected next lexeme's spelling with no
+        separator: the planner glues a separator on where the basic lexer would read the
+        next lexeme's first byte into the one before, but the contextual lexer ends that one
+        there when no terminal the parser allows goes on (``KEY`` before ``=`` where a
+        ``VALUE`` could swallow it); the walk decides."""
+        out = super()._chunks(q, carry, p)
+        p2 = self.mb.lexeme_end(p, q, carry) if q else p
+        if p2 is None:
+            return out
+        lex, exp = self.lex, p2.es.expected
+        seen = set(out)
+        for t in range(lex.num_terminals):
+            w = lex.spell[t]
+            if w and (exp >> t) & 1 and not lex.ignored[t] and w not in seen:
+                seen.add(w)
+                out.append(w)
+        return out
 
 
 # tokens grouped by the state they lead to: (lexer state, parser state, members)
@@ -85,10 +114,10 @@ class ContextualBudgetPlanner(BudgetPlanner):
     are walked with the contextual lexer), plus the grouping of tokens by the state they
     lead to."""
 
-    _lexeme_costs = _ContextualLexemeCosts
+    lexeme_costs_class = _ContextualLexemeCosts
+    search_class = _ContextualPlanSearch
 
-    def __init__(self, mb: MaskBuilder, vocab: Vocabulary,
-                 rules: list[tuple[int, tuple[int, ...]]], tab_len: int) -> None:
+    def __init__(self, mb: MaskBuilder, vocab: Vocabulary, rules: Rules, tab_len: int) -> None:
         super().__init__(cast("MaskBuilder", _ContextualView(mb)), vocab, rules, tab_len)
         cx = mb.contextual
         assert cx is not None
@@ -98,25 +127,6 @@ class ContextualBudgetPlanner(BudgetPlanner):
         self._live_under: dict[int, np.ndarray] = {}  # allowed set → live states under it
         self._groups: BoundedMemo[tuple[int, int], _Groups] = BoundedMemo(
             memo_size(mb.limits.mask_cache))
-
-    def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
-        """The fallback search's chunks, plus each expected next lexeme's spelling with no
-        separator: the planner glues a separator on where the basic lexer would read the
-        next lexeme's first byte into the one before, but the contextual lexer ends that one
-        there when no terminal the parser allows goes on (``KEY`` before ``=`` where a
-        ``VALUE`` could swallow it); the walk decides."""
-        out = super()._chunks(q, carry, p)
-        p2 = self.cx.lexeme_end(p, q, carry) if q else p
-        if p2 is None:
-            return out
-        lex, exp = self.lex, p2.es.expected
-        seen = set(out)
-        for t in range(lex.num_terminals):
-            w = lex.spell[t]
-            if w and (exp >> t) & 1 and not lex.ignored[t] and w not in seen:
-                seen.add(w)
-                out.append(w)
-        return out
 
     def live_under(self, p: PState) -> np.ndarray:
         """Per lexer state: does some terminal the parser at ``p`` allows stay alive there?"""
@@ -136,9 +146,7 @@ class ContextualBudgetPlanner(BudgetPlanner):
         r = self._groups.get(key)
         if r is not None:
             return r
-        self._token_matrix()
-        mat, lens = self._tok_bytes, self._tok_lens
-        assert mat is not None and lens is not None
+        mat, lens = self.tokens.matrix()
         toks = toks[lens[toks] > 0]  # an empty token is never advanced
         order = toks[np.argsort(-lens[toks], kind="stable")]  # longest first
         olens = lens[order]

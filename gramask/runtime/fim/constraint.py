@@ -41,7 +41,7 @@ from .suffix_lexing import Branch, lex_suffix
 if TYPE_CHECKING:
     from ...grammar import Grammar
     from ...vocab import Vocabulary
-    from ..budget.planner import BudgetPlanner
+    from ..budget.planner import BudgetPlanner, TokenGroups
 
 __all__ = ["FimConstraint", "walk"]
 
@@ -410,10 +410,22 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
         open_brackets=octx.open_brackets, close_brackets=octx.close_brackets,
         indent_t=octx.indent_t, dedent_t=octx.dedent_t,
     )
+    start_error = lexing.start_error
     if not lexing.branches:
+        if start_error is not None:  # blame the plain reading, not the furthest one
+            raise InvalidSuffixError(f"the code after the cursor is not the end of any "
+                                     f"program: {start_error[1]}", position=start_error[0])
         raise InvalidSuffixError("the code after the cursor cannot be lexed",
                                  position=max(lexing.error_offset, 0))
-    qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
+    try:
+        qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
+    except InvalidSuffixError:
+        if start_error is None:
+            raise
+        # only readings that begin inside the middle's last lexeme were left, and none
+        # fits: the plain reading's failure is the one a person can act on
+        raise InvalidSuffixError(f"the code after the cursor is not the end of any program: "
+                                 f"{start_error[1]}", position=start_error[0]) from None
     qb = with_boundary(qb, boundary_filter(ob, vocab, sdata, markers, contextual=False))
     qplanner = (None if planner is None
                 else quotient_planner(qb, vocab, tab, markers, planner, sdata))
@@ -514,7 +526,7 @@ def _holds(br: Branch, p: PState) -> bool:
 _CARRIES = 1 << 16  # a token group's carries told apart (wider lines: checked one by one)
 
 
-def _group_keys(planner: BudgetPlanner, tc: Any, toks: np.ndarray, carry: int) -> np.ndarray:
+def _group_keys(planner: BudgetPlanner, tc: TokenGroups, toks: np.ndarray, carry: int) -> np.ndarray:
     """Per token of ``toks``: a key shared only by tokens that lead to the very same state
     (-1: not known without walking it). A group (same completed lexemes, same lexer state)
     pins the state down but for the indentation carry inside a newline lexeme (where the

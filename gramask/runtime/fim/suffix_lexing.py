@@ -56,6 +56,11 @@ class Branch:
 class SuffixLexing:
     branches: list[Branch]
     error_offset: int  # where lexing failed furthest in (for the error message), -1 if none
+    # why the plain reading (the suffix starting at a lexeme boundary, k = 0) gives no branch,
+    # for the error a person reads: (offset, reason), or None when it gives one. The furthest
+    # failure above is often a reading where the middle's string ends inside the suffix,
+    # which fails deep inside a docstring that is fine.
+    start_error: tuple[int, str] | None = None
 
 
 def boundary_candidates(b: MaskBuilder, suffix: bytes) -> dict[int, frozenset[int]]:
@@ -141,10 +146,13 @@ def lex_suffix(
     branches: list[Branch] = []
     err = -1
     nl_t = b.nl_t
+    start_error: tuple[int, str] | None = None
     for k in ks:
         raw, bad = _raw_lex(b, suffix[k:], k, tab)
         if bad >= 0:
             err = max(err, bad)
+            if k == 0:
+                start_error = (bad, _lex_failure(b, suffix, bad))
             continue
         end = len(suffix)
         if nl_t < 0:
@@ -169,7 +177,36 @@ def lex_suffix(
         for terms, (offs, ds, ass) in seen.items():
             branches.append(Branch(k, frozenset(ds), terms, offs, frozenset(ass),
                                    cands.get(k, frozenset())))
-    return SuffixLexing(branches, err)
+        if k == 0 and not seen:
+            start_error = _unclosed_bracket(raw, open_brackets, close_brackets)
+    return SuffixLexing(branches, err, start_error)
+
+
+def _lex_failure(b: MaskBuilder, suffix: bytes, at: int) -> str:
+    """Why greedy lexing stops at ``at``: a lexeme that runs to the end of the suffix
+    without ending as a terminal (a string or comment cut short), or a byte no lexeme takes."""
+    rows, q = b.trans_rows, 0
+    for byte in suffix[at:]:
+        q = rows[q][byte]
+        if q < 0:
+            return f"no terminal takes the byte {suffix[at:at + 1]!r} there"
+    return ("the lexeme that starts there is still open where the suffix ends (a string or "
+            "comment cut short?)")
+
+
+def _unclosed_bracket(raw: list[tuple[int, int, int]], opens: frozenset[int],
+                      closes: frozenset[int]) -> tuple[int, str] | None:
+    """The last bracket the suffix opens and never closes (Python: a program cannot end
+    inside brackets), if any."""
+    stack: list[int] = []
+    for t, _, o in raw:
+        if t in opens:
+            stack.append(o)
+        elif t in closes and stack:
+            stack.pop()
+    if not stack:
+        return None
+    return stack[-1], "a bracket opened there is still open where the suffix ends (is it cut short?)"
 
 
 def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: tuple[int, ...],

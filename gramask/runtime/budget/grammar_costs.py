@@ -1,0 +1,405 @@
+"""Grammar-side budget costs: the fewest tokens of terminal strings that complete a parse.
+
+Per automaton symbol the cheapest complete derivation (each terminal priced by its lexeme,
+:mod:`.lexeme_costs`); per LR(0) state the cheapest way to finish each rule it is inside
+(``K``); per Earley set, continued through the origin sets' waiting items (``W``), memoised on
+the hash-consed sets. A trailing newline and dedents cost nothing at the very end of the input
+(the end of input supplies them, as ``ParserContext.finish`` does).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from ..limits import memo_size
+from ..memo import BoundedMemo
+from .spelling import INF
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..core.earley import EarleySet
+    from ..core.masks import MaskBuilder
+
+__all__ = ["ACCEPT", "GrammarCosts", "Rules", "lexeme_predecessors"]
+
+ACCEPT = -1  # pseudo-symbol: the augmented start rule completed
+Rules = Sequence[tuple[int, tuple[int, ...]]]  # (lhs, rhs) as symbol ids of the automaton
+# per LR(0) state: (Kn, Kt, Kz), see GrammarCosts.kernel
+Kernel = tuple[dict[int, int], dict[int, int], frozenset[int]]
+
+
+def lexeme_predecessors(mb: MaskBuilder, rules: Rules, nsym: int) -> list[set[int]]:
+    """Per lexer terminal b, the lexer terminals whose lexeme can come right before one
+    of b: the grammar's FOLLOW relation, seen through the indentation terminals (they
+    ride on the newline lexeme), plus every ignored terminal."""
+    ctx = mb.ctx
+    n = nsym
+    nt = ctx.automaton.num_terminals
+    T = mb.dfa.num_terminals
+    nullable: set[int] = set()
+    first: list[set[int]] = [{x} if x < nt else set() for x in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            if lhs not in nullable and all(x in nullable for x in rhs):
+                nullable.add(lhs)
+                changed = True
+            for x in rhs:
+                if not first[x] <= first[lhs]:
+                    first[lhs] |= first[x]
+                    changed = True
+                if x not in nullable:
+                    break
+    follow: list[set[int]] = [set() for _ in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            trail = set(follow[lhs])
+            for x in reversed(rhs):
+                if not trail <= follow[x]:
+                    follow[x] |= trail
+                    changed = True
+                trail = (first[x] | trail) if x in nullable else set(first[x])
+    layout = {x for x in (ctx.indent_t, ctx.dedent_t) if x >= 0}
+    preds: list[set[int]] = [set() for _ in range(T)]
+    ignored = [t for t in range(T) if mb.dfa.ignored[t]]
+    for a in range(nt):
+        src = ctx.nl_t if a in layout else a
+        if not 0 <= src < T:
+            continue
+        for b in follow[a]:
+            if b < T:
+                preds[b].add(src)
+    for b in range(T):
+        preds[b].update(ignored)
+    return preds
+
+
+def free_closure(rules: Rules, free: Iterable[int]) -> frozenset[int]:
+    """``free`` plus every symbol all of whose rule's right-hand side is free."""
+    out = set(free)
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            if lhs not in out and all(x in out for x in rhs):
+                out.add(lhs)
+                changed = True
+    return frozenset(out)
+
+
+class GrammarCosts:
+    """Fewest tokens to complete a parse, per symbol, LR(0) state and Earley set, with a
+    newline lexeme priced ``k`` (the caller's bound over the indentation widths in use)."""
+
+    def __init__(self, mb: MaskBuilder, rules: Rules, nsym: int, lexeme_cost: np.ndarray,
+                 markers: dict[int, int], free: frozenset[int]) -> None:
+        """``lexeme_cost``: per lexer terminal, the tokens of one lexeme; ``markers``: the
+        fill-in-the-middle marker terminals' costs; ``free``: the symbols the end of input
+        supplies."""
+        ctx = mb.ctx
+        self.ctx = ctx
+        self.automaton = a = ctx.automaton
+        self.nt = a.num_terminals  # parser terminals
+        self.indent_t = ctx.indent_t
+        self.dedent_t = ctx.dedent_t
+        self.has_indent = ctx.nl_t >= 0
+        self.rules = rules
+        self.nsym = nsym
+        self.lexeme_cost = lexeme_cost
+        self.markers = markers
+        self.free = free
+        self._sym_costs: dict[int, list[int]] = {}
+        self._K: dict[int, dict[int, Kernel]] = {}
+        lim = mb.limits
+        self._W: BoundedMemo[tuple[int, int], dict[int, int]] = BoundedMemo(
+            memo_size(lim.step_memo))
+        self._Wz: BoundedMemo[int, frozenset[int]] = BoundedMemo(memo_size(lim.step_memo))
+        self._H: BoundedMemo[tuple[int, int], int] = BoundedMemo(memo_size(lim.step_memo))
+        self._shifted: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(
+            memo_size(lim.step_memo)
+        )
+
+    def symbol_costs(self, k: int) -> list[int]:
+        """Per automaton symbol, the fewest tokens of a complete derivation (newline lexeme
+        cost ``k``; indentation tokens ride on it)."""
+        c = self._sym_costs.get(k)
+        if c is not None:
+            return c
+        n = self.nsym
+        cost = [INF] * n
+        lexc = self.lexeme_cost
+        for t in range(min(self.nt, len(lexc))):
+            cost[t] = int(lexc[t])
+        for m, mc in self.markers.items():
+            cost[m] = mc
+        if self.has_indent:
+            cost[self.ctx.nl_t] = k
+            if self.indent_t >= 0:
+                cost[self.indent_t] = 0
+            if self.dedent_t >= 0:
+                cost[self.dedent_t] = 0
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in self.rules:
+                s = 0
+                for x in rhs:
+                    s += cost[x]
+                    if s >= INF:
+                        break
+                if s < cost[lhs]:
+                    cost[lhs] = s
+                    changed = True
+        self._sym_costs[k] = cost
+        return cost
+
+    def tail_costs(self, k: int) -> list[int]:
+        """Like :meth:`symbol_costs`, for a derivation at the very end of the input: its
+        trailing free symbols (newline, dedents) cost nothing."""
+        key = -1 - k
+        c = self._sym_costs.get(key)
+        if c is not None:
+            return c
+        full = self.symbol_costs(k)
+        free = self.free
+        n = len(full)
+        cost = [0 if x in free else full[x] for x in range(n)]
+        for x in range(self.nt, n):
+            cost[x] = 0 if x in free else INF
+        # per rule, the positions after which only free symbols follow: (full cost of the
+        # symbols before, symbol); a worklist re-evaluates the rules that use a symbol whose
+        # cost dropped (a pass over every rule per change took ~0.1 s on a quotient grammar)
+        cands: list[tuple[int, list[tuple[int, int]]]] = []
+        users: dict[int, list[int]] = {}
+        for lhs, rhs in self.rules:
+            if not rhs:
+                cost[lhs] = 0
+                continue
+            j = len(rhs)
+            while j > 0 and rhs[j - 1] in free:
+                j -= 1
+            i0 = max(j - 1, 0)
+            pre = 0
+            for x in rhs[:i0]:
+                pre = min(INF, pre + full[x])
+            opts = []
+            for x in rhs[i0:]:
+                if pre >= INF:
+                    break
+                opts.append((pre, x))
+                pre += full[x]
+            if opts:
+                for _, x in opts:
+                    users.setdefault(x, []).append(len(cands))
+                cands.append((lhs, opts))
+        queued = [True] * len(cands)
+        work = deque(range(len(cands)))
+        while work:
+            r = work.popleft()
+            queued[r] = False
+            lhs, opts = cands[r]
+            best = min(pre + cost[x] for pre, x in opts)
+            if best < cost[lhs]:
+                cost[lhs] = best
+                for r2 in users.get(lhs, ()):
+                    if not queued[r2]:
+                        queued[r2] = True
+                        work.append(r2)
+        self._sym_costs[key] = cost
+        return cost
+
+    def kernel(self, s: int, k: int) -> Kernel:
+        """For automaton state ``s``: (Kn, Kt, Kz) — per completed left-hand side (or
+        ACCEPT), the fewest tokens to finish it from ``s`` without / with a free tail, and
+        the ones finished by free symbols alone."""
+        memo = self._K.setdefault(k, {})
+        r = memo.get(s)
+        if r is not None:
+            return r
+        a = self.automaton
+        cost = self.symbol_costs(k)
+        tail = self.tail_costs(k)
+        # iterative post-order over the (acyclic) goto graph
+        stack = [(s, False)]
+        while stack:
+            st, ready = stack.pop()
+            if st in memo:
+                continue
+            succ = [*a.goto_t[st].items(), *a.goto_n[st]]
+            if not ready:
+                stack.append((st, True))
+                for _, t in succ:
+                    if t not in memo:
+                        stack.append((t, False))
+                continue
+            kn: dict[int, int] = {x: 0 for x in a.completed[st]}
+            if a.accepting[st]:
+                kn[ACCEPT] = 0
+            kz = set(kn)
+            kt = dict(kn)
+            for x, t in succ:
+                tn, tt, tz = memo[t]
+                c = cost[x]
+                if c < INF:
+                    for b, v in tn.items():
+                        if c + v < kn.get(b, INF):
+                            kn[b] = c + v
+                    for b, v in tt.items():
+                        if c + v < kt.get(b, INF):
+                            kt[b] = c + v
+                if x in self.free:
+                    for b in tz:
+                        kz.add(b)
+                        kt[b] = 0
+                ct = tail[x]
+                if ct < INF:  # the free tail starts inside x's derivation
+                    for b in tz:
+                        if ct < kt.get(b, INF):
+                            kt[b] = ct
+            memo[st] = (kn, kt, frozenset(kz))
+        return memo[s]
+
+    # ------------------------------------------------------------------ Earley sets
+    def finish_after(self, o: EarleySet, a: int, k: int, tail: bool) -> int:
+        """Fewest tokens to finish the input once ``a`` is completed with origin ``o``
+        (``tail``: only free symbols may follow — the answer is then 0 or INF)."""
+        if a == ACCEPT:
+            return 0
+        if tail:
+            return 0 if a in self.set_free(o, k) else INF
+        return self.set_costs(o, k).get(a, INF)
+
+    def set_costs(self, o: EarleySet, k: int) -> dict[int, int]:
+        """Per nonterminal that items of ``o`` wait for: the fewest tokens to finish the
+        input once it is completed with origin ``o``. One shortest-path problem per set: the
+        kernel items (origins earlier, solved first) give start values, the set's own
+        predictions are edges between its nonterminals (Dijkstra; costs are ≥ 0)."""
+        key = (o.uid, k)
+        r = self._W.get(key)
+        if r is not None:
+            return r
+        free = self.set_free(o, k)
+        base: dict[int, int] = {}
+        edges: dict[int, list[tuple[int, int]]] = {}
+        goto_n = self.automaton.goto_n
+        for s, origin in o.items:
+            for a, t in goto_n[s]:
+                kn, kt, _ = self.kernel(t, k)
+                best = base.get(a, INF)
+                if origin is None:  # a prediction of this set (or the start item)
+                    for b, w in kn.items():
+                        if b == ACCEPT:
+                            best = min(best, w)
+                        else:
+                            edges.setdefault(b, []).append((a, w))
+                    for b, w in kt.items():
+                        if w < best and (b == ACCEPT or b in free):
+                            best = w
+                else:
+                    after = self.set_costs(origin, k)
+                    free_o = self.set_free(origin, k)
+                    for b, w in kn.items():
+                        if w < best:
+                            best = min(best, w + (0 if b == ACCEPT else after.get(b, INF)))
+                    for b, w in kt.items():
+                        if w < best and (b == ACCEPT or b in free_o):
+                            best = w
+                if best < INF:
+                    base[a] = best
+        dist = dict(base)
+        heap = [(d, a) for a, d in dist.items()]
+        heapq.heapify(heap)
+        while heap:
+            d, b = heapq.heappop(heap)
+            if d > dist.get(b, INF):
+                continue
+            for a, w in edges.get(b, ()):
+                nd = d + w
+                if nd < dist.get(a, INF):
+                    dist[a] = nd
+                    heapq.heappush(heap, (nd, a))
+        self._W.put(key, dist)
+        return dist
+
+    def set_free(self, o: EarleySet, k: int) -> frozenset[int]:
+        """The nonterminals whose completion with origin ``o`` lets the input end with only
+        free symbols (the end of input's newline and dedents) after it."""
+        r = self._Wz.get(o.uid)
+        if r is not None:
+            return r
+        free: set[int] = set()
+        same: dict[int, list[int]] = {}  # b → a: a is free once b is
+        goto_n = self.automaton.goto_n
+        for s, origin in o.items:
+            for a, t in goto_n[s]:
+                _, _, kz = self.kernel(t, k)  # the free sets do not depend on k
+                if origin is None:
+                    for b in kz:
+                        if b == ACCEPT:
+                            free.add(a)
+                        else:
+                            same.setdefault(b, []).append(a)
+                elif any(b == ACCEPT or b in self.set_free(origin, k) for b in kz):
+                    free.add(a)
+        work = list(free)
+        while work:
+            b = work.pop()
+            for a in same.get(b, ()):
+                if a not in free:
+                    free.add(a)
+                    work.append(a)
+        out = frozenset(free)
+        self._Wz.put(o.uid, out)
+        return out
+
+    def _items_cost(self, es: EarleySet, items: Iterable[tuple[int, EarleySet | None]], k: int) -> int:
+        best = INF
+        for s, o in items:
+            org = es if o is None else o
+            kn, kt, _ = self.kernel(s, k)
+            for b, v in kn.items():
+                if v < best:
+                    best = min(best, v + self.finish_after(org, b, k, False))
+            for b, v in kt.items():
+                if v < best and self.finish_after(org, b, k, True) == 0:
+                    best = v
+        return best
+
+    def earley_cost(self, es: EarleySet, k: int) -> int:
+        """Fewest tokens of terminals that complete the input from set ``es``."""
+        key = (es.uid, k)
+        r = self._H.get(key)
+        if r is not None:
+            return r
+        # kernel items only: predictions (origin None, some item's partner state) finish
+        # through the items that predicted them
+        nk = self.automaton.nonkernel
+        partners = {nk[s] for s, _ in es.items}
+        items = [(s, o) for s, o in es.items if not (o is None and s in partners)]
+        r = self._items_cost(es, items, k)
+        self._H.put(key, r)
+        return r
+
+    def shifted_cost(self, es: EarleySet, terminal: int, k: int) -> int:
+        """``earley_cost`` of the set after shifting ``terminal``, without building it."""
+        key = (es.uid, terminal, k)
+        r = self._shifted.get(key)
+        if r is not None:
+            return r
+        goto_t = self.automaton.goto_t
+        items = []
+        for s, o in es.items:
+            t = goto_t[s].get(terminal)
+            if t is not None:
+                items.append((t, es if o is None else o))
+        r = self._items_cost(es, items, k) if items else INF
+        self._shifted.put(key, r)
+        return r
+

@@ -1,0 +1,369 @@
+"""Step grouping for budgets: a step's grammar-allowed tokens grouped by the runtime state
+they lead to, so that one bound (or one plan) decides a whole group.
+
+A token's state after a step is (parser state after the lexemes it completes, lexer state it
+leaves the lexer in); the first comes from the mask's row trie (:func:`walk_row_trie`), the
+second from a vectorised walk of the vocabulary's byte matrix (:class:`TokenMatrix`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from ..core.masks import walk_row_trie
+from ..limits import memo_size
+from ..memo import BoundedMemo
+
+if TYPE_CHECKING:
+    from ...vocab import Vocabulary
+    from ..core.masks import MaskBuilder
+    from ..core.masks import _TrieRow as TrieRow
+    from ..core.parse_state import PState
+    from .state_costs import StateCosts
+
+__all__ = ["StepGrouping", "StepUnits", "TokenGroups", "TokenMatrix"]
+
+
+class TokenGroups(NamedTuple):
+    """What :meth:`StepGrouping.token_groups` knows per token: ``group``: tokens of one
+    group lead to the same runtime state (:meth:`state`; -1 where the indentation carry is
+    not known)."""
+
+    group: np.ndarray
+    vertices: list[PState]  # parser states after the tokens' completed lexemes
+    num_states: int  # lexer states: group = vertex index × num_states + lexer state
+    # the group of every token, also where ``group`` is -1 (the carry is not known)
+    raw: np.ndarray
+    # the vertex index of tokens that complete no lexeme (``stay``), and of those that end
+    # the lexeme in progress at their first byte and complete no other (``killed``); -1: none
+    stay: int = -1
+    killed: int = -1
+
+    def state(self, g: int) -> tuple[int, int, PState]:
+        """The runtime state (lexer state, carry 0, parser state) of group ``g``."""
+        return g % self.num_states, 0, self.vertices[g // self.num_states]
+
+
+class StepUnits(NamedTuple):
+    """One step's grammar-allowed tokens in groups that lead to the same runtime state
+    (:meth:`StepGrouping.step_units`): per group its id (as :class:`TokenGroups` numbers
+    them), bound, lexer state and parser state (``vertices[vertex[i]]``)."""
+
+    gids: np.ndarray
+    costs: np.ndarray
+    finals: np.ndarray
+    vertices: list[PState]
+    vertex: np.ndarray
+    parts: list[tuple[RowFinals, np.ndarray]]  # per group: its row and its sorted runs
+    sizes: np.ndarray  # per group: how many tokens it holds
+    nl_live: np.ndarray  # per lexer state: a newline lexeme whose width is still open
+
+    def tokens(self, groups: list[int]) -> np.ndarray:
+        """The token ids of ``groups`` (one gather per row)."""
+        by_row: dict[int, tuple[RowFinals, list[np.ndarray]]] = {}
+        for i in groups:
+            rf, runs = self.parts[i]
+            by_row.setdefault(id(rf), (rf, []))[1].append(runs)
+        out = [rf.tokens_of(np.concatenate(rs)) for rf, rs in by_row.values()]
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+    def state(self, i: int) -> tuple[int, int, PState]:
+        """The runtime state (lexer state, carry 0, parser state) group ``i`` leads to."""
+        return int(self.finals[i]), 0, self.vertices[int(self.vertex[i])]
+
+
+class RowFinals:
+    """A row's tokens sorted by (node, lexer state they leave the lexer in), so that the
+    tokens of a trie vertex's nodes can be grouped by final state without touching each
+    token: ``vertex(pos)`` gives the distinct final states and, per state, the sorted runs
+    that hold its tokens."""
+
+    __slots__ = ("_memo", "hi", "keys", "lo", "num_states", "restrict", "row", "runs",
+                 "sorted_tokens")
+
+    def __init__(self, row: TrieRow, restrict: np.ndarray | None, finals: np.ndarray,
+                 num_states: int) -> None:
+        self.row = row
+        self.restrict = restrict
+        self.num_states = S = num_states
+        toks = row.tokens
+        node = np.repeat(np.arange(row.n, dtype=np.int64), row.counts)
+        if restrict is not None:
+            keep = restrict[toks]
+            toks, node = toks[keep], node[keep]
+        key = node * S + np.maximum(finals[toks], 0)
+        order = np.argsort(key, kind="stable")
+        self.sorted_tokens = toks[order].astype(np.int32)  # kept per row: half the bytes
+        sk = key[order]
+        cut = np.flatnonzero(np.diff(sk)) + 1 if sk.size else np.zeros(0, np.int64)
+        starts = np.concatenate(([0], cut)).astype(np.int64) if sk.size else cut
+        self.keys = sk[starts]  # one per run: node × S + final state
+        self.runs = np.append(starts, sk.size).astype(np.int64)
+        nodes = np.arange(row.n + 1, dtype=np.int64) * S
+        bounds = np.searchsorted(self.keys, nodes)
+        self.lo, self.hi = bounds[:-1], bounds[1:]
+        self._memo: dict[tuple[int, bytes], tuple[np.ndarray, list[np.ndarray], np.ndarray]] = {}
+
+    def vertex(self, v: int, ok: np.ndarray,
+               ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+        """(distinct final states, per state its run indices, per state its token count) of
+        the tokens of the nodes that end at trie vertex ``v`` where ``ok`` holds."""
+        k = (v, ok.tobytes())
+        r = self._memo.get(k)
+        if r is not None:
+            return r
+        lo, hi = self.row.spans[v]
+        pos = self.row.order[lo:hi][ok]
+        idx = _ranges(self.lo[pos], self.hi[pos] - self.lo[pos])
+        f = self.keys[idx] % self.num_states
+        order = np.argsort(f, kind="stable")
+        fs = f[order]
+        cut = np.flatnonzero(np.diff(fs)) + 1
+        first = np.concatenate(([0], cut)).astype(np.int64) if fs.size else cut
+        fu = fs[first]
+        lens = self.runs[idx + 1] - self.runs[idx]
+        sz = np.add.reduceat(lens[order], first) if fs.size else lens
+        r = fu, (np.split(idx[order], cut) if fs.size else []), sz.astype(np.int64)
+        if len(self._memo) < 1 << 14:
+            self._memo[k] = r
+        return r
+
+    def tokens_of(self, runs: np.ndarray) -> np.ndarray:
+        """The token ids in ``runs``."""
+        lo: np.ndarray = self.runs[runs]
+        out: np.ndarray = self.sorted_tokens[_ranges(lo, self.runs[runs + 1] - lo)]
+        return out
+
+
+class TokenMatrix:
+    """The vocabulary as a zero-padded byte matrix, its tokens' indentation widths, and per
+    lexer state the state each token leaves the lexer in (one per lexer and vocabulary:
+    a fill-in-the-middle planner shares its parent's)."""
+
+    def __init__(self, mb: MaskBuilder, vocab: Vocabulary, trans: np.ndarray,
+                 tab_len: int) -> None:
+        self.vocab = vocab
+        self.trans = trans
+        self.tab = tab_len
+        self.vocab_size = mb.vocab_size
+        self._tok_bytes: np.ndarray | None = None  # (V, longest) token bytes, zero-padded
+        self._tok_lens: np.ndarray | None = None
+        self._widths: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._finals: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(mb.limits.row_cache))
+
+    def matrix(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the (V, longest) zero-padded byte matrix, per token its length), built once."""
+        if self._tok_bytes is None or self._tok_lens is None:
+            toks = self.vocab.tokens
+            lens = np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
+            width = int(lens.max(initial=1))
+            mat = np.zeros((len(toks), width), dtype=np.uint8)
+            flat = np.frombuffer(b"".join(toks), dtype=np.uint8)
+            rows = np.repeat(np.arange(len(toks)), lens)
+            cols = np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)
+            mat[rows, cols] = flat
+            self._tok_bytes, self._tok_lens = mat, lens
+        return self._tok_bytes, self._tok_lens
+
+    def final_states(self, q: int, tokens: np.ndarray) -> np.ndarray:
+        """The lexer state each of ``tokens`` leaves the lexer in from ``q`` (greedy: a byte
+        that kills the lexeme starts the next one), vectorised over the tokens. Memoised per
+        row (the tables keep only a token's lexeme class; budgets need the state)."""
+        r = self._finals.get(q)
+        if r is not None:
+            return r
+        mat, lens = self.matrix()
+        order = tokens[np.argsort(-lens[tokens], kind="stable")]  # longest first
+        return self._walk_tokens(q, order, mat, lens)
+
+    def token_widths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per token: (holds a newline, width of the bytes after its last newline, width of
+        all its bytes) — the indentation carry it leaves (see :mod:`.lexing`). Built once."""
+        r = self._widths
+        if r is None:
+            toks = self.vocab.tokens
+            tab = self.tab
+            has = np.fromiter((b"\n" in t for t in toks), dtype=bool, count=len(toks))
+            tails = [t[t.rfind(b"\n") + 1:] for t in toks]
+            after = np.fromiter((t.count(b" ") + tab * t.count(b"\t") for t in tails),
+                                dtype=np.int64, count=len(toks))
+            total = np.fromiter((t.count(b" ") + tab * t.count(b"\t") for t in toks),
+                                dtype=np.int64, count=len(toks))
+            r = self._widths = (has, after, total)
+        return r
+
+    def _walk_tokens(self, q: int, order: np.ndarray, mat: np.ndarray, lens: np.ndarray,
+                     ) -> np.ndarray:
+        olens = lens[order]
+        state = np.full(order.size, q, dtype=np.int64)
+        trans = self.trans
+        for j in range(int(olens[0]) if order.size else 0):
+            n = int(np.searchsorted(-olens, -j, side="left"))  # tokens longer than j
+            n = int((olens > j).sum()) if n == 0 else n
+            live = state[:n]
+            byte = mat[order[:n], j]
+            nxt = trans[np.maximum(live, 0), byte]
+            dead = nxt < 0
+            if dead.any():
+                nxt[dead] = trans[0, byte[dead]]
+            state[:n] = np.where(live < 0, -1, nxt)
+        out = np.full(self.vocab_size, -1, dtype=np.int32)  # per row, kept: half the bytes
+        out[order] = state
+        self._finals.put(q, out)
+        return out
+
+
+class StepGrouping:
+    """One step's tokens grouped by the runtime state they lead to (:class:`TokenGroups`
+    per token, :class:`StepUnits` per group with each group's bound)."""
+
+    def __init__(self, mb: MaskBuilder, costs: StateCosts, tokens: TokenMatrix) -> None:
+        self.mb = mb
+        self.ctx = mb.ctx
+        self.costs = costs
+        self.tokens = tokens
+        self.num_states = mb.dfa.num_states
+        nl = mb.nl_live
+        self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
+        lim = mb.limits
+        self._vec: BoundedMemo[tuple[int, int, int], TokenGroups] = BoundedMemo(
+            memo_size(lim.mask_cache)
+        )
+        self._units: BoundedMemo[tuple[int, int, int], StepUnits] = BoundedMemo(
+            memo_size(lim.mask_cache))
+        self._rfinals: BoundedMemo[tuple[int, int | None], RowFinals] = BoundedMemo(
+            memo_size(lim.row_cache))
+
+    def token_groups(self, p: PState, q: int, carry: int) -> TokenGroups:
+        """Per token, the runtime state it leads to, as vocabulary-sized group vectors (for
+        fill-in-the-middle budgets, which tell tokens apart by their indentation carry too;
+        :meth:`step_units` is the same grouping without per-token vectors). Only meaningful
+        where the grammar mask allows the token. Memoised."""
+        mb = self.mb
+        ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
+        r = self._vec.get(ckey)
+        if r is not None:
+            return r
+        gid = np.full(mb.vocab_size, -1, dtype=np.int64)
+        raw = np.full(mb.vocab_size, -1, dtype=np.int64)
+        killed = -1
+        vertices: list[PState] = []
+        row = mb.row(q)
+        finals = self.tokens.final_states(q, row.tokens)
+        starts = np.concatenate(([0], np.cumsum(row.counts)[:-1]))
+        nl_live = self._nl_live
+
+        S = self.num_states
+
+        def settle(pp: PState, pos: np.ndarray) -> None:
+            if not pos.size:
+                return
+            toks = row.tokens[_ranges(starts[pos], row.counts[pos])]
+            f = np.maximum(finals[toks], 0)
+            g = len(vertices) * S + f  # group: (parser state after the token, lexer state)
+            raw[toks] = g
+            gid[toks] = np.where(nl_live[f], -1, g)  # a newline's width is not known here
+            vertices.append(pp)
+
+        lo, hi = row.spans[0]
+        stay = len(vertices) if lo < hi else -1
+
+        def at(p2: PState, v: int) -> None:
+            lo, hi = row.spans[v]
+            settle(p2, row.order[lo:hi])
+
+        walk_row_trie(self.ctx, mb.num_terminals, p, row, at, carry)
+        if q != 0:
+            p2 = mb.lexeme_end(p, q, carry)
+            if p2 is not None:
+                kill = mb.kill_set(q)
+                sub = self.token_groups(p2, 0, 0)
+                shift = len(vertices) * S
+                gid[kill] = np.where(sub.group[kill] >= 0, sub.group[kill] + shift, -1)
+                raw[kill] = np.where(sub.raw[kill] >= 0, sub.raw[kill] + shift, -1)
+                killed = len(vertices) + sub.stay if sub.stay >= 0 else -1
+                vertices.extend(sub.vertices)
+        r = TokenGroups(gid, vertices, S, raw, stay, killed)
+        self._vec.put(ckey, r)
+        return r
+
+    def step_units(self, p: PState, q: int, carry: int) -> StepUnits:
+        """The grammar-allowed tokens at (q, carry, p) grouped by the runtime state they lead
+        to, each group with its bound (per token: the bound of the state it leads to),
+        without vocabulary-sized vectors. A step where every group fits the budget (most steps, see
+        the README) then costs the trie walk and the groups' bounds, and no token's entry;
+        the tokens of a group are gathered only where the budget cuts it. Memoised."""
+        mb = self.mb
+        key = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
+        r = self._units.get(key)
+        if r is not None:
+            return r
+        gids: list[np.ndarray] = []
+        costs: list[np.ndarray] = []
+        finals: list[np.ndarray] = []
+        parts: list[tuple[RowFinals, np.ndarray]] = []
+        sizes: list[np.ndarray] = []
+        verts: list[PState] = []
+        unit_vertex: list[int] = []
+        S = self.num_states
+        nv = 0  # vertex index as token_groups counts them (its groups' ids)
+
+        def visit(rf: RowFinals, pp: PState, v: int) -> None:
+            nonlocal nv
+            lo, hi = rf.row.spans[v]
+            if lo == hi:
+                return
+            fu, ks, sz = rf.vertex(v, self.mb.class_vector(pp)[rf.row.cls[lo:hi]])
+            if fu.size:
+                gids.append(nv * S + fu)
+                costs.append(self.costs.state_costs(pp, fu))
+                finals.append(fu)
+                sizes.append(sz)
+                parts.extend((rf, k) for k in ks)
+                unit_vertex.extend([len(verts)] * fu.size)
+                verts.append(pp)
+            nv += 1
+
+        row = mb.row(q)
+        rf = self._row_finals(q, row, None)
+        walk_row_trie(self.ctx, mb.num_terminals, p, row,
+                      lambda p2, v: visit(rf, p2, v), carry)
+        if q != 0:
+            p2 = mb.lexeme_end(p, q, carry)
+            if p2 is not None:
+                row0 = mb.row(0)
+                rk = self._row_finals(0, row0, mb.kill_set(q))
+                walk_row_trie(self.ctx, mb.num_terminals, p2, row0,
+                              lambda p3, v: visit(rk, p3, v), 0)
+        r = StepUnits(_cat(gids), _cat(costs), _cat(finals), verts,
+                      np.array(unit_vertex, dtype=np.int64), parts, _cat(sizes), self._nl_live)
+        self._units.put(key, r)
+        return r
+
+    def _row_finals(self, q: int, row: TrieRow, restrict: np.ndarray | None) -> RowFinals:
+        """Row ``q``'s tokens sorted by (node, final lexer state), restricted to the tokens
+        where ``restrict`` is True (a kill set). Memoised per row object and restriction."""
+        key = (q, None if restrict is None else id(restrict))
+        r = self._rfinals.get(key)
+        if r is not None and r.row is row and r.restrict is restrict:
+            return r
+        f = self.tokens.final_states(q, row.tokens)
+        r = RowFinals(row, restrict, f, self.num_states)
+        self._rfinals.put(key, r)
+        return r
+
+
+
+def _cat(xs: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(xs) if xs else np.zeros(0, np.int64)
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, s + c)`` for each pair (vectorised)."""
+    total = int(counts.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    offs = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    return offs + np.arange(total)

@@ -1,0 +1,223 @@
+"""Lexer-side budget costs: finishing the lexeme in progress as each terminal, spelling a
+whole lexeme of each terminal, and what must separate two lexemes (greedy longest match).
+
+Each cost is counted in vocabulary tokens (:class:`.spelling.TokenCounter`) over the shortest
+byte string the lexer DFA allows (a breadth-first search per terminal); a bound, not an exact
+count: tokens that span two lexemes can make real text shorter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .spelling import INF, TokenCounter
+
+if TYPE_CHECKING:
+    from ..core.masks import MaskBuilder
+
+__all__ = ["LexemeCosts"]
+
+# bytes tried first when a witness string is built: readable ones
+_BYTE_ORDER = (
+    list(b"abcdefghijklmnopqrstuvwxyz0123456789_ ") + list(range(33, 127)) + list(range(256))
+)
+
+
+class LexemeCosts:
+    """Lexer-side costs: finishing the lexeme in progress as each terminal, spelling a whole
+    lexeme of each terminal, and what must separate two lexemes (greedy longest match).
+
+    A lexeme can only end where the next lexeme's first byte kills it: inside a comment that
+    is part of Python's newline lexeme nothing but a newline does. So each terminal's
+    lexemes are finished at its *clean* end states — those after which every other terminal
+    can be spelled, directly or after a separator — and costs are distances to them."""
+
+    def __init__(self, mb: MaskBuilder, tok: TokenCounter,
+                 preds: list[set[int]] | None = None) -> None:
+        dfa = mb.dfa
+        self.tok = tok
+        self.trans = np.asarray(dfa.trans, dtype=np.int64)
+        self.accept = np.asarray(dfa.accept)
+        self.num_states = S = dfa.num_states
+        self.num_terminals = T = dfa.num_terminals
+        self.ignored = np.asarray(dfa.ignored, dtype=bool)
+        self.nl_t = mb.nl_t
+        self.continuation_t = mb.continuation_t
+        self._dist: dict[int, np.ndarray] = {}
+        self._fin_str: dict[tuple[int, int], bytes] = {}
+        # first pass: ends = every accepting state; then the clean ones (see class docstring)
+        self.ends = [self.accepting_states(t) for t in range(T)]
+        self.spell = self._spellings()
+        self.separator = self._separator()
+        for _ in range(2):
+            self.ends = [self._clean_ends(a) for a in range(T)]
+            self._dist.clear()
+            self._fin_str.clear()
+            self.spell = self._spellings()
+        # a newline lexeme can take another line (Python's blank lines belong to it)
+        nl_ends = self.ends[self.nl_t] if self.nl_t >= 0 else np.zeros(0, np.int64)
+        nxt = self.trans[nl_ends, 10] if nl_ends.size else np.zeros(0, np.int64)
+        self.nl_renews = bool(nl_ends.size) and bool(
+            (nxt >= 0).all() and (self.accept[np.maximum(nxt, 0)] == self.nl_t).all()
+        )
+        # fin[q, t]: tokens that end the lexeme in progress at q as t (0: it can end now)
+        self.fin = np.full((S, T), INF, dtype=np.int64)
+        for t in range(T):
+            d = self._distances(t)
+            for q in np.flatnonzero(d < INF).tolist():
+                if q:  # state 0: no lexeme in progress
+                    self.fin[q, t] = tok.count(self.witness(q, t))
+        # per state, the finite entries of fin, cheapest first
+        self.fin_list: list[list[tuple[int, int]]] = [
+            sorted(((t, int(self.fin[q, t])) for t in np.flatnonzero(self.fin[q] < INF).tolist()),
+                   key=lambda e: e[1])
+            for q in range(S)
+        ]
+        # cost[b]: tokens that spell a lexeme of b after the clean end of any lexeme that can
+        # come before it (separated if needed)
+        self.cost = np.full(T, INF, dtype=np.int64)
+        for b in range(T):
+            w = self.spell[b]
+            if w is None or self.ignored[b]:
+                continue
+            worst = tok.count(w)
+            for a in (range(T) if preds is None else preds[b]):
+                for q in self.ends[a].tolist():
+                    g = self.glue(q, b)
+                    if g is not None:
+                        worst = max(worst, tok.count(g))
+            self.cost[b] = worst
+
+    def accepting_states(self, t: int) -> np.ndarray:
+        """The lexer states where a lexeme of ``t`` may end: where the greedy lexer reads it
+        as ``t`` (the contextual mode's planner widens this)."""
+        return np.flatnonzero(self.accept == t)
+
+    def _spellings(self) -> list[bytes | None]:
+        return [
+            self.witness(0, t) if self._distances(t)[0] < INF else None
+            for t in range(self.num_terminals)
+        ]
+
+    def _clean_ends(self, a: int) -> np.ndarray:
+        """The accepting states of ``a`` after which every other spelled terminal can
+        start (none for a comment: only a newline or the end of input ends it)."""
+        states = self.accepting_states(a)
+        keep = []
+        for q in states.tolist():
+            if all(self._glue_ok(q, b) for b in range(self.num_terminals)
+                   if b != a and not self.ignored[b] and self.spell[b]):
+                keep.append(q)
+        return np.array(keep, dtype=np.int64)
+
+    def _glue_ok(self, q: int, b: int) -> bool:
+        return self.glue(q, b) is not None
+
+    def glue(self, q: int, b: int) -> bytes | None:
+        """The bytes of a lexeme of ``b`` right after a lexeme that ended in state ``q``
+        (``q`` = 0: none before): its spelling, or the separator and its spelling."""
+        w = self.spell[b]
+        if not w:
+            return None
+        if q == 0 or self.trans[q, w[0]] < 0:
+            return w
+        sep = self.separator
+        if sep is not None and self.trans[q, sep[0]] < 0:
+            s = 0
+            for x in sep:
+                s = int(self.trans[s, x])
+            if self.trans[s, w[0]] < 0:
+                return sep + w
+        return None
+
+    def _distances(self, t: int) -> np.ndarray:
+        """Bytes from each lexer state to a clean end of ``t`` (BFS backwards)."""
+        d = self._dist.get(t)
+        if d is not None:
+            return d
+        frontier = np.zeros(self.num_states, dtype=bool)
+        frontier[self.ends[t]] = True
+        d = self.distances_to(frontier)
+        self._dist[t] = d
+        return d
+
+    def distances_to(self, targets: np.ndarray) -> np.ndarray:
+        """Bytes from each lexer state to one of ``targets`` (bool per state), staying in
+        one lexeme (BFS backwards over the DFA)."""
+        S = self.num_states
+        d = np.full(S, INF, dtype=np.int64)
+        frontier = targets.copy()
+        d[frontier] = 0
+        trans = self.trans
+        valid = trans >= 0
+        idx = np.where(valid, trans, 0)
+        level = 0
+        while frontier.any():
+            level += 1
+            reach = (frontier[idx] & valid).any(axis=1) & (d == INF)
+            d[reach] = level
+            frontier = reach
+        return d
+
+    def boundary_targets(self, head: bytes, a: int | Iterable[int], after: int | None,
+                         ) -> np.ndarray:
+        """Lexer states from which ``head`` (the suffix's first bytes) ends the lexeme as
+        ``a`` (or as one of several terminals), killed by the byte ``after`` (None: the input
+        ends)."""
+        st = np.arange(self.num_states, dtype=np.int64)
+        for x in head:
+            st = np.where(st >= 0, self.trans[np.maximum(st, 0), x], -1)
+        ok = st >= 0
+        ok &= np.isin(self.accept[np.maximum(st, 0)], [a] if isinstance(a, int) else list(a))
+        if after is not None:
+            ok &= self.trans[np.maximum(st, 0), after] < 0
+        return ok
+
+    def path(self, q: int, d: np.ndarray) -> bytes:
+        """The shortest bytes from ``q`` down distances ``d`` to 0 (readable bytes first)."""
+        out = bytearray()
+        trans = self.trans
+        while d[q] > 0:
+            row = trans[q]
+            for b in _BYTE_ORDER:
+                nq = row[b]
+                if nq >= 0 and d[nq] == d[q] - 1:
+                    out.append(b)
+                    q = int(nq)
+                    break
+        return bytes(out)
+
+    def witness(self, q: int, t: int) -> bytes:
+        """The shortest bytes from ``q`` to a clean end of ``t`` (readable bytes first)."""
+        key = (q, t)
+        w = self._fin_str.get(key)
+        if w is not None:
+            return w
+        w = self.path(q, self._distances(t))
+        self._fin_str[key] = w
+        return w
+
+    def end_state(self, q: int, data: bytes) -> int:
+        """The lexer state after ``data`` from ``q`` within one lexeme."""
+        for x in data:
+            q = int(self.trans[q, x])
+        return q
+
+    def _separator(self) -> bytes | None:
+        """The cheapest lexeme of an ignored terminal that is not a newline (a space)."""
+        for cand in (b" ", b"\t"):
+            q = int(self.trans[0, cand[0]])
+            if q >= 0 and self.accept[q] >= 0 and self.ignored[self.accept[q]] and (
+                self.accept[q] not in (self.nl_t, self.continuation_t)
+            ):
+                return cand
+        for t in range(self.num_terminals):
+            w = self.spell[t]
+            if self.ignored[t] and t not in (self.nl_t, self.continuation_t) and w and (
+                b"\n" not in w
+            ):
+                return w
+        return None

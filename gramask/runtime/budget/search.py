@@ -1,0 +1,408 @@
+"""Budget plans: concrete shortest completions, found by following the bounds' choices
+(:meth:`PlanSearch.completion_text`) or, where that fails, by a best-first search over the
+chunks those choices are made among (:meth:`PlanSearch.search_text`); every plan is walked
+with the constraint's own ``walk`` and ``complete`` before it is returned.
+
+With a suffix (fill-in-the-middle) the search also knows the suffix's lexeme starts
+(``openers``), its leading blanks (``lead``), and a ``strict`` planner to fall back on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+import numpy as np
+
+from ...errors import NoCompletionError
+from ..limits import memo_size
+from ..memo import BoundedMemo
+from .runstate import Complete, LexState, RunState, View, Walk
+from .spelling import INF
+from .state_costs import text_width
+
+if TYPE_CHECKING:
+    from ...vocab import Vocabulary
+    from ..core.masks import MaskBuilder
+    from ..core.parse_state import PState
+    from .lexeme_costs import LexemeCosts
+    from .spelling import TokenCounter
+    from .state_costs import StateCosts
+
+__all__ = ["SEARCH_NODES", "PlanSearch", "Planner"]
+
+_MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
+SEARCH_NODES = 4000  # states a plan's fallback search expands (see PlanSearch.search_text)
+_SEARCH_H_CAP = 64  # an INF estimate still orders its state (last), it does not drop it
+_NO_PLAN = "gramask found no completion of this state that the vocabulary can spell"
+_PADS = (*(b" " * i for i in range(1, 17)), b"\t")
+
+S = TypeVar("S", bound=RunState)
+
+
+class Planner(Protocol):
+    """What plans a completion (a ``strict`` fallback planner)."""
+
+    def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
+             search: int = SEARCH_NODES) -> tuple[int, ...]: ...
+
+
+class PlanSearch:
+    """Shortest completions of runtime states, walked and memoised."""
+
+    def __init__(self, mb: MaskBuilder, vocab: Vocabulary, tok: TokenCounter,
+                 lex: LexemeCosts, costs: StateCosts, markers: dict[int, int]) -> None:
+        self.mb = mb
+        self.ctx = mb.ctx
+        self.vocab = vocab
+        self.tok = tok
+        self.lex = lex
+        self.costs = costs
+        self.markers = markers
+        self.nl_t = mb.nl_t
+        self.has_indent = self.ctx.nl_t >= 0
+        self.tab = costs.tab
+        # fill-in-the-middle: what builds the planner :meth:`plan` falls back on (on first
+        # use), whose glued markers are in ``costs.glued`` (here they are free ends after any
+        # lexeme; see ``budget.quotient_planner``)
+        self.strict: Callable[[], Planner] | None = None
+        self._strict: Planner | None = None
+        # fill-in-the-middle, for the fallback search: lexeme starts that the suffix's first
+        # line continues (a comment opener when the suffix starts inside a comment), and the
+        # width of the suffix's leading blanks (a newline ending the middle is continued)
+        self.openers: list[bytes] = []
+        self.lead = 0
+        nl = mb.nl_live
+        self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
+        lim = mb.limits
+        self._failed: BoundedMemo[tuple[int, ...], int] = BoundedMemo(memo_size(lim.mask_cache))
+        self._plans: BoundedMemo[tuple[int, ...], tuple[int, ...]] = BoundedMemo(
+            memo_size(lim.mask_cache)
+        )
+
+    def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
+             search: int = SEARCH_NODES) -> tuple[int, ...]:
+        """Token ids of a shortest completion from runtime state ``st``, checked by walking
+        them (``walk``/``complete`` are the constraint's own; ``view(st)`` gives its lexer
+        state, carry and parser state, for constraints with wider states). Memoised. Where
+        following the bounds' choices fails (fill-in-the-middle: the quotient's costs can be
+        optimistic), a best-first search of up to ``search`` states looks further; then, for
+        a full search (``search`` ≥ ``SEARCH_NODES``), the ``strict`` planner, if any — which
+        from then on is tried first (these costs led nowhere with this suffix).
+
+        Raises
+        ------
+        NoCompletionError
+            No completion was found (the vocabulary cannot spell one, or the search did not
+            reach one).
+        """
+        view = view or _plain_view
+        q, carry, _ = view(st)
+        key = (q, carry, *(x.uid for x in st[2:]))
+        r = self._plans.get(key)
+        if r is not None:
+            return r
+        failed = self._failed.get(key)
+        if failed is not None and failed >= search:
+            raise NoCompletionError(_NO_PLAN)
+        ids = None
+        full = search >= SEARCH_NODES  # a step's own plan, not a token's check
+        sp = self._strict
+        if sp is not None:
+            # these costs once led nowhere with this suffix: the strict planner leads
+            with contextlib.suppress(NoCompletionError):
+                ids = sp.plan(st, walk, complete, view, search)
+        if ids is None and (sp is None or full):
+            ids = self._checked(st, self.completion_text(st, walk, complete, view), walk,
+                                complete)
+            if ids is None and search > 0:
+                text = self.search_text(st, walk, complete, view, search)
+                ids = self._checked(st, text, walk, complete)
+        if ids is None and sp is None and self.strict is not None and full:
+            # the strict planner's costs, where these were too optimistic to lead anywhere
+            self._strict = sp = self.strict()
+            with contextlib.suppress(NoCompletionError):
+                ids = sp.plan(st, walk, complete, view, search)
+        if ids is None:
+            self._failed.put(key, search)
+            raise NoCompletionError(_NO_PLAN)
+        self._plans.put(key, ids)
+        return ids
+
+    def _checked(self, st: S, text: bytes | None, walk: Walk[S], complete: Complete[S],
+                 ) -> tuple[int, ...] | None:
+        """``text`` as the fewest tokens, if walking them from ``st`` ends complete."""
+        ids = self.tok.tokenize(text) if text is not None else None
+        if ids is None:
+            return None
+        cur = st
+        for i in ids:
+            nxt = walk(cur, self.vocab.token_bytes(i))
+            if isinstance(nxt, int):
+                return None
+            cur = nxt
+        return ids if complete(cur) else None
+
+    def search_text(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None,
+                    limit: int,
+                    ) -> bytes | None:
+        """Best-first search for bytes that complete the input from ``st``: a state's
+        children are the chunks the greedy planner chooses among (the lexeme in progress
+        finished as each terminal, each expected next lexeme glued on, newlines at the open
+        levels, the suffix's boundary lexemes, indentation pads), walked exactly; the order
+        is tokens so far + the bound from the child (an estimate here, not a promise). At
+        most ``limit`` states are expanded; None if no completion is found."""
+        view = view or _plain_view
+        tick = 0
+        heap: list[tuple[int, int, int, bytes, S]] = [(0, 0, 0, b"", st)]
+        seen: set[tuple[int, ...]] = set()
+        for _ in range(limit):
+            if not heap:
+                return None
+            _, g, _, text, cur = heapq.heappop(heap)
+            q, carry, p = view(cur)
+            key = (q, carry, *(x.uid for x in cur[2:]))
+            if key in seen:
+                continue
+            seen.add(key)
+            if complete(cur):
+                return text
+            for chunk in self._chunks(q, carry, p):
+                nst = walk(cur, chunk)
+                if isinstance(nst, int):
+                    continue
+                c = self.tok.count(chunk)
+                if c >= INF:
+                    continue
+                nq, ncarry, np_ = view(nst)
+                h = self.costs.state_cost(nq, ncarry, np_)
+                tick += 1
+                heapq.heappush(heap, (g + c + min(h, _SEARCH_H_CAP), g + c, tick, text + chunk,
+                                      nst))
+        return None
+
+    def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
+        """The byte strings :meth:`search_text` tries from (q, carry, p), deterministic."""
+        lex = self.lex
+        out: list[bytes] = []
+        if q != 0:
+            for t, _f in lex.fin_list[q]:
+                w = lex.witness(q, t)
+                if w:
+                    out.append(w)
+            if self._nl_live[q] and p.depth == 0:
+                top = p.indent[-1] if p.indent else 0
+                for level in sorted({*p.indent, top + 1, top + 4}):
+                    if level > carry:
+                        out.append(b" " * (level - carry))
+            if self.costs.boundary:
+                bt = self.costs.boundary_cost(q, p)[1]
+                if bt:
+                    out.append(bt)
+            if lex.separator is not None and self.markers:
+                out.append(lex.separator)
+            if self.mb.accept[q] < 0:
+                return out
+            p2 = self.mb.lexeme_end(p, q, carry)
+            if p2 is None:
+                return out
+        else:
+            p2 = p
+        exp = p2.es.expected
+        for t in range(lex.num_terminals):
+            if t == self.nl_t:
+                if p2.depth > 0 or (q and lex.trans[q, 10] >= 0):
+                    continue
+                if not self.has_indent:
+                    if (exp >> t) & 1:
+                        out.append(b"\n")
+                    continue
+                top = p2.indent[-1] if p2.indent else 0
+                for width in sorted({*p2.indent, top + 1, top + 4}):
+                    out.append(b"\n" + b" " * width)
+                    if 0 <= width - self.lead < width:
+                        out.append(b"\n" + b" " * (width - self.lead))
+                continue
+            if lex.ignored[t] or not (exp >> t) & 1:
+                continue
+            glued = lex.glue(q, t)
+            if glued is not None:
+                out.append(glued)
+        starts = [lex.path(0, d) for m, d in self.costs.boundary.items()
+                  if d[0] < INF and (m in self.costs.glued or (exp >> m) & 1)]
+        for w in [*starts, *self.openers]:
+            if w:
+                glued = w if not q or lex.trans[q, w[0]] < 0 else (
+                    None if lex.separator is None else lex.separator + w)
+                if glued is not None:
+                    out.append(glued)
+        return list(dict.fromkeys(out))
+
+    def set_suffix(self, suffix: bytes) -> None:
+        """Fill-in-the-middle: what the fallback search tries for this suffix (see
+        ``openers`` and ``lead``): lexeme starts of one or two printable bytes after which
+        the suffix's first line (up to 48 bytes) is read without ending the lexeme."""
+        head = suffix.split(b"\n", 1)[0][:48]
+        lead = 0
+        for b in suffix:
+            if b not in (32, 9):
+                break
+            lead += self.tab if b == 9 else 1
+        self.lead = lead
+        if not head:
+            return
+        trans = self.lex.trans
+        one = np.arange(33, 127, dtype=np.int64)
+        s1 = trans[0, one]
+        s2 = np.where(s1[:, None] >= 0, trans[np.maximum(s1, 0)[:, None], one[None, :]], -1)
+        cands = [bytes([int(x)]) for x in one] + [bytes([int(x), int(y)]) for x in one
+                                                   for y in one]
+        st = np.concatenate([s1, s2.ravel()])
+        for x in head:
+            st = np.where(st >= 0, trans[np.maximum(st, 0), x], -1)
+        alive = [c for c, q in zip(cands, st.tolist(), strict=True) if q >= 0]
+        # the shortest ones only (a one-byte opener makes its two-byte extensions moot)
+        ones = {c for c in alive if len(c) == 1}
+        self.openers = sorted((c for c in alive if len(c) == 1 or c[:1] not in ones),
+                              key=lambda c: (len(c), c))[:8]
+
+    def completion_text(self, st: S, walk: Walk[S], complete: Complete[S],
+                        view: View[S] | None = None,
+                        ) -> bytes | None:
+        """Bytes that complete the input from runtime state ``st``, following the bounds'
+        choices (see :meth:`plan` for the arguments); None if that fails."""
+        view = view or _plain_view
+        mb = self.mb
+        lex = self.lex
+        out = bytearray()
+        last = INF + 1
+        for _ in range(_MAX_PLAN_LEXEMES):
+            q, carry, p = view(st)
+            if complete(st):
+                return bytes(out)
+            if q != 0 and self.markers and self._nl_live[q]:
+                # fill-in-the-middle: the suffix may continue this newline lexeme (its
+                # indentation): a few spaces more may be all the middle needs
+                for pad in _PADS:
+                    nst = walk(st, pad)
+                    if not isinstance(nst, int) and complete(nst):
+                        return bytes(out + pad)
+            if q != 0:
+                # finish the lexeme in progress as the cheapest terminal
+                best, choice = INF, -1
+                for t, f in lex.fin_list[q]:
+                    extra = (self.costs.newline_cost(p, carry) if t == self.nl_t and f == 0
+                             else self.costs.after_finishing(q, t, p))
+                    if f + extra < best:
+                        best, choice = f + extra, t
+                bcost, btext = self.costs.boundary_cost(q, p) if self.costs.boundary else (INF, b"")
+                if bcost < best:
+                    nst = walk(st, btext) if btext else st
+                    if not isinstance(nst, int) and complete(nst):
+                        return bytes(out + btext)
+                if choice < 0:
+                    return None
+                w = lex.witness(q, choice)
+                if choice == self.nl_t:
+                    now = text_width(w, self.tab) + (0 if b"\n" in w else carry)
+                    w += self._nl_pad(p, now)
+                if w:
+                    nst = walk(st, w)
+                    if isinstance(nst, int):
+                        return None
+                    out += w
+                    st = nst
+                q, carry, p = view(st)
+                if complete(st):
+                    return bytes(out)
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                if glued is not None:
+                    return bytes(out + glued)
+                p2 = mb.lexeme_end(p, q, carry)  # ended by the next lexeme's first byte
+                if p2 is None:
+                    return None
+                p = p2
+            elif mb.complete(p, q, carry):
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                return None if glued is None else bytes(out + glued)
+            nxt, cost = self._next_lexeme(p, q)
+            if nxt is None or cost >= last:
+                return None  # no way on, or the costs stopped decreasing (inconsistent)
+            last = cost
+            nst = walk(st, nxt)
+            if isinstance(nst, int):
+                return None
+            out += nxt
+            st = nst
+        return None
+
+    def _glue_to_suffix(self, st: S, q: int, carry: int, p: PState, walk: Walk[S],
+                        complete: Complete[S]) -> bytes | None:
+        """Where the quotient says the middle may end but the suffix's first byte would
+        continue the middle's last lexeme: the separator that keeps them apart, if that
+        completes the program (a marker's cost counts it, see ``quotient_planner``)."""
+        sep = self.lex.separator
+        if not self.markers or sep is None or not self.mb.complete(p, q, carry):
+            return None
+        st2 = walk(st, sep)
+        if isinstance(st2, int) or not complete(st2):
+            return None
+        return sep
+
+    def _nl_pad(self, p: PState, carry: int) -> bytes:
+        """The bytes that end a newline lexeme at ``carry`` the cheapest way."""
+        if p.depth > 0:
+            return b""
+        return min(self.costs.newline_options(p, carry), default=(INF, b""))[1]
+
+    def _next_lexeme(self, p: PState, prev: int) -> tuple[bytes | None, int]:
+        """The cheapest next lexeme at a boundary after a lexeme that ended in lexer state
+        ``prev``: its bytes, separator included (None if there is none), and the tokens to
+        complete that it leads to, its own included."""
+        lex = self.lex
+        best, text = INF, None
+        k = self.costs.k_newline(p)
+        exp = p.es.expected
+        for t in range(lex.num_terminals):
+            if not (exp >> t) & 1 and not (t == self.nl_t and p.depth > 0):
+                continue
+            if t == self.nl_t:
+                if p.depth > 0 or (prev and lex.trans[prev, 10] >= 0):
+                    continue
+                for width in sorted({*p.indent, p.indent[-1] + 1}):
+                    q = self.ctx.newline(p, width)
+                    if q is None:
+                        continue
+                    c = self.costs.nl_cost(width) + self.costs.parser_cost(q)
+                    if c < best:
+                        best, text = c, b"\n" + b" " * width
+                continue
+            if lex.ignored[t]:
+                continue
+            glued = lex.glue(prev, t)
+            if glued is None:
+                continue
+            c = self.tok.count(glued) + self.costs.grammar.shifted_cost(p.es, t, k)
+            if c < best:
+                best, text = c, glued
+        for m, d in self.costs.boundary.items():
+            if d[0] >= INF:
+                continue
+            w = lex.path(0, d)
+            if not w:
+                continue  # the suffix's head alone: a plain boundary, not this marker
+            glued = w if not prev or lex.trans[prev, w[0]] < 0 else (
+                None if lex.separator is None else lex.separator + w)
+            if glued is None:
+                continue
+            c = self.tok.count(glued) + self.costs.marker_rest(p, m)
+            if c < best:
+                best, text = c, glued
+        return text, best
+
+
+
+def _plain_view(st: RunState) -> LexState:
+    return st[0], st[1], st[2]

@@ -1,0 +1,261 @@
+"""Budget bounds per runtime state: upper bounds on the tokens that complete the input from
+(lexer state, indentation carry, parser state).
+
+At a lexeme boundary the bound is the grammar's (:mod:`.grammar_costs`), a newline lexeme's
+width taken at the worst the completion can use; inside a lexeme it is the cheapest way to
+finish that lexeme as some terminal (:mod:`.lexeme_costs`) plus the bound after it. With a
+suffix (fill-in-the-middle) the lexeme in progress may also be the one the suffix continues
+(``boundary``, ``glued``), and "the input may end here" is the view's (``end_check``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core.indentation import indent_widths
+from ..limits import memo_size
+from ..memo import BoundedMemo
+from .spelling import INF
+
+if TYPE_CHECKING:
+    from ..core.masks import MaskBuilder
+    from ..core.parse_state import PState
+    from .grammar_costs import GrammarCosts
+    from .lexeme_costs import LexemeCosts
+    from .spelling import TokenCounter
+
+__all__ = ["EndCheck", "StateCosts", "text_width"]
+
+EndCheck = Callable[[int, int, "PState"], bool]  # (lexer state, carry, parser state) → may end
+
+
+class StateCosts:
+    """Upper bounds on the tokens to complete from parser states (at a lexeme boundary) and
+    from runtime states (inside a lexeme), memoised per parser state."""
+
+    def __init__(self, mb: MaskBuilder, tok: TokenCounter, lex: LexemeCosts,
+                 grammar: GrammarCosts, tab_len: int) -> None:
+        self.mb = mb
+        self.ctx = mb.ctx
+        self.tok = tok
+        self.lex = lex
+        self.grammar = grammar
+        self.tab = tab_len
+        self.nl_t = mb.nl_t
+        self.has_indent = self.ctx.nl_t >= 0
+        # fill-in-the-middle: markers that stand for the middle's last lexeme continued by the
+        # suffix → distances (bytes, per lexer state) to where the suffix's head ends it
+        self.boundary: dict[int, np.ndarray] = {}
+        # fill-in-the-middle: the boundary markers (above) whose lexeme does not stand in the
+        # parse (a comment, blanks, a newline lexeme the suffix continues): the marker comes
+        # after it, not instead of it; with the width a newline lexeme ends at (the last
+        # line of the suffix's part of it; None: not known here)
+        self.glued: dict[int, tuple[frozenset[int], int | None]] = {}
+        # fill-in-the-middle: "the input may end here" exactly as far as the view knows
+        # (the quotient's own finish ignores how the suffix glues on)
+        self.end_check: EndCheck | None = None
+        lim = mb.limits
+        self._H: BoundedMemo[tuple[int, int], int] = BoundedMemo(memo_size(lim.step_memo))
+        self._nlb: BoundedMemo[int, int] = BoundedMemo(memo_size(lim.parser_states))
+        # per parser state, a vector over lexer states (8 bytes each): fewer of them
+        self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(
+            memo_size(max(64, lim.parser_states // 16)))
+        self._nl_cost: dict[int, int] = {}
+        self._k_by_top: dict[int, int] = {}
+
+    def nl_cost(self, width: int) -> int:
+        """Tokens that spell a newline followed by ``width`` spaces."""
+        c = self._nl_cost.get(width)
+        if c is None:
+            c = self._nl_cost[width] = self.tok.count(b"\n" + b" " * width)
+        return c
+
+    def k_newline(self, p: PState) -> int:
+        """The cost charged per newline lexeme from ``p``: the dearest of the widths a
+        completion from here can use (the open levels and up to eight more)."""
+        top = p.indent[-1] if self.has_indent else 0
+        cap = max(top + 8, 64)
+        k = self._k_by_top.get(cap)
+        if k is None:
+            k = self._k_by_top[cap] = max(self.nl_cost(w) for w in range(cap + 1))
+        return k
+
+
+    # ------------------------------------------------------------------ parser states
+    def parser_cost(self, p: PState) -> int:
+        """Fewest tokens that complete the input from ``p`` at a lexeme boundary."""
+        if self.ctx.finish(p):
+            return 0
+        k = self.k_newline(p)
+        if not (self.has_indent and p.bol and p.depth == 0):
+            return self.grammar.earley_cost(p.es, k)
+        # Right after a newline lexeme the indentation it made is final: an INDENT or DEDENT
+        # the parser still expects cannot come before another statement, and another newline
+        # would have been part of that lexeme. So the next lexeme is a plain terminal.
+        r = self._H.get((p.uid, -1 - k))
+        if r is None:
+            r = INF
+            exp, lexc = p.es.expected, self.lex.cost
+            for t in range(self.lex.num_terminals):
+                if (exp >> t) & 1 and t != self.nl_t and lexc[t] < INF:
+                    r = min(r, int(lexc[t]) + self.grammar.shifted_cost(p.es, t, k))
+            self._H.put((p.uid, -1 - k), r)
+        return r
+
+    def after_terminal(self, p: PState, t: int) -> int:
+        """Tokens needed once a lexeme of lexer terminal ``t`` ends at ``p`` (INF where the
+        parser cannot take it); the newline terminal bounded over every indentation width."""
+        if t == self.nl_t:
+            r = self._nlb.get(p.uid)
+            if r is None:
+                r = self._newline_bound(p)
+                self._nlb.put(p.uid, r)
+            return r
+        if self.lex.ignored[t]:
+            here = self.parser_cost(p)
+            return here if (t != self.lex.continuation_t or here > 0) else self.nl_cost(0)
+        if (p.es.expected >> t) & 1:
+            return self.grammar.shifted_cost(p.es, t, self.k_newline(p))
+        return INF
+
+    def newline_cost(self, p: PState, carry: int) -> int:
+        """Tokens to complete once a newline lexeme whose last line is ``carry`` wide so far
+        ends: spaces may still be added to reach an open level (or one deeper), or a fresh
+        line started."""
+        if p.depth > 0:
+            return self.parser_cost(p)
+        return min(self.newline_options(p, carry), default=(INF, b""))[0]
+
+    def newline_options(self, p: PState, carry: int) -> list[tuple[int, bytes]]:
+        """(tokens to complete, bytes that extend the newline lexeme) per way to end it."""
+        ctx = self.ctx
+        out = []
+        levels = sorted({*p.indent, p.indent[-1] + 1})
+        for w in sorted({*levels, carry}):
+            if w < carry:
+                continue
+            q = ctx.newline(p, w)
+            if q is None:
+                continue
+            pad = b" " * (w - carry)
+            extra = self.tok.count(pad) if pad else 0
+            out.append((extra + self.parser_cost(q), pad))
+        if self.lex.nl_renews:
+            for w in levels:
+                q = ctx.newline(p, w)
+                if q is not None:
+                    data = b"\n" + b" " * w
+                    out.append((self.tok.count(data) + self.parser_cost(q), data))
+        return out
+
+    def _newline_bound(self, p: PState) -> int:
+        """``newline_cost`` for the worst width a token can leave the lexeme at."""
+        if p.depth > 0 or not self.has_indent:
+            return self.parser_cost(p)
+        return max(self.newline_cost(p, w) for w in range(p.indent[-1] + 3))
+
+    # ------------------------------------------------------------------ lexer states
+    # ------------------------------------------------------------------ lexer states
+    def state_costs(self, p: PState, states: np.ndarray) -> np.ndarray:
+        """Per lexer state in ``states``: tokens to complete from it with the parser at
+        ``p`` (a newline lexeme's width taken at its worst). Memoised per parser state as a
+        vector over lexer states (-1: not computed yet), filled where asked."""
+        known = self._cls.get(p.uid)
+        if known is None:
+            known = np.full(self.lex.num_states, -1, dtype=np.int64)
+            self._cls.put(p.uid, known)
+        vals: np.ndarray = known[states]
+        missing = vals < 0
+        if missing.any():
+            for f in np.unique(states[missing]).tolist():
+                known[f] = self._state_bound(p, f)
+            vals = known[states]
+        return vals
+
+    def _state_bound(self, p: PState, f: int) -> int:
+        """``state_costs`` of one lexer state ``f`` (with no known indentation carry)."""
+        if f == 0:
+            return self.parser_cost(p)
+        if self.mb.complete(p, f, 0):  # the text may end right here
+            return 0
+        v = self.boundary_cost(f, p)[0] if self.boundary else INF
+        for t, c in self.lex.fin_list[f]:
+            if c < v:
+                v = min(v, c + self.after_finishing(f, t, p))
+        return v
+
+    def state_cost(self, q: int, carry: int, p: PState) -> int:
+        """Upper bound on the tokens that complete the input from runtime state (q, carry, p)."""
+        mb = self.mb
+        if self.end_check(q, carry, p) if self.end_check is not None else mb.complete(p, q, carry):
+            return 0
+        if q == 0:
+            return self.parser_cost(p)
+        best = self.boundary_cost(q, p)[0]
+        for t, f in self.lex.fin_list[q]:
+            if f >= best:
+                continue
+            if t == self.nl_t and f == 0:
+                extra = self.newline_cost(p, carry)
+            else:
+                extra = self.after_finishing(q, t, p)
+            best = min(best, f + extra)
+        return best
+
+    def after_finishing(self, q: int, t: int, p: PState) -> int:
+        """``after_terminal``, once the lexeme at ``q`` is finished as ``t`` by its witness:
+        a newline lexeme whose witness holds a newline has a known width (no worst case)."""
+        if t == self.nl_t:
+            w = self.lex.witness(q, t)
+            if b"\n" in w:
+                return self.newline_cost(p, text_width(w, self.tab))
+        return self.after_terminal(p, t)
+
+    def boundary_cost(self, q: int, p: PState) -> tuple[int, bytes]:
+        """Fill-in-the-middle: the cheapest way to make the lexeme in progress at ``q`` the
+        one the suffix continues (tokens to complete, bytes to add); (INF, b"") if none."""
+        best, text = INF, b""
+        for m, d in self.boundary.items():
+            if d[q] >= INF:
+                continue
+            rest = self.marker_rest(p, m)
+            if rest >= best:
+                continue
+            w = self.lex.path(q, d)
+            c = self.tok.count(w) + rest if w else rest
+            if c < best:
+                best, text = c, w
+        return best, text
+
+    def marker_rest(self, p: PState, m: int) -> int:
+        """Tokens to complete once the lexeme in progress is the one boundary marker ``m``
+        stands for (INF: the parser at ``p`` cannot take it): the marker shifted instead of
+        the lexeme, or, for a glued one, after the lexeme (a newline lexeme at its width)."""
+        k = self.k_newline(p)
+        g = self.glued.get(m)
+        if g is None:
+            return self.grammar.shifted_cost(p.es, m, k) if (p.es.expected >> m) & 1 else INF
+        ends, width = g
+        best = INF
+        for t in ends:
+            p2: PState | None = p
+            if t == self.nl_t and p.depth == 0:
+                top = p.indent[-1] if p.indent else 0
+                p2 = self.ctx.newline(p, top if width is None else width)
+            elif not self.lex.ignored[t]:
+                continue
+            if p2 is not None and (p2.es.expected >> m) & 1:
+                best = min(best, self.grammar.shifted_cost(p2.es, m, k))
+        return best
+
+
+def text_width(data: bytes, tab: int) -> int:
+    """Indentation width of the last line of ``data`` (after its last newline)."""
+    widths = indent_widths(tab)
+    w = 0
+    for b in data:
+        w = 0 if b == 10 else w + widths[b]
+    return w
