@@ -195,6 +195,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def _text_arg(text: str | None, path: str | None, what: str) -> str | None:
     """The text given inline, or read from a file (``-`` = stdin) as UTF-8."""
+    if text is not None:
+        try:  # bytes that are not UTF-8 reach argv as lone surrogates (PEP 383)
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise CliError(
+                f"--{what}: not UTF-8 text (byte {os.fsencode(text[e.start])!r} at character "
+                f"{e.start})"
+            ) from None
     if text is not None or path is None:
         return text
     try:
@@ -216,6 +224,8 @@ def cmd_mask(args: argparse.Namespace) -> int:
 
     from .mask_report import Group, group_by_lexing, load_logits, rank_by_logits, softmax
 
+    if args.max_tokens is not None and args.max_tokens < 0:
+        raise CliError(f"--max-tokens: expected a number of tokens >= 0, got {args.max_tokens}")
     cg = _load(args.artifact)
     prefix = _text_arg(args.prefix, args.prefix_file, "prefix") or ""
     suffix = _text_arg(args.suffix, args.suffix_file, "suffix")

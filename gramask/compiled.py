@@ -20,8 +20,8 @@ from .compiler.parse_tables import ParseTables
 from .compiler.tables import TokenTables
 from .errors import ArtifactError
 from .grammar import Grammar
-from .runtime.core.constraint import Constraint
-from .runtime.limits import RuntimeLimits
+from .runtime.core.constraint import Constraint, check_budget, text_bytes
+from .runtime.limits import RuntimeLimits, check_suffix_size
 from .vocab import Vocabulary
 
 __all__ = ["CompiledGrammar", "package_version"]
@@ -124,14 +124,29 @@ class CompiledGrammar:
         grammar's constraints share; None keeps the current ones (:attr:`limits`), different
         ones start a new shared runtime (constraints made before keep the old one).
 
+        ``prefix`` and ``suffix`` are ``str`` (encoded as UTF-8) or bytes; ``max_tokens`` an
+        ``int >= 0`` or None.
+
         Raises
         ------
+        TypeError
+            ``prefix`` or ``suffix`` not ``str``/bytes (an int or a list of ints is not read
+            as bytes), ``max_tokens`` not an int (``True`` and ``"5"`` included), ``limits``
+            not a :class:`~gramask.RuntimeLimits`.
+        ValueError
+            ``max_tokens`` below 0 (the builtin error; :class:`BudgetError` is for a budget
+            too small for the text).
         InvalidPrefixError
-            No program starts with ``prefix``; the error names the byte offset.
+            No program starts with ``prefix``; the error names the byte offset (also text
+            with no UTF-8 encoding, such as a lone surrogate, at its offset).
         LimitExceededError
             Parsing the prefix outgrew ``limits`` (also from the constraint's methods).
         InvalidSuffixError
-            No middle connects ``prefix`` to ``suffix``; the error names the offset in the suffix.
+            No middle connects ``prefix`` to ``suffix``; the error names the offset in the suffix
+            (also a lone surrogate in it).
+        LimitExceededError
+            A suffix longer than ``limits.max_suffix_bytes`` (checked first, before any
+            work), or a quotient larger than ``limits.max_quotient_rules``.
         BudgetError
             ``max_tokens`` is below the tokens the shortest completion needs.
         NoCompletionError
@@ -142,7 +157,16 @@ class CompiledGrammar:
             ``suffix`` with a contextual-mode grammar that has Python-style indentation (not
             built yet).
         """
+        # the same checks on every path, before any work (a suffix=10**8 would otherwise
+        # be read as 10**8 NUL bytes)
+        prefix = text_bytes(prefix, "prefix")
         if suffix is not None:
+            suffix = text_bytes(suffix, "suffix")
+        check_budget(max_tokens)
+        if limits is not None and not isinstance(limits, RuntimeLimits):
+            raise TypeError(f"limits must be a gramask.RuntimeLimits, not {type(limits).__name__}")
+        if suffix is not None:
+            check_suffix_size(suffix, limits or self.limits)
             if self.grammar.lexer == "contextual":
                 if max_tokens is not None:
                     raise NotImplementedError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -103,6 +104,19 @@ class Grammar:
             The text is not a valid Lark grammar; the message names the rule or terminal and the
             line when lark reports them.
         """
+        if not isinstance(text, str):
+            hint = " (decode it first: text.decode('utf-8'))" if isinstance(
+                text, (bytes, bytearray)) else ""
+            raise TypeError(f"grammar text must be a str, not {type(text).__name__}{hint}")
+        if not isinstance(start, str):
+            raise TypeError(f"start must be a rule name (str), not {type(start).__name__}")
+        if isinstance(import_paths, (str, bytes)) or not all(
+            isinstance(p, (str, os.PathLike)) or callable(p) for p in import_paths
+        ):
+            raise TypeError(
+                "import_paths must be a sequence of directories (str or path) or lark loaders"
+            )
+        import_paths = [os.fspath(p) if isinstance(p, os.PathLike) else p for p in import_paths]
         if lexer not in LEXER_MODES:
             raise GrammarError(
                 f"{source}: lexer must be one of {', '.join(LEXER_MODES)}, not {lexer!r}"
@@ -141,6 +155,8 @@ class Grammar:
             raise _lex_error(text, source, str(e)) from None
         except re.error as e:
             raise GrammarError(f"{source}: a terminal's regex does not compile: {e}") from None
+        except OSError as e:  # lark opens imported grammars itself
+            raise _import_error(text, source, import_paths, e) from None
         except RecursionError:  # lark's loader recurses once per nesting level
             raise GrammarError(
                 f"{source}: the grammar is nested too deeply for lark's loader (more than a "
@@ -432,6 +448,35 @@ def _enclosing_definition(text: str, line: int) -> str | None:
         if m:
             return m.group(1)
     return None
+
+
+_IMPORT = re.compile(r"^[ \t]*%import[ \t]+([\w.]+)[ \t]*(\()?", re.MULTILINE)
+_LARK_MODULES = {"common", "lark", "python", "unicode"}
+
+
+def _import_error(
+    text: str, source: str, import_paths: Sequence[str], error: OSError
+) -> GrammarError:
+    """The ``%import`` whose grammar file lark could not open, by name and line."""
+    for m in _IMPORT.finditer(text):
+        parts = m.group(1).split(".")
+        module = parts if m.group(2) else parts[:-1]
+        if not module or not module[0]:
+            continue  # a relative import (".x"): resolved against the grammar's own file
+        if module[0] in _LARK_MODULES and len(module) == 1:
+            continue
+        rel = os.path.join(*module) + ".lark"
+        if any(isinstance(p, str) and os.path.isfile(os.path.join(p, rel)) for p in import_paths):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        searched = ", ".join(p if isinstance(p, str) else repr(p) for p in import_paths)
+        return GrammarError(
+            f"{source}: %import {m.group(1)}: no grammar file {rel} (import_paths: "
+            f"{searched or 'none given'}; lark's own: common, python, unicode, lark)",
+            line=line,
+            name=m.group(1),
+        )
+    return GrammarError(f"{source}: an %import could not be read: {error}")
 
 
 def _lex_error(text: str, source: str, message: str) -> GrammarError:

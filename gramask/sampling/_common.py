@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,99 @@ class NoValidSequenceError(GramaskError, RuntimeError):
 
 class SamplingLimitError(GramaskError, RuntimeError):
     """A sampler used up its ``max_lm_calls`` (or ``max_attempts``) without a sample."""
+
+
+log = logging.getLogger("gramask.sampling")
+
+
+# ------------------------------------------------------------------ the logits boundary
+def as_logits(out: Any, vocab_size: int) -> torch.Tensor:
+    """What a model returned for one step, checked once: float32 ``(n,)`` with ``n >= V``.
+
+    Shapes: ``(n,)``; ``(1, n)`` and ``(1, seq, n)`` (a model's raw output) give their last
+    position; anything else (a batch of several rows) is refused, since guessing which row is
+    meant would sample from the wrong distribution. Dtypes: real floating point (float16 and
+    bfloat16 are upcast); complex, integer and bool logits are a ``TypeError``. Values: see
+    :func:`check_finite`.
+
+    Raises
+    ------
+    TypeError
+        Not real floating-point logits.
+    ValueError
+        Not numbers, a shape other than those above, or fewer than ``V`` logits.
+    NoValidSequenceError
+        NaN or ``+inf`` logits, or every logit ``-inf`` (:func:`check_finite`).
+    """
+    if isinstance(out, torch.Tensor):
+        t = out.detach()
+    else:
+        try:
+            t = torch.as_tensor(out)
+        except (TypeError, RuntimeError, ValueError) as exc:
+            raise ValueError(
+                f"lm: expected 1-D logits (a tensor or array of numbers), got "
+                f"{type(out).__name__}"
+            ) from exc
+    if t.is_complex():
+        raise TypeError(f"lm: expected real floating-point logits, got {t.dtype}")
+    if not t.is_floating_point():
+        raise TypeError(
+            f"lm: expected floating-point logits (float16/bfloat16/float32/float64), got "
+            f"{t.dtype}"
+        )
+    shape = tuple(t.shape)
+    if t.dim() == 2 and shape[0] == 1:
+        t = t[0]
+    elif t.dim() == 3 and shape[0] == 1 and shape[1] >= 1:
+        t = t[0, -1]
+    elif t.dim() != 1:
+        raise ValueError(
+            f"lm: expected logits of shape (V,), (1, V) or (1, seq, V) (the last position is "
+            f"used), got shape {shape}"
+        )
+    if t.shape[0] < vocab_size:
+        raise ValueError(
+            f"lm: expected logits over at least {vocab_size} ids (the vocabulary), "
+            f"got {t.shape[0]}"
+        )
+    t = t.to(torch.float32).cpu()
+    check_finite(t)
+    return t
+
+
+def check_finite(logits: torch.Tensor) -> None:
+    """The one rule for non-finite logits, shared by every sampler (rows of a ``(B, n)``
+    tensor checked alike): ``-inf`` means probability 0; NaN or ``+inf`` anywhere, or
+    ``-inf`` everywhere, is no distribution at all, so no token can be drawn from it.
+
+    ``+inf`` is refused rather than read as "most likely": it is what a float16 overflow
+    gives, and under softmax it makes every other probability NaN.
+
+    Raises
+    ------
+    NoValidSequenceError
+        Naming the kind of value, how many ids hold it and the first of them.
+    """
+    if bool(torch.isfinite(logits).all()):
+        return
+    rows = logits.reshape(-1, logits.shape[-1])
+    for kind, bad in (("NaN", torch.isnan(rows)), ("+inf", torch.isposinf(rows))):
+        hit = bad.any(dim=-1)
+        if bool(hit.any()):
+            r = int(hit.nonzero()[0, 0])
+            n = int(bad[r].sum())
+            first = int(bad[r].nonzero()[0, 0])
+            hint = " (a float16 overflow?)" if kind == "+inf" else ""
+            raise NoValidSequenceError(
+                f"lm: the model returned {kind} logits{hint} for {n} of {rows.shape[-1]} ids "
+                f"(the first: id {first}): they define no distribution to sample from"
+            )
+    dead = torch.isneginf(rows).all(dim=-1)
+    if bool(dead.any()):
+        raise NoValidSequenceError(
+            f"lm: the model gives probability 0 (logit -inf) to all {rows.shape[-1]} ids"
+        )
 
 
 # ------------------------------------------------------------------------------ the LM
@@ -63,15 +157,7 @@ class _LM:
     def logits(self, ids: list[int]) -> torch.Tensor:
         if not self.hf:
             self.calls += 1
-            out = self.lm(list(ids))
-            try:
-                t = torch.as_tensor(out).detach().to(torch.float32).flatten().cpu()
-            except (TypeError, RuntimeError, ValueError) as exc:
-                raise ValueError(
-                    f"lm: expected 1-D logits (a tensor or array of numbers), got "
-                    f"{type(out).__name__}"
-                ) from exc
-            return self._width(t)
+            return as_logits(self.lm(list(ids)), self.vocab_size)
         if ids == self._cached and self._last is not None:
             return self._last
         from transformers import DynamicCache
@@ -98,16 +184,8 @@ class _LM:
                 position_ids=torch.arange(common, len(ids), device=self.lm.device).unsqueeze(0),
             )
         self._cached = list(ids)
-        self._last = self._width(out.logits[0, -1].detach().to(torch.float32).cpu())
+        self._last = as_logits(out.logits[0, -1], self.vocab_size)
         return self._last
-
-    def _width(self, t: torch.Tensor) -> torch.Tensor:
-        if t.shape[0] < self.vocab_size:
-            raise ValueError(
-                f"lm: expected logits over at least {self.vocab_size} ids (the vocabulary), "
-                f"got {t.shape[0]}"
-            )
-        return t
 
 
 def forward_with_cache(model: Any, cache: Any, **inputs: Any) -> tuple[Any, Any]:

@@ -15,6 +15,7 @@ from ._common import (
     _check_common,
     _check_constraint,
     _Sampler,
+    check_finite,
     forward_with_cache,
 )
 
@@ -207,7 +208,9 @@ def sample_batch(
         if not live:
             break
         if step_logits is not None:
-            logits = step_logits([out[i][-1] if out[i] else None for i in range(n)])[:, :v]
+            logits = step_logits([out[i][-1] if out[i] else None for i in range(n)])
+            check_finite(logits[live])  # the callable path is checked by runner.logits
+            logits = logits[:, :v]
         else:
             logits = torch.zeros(n, v)  # ended rows stay 0: masked as "anything", never drawn
             for i in live:

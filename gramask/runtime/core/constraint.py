@@ -33,6 +33,7 @@ import numpy as np
 from ...errors import (
     BudgetError,
     InvalidPrefixError,
+    InvalidSuffixError,
     LimitExceededError,
     NoCompletionError,
     TokenRejected,
@@ -68,20 +69,36 @@ class Completion(NamedTuple):
     token_ids: list[int]
 
 
-def _prefix_bytes(prefix: object) -> bytes:
-    """``prefix`` as UTF-8 bytes; text that cannot be encoded is an invalid prefix."""
-    if isinstance(prefix, str):
+def text_bytes(value: object, what: str = "prefix") -> bytes:
+    """``value`` (the ``prefix`` or the ``suffix``) as UTF-8 bytes, checked the same way on
+    every path (prefix-only, fill-in-the-middle, budgets, both lexer modes).
+
+    Raises
+    ------
+    TypeError
+        Not ``str`` or bytes-like (an int would otherwise be read as that many NUL bytes, a
+        list of ints as bytes).
+    InvalidPrefixError, InvalidSuffixError
+        Text that has no UTF-8 encoding (a lone surrogate), at its byte offset.
+    """
+    if isinstance(value, str):
         try:
-            return prefix.encode("utf-8")
+            return value.encode("utf-8")
         except UnicodeEncodeError as e:
-            at = len(prefix[: e.start].encode("utf-8"))
-            raise InvalidPrefixError(
-                f"the prefix is not valid Unicode text ({e.reason}: {prefix[e.start]!r})",
+            at = len(value[: e.start].encode("utf-8"))
+            err = InvalidSuffixError if what == "suffix" else InvalidPrefixError
+            raise err(
+                f"the {what} is not valid Unicode text ({e.reason}: {value[e.start]!r})",
                 position=at,
             ) from None
-    if isinstance(prefix, (bytes, bytearray, memoryview)):
-        return bytes(prefix)
-    raise TypeError(f"a prefix must be str or bytes, not {type(prefix).__name__}")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"a {what} must be str or bytes, not {type(value).__name__}")
+
+
+def _prefix_bytes(prefix: object) -> bytes:
+    """``prefix`` as UTF-8 bytes; text that cannot be encoded is an invalid prefix."""
+    return text_bytes(prefix, "prefix")
 
 
 class Constraint:
@@ -108,7 +125,7 @@ class Constraint:
         self._b = builder
         self._vocab = vocab
         self._tab = tab_len
-        self._max_tokens = _check_budget(max_tokens)
+        self._max_tokens = check_budget(max_tokens)
         self._planner_factory = planner
         # per step, a verified shortest completion from its state (None: not computed yet)
         self._plans: list[tuple[int, ...] | None]
@@ -523,7 +540,7 @@ class Constraint:
         return repr(v.token_bytes(token_id))
 
 
-def _check_budget(max_tokens: object) -> int | None:
+def check_budget(max_tokens: object) -> int | None:
     if max_tokens is None:
         return None
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):

@@ -28,11 +28,12 @@ import numpy as np
 from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import WalkedVerifier
-from ..core.constraint import Constraint
+from ..core.constraint import Constraint, text_bytes
 from ..core.indentation import NEWLINE, indent_widths
 from ..core.lexing import walk
 from ..core.masks import MaskBuilder
 from ..core.parse_state import PState
+from ..limits import check_suffix_size
 from .boundary import boundary_filter, with_boundary
 from .quotient import build_quotient
 from .suffix_lexing import Branch, lex_suffix
@@ -398,8 +399,9 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
            planner: Callable[[], BudgetPlanner] | None = None) -> FimConstraint:
     ind = grammar.indentation
     tab = ind.tab_len if ind is not None else 8
-    sdata = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
-    pdata = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+    sdata = text_bytes(suffix, "suffix")
+    pdata = text_bytes(prefix, "prefix")
+    check_suffix_size(sdata, ob.ctx.automaton.limits)
     plain = Constraint(ob, vocab, pdata, tab_len=tab)  # validates the prefix
     short = equivalent_prefix(ob, plain._initial_state(), pdata, tab)
     octx = ob.ctx

@@ -24,11 +24,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
-from ..core.constraint import Constraint
+from ..core.constraint import Constraint, text_bytes
 from ..core.contextual_lexer import ContextualLexer
 from ..core.indentation import NEWLINE
 from ..core.masks import MaskBuilder
 from ..core.parse_state import PState
+from ..limits import check_suffix_size
 from .boundary import boundary_filter, with_boundary
 from .constraint import FimConstraint, erase_loops, gc_paused, prefix_meets_suffix
 from .quotient import base_for, build_quotient
@@ -222,8 +223,9 @@ def contextual_fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | 
 
 def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
            grammar: Grammar) -> ContextualFimConstraint:
-    sdata = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
-    pdata = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+    sdata = text_bytes(suffix, "suffix")
+    pdata = text_bytes(prefix, "prefix")
+    check_suffix_size(sdata, ob.ctx.automaton.limits)
     ocx = _cx(ob)
     short = equivalent_prefix(ocx, pdata)
     lattice = parse_suffix_lattice(ocx, base_for(ob, grammar).rev, sdata)

@@ -43,7 +43,7 @@ from ...compiler.parse_tables import (
     nullable_symbols,
     past_nullable,
 )
-from ...errors import InvalidSuffixError
+from ...errors import InvalidSuffixError, LimitExceededError
 from ...grammar import Grammar, RuleSpec
 from ..core.earley import Automaton, EarleySet
 from ..core.masks import MaskBuilder
@@ -117,6 +117,23 @@ class _Base:
         # per reversed state: [(lhs, rhs, dot)]
         self.rev_items = [[(rrules[r][0], rrules[r][1], d) for r, d in sorted(st)]
                           for st in rstates]
+        # per reversed state: next symbol c -> [(lhs, the quotient rule's head before C!o)]
+        self._waiting: list[dict[int, list[tuple[int, tuple[int, ...]]]] | None] = [
+            None] * len(rstates)
+
+    def waiting(self, s: int) -> dict[int, list[tuple[int, tuple[int, ...]]]]:
+        """The items of reversed state ``s`` waiting for each symbol ``c``, as what a quotient
+        rule ``lhs!o → head C!o`` needs: ``(lhs, head)``. Built once per state: the quotient
+        asks this for every (symbol, origin) pair, and scanning the state's items each time
+        cost most of a long suffix's setup."""
+        w = self._waiting[s]
+        if w is None:
+            w = {}
+            for lhs, rhs, d in self.rev_items[s]:
+                if d < len(rhs):
+                    w.setdefault(rhs[d], []).append((lhs, tuple(reversed(rhs[d + 1:]))))
+            self._waiting[s] = w
+        return w
 
 
 def reversed_grammar(grammar: Grammar) -> Grammar:
@@ -398,7 +415,8 @@ def build_quotient(
     names: list[str] = list(sym)
 
     ids: dict[tuple[int, int], int] = {}
-    rules: set[tuple[int, tuple[int, ...]]] = set()
+    # insertion-ordered (a dict as an ordered set): deterministic rule numbers, no sort
+    rules: dict[tuple[int, tuple[int, ...]], None] = {}
     work: list[tuple[int, EarleySet]] = []
 
     def need(c: int, o: EarleySet) -> int:
@@ -431,7 +449,7 @@ def build_quotient(
                 if d:
                     base_rules.append((need(lhs, o), (*reversed(rhs[d:]), m)))
         if base_rules:
-            rules.update(base_rules)
+            rules.update(dict.fromkeys(base_rules))
             markers.append((br, m, a))
 
     for br, e0 in walked:
@@ -445,28 +463,44 @@ def build_quotient(
             if e1 is not None:
                 add_marker(br, e1, a)
     found_root = False
+    max_rules = ob.ctx.automaton.limits.max_quotient_rules
     while work:
+        if len(rules) > max_rules:
+            raise _too_many_rules(len(rules), max_rules, len(names) - len(sym))
         c, o = work.pop()
         if c == start_sym and o is root:
             found_root = True
             continue
         cid = ids[(c, o.uid)]
         for s2, o2 in o.items:
+            waiting = base.waiting(s2).get(c)
+            if waiting is None:
+                continue
             oo = o if o2 is None else o2
-            for lhs, rhs, d in base.rev_items[s2]:
-                if d < len(rhs) and rhs[d] == c:
-                    rules.add((need(lhs, oo), (*reversed(rhs[d + 1:]), cid)))
+            for lhs, head in waiting:
+                rules[(need(lhs, oo), (*head, cid))] = None
     if not found_root or not markers:
         bad = max(err, lex_error)
         raise InvalidSuffixError(
             "no middle connects the prefix to this suffix: the code after the cursor is not "
             "the end of any program", position=max(bad, 0))
     qstart = ids[(start_sym, root.uid)]
-    aut = LazyAutomaton(base, sorted(rules), next_id, [m for _, m, _ in markers], qstart,
+    aut = LazyAutomaton(base, list(rules), next_id, [m for _, m, _ in markers], qstart,
                         (*names, "$quotient"), ob.ctx.automaton.limits)
     qb = _builder_for(ob, aut, [m for _, m, a in markers if a < 0],
                       [(m, a) for _, m, a in markers if a >= 0])
     return qb, markers
+
+
+def _too_many_rules(n: int, limit: int, symbols: int) -> LimitExceededError:
+    return LimitExceededError(
+        f"the suffix's quotient grammar outgrew RuntimeLimits.max_quotient_rules={limit:,} "
+        f"({n:,} rules over {symbols:,} new symbols so far): every bracket, call or block "
+        "the suffix leaves open for the middle to write adds a few hundred rules. Pass "
+        f"limits=gramask.RuntimeLimits(max_quotient_rules={4 * limit}) to constraint() to "
+        "allow it (about 1 KB and 15 µs per rule), or cut the suffix where fewer are open",
+        limit="max_quotient_rules", value=n,
+    )
 
 
 def _builder_for(ob: MaskBuilder, aut: Automaton, markers: list[int],

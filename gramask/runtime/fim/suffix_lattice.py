@@ -158,11 +158,18 @@ def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
     reach = bytearray(n + 1)
     for s in starts:
         reach[s] = 1
-    # per walk: its edges (ends ascending) and where it joined an earlier walk
-    walks: list[tuple[list[tuple[int, int]], list[int], int]] = []
-    seen: dict[int, int] = {}  # offset * width + lexer state -> walk that passed there
+    # per walk: its edges (ends ascending) and where it joined an earlier walk; None once
+    # no later walk can join it (memory stays proportional to the lexemes open at a time,
+    # not to the suffix: a walk from i only looks at offsets after i)
+    walks: list[tuple[list[tuple[int, int]], list[int], int] | None] = []
+    # offset -> {lexer state -> walk that passed there}, dropped once the walks start past it
+    seen_at: dict[int, dict[int, int]] = {}
+    last_at: dict[int, list[int]] = {}  # offset -> walks whose last recorded offset it is
     edges: dict[int, list[tuple[int, int]]] = {}
     for i in range(n):
+        seen_at.pop(i, None)
+        for dead in last_at.pop(i, ()):
+            walks[dead] = None
         if not reach[i]:
             continue
         w = len(walks)
@@ -170,12 +177,16 @@ def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
         tail = -1
         q = rows[0][suffix[i]]
         j = i + 1
+        last = -1
         while q >= 0 and j < n:
-            key = j * width + q
-            if key in seen:
-                tail = key
+            at = seen_at.get(j)
+            if at is None:
+                at = seen_at[j] = {}
+            elif q in at:
+                tail = j * width + q
                 break
-            seen[key] = w
+            at[q] = w
+            last = j
             nq = rows[q][suffix[j]]
             died = rule.ends(q, nq)
             if died:
@@ -185,10 +196,14 @@ def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
         else:
             if q >= 0 and j == n:
                 own += [(t, n) for t in _bits(rule.ends(q, -1))]
-        walks.append((own, [e for _, e in own], tail))
+        walks.append((own, [e for _, e in own], tail) if last >= 0 else None)
+        if last >= 0:
+            last_at.setdefault(last, []).append(w)
         out = list(own)
         while tail >= 0:  # the later edges of the walks this one joined
-            ev, ends, tail2 = walks[seen[tail]]
+            joined = walks[seen_at[tail // width][tail % width]]
+            assert joined is not None  # it passed an offset after i
+            ev, ends, tail2 = joined
             out += ev[bisect.bisect_left(ends, tail // width):]
             tail = tail2
         for _, e in out:
