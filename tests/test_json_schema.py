@@ -255,7 +255,10 @@ candidate = st.fixed_dictionaries(
 def test_accepted_iff_valid_in_schema_order(inst: dict[str, Any], compact: bool) -> None:
     cg = _compiled(json.dumps(PROPERTY_SCHEMA))
     text = json.dumps(inst, separators=(",", ":")) if compact else json.dumps(inst, indent=1)
-    assert accepts(cg, byte_ids(text)) == valid(PROPERTY_SCHEMA, inst)
+    # rejected by design (docs/json_schema.md): an integer spelt as a float (``0.0``), which
+    # the standard counts as an integer
+    by_design = isinstance(inst.get("id"), float)
+    assert accepts(cg, byte_ids(text)) == (valid(PROPERTY_SCHEMA, inst) and not by_design)
 
 
 # ------------------------------------------------------------------ the real vocabulary

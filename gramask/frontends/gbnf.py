@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..compiler.charclass import complement
 from ..errors import GrammarError
 
 __all__ = ["GbnfGrammar", "from_gbnf", "parse_gbnf"]
@@ -329,17 +330,6 @@ def _merge(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _complement(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    out, nxt = [], 0
-    for lo, hi in ranges:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CODEPOINT:
-        out.append((nxt, MAX_CODEPOINT))
-    return tuple(out)
-
-
 def parse_gbnf(text: str, source: str = "<gbnf>") -> tuple[dict[str, Alt], dict[str, int]]:
     """GBNF text → (rule bodies by name, definition line by name).
 
@@ -369,7 +359,7 @@ def _class_regex(c: Cls) -> str:
     # byte-automaton construction handles without enumerating code points
     size = sum(hi - lo + 1 for lo, hi in c.ranges)
     if size > (MAX_CODEPOINT + 1) // 2:
-        rest = _complement(c.ranges)
+        rest = complement(c.ranges)
         return _class_regex(Cls(rest, not c.negated))
     body = "".join(_cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}" for lo, hi in c.ranges)
     if c.negated:

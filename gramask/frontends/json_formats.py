@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["FORMATS", "disjoint"]
+__all__ = ["FORMATS", "disjoint", "json_type"]
 
 
 def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _json_type(v: Any) -> str:
+def json_type(v: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value (a whole float is an integer)."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -76,9 +77,9 @@ def _types_of(schema: Any) -> set[str] | None:
     if not isinstance(schema, dict):
         return None
     if "const" in schema:
-        return {_json_type(schema["const"])}
+        return {json_type(schema["const"])}
     if "enum" in schema and isinstance(schema["enum"], list):
-        return {_json_type(v) for v in schema["enum"]}
+        return {json_type(v) for v in schema["enum"]}
     t = schema.get("type")
     if t is None:
         return None

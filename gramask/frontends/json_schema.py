@@ -32,6 +32,7 @@ from . import json_text as jt
 from .bnf import GrammarBuilder, GrammarParts
 from .json_formats import FORMATS as _FORMATS
 from .json_formats import disjoint as _disjoint
+from .json_formats import json_type as _json_type
 
 __all__ = ["JsonSchemaOptions", "SchemaWarning", "grammar_from_json_schema", "json_value_grammar"]
 
@@ -106,22 +107,6 @@ def _ptr_join(ptr: str, *parts: object) -> str:
     for p in parts:
         ptr += "/" + str(p).replace("~", "~0").replace("/", "~1")
     return ptr
-
-
-def _json_type(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "integer" if v.is_integer() else "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    return "object"
 
 
 class _Compiler:
