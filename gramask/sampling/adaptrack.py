@@ -210,8 +210,14 @@ class AdapTrackSampler(_Sampler):
             while node.expanded:
                 if node.epoch != self._epoch:
                     self._draw_next(node, path, exclude=-1)
-                if node.nxt < 0:  # dead end: only the root can be found so (checked above)
-                    break
+                if node.nxt < 0:
+                    # every continuation here has weight 0 in floating point (the model's
+                    # probabilities underflow) though Q is not 0: nothing can be drawn, and
+                    # walking down again would meet the same node (no LM call in between)
+                    raise NoValidSequenceError(
+                        "the model gives probability 0 (after floating-point underflow) to "
+                        f"every continuation the constraint allows after {len(path)} tokens"
+                    )
                 path.append(node.nxt)
                 node = node.children[node.nxt]
             if node.terminal:
