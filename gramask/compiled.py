@@ -102,7 +102,7 @@ class CompiledGrammar:
                 )
                 builder.contextual = ContextualLexer(
                     self.dfa, ctx, [t.priority for t in self.grammar.terminals],
-                    self.vocab.tokens, special,
+                    self.vocab.token_tuple, special,
                     nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
                     tab_len=ind.tab_len if ind is not None else 8,
                     tables=self.tables if self.tables.contextual else None,

@@ -70,7 +70,7 @@ class Vocabulary:
                     f"eos_token_id {eos_token_id} is outside the vocabulary (size {size})"
                 )
             specials.add(eos_token_id)
-        self._tokens = toks
+        self._tokens: tuple[bytes, ...] = tuple(toks)
         self.name: str = name
         self.eos_token_id: int | None = eos_token_id
         self.special_ids: frozenset[int] = frozenset(specials)
@@ -103,6 +103,13 @@ class Vocabulary:
         """Every token's bytes; index = id (a fresh list)."""
         return list(self._tokens)
 
+    @property
+    def token_tuple(self) -> tuple[bytes, ...]:
+        """Every token's bytes; index = id; shared, not copied. What the runtime holds: a
+        tuple of bytes is untracked by Python's cyclic GC, where a list of 129k tokens adds
+        129k references to every full collection of a serving process."""
+        return self._tokens
+
     def token_id(self, token: bytes | str) -> int | None:
         """The lowest id whose bytes are exactly ``token`` (str -> UTF-8), or None.
 
@@ -125,7 +132,7 @@ class Vocabulary:
         if size == len(self):
             return self
         return Vocabulary(
-            self._tokens + [b""] * (size - len(self)),
+            [*self._tokens, *([b""] * (size - len(self)))],
             special=self.special_ids,
             eos_token_id=self.eos_token_id,
             name=self.name,
@@ -230,7 +237,7 @@ class Vocabulary:
             raise VocabularyError(f"metadata says {meta_size} tokens, the arrays hold {size}")
         blob = data.tobytes()
         off = offsets.tolist()
-        tokens = [blob[a:b] for a, b in pairwise(off)]
+        tokens = tuple(blob[a:b] for a, b in pairwise(off))
         eos = meta.get("eos_token_id")
         eos = None if eos is None else as_id(eos, "eos_token_id")
         if eos is not None and not 0 <= eos < size:

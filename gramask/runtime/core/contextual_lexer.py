@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -64,7 +65,7 @@ class ContextualLexer:
         dfa: LexerDFA,
         ctx: ParserContext,
         priorities: list[int],
-        tokens: list[bytes],
+        tokens: Sequence[bytes],
         special: np.ndarray,
         *,
         nl_terminal: int = -1,

@@ -3,6 +3,8 @@ one-off tests), and the vocabulary as a byte trie its walks descend."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 __all__ = ["VocabTrie", "int_of_row", "words_of_int", "words_of_rows"]
@@ -36,7 +38,7 @@ class VocabTrie:
 
     __slots__ = ("children", "ends")
 
-    def __init__(self, tokens: list[bytes], special: np.ndarray) -> None:
+    def __init__(self, tokens: Sequence[bytes], special: np.ndarray) -> None:
         children: list[dict[int, int]] = [{}]
         ends: list[list[int]] = [[]]
         for i, tok in enumerate(tokens):
