@@ -67,7 +67,7 @@ import numpy as np
 import gramask
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench.common import ENGINES, GRAMMARS, VOCABS, log
+from bench.common import ENGINES, GRAMMARS, VOCABS, is_grammar_file, log
 from bench.documents import (
     Doc,
     _cut,
@@ -138,6 +138,10 @@ def build_docs(grammar: str, args: Any) -> list[Doc]:
         raw = sql_generated_docs(args.sql_docs, args.seed)
     elif grammar == "c":
         raw = c_docs(args.c_files, args.seed)
+    elif is_grammar_file(grammar):
+        if not args.docs:
+            raise SystemExit(f"{grammar}: a grammar file needs its documents (--docs FILE ...)")
+        raw = [(Path(f).name, Path(f).read_text()) for f in args.docs]
     else:
         raise ValueError(grammar)
     docs = []
@@ -250,6 +254,8 @@ def run_cold(grammar: str, vname: str, engines: list[str], args: Any, docs: list
         v = getattr(args, k)
         if v is not None:
             base += [f"--{k.replace('_', '-')}", str(v)]
+    if args.docs:
+        base += ["--docs", *args.docs]
     for flag in ("no_gc", "gc_freeze"):
         if getattr(args, flag):
             base.append("--" + flag.replace("_", "-"))
@@ -331,7 +337,10 @@ def _run_docs(engines, objs, results, ctx, docs, args, deadline, watch, vname) -
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--grammars", default=",".join(GRAMMARS))
+    ap.add_argument("--grammars", default=",".join(GRAMMARS),
+                    help="bundled names, or a .lark file no test has seen (then give --docs)")
+    ap.add_argument("--docs", nargs="*", default=None,
+                    help="documents for a .lark grammar file (each forced whole, up to --tokens)")
     ap.add_argument("--vocabs", default=",".join(VOCABS))
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--quick", action="store_true", help="small document set (~1-2 min)")
@@ -397,8 +406,9 @@ def main(argv: list[str] | None = None) -> int:
         log(f"loading tokenizer for {vname}")
         a.real_tok[vname] = RealTokenizer(vname)
     for grammar in grammars:
-        n_docs = {"python": a.py_files, "json": a.json_real + a.json_generated,
-                  "sql": a.sql_docs, "c": a.c_files}[grammar]
+        n_docs = len(a.docs or ()) if is_grammar_file(grammar) else {
+            "python": a.py_files, "json": a.json_real + a.json_generated,
+            "sql": a.sql_docs, "c": a.c_files}[grammar]
         a.doc_tokens = max(50, a.tokens // max(1, n_docs))
         docs = build_docs(grammar, a)
         if a.only_doc is not None:
@@ -452,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{g}: " + (f"{a.py_files} stdlib files" if g == "python" else
                     f"{a.json_real} site-packages + {a.json_generated} generated" if g == "json"
                     else f"{a.c_files} real .c/.h files" if g == "c"
+                    else ", ".join(a.docs or ()) if is_grammar_file(g)
                     else f"{a.sql_docs} generated SQLite scripts (checked with sqlite3)")
         for g in grammars) + f"; ~{a.tokens} tokens per (grammar, vocab), seed {a.seed}.")
     for vname in vocabs:

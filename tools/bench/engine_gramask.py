@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 import gramask
-from bench.common import START
+from bench.common import START, grammar_lexer, grammar_text
 from bench.documents import Doc
 from bench.harness import Ctx, Result, Session
 from gramask.grammar import Grammar
@@ -48,9 +48,9 @@ class GramaskEngine:
     reference = True
 
     def compile(self, grammar: str, vname: str, vocab: Any, args: Any, res: Result) -> None:
-        g = Grammar.from_lark(gramask.grammars.text(grammar), start=START.get(grammar, "start"),
-                              source=f"{grammar}.lark",
-                              lexer=args.lexer or gramask.grammars.lexer_mode(grammar))
+        g = Grammar.from_lark(grammar_text(grammar), start=START.get(grammar, "start"),
+                              source=grammar if grammar.endswith(".lark") else f"{grammar}.lark",
+                              lexer=grammar_lexer(grammar, args.lexer))
         t0 = time.perf_counter()
         if args.compile_cold:
             self.cg = gramask.compile(g, vocab, cache=False, progress=False)

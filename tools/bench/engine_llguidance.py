@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-import gramask
-from bench.common import START
+from bench.common import START, grammar_text
 from bench.documents import Doc
 from bench.harness import Ctx, NotAvailable, Result, Session, _bits_to_bool
 from gramask.grammar import Grammar
@@ -25,7 +24,7 @@ def _llg_grammar_text(grammar: str, ignored: list[str]) -> tuple[str, list[str]]
     """The bundled Lark text as llguidance takes it: terminal priorities dropped (llguidance:
     "priority not supported yet"; under longest-match lexing they only break ties) and ignored
     terminals allowed before the first lexeme (see LEAD_NOTE)."""
-    text = gramask.grammars.text(grammar)
+    text = grammar_text(grammar)
     notes = []
     if ignored:
         text, n = re.subn(r"^([?!]?)start(\s*):", r"\1llg_orig_start\2:", text, flags=re.M)
@@ -149,7 +148,7 @@ class LLGuidanceEngine:
         t0 = time.perf_counter()
         self.tok = args.real_tok[vname].lltokenizer()
         t1 = time.perf_counter()
-        g = Grammar.from_lark(gramask.grammars.text(grammar), start=START.get(grammar, "start"))
+        g = Grammar.from_lark(grammar_text(grammar), start=START.get(grammar, "start"))
         text, notes = _llg_grammar_text(grammar, [t.name for t in g.terminals if t.ignored])
         self.grammar = llguidance.LLMatcher.grammar_from_lark(text)
         is_err, msgs = llguidance.LLMatcher.validate_grammar_with_warnings(self.grammar, self.tok)

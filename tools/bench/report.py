@@ -60,7 +60,7 @@ def summarize(r: Result, raw: bool = False) -> dict:
 
 
 def markdown(rows: list[dict]) -> str:
-    head = ("| engine | grammar | vocab | setup | mask p50 | p90 | p99 | max | step p50 | step p99 "
+    head = ("| engine | grammar | vocab | setup | mask mean | p50 | p90 | p99 | max | step p50 | step p99 "
             "| masks | disagree (steps) | true token rejected |")
     # disagree: steps where a grammar-text token's verdict differs from gramask's / steps
     # compared; steps that differ only on special tokens or EOS are counted apart
@@ -68,7 +68,7 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         if r["unavailable"]:
             out.append(f"| {r['engine']} | {r['grammar']} | {r['vocab']} | "
-                       f"{r['unavailable']} | | | | | | | | | |")
+                       f"{r['unavailable']} | | | | | | | | | | |")
             continue
         m, s = r["mask_us"], r["step_us"]
         setup = "—" if r["setup_s"] is None else (
@@ -87,7 +87,8 @@ def markdown(rows: list[dict]) -> str:
         if r["skipped_docs"]:
             rej += f" ({len(r['skipped_docs'])} docs skipped)"
         out.append(
-            f"| {r['engine']} | {r['grammar']} | {r['vocab']} | {setup} | {fmt_us(m.get('p50'))} "
+            f"| {r['engine']} | {r['grammar']} | {r['vocab']} | {setup} | {fmt_us(m.get('mean'))} "
+            f"| {fmt_us(m.get('p50'))} "
             f"| {fmt_us(m.get('p90'))} | {fmt_us(m.get('p99'))} | {fmt_us(m.get('max'))} "
             f"| {fmt_us(s.get('p50'))} | {fmt_us(s.get('p99'))} | {r['masks']} | {dis} | {rej} |"
         )
