@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 import time
@@ -36,11 +37,24 @@ from bench.real_tokenizer import RealTokenizer
 HERE = Path(__file__).parent / "json_schemas"
 
 
-def load_cases() -> list[dict[str, Any]]:
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Timeout
+
+
+signal.signal(signal.SIGALRM, _alarm)
+
+
+def load_cases(sets: list[str] | None = None) -> list[dict[str, Any]]:
     import jsonschema
 
     cases = []
     for f in sorted(HERE.glob("*.json")):
+        if sets and f.stem not in sets:
+            continue
         for case in json.loads(f.read_text()):
             cls = jsonschema.validators.validator_for(case["schema"])
             v = cls(case["schema"], format_checker=cls.FORMAT_CHECKER)
@@ -160,11 +174,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--vocab", default="deepseek-v4")
     ap.add_argument("--engines", default="gramask,llguidance,xgrammar")
+    ap.add_argument("--sets", default=None,
+                    help="comma-separated files of json_schemas/ (default: all): sample, "
+                         "schemastore")
+    ap.add_argument("--limit", type=int, default=None, help="first N schemas only")
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds per schema (compile + instances) before an engine's "
+                         "schema counts as timed out (checked between Python calls)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     import gramask
 
-    cases = load_cases()
+    cases = load_cases(args.sets.split(",") if args.sets else None)[: args.limit]
     vocab = gramask.Vocabulary.bundled(args.vocab)
     tok = RealTokenizer(args.vocab)
     engines: list[Any] = []
@@ -178,42 +199,62 @@ def main(argv: list[str] | None = None) -> int:
           f"vocabulary {args.vocab} ({len(vocab)} tokens)")
     rows = []
     for eng in engines:
-        compiled = passing = 0
+        compiled = passing = rejected_valid = accepted_invalid = timed_out = 0
+        crashed: list[str] = []
         first: list[float] = []
         masks: list[float] = []
         for case in cases:
-            t0 = time.perf_counter()
+            signal.alarm(max(1, int(args.timeout)))
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    handle = eng.compile(case["schema"])
-            except Exception as e:  # an engine's refusal
+                t0 = time.perf_counter()
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        handle = eng.compile(case["schema"])
+                except _Timeout:
+                    raise
+                except Exception as e:  # an engine's refusal (gramask: anything else is a bug)
+                    if eng.name == "gramask" and not isinstance(e, gramask.GramaskError):
+                        crashed.append(f"{case['name']}: {type(e).__name__}: {str(e)[:120]}")
+                    if args.verbose:
+                        print(f"  {eng.name}: {case['name']}: not compiled: {str(e)[:160]}")
+                    continue
+                first.append(time.perf_counter() - t0)
+                compiled += 1
+                ok = True
+                for label, insts in ((True, case["valid"]), (False, case["invalid"])):
+                    for inst in insts:
+                        text = json.dumps(inst, separators=(",", ":"), ensure_ascii=False)
+                        got = eng.run(handle, tok.encode(text), masks)
+                        if got != label:
+                            ok = False
+                            rejected_valid += label
+                            accepted_invalid += not label
+                            if args.verbose:
+                                print(f"  {eng.name}: {case['name']}: "
+                                      f"{'rejected valid' if label else 'ACCEPTED INVALID'} "
+                                      f"{text[:200]}")
+                passing += ok
+            except _Timeout:
+                timed_out += 1
                 if args.verbose:
-                    print(f"  {eng.name}: {case['name']}: not compiled: {str(e)[:160]}")
-                continue
-            first.append(time.perf_counter() - t0)
-            compiled += 1
-            ok = True
-            for label, insts in ((True, case["valid"]), (False, case["invalid"])):
-                for inst in insts:
-                    ids = tok.encode(json.dumps(inst, separators=(",", ":"), ensure_ascii=False))
-                    got = eng.run(handle, ids, masks)
-                    if got != label:
-                        ok = False
-                        if args.verbose:
-                            print(f"  {eng.name}: {case['name']}: "
-                                  f"{'rejected valid' if label else 'ACCEPTED INVALID'} {inst}")
-            passing += ok
-        rows.append((eng.name, compiled, passing, first, masks))
+                    print(f"  {eng.name}: {case['name']}: over {args.timeout:.0f} s")
+            finally:
+                signal.alarm(0)
+        rows.append((eng.name, compiled, passing, first, masks, rejected_valid,
+                     accepted_invalid, timed_out))
+        for c in crashed:
+            print(f"  CRASH {eng.name}: {c}")
         print(f"{eng.name}: done ({statistics.fmean(first) if first else 0:.3f} s mean compile)",
               flush=True)
     print()
-    print("| engine | schemas compiled | schemas passing | compile + first mask p50 / p99 "
-          "| mask p50 / p99 |")
-    print("| --- | --- | --- | --- | --- |")
-    for name, compiled, passing, first, masks in rows:
-        print(f"| {name} | {compiled} / {len(cases)} | {passing} | {fmt(pct(first, 50))} / "
-              f"{fmt(pct(first, 99))} | {fmt(pct(masks, 50))} / {fmt(pct(masks, 99))} |")
+    print("| engine | schemas compiled | schemas passing | valid rejected | invalid accepted "
+          "| timed out | compile + first mask p50 / p99 | mask p50 / p99 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, compiled, passing, first, masks, rv, ai, to in rows:
+        print(f"| {name} | {compiled} / {len(cases)} | {passing} | {rv} | {ai} | {to} "
+              f"| {fmt(pct(first, 50))} / {fmt(pct(first, 99))} "
+              f"| {fmt(pct(masks, 50))} / {fmt(pct(masks, 99))} |")
     return 0
 
 

@@ -160,8 +160,11 @@ def check_lexer(
     reserved = [d for d in diags if d.kind == "partial_shadow" and spec[d.other].is_string
                 and re.fullmatch(spec[d.other].pattern, d.example) is not None]
     others = [d for d in diags if d not in reserved]
+    # A JSON Schema's keys and enum strings overlap its string terminals by construction (the
+    # contextual lexer lets the parser decide): nothing for a server to warn about per request.
+    warn = logging.DEBUG if grammar.source == "<json schema>" else logging.WARNING
     for level, group, what in ((logging.INFO, reserved, "reserved keyword(s)"),
-                               (logging.WARNING, others, "lexer diagnostic(s)")):
+                               (warn, others, "lexer diagnostic(s)")):
         if group:
             shown = "; ".join(d.message() for d in group[:5])
             more = (f" (and {len(group) - 5} more: gramask inspect lists them)"
