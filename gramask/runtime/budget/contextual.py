@@ -21,7 +21,7 @@ grammars with one walk their tokens one by one (at most ``MAX_LONE``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -55,7 +55,7 @@ class _ContextualView:
         self._mb = mb
         self.lexeme_end = cx.lexeme_end
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._mb, name)
 
 
