@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -20,9 +20,15 @@ from .compiler.parse_tables import ParseTables
 from .compiler.tables import TokenTables
 from .errors import ArtifactError
 from .grammar import Grammar
+from .runtime.budget.bounded import BoundedBudget
 from .runtime.core.constraint import Constraint, check_budget, text_bytes
+from .runtime.core.step_state import LexState
 from .runtime.limits import RuntimeLimits, check_suffix_size
 from .vocab import Vocabulary
+
+if TYPE_CHECKING:
+    from .runtime.budget.planner import BudgetPlanner
+    from .runtime.core.masks import MaskBuilder
 
 __all__ = ["CompiledGrammar", "package_version"]
 
@@ -192,26 +198,26 @@ class CompiledGrammar:
                                   lambda: self._planner(builder))
         ind = self.grammar.indentation
         builder = self._runtime(limits)
-        cls = Constraint
+        cls: type[Constraint[LexState]] = Constraint
         if self.grammar.lexer == "contextual":
             from .runtime.budget.contextual import ContextualBudgetConstraint
 
             cls = ContextualBudgetConstraint
         return cls(
             builder, self.vocab, prefix, tab_len=ind.tab_len if ind else 8,
-            max_tokens=max_tokens, planner=lambda: self._planner(builder),
+            max_tokens=max_tokens, budget=BoundedBudget(lambda: self._planner(builder)),
         )
 
-    def _planner(self, builder: Any) -> Any:
+    def _planner(self, builder: MaskBuilder) -> BudgetPlanner:
         """The budget planner of ``builder`` (built on first use: about a second for a
         programming language against a 100k+ vocabulary; by one thread, the others wait)."""
         p = builder.planner
         if p is not None:
-            return p
+            return cast("BudgetPlanner", p)
         with self._lock:
             return self._build_planner(builder)
 
-    def _build_planner(self, builder: Any) -> Any:
+    def _build_planner(self, builder: MaskBuilder) -> BudgetPlanner:
         if builder.planner is None:
             from .runtime.budget.contextual import ContextualBudgetPlanner
             from .runtime.budget.planner import BudgetPlanner
@@ -222,7 +228,7 @@ class CompiledGrammar:
                      if r.lhs in sid and all(x in sid for x in r.rhs)]
             cls = ContextualBudgetPlanner if builder.contextual is not None else BudgetPlanner
             builder.planner = cls(builder, self.vocab, rules, ind.tab_len if ind else 8)
-        return builder.planner
+        return cast("BudgetPlanner", builder.planner)
 
     # ------------------------------------------------------------------ persistence
     def _arrays(self) -> dict[str, np.ndarray]:

@@ -21,7 +21,7 @@ grammars with one walk their tokens one by one (at most ``MAX_LONE``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from .lexeme_costs import LexemeCosts
 from .planner import BudgetPlanner
 from .search import PlanSearch
 from .spelling import TokenCounter
-from .verify import WalkedVerifier
+from .verify import WalkedVerifier, verified_step
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
@@ -55,7 +55,7 @@ class _ContextualView:
         self._mb = mb
         self.lexeme_end = cx.lexeme_end
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._mb, name)
 
 
@@ -226,7 +226,7 @@ class ContextualBudgetPlanner(BudgetPlanner):
         return out
 
 
-class ContextualBudgetConstraint(Constraint):
+class ContextualBudgetConstraint(Constraint[LexState]):
     """A prefix constraint of a contextual-mode grammar; with ``max_tokens``, budget masks
     that admit only tokens backed by walked completions (see the module docstring)."""
 
@@ -240,14 +240,17 @@ class ContextualBudgetConstraint(Constraint):
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
 
     def _cx_planner(self) -> ContextualBudgetPlanner:
-        return cast(ContextualBudgetPlanner, self._budget_planner())
+        return self._budget_planner()
 
-    def _apply_budget(self, st: Any, m: np.ndarray) -> None:
+    def _budget_planner(self) -> ContextualBudgetPlanner:
+        return cast(ContextualBudgetPlanner, super()._budget_planner())
+
+    def _apply_budget(self, st: LexState, m: np.ndarray) -> None:
         """Keep in ``m`` only the tokens after which a walked completion of at most
         ``remaining − 1`` tokens is known, and the step's own plan's first token."""
         left = self.remaining_tokens
         assert left is not None
-        rec = self._verified_step(st, left)
+        rec = verified_step(self, st, left)
         if left >= 1:
             cx = self._b.contextual
             assert cx is not None
@@ -298,7 +301,7 @@ class ContextualBudgetConstraint(Constraint):
     def clone(self) -> ContextualBudgetConstraint:
         c = ContextualBudgetConstraint(
             self._b, self._vocab, tab_len=self._tab, max_tokens=self._max_tokens,
-            planner=self._planner_factory, _history=list(self._history),
+            budget=self._budget, _history=list(self._history),
             _chunks=list(self._chunks), _finished=self._finished, _plans=list(self._plans),
         )
         c._prefix = self._prefix

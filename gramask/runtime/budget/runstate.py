@@ -4,17 +4,11 @@ and contextual constraints alike)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from ..core.parse_state import PState
+from ..core.step_state import LexState, RunState
 
 __all__ = ["Complete", "LexState", "RunState", "View", "Walk"]
-
-LexState = tuple[int, int, "PState"]  # lexer DFA state, indentation carry, parser state
-# a constraint's step state: lexer state, carry, then the parser states it keeps (the
-# planner keys its memos on their ids)
-RunState = tuple[int, int, "PState", *tuple["PState", ...]]
 
 S = TypeVar("S", bound=RunState)
 S_contra = TypeVar("S_contra", bound=RunState, contravariant=True)

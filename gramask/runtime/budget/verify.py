@@ -11,13 +11,36 @@ token with the constraint's own ``walk``, to a state where its own ``complete`` 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
 
 from ...errors import LimitExceededError, NoCompletionError
+from .bounded import PLAN_FAILED
+from .runstate import LexState, RunState
 
-__all__ = ["VerifiedTokens", "WalkedVerifier"]
+if TYPE_CHECKING:
+    from ...vocab import Vocabulary
+    from ..core.constraint import Constraint
+    from .planner import BudgetPlanner
+
+__all__ = ["VerifiedTokens", "WalkedConstraint", "WalkedVerifier", "verified_step"]
+
+S = TypeVar("S", bound=RunState)
+
+
+class WalkedConstraint(Protocol[S]):
+    """What a :class:`WalkedVerifier` uses of the constraint whose step it checks."""
+
+    MAX_PLANS: int  # plans of their own per step
+    VERIFY_SEARCH: int  # states each of them may search
+
+    @property
+    def _vocab(self) -> Vocabulary: ...
+    def _walk(self, st: S, data: bytes, /) -> S | int: ...
+    def _complete(self, st: S, /) -> bool: ...
+    def _view(self, st: S, /) -> LexState: ...
+    def _budget_planner(self) -> BudgetPlanner: ...
 
 
 class VerifiedTokens:
@@ -34,7 +57,7 @@ class VerifiedTokens:
         self.index = np.full(size, -1, dtype=np.int32)  # into ``completions``; -1: none
         self.completions: list[tuple[int, ...]] = []
 
-    def add(self, members: Any, completion: tuple[int, ...]) -> None:
+    def add(self, members: np.ndarray | list[int], completion: tuple[int, ...]) -> None:
         self.keep[members] = True
         self.index[members] = len(self.completions)
         self.completions.append(completion)
@@ -54,7 +77,19 @@ class VerifiedTokens:
             m &= self.keep
 
 
-class WalkedVerifier:
+def verified_step(c: Constraint[S], st: S, left: int) -> VerifiedTokens:
+    """A fresh record of what this step's checks verify (``c.advance`` reads it), with the
+    step's own plan's first token kept while the plan fits."""
+    try:
+        plan: tuple[int, ...] | None = c._plan()
+    except PLAN_FAILED:
+        plan = None
+    rec = VerifiedTokens(len(c._vocab), plan, left)
+    c._verified_next = (st, len(c._history), rec)
+    return rec
+
+
+class WalkedVerifier(Generic[S]):
     """One budget step's checks: a walked completion of at most ``left`` tokens from the
     state after a token, or None. A state whose lexeme in progress is finished as terminal
     ``a`` by its witness shares a plan with the other states of its parser vertex finished
@@ -66,8 +101,8 @@ class WalkedVerifier:
     ``key(state)`` identifies a runtime state; ``norm(state)`` is the state the planner
     memoises its plan under (the contextual mode drops a carry that decides nothing)."""
 
-    def __init__(self, c: Any, left: int, key: Callable[[Any], tuple[int, ...]],
-                 norm: Callable[[Any], Any] | None = None,
+    def __init__(self, c: WalkedConstraint[S], left: int, key: Callable[[S], tuple[int, ...]],
+                 norm: Callable[[S], S] | None = None,
                  step_plan: tuple[int, ...] | None = None) -> None:
         self.c = c
         self.left = left
@@ -87,26 +122,26 @@ class WalkedVerifier:
         self.shared: dict[tuple[Hashable, int], tuple[tuple[int, ...], tuple[int, ...]] | None]
         self.shared = {}
 
-    def _by_tail(self, s: Any) -> tuple[int, ...] | None:
+    def _by_tail(self, s: S) -> tuple[int, ...] | None:
         """The step plan's text (``tail``) if walking it from ``s`` ends complete."""
         if not self.tail or len(self.tail) > self.left:
             return None
         end = self._walk_ids(s, self.tail)
         return self.tail if end is not None and self.c._complete(end) else None
 
-    def _plan(self, s: Any) -> tuple[int, ...] | None:
+    def _plan(self, s: S) -> tuple[int, ...] | None:
         if self.plans <= 0:
             return None
         self.plans -= 1
         c = self.c
         try:
-            return self.planner.plan(  # type: ignore[no-any-return]
+            return self.planner.plan(
                 self.norm(s) if self.norm is not None else s, c._walk, c._complete, c._view,
                 search=c.VERIFY_SEARCH)
         except (NoCompletionError, LimitExceededError):
             return None
 
-    def _walk_ids(self, s: Any, ids: tuple[int, ...]) -> Any:
+    def _walk_ids(self, s: S, ids: tuple[int, ...]) -> S | None:
         """The state after ``ids`` token by token, as a generation takes them (each token's
         end is checked), or None."""
         c = self.c
@@ -117,7 +152,7 @@ class WalkedVerifier:
             s = r
         return s
 
-    def state(self, s: Any, vertex: Hashable) -> tuple[int, ...] | None:
+    def state(self, s: S, vertex: Hashable) -> tuple[int, ...] | None:
         """A walked completion of at most ``left`` tokens from the state ``s`` after a token,
         or None; ``vertex`` names the parser state its completed lexemes end at (plans are
         shared per vertex and terminal)."""

@@ -25,8 +25,7 @@ Runtime contract
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, NotRequired, Protocol, TypedDict, cast
 
 import numpy as np
 
@@ -38,26 +37,66 @@ from ...errors import (
     NoCompletionError,
     TokenRejected,
 )
-from ..budget.verify import VerifiedTokens
 from .lexing import walk
 from .masks import MaskBuilder
-from .parse_state import PState
+from .step_state import LexState, StepState
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from ...vocab import Vocabulary
-    from ..budget.planner import BudgetPlanner
 
-__all__ = ["Completion", "Constraint", "LexState"]
+    # the step state; ``Constraint`` unparametrised (as the samplers, serving and users name
+    # it) is a constraint of any step state
+    S = TypeVar("S", bound=StepState, default=Any)
+else:
+    from typing import TypeVar
 
-LexState = tuple[int, int, PState]  # lexer DFA state, indentation carry, parser state
+    S = TypeVar("S", bound=StepState)
 
-# Budget masks: tokens whose bound exceeds what is left by at most this much get a real plan
-# (at most this many per step; beyond, the bound decides)
-_REFINE_SLACK = 2
-_REFINE_MAX = 32
+__all__ = ["Completion", "Constraint", "Explanation", "LexState", "TokenBudget", "Verified"]
+
 # a plan that could not be made (none found, or a parse outgrew its limits while planning):
 # the token or group it was for is not allowed by the budget
 _PLAN_FAILED = (NoCompletionError, LimitExceededError)
+
+
+class TokenBudget(Protocol[S]):
+    """What a constraint asks its token budget (``max_tokens``, shortest completions); the
+    budget side implements it (:class:`gramask.runtime.budget.bounded.BoundedBudget`), so
+    the core does not import it."""
+
+    def planner(self) -> object:
+        """The grammar's budget planner (built on first use)."""
+        ...
+
+    def plan(self, c: Constraint[S], st: S, /) -> tuple[int, ...]:
+        """A verified shortest completion from ``st``."""
+        ...
+
+    def cut(self, c: Constraint[S], st: S, m: np.ndarray, /) -> None:
+        """Clear from ``m`` the tokens after which the program cannot finish in time."""
+        ...
+
+
+class Verified(Protocol):
+    """What one budget step verified (:class:`gramask.runtime.budget.verify.VerifiedTokens`)."""
+
+    def after(self, token_id: int, /) -> tuple[int, ...] | None:
+        """The completion that verified ``token_id``, if one did."""
+        ...
+
+
+class Explanation(TypedDict):
+    """What :meth:`Constraint.explain` returns."""
+
+    lexeme_in_progress: bool
+    lexer_state: int
+    lexeme_could_be: list[str]
+    parser_expects: list[str]
+    bracket_depth: int
+    indentation: list[int]
+    suffix_bytes: NotRequired[int]  # fill-in-the-middle
 
 
 class Completion(NamedTuple):
@@ -101,8 +140,11 @@ def _prefix_bytes(prefix: object) -> bytes:
     return text_bytes(prefix, "prefix")
 
 
-class Constraint:
-    """The state of one constrained generation. Create with ``CompiledGrammar.constraint()``."""
+class Constraint(Generic[S]):
+    """The state of one constrained generation. Create with ``CompiledGrammar.constraint()``.
+
+    Generic in its step state ``S``: a :data:`LexState` here, wider in fill-in-the-middle
+    (whose subclasses override ``_initial_state``, ``_walk``, ``_complete``)."""
 
     _inputs = "prefix"  # what the constraint was given, for messages
 
@@ -114,19 +156,19 @@ class Constraint:
         *,
         tab_len: int = 8,
         max_tokens: int | None = None,
-        planner: Callable[[], BudgetPlanner] | None = None,
-        _history: list[Any] | None = None,
+        budget: TokenBudget[S] | None = None,
+        _history: list[S] | None = None,
         _chunks: list[bytes] | None = None,
         _finished: bool = False,
         _plans: list[tuple[int, ...] | None] | None = None,
     ) -> None:
         # one state per step: a LexState here; subclasses (fill-in-the-middle) keep wider ones
-        self._history: list[Any]
+        self._history: list[S]
         self._b = builder
         self._vocab = vocab
         self._tab = tab_len
         self._max_tokens = check_budget(max_tokens)
-        self._planner_factory = planner
+        self._budget = budget
         # per step, a verified shortest completion from its state (None: not computed yet)
         self._plans: list[tuple[int, ...] | None]
         if _history is not None:
@@ -163,24 +205,25 @@ class Constraint:
                     budget=self._max_tokens, minimum=need,
                 )
 
-    def _initial_state(self) -> LexState:
+    def _initial_state(self) -> S:
         """Start of input. With indentation, the input starts as if after a newline, so
         that leading whitespace on the first line is an indentation error (as in Python),
         while blank or comment lines before the first statement are fine."""
         b = self._b
-        st: LexState | int = (0, 0, b.ctx.root)
+        st: S = cast(S, (0, 0, b.ctx.root))  # this class's states are LexStates
         if b.nl_t >= 0 and b.ctx.automaton.advance(b.ctx.root.es, b.nl_t) is not None:
-            st = self._walk(st, b"\n")  # type: ignore[arg-type]
-        assert not isinstance(st, int)
+            r = self._walk(st, b"\n")
+            assert not isinstance(r, int)
+            st = r
         return st
 
     # ------------------------------------------------------------------ lexing
-    def _walk(self, st: LexState, data: bytes) -> LexState | int:
+    def _walk(self, st: S, data: bytes) -> S | int:
         """Feed bytes; the new state, or the offset where the offending lexeme starts."""
+        lex = cast(LexState, st)  # this class's states are LexStates
         cx = self._b.contextual
-        if cx is not None:
-            return cx.walk(st, data)
-        return walk(self._b, st, data, self._tab)
+        r = cx.walk(lex, data) if cx is not None else walk(self._b, lex, data, self._tab)
+        return cast("S | int", r)
 
     # ------------------------------------------------------------------ API
     def allowed(self) -> np.ndarray:
@@ -196,69 +239,19 @@ class Constraint:
             m[eos] = self._complete(st)
         return m
 
-    def _grammar_mask(self, st: Any) -> np.ndarray:
+    def _grammar_mask(self, st: S) -> np.ndarray:
         """The grammar's mask at ``st`` (a fresh copy; EOS is set by ``allowed``)."""
         q, carry, p = self._view(st)
         return self._b.mask(p, q, carry).copy()
 
-    def _view(self, st: Any) -> LexState:
+    def _view(self, st: S) -> LexState:
         """(lexer state, carry, parser state) of a step's state (subclasses keep more)."""
-        return st  # type: ignore[no-any-return]
+        return st[0], st[1], st[2]
 
-    def _apply_budget(self, st: Any, m: np.ndarray) -> None:
-        """Clear from ``m`` the tokens after which the program cannot finish in time."""
-        left = self.remaining_tokens
-        assert left is not None
-        q, carry, p = self._view(st)
-        planner = self._budget_planner()
-        grammar: np.ndarray | None = None
-        if left == 0:  # only EOS (set by allowed()), or the best effort below
-            grammar = m.copy()
-            m[:] = False
-        else:
-            units = planner.step_units(p, q, carry)
-            over = units.costs > left - 1
-            if not over.any():
-                return  # every allowed token's bound fits: nothing to cut, nothing to plan
-            # The bounds spell lexemes one by one; groups just over them may still fit once
-            # tokens that span lexemes are used ("):" closing two): plan the states they
-            # lead to (a few per step, each shared by many tokens).
-            cut = np.flatnonzero(over)
-            near = [i for i in cut.tolist() if units.costs[i] <= left - 1 + _REFINE_SLACK
-                    and not units.nl_live[units.finals[i]]]
-            # the largest groups first (one plan decides the most tokens), then the least
-            # over, then the group id (the order the per-token version had)
-            near.sort(key=lambda i: (-int(units.sizes[i]), int(units.costs[i]),
-                                     int(units.gids[i])))
-            for i in near[:_REFINE_MAX]:
-                try:
-                    plan = planner.plan(units.state(i), self._walk, self._complete, search=0)
-                except _PLAN_FAILED:
-                    continue
-                if len(plan) <= left - 1:
-                    over[i] = False
-            if over.any():
-                kept = units.sizes[~over].sum()
-                if units.sizes[over].sum() <= kept:
-                    m[units.tokens(np.flatnonzero(over).tolist())] = False
-                else:  # most of the step is cut: rebuild from what is kept
-                    grammar = m.copy()
-                    m[:] = False
-                    m[units.tokens(np.flatnonzero(~over).tolist())] = True
-                    m &= grammar
-        if self._complete(st):
-            return  # EOS stays allowed; a complete state has no plan to add
-        try:
-            plan = self._plan()
-        except _PLAN_FAILED:
-            plan = ()
-        if not plan and not m.any():
-            if grammar is None:
-                grammar = self._grammar_mask(st)
-            m |= grammar  # no completion known at all: never an empty mask (best effort)
-            return
-        if plan and len(plan) <= left:
-            m[plan[0]] = True  # the plan's first token always keeps the guarantee
+    def _apply_budget(self, st: S, m: np.ndarray) -> None:
+        """Clear from ``m`` the tokens after which the program cannot finish in time (the
+        budget's cut; subclasses that verify by walking override it)."""
+        self._need_budget().cut(self, st, m)
 
     def is_allowed(self, token_id: int) -> bool:
         """One token's verdict without building the whole mask.
@@ -270,7 +263,7 @@ class Constraint:
         """
         return self._try(_token_int(token_id)) is not None
 
-    def _try(self, token_id: int) -> LexState | bool | None:
+    def _try(self, token_id: int) -> S | bool | None:
         if self._finished:
             return None
         vocab = self._vocab
@@ -288,7 +281,7 @@ class Constraint:
             return None
         return st
 
-    def _fits(self, token_id: int, st: Any) -> bool:
+    def _fits(self, token_id: int, st: S) -> bool:
         """Can the program still be finished within the budget after ``token_id``? Exactly
         what ``allowed()`` says (its budget mask is kept for the step)."""
         return bool(self._budget_mask()[token_id])
@@ -305,16 +298,17 @@ class Constraint:
         self._budget_cache = (st, len(self._history), m)  # holds st: its identity is the key
         return m
 
-    _budget_cache: tuple[Any, int, np.ndarray] | None = None
+    _budget_cache: tuple[S, int, np.ndarray] | None = None
 
-    def _plan_fits(self, token_id: int, left: int, st: Any = None) -> bool:
+    def _plan_fits(self, token_id: int, left: int, st: S | None = None) -> bool:
         """Does the shortest completion gramask finds after ``token_id`` take ≤ ``left``?"""
         if st is None:
-            st = self._walk(self._history[-1], self._vocab.token_bytes(token_id))
-            if isinstance(st, int):
+            r = self._walk(self._history[-1], self._vocab.token_bytes(token_id))
+            if isinstance(r, int):
                 return False
+            st = r
         try:
-            plan = self._budget_planner().plan(st, self._walk, self._complete, self._view)
+            plan = self._need_budget().plan(self, st)
         except _PLAN_FAILED:
             return False
         return len(plan) <= left
@@ -352,18 +346,7 @@ class Constraint:
     # Budgets that admit a token only with a completion walked after it (fill-in-the-middle,
     # the contextual lexer mode) keep what the current step verified: (the step's state, its
     # history length, what was verified)
-    _verified_next: tuple[Any, int, VerifiedTokens] | None = None
-
-    def _verified_step(self, st: Any, left: int) -> VerifiedTokens:
-        """A fresh record of what this step's checks verify (``advance`` reads it), with the
-        step's own plan's first token kept while the plan fits."""
-        try:
-            plan: tuple[int, ...] | None = self._plan()
-        except _PLAN_FAILED:
-            plan = None
-        rec = VerifiedTokens(len(self._vocab), plan, left)
-        self._verified_next = (st, len(self._history), rec)
-        return rec
+    _verified_next: tuple[S, int, Verified] | None = None
 
     def _verified_after(self, token_id: int) -> tuple[int, ...] | None:
         """The completion the current step's budget check walked after ``token_id``, if any."""
@@ -378,10 +361,9 @@ class Constraint:
         language?"""
         return self._complete(self._history[-1])
 
-    def _complete(self, st: LexState) -> bool:
+    def _complete(self, st: S) -> bool:
         """Would the input end well in state ``st``? (Subclasses with wider states override.)"""
-        q, carry, p = st
-        return self._b.complete(p, q, carry)
+        return self._b.complete(st[2], st[0], st[1])
 
     @property
     def vocab(self) -> Vocabulary:
@@ -393,13 +375,13 @@ class Constraint:
         """EOS was advanced."""
         return self._finished
 
-    def clone(self) -> Constraint:
+    def clone(self) -> Constraint[S]:
         c = Constraint(
             self._b,
             self._vocab,
             tab_len=self._tab,
             max_tokens=self._max_tokens,
-            planner=self._planner_factory,
+            budget=self._budget,
             _history=list(self._history),
             _chunks=list(self._chunks),
             _finished=self._finished,
@@ -452,27 +434,30 @@ class Constraint:
         data = b"".join(self._vocab.token_bytes(i) for i in ids)
         return Completion(data.decode("utf-8", errors="replace"), data, ids)
 
-    def _budget_planner(self) -> BudgetPlanner:
-        if self._planner_factory is None:
+    def _budget_planner(self) -> object:
+        """The budget's planner (the budget side knows its type)."""
+        return self._need_budget().planner()
+
+    def _need_budget(self) -> TokenBudget[S]:
+        if self._budget is None:
             raise NotImplementedError(
                 "token budgets and shortest completions are built for prefix constraints "
                 "(both lexer modes) and for fill-in-the-middle in the basic lexer mode; not "
                 "yet for fill-in-the-middle in the contextual mode"
             )
-        return self._planner_factory()
+        return self._budget
 
     def _plan(self) -> tuple[int, ...]:
         """The current step's verified shortest completion (computed once per step)."""
         plan = self._plans[-1]
         if plan is None:
-            plan = self._plans[-1] = self._budget_planner().plan(
-                self._history[-1], self._walk, self._complete, self._view
-            )
+            plan = self._plans[-1] = self._need_budget().plan(self, self._history[-1])
         return plan
 
-    def explain(self) -> dict[str, Any]:
-        """Why the mask is what it is: the lexeme in progress and what the parser expects."""
-        q, _carry, p = self._history[-1]
+    def explain(self) -> Explanation:
+        """Why the mask is what it is: the lexeme in progress and what the parser expects
+        (fill-in-the-middle: the quotient parser's, plus the suffix's length)."""
+        q, _carry, p = self._view(self._history[-1])
         b = self._b
         names = b.dfa.terminal_names
         sym = b.ctx.automaton.symbols

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -169,7 +168,7 @@ class MaskBuilder:
         # set for grammars in the contextual lexer mode: it then answers walks and masks
         self.contextual: ContextualLexer | None = None
         # token budgets' planner (gramask.runtime.budget.planner), built on the first budget
-        self.planner: Any = None
+        self.planner: object = None
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
         # rows expanded in full (``row``), and as masks use them (``_mask_row``: a diff row
         # is small, its base is a full row)

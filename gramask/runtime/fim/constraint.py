@@ -18,22 +18,22 @@ rollback stay free.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
+from ..budget.bounded import BoundedBudget
 from ..budget.quotient_planner import quotient_planner
-from ..budget.verify import WalkedVerifier
+from ..budget.verify import WalkedVerifier, verified_step
 from ..core.constraint import Constraint, text_bytes
 from ..core.indentation import NEWLINE, indent_widths
 from ..core.lexing import walk
 from ..core.masks import MaskBuilder
 from ..core.parse_state import PState
 from ..limits import check_suffix_size
+from .base import FimBase, gc_paused, prefix_meets_suffix
 from .boundary import boundary_filter, with_boundary
 from .quotient import build_quotient
 from .suffix_lexing import Branch, lex_suffix
@@ -48,81 +48,12 @@ __all__ = ["FimConstraint", "walk"]
 FimState = tuple[int, int, PState, PState]
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic collector, restored as it was. FIM setup and the exact end walks
-    allocate many small, long-lived objects (Earley sets of the prefix and of the backward
-    parse of the suffix); the collector's passes over them cost more than the parsing itself
-    (5-20x on a 100 KB file), and none of them is garbage."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-@contextlib.contextmanager
-def prefix_meets_suffix() -> Iterator[None]:
-    """Around the quotient parser reading the prefix: if it stops, the prefix alone is fine
-    (validated before), so no program starts with it and ends with the suffix; its offset
-    inside the loop-erased prefix means nothing to a user, so the suffix is at fault from its
-    first byte."""
-    try:
-        yield
-    except InvalidSuffixError:
-        raise
-    except InvalidPrefixError:
-        raise InvalidSuffixError(
-            "no middle connects this prefix to the suffix: the prefix is valid alone, but no "
-            "program starts with it and ends with the suffix", position=0) from None
-
-
-class FimConstraint(Constraint):
-    """A :class:`Constraint` for ``prefix + middle + suffix``; create it with
-    ``CompiledGrammar.constraint(prefix=..., suffix=...)``."""
-
-    MAX_ENDS = 4096  # memo of exact end checks, per constraint family
-    _inputs = "prefix and suffix"
-
-    def __init__(
-        self,
-        qb: MaskBuilder,
-        ob: MaskBuilder,
-        vocab: Vocabulary,
-        prefix: str | bytes = "",
-        suffix: str | bytes = "",
-        *,
-        tab_len: int = 8,
-        max_tokens: int | None = None,
-        planner: Callable[[], BudgetPlanner] | None = None,
-        _history: list[FimState] | None = None,
-        _chunks: list[bytes] | None = None,
-        _finished: bool = False,
-        _shared: dict[tuple[int, int, PState], bool] | None = None,
-        _branches: list[tuple[Branch, int, int]] | None = None,
-        _glue: dict[tuple[int, int], tuple[int, int, int] | None] | None = None,
-        _ends_at: dict[tuple[int, int], tuple[bool]] | None = None,
-        _alive: list[PState] | None = None,
-        _plans: list[tuple[int, ...] | None] | None = None,
-    ) -> None:
-        self._ob = ob
-        self._branches = _branches if _branches is not None else []
-        self._glue: dict[tuple[int, int], tuple[int, int, int] | None] = (
-            _glue if _glue is not None else {})
-        self._suffix = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
-        self._ends: dict[tuple[int, int, PState], bool] = _shared if _shared is not None else {}
-        # (suffix offset, parser state uid) at a lexeme boundary → verdict; states kept alive
-        self._ends_at: dict[tuple[int, int], tuple[bool]] = (
-            _ends_at if _ends_at is not None else {})
-        self._alive: list[PState] = _alive if _alive is not None else []
-        super().__init__(qb, vocab, prefix, tab_len=tab_len, max_tokens=max_tokens,
-                         planner=planner, _history=_history, _chunks=_chunks,
-                         _finished=_finished, _plans=_plans)
+class FimConstraint(FimBase[FimState]):
+    """A :class:`Constraint` for ``prefix + middle + suffix`` in the basic lexer mode; create
+    it with ``CompiledGrammar.constraint(prefix=..., suffix=...)``."""
 
     # ------------------------------------------------------------------ lexing
-    def _initial_state(self) -> FimState:  # type: ignore[override]
+    def _initial_state(self) -> FimState:
         qs = self._b
         os_ = self._ob
         st: FimState = (0, 0, qs.ctx.root, os_.ctx.root)
@@ -133,7 +64,7 @@ class FimConstraint(Constraint):
             st = r
         return st
 
-    def _walk(self, st: FimState, data: bytes) -> FimState | int:  # type: ignore[override]
+    def _walk(self, st: FimState, data: bytes) -> FimState | int:
         q, carry, pq, po = st
         r1 = walk(self._b, (q, carry, pq), data, self._tab)
         if isinstance(r1, int):
@@ -146,7 +77,7 @@ class FimConstraint(Constraint):
             return r2
         return (r1[0], r1[1], r1[2], r2[2])
 
-    def _complete(self, st: FimState) -> bool:  # type: ignore[override]
+    def _complete(self, st: FimState) -> bool:
         q, carry, _, po = st
         v = self._quotient_end(st)
         if v != 1:
@@ -287,7 +218,7 @@ class FimConstraint(Constraint):
     MAX_LONE = 1024
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
 
-    def _apply_budget(self, st: Any, m: np.ndarray) -> None:
+    def _apply_budget(self, st: FimState, m: np.ndarray) -> None:
         """Keep in ``m`` only tokens after which a *verified* completion fits: token
         sequences walked from the state after the token to a state where the exact
         :meth:`is_complete` holds, at most ``remaining − 1`` tokens long; and the current
@@ -302,7 +233,7 @@ class FimConstraint(Constraint):
         assert left is not None
         planner = self._budget_planner()
         q, carry, pq = self._view(st)
-        rec = self._verified_step(st, left)
+        rec = verified_step(self, st, left)
         if left >= 1:
             tc = planner.token_groups(pq, q, carry)  # no costs: see the docstring
             toks = np.flatnonzero(m & ~rec.keep)
@@ -339,42 +270,21 @@ class FimConstraint(Constraint):
         rec.apply(m, self._complete(st))
 
     def _budget_planner(self) -> BudgetPlanner:
-        pl = super()._budget_planner()
+        pl = cast("BudgetPlanner", super()._budget_planner())
         if pl.end_check is None:
             pl.end_check = lambda q, carry, p: self._quotient_end((q, carry, p, p)) == 2
         return pl
 
-    def _view(self, st: FimState) -> tuple[int, int, PState]:
-        """The quotient parser's view of a step: what masks and budgets work on."""
-        return st[0], st[1], st[2]
-
-    @property
-    def suffix(self) -> bytes:
-        """The code after the cursor."""
-        return self._suffix
-
     def clone(self) -> FimConstraint:
         c = FimConstraint(
             self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
-            max_tokens=self._max_tokens, planner=self._planner_factory,
+            max_tokens=self._max_tokens, budget=self._budget,
             _history=list(self._history), _chunks=list(self._chunks), _plans=list(self._plans),
             _finished=self._finished, _shared=self._ends, _branches=self._branches,
             _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive,
         )
         c._prefix = self._prefix
         return c
-
-    def explain(self) -> dict[str, object]:
-        """Why the mask is what it is (quotient parser's view), plus the suffix length."""
-        q, carry, pq, _po = self._history[-1]
-        saved = self._history
-        self._history = [(q, carry, pq)]
-        try:
-            out = super().explain()
-        finally:
-            self._history = saved
-        out["suffix_bytes"] = len(self._suffix)
-        return out
 
 
 def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
@@ -431,7 +341,8 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
                 else quotient_planner(qb, vocab, tab, markers, planner, sdata))
     with prefix_meets_suffix():
         c = FimConstraint(qb, ob, vocab, short, sdata, tab_len=tab, _branches=markers,
-                          max_tokens=max_tokens, planner=qplanner)
+                          max_tokens=max_tokens,
+                          budget=None if qplanner is None else BoundedBudget(qplanner))
     c._prefix = pdata
     return c
 

@@ -21,17 +21,18 @@ parser state, then the original's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
-from ..core.constraint import Constraint, text_bytes
+from ..core.constraint import text_bytes
 from ..core.contextual_lexer import ContextualLexer
 from ..core.indentation import NEWLINE
 from ..core.masks import MaskBuilder
 from ..core.parse_state import PState
 from ..limits import check_suffix_size
+from .base import FimBase, gc_paused, prefix_meets_suffix
 from .boundary import boundary_filter, with_boundary
-from .constraint import FimConstraint, erase_loops, gc_paused, prefix_meets_suffix
+from .constraint import erase_loops
 from .quotient import base_for, build_quotient
 from .suffix_lattice import parse_suffix_lattice
 
@@ -52,14 +53,14 @@ def _cx(b: MaskBuilder) -> ContextualLexer:
     return cx
 
 
-class ContextualFimConstraint(FimConstraint):
-    """A :class:`FimConstraint` for a grammar in the contextual lexer mode; create it with
-    ``CompiledGrammar.constraint(prefix=..., suffix=...)``."""
+class ContextualFimConstraint(FimBase[CtxFimState]):
+    """A fill-in-the-middle :class:`Constraint` for a grammar in the contextual lexer mode;
+    create it with ``CompiledGrammar.constraint(prefix=..., suffix=...)``."""
 
-    def _initial_state(self) -> CtxFimState:  # type: ignore[override]
+    def _initial_state(self) -> CtxFimState:
         return (0, 0, self._b.ctx.root, 0, 0, self._ob.ctx.root)
 
-    def _walk(self, st: CtxFimState, data: bytes) -> CtxFimState | int:  # type: ignore[override]
+    def _walk(self, st: CtxFimState, data: bytes) -> CtxFimState | int:
         r1 = _cx(self._b).walk((st[0], st[1], st[2]), data)
         if isinstance(r1, int):
             return r1
@@ -73,10 +74,7 @@ class ContextualFimConstraint(FimConstraint):
         m: np.ndarray = self._b.mask(pq, q, carry) & self._ob.mask(po, qo, co)
         return m
 
-    def _view(self, st: CtxFimState) -> tuple[int, int, PState]:  # type: ignore[override]
-        return st[0], st[1], st[2]
-
-    def _complete(self, st: CtxFimState) -> bool:  # type: ignore[override]
+    def _complete(self, st: CtxFimState) -> bool:
         if not self._quotient_end(st):
             return False
         key = (st[3], st[4], st[5])
@@ -89,7 +87,7 @@ class ContextualFimConstraint(FimConstraint):
             self._ends[key] = r
         return r
 
-    def _quotient_end(self, st: Any) -> int:
+    def _quotient_end(self, st: CtxFimState) -> int:
         """1 if, per the quotient, the middle may end here; 0 if it cannot. A necessary
         condition only (the lexeme continued into ``S[:k]`` is walked on the lexer DFA without
         the allowed-set rule); :meth:`_suffix_completes` decides."""
@@ -192,17 +190,6 @@ class ContextualFimConstraint(FimConstraint):
         )
         c._prefix = self._prefix
         return c
-
-    def explain(self) -> dict[str, object]:
-        """Why the mask is what it is (quotient parser's view), plus the suffix length."""
-        saved = self._history
-        self._history = [self._view(saved[-1])]
-        try:
-            out = Constraint.explain(self)
-        finally:
-            self._history = saved
-        out["suffix_bytes"] = len(self._suffix)
-        return out
 
 
 def contextual_fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes,

@@ -35,7 +35,7 @@ import itertools
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Generic, TypeVar, cast
 
 from ...compiler.parse_tables import (
     AUGMENTED_START,
@@ -174,7 +174,15 @@ def base_for(ob: MaskBuilder, grammar: Grammar) -> _Base:
     return r
 
 
-class _Lazy(dict[int, Any]):
+V = TypeVar("V")
+# one state's row of the per-state tables, in Automaton's order: terminal moves, nonterminal
+# moves (as pairs and as a dict), the terminals it can shift (bits), the rules completed in
+# it, its nonkernel state, accepting, live
+_Row = tuple[dict[int, int], tuple[tuple[int, int], ...], dict[int, int], int, tuple[int, ...],
+             int, bool, bool]
+
+
+class _Lazy(dict[int, V], Generic[V]):
     """A per-state table filled on first access."""
 
     __slots__ = ("fill",)
@@ -183,9 +191,13 @@ class _Lazy(dict[int, Any]):
         super().__init__()
         self.fill = fill
 
-    def __missing__(self, s: int) -> Any:
+    def __missing__(self, s: int) -> V:
         self.fill(s)
         return self[s]
+
+    def as_list(self) -> list[V]:
+        """This table where :class:`Automaton` keeps a list: it is only read by state index."""
+        return cast("list[V]", self)
 
 
 class LazyAutomaton(Automaton):
@@ -216,9 +228,17 @@ class LazyAutomaton(Automaton):
         self.starts: dict[int, frozenset[tuple[int, int]]] = {}  # as _Base.starts, own rules
         self.states: list[frozenset[tuple[int, int]]] = []
         self.index: dict[frozenset[tuple[int, int]], int] = {}
-        tables: list[Any] = [_Lazy(self._fill) for _ in range(8)]
-        (self.goto_t, self.goto_n, self.goto_nd, self.term_bits, self.completed,
-         self.nonkernel, self.accepting, self.live_state) = tables
+        self._tables = (_Lazy[dict[int, int]](self._fill),
+                        _Lazy[tuple[tuple[int, int], ...]](self._fill),
+                        _Lazy[dict[int, int]](self._fill), _Lazy[int](self._fill),
+                        _Lazy[tuple[int, ...]](self._fill), _Lazy[int](self._fill),
+                        _Lazy[bool](self._fill), _Lazy[bool](self._fill))
+        lz = self._tables
+        self.goto_t, self.goto_n, self.goto_nd = (
+            lz[0].as_list(), lz[1].as_list(), lz[2].as_list())
+        self.term_bits, self.completed = lz[3].as_list(), lz[4].as_list()
+        self.nonkernel, self.accepting, self.live_state = (
+            lz[5].as_list(), lz[6].as_list(), lz[7].as_list())
         self._interned = BoundedMemo(memo_size(limits.interned_sets))
         self._next = BoundedMemo(memo_size(limits.step_memo))
         self._uids = itertools.count(1)  # as Automaton's: atomic, 0 is "this set"
@@ -293,16 +313,21 @@ class LazyAutomaton(Automaton):
     def _fill(self, s: int) -> None:
         if s < self.n0:
             b = self.base.automaton
-            vals = (b.goto_t[s], b.goto_n[s], b.goto_nd[s], b.term_bits[s], b.completed[s],
-                    b.nonkernel[s], b.accepting[s], b.live_state[s])
+            vals: _Row = (b.goto_t[s], b.goto_n[s], b.goto_nd[s], b.term_bits[s],
+                          b.completed[s], b.nonkernel[s], b.accepting[s], b.live_state[s])
         else:
             vals = self._build(self.states[s - self.n0])
-        for t, v in zip((self.goto_t, self.goto_n, self.goto_nd, self.term_bits,
-                         self.completed, self.nonkernel, self.accepting, self.live_state),
-                        vals, strict=True):
-            dict.__setitem__(t, s, v)
+        lz = self._tables
+        dict.__setitem__(lz[0], s, vals[0])
+        dict.__setitem__(lz[1], s, vals[1])
+        dict.__setitem__(lz[2], s, vals[2])
+        dict.__setitem__(lz[3], s, vals[3])
+        dict.__setitem__(lz[4], s, vals[4])
+        dict.__setitem__(lz[5], s, vals[5])
+        dict.__setitem__(lz[6], s, vals[6])
+        dict.__setitem__(lz[7], s, vals[7])
 
-    def _build(self, items: frozenset[tuple[int, int]]) -> tuple[Any, ...]:
+    def _build(self, items: frozenset[tuple[int, int]]) -> _Row:
         rules, is_t = self.rules, self.is_terminal
         moves: dict[int, list[tuple[int, int]]] = {}
         predicted: set[tuple[int, int]] = set()

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
 
 from ..core.indentation import NEWLINE, indent_widths
 from ..core.masks import MaskBuilder
@@ -32,6 +31,10 @@ __all__ = ["Branch", "SuffixLexing", "lex_suffix"]
 
 MAX_DEPTH = 8  # bracket depths at the boundary tried (a suffix closing more is rarer)
 MAX_EXTRA_DEDENTS = 2  # blocks the middle may open beyond the prefix's, per branch
+
+
+# one boundary assumption of a branch (see ``Branch.assumptions``)
+Assumption = tuple[int, int, int, tuple[int, ...], bool | None]
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class Branch:
     # (depth, first line's width, -1 = INDENT there or c = DEDENTs, levels below that width,
     # a newline emitted at the end of input (None: the suffix has a newline of its own));
     # empty without indentation
-    assumptions: frozenset[tuple[int, int, int, tuple[int, ...], bool | None]] = frozenset()
+    assumptions: frozenset[Assumption] = frozenset()
     # k > 0: the terminals the lexeme continued into suffix[:k] can end as there (the
     # accepting terminals of the lexer states that suffix[k] kills); empty for k = 0
     ends: frozenset[int] = frozenset()
@@ -167,7 +170,7 @@ def lex_suffix(
             elif t in close_brackets:
                 depth -= 1
                 lowest = min(lowest, depth)
-        seen: dict[tuple[int, ...], tuple[tuple[int, ...], set[int], set[Any]]] = {}
+        seen: dict[tuple[int, ...], tuple[tuple[int, ...], set[int], set[Assumption]]] = {}
         for d0 in range(min(-lowest, MAX_DEPTH) + 1):
             for terms, offs, assumption in _expand(raw, d0, end, prefix_indent, nl_t, indent_t,
                                                    dedent_t, open_brackets, close_brackets):
@@ -211,7 +214,7 @@ def _unclosed_bracket(raw: list[tuple[int, int, int]], opens: frozenset[int],
 
 def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: tuple[int, ...],
             nl_t: int, indent_t: int, dedent_t: int, opens: frozenset[int],
-            closes: frozenset[int]) -> list[tuple[tuple[int, ...], tuple[int, ...], Any]]:
+            closes: frozenset[int]) -> list[tuple[tuple[int, ...], tuple[int, ...], Assumption]]:
     """The terminal sequences of one raw lexing under bracket depth ``d0``, one per outcome
     of the first significant newline."""
     # find the first significant newline (or the end of input)
@@ -252,7 +255,7 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
             outcomes.append(([indent_t], [*bb, w]))
         for c in range(n_gt + MAX_EXTRA_DEDENTS + 1):
             outcomes.append(([dedent_t] * c, [*bb, w]))
-    out: list[tuple[tuple[int, ...], tuple[int, ...], Any]] = []
+    out: list[tuple[tuple[int, ...], tuple[int, ...], Assumption]] = []
     for after, stack0 in outcomes:
         if first == len(raw):
             seqs = [([nl_t, *after], [at] * (1 + len(after)))]

@@ -1,0 +1,240 @@
+"""JSON Schema → grammar, the compiler's plumbing: the options, the keywords gramask knows
+(enforced, annotations, refused), refusal (or, lenient, a warning), the grammar builder's
+symbols, any JSON value, local references and literal values (:mod:`.json_schema` is the
+entry point).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from ..errors import GrammarError
+from . import json_text as jt
+from .bnf import GrammarBuilder
+
+__all__ = ["MAX_COUNTED_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions", "SchemaCompilerBase",
+           "SchemaWarning"]
+
+WHITESPACE_MODES = ("flexible", "compact")
+
+
+class SchemaWarning(UserWarning):
+    """A keyword was ignored because the schema was compiled with ``lenient=True``."""
+
+
+@dataclass(frozen=True)
+class JsonSchemaOptions:
+    """How a schema becomes a grammar.
+
+    whitespace
+        ``"flexible"``: any JSON whitespace between tokens (as llguidance); ``"compact"``:
+        none, the form ``json.dumps(x, separators=(",", ":"))`` writes.
+    additional_properties
+        What an object without ``additionalProperties`` allows besides its ``properties``:
+        ``True`` is the standard's reading; ``False`` keeps models from inventing keys.
+    lenient
+        Ignore keywords gramask cannot enforce (with a :class:`SchemaWarning`) instead of
+        refusing the schema.
+    max_rules
+        Refuse schemas whose counted repeats (``maxItems: 10000``) would need more rules.
+    """
+
+    whitespace: str = "flexible"
+    additional_properties: bool = True
+    lenient: bool = False
+    max_rules: int = 50_000
+
+
+# keywords that only annotate (or hold definitions referenced by pointer)
+_ANNOTATIONS = frozenset({
+    "$schema", "$id", "id", "$comment", "$anchor", "title", "description", "default",
+    "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions",
+    "contentMediaType", "contentEncoding", "$vocabulary", "discriminator", "example",
+    "nullable_annotation",
+})
+_ENFORCED = frozenset({
+    "type", "enum", "const", "properties", "required", "additionalProperties",
+    "patternProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
+    "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "pattern", "format",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minProperties", "maxProperties", "uniqueItems",
+})
+# known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
+# specification says)
+_REFUSED = frozenset({
+    "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
+    "propertyNames", "contains", "minContains", "maxContains", "unevaluatedProperties",
+    "unevaluatedItems", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
+    "contentSchema",
+})
+_TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
+_STRING_KW = ("minLength", "maxLength", "pattern", "format")
+_NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperties",
+              "minProperties", "maxProperties")
+_ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems")
+_MAX_BOUND = 10**30
+# minLength/maxLength are counted by the string terminal's automaton: ~20 byte states (escapes,
+# UTF-8 continuations) per counted character, and every lexer state costs a vocabulary walk
+MAX_COUNTED_LENGTH = 64
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _ptr_join(ptr: str, *parts: object) -> str:
+    for p in parts:
+        ptr += "/" + str(p).replace("~", "~0").replace("/", "~1")
+    return ptr
+
+
+class SchemaCompilerBase:
+    """What every keyword's compiler uses: options, errors, symbols, references, literals.
+    :meth:`value` (a schema's nonterminal) is the full compiler's."""
+
+    def __init__(self, root: Any, options: JsonSchemaOptions) -> None:
+        self.root = root
+        self.opt = options
+        self.b = GrammarBuilder()
+        self.memo: dict[str, str] = {}
+        self.ref_rules: dict[str, str] = {}
+        self.any_rule: str | None = None
+        self.n_rules = 0
+        schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
+        self.old_draft = any(d in str(schema_uri) for d in ("draft-03", "draft-04", "draft-06",
+                                                             "draft-07", "draft/2019-09"))
+        self.ref_siblings_ignored = any(d in str(schema_uri) for d in ("draft-03", "draft-04",
+                                                                       "draft-06", "draft-07"))
+        self.draft4 = any(d in str(schema_uri) for d in ("draft-03", "draft-04"))
+        if options.whitespace not in WHITESPACE_MODES:
+            raise GrammarError(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, "
+                               f"not {options.whitespace!r}")
+        if options.whitespace == "flexible":
+            self.b.terminal(r"[ \t\n\r]+", hint="WS", ignored=True)
+
+    # ------------------------------------------------------------------ errors
+    def refuse(self, keyword: str, ptr: str, why: str) -> None:
+        """Refuse (or, lenient, warn about) a keyword gramask cannot enforce."""
+        msg = f"JSON Schema keyword {keyword!r} at {ptr or '#'}: {why}"
+        if self.opt.lenient:
+            warnings.warn(f"gramask: ignored {msg}", SchemaWarning, stacklevel=5)
+            return
+        raise GrammarError(msg, name=keyword)
+
+    def bad(self, keyword: str, ptr: str, why: str) -> GrammarError:
+        return GrammarError(f"JSON Schema keyword {keyword!r} at {ptr or '#'}: {why}",
+                            name=keyword)
+
+    # ------------------------------------------------------------------ symbols
+    def lit(self, text: str) -> str:
+        return self.b.literal(text, hint={"{": "LBRACE", "}": "RBRACE", "[": "LSQB",
+                                          "]": "RSQB", ",": "COMMA", ":": "COLON"}.get(text, text))
+
+    def rule(self, lhs: str, *alts: tuple[str, ...]) -> str:
+        self.n_rules += len(alts)
+        if self.n_rules > self.opt.max_rules:
+            raise GrammarError(f"JSON Schema: the grammar needs more than {self.opt.max_rules:,} "
+                               "rules (counted repeats such as a large maxItems); refused")
+        return self.b.rule(lhs, *alts)
+
+    def string_terminal(self, text_regex: str, hint: str = "STRING", **spec: Any) -> str:
+        """A JSON string terminal: ``regex`` (over the encoded text), or, with ``spec``, the
+        automaton of the decoded language it names (``regex`` then only for reading)."""
+        if not spec:
+            return self.b.terminal(text_regex, hint=hint)
+        return self.b.terminal(text_regex, hint=hint,
+                               automaton=json.dumps(spec, sort_keys=True))
+
+    # ------------------------------------------------------------------ any JSON value
+    def any_value(self) -> str:
+        if self.any_rule is not None:
+            return self.any_rule
+        v = self.any_rule = self.b.fresh("any")
+        obj, arr = self.b.fresh("any_object"), self.b.fresh("any_array")
+        members, elems = self.b.fresh("any_members"), self.b.fresh("any_elements")
+        s = self.string_terminal(jt.JSON_STRING)
+        n = self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
+        self.rule(v, (obj,), (arr,), (s,), (n,), (self.lit("true"),), (self.lit("false"),),
+                  (self.lit("null"),))
+        self.rule(obj, (self.lit("{"), self.lit("}")), (self.lit("{"), members, self.lit("}")))
+        self.rule(members, (s, self.lit(":"), v), (members, self.lit(","), s, self.lit(":"), v))
+        self.rule(arr, (self.lit("["), self.lit("]")), (self.lit("["), elems, self.lit("]")))
+        self.rule(elems, (v,), (elems, self.lit(","), v))
+        return v
+
+    def empty(self) -> str:
+        """A rule with no alternatives: the empty language (pruned at the end)."""
+        return self.b.fresh("nothing")
+
+    # ------------------------------------------------------------------ references
+    def resolve(self, ref: str, ptr: str) -> tuple[Any, str]:
+        if not isinstance(ref, str):
+            raise self.bad("$ref", ptr, "must be a string")
+        if not ref.startswith("#"):
+            self.refuse("$ref", ptr, f"only local references (#...) are supported, not {ref!r}")
+            return True, ptr
+        target: Any = self.root
+        path = ref[1:]
+        if path and not path.startswith("/"):
+            self.refuse("$ref", ptr, f"anchor references ({ref!r}) are not supported")
+            return True, ptr
+        for raw in path.split("/")[1:]:
+            part = unquote(raw).replace("~1", "/").replace("~0", "~")
+            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            elif isinstance(target, dict) and part in target:
+                target = target[part]
+            else:
+                raise self.bad("$ref", ptr, f"{ref!r} points to nothing in the schema")
+        return target, "#" + path
+
+    def ref_rule(self, ref: str, ptr: str) -> str:
+        target, tptr = self.resolve(ref, ptr)
+        name = self.ref_rules.get(tptr)
+        if name is None:
+            name = self.ref_rules[tptr] = self.b.fresh("ref")
+            self.rule(name, (self.value(target, tptr),))
+        return name
+
+    def value(self, schema: Any, ptr: str) -> str:
+        """The nonterminal of the values ``schema`` accepts (:class:`.json_schema._Compiler`)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ literal values
+    def const(self, v: Any) -> str:
+        key = "const:" + _canon(v)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        if isinstance(v, str):
+            out = self.string_terminal(jt.literal_string_regex(v), hint="S_" + v, words=[v])
+        elif v is None or isinstance(v, bool | int | float):
+            if isinstance(v, float) and not math.isfinite(v):
+                raise GrammarError(f"JSON Schema: {v} is not a JSON value")
+            out = self.lit(json.dumps(v))
+        elif isinstance(v, list):
+            out = self.b.fresh("const_array")
+            seq: list[str] = [self.lit("[")]
+            for i, x in enumerate(v):
+                if i:
+                    seq.append(self.lit(","))
+                seq.append(self.const(x))
+            self.rule(out, (*seq, self.lit("]")))
+        else:
+            out = self.b.fresh("const_object")
+            seq = [self.lit("{")]
+            for i, (k, x) in enumerate(v.items()):
+                if i:
+                    seq.append(self.lit(","))
+                seq += [self.key(k), self.lit(":"), self.const(x)]
+            self.rule(out, (*seq, self.lit("}")))
+        self.memo[key] = out
+        return out
+
+    def key(self, k: str) -> str:
+        return self.string_terminal(jt.literal_string_regex(k), hint="K_" + k, words=[k])

@@ -1,0 +1,309 @@
+"""JSON Schema → grammar, the keywords of one instance type: strings (lengths, patterns,
+formats), numbers (ranges, ``multipleOf``), arrays (items, counts) and objects (properties
+in schema order, additional and pattern properties, counts).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from . import json_text as jt
+from .json_formats import FORMATS as _FORMATS
+from .json_schema_base import (
+    _MAX_BOUND,
+    _NUMBER_KW,
+    MAX_COUNTED_LENGTH,
+    SchemaCompilerBase,
+    _ptr_join,
+)
+
+__all__ = ["TypeKeywords"]
+
+
+class TypeKeywords(SchemaCompilerBase):
+    """The compilers of ``type``'s keywords, one method per instance type."""
+
+    # ------------------------------------------------------------------ strings
+    def string(self, schema: dict[str, Any], ptr: str) -> str:
+        lo = schema.get("minLength", 0)
+        hi = schema.get("maxLength")
+        for kw, val in (("minLength", lo), ("maxLength", hi)):
+            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
+                raise self.bad(kw, ptr, "must be a non-negative integer")
+        if hi is not None and lo > hi:
+            return ""
+        if max(lo, hi or 0) > MAX_COUNTED_LENGTH:
+            self.refuse("maxLength" if (hi or 0) > MAX_COUNTED_LENGTH else "minLength", ptr,
+                        f"string lengths above {MAX_COUNTED_LENGTH} are not supported (each "
+                        "counted character costs the lexer some 20 states)")
+            lo, hi = (lo if lo <= MAX_COUNTED_LENGTH else 0), (
+                hi if hi is not None and hi <= MAX_COUNTED_LENGTH else None)
+        spec: dict[str, Any] = {}
+        if lo:
+            spec["min"] = lo
+        if hi is not None:
+            spec["max"] = hi
+        if "pattern" in schema and "format" in schema:
+            self.refuse("format", ptr, "together with pattern is not supported")
+        if "pattern" in schema:
+            pat = schema["pattern"]
+            if not isinstance(pat, str):
+                raise self.bad("pattern", ptr, "must be a string")
+            try:
+                spec["regex"] = jt.pattern_regex(pat, _ptr_join(ptr, "pattern"))
+            except jt.PatternError as e:
+                self.refuse("pattern", ptr, str(e))
+        elif "format" in schema:
+            fmt = schema["format"]
+            body = _FORMATS.get(fmt)
+            if body is None:
+                self.refuse("format", ptr, f"format {fmt!r} is not supported (supported: "
+                                           f"{', '.join(sorted(_FORMATS))})")
+            else:
+                spec["regex"] = body
+        if not spec:
+            return self.string_terminal(jt.JSON_STRING)
+        return self.string_terminal(jt.JSON_STRING, hint=str(schema.get("format", "STRING")),
+                                    **spec)
+
+    # ------------------------------------------------------------------ numbers
+    def integer(self, schema: dict[str, Any], ptr: str) -> str:
+        return self.number(schema, ptr, integer=True)
+
+    def real(self, schema: dict[str, Any], ptr: str) -> str:
+        return self.number(schema, ptr, integer=False)
+
+    def number(self, schema: dict[str, Any], ptr: str, *, integer: bool) -> str:
+        lo: Any = None
+        hi: Any = None
+        lo_incl = hi_incl = True
+        for kw in _NUMBER_KW:
+            v = schema.get(kw)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise self.bad(kw, ptr, "must be a number")
+        if "minimum" in schema:
+            lo = schema["minimum"]
+        if "exclusiveMinimum" in schema and (lo is None or schema["exclusiveMinimum"] >= lo):
+            lo, lo_incl = schema["exclusiveMinimum"], False
+        if "maximum" in schema:
+            hi = schema["maximum"]
+        if "exclusiveMaximum" in schema and (hi is None or schema["exclusiveMaximum"] <= hi):
+            hi, hi_incl = schema["exclusiveMaximum"], False
+        for kw, bound in (("minimum", lo), ("maximum", hi)):
+            if bound is not None and abs(bound) > _MAX_BOUND:
+                self.refuse(kw, ptr, f"bounds beyond ±1e30 are not supported ({bound})")
+                return ""
+        mult = schema.get("multipleOf")
+        if mult is not None:
+            if mult <= 0:
+                raise self.bad("multipleOf", ptr, "must be greater than 0")
+            if float(mult).is_integer() and integer:
+                mult = int(mult)
+            elif float(mult).is_integer() and not integer and int(mult) == 1:
+                integer, mult = True, 1  # number, multipleOf 1 = integer
+            else:
+                self.refuse("multipleOf", ptr, "only integer multipleOf on integers is "
+                                               "supported")
+                mult = None
+        if integer:
+            ilo = None if lo is None else (math.ceil(lo) if lo_incl else math.floor(lo) + 1)
+            ihi = None if hi is None else (math.floor(hi) if hi_incl else math.ceil(hi) - 1)
+            if mult is not None and mult != 1:
+                rx = self.multiple_of(mult, ilo, ihi, ptr)
+            else:
+                rx = jt.integer_range_regex(ilo, ihi)
+            return self.b.terminal(rx, hint="INTEGER") if rx else ""
+        if lo is None and hi is None:
+            return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
+        for kw, bound in (("minimum", lo), ("maximum", hi)):
+            if bound is not None and not float(bound).is_integer():
+                self.refuse(kw, ptr, f"non-integral bounds on numbers are not supported "
+                                     f"({bound})")
+                return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
+        rx = jt.number_range_regex(None if lo is None else int(lo), lo_incl,
+                                   None if hi is None else int(hi), hi_incl)
+        return self.b.terminal(rx, hint="NUMBER_RANGE") if rx else ""
+
+    def multiple_of(self, k: int, lo: int | None, hi: int | None, ptr: str) -> str:
+        """Integers divisible by ``k`` where k divides 10**j (a rule on the last j digits),
+        or a short explicit list within a small range."""
+        if lo is not None and hi is not None and hi - lo <= 2000:
+            vals = [x for x in range(lo, hi + 1) if x % k == 0]
+            return "(?:" + "|".join(str(x) for x in vals) + ")" if vals else ""
+        j = next((j for j in range(1, 5) if 10**j % k == 0), None)
+        if j is None or lo is not None or hi is not None:
+            self.refuse("multipleOf", ptr, f"multipleOf {k} is supported only for divisors of "
+                                           "10000 without bounds, or within a range of at most "
+                                           "2000 integers")
+            return jt.integer_range_regex(lo, hi)
+        ends = [f"{x:0{j}d}" for x in range(0, 10**j, k)]  # last j digits of longer numbers
+        short = [str(x) for x in range(k, 10**j, k)]  # the positive multiples below 10**j
+        body = "(?:0|" + "|".join([*short, "[1-9][0-9]*(?:" + "|".join(ends) + ")"]) + ")"
+        return f"-?{body}"
+
+    # ------------------------------------------------------------------ arrays
+    def array(self, schema: dict[str, Any], ptr: str) -> str:
+        items = schema.get("items", True)
+        if isinstance(items, list):
+            if not self.old_draft:
+                raise self.bad("items", ptr, "an array of schemas is draft 2019-09 and older "
+                                             "(use prefixItems)")
+            prefix = [(s, _ptr_join(ptr, "items", i)) for i, s in enumerate(items)]
+            rest, rest_ptr = schema.get("additionalItems", True), _ptr_join(ptr,
+                                                                            "additionalItems")
+        else:
+            pre = schema.get("prefixItems", []) if not self.old_draft else []
+            prefix = [(s, _ptr_join(ptr, "prefixItems", i)) for i, s in enumerate(pre)]
+            rest, rest_ptr = items, _ptr_join(ptr, "items")
+        lo = schema.get("minItems", 0)
+        hi = schema.get("maxItems")
+        for kw, val in (("minItems", lo), ("maxItems", hi)):
+            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
+                raise self.bad(kw, ptr, "must be a non-negative integer")
+        if hi is not None and lo > hi:
+            return ""
+        cap = max(len(prefix), lo, hi if hi is not None else 0, 1)
+        if cap > 10_000:
+            self.refuse("maxItems" if hi is not None and hi > 10_000 else "minItems", ptr,
+                        "counts above 10,000 are not supported")
+            cap, lo, hi = max(len(prefix), 1), 0, None
+        elem_cache: dict[int, str] = {}
+
+        def elem(i: int) -> str:  # the schema of element i
+            j = min(i, len(prefix))
+            if j not in elem_cache:
+                s, p = prefix[j] if j < len(prefix) else (rest, rest_ptr)
+                elem_cache[j] = self.value(s, p)
+            return elem_cache[j]
+
+        tails: dict[int, str] = {}
+
+        def tail(i: int) -> str:  # after i >= 1 elements; states above cap repeat cap's
+            if i in tails:
+                return tails[i]
+            t = tails[i] = self.b.fresh("items")
+            alts: list[tuple[str, ...]] = []
+            if i >= lo:
+                alts.append(())
+            if hi is None or i < hi:
+                alts.append((self.lit(","), elem(i), tail(min(i + 1, cap))))
+            self.rule(t, *alts)
+            return t
+
+        for i in range(cap, 0, -1):  # from the last state back: no deep recursion
+            tail(i)
+        alts: list[tuple[str, ...]] = []
+        if lo == 0:
+            alts.append((self.lit("["), self.lit("]")))
+        if hi is None or hi >= 1:
+            alts.append((self.lit("["), elem(0), tail(1), self.lit("]")))
+        return self.rule(self.b.fresh("array"), *alts)
+
+    # ------------------------------------------------------------------ objects
+    def object(self, schema: dict[str, Any], ptr: str) -> str:
+        props_in = schema.get("properties", {})
+        if not isinstance(props_in, dict):
+            raise self.bad("properties", ptr, "must be an object")
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise self.bad("required", ptr, "must be an array of strings")
+        addl = schema.get("additionalProperties", self.opt.additional_properties)
+        pats = schema.get("patternProperties", {})
+        if not isinstance(pats, dict):
+            raise self.bad("patternProperties", ptr, "must be an object")
+        pat_items = [(p, s) for p, s in pats.items() if s is not False]
+        if pats and addl is not False:
+            self.refuse("patternProperties", ptr, "is supported only with "
+                                                  "additionalProperties false")
+        if len(pat_items) > 1:
+            self.refuse("patternProperties", ptr, "more than one pattern is not supported")
+            pat_items = pat_items[:1]
+        pat_res = []
+        for p, _ in pats.items():
+            try:
+                pat_res.append(re.compile(p))
+            except re.error as e:
+                raise self.bad("patternProperties", ptr, f"invalid pattern {p!r}: {e}") from None
+        props: list[tuple[str, Any, str, bool]] = []
+        for k, s in props_in.items():
+            sp = _ptr_join(ptr, "properties", k)
+            matched = [ps for (p, ps), rx in zip(pats.items(), pat_res, strict=True)
+                       if rx.search(k)]
+            if matched:
+                s = {"allOf": [s, *matched]}
+            props.append((k, s, sp, k in required))
+        for k in required:
+            if k not in props_in:
+                matched = [ps for (p, ps), rx in zip(pats.items(), pat_res, strict=True)
+                           if rx.search(k)]
+                s = {"allOf": matched} if matched else addl
+                props.append((k, s, _ptr_join(ptr, "additionalProperties"), True))
+        defined = [k for k, *_ in props]
+        extra: list[tuple[str, str]] = []  # (key terminal, value nonterminal)
+        if pat_items:
+            p, ps = pat_items[0]
+            try:
+                key_t = self.string_terminal(jt.JSON_STRING, hint="KEY_PATTERN", regex=(
+                    jt.pattern_regex(p, _ptr_join(ptr, "patternProperties", p))))
+            except jt.PatternError as e:
+                self.refuse("patternProperties", ptr, str(e))
+                key_t = self.string_terminal(jt.JSON_STRING)
+            if any(re.search(p, k) for k in defined):
+                self.refuse("patternProperties", ptr, "a pattern matching a key of properties "
+                                                      "is not supported")
+            extra.append((key_t,
+                          self.value(ps, _ptr_join(ptr, "patternProperties", p))))
+        elif addl is not False and not pats:
+            key_t = (self.string_terminal(jt.JSON_STRING, hint="KEY", **{"except": defined})
+                     if defined else self.string_terminal(jt.JSON_STRING))
+            extra.append((key_t,
+                          self.value(addl, _ptr_join(ptr, "additionalProperties"))))
+        lo = schema.get("minProperties", 0)
+        hi = schema.get("maxProperties")
+        for kw, val in (("minProperties", lo), ("maxProperties", hi)):
+            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
+                raise self.bad(kw, ptr, "must be a non-negative integer")
+        if hi is not None and lo > hi:
+            return ""
+        cap = max(lo, hi if hi is not None else 0, 1)
+        n = len(props)
+        if (n + 1) * (cap + 1) > self.opt.max_rules:
+            raise self.bad("maxProperties" if hi else "minProperties", ptr,
+                           "too many property-count states")
+        values = [self.value(s, sp) for _, s, sp, _ in props]
+        keys = [self.key(k) for k, *_ in props]
+        states: dict[tuple[int, int], str] = {}
+        comma, colon = self.lit(","), self.lit(":")
+
+        def state(i: int, k: int) -> str:
+            sk = (i, k)
+            if sk in states:
+                return states[sk]
+            name = states[sk] = self.b.fresh("members")
+            alts: list[tuple[str, ...]] = []
+            sep: tuple[str, ...] = (comma,) if k else ()
+            can_add = hi is None or k + 1 <= hi
+            if i < n:
+                if can_add:
+                    alts.append((*sep, keys[i], colon, values[i], state(i + 1, min(k + 1, cap))))
+                if not props[i][3]:
+                    alts.append((state(i + 1, k),))
+            else:
+                if can_add:
+                    for key_t, val in extra:
+                        alts.append((*sep, key_t, colon, val, state(n, min(k + 1, cap))))
+                if k >= lo:
+                    alts.append(())
+            self.rule(name, *alts)
+            return name
+
+        # build the states from the last property back, so recursion stays shallow
+        for i in range(n, -1, -1):
+            for k in range(cap, -1, -1):
+                state(i, k)
+        name = self.b.fresh("object")
+        return self.rule(name, (self.lit("{"), state(0, 0), self.lit("}")))

@@ -1,0 +1,164 @@
+"""The contextual lexer mode's rule: only the terminals the parser can take compete.
+
+A lexeme that starts with the parser at ``p`` is lexed under the allowed set
+``A = expects(p)`` (the terminals some live Earley item can shift, plus every ``%ignore``d
+terminal). ``p`` only changes when a lexeme ends, so the runtime state (lexer state ``q``,
+indentation carry, ``p``) already determines ``A``. Walking a byte from ``q``:
+
+* the lexeme continues iff the product DFA's next state keeps some terminal of ``A`` alive;
+* otherwise it ends as ``accepting(q) ∩ A`` restricted to the highest priority present. If
+  that set holds non-ignored terminals the parser shifts all of them at once (the union of the
+  Earley items that can shift any of them: "the lexeme is each of them, the parser continues
+  with whichever fits"); if it holds only ignored ones the lexeme is dropped; the indentation
+  newline, when present, wins.
+
+:class:`ContextualRule` walks bytes, ends lexemes and checks ends by this rule; the masks
+under it are :class:`~gramask.runtime.core.contextual_lexer.ContextualLexer`'s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .indentation import NEWLINE, indent_widths
+from .step_state import LexState
+from .terminal_sets import int_of_row
+
+if TYPE_CHECKING:
+    from ...compiler.lexer import LexerDFA
+    from .parse_state import ParserContext, PState
+
+__all__ = ["ContextualRule"]
+
+
+class ContextualRule:
+    """Walks, lexeme ends and end checks under the contextual rule (shared, like the
+    lexer's tables)."""
+
+    def __init__(
+        self,
+        dfa: LexerDFA,
+        ctx: ParserContext,
+        priorities: list[int],
+        *,
+        nl_terminal: int = -1,
+        continuation_terminal: int = -1,
+        tab_len: int = 8,
+    ) -> None:
+        self.ctx = ctx
+        self.rows = [row.tolist() for row in dfa.trans]
+        self.live = [int_of_row(r) for r in dfa.live]
+        self.accepting = [int_of_row(r) for r in dfa.accepting]
+        self.ignored_bits = int_of_row(dfa.ignored)
+        self.prio = priorities
+        self.nl_t = nl_terminal
+        self.cont_t = continuation_terminal
+        self.tab = tab_len
+        self.widths = indent_widths(tab_len)
+
+    # ------------------------------------------------------------------ one lexeme
+    def allowed(self, p: PState) -> int:
+        """The terminals that compete for a lexeme starting at parser state ``p``."""
+        return self.ctx.expects(p)
+
+    def winners(self, q: int, a: int) -> int:
+        """The terminals a lexeme ending at ``q`` under allowed set ``a`` is: the allowed
+        accepting terminals of the highest priority among them (0: none)."""
+        return self._winners(self.accepting[q] & a)
+
+    def _winners(self, acc: int) -> int:
+        if not acc or not (acc & (acc - 1)):
+            return acc
+        best, out, b = None, 0, acc
+        prio = self.prio
+        while b:
+            low = b & -b
+            t = low.bit_length() - 1
+            b ^= low
+            pr = prio[t]
+            if best is None or pr > best:
+                best, out = pr, low
+            elif pr == best:
+                out |= low
+        return out
+
+    def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
+        """Parser state after the lexeme in progress at ``q`` ends here (None if it cannot)."""
+        if q == 0:
+            return p
+        return self._end_with(p, self.accepting[q], carry, at_eof)
+
+    def _end_with(self, p: PState, accepting: int, carry: int, at_eof: bool = False
+                  ) -> PState | None:
+        w = self._winners(accepting & self.allowed(p))
+        if not w:
+            return None
+        if self.nl_t >= 0 and (w >> self.nl_t) & 1:
+            return self.ctx.newline(p, 0 if at_eof else carry)
+        sh = w & ~self.ignored_bits
+        if not sh:
+            return p
+        return self.ctx.shift_any(p, sh)
+
+    def end_ok(self, p: PState, q: int) -> bool:
+        """May the input stop mid-lexeme at ``q``? Some allowed terminal is still alive and
+        is either significant (the parser takes it: it is in ``expects(p)``) or ignored with
+        something able to follow it."""
+        live = self.live[q] & self.allowed(p)
+        if live & ~self.ignored_bits:
+            return True
+        if not live:
+            return False
+        return bool(p.es.expected) or self.ctx.finish(p)
+
+    def complete(self, p: PState, q: int, carry: int) -> bool:
+        if q != 0 and self.cont_t >= 0 and (self.accepting[q] >> self.cont_t) & 1:
+            return False  # a line continuation needs a next line
+        p2 = self.lexeme_end(p, q, carry, at_eof=True)
+        return p2 is not None and self.ctx.finish(p2)
+
+    # ------------------------------------------------------------------ bytes
+    def step(self, q: int, carry: int, p: PState, byte: int) -> LexState | None:
+        """One byte; None if no lexeme can take it."""
+        rows, live, widths = self.rows, self.live, self.widths
+        nq = rows[q][byte]
+        if nq < 0 or not live[nq] & self.allowed(p):
+            if q == 0:
+                return None
+            p2 = self.lexeme_end(p, q, carry)
+            if p2 is None:
+                return None
+            p, carry = p2, 0
+            nq = rows[0][byte]
+            if nq < 0 or not live[nq] & self.allowed(p):
+                return None
+        carry = 0 if byte == NEWLINE else carry + widths[byte]
+        return (nq, carry, p)
+
+    def walk(self, st: LexState, data: bytes) -> LexState | int:
+        """Feed bytes; the new state, or the offset where the offending lexeme starts."""
+        q, carry, p = st
+        rows, live, allowed, widths = self.rows, self.live, self.allowed, self.widths
+        lex_start = 0
+        for i, byte in enumerate(data):
+            nq = rows[q][byte]
+            if nq < 0 or not live[nq] & allowed(p):
+                if q == 0:
+                    return i
+                p2 = self.lexeme_end(p, q, carry)
+                if p2 is None:
+                    return lex_start
+                p, carry, lex_start = p2, 0, i
+                nq = rows[0][byte]
+                if nq < 0 or not live[nq] & allowed(p):
+                    return i
+            q = nq
+            carry = 0 if byte == NEWLINE else carry + widths[byte]
+        if q != 0 and not self._walk_end_ok(p, q, lex_start == 0):
+            return lex_start
+        return (q, carry, p)
+
+    def _walk_end_ok(self, p: PState, q: int, whole: bool) -> bool:
+        """``end_ok`` at the end of a walk; ``whole``: its last lexeme began at the walk's
+        first byte or before (fill-in-the-middle checks that case more closely)."""
+        return self.end_ok(p, q)
