@@ -176,6 +176,26 @@ def test_refs_recursion_and_combinators() -> None:
           passing=[{}, {"x-a": 1}], failing=[{"y": 1}, {"x-a": "s"}])
 
 
+def test_recursion_through_merged_siblings() -> None:
+    # SchemaStore's resjson: anyOf + $ref with a sibling keyword merges into a schema that
+    # meets itself again with no $ref rule in between (it recursed without end)
+    node = {"minProperties": 1, "anyOf": [{"type": "string"}, {"$ref": "#/definitions/r"}]}
+    schema = {"type": "object", "additionalProperties": node,
+              "definitions": {"r": {"type": "object", "additionalProperties": node}}}
+    check(schema, passing=[{}, {"a": "x"}, {"a": {"b": "y"}}, {"a": {"b": {"c": "d"}}}],
+          failing=[{"a": {}}, {"a": {"b": {}}}, {"a": 1}])
+
+
+def test_unknown_keywords_only_annotate() -> None:
+    # vendor keywords (x-taplo, markdownDescription, enumDescriptions) mean nothing to a
+    # validator: beside enum/const too, they are ignored, never refused
+    check({"enum": ["a", "b"], "x-taplo": {"hidden": True}, "enumDescriptions": ["A", "B"],
+           "markdownDescription": "*a* or *b*"}, passing=["a", "b"], failing=["c", 1])
+    check({"type": "object", "properties": {"n": {"type": "integer", "x-intellij-html": "n"}},
+           "x-tombi-table-keys-order": "schema"},
+          passing=[{"n": 1}, {}], failing=[{"n": "1"}])
+
+
 def test_any_json_value_and_object() -> None:
     cg = gramask.compile(Grammar.json_value(object_only=True), BYTES, cache=False,
                          progress=False)

@@ -29,6 +29,7 @@ from .json_formats import disjoint as _disjoint
 from .json_formats import json_type as _json_type
 from .json_schema_base import (
     _ANNOTATIONS,
+    _KNOWN,
     _REFUSED,
     _TYPES,
     JsonSchemaOptions,
@@ -48,6 +49,8 @@ class _Compiler(TypeKeywords):
     # ------------------------------------------------------------------ schemas
     def value(self, schema: Any, ptr: str) -> str:
         """The nonterminal of the values ``schema`` accepts."""
+        if isinstance(schema, dict) and not set(schema) <= _KNOWN:
+            schema = {k: v for k, v in schema.items() if k in _KNOWN}
         if schema is True or (isinstance(schema, dict) and not (set(schema) - _ANNOTATIONS)):
             return self.any_value()
         if schema is False:
@@ -59,24 +62,34 @@ class _Compiler(TypeKeywords):
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        schema = self.check_keywords(schema, ptr)
-        if "$ref" in schema:
-            siblings = {k: v for k, v in schema.items() if k != "$ref" and k not in _ANNOTATIONS}
-            if self.ref_siblings_ignored or not siblings:
-                out = self.ref_rule(schema["$ref"], ptr)
-            else:
-                out = self.value({"allOf": [{"$ref": schema["$ref"]}, siblings]}, ptr)
-        elif "allOf" in schema:
-            out = self.value(self.merge_all(schema, ptr, []), ptr)
-        elif "anyOf" in schema or "oneOf" in schema:
-            out = self.disjunction(schema, ptr)
-        else:
-            out = self.plain(schema, ptr)
+        if key in self.active:  # recursion that no $ref rule ties (a merged schema meets
+            # itself again, e.g. through anyOf + $ref): a name now, its rule once it is known
+            fwd = self.active[key] = self.active[key] or self.b.fresh("recursive")
+            return fwd
+        self.active[key] = ""
+        try:
+            out = self.dispatch(self.check_keywords(schema, ptr), ptr)
+        finally:
+            fwd = self.active.pop(key)
+        if fwd:
+            self.rule(fwd, (out,))
         self.memo[key] = out
         return out
 
+    def dispatch(self, schema: dict[str, Any], ptr: str) -> str:
+        if "$ref" in schema:
+            siblings = {k: v for k, v in schema.items() if k != "$ref" and k not in _ANNOTATIONS}
+            if self.ref_siblings_ignored or not siblings:
+                return self.ref_rule(schema["$ref"], ptr)
+            return self.value({"allOf": [{"$ref": schema["$ref"]}, siblings]}, ptr)
+        if "allOf" in schema:
+            return self.value(self.merge_all(schema, ptr, []), ptr)
+        if "anyOf" in schema or "oneOf" in schema:
+            return self.disjunction(schema, ptr)
+        return self.plain(schema, ptr)
+
     def check_keywords(self, schema: dict[str, Any], ptr: str) -> dict[str, Any]:
-        out = dict(schema)
+        out = {k: v for k, v in schema.items() if k in _KNOWN}
         if "$id" in schema and ptr not in ("#", "") and isinstance(schema["$id"], str) \
                 and not schema["$id"].startswith("#"):
             # an embedded resource: $refs below it resolve against its URI, not the root

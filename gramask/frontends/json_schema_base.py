@@ -72,6 +72,9 @@ _REFUSED = frozenset({
     "unevaluatedItems", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
     "contentSchema",
 })
+# every keyword with a meaning here; any other keyword only annotates (the specification
+# ignores unknown keywords: SchemaStore's schemas carry x-taplo, markdownDescription, ...)
+_KNOWN = _ANNOTATIONS | _ENFORCED | _REFUSED
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 _STRING_KW = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -102,6 +105,8 @@ class SchemaCompilerBase:
         self.opt = options
         self.b = GrammarBuilder()
         self.memo: dict[str, str] = {}
+        # schemas being compiled (canonical text -> the name a recursive use of it got, or "")
+        self.active: dict[str, str] = {}
         self.ref_rules: dict[str, str] = {}
         self.any_rule: str | None = None
         self.n_rules = 0
