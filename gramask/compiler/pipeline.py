@@ -11,6 +11,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,13 +25,19 @@ from ..vocab import Vocabulary
 __all__ = ["Compiler", "build", "compile"]
 
 
-def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) -> CompiledGrammar:
-    """Compile without the cache. ``progress``: None shows a bar on a terminal only."""
+def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
+          lazy: bool = False) -> CompiledGrammar:
+    """Compile without the cache. ``progress``: None shows a bar on a terminal only.
+
+    ``lazy``: walk no table row now, each when the runtime first reads it (see
+    :func:`gramask.compiler.tables.lazy_token_tables`): what a grammar compiled for one
+    request (a JSON Schema) wants, whose masks visit a few of its lexer states. Saving the
+    result walks the rest."""
     from tqdm.auto import tqdm
 
     from .lexer import build_lexer_dfa
     from .parse_tables import build_parse_tables
-    from .tables import build_token_tables
+    from .tables import build_token_tables, lazy_token_tables
 
     t0 = time.perf_counter()
     from .diagnostics import check_lexer
@@ -39,6 +46,12 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
     pt = build_parse_tables(grammar)
     diagnostics = check_lexer(grammar, dfa, pt)  # raises for a terminal that can never win
     tokens, special = _vocab_arrays(vocab)
+    contextual = grammar.lexer == "contextual" and grammar.newline_terminal < 0
+    tab_len = grammar.indentation.tab_len if grammar.indentation else 8
+    if lazy:
+        tables = lazy_token_tables(dfa, tokens, special, nl_terminal=grammar.newline_terminal,
+                                   tab_len=tab_len, contextual=contextual)
+        return CompiledGrammar(grammar, vocab, dfa, tables, pt, _info(t0, diagnostics))
     disable = None if progress is None else not progress
     with tqdm(total=dfa.num_states, desc="gramask: token tables", unit="state",
               disable=disable, leave=False) as bar:
@@ -47,16 +60,19 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
             tokens,
             special,
             nl_terminal=grammar.newline_terminal,
-            tab_len=grammar.indentation.tab_len if grammar.indentation else 8,
+            tab_len=tab_len,
             progress=bar.update,
-            contextual=grammar.lexer == "contextual" and grammar.newline_terminal < 0,
+            contextual=contextual,
         )
-    info = {
+    return CompiledGrammar(grammar, vocab, dfa, tables, pt, _info(t0, diagnostics))
+
+
+def _info(t0: float, diagnostics: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
         "build_seconds": round(time.perf_counter() - t0, 3),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "lexer_diagnostics": diagnostics,
     }
-    return CompiledGrammar(grammar, vocab, dfa, tables, pt, info)
 
 
 _VOCAB_ARRAYS: dict[int, tuple[Vocabulary, list[bytes], np.ndarray]] = {}
@@ -113,8 +129,8 @@ class Compiler:
     def compile(self, grammar: Grammar) -> CompiledGrammar:
         """The compiled grammar, from the cache if a valid entry is there, else built."""
         vocab = self.vocab
-        if not self.cache:
-            return build(grammar, vocab, progress=self.progress)
+        if not self.cache:  # nothing written: rows walked as the runtime reads them
+            return build(grammar, vocab, progress=self.progress, lazy=True)
         path = self.cache_path(grammar)
         if path.exists():
             try:
