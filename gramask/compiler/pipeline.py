@@ -22,7 +22,7 @@ from ..errors import ArtifactError
 from ..grammar import Grammar
 from ..vocab import Vocabulary
 
-__all__ = ["Compiler", "build", "compile"]
+__all__ = ["Compiler", "build", "compile", "vocab_arrays"]
 
 
 def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
@@ -45,7 +45,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     dfa = build_lexer_dfa(grammar.terminals, progress=progress)
     pt = build_parse_tables(grammar)
     diagnostics = check_lexer(grammar, dfa, pt)  # raises for a terminal that can never win
-    tokens, special = _vocab_arrays(vocab)
+    tokens, special = vocab_arrays(vocab)
     contextual = grammar.lexer == "contextual" and grammar.newline_terminal < 0
     tab_len = grammar.indentation.tab_len if grammar.indentation else 8
     if lazy:
@@ -78,7 +78,7 @@ def _info(t0: float, diagnostics: list[dict[str, Any]]) -> dict[str, Any]:
 _VOCAB_ARRAYS: dict[int, tuple[Vocabulary, list[bytes], np.ndarray]] = {}
 
 
-def _vocab_arrays(vocab: Vocabulary) -> tuple[list[bytes], np.ndarray]:
+def vocab_arrays(vocab: Vocabulary) -> tuple[list[bytes], np.ndarray]:
     """The token list and special-token mask; kept (one list object) for the last few
     vocabularies, so that every grammar compiled against one vocabulary — a new JSON Schema
     per request — reuses them and the token byte matrix built from them."""

@@ -249,14 +249,17 @@ def explore(
 def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     """Drop states that cannot reach a final state, and unreachable ones; renumber, start = 0."""
     n = trans.shape[0]
+    # backward search from the final states over the distinct (source, target) edges
+    src, col = np.nonzero(trans >= 0)
+    edges = np.unique(trans[src, col].astype(np.int64) * n + src)
+    dst, src = edges // n, edges % n
+    starts = np.searchsorted(dst, np.arange(n + 1))
     alive = finals.copy()
-    changed = True
-    while changed:
-        nxt = alive | np.array(
-            [bool(np.any(alive[trans[s][trans[s] >= 0]])) for s in range(n)], dtype=bool
-        )
-        changed = bool((nxt != alive).any())
-        alive = nxt
+    frontier = np.flatnonzero(finals)
+    while frontier.size:
+        preds = np.concatenate([src[starts[f]: starts[f + 1]] for f in frontier.tolist()])
+        frontier = np.unique(preds[~alive[preds]])
+        alive[frontier] = True
     if not alive[0]:
         return ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.array([False]))
     t = np.where((trans >= 0) & alive[np.maximum(trans, 0)], trans, -1)
@@ -281,8 +284,11 @@ def minimize(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     """Moore partition refinement; the class of state 0 becomes the new start 0."""
     cls = finals.astype(np.int64)
     n_cls = len(np.unique(cls))
+    # bytes no state tells apart refine alike: one column each
+    cols = np.unique(trans.T, axis=0, return_index=True)[1] if trans.size else np.zeros(0, int)
+    narrow = trans[:, np.sort(cols)]
     while True:
-        succ = np.where(trans >= 0, cls[np.maximum(trans, 0)], -1)
+        succ = np.where(narrow >= 0, cls[np.maximum(narrow, 0)], -1)
         sig = np.concatenate([cls[:, None], succ], axis=1)
         _, inv = np.unique(sig, axis=0, return_inverse=True)
         inv = inv.reshape(-1)

@@ -74,6 +74,8 @@ class TokenTables:
         # contextual tables only: (K, T) bool, the terminal sets LEX nodes name (head = row)
         self._lex_sets = lex_sets if lex_sets is not None else np.zeros((0, 0), dtype=bool)
         self.walker = walker  # a lazy table's rows still to walk (None once built in full)
+        self._snapshot: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = (
+            -1, (self._head, self._tail, self._alt, self._lex_sets))
 
     @property
     def contextual(self) -> bool:
@@ -92,32 +94,35 @@ class TokenTables:
         w = self.walker
         return len(w.interner) if w is not None else len(self._head)
 
-    def _nodes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def nodes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(node_head, node_tail, node_alt, lex_sets) as of now, read together."""
         w = self.walker
         if w is None:
             return self._head, self._tail, self._alt, self._lex_sets
         with w.lock:
-            head, tail, alt = w.interner.node_arrays()
-            sets = w.interner.lex_sets()
-        if not w.contextual:
-            alt, sets = np.zeros(0, dtype=np.int32), np.zeros((0, w.n_terms), dtype=bool)
-        return head, tail, alt, sets
+            if self._snapshot[0] != len(w.interner):
+                head, tail, alt = w.interner.node_arrays()
+                sets = w.interner.lex_sets()
+                if not w.contextual:
+                    alt, sets = np.zeros(0, np.int32), np.zeros((0, w.n_terms), dtype=bool)
+                self._snapshot = (len(head), (head, tail, alt, sets))
+            return self._snapshot[1]
 
     @property
     def node_head(self) -> np.ndarray:
-        return self._nodes()[0]
+        return self.nodes()[0]
 
     @property
     def node_tail(self) -> np.ndarray:
-        return self._nodes()[1]
+        return self.nodes()[1]
 
     @property
     def node_alt(self) -> np.ndarray:
-        return self._nodes()[2]
+        return self.nodes()[2]
 
     @property
     def lex_sets(self) -> np.ndarray:
-        return self._nodes()[3]
+        return self.nodes()[3]
 
     @property
     def row_base(self) -> np.ndarray:
@@ -153,7 +158,7 @@ class TokenTables:
                 return
             full = _assemble(w, [w.row(q) for q in range(w.n_states)])
             self._indptr, self._indices, self._data = full._indptr, full._indices, full._data
-            self._head, self._tail, self._alt, self._lex_sets = full._nodes()
+            self._head, self._tail, self._alt, self._lex_sets = full.nodes()
             self._base = full._base
             self.walker = None
 

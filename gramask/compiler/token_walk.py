@@ -86,12 +86,8 @@ class TokenWalker:
         # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
         # the system, so a lazily built table pays for the offsets it touches only
         self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
-        valid = np.flatnonzero(self.lens > 0)
-        fb = self.buf[valid, 0].astype(np.int64)
-        self.valid = valid
-        self.by_byte = valid[np.argsort(fb, kind="stable")]  # token ids by first byte
-        self.byte_start = np.zeros(257, dtype=np.int64)
-        self.byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
+        self.valid, self.by_byte, self.byte_start = _byte_groups(self.lens, self.buf)
+        self._flat = self._suf.reshape(-1)
         self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
         self._dense = np.full(v, -1, dtype=np.int64)
         self.lock = threading.RLock()
@@ -99,22 +95,25 @@ class TokenWalker:
     # ------------------------------------------------------------------ memos
     def suffix(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
         """Nodes of ``t[k:]`` walked from the start state (-1 dead), walked on first use."""
-        s = self._suf[k, t]
+        flat = k * self.v + t
+        s = self._flat[flat]
         miss = s == 0
         if miss.any():
             self._fill(t[miss], k[miss])
-            s = self._suf[k, t]
+            s = self._flat[flat]
         out: np.ndarray = s.astype(np.int64) - 2
         return out
 
     def _fill(self, t: np.ndarray, k: np.ndarray) -> None:
-        key = np.unique(k.astype(np.int64) * self.v + t)
-        t, k = key % self.v, key // self.v
-        alive = self.trans[0, self.buf[t, k]] >= 0
-        self._suf[k[~alive], t[~alive]] = 1
+        # (a walk meets each of its tokens once: no pair twice, and a repeat would only be
+        # walked twice to the same node)
+        alive = self.trans[0][self.buf[t, k]] >= 0
+        flat = k * self.v + t
+        self._flat[flat[~alive]] = 1
         t, k = t[alive], k[alive]
         if t.size:
-            self._suf[k, t] = self.walk(np.zeros(len(t), dtype=np.int64), t, k, True) + 2
+            self._flat[flat[alive]] = self.walk(np.zeros(len(t), dtype=np.int64), t, k,
+                                                True) + 2
 
     def all_suffixes(self) -> None:
         """Every suffix, longest offsets first (each walk then finds its tails walked)."""
@@ -288,3 +287,25 @@ class TokenWalker:
         if ok.any():
             res[ok] = self.interner.cons(self.interner.set_ids(sets[ok]), tail[ok])
         return res
+
+
+_GROUPS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(non-empty token ids, those ids grouped by first byte, each byte's group start): the
+    same for every grammar over one vocabulary (the token matrix is kept per vocabulary)."""
+    hit = _GROUPS.get(id(lens))
+    if hit is not None and hit[0] is lens:
+        return hit[1], hit[2], hit[3]
+    valid = np.flatnonzero(lens > 0)
+    fb = buf[valid, 0].astype(np.int64)
+    by_byte = valid[np.argsort(fb, kind="stable")]
+    byte_start = np.zeros(257, dtype=np.int64)
+    byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
+    for a in (valid, by_byte, byte_start):
+        a.flags.writeable = False
+    if len(_GROUPS) >= 4:
+        _GROUPS.pop(next(iter(_GROUPS)))
+    _GROUPS[id(lens)] = (lens, valid, by_byte, byte_start)
+    return valid, by_byte, byte_start

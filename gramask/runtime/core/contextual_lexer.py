@@ -136,7 +136,7 @@ class ContextualLexer:
 
     def _load_nodes(self, tables: TokenTables) -> None:
         """The node arrays (again when a lazily built table's rows have added nodes)."""
-        head, tail, alt, sets = tables.node_head, tables.node_tail, tables.node_alt, tables.lex_sets
+        head, tail, alt, sets = tables.nodes()
         self.head, self.tail, self.alt = (a.astype(np.int64) for a in (head, tail, alt))
         self.acc_bits = [int_of_row(r) for r in sets]
         self.acc_words = words_of_rows(sets)
