@@ -156,6 +156,8 @@ def build_lexer_dfa(
         A terminal's automaton, or the product of all of them, exceeds its state limit
         (``MAX_TERMINAL_STATES``, ``MAX_LEXER_STATES``); the message names the terminals.
     """
+    if dfas is None and progress is False:  # no bar: tqdm (and its asyncio) not imported
+        dfas = [terminal_dfa(t) for t in terminals]
     if dfas is None:
         from tqdm.auto import tqdm
 

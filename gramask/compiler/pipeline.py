@@ -33,8 +33,6 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     :func:`gramask.compiler.tables.lazy_token_tables`): what a grammar compiled for one
     request (a JSON Schema) wants, whose masks visit a few of its lexer states. Saving the
     result walks the rest."""
-    from tqdm.auto import tqdm
-
     from .lexer import build_lexer_dfa
     from .parse_tables import build_parse_tables
     from .tables import build_token_tables, lazy_token_tables
@@ -52,6 +50,8 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
         tables = lazy_token_tables(dfa, tokens, special, nl_terminal=grammar.newline_terminal,
                                    tab_len=tab_len, contextual=contextual)
         return CompiledGrammar(grammar, vocab, dfa, tables, pt, _info(t0, diagnostics))
+    from tqdm.auto import tqdm
+
     disable = None if progress is None else not progress
     with tqdm(total=dfa.num_states, desc="gramask: token tables", unit="state",
               disable=disable, leave=False) as bar:
@@ -85,7 +85,8 @@ def vocab_arrays(vocab: Vocabulary) -> tuple[list[bytes], np.ndarray]:
     hit = _VOCAB_ARRAYS.get(id(vocab))
     if hit is not None and hit[0] is vocab:
         return hit[1], hit[2]
-    mask = np.array([vocab.is_special(i) for i in range(len(vocab))], dtype=bool)
+    mask = np.zeros(len(vocab), dtype=bool)
+    mask[[i for i in vocab.special_ids if 0 <= i < len(vocab)]] = True
     mask.flags.writeable = False
     if len(_VOCAB_ARRAYS) >= 4:
         _VOCAB_ARRAYS.pop(next(iter(_VOCAB_ARRAYS)))

@@ -313,9 +313,12 @@ def token_matrix(tokens: list[bytes], special: np.ndarray
     if hit is not None and hit[0] is tokens and hit[1] == special.tobytes():
         return hit[2]
     v = len(tokens)
-    lens = np.array([0 if special[i] else len(t) for i, t in enumerate(tokens)], dtype=np.int64)
+    special = np.asarray(special, dtype=bool)
+    whole = np.fromiter(map(len, tokens), dtype=np.int64, count=v)
+    lens = np.where(special, 0, whole) if v else whole
     lmax = max(1, int(lens.max()) if v else 1)
-    flat = np.frombuffer(b"".join(t for i, t in enumerate(tokens) if lens[i]), dtype=np.uint8)
+    flat = np.frombuffer(b"".join(tokens), dtype=np.uint8)[np.repeat(~special, whole)] if v \
+        else np.zeros(0, dtype=np.uint8)
     buf = np.zeros((v, lmax), dtype=np.uint8)
     rows = np.repeat(np.arange(v), lens)
     starts = np.cumsum(lens) - lens
