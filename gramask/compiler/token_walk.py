@@ -90,6 +90,7 @@ class TokenWalker:
         self._flat = self._suf.reshape(-1)
         self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
         self._dense = np.full(v, -1, dtype=np.int64)
+        self.row0: tuple[np.ndarray, np.ndarray] | None = None
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ memos
@@ -125,9 +126,10 @@ class TokenWalker:
             ok = alive0[self.buf[idx, k]] >= 0
             self._suf[k, idx[~ok]] = 1
             idx = idx[ok]
-            if idx.size:
-                self._suf[k, idx] = self.walk(np.zeros(len(idx), dtype=np.int64), idx, k,
-                                              True) + 2
+            nodes = self.walk(np.zeros(len(idx), dtype=np.int64), idx, k, True)
+            self._suf[k, idx] = nodes + 2
+            if k == 0:  # row 0 (idx ascending)
+                self.row0 = (idx[nodes >= 0], nodes[nodes >= 0])
 
     def _tokens_of(self, bytes_in: list[int]) -> np.ndarray:
         bb, bs = self.by_byte, self.byte_start
@@ -163,11 +165,16 @@ class TokenWalker:
     def row(self, q: int) -> tuple[np.ndarray, np.ndarray]:
         """Row ``q``: (token ids ascending, node ids), its walks done on first use."""
         with self.lock:
-            if q == 0:
-                valid = self.valid
-                node = self.suffix(valid, np.zeros(len(valid), dtype=np.int64))
-                keep = node >= 0
-                return valid[keep], node[keep]
+            dense, bb, bs = self._dense, self.by_byte, self.byte_start
+            if q == 0:  # the suffixes at offset 0 (only row 0 reads them)
+                if self.row0 is None:
+                    starts = np.flatnonzero(self.trans[0] >= 0).tolist()
+                    toks = self._tokens_of(starts)
+                    dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0, True)
+                    idx = np.flatnonzero(dense >= 0)
+                    self.row0 = (idx, dense[idx])
+                    dense[:] = -1
+                return self.row0
             row = self.trans[q]
             cont = np.flatnonzero(row >= 0).tolist()
             missing: dict[int, list[int]] = {}
@@ -176,7 +183,6 @@ class TokenWalker:
                     missing.setdefault(int(row[b]), []).append(b)
             for s_after, bytes_in in missing.items():
                 self._walk_shared(s_after, bytes_in)
-            dense, bb, bs = self._dense, self.by_byte, self.byte_start
             for b in cont:
                 dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
             idx = np.flatnonzero(dense >= 0)
