@@ -153,3 +153,30 @@ def test_unique_rows_numbers_rows_as_numpy_does(shape: tuple[int, int]) -> None:
     first, inv = unique_rows(a)
     _, want_first, want_inv = np.unique(a, axis=0, return_index=True, return_inverse=True)
     assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv.reshape(-1))
+
+
+def test_contextual_lark_grammars_match_the_full_build() -> None:
+    """Keyword-as-name forks (LEX sets the runtime learns as rows are walked), with and
+    without a token budget."""
+    from .test_contextual import CASES
+
+    texts: dict[str, list[str]] = {}
+    for grammar, text, ok, _ in CASES:
+        if ok:
+            texts.setdefault(grammar, []).append(text)
+    vocab = _vocab()
+    for grammar, ts in texts.items():
+        g = Grammar.from_lark(grammar, lexer="contextual")
+        _same_masks(g, ts)
+        eager = build(g, vocab, progress=False)
+        lazy = build(g, vocab, progress=False, lazy=True)
+        for text in ts:
+            for n in (1, 2, 4):
+                cut = text[: len(text) // 2]
+                try:
+                    want = eager.constraint(cut, max_tokens=n).allowed()
+                except gramask.BudgetError:
+                    with pytest.raises(gramask.BudgetError):
+                        lazy.constraint(cut, max_tokens=n)
+                    continue
+                assert np.array_equal(want, lazy.constraint(cut, max_tokens=n).allowed())

@@ -313,7 +313,7 @@ class ContextualLexer:
         parser state: thousands of states share a few hundred allowed sets."""
         key = (a, fl)
         r = self._vecs.get(key)
-        if r is None:
+        if r is None or len(r[2]) != len(self.acc_bits):  # a lazy table's LEX sets grew
             aw = words_of_int(a, self.class_sig_words.shape[1])
             # a class's live terminals are its significant ones plus "some ignored one"
             sig = (self.class_sig_words & aw).any(axis=1)
