@@ -24,7 +24,6 @@ terminals are viable. One artifact serves the plain grammar, its quotients and b
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,9 +31,6 @@ from ..encoding import bits_of_rows, rows_of_bits
 from .lexer import LexerDFA
 from .table_rows import expand_row, group_row, select_tokens
 from .token_walk import TokenWalker
-
-if TYPE_CHECKING:
-    import scipy.sparse as sp
 
 __all__ = [
     "TokenTables", "build_token_tables", "expand_row", "group_row", "lazy_token_tables",
@@ -156,7 +152,7 @@ class TokenTables:
         with w.lock:
             if self.walker is None:
                 return
-            full = _assemble(w, [w.row(q) for q in range(w.n_states)])
+            full = _assemble(w)
             self._indptr, self._indices, self._data = full._indptr, full._indices, full._data
             self._head, self._tail, self._alt, self._lex_sets = full.nodes()
             self._base = full._base
@@ -239,10 +235,10 @@ def build_token_tables(
     # of a keyword into the identifier body, a string body into itself): walk the tokens
     # once per (state after the first byte, first byte) and let the rows share the result.
     walked = w.all_shared(progress)
-    rows = [w.row(q) for q in range(dfa.num_states)]
+    tables = _assemble(w)
     if progress is not None and dfa.num_states > walked:
         progress(dfa.num_states - walked)  # assembling the rows from the shared walks
-    return _assemble(w, rows)
+    return tables
 
 
 def lazy_token_tables(
@@ -263,29 +259,59 @@ def lazy_token_tables(
     )
 
 
-def _assemble(w: TokenWalker, rows: list[tuple[np.ndarray, np.ndarray]]) -> TokenTables:
-    """The full table from every row (token ids, nodes), rows stored as diffs where small."""
-    import scipy.sparse as sp
+def _assemble(w: TokenWalker) -> TokenTables:
+    """The full table, every row walked, rows stored as diffs where small.
 
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum([len(i) for i, _ in rows])
-    csr = sp.csr_array(
-        (
-            np.concatenate([n + 1 for _, n in rows]).astype(np.int32) if rows
-            else np.zeros(0, np.int32),
-            np.concatenate([i for i, _ in rows]).astype(np.int32) if rows
-            else np.zeros(0, np.int32),
-            indptr,
-        ),
-        shape=(len(rows), w.v),
-    )
-    csr, row_base = _delta_encode(csr, w.trans)
+    States whose first byte continues the same byte set (keyword prefixes of NAME, the
+    bodies of string terminals) have rows that differ in few tokens. The largest row of each
+    such group is kept whole; the others keep (token, node + 1) where they differ, and
+    (token, 0) where the base has the token and they do not. Rows are encoded one at a time
+    against their base's dense vector, so that peak memory is the encoded table plus a
+    vector per base, not every row expanded."""
+    n, v = w.n_states, w.v
+    nnz = np.array([w.row_nnz(q) for q in range(n)], dtype=np.int64)
+    _, group = np.unique(np.packbits(w.trans >= 0, axis=1), axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    base_of: dict[int, int] = {}
+    for g in np.unique(group).tolist():
+        members = np.flatnonzero(group == g)
+        base_of[g] = int(members[np.argmax(nnz[members])])
+    dense: dict[int, np.ndarray] = {}  # base row -> (V,) node + 1
+
+    def dense_row(q: int) -> np.ndarray:
+        d = np.zeros(v, dtype=np.int32)
+        idx, node = w.row(q)
+        d[idx] = node + 1
+        return d
+
+    row_base = np.full(n, -1, dtype=np.int32)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    parts_i: list[np.ndarray] = []
+    parts_d: list[np.ndarray] = []
+    for q in range(n):
+        b = base_of[int(group[q])]
+        stored = False
+        if b != q and nnz[q] > 64:
+            if b not in dense:
+                dense[b] = dense_row(b)
+            dq = dense_row(q)
+            diff = np.flatnonzero(dq != dense[b])  # the node differs or one side lacks it
+            if len(diff) < nnz[q] // 2:
+                parts_i.append(diff.astype(np.int32))
+                parts_d.append(dq[diff])
+                row_base[q] = b
+                stored = True
+        if not stored:
+            idx, node = w.row(q)
+            parts_i.append(idx.astype(np.int32))
+            parts_d.append((node + 1).astype(np.int32))
+        indptr[q + 1] = indptr[q] + len(parts_i[-1])
     head, tail, alt = w.interner.node_arrays()
     return TokenTables(
-        rows_indptr=csr.indptr.astype(np.int64),
-        rows_indices=csr.indices.astype(np.int32),
-        rows_data=csr.data.astype(np.int32),
-        vocab_size=w.v,
+        rows_indptr=indptr,
+        rows_indices=np.concatenate(parts_i) if parts_i else np.zeros(0, np.int32),
+        rows_data=np.concatenate(parts_d) if parts_d else np.zeros(0, np.int32),
+        vocab_size=v,
         row_base=row_base,
         node_head=head,
         node_tail=tail,
@@ -388,45 +414,6 @@ def end_classes(dfa: LexerDFA) -> np.ndarray:
     out = rows_of_bits(eff, nt + 1)
     out[:, nt] = [bool(r) for r in reach]
     return out
-
-
-def _delta_encode(rows: sp.csr_array, trans: np.ndarray) -> tuple[sp.csr_array, np.ndarray]:
-    """Store a row as its differences from a similar row when that is much smaller.
-
-    States whose first byte continues the same byte set (keyword prefixes of NAME, the
-    bodies of string terminals) have rows that differ in few tokens. The largest row of each
-    such group is kept whole; the others keep (token, node + 1) where they differ, and
-    (token, 0) where the base has the token and they do not.
-    """
-    import scipy.sparse as sp
-
-    n = rows.shape[0]
-    nnz = np.diff(rows.indptr)
-    sig = np.packbits(trans >= 0, axis=1)
-    _, group = np.unique(sig, axis=0, return_inverse=True)
-    group = group.reshape(-1)
-    base = np.full(n, -1, dtype=np.int32)
-    out_rows: list[sp.csr_array] = []
-    for q in range(n):
-        members = np.flatnonzero(group == group[q])
-        b = int(members[np.argmax(nnz[members])])
-        if b != q and nnz[q] > 64:
-            rq, rb = rows[[q]], rows[[b]]
-            changed = (rq != rb).astype(np.int8)  # where the node differs or one side is missing
-            diff_idx = changed.indices
-            if len(diff_idx) < nnz[q] // 2:
-                vals = rq[[0]].toarray().reshape(-1)[diff_idx] if len(diff_idx) else diff_idx
-                out_rows.append(
-                    sp.csr_array(
-                        (vals.astype(np.int32), diff_idx.astype(np.int32), [0, len(diff_idx)]),
-                        shape=(1, rows.shape[1]),
-                    )
-                )
-                base[q] = b
-                continue
-        out_rows.append(rows[[q]])
-    stacked = sp.vstack(out_rows, format="csr")
-    return sp.csr_array(stacked), base
 
 
 def walk_token(

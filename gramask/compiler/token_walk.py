@@ -89,6 +89,7 @@ class TokenWalker:
         self.valid, self.by_byte, self.byte_start = _byte_groups(self.lens, self.buf)
         self._flat = self._suf.reshape(-1)
         self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
+        self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
         self._dense = np.full(v, -1, dtype=np.int64)
         self.row0: tuple[np.ndarray, np.ndarray] | None = None
         self.lock = threading.RLock()
@@ -144,6 +145,7 @@ class TokenWalker:
         for b in bytes_in:
             n = int(self.byte_start[b + 1] - self.byte_start[b])
             self.shared[(s_after, b)] = nodes[off: off + n]
+            self._alive[(s_after, b)] = int(np.count_nonzero(nodes[off: off + n] >= 0))
             off += n
 
     def all_shared(self, progress: Callable[[int], None] | None = None) -> int:
@@ -175,20 +177,33 @@ class TokenWalker:
                     self.row0 = (idx, dense[idx])
                     dense[:] = -1
                 return self.row0
-            row = self.trans[q]
-            cont = np.flatnonzero(row >= 0).tolist()
-            missing: dict[int, list[int]] = {}
-            for b in cont:
-                if (int(row[b]), b) not in self.shared:
-                    missing.setdefault(int(row[b]), []).append(b)
-            for s_after, bytes_in in missing.items():
-                self._walk_shared(s_after, bytes_in)
+            row, cont = self._ensure_shared(q)
             for b in cont:
                 dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
             idx = np.flatnonzero(dense >= 0)
             node = dense[idx]
             dense[:] = -1
             return idx, node
+
+    def _ensure_shared(self, q: int) -> tuple[np.ndarray, list[int]]:
+        """(row ``q`` of the DFA, the bytes continuing it), their shared walks done."""
+        row = self.trans[q]
+        cont = np.flatnonzero(row >= 0).tolist()
+        missing: dict[int, list[int]] = {}
+        for b in cont:
+            if (int(row[b]), b) not in self.shared:
+                missing.setdefault(int(row[b]), []).append(b)
+        for s_after, bytes_in in missing.items():
+            self._walk_shared(s_after, bytes_in)
+        return row, cont
+
+    def row_nnz(self, q: int) -> int:
+        """Number of tokens in row ``q`` (its walks done, the row not assembled)."""
+        with self.lock:
+            if q == 0:
+                return len(self.row(0)[0])
+            row, cont = self._ensure_shared(q)
+            return sum(self._alive[(int(row[b]), b)] for b in cont)
 
     # ------------------------------------------------------------------ the walk
     def walk(
