@@ -101,7 +101,9 @@ class Compiler:
     The cache key hashes the grammar (terminals and rules, imports resolved), the vocabulary's
     bytes, the artifact format and the gramask version. An unusable entry is warned about
     (:class:`gramask.cache.store.CacheWarning`) and rebuilt. ``cache=False`` neither reads nor
-    writes it; ``cache_dir`` defaults to ``$GRAMASK_CACHE_DIR``, else the user cache directory.
+    writes it, and walks no token-table row at compile time, each when a mask first needs it
+    (a grammar per request: its first mask in milliseconds); ``cache_dir`` defaults to
+    ``$GRAMASK_CACHE_DIR``, else the user cache directory.
     """
 
     def __init__(
