@@ -101,14 +101,13 @@ class CompiledGrammar:
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
             if self.grammar.lexer == "contextual":
+                from .compiler.pipeline import vocab_arrays
                 from .runtime.core.contextual_lexer import ContextualLexer
 
-                special = np.array(
-                    [self.vocab.is_special(i) for i in range(len(self.vocab))], dtype=bool
-                )
+                tokens, special = vocab_arrays(self.vocab)  # shared by every grammar
                 builder.contextual = ContextualLexer(
                     self.dfa, ctx, [t.priority for t in self.grammar.terminals],
-                    self.vocab.token_tuple, special,
+                    tokens, special,
                     nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
                     tab_len=ind.tab_len if ind is not None else 8,
                     tables=self.tables if self.tables.contextual else None,

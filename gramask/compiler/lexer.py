@@ -21,7 +21,7 @@ import numpy as np
 
 from ..encoding import rows_of_bits
 from ..errors import GrammarError
-from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa
+from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa, unique_rows
 
 __all__ = ["MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa", "terminal_dfa"]
 
@@ -156,6 +156,8 @@ def build_lexer_dfa(
         A terminal's automaton, or the product of all of them, exceeds its state limit
         (``MAX_TERMINAL_STATES``, ``MAX_LEXER_STATES``); the message names the terminals.
     """
+    if dfas is None and progress is False:  # no bar: tqdm (and its asyncio) not imported
+        dfas = [terminal_dfa(t) for t in terminals]
     if dfas is None:
         from tqdm.auto import tqdm
 
@@ -168,16 +170,19 @@ def build_lexer_dfa(
 
     # bytes that no terminal distinguishes share a class
     stacked = np.concatenate([d.trans for d in dfas], axis=0) if dfas else np.zeros((1, 256))
-    _, first, byte_class = np.unique(stacked.T, axis=0, return_index=True, return_inverse=True)
-    byte_class = byte_class.reshape(-1)
+    first, byte_class = unique_rows(stacked.T)
     reps = [int(np.flatnonzero(byte_class == c)[0]) for c in range(len(first))]
 
-    tables = [d.trans for d in dfas]
+    tables = [d.trans[:, reps] for d in dfas]  # per terminal: (state, byte class)
 
     def successors(st: tuple[tuple[int, int], ...]) -> list[tuple[tuple[int, int], ...] | None]:
+        if not st:
+            return [None] * len(reps)
+        terms = [term for term, _ in st]
+        cols = np.stack([tables[term][s] for term, s in st]).T.tolist()
         out: list[tuple[tuple[int, int], ...] | None] = []
-        for b in reps:
-            nxt = tuple((term, t) for term, s in st if (t := int(tables[term][s, b])) >= 0)
+        for col in cols:
+            nxt = tuple((term, t) for term, t in zip(terms, col, strict=True) if t >= 0)
             out.append(nxt or None)
         return out
 

@@ -11,6 +11,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,16 +22,20 @@ from ..errors import ArtifactError
 from ..grammar import Grammar
 from ..vocab import Vocabulary
 
-__all__ = ["Compiler", "build", "compile"]
+__all__ = ["Compiler", "build", "compile", "vocab_arrays"]
 
 
-def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) -> CompiledGrammar:
-    """Compile without the cache. ``progress``: None shows a bar on a terminal only."""
-    from tqdm.auto import tqdm
+def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
+          lazy: bool = False) -> CompiledGrammar:
+    """Compile without the cache. ``progress``: None shows a bar on a terminal only.
 
+    ``lazy``: walk no table row now, each when the runtime first reads it (see
+    :func:`gramask.compiler.tables.lazy_token_tables`): what a grammar compiled for one
+    request (a JSON Schema) wants, whose masks visit a few of its lexer states. Saving the
+    result walks the rest."""
     from .lexer import build_lexer_dfa
     from .parse_tables import build_parse_tables
-    from .tables import build_token_tables
+    from .tables import build_token_tables, lazy_token_tables
 
     t0 = time.perf_counter()
     from .diagnostics import check_lexer
@@ -38,7 +43,15 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
     dfa = build_lexer_dfa(grammar.terminals, progress=progress)
     pt = build_parse_tables(grammar)
     diagnostics = check_lexer(grammar, dfa, pt)  # raises for a terminal that can never win
-    tokens, special = _vocab_arrays(vocab)
+    tokens, special = vocab_arrays(vocab)
+    contextual = grammar.lexer == "contextual" and grammar.newline_terminal < 0
+    tab_len = grammar.indentation.tab_len if grammar.indentation else 8
+    if lazy:
+        tables = lazy_token_tables(dfa, tokens, special, nl_terminal=grammar.newline_terminal,
+                                   tab_len=tab_len, contextual=contextual)
+        return CompiledGrammar(grammar, vocab, dfa, tables, pt, _info(t0, diagnostics))
+    from tqdm.auto import tqdm
+
     disable = None if progress is None else not progress
     with tqdm(total=dfa.num_states, desc="gramask: token tables", unit="state",
               disable=disable, leave=False) as bar:
@@ -47,33 +60,37 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None) 
             tokens,
             special,
             nl_terminal=grammar.newline_terminal,
-            tab_len=grammar.indentation.tab_len if grammar.indentation else 8,
+            tab_len=tab_len,
             progress=bar.update,
-            contextual=grammar.lexer == "contextual" and grammar.newline_terminal < 0,
+            contextual=contextual,
         )
-    info = {
+    return CompiledGrammar(grammar, vocab, dfa, tables, pt, _info(t0, diagnostics))
+
+
+def _info(t0: float, diagnostics: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
         "build_seconds": round(time.perf_counter() - t0, 3),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "lexer_diagnostics": diagnostics,
     }
-    return CompiledGrammar(grammar, vocab, dfa, tables, pt, info)
 
 
-_VOCAB_ARRAYS: dict[int, tuple[Vocabulary, list[bytes], np.ndarray]] = {}
+_VOCAB_ARRAYS: dict[int, tuple[Vocabulary, tuple[bytes, ...], np.ndarray]] = {}
 
 
-def _vocab_arrays(vocab: Vocabulary) -> tuple[list[bytes], np.ndarray]:
-    """The token list and special-token mask; kept (one list object) for the last few
+def vocab_arrays(vocab: Vocabulary) -> tuple[tuple[bytes, ...], np.ndarray]:
+    """The token tuple and special-token mask; kept (one object each) for the last few
     vocabularies, so that every grammar compiled against one vocabulary — a new JSON Schema
     per request — reuses them and the token byte matrix built from them."""
     hit = _VOCAB_ARRAYS.get(id(vocab))
     if hit is not None and hit[0] is vocab:
         return hit[1], hit[2]
-    mask = np.array([vocab.is_special(i) for i in range(len(vocab))], dtype=bool)
+    mask = np.zeros(len(vocab), dtype=bool)
+    mask[[i for i in vocab.special_ids if 0 <= i < len(vocab)]] = True
     mask.flags.writeable = False
     if len(_VOCAB_ARRAYS) >= 4:
         _VOCAB_ARRAYS.pop(next(iter(_VOCAB_ARRAYS)))
-    tokens = vocab.tokens
+    tokens = vocab.token_tuple
     _VOCAB_ARRAYS[id(vocab)] = (vocab, tokens, mask)
     return tokens, mask
 
@@ -84,7 +101,9 @@ class Compiler:
     The cache key hashes the grammar (terminals and rules, imports resolved), the vocabulary's
     bytes, the artifact format and the gramask version. An unusable entry is warned about
     (:class:`gramask.cache.store.CacheWarning`) and rebuilt. ``cache=False`` neither reads nor
-    writes it; ``cache_dir`` defaults to ``$GRAMASK_CACHE_DIR``, else the user cache directory.
+    writes it, and walks no token-table row at compile time, each when a mask first needs it
+    (a grammar per request: its first mask in milliseconds); ``cache_dir`` defaults to
+    ``$GRAMASK_CACHE_DIR``, else the user cache directory.
     """
 
     def __init__(
@@ -113,8 +132,8 @@ class Compiler:
     def compile(self, grammar: Grammar) -> CompiledGrammar:
         """The compiled grammar, from the cache if a valid entry is there, else built."""
         vocab = self.vocab
-        if not self.cache:
-            return build(grammar, vocab, progress=self.progress)
+        if not self.cache:  # nothing written: rows walked as the runtime reads them
+            return build(grammar, vocab, progress=self.progress, lazy=True)
         path = self.cache_path(grammar)
         if path.exists():
             try:

@@ -249,14 +249,17 @@ def explore(
 def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     """Drop states that cannot reach a final state, and unreachable ones; renumber, start = 0."""
     n = trans.shape[0]
+    # backward search from the final states over the distinct (source, target) edges
+    src, col = np.nonzero(trans >= 0)
+    edges = np.unique(trans[src, col].astype(np.int64) * n + src)
+    dst, src = edges // n, edges % n
+    starts = np.searchsorted(dst, np.arange(n + 1))
     alive = finals.copy()
-    changed = True
-    while changed:
-        nxt = alive | np.array(
-            [bool(np.any(alive[trans[s][trans[s] >= 0]])) for s in range(n)], dtype=bool
-        )
-        changed = bool((nxt != alive).any())
-        alive = nxt
+    frontier = np.flatnonzero(finals)
+    while frontier.size:
+        preds = np.concatenate([src[starts[f]: starts[f + 1]] for f in frontier.tolist()])
+        frontier = np.unique(preds[~alive[preds]])
+        alive[frontier] = True
     if not alive[0]:
         return ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.array([False]))
     t = np.where((trans >= 0) & alive[np.maximum(trans, 0)], trans, -1)
@@ -277,15 +280,42 @@ def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     return minimize(t2, finals[keep].copy())
 
 
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first index of each distinct row, row → its distinct row's number), as
+    ``np.unique(a, axis=0, return_index=True, return_inverse=True)`` numbers them (rows in
+    sorted order). Rows are hashed to one integer each and only the hashes sorted (the
+    structured sort of ``np.unique(axis=0)`` dominated small DFAs' minimisation); a hash
+    collision is caught by comparing every row with its representative, and falls back."""
+    n, w = a.shape
+    if n == 0:
+        _, first, inv = np.unique(a, axis=0, return_index=True, return_inverse=True)
+        return first, inv.reshape(-1)
+    mix = np.random.default_rng(w).integers(1, 2**62, size=w, dtype=np.int64) | 1
+    with np.errstate(over="ignore"):
+        h = (a.astype(np.int64) + 2) @ mix
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if not np.array_equal(a, a[first[inv]]):  # pragma: no cover (a 64-bit collision)
+        _, first, inv = np.unique(a, axis=0, return_index=True, return_inverse=True)
+        return first, inv.reshape(-1)
+    # number the classes in the sorted order of their rows, as np.unique does
+    order = np.lexsort(a[first].T[::-1])
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[order] = np.arange(len(first))
+    return first[order], rank[inv]
+
+
 def minimize(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     """Moore partition refinement; the class of state 0 becomes the new start 0."""
     cls = finals.astype(np.int64)
     n_cls = len(np.unique(cls))
+    # bytes no state tells apart refine alike: one column each
+    cols = unique_rows(trans.T)[0] if trans.size else np.zeros(0, dtype=np.int64)
+    narrow = trans[:, np.sort(cols)]
     while True:
-        succ = np.where(trans >= 0, cls[np.maximum(trans, 0)], -1)
+        succ = np.where(narrow >= 0, cls[np.maximum(narrow, 0)], -1)
         sig = np.concatenate([cls[:, None], succ], axis=1)
-        _, inv = np.unique(sig, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
+        inv = unique_rows(sig)[1]
         k = int(inv.max()) + 1
         cls = inv
         if k == n_cls:

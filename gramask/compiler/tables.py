@@ -23,66 +23,154 @@ terminals are viable. One artifact serves the plain grammar, its quotients and b
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..encoding import bits_of_rows, nl_code, rows_of_bits
+from ..encoding import bits_of_rows, rows_of_bits
 from .lexer import LexerDFA
+from .table_rows import expand_row, group_row, select_tokens
+from .token_walk import TokenWalker
 
-if TYPE_CHECKING:
-    import scipy.sparse as sp
+__all__ = [
+    "TokenTables", "build_token_tables", "expand_row", "group_row", "lazy_token_tables",
+    "select_tokens", "walk_token",
+]
 
-__all__ = ["TokenTables", "build_token_tables", "walk_token"]
 
-
-@dataclass
 class TokenTables:
-    """The compiled tables (see module docstring)."""
+    """The compiled tables (see module docstring).
 
-    rows_indptr: np.ndarray  # CSR (S, V): node id + 1 of tokens whose first byte continues q
-    rows_indices: np.ndarray
-    rows_data: np.ndarray
-    vocab_size: int
-    row_base: np.ndarray  # (S,) int32: -1, or the state whose row this row is a diff against
-    node_head: np.ndarray  # (N,) int32: terminal id, NL width code (>= T), or -1 for END
-    node_tail: np.ndarray  # (N,) int32: next node, or winnable class for END
-    class_winnable: np.ndarray  # (C, T + 1) bool: see end_classes
-    state_class: np.ndarray  # (S,) int32: winnable class of each lexer state
-    first_byte: np.ndarray  # (V,) int16: first byte of each token, -1 for special/empty
-    nl_terminal: int  # terminal id of the indentation newline, or -1
-    # contextual tables only (empty in basic mode): BRANCH nodes' "lexeme ends" alternative
-    node_alt: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    # contextual tables only: (K, T) bool, the terminal sets LEX nodes name (head = row)
-    lex_sets: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))
+    Built in full (:func:`build_token_tables`), loaded from an artifact, or lazily
+    (:func:`lazy_token_tables`): a lazy table walks a row when the runtime first reads it
+    (:func:`expand_row`), and reading its CSR arrays (``rows_*``, ``nnz``, ``arrays``:
+    saving, statistics) builds every row first, so that what is written is the full table.
+    The node arrays of a lazy table grow as rows are built (``num_nodes``)."""
+
+    def __init__(
+        self, *, rows_indptr: np.ndarray, rows_indices: np.ndarray, rows_data: np.ndarray,
+        vocab_size: int, row_base: np.ndarray, node_head: np.ndarray, node_tail: np.ndarray,
+        class_winnable: np.ndarray, state_class: np.ndarray, first_byte: np.ndarray,
+        nl_terminal: int, node_alt: np.ndarray | None = None, lex_sets: np.ndarray | None = None,
+        walker: TokenWalker | None = None,
+    ) -> None:
+        self._indptr = rows_indptr  # CSR (S, V): node id + 1 of tokens whose first byte continues q
+        self._indices = rows_indices
+        self._data = rows_data
+        self.vocab_size = vocab_size
+        self._base = row_base  # (S,) int32: -1, or the state whose row this row is a diff against
+        self._head = node_head  # (N,) int32: terminal id, NL width code (>= T), or -1 for END
+        self._tail = node_tail  # (N,) int32: next node, or winnable class for END
+        self.class_winnable = class_winnable  # (C, T + 1) bool: see end_classes
+        self.state_class = state_class  # (S,) int32: winnable class of each lexer state
+        self.first_byte = first_byte  # (V,) int16: first byte of each token, -1 if special/empty
+        self.nl_terminal = nl_terminal  # terminal id of the indentation newline, or -1
+        # contextual tables only (empty in basic mode): BRANCH nodes' "lexeme ends" alternative
+        self._alt = node_alt if node_alt is not None else np.zeros(0, dtype=np.int32)
+        # contextual tables only: (K, T) bool, the terminal sets LEX nodes name (head = row)
+        self._lex_sets = lex_sets if lex_sets is not None else np.zeros((0, 0), dtype=bool)
+        self.walker = walker  # a lazy table's rows still to walk (None once built in full)
+        self._snapshot: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = (
+            -1, (self._head, self._tail, self._alt, self._lex_sets))
 
     @property
     def contextual(self) -> bool:
         """Built for the contextual lexer (see ``build_token_tables(contextual=True)``)."""
-        return bool(self.node_alt.size)
+        if self.walker is not None:
+            return self.walker.contextual
+        return bool(self._alt.size)
 
     @property
     def num_classes(self) -> int:
         return int(self.class_winnable.shape[0])
 
     @property
+    def num_nodes(self) -> int:
+        """Nodes so far (a lazy table's grow as its rows are walked)."""
+        w = self.walker
+        return len(w.interner) if w is not None else len(self._head)
+
+    def nodes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(node_head, node_tail, node_alt, lex_sets) as of now, read together."""
+        w = self.walker
+        if w is None:
+            return self._head, self._tail, self._alt, self._lex_sets
+        with w.lock:
+            if self._snapshot[0] != len(w.interner):
+                head, tail, alt = w.interner.node_arrays()
+                sets = w.interner.lex_sets()
+                if not w.contextual:
+                    alt, sets = np.zeros(0, np.int32), np.zeros((0, w.n_terms), dtype=bool)
+                self._snapshot = (len(head), (head, tail, alt, sets))
+            return self._snapshot[1]
+
+    @property
+    def node_head(self) -> np.ndarray:
+        return self.nodes()[0]
+
+    @property
+    def node_tail(self) -> np.ndarray:
+        return self.nodes()[1]
+
+    @property
+    def node_alt(self) -> np.ndarray:
+        return self.nodes()[2]
+
+    @property
+    def lex_sets(self) -> np.ndarray:
+        return self.nodes()[3]
+
+    @property
+    def row_base(self) -> np.ndarray:
+        """A lazy table's rows are whole until it is built in full (then some are diffs)."""
+        return self._base
+
+    @property
+    def rows_indptr(self) -> np.ndarray:
+        self.materialize()
+        return self._indptr
+
+    @property
+    def rows_indices(self) -> np.ndarray:
+        self.materialize()
+        return self._indices
+
+    @property
+    def rows_data(self) -> np.ndarray:
+        self.materialize()
+        return self._data
+
+    @property
     def nnz(self) -> int:
         return int(self.rows_indptr[-1])
 
+    def materialize(self) -> None:
+        """Walk a lazy table's remaining rows and store it as a full table would be."""
+        w = self.walker
+        if w is None:
+            return
+        with w.lock:
+            if self.walker is None:
+                return
+            full = _assemble(w)
+            self._indptr, self._indices, self._data = full._indptr, full._indices, full._data
+            self._head, self._tail, self._alt, self._lex_sets = full.nodes()
+            self._base = full._base
+            self.walker = None
+
     def arrays(self) -> dict[str, np.ndarray]:
+        self.materialize()
         return {
-            "rows_indptr": self.rows_indptr.astype(np.int64),
-            "rows_indices": self.rows_indices.astype(np.int32),
-            "rows_data": self.rows_data.astype(np.int32),
-            "row_base": self.row_base,
-            "node_head": self.node_head,
-            "node_tail": self.node_tail,
+            "rows_indptr": self._indptr.astype(np.int64),
+            "rows_indices": self._indices.astype(np.int32),
+            "rows_data": self._data.astype(np.int32),
+            "row_base": self._base,
+            "node_head": self._head,
+            "node_tail": self._tail,
             "class_winnable": np.packbits(self.class_winnable, axis=1),
             "state_class": self.state_class,
             "first_byte": self.first_byte,
-            **({"node_alt": self.node_alt, "lex_sets": np.packbits(self.lex_sets, axis=1)}
+            **({"node_alt": self._alt, "lex_sets": np.packbits(self._lex_sets, axis=1)}
                if self.contextual else {}),
         }
 
@@ -116,60 +204,9 @@ class TokenTables:
         )
 
 
-class _Interner:
-    """Interns CONS(head, tail) pairs (and, for contextual tables, BRANCH(class, cont, alt)
-    triples) in bulk, numbering after the END nodes."""
-
-    def __init__(self, num_classes: int) -> None:
-        self.ids: dict[int, int] = {}
-        self.heads: list[int] = []
-        self.tails: list[int] = []
-        self.alts: list[int] = []
-        self.branch_ids: dict[tuple[int, int, int], int] = {}
-        self.base = num_classes
-
-    def branch(self, cls: np.ndarray, cont: np.ndarray, alt: np.ndarray) -> np.ndarray:
-        """BRANCH nodes: head -2 - cls; tail cont (lexeme continues); alt (it ends)."""
-        if cls.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        keys = np.stack([cls, cont, alt], axis=1).astype(np.int64)
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        out = np.empty(len(uniq), dtype=np.int64)
-        ids = self.branch_ids
-        for j, (c, t, a) in enumerate(uniq.tolist()):
-            k = (c, t, a)
-            n = ids.get(k)
-            if n is None:
-                n = ids[k] = self.base + len(self.heads)
-                self.heads.append(-2 - c)
-                self.tails.append(t)
-                self.alts.append(a)
-            out[j] = n
-        res: np.ndarray = out[inv.reshape(-1)]
-        return res
-
-    def cons(self, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
-        if heads.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        keys = (heads.astype(np.int64) << 32) | tails.astype(np.int64)
-        uniq, inv = np.unique(keys, return_inverse=True)
-        out = np.empty(len(uniq), dtype=np.int64)
-        ids = self.ids
-        for j, k in enumerate(uniq.tolist()):
-            n = ids.get(k)
-            if n is None:
-                n = ids[k] = self.base + len(self.heads)
-                self.heads.append(k >> 32)
-                self.tails.append(k & 0xFFFFFFFF)
-                self.alts.append(-1)
-            out[j] = n
-        result: np.ndarray = out[inv.reshape(-1)]
-        return result
-
-
 def build_token_tables(
     dfa: LexerDFA,
-    tokens: list[bytes],
+    tokens: Sequence[bytes],
     special: np.ndarray,
     *,
     nl_terminal: int = -1,
@@ -188,269 +225,110 @@ def build_token_tables(
     here), and a lexeme that ends is LEX(lexer state, tail) — the runtime picks its
     terminals from the state's accepting set. END classes are live-terminal classes.
     """
-    n_states, n_terms = dfa.num_states, dfa.num_terminals
-    trans = dfa.trans
-    accept = dfa.accept
-    ignored = dfa.ignored
-
-    # end classes: what the lexeme a token stops inside can still lead to
-    if contextual:
-        if nl_terminal >= 0:
-            raise ValueError("contextual tables do not support the indentation newline")
-        # ignored terminals are always allowed, so which ones are live does not matter,
-        # only whether one is (comment bodies of every kind share a class)
-        live_plus = np.concatenate(
-            [dfa.live & ~ignored[None, :],
-             (dfa.live & ignored[None, :]).any(axis=1, keepdims=True)], axis=1
-        )
-        classes, state_class = np.unique(live_plus, axis=0, return_inverse=True)
-    else:
-        classes, state_class = np.unique(end_classes(dfa), axis=0, return_inverse=True)
-    acc_any: np.ndarray = np.asarray(dfa.accepting.any(axis=1))
-    # LEX nodes name a terminal set: the state's accepting set where no byte continues; at a
-    # fork only the accepting terminals the continuation cannot keep alive (if the allowed
-    # set met those, the lexeme would have continued), and no fork at all when that is empty
-    # (the continuation then fails by itself), which keeps rows of similar states equal
-    lex_set_ids: dict[bytes, int] = {}
-    lex_set_rows: list[np.ndarray] = []
-
-    def set_ids(rows: np.ndarray) -> np.ndarray:
-        packed = np.packbits(rows, axis=1)
-        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
-        ids = np.empty(len(uniq), dtype=np.int64)
-        for j, r in enumerate(uniq):
-            key = r.tobytes()
-            n = lex_set_ids.get(key)
-            if n is None:
-                n = lex_set_ids[key] = len(lex_set_rows)
-                lex_set_rows.append(np.unpackbits(r, count=n_terms).astype(bool))
-            ids[j] = n
-        return ids[inv.reshape(-1)]
-
-    acc_id = set_ids(dfa.accepting) if contextual else np.zeros(0, dtype=np.int64)
-    class_live = classes[:, :n_terms].astype(bool) if contextual else None
-    state_class = state_class.reshape(-1).astype(np.int32)
-    n_classes = classes.shape[0]
-    interner = _Interner(n_classes)
-
-    v = len(tokens)
-    lens, buf, first_byte = token_matrix(tokens, special)
-    lmax = buf.shape[1]
-
-    # per-position indentation helpers (only used for the newline terminal)
-    use_nl = nl_terminal >= 0
-    if use_nl:
-        is_nl = buf == 10
-        pos = np.arange(lmax)[None, :]
-        # index of the last '\n' strictly before p (p = 0..lmax), -1 if none
-        last_nl = np.full((v, lmax + 1), -1, dtype=np.int64)
-        last_nl[:, 1:] = np.maximum.accumulate(np.where(is_nl, pos, -1), axis=1)
-        wsum = np.zeros((v, lmax + 1), dtype=np.int64)
-        wsum[:, 1:] = np.cumsum((buf == 32) + tab_len * (buf == 9), axis=1)
-
-    # SUF[t, k]: node of walking t[k:] from the start state (-1 dead); column lmax = unused
-    suf = np.full((v, lmax + 1), -1, dtype=np.int64)
-
-    def walk(
-        q_start: np.ndarray | None, idx: np.ndarray, k0: int | np.ndarray, from_start: bool,
-        first: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """Walk tokens ``idx`` from states ``q_start`` beginning at offset ``k0``; the first
-        byte is assumed to continue the lexeme (``first``: the states after it, given
-        instead of ``q_start``). Returns node ids (-1 dead)."""
-        out = np.full(len(idx), -1, dtype=np.int64)
-        k = np.broadcast_to(np.asarray(k0, dtype=np.int64), idx.shape).copy()
-        lex_start = k.copy()
-        if first is None:
-            assert q_start is not None
-            cur = trans[q_start, buf[idx, k]].astype(np.int64)
-        else:
-            cur = first.astype(np.int64)
-        # contextual forks after the first byte (a fork at the first byte of a row's token is
-        # the runtime's: the lexeme at q ends there, like a kill byte, when the next state's
-        # live class meets nothing allowed)
-        recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        k += 1
-        act = np.arange(len(idx))
-        while act.size:
-            ti = idx[act]
-            done = k[act] >= lens[ti]
-            if done.any():
-                d = act[done]
-                out[d] = state_class[cur[d]]
-                act = act[~done]
-                ti = idx[act]
-            if not act.size:
-                break
-            nb = trans[cur[act], buf[ti, k[act]]]
-            cont = nb >= 0
-            if contextual:
-                ca, nbc = act[cont], nb[cont]
-                sh = state_class[nbc] != state_class[cur[ca]]
-                if sh.any():
-                    w = ca[sh]
-                    cw = state_class[nbc[sh]]
-                    recs.append((w, cw, lex_alt(cur[w], idx[w], k[w], cw)))
-            cur[act[cont]] = nb[cont]
-            k[act[cont]] += 1
-            stop = act[~cont]
-            if stop.size and contextual:
-                ends = stop[acc_any[cur[stop]]]
-                tail = suf[idx[ends], k[ends]]
-                good = tail >= 0
-                out[ends[good]] = interner.cons(acc_id[cur[ends[good]]], tail[good])
-            elif stop.size:
-                win = accept[cur[stop]]
-                ok = win >= 0
-                ends = stop[ok]
-                if ends.size:
-                    te = idx[ends]
-                    ke = k[ends]
-                    tail = suf[te, ke]
-                    heads = win[ok].astype(np.int64)
-                    good = tail >= 0
-                    ends, te, ke, tail, heads = ends[good], te[good], ke[good], tail[good], heads[good]
-                    res = tail.copy()
-                    if use_nl:
-                        nl = heads == nl_terminal
-                        if nl.any():
-                            ln = last_nl[te[nl], ke[nl]]
-                            ls = lex_start[ends[nl]]
-                            seg = np.maximum(ln + 1, ls)
-                            width = wsum[te[nl], ke[nl]] - wsum[te[nl], seg]
-                            rel = (ln < ls) & (not from_start) & (ls == 0)
-                            heads[nl] = nl_code(n_terms, width, rel)
-                    keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
-                    if keep.any():
-                        res[keep] = interner.cons(heads[keep], tail[keep])
-                    out[ends] = res
-            act = act[cont]
-        for w, cls, alt in reversed(recs):  # fold the forks, last first
-            f = alt >= 0  # no live alternative: the continuation alone decides
-            if f.any():
-                wf = w[f]
-                out[wf] = interner.branch(cls[f], out[wf], alt[f])
-        return out
-
-    def lex_alt(states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
-                next_cls: np.ndarray) -> np.ndarray:
-        """LEX(accepting terminals the next state cannot continue, the rest of the token from
-        the start state), or -1 (dead)."""
-        tail = suf[tidx, kpos]
-        assert class_live is not None
-        sets = dfa.accepting[states] & ~class_live[next_cls]
-        ok = sets.any(axis=1) & (tail >= 0)
-        res = np.full(len(states), -1, dtype=np.int64)
-        if ok.any():
-            res[ok] = interner.cons(set_ids(sets[ok]), tail[ok])
-        return res
-
+    w = TokenWalker(dfa, tokens, special, nl_terminal=nl_terminal, tab_len=tab_len,
+                    contextual=contextual)
     # suffix walks from the start state, longest offsets first
-    alive0 = trans[0]
-    for k in range(lmax - 1, -1, -1):
-        idx = np.flatnonzero(lens > k)
-        if not idx.size:
-            continue
-        idx = idx[alive0[buf[idx, k]] >= 0]
-        if not idx.size:
-            continue
-        suf[idx, k] = walk(np.zeros(len(idx), dtype=np.int64), idx, k, True)
-
+    w.all_suffixes()
     # per-state rows: tokens whose first byte continues the current lexeme. After that
     # byte the walk depends only on the state it leads to (the lexeme began before the
     # token either way), and many states lead to the same one on many bytes (every prefix
     # of a keyword into the identifier body, a string body into itself): walk the tokens
     # once per (state after the first byte, first byte) and let the rows share the result.
-    indptr = [0]
-    all_idx: list[np.ndarray] = []
-    all_dat: list[np.ndarray] = []
-    valid = np.flatnonzero(lens > 0)
-    fb = buf[valid, 0].astype(np.int64)
-    by_byte = valid[np.argsort(fb, kind="stable")]  # token ids grouped by first byte, ascending
-    byte_start = np.zeros(257, dtype=np.int64)
-    byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
-    inner = trans[1:] if n_states > 1 else np.zeros((0, 256), dtype=trans.dtype)
-    shared: dict[tuple[int, int], np.ndarray] = {}  # (state after byte b, b) -> nodes
-    walked = 0
-    for s_after in np.unique(inner[inner >= 0]).tolist():
-        bytes_in = np.flatnonzero((inner == s_after).any(axis=0))
-        toks = np.concatenate([by_byte[byte_start[b]: byte_start[b + 1]] for b in bytes_in])
-        if not toks.size:
-            continue
-        nodes = walk(None, toks, 0, False, first=np.full(len(toks), s_after))
-        if progress is not None:  # a unit of the bar: one state's share of the walks
-            progress(1)
-            walked += 1
-        off = 0
-        for b in bytes_in.tolist():
-            n = int(byte_start[b + 1] - byte_start[b])
-            shared[(s_after, b)] = nodes[off: off + n]
-            off += n
-    dense = np.full(v, -1, dtype=np.int64)
-    for q in range(n_states):
-        if q == 0:
-            node = suf[valid, 0]
-            keep = node >= 0
-            idx, node = valid[keep], node[keep]
-        else:
-            row = trans[q]
-            for b in np.flatnonzero(row >= 0).tolist():
-                got = shared.get((int(row[b]), b))
-                if got is not None:
-                    dense[by_byte[byte_start[b]: byte_start[b + 1]]] = got
-            idx = np.flatnonzero(dense >= 0)
-            node = dense[idx]
-            dense[:] = -1
-        all_idx.append(idx.astype(np.int32))
-        all_dat.append((node + 1).astype(np.int32))
-        indptr.append(indptr[-1] + len(idx))
-    if progress is not None and n_states > walked:
-        progress(n_states - walked)  # assembling the rows from the shared walks
-    import scipy.sparse as sp
+    walked = w.all_shared(progress)
+    tables = _assemble(w)
+    if progress is not None and dfa.num_states > walked:
+        progress(dfa.num_states - walked)  # assembling the rows from the shared walks
+    return tables
 
-    rows = sp.csr_array(
-        (
-            np.concatenate(all_dat) if all_dat else np.zeros(0, np.int32),
-            np.concatenate(all_idx) if all_idx else np.zeros(0, np.int32),
-            np.array(indptr, dtype=np.int64),
-        ),
-        shape=(n_states, v),
-    )
-    rows, row_base = _delta_encode(rows, trans)
-    node_head = np.concatenate(
-        [np.full(n_classes, -1, dtype=np.int32), np.array(interner.heads, dtype=np.int32)]
-    )
-    node_tail = np.concatenate(
-        [np.arange(n_classes, dtype=np.int32), np.array(interner.tails, dtype=np.int32)]
-    )
+
+def lazy_token_tables(
+    dfa: LexerDFA, tokens: Sequence[bytes], special: np.ndarray, *, nl_terminal: int = -1,
+    tab_len: int = 8, contextual: bool = False,
+) -> TokenTables:
+    """The tables of :func:`build_token_tables` with no row walked yet: each is walked when
+    first read (a grammar compiled per request visits a few of its lexer states)."""
+    w = TokenWalker(dfa, tokens, special, nl_terminal=nl_terminal, tab_len=tab_len,
+                    contextual=contextual)
+    empty = np.zeros(0, dtype=np.int32)
     return TokenTables(
-        rows_indptr=rows.indptr.astype(np.int64),
-        rows_indices=rows.indices.astype(np.int32),
-        rows_data=rows.data.astype(np.int32),
+        rows_indptr=np.zeros(1, dtype=np.int64), rows_indices=empty, rows_data=empty,
+        vocab_size=w.v, row_base=np.full(dfa.num_states, -1, dtype=np.int32),
+        node_head=empty, node_tail=empty, class_winnable=w.classes.astype(bool),
+        state_class=w.state_class, first_byte=w.first_byte, nl_terminal=nl_terminal,
+        walker=w,
+    )
+
+
+def _assemble(w: TokenWalker) -> TokenTables:
+    """The full table, every row walked, rows stored as diffs where small.
+
+    States whose first byte continues the same byte set (keyword prefixes of NAME, the
+    bodies of string terminals) have rows that differ in few tokens. The largest row of each
+    such group is kept whole; the others keep (token, node + 1) where they differ, and
+    (token, 0) where the base has the token and they do not. Rows are encoded one at a time
+    against their base's dense vector, so that peak memory is the encoded table plus a
+    vector per base, not every row expanded."""
+    n, v = w.n_states, w.v
+    nnz = np.array([w.row_nnz(q) for q in range(n)], dtype=np.int64)
+    _, group = np.unique(np.packbits(w.trans >= 0, axis=1), axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    base_of: dict[int, int] = {}
+    for g in np.unique(group).tolist():
+        members = np.flatnonzero(group == g)
+        base_of[g] = int(members[np.argmax(nnz[members])])
+    dense: dict[int, np.ndarray] = {}  # base row -> (V,) node + 1
+
+    def dense_row(q: int) -> np.ndarray:
+        d = np.zeros(v, dtype=np.int32)
+        idx, node = w.row(q)
+        d[idx] = node + 1
+        return d
+
+    row_base = np.full(n, -1, dtype=np.int32)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    parts_i: list[np.ndarray] = []
+    parts_d: list[np.ndarray] = []
+    for q in range(n):
+        b = base_of[int(group[q])]
+        stored = False
+        if b != q and nnz[q] > 64:
+            if b not in dense:
+                dense[b] = dense_row(b)
+            dq = dense_row(q)
+            diff = np.flatnonzero(dq != dense[b])  # the node differs or one side lacks it
+            if len(diff) < nnz[q] // 2:
+                parts_i.append(diff.astype(np.int32))
+                parts_d.append(dq[diff])
+                row_base[q] = b
+                stored = True
+        if not stored:
+            idx, node = w.row(q)
+            parts_i.append(idx.astype(np.int32))
+            parts_d.append((node + 1).astype(np.int32))
+        indptr[q + 1] = indptr[q] + len(parts_i[-1])
+    head, tail, alt = w.interner.node_arrays()
+    return TokenTables(
+        rows_indptr=indptr,
+        rows_indices=np.concatenate(parts_i) if parts_i else np.zeros(0, np.int32),
+        rows_data=np.concatenate(parts_d) if parts_d else np.zeros(0, np.int32),
         vocab_size=v,
         row_base=row_base,
-        node_head=node_head,
-        node_tail=node_tail,
-        class_winnable=classes.astype(bool),
-        state_class=state_class,
-        first_byte=first_byte,
-        nl_terminal=nl_terminal,
-        node_alt=(
-            np.concatenate([np.full(n_classes, -1, dtype=np.int32),
-                            np.array(interner.alts, dtype=np.int32)])
-            if contextual else np.zeros(0, dtype=np.int32)
-        ),
-        lex_sets=(
-            np.array(lex_set_rows, dtype=bool).reshape(len(lex_set_rows), n_terms) if contextual
-            else np.zeros((0, n_terms), dtype=bool)
-        ),
+        node_head=head,
+        node_tail=tail,
+        class_winnable=w.classes.astype(bool),
+        state_class=w.state_class,
+        first_byte=w.first_byte,
+        nl_terminal=w.nl_terminal,
+        node_alt=alt if w.contextual else np.zeros(0, dtype=np.int32),
+        lex_sets=(w.interner.lex_sets() if w.contextual
+                  else np.zeros((0, w.n_terms), dtype=bool)),
     )
 
 
-_MATRICES: dict[int, tuple[list[bytes], bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+_MATRICES: dict[int, tuple[Sequence[bytes], bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
 
 
-def token_matrix(tokens: list[bytes], special: np.ndarray
+def token_matrix(tokens: Sequence[bytes], special: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lengths, zero-padded byte matrix, first bytes) of a vocabulary, special tokens empty.
 
@@ -461,9 +339,12 @@ def token_matrix(tokens: list[bytes], special: np.ndarray
     if hit is not None and hit[0] is tokens and hit[1] == special.tobytes():
         return hit[2]
     v = len(tokens)
-    lens = np.array([0 if special[i] else len(t) for i, t in enumerate(tokens)], dtype=np.int64)
+    special = np.asarray(special, dtype=bool)
+    whole = np.fromiter(map(len, tokens), dtype=np.int64, count=v)
+    lens = np.where(special, 0, whole) if v else whole
     lmax = max(1, int(lens.max()) if v else 1)
-    flat = np.frombuffer(b"".join(t for i, t in enumerate(tokens) if lens[i]), dtype=np.uint8)
+    flat = np.frombuffer(b"".join(tokens), dtype=np.uint8)[np.repeat(~special, whole)] if v \
+        else np.zeros(0, dtype=np.uint8)
     buf = np.zeros((v, lmax), dtype=np.uint8)
     rows = np.repeat(np.arange(v), lens)
     starts = np.cumsum(lens) - lens
@@ -533,104 +414,6 @@ def end_classes(dfa: LexerDFA) -> np.ndarray:
     out = rows_of_bits(eff, nt + 1)
     out[:, nt] = [bool(r) for r in reach]
     return out
-
-
-def _delta_encode(rows: sp.csr_array, trans: np.ndarray) -> tuple[sp.csr_array, np.ndarray]:
-    """Store a row as its differences from a similar row when that is much smaller.
-
-    States whose first byte continues the same byte set (keyword prefixes of NAME, the
-    bodies of string terminals) have rows that differ in few tokens. The largest row of each
-    such group is kept whole; the others keep (token, node + 1) where they differ, and
-    (token, 0) where the base has the token and they do not.
-    """
-    import scipy.sparse as sp
-
-    n = rows.shape[0]
-    nnz = np.diff(rows.indptr)
-    sig = np.packbits(trans >= 0, axis=1)
-    _, group = np.unique(sig, axis=0, return_inverse=True)
-    group = group.reshape(-1)
-    base = np.full(n, -1, dtype=np.int32)
-    out_rows: list[sp.csr_array] = []
-    for q in range(n):
-        members = np.flatnonzero(group == group[q])
-        b = int(members[np.argmax(nnz[members])])
-        if b != q and nnz[q] > 64:
-            rq, rb = rows[[q]], rows[[b]]
-            changed = (rq != rb).astype(np.int8)  # where the node differs or one side is missing
-            diff_idx = changed.indices
-            if len(diff_idx) < nnz[q] // 2:
-                vals = rq[[0]].toarray().reshape(-1)[diff_idx] if len(diff_idx) else diff_idx
-                out_rows.append(
-                    sp.csr_array(
-                        (vals.astype(np.int32), diff_idx.astype(np.int32), [0, len(diff_idx)]),
-                        shape=(1, rows.shape[1]),
-                    )
-                )
-                base[q] = b
-                continue
-        out_rows.append(rows[[q]])
-    stacked = sp.vstack(out_rows, format="csr")
-    return sp.csr_array(stacked), base
-
-
-def expand_row(
-    tables: TokenTables, q: int, bases: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Row ``q`` as (token ids ascending, node ids), base rows applied. ``bases``: a memo of
-    expanded base rows (a table has a handful of bases, shared by most rows), which the
-    runtime keeps so that a row costs its own entries, not a vocabulary-sized array."""
-    lo, hi = tables.rows_indptr[q], tables.rows_indptr[q + 1]
-    idx, dat = tables.rows_indices[lo:hi], tables.rows_data[lo:hi]
-    b = int(tables.row_base[q])
-    if b < 0:
-        return idx.astype(np.int64), dat.astype(np.int64) - 1
-    base = bases.get(b) if bases is not None else None
-    if base is None:
-        base = expand_row(tables, b, bases)
-        if bases is not None:
-            bases[b] = base
-    bidx, bnode = base
-    idx = idx.astype(np.int64)
-    # q's entries replace the base's at the same tokens (data 0: the token is not in row q)
-    pos = np.minimum(np.searchsorted(bidx, idx), max(len(bidx) - 1, 0))
-    kept = np.ones(len(bidx), dtype=bool)
-    if len(bidx):
-        kept[pos[bidx[pos] == idx]] = False
-    add = dat > 0
-    ids = np.concatenate([bidx[kept], idx[add]])
-    nodes = np.concatenate([bnode[kept], dat[add].astype(np.int64) - 1])
-    order = np.argsort(ids, kind="stable")  # two ascending runs: a linear merge
-    return ids[order], nodes[order]
-
-
-def group_row(idx: np.ndarray, node: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A row's tokens grouped by outcome node: (distinct nodes ascending, tokens per node,
-    tokens ordered by node then id)."""
-    order = np.argsort(node, kind="stable")
-    ns = node[order]
-    if not len(ns):
-        return ns, ns.copy(), idx[order]
-    start = np.flatnonzero(np.concatenate(([True], ns[1:] != ns[:-1])))  # sorted already
-    counts = np.diff(np.append(start, len(ns)))
-    return ns[start], counts, idx[order]
-
-
-def select_tokens(v: int, toks: np.ndarray, counts: np.ndarray, ok: np.ndarray,
-                  full: Callable[[], np.ndarray]) -> np.ndarray:
-    """A fresh (V,) bool vector of a grouped row's tokens (``group_row``) whose node is
-    ``ok``, written from the smaller side: the allowed tokens into zeros, or the refused ones
-    out of ``full()``, the row's whole token set (the caller's memo): scattering the indices
-    is what a large row costs."""
-    n_ok = int(counts[ok].sum())
-    if 2 * n_ok <= len(toks):
-        m = np.zeros(v, dtype=bool)
-        m[toks[np.repeat(ok, counts)]] = True
-        return m
-    m = full().copy()
-    if n_ok < len(toks):
-        m[toks[np.repeat(~ok, counts)]] = False
-    return m
 
 
 def walk_token(

@@ -71,12 +71,8 @@ class ContextualLexer(ContextualRule):
             memo_size(limits.mask_cache))
         self.tables = tables
         if tables is not None:
-            self.head = tables.node_head.astype(np.int64)
-            self.tail = tables.node_tail.astype(np.int64)
-            self.alt = tables.node_alt.astype(np.int64)
+            self._load_nodes(tables)
             self.class_has_ignored = tables.class_winnable[:, -1].copy()
-            self.acc_bits = [int_of_row(r) for r in tables.lex_sets]
-            self.acc_words = words_of_rows(tables.lex_sets)
             sig_rows = tables.class_winnable[:, :-1] & ~dfa.ignored[None, :]
             self.class_sig_words = words_of_rows(sig_rows)
             self.trans = dfa.trans
@@ -117,9 +113,14 @@ class ContextualLexer(ContextualRule):
             # (allowed set, follows) → class vectors (see ``_class_vectors``)
             self._vecs: BoundedMemo[tuple[int, bool], tuple[np.ndarray, np.ndarray,
                                                                np.ndarray]] = BoundedMemo(4096)
-            self.head_l = self.head.tolist()
-            self.tail_l = self.tail.tolist()
-            self.alt_l = self.alt.tolist()
+
+    def _load_nodes(self, tables: TokenTables) -> None:
+        """The node arrays (again when a lazily built table's rows have added nodes)."""
+        head, tail, alt, sets = tables.nodes()
+        self.head, self.tail, self.alt = (a.astype(np.int64) for a in (head, tail, alt))
+        self.acc_bits = [int_of_row(r) for r in sets]
+        self.acc_words = words_of_rows(sets)
+        self.head_l, self.tail_l, self.alt_l = (a.tolist() for a in (head, tail, alt))
 
     def for_context(self, ctx: ParserContext) -> ContextualLexer:
         """The same lexer over another parser (the quotient of fill-in-the-middle): the
@@ -168,12 +169,13 @@ class ContextualLexer(ContextualRule):
     # ------------------------------------------------------------------ tables
     def _row(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Row ``q``: (distinct nodes, their token counts, tokens sorted by node)."""
-        r = self._rows.get(q)
-        if r is not None:
-            return r
         assert self.tables is not None
-        r = group_row(*expand_row(self.tables, q, self._bases))
-        self._rows.put(q, r)
+        r = self._rows.get(q)
+        if r is None:
+            r = group_row(*expand_row(self.tables, q, self._bases))
+            self._rows.put(q, r)
+        if self.tables.num_nodes != len(self.head):  # a lazily built table grew
+            self._load_nodes(self.tables)
         return r
 
     def _class_vectors(self, a: int, fl: bool, extra: bytes | None = None
@@ -184,7 +186,7 @@ class ContextualLexer(ContextualRule):
         parser state: thousands of states share a few hundred allowed sets."""
         key = (a, fl)
         r = self._vecs.get(key)
-        if r is None:
+        if r is None or len(r[2]) != len(self.acc_bits):  # a lazy table's LEX sets grew
             aw = words_of_int(a, self.class_sig_words.shape[1])
             # a class's live terminals are its significant ones plus "some ignored one"
             sig = (self.class_sig_words & aw).any(axis=1)
@@ -345,6 +347,8 @@ class ContextualLexer(ContextualRule):
             add = dat > 0  # (token, node + 1) where q differs; (token, 0) where q lacks it
             r = (idx[~add], *group_row(idx[add], dat[add] - 1))
             self._diffs.put(q, r)
+            if tb.num_nodes != len(self.head):  # a lazy table built in full since
+                self._load_nodes(tb)
         return r
 
     def _row_tokens(self, p: PState, q: int) -> np.ndarray:

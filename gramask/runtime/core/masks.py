@@ -196,10 +196,20 @@ class MaskBuilder:
         r = self._rows.get(q)
         if r is not None:
             return r
-        r = _TrieRow(*group_row(*expand_row(self.tables, q, self._bases)), self.head_l,
-                     self.tail_l)
+        ids, nodes = expand_row(self.tables, q, self._bases)
+        self._sync_nodes()  # before the trie reads the nodes
+        r = _TrieRow(*group_row(ids, nodes), self.head_l, self.tail_l)
         self._rows.put(q, r)
         return r
+
+    def _sync_nodes(self) -> None:
+        """A lazily built table's nodes grow with its rows: extend the lists (in place:
+        copies of this builder share them)."""
+        n = self.tables.num_nodes
+        if n != len(self.head_l):
+            k = len(self.head_l)
+            self.head_l.extend(self.tables.node_head[k:].tolist())
+            self.tail_l.extend(self.tables.node_tail[k:].tolist())
 
     def _mask_row(self, q: int) -> _TrieRow | _DeltaRow:
         """Row ``q`` as masks use it: a diff against its base row when stored as one."""
@@ -211,6 +221,7 @@ class MaskBuilder:
         if b < 0:
             r = self.row(q)
         else:
+            self._sync_nodes()
             lo, hi = int(tb.rows_indptr[q]), int(tb.rows_indptr[q + 1])
             idx = tb.rows_indices[lo:hi].astype(np.int64)
             dat = tb.rows_data[lo:hi].astype(np.int64)

@@ -1,0 +1,79 @@
+"""Reading the token tables' rows, as the runtime does: a row expanded (its base row applied,
+or walked first in a lazily built table), grouped by outcome node, and turned into tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .tables import TokenTables
+
+__all__ = ["expand_row", "group_row", "select_tokens"]
+
+
+def expand_row(
+    tables: TokenTables, q: int, bases: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row ``q`` as (token ids ascending, node ids), base rows applied. ``bases``: a memo of
+    expanded base rows (a table has a handful of bases, shared by most rows), which the
+    runtime keeps so that a row costs its own entries, not a vocabulary-sized array. A
+    lazily built table walks the row on first use (the caller keeps it)."""
+    w = tables.walker
+    if w is not None:
+        idx, node = w.row(q)
+        return idx.astype(np.int64), node.astype(np.int64)
+    lo, hi = tables.rows_indptr[q], tables.rows_indptr[q + 1]
+    idx, dat = tables.rows_indices[lo:hi], tables.rows_data[lo:hi]
+    b = int(tables.row_base[q])
+    if b < 0:
+        return idx.astype(np.int64), dat.astype(np.int64) - 1
+    base = bases.get(b) if bases is not None else None
+    if base is None:
+        base = expand_row(tables, b, bases)
+        if bases is not None:
+            bases[b] = base
+    bidx, bnode = base
+    idx = idx.astype(np.int64)
+    # q's entries replace the base's at the same tokens (data 0: the token is not in row q)
+    pos = np.minimum(np.searchsorted(bidx, idx), max(len(bidx) - 1, 0))
+    kept = np.ones(len(bidx), dtype=bool)
+    if len(bidx):
+        kept[pos[bidx[pos] == idx]] = False
+    add = dat > 0
+    ids = np.concatenate([bidx[kept], idx[add]])
+    nodes = np.concatenate([bnode[kept], dat[add].astype(np.int64) - 1])
+    order = np.argsort(ids, kind="stable")  # two ascending runs: a linear merge
+    return ids[order], nodes[order]
+
+
+def group_row(idx: np.ndarray, node: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A row's tokens grouped by outcome node: (distinct nodes ascending, tokens per node,
+    tokens ordered by node then id)."""
+    order = np.argsort(node, kind="stable")
+    ns = node[order]
+    if not len(ns):
+        return ns, ns.copy(), idx[order]
+    start = np.flatnonzero(np.concatenate(([True], ns[1:] != ns[:-1])))  # sorted already
+    counts = np.diff(np.append(start, len(ns)))
+    return ns[start], counts, idx[order]
+
+
+def select_tokens(v: int, toks: np.ndarray, counts: np.ndarray, ok: np.ndarray,
+                  full: Callable[[], np.ndarray]) -> np.ndarray:
+    """A fresh (V,) bool vector of a grouped row's tokens (``group_row``) whose node is
+    ``ok``, written from the smaller side: the allowed tokens into zeros, or the refused ones
+    out of ``full()``, the row's whole token set (the caller's memo): scattering the indices
+    is what a large row costs."""
+    n_ok = int(counts[ok].sum())
+    if 2 * n_ok <= len(toks):
+        m = np.zeros(v, dtype=bool)
+        m[toks[np.repeat(ok, counts)]] = True
+        return m
+    m = full().copy()
+    if n_ok < len(toks):
+        m[toks[np.repeat(~ok, counts)]] = False
+    return m

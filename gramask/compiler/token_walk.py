@@ -1,0 +1,332 @@
+"""Walking the vocabulary's tokens through a lexer DFA, row by row, eagerly or on demand.
+
+The walks behind :mod:`gramask.compiler.tables` (see its docstring for what a row and a node
+are). A :class:`TokenWalker` owns one grammar's node table and the memos the walks share:
+
+* ``suffix``: the node of ``t[k:]`` walked from the start state, for any token ``t`` and
+  offset ``k`` — the tail of every lexeme a walk completes. Walked on first use (a table of
+  "not yet" entries, offsets major, so that the untouched offsets cost no memory) or, for a
+  full build, for every offset, longest first, so that each walk finds its tails ready;
+* ``shared``: the walk of the tokens with first byte ``b`` from the state ``b`` leads to,
+  which every state stepping to that state on ``b`` shares.
+
+A full build (:func:`gramask.compiler.tables.build_token_tables`) walks everything; a table
+built for one request (a JSON Schema, a regular expression) walks only the rows the runtime
+visits (:meth:`TokenWalker.row`), which is what makes a new grammar's first mask cheap.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..encoding import nl_code
+from .interner import Interner
+from .lexer import LexerDFA
+
+__all__ = ["TokenWalker"]
+
+
+class TokenWalker:
+    """Walks tokens from lexer states and interns the outcomes (see the module docstring).
+
+    Thread-safe: :meth:`row` holds a lock, so constraints on several threads may build rows
+    of one lazily built table."""
+
+    def __init__(
+        self, dfa: LexerDFA, tokens: Sequence[bytes], special: np.ndarray, *,
+        nl_terminal: int = -1, tab_len: int = 8, contextual: bool = False,
+    ) -> None:
+        from .tables import end_classes, token_matrix
+
+        self.dfa = dfa
+        self.n_states, n_terms = dfa.num_states, dfa.num_terminals
+        self.n_terms = n_terms
+        self.trans = dfa.trans
+        self.contextual = contextual
+        self.nl_terminal = nl_terminal
+        # end classes: what the lexeme a token stops inside can still lead to
+        if contextual:
+            if nl_terminal >= 0:
+                raise ValueError("contextual tables do not support the indentation newline")
+            # ignored terminals are always allowed, so which ones are live does not matter,
+            # only whether one is (comment bodies of every kind share a class)
+            ignored = dfa.ignored
+            live_plus = np.concatenate(
+                [dfa.live & ~ignored[None, :],
+                 (dfa.live & ignored[None, :]).any(axis=1, keepdims=True)], axis=1
+            )
+            classes, state_class = np.unique(live_plus, axis=0, return_inverse=True)
+        else:
+            classes, state_class = np.unique(end_classes(dfa), axis=0, return_inverse=True)
+        self.classes = classes
+        self.state_class = state_class.reshape(-1).astype(np.int32)
+        self.acc_any: np.ndarray = np.asarray(dfa.accepting.any(axis=1))
+        self.interner = Interner(classes.shape[0], n_terms)
+        self.acc_id = (self.interner.set_ids(dfa.accepting) if contextual
+                       else np.zeros(0, dtype=np.int64))
+        self.class_live = classes[:, :n_terms].astype(bool) if contextual else None
+
+        v = len(tokens)
+        self.v = v
+        self.lens, self.buf, self.first_byte = token_matrix(tokens, special)
+        lmax = self.buf.shape[1]
+        self.lmax = lmax
+        if nl_terminal >= 0:  # per-position indentation helpers (the newline terminal only)
+            is_nl = self.buf == 10
+            pos = np.arange(lmax, dtype=np.int32)[None, :]
+            # index of the last '\n' strictly before p (p = 0..lmax), -1 if none
+            self.last_nl = np.full((v, lmax + 1), -1, dtype=np.int32)
+            self.last_nl[:, 1:] = np.maximum.accumulate(np.where(is_nl, pos, -1), axis=1)
+            self.wsum = np.zeros((v, lmax + 1), dtype=np.int32)
+            self.wsum[:, 1:] = np.cumsum((self.buf == 32) + tab_len * (self.buf == 9), axis=1,
+                                         dtype=np.int32)
+        # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
+        # the system, so a lazily built table pays for the offsets it touches only
+        self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
+        self.valid, self.by_byte, self.byte_start = _byte_groups(self.lens, self.buf)
+        self._flat = self._suf.reshape(-1)
+        self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
+        self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
+        self._dense = np.full(v, -1, dtype=np.int64)
+        self.row0: tuple[np.ndarray, np.ndarray] | None = None
+        self.lock = threading.RLock()
+
+    # ------------------------------------------------------------------ memos
+    def suffix(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Nodes of ``t[k:]`` walked from the start state (-1 dead), walked on first use."""
+        flat = k * self.v + t
+        s = self._flat[flat]
+        miss = s == 0
+        if miss.any():
+            self._fill(t[miss], k[miss])
+            s = self._flat[flat]
+        out: np.ndarray = s.astype(np.int64) - 2
+        return out
+
+    def _fill(self, t: np.ndarray, k: np.ndarray) -> None:
+        # (a walk meets each of its tokens once: no pair twice, and a repeat would only be
+        # walked twice to the same node)
+        alive = self.trans[0][self.buf[t, k]] >= 0
+        flat = k * self.v + t
+        self._flat[flat[~alive]] = 1
+        t, k = t[alive], k[alive]
+        if t.size:
+            self._flat[flat[alive]] = self.walk(np.zeros(len(t), dtype=np.int64), t, k,
+                                                True) + 2
+
+    def all_suffixes(self) -> None:
+        """Every suffix, longest offsets first (each walk then finds its tails walked)."""
+        alive0 = self.trans[0]
+        for k in range(self.lmax - 1, -1, -1):
+            idx = np.flatnonzero(self.lens > k)
+            if not idx.size:
+                continue
+            ok = alive0[self.buf[idx, k]] >= 0
+            self._suf[k, idx[~ok]] = 1
+            idx = idx[ok]
+            nodes = self.walk(np.zeros(len(idx), dtype=np.int64), idx, k, True)
+            self._suf[k, idx] = nodes + 2
+            if k == 0:  # row 0 (idx ascending)
+                self.row0 = (idx[nodes >= 0], nodes[nodes >= 0])
+
+    def _tokens_of(self, bytes_in: list[int]) -> np.ndarray:
+        bb, bs = self.by_byte, self.byte_start
+        if not bytes_in:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([bb[bs[b]: bs[b + 1]] for b in bytes_in])
+
+    def _walk_shared(self, s_after: int, bytes_in: list[int]) -> None:
+        toks = self._tokens_of(bytes_in)
+        nodes = self.walk(None, toks, 0, False, first=np.full(len(toks), s_after))
+        off = 0
+        for b in bytes_in:
+            n = int(self.byte_start[b + 1] - self.byte_start[b])
+            self.shared[(s_after, b)] = nodes[off: off + n]
+            self._alive[(s_after, b)] = int(np.count_nonzero(nodes[off: off + n] >= 0))
+            off += n
+
+    def all_shared(self, progress: Callable[[int], None] | None = None) -> int:
+        """Every shared walk: once per state a byte leads to from a state other than the
+        start, over the tokens beginning with the bytes that lead there. Returns the number
+        of walks (a unit of the progress bar each)."""
+        inner = self.trans[1:] if self.n_states > 1 else np.zeros((0, 256), self.trans.dtype)
+        walked = 0
+        for s_after in np.unique(inner[inner >= 0]).tolist():
+            bytes_in = np.flatnonzero((inner == s_after).any(axis=0)).tolist()
+            if not self._tokens_of(bytes_in).size:
+                continue
+            self._walk_shared(s_after, bytes_in)
+            walked += 1
+            if progress is not None:
+                progress(1)
+        return walked
+
+    def row(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """Row ``q``: (token ids ascending, node ids), its walks done on first use."""
+        with self.lock:
+            dense, bb, bs = self._dense, self.by_byte, self.byte_start
+            if q == 0:  # the suffixes at offset 0 (only row 0 reads them)
+                if self.row0 is None:
+                    starts = np.flatnonzero(self.trans[0] >= 0).tolist()
+                    toks = self._tokens_of(starts)
+                    dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0, True)
+                    idx = np.flatnonzero(dense >= 0)
+                    self.row0 = (idx, dense[idx])
+                    dense[:] = -1
+                return self.row0
+            row, cont = self._ensure_shared(q)
+            for b in cont:
+                dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
+            idx = np.flatnonzero(dense >= 0)
+            node = dense[idx]
+            dense[:] = -1
+            return idx, node
+
+    def _ensure_shared(self, q: int) -> tuple[np.ndarray, list[int]]:
+        """(row ``q`` of the DFA, the bytes continuing it), their shared walks done."""
+        row = self.trans[q]
+        cont = np.flatnonzero(row >= 0).tolist()
+        missing: dict[int, list[int]] = {}
+        for b in cont:
+            if (int(row[b]), b) not in self.shared:
+                missing.setdefault(int(row[b]), []).append(b)
+        for s_after, bytes_in in missing.items():
+            self._walk_shared(s_after, bytes_in)
+        return row, cont
+
+    def row_nnz(self, q: int) -> int:
+        """Number of tokens in row ``q`` (its walks done, the row not assembled)."""
+        with self.lock:
+            if q == 0:
+                return len(self.row(0)[0])
+            row, cont = self._ensure_shared(q)
+            return sum(self._alive[(int(row[b]), b)] for b in cont)
+
+    # ------------------------------------------------------------------ the walk
+    def walk(
+        self, q_start: np.ndarray | None, idx: np.ndarray, k0: int | np.ndarray,
+        from_start: bool, first: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Walk tokens ``idx`` from states ``q_start`` beginning at offset ``k0``; the first
+        byte is assumed to continue the lexeme (``first``: the states after it, given
+        instead of ``q_start``). Returns node ids (-1 dead)."""
+        trans, buf, lens, state_class = self.trans, self.buf, self.lens, self.state_class
+        contextual, interner = self.contextual, self.interner
+        n_terms, nl_terminal = self.n_terms, self.nl_terminal
+        accept, ignored = self.dfa.accept, self.dfa.ignored
+        out = np.full(len(idx), -1, dtype=np.int64)
+        k = np.broadcast_to(np.asarray(k0, dtype=np.int64), idx.shape).copy()
+        lex_start = k.copy()
+        if first is None:
+            assert q_start is not None
+            cur = trans[q_start, buf[idx, k]].astype(np.int64)
+        else:
+            cur = first.astype(np.int64)
+        # contextual forks after the first byte (a fork at the first byte of a row's token is
+        # the runtime's: the lexeme at q ends there, like a kill byte, when the next state's
+        # live class meets nothing allowed)
+        recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        k += 1
+        act = np.arange(len(idx))
+        while act.size:
+            ti = idx[act]
+            done = k[act] >= lens[ti]
+            if done.any():
+                d = act[done]
+                out[d] = state_class[cur[d]]
+                act = act[~done]
+                ti = idx[act]
+            if not act.size:
+                break
+            nb = trans[cur[act], buf[ti, k[act]]]
+            cont = nb >= 0
+            if contextual:
+                ca, nbc = act[cont], nb[cont]
+                sh = state_class[nbc] != state_class[cur[ca]]
+                if sh.any():
+                    w = ca[sh]
+                    cw = state_class[nbc[sh]]
+                    recs.append((w, cw, self._lex_alt(cur[w], idx[w], k[w], cw)))
+            cur[act[cont]] = nb[cont]
+            k[act[cont]] += 1
+            stop = act[~cont]
+            if stop.size and contextual:
+                ends = stop[self.acc_any[cur[stop]]]
+                tail = self.suffix(idx[ends], k[ends])
+                good = tail >= 0
+                out[ends[good]] = interner.cons(self.acc_id[cur[ends[good]]], tail[good])
+            elif stop.size:
+                win = accept[cur[stop]]
+                ok = win >= 0
+                ends = stop[ok]
+                if ends.size:
+                    te = idx[ends]
+                    ke = k[ends]
+                    tail = self.suffix(te, ke)
+                    heads = win[ok].astype(np.int64)
+                    good = tail >= 0
+                    ends, te, ke, tail, heads = ends[good], te[good], ke[good], tail[good], heads[good]
+                    res = tail.copy()
+                    if nl_terminal >= 0:
+                        nl = heads == nl_terminal
+                        if nl.any():
+                            ln = self.last_nl[te[nl], ke[nl]].astype(np.int64)
+                            ls = lex_start[ends[nl]]
+                            seg = np.maximum(ln + 1, ls)
+                            width = (self.wsum[te[nl], ke[nl]].astype(np.int64)
+                                     - self.wsum[te[nl], seg])
+                            rel = (ln < ls) & (not from_start) & (ls == 0)
+                            heads[nl] = nl_code(n_terms, width, rel)
+                    keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
+                    if keep.any():
+                        res[keep] = interner.cons(heads[keep], tail[keep])
+                    out[ends] = res
+            act = act[cont]
+        for w, cls, alt in reversed(recs):  # fold the forks, last first
+            f = alt >= 0  # no live alternative: the continuation alone decides
+            if f.any():
+                wf = w[f]
+                out[wf] = interner.branch(cls[f], out[wf], alt[f])
+        return out
+
+    def _lex_alt(self, states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
+                 next_cls: np.ndarray) -> np.ndarray:
+        """LEX(accepting terminals the next state cannot continue, the rest of the token from
+        the start state), or -1 (dead)."""
+        assert self.class_live is not None
+        sets = self.dfa.accepting[states] & ~self.class_live[next_cls]
+        has = sets.any(axis=1)
+        res = np.full(len(states), -1, dtype=np.int64)
+        if not has.any():
+            return res
+        tail = np.full(len(states), -1, dtype=np.int64)
+        tail[has] = self.suffix(tidx[has], kpos[has])
+        ok = has & (tail >= 0)
+        if ok.any():
+            res[ok] = self.interner.cons(self.interner.set_ids(sets[ok]), tail[ok])
+        return res
+
+
+_GROUPS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(non-empty token ids, those ids grouped by first byte, each byte's group start): the
+    same for every grammar over one vocabulary (the token matrix is kept per vocabulary)."""
+    hit = _GROUPS.get(id(lens))
+    if hit is not None and hit[0] is lens:
+        return hit[1], hit[2], hit[3]
+    valid = np.flatnonzero(lens > 0)
+    fb = buf[valid, 0].astype(np.int64)
+    by_byte = valid[np.argsort(fb, kind="stable")]
+    byte_start = np.zeros(257, dtype=np.int64)
+    byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
+    for a in (valid, by_byte, byte_start):
+        a.flags.writeable = False
+    if len(_GROUPS) >= 4:
+        _GROUPS.pop(next(iter(_GROUPS)))
+    _GROUPS[id(lens)] = (lens, valid, by_byte, byte_start)
+    return valid, by_byte, byte_start

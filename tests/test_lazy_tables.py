@@ -1,0 +1,182 @@
+"""Lazily built token tables (rows walked when the runtime first reads them) against the full
+build: every mask along forced instances must be the same, and saving a lazy table writes
+the full one."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gramask
+from gramask import Grammar
+from gramask.compiler.pipeline import build
+from gramask.compiler.table_rows import expand_row
+from gramask.compiler.tables import walk_token
+
+
+@functools.cache
+def _vocab() -> gramask.Vocabulary:
+    """Every byte plus a sample of DeepSeek's multi-byte tokens (which cross lexemes: ``":"``,
+    ``"},{"``, ``" true"``), so that the rows hold real BRANCH and CONS chains."""
+    ds = gramask.Vocabulary.bundled("deepseek-v4")
+    rng = random.Random(7)
+    multi = [t for i, t in enumerate(ds.tokens) if len(t) > 1 and not ds.is_special(i)]
+    picked = sorted(set(rng.sample(multi, 6000)) | {t for t in multi if len(t) <= 3
+                                                    and any(c in t for c in b'{}[]:,"')})
+    toks = [bytes([b]) for b in range(256)] + picked + [b"</s>"]
+    return gramask.Vocabulary.from_tokens(toks, eos_token_id=len(toks) - 1, name="mixed")
+
+
+def _greedy(vocab: gramask.Vocabulary, data: bytes) -> list[int]:
+    """Longest-match tokenization (any tokenization is a valid forcing)."""
+    index = {t: i for i, t in enumerate(vocab.tokens) if i != vocab.eos_token_id}
+    ids, i = [], 0
+    while i < len(data):
+        for n in range(min(16, len(data) - i), 0, -1):
+            j = index.get(data[i: i + n])
+            if j is not None:
+                ids.append(j)
+                i += n
+                break
+    return ids
+
+
+def _same_masks(grammar: Grammar, texts: list[str]) -> None:
+    vocab = _vocab()
+    eager = build(grammar, vocab, progress=False)
+    lazy = build(grammar, vocab, progress=False, lazy=True)
+    assert lazy.tables.walker is not None and eager.tables.walker is None
+    for text in texts:
+        ca, cb = eager.constraint(), lazy.constraint()
+        for t in [*_greedy(vocab, text.encode()), None]:
+            ma, mb = ca.allowed(), cb.allowed()
+            assert np.array_equal(ma, mb), (text, t, np.flatnonzero(ma != mb)[:10])
+            if t is None:
+                assert ca.is_complete() and cb.is_complete()
+                break
+            assert ma[t]
+            ca.advance(t)
+            cb.advance(t)
+    assert lazy.tables.walker is not None  # forcing walked some rows, not all
+
+
+SCHEMAS = [
+    ({"type": "object", "properties": {
+        "city": {"type": "string", "minLength": 1},
+        "unit": {"enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14}},
+      "required": ["city"]},
+     [{"city": "Paris", "unit": "celsius", "days": 3}, {"city": "a \"quoted\" \\ name"}]),
+    ({"type": "object", "properties": {
+        "start": {"type": "string", "format": "date-time"},
+        "who": {"type": "array", "items": {"type": "string", "format": "email"}}},
+      "required": ["start"]},
+     [{"start": "2024-05-01T10:00:00Z", "who": ["a@b.org", "x.y@z.com"]}]),
+    ({"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "number"},
+        "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"]}},
+      "$ref": "#/$defs/node"},
+     [{"v": -1.5e3, "kids": [{"v": 2, "kids": []}, {"v": 0.25}]}]),
+    ({"anyOf": [{"type": "object", "properties": {"kind": {"const": "circle"},
+                                                  "r": {"type": "number"}}},
+                {"type": "array", "items": {"type": ["boolean", "null"]}, "maxItems": 3}]},
+     [{"kind": "circle", "r": 2}, [True, None, False]]),
+]
+
+
+@pytest.mark.parametrize("k", range(len(SCHEMAS)))
+def test_json_schema_masks_match_the_full_build(k: int) -> None:
+    schema, instances = SCHEMAS[k]
+    g = Grammar.from_json_schema(schema)
+    _same_masks(g, [json.dumps(i) for i in instances]
+                + [json.dumps(i, separators=(",", ":")) for i in instances])
+
+
+def test_regex_and_choices_masks_match_the_full_build() -> None:
+    _same_masks(Grammar.from_regex(r"[a-z]+(-[0-9]{2,4})?@(x|yy)\.com"),
+                ["abc-123@yy.com", "q@x.com"])
+    _same_masks(Grammar.from_choices(["yes", "no", "maybe not"]), ["maybe not", "no"])
+
+
+def test_indented_grammar_masks_match_the_full_build() -> None:
+    g = gramask.grammars.load("python")
+    _same_masks(g, ["def f(x):\n    if x:\n        return [x, 'a']  # c\n    return None\n"])
+
+
+def test_rows_match_the_reference_walk() -> None:
+    """Each lazily walked row holds exactly the tokens whose first byte continues the
+    lexeme and that survive the walk (``walk_token`` as the oracle)."""
+    g = Grammar.from_json_schema(SCHEMAS[1][0])
+    vocab = _vocab()
+    lazy = build(g, vocab, progress=False, lazy=True)
+    dfa, tb = lazy.dfa, lazy.tables
+    for q in random.Random(1).sample(range(1, dfa.num_states), min(25, dfa.num_states - 1)):
+        ids = set(expand_row(tb, q)[0].tolist())
+        want = {i for i, t in enumerate(vocab.tokens)
+                if t and i != vocab.eos_token_id and dfa.trans[q, t[0]] >= 0}
+        assert ids <= want
+        for i in want - ids:  # left out: the token dies from q
+            assert walk_token(dfa, q, vocab.tokens[i]) is None
+
+
+def test_saving_a_lazy_table_writes_the_full_one(tmp_path: Path) -> None:
+    g = Grammar.from_json_schema(SCHEMAS[0][0])
+    vocab = _vocab()
+    lazy = build(g, vocab, progress=False, lazy=True)
+    lazy.constraint().allowed()  # a few rows walked first
+    path = tmp_path / "s.gramask"
+    lazy.save(path)
+    assert lazy.tables.walker is None  # built in full by saving
+    eager = build(g, vocab, progress=False)
+    assert lazy.tables.nnz == eager.tables.nnz
+    loaded = gramask.CompiledGrammar.load(path)
+    text = json.dumps(SCHEMAS[0][1][0])
+    ca, cb = eager.constraint(), loaded.constraint()
+    for t in _greedy(vocab, text.encode()):
+        assert np.array_equal(ca.allowed(), cb.allowed())
+        ca.advance(t)
+        cb.advance(t)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (300, 257), (256, 3000)])
+def test_unique_rows_numbers_rows_as_numpy_does(shape: tuple[int, int]) -> None:
+    """The hashed row grouping behind DFA minimisation and the lexer's byte classes."""
+    from gramask.compiler.regex_bytes import unique_rows
+
+    a = np.random.default_rng(shape[0]).integers(-1, 3, size=shape).astype(np.int32)
+    a = np.concatenate([a, a[::2]])
+    first, inv = unique_rows(a)
+    _, want_first, want_inv = np.unique(a, axis=0, return_index=True, return_inverse=True)
+    assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv.reshape(-1))
+
+
+def test_contextual_lark_grammars_match_the_full_build() -> None:
+    """Keyword-as-name forks (LEX sets the runtime learns as rows are walked), with and
+    without a token budget."""
+    from .test_contextual import CASES
+
+    texts: dict[str, list[str]] = {}
+    for grammar, text, ok, _ in CASES:
+        if ok:
+            texts.setdefault(grammar, []).append(text)
+    vocab = _vocab()
+    for grammar, ts in texts.items():
+        g = Grammar.from_lark(grammar, lexer="contextual")
+        _same_masks(g, ts)
+        eager = build(g, vocab, progress=False)
+        lazy = build(g, vocab, progress=False, lazy=True)
+        for text in ts:
+            for n in (1, 2, 4):
+                cut = text[: len(text) // 2]
+                try:
+                    want = eager.constraint(cut, max_tokens=n).allowed()
+                except gramask.BudgetError:
+                    with pytest.raises(gramask.BudgetError):
+                        lazy.constraint(cut, max_tokens=n)
+                    continue
+                assert np.array_equal(want, lazy.constraint(cut, max_tokens=n).allowed())
