@@ -101,10 +101,9 @@ class CompiledGrammar:
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
             if self.grammar.lexer == "contextual":
-                from .compiler.pipeline import vocab_arrays
                 from .runtime.core.contextual_lexer import ContextualLexer
 
-                tokens, special = vocab_arrays(self.vocab)  # shared by every grammar
+                tokens, special = self.vocab.token_tuple, self.vocab.special_mask  # shared
                 builder.contextual = ContextualLexer(
                     self.dfa, ctx, [t.priority for t in self.grammar.terminals],
                     tokens, special,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .compiled import CompiledGrammar
-from .compiler.tables import expand_row
+from .compiler.table_rows import expand_row
 
 __all__ = ["import_pyplot", "plot_tables", "random_walk_sizes"]
 

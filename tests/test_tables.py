@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import gramask
 from gramask.compiler.lexer import build_lexer_dfa
 from gramask.compiler.regex_bytes import regex_to_byte_dfa, utf8_sequences
-from gramask.compiler.tables import build_token_tables, expand_row, walk_token
+from gramask.compiler.table_rows import expand_row
+from gramask.compiler.tables import build_token_tables, walk_token
 from gramask.encoding import decode_nl
 from gramask.errors import InvalidRegexError, UnsupportedRegexError
 from gramask.grammar import TerminalSpec

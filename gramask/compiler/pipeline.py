@@ -75,24 +75,11 @@ def _info(t0: float, diagnostics: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-_VOCAB_ARRAYS: dict[int, tuple[Vocabulary, tuple[bytes, ...], np.ndarray]] = {}
-
-
 def vocab_arrays(vocab: Vocabulary) -> tuple[tuple[bytes, ...], np.ndarray]:
-    """The token tuple and special-token mask; kept (one object each) for the last few
-    vocabularies, so that every grammar compiled against one vocabulary — a new JSON Schema
-    per request — reuses them and the token byte matrix built from them."""
-    hit = _VOCAB_ARRAYS.get(id(vocab))
-    if hit is not None and hit[0] is vocab:
-        return hit[1], hit[2]
-    mask = np.zeros(len(vocab), dtype=bool)
-    mask[[i for i in vocab.special_ids if 0 <= i < len(vocab)]] = True
-    mask.flags.writeable = False
-    if len(_VOCAB_ARRAYS) >= 4:
-        _VOCAB_ARRAYS.pop(next(iter(_VOCAB_ARRAYS)))
-    tokens = vocab.token_tuple
-    _VOCAB_ARRAYS[id(vocab)] = (vocab, tokens, mask)
-    return tokens, mask
+    """The token tuple and special-token mask, both held by the vocabulary (one object
+    each), so that every grammar compiled against it — a new JSON Schema per request — reuses
+    them and the token byte matrix built from them."""
+    return vocab.token_tuple, vocab.special_mask
 
 
 class Compiler:

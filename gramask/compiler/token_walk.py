@@ -25,6 +25,7 @@ import numpy as np
 from ..encoding import nl_code
 from .interner import Interner
 from .lexer import LexerDFA
+from .walk_inputs import end_classes, token_matrix
 
 __all__ = ["TokenWalker"]
 
@@ -39,7 +40,6 @@ class TokenWalker:
         self, dfa: LexerDFA, tokens: Sequence[bytes], special: np.ndarray, *,
         nl_terminal: int = -1, tab_len: int = 8, contextual: bool = False,
     ) -> None:
-        from .tables import end_classes, token_matrix
 
         self.dfa = dfa
         self.n_states, n_terms = dfa.num_states, dfa.num_terminals

@@ -77,6 +77,7 @@ class Vocabulary:
         self._arrays: dict[str, np.ndarray] | None = None
         self._fingerprint: str | None = None
         self._index: dict[bytes, int] | None = None
+        self._special_mask: np.ndarray | None = None
 
     # -- basic access ---------------------------------------------------------------------
 
@@ -102,6 +103,17 @@ class Vocabulary:
     def tokens(self) -> list[bytes]:
         """Every token's bytes; index = id (a fresh list)."""
         return list(self._tokens)
+
+    @property
+    def special_mask(self) -> np.ndarray:
+        """(V,) bool, read-only, built once: which ids are special (never grammar text)."""
+        m = self._special_mask
+        if m is None:
+            m = np.zeros(len(self._tokens), dtype=bool)
+            m[[i for i in self.special_ids if 0 <= i < len(self._tokens)]] = True
+            m.flags.writeable = False
+            self._special_mask = m
+        return m
 
     @property
     def token_tuple(self) -> tuple[bytes, ...]:
@@ -254,6 +266,7 @@ class Vocabulary:
         obj._arrays = None
         obj._fingerprint = None
         obj._index = None
+        obj._special_mask = None
         return obj
 
     # -- constructors ---------------------------------------------------------------------

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...compiler.tables import TokenTables, expand_row, group_row, select_tokens
+from ...compiler.table_rows import expand_row, group_row, select_tokens
+from ...compiler.tables import TokenTables
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_rule import ContextualRule

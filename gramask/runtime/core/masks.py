@@ -20,7 +20,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ...compiler.lexer import LexerDFA
-from ...compiler.tables import TokenTables, expand_row, group_row, select_tokens
+from ...compiler.table_rows import expand_row, group_row, select_tokens
+from ...compiler.tables import TokenTables
 from ...encoding import bits_of_rows, decode_nl, words_of_bits
 from ..limits import memo_size
 from ..memo import BoundedMemo

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...compiler.tables import select_tokens
+from ...compiler.table_rows import select_tokens
 from ...encoding import words_of_bits
 from ..core.contextual_lexer import ContextualLexer
 from ..core.masks import MaskBuilder, walk_row_trie
