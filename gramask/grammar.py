@@ -237,10 +237,12 @@ class Grammar:
         )
 
     @classmethod
-    def from_gbnf(cls, text: str, *, start: str = "root", source: str = "<gbnf>") -> Grammar:
+    def from_gbnf(cls, text: str, *, start: str = "root", source: str = "<gbnf>",
+                  progress: bool | None = None) -> Grammar:
         """Load llama.cpp GBNF / XGrammar EBNF text: the same character-level language,
         with lexer terminals chosen so that the contextual lexer is exact
-        (:mod:`gramask.frontends.gbnf`; docs/dialects.md).
+        (:mod:`gramask.frontends.gbnf`; docs/dialects.md). ``progress``: a bar while the
+        terminals are checked, when that takes more than a second (None: on a terminal only).
 
         Raises
         ------
@@ -250,14 +252,7 @@ class Grammar:
         """
         from .frontends.gbnf import from_gbnf
 
-        g = from_gbnf(text, start=start, source=source)
-        return cls(
-            terminals=tuple(TerminalSpec(name=t.name, pattern=t.pattern) for t in g.terminals),
-            rules=tuple(RuleSpec(lhs=r.lhs, rhs=r.rhs) for r in g.rules),
-            start=g.start,
-            source=source,
-            lexer="contextual",
-        )
+        return cls._from_parts(from_gbnf(text, start=start, source=source, progress=progress))
 
     @classmethod
     def from_json_schema(
