@@ -27,21 +27,29 @@ emits rules and terminals for one choice of split terminals; this module makes t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from ..errors import GrammarError
 from .bnf import GrammarParts, Rule
 from .gbnf_syntax import Node, Ref, parse_gbnf, ref_nodes, refs
 from .gbnf_terminals import Emitter, Lexical, splittable
 
-if TYPE_CHECKING:
-    from ..grammar import TerminalSpec
-
 __all__ = ["from_gbnf", "parse_gbnf"]
 
 # rounds of "split the terminals whose lexeme boundary is ambiguous"; each round splits at
 # least one terminal, and terminals nest no deeper than the grammar does
 MAX_SPLIT_ROUNDS = 64
+
+
+class _Lexeme(NamedTuple):
+    """A candidate terminal, in the shape the lexer construction reads
+    (:class:`gramask.compiler.lexer.Terminal`); the result carries them as plain dicts."""
+
+    name: str
+    pattern: str
+    is_string: bool = False
+    priority: int = 0
+    ignored: bool = False
 
 
 def from_gbnf(text: str, *, start: str = "root", source: str = "<gbnf>",
@@ -56,8 +64,6 @@ def from_gbnf(text: str, *, start: str = "root", source: str = "<gbnf>",
         Syntax errors, token syntax, undefined or duplicate rules, a missing ``start`` rule,
         an empty language; the message names the rule and the line.
     """
-    from ..grammar import TerminalSpec  # the spec compile builds its lexer from
-
     rules, lines = parse_gbnf(text, source)
     if start not in rules:
         raise GrammarError(f"{source}: the grammar has no {start!r} rule (the start rule)",
@@ -83,7 +89,7 @@ def from_gbnf(text: str, *, start: str = "root", source: str = "<gbnf>",
         else:
             em.run(start)
         patterns = list(em.terms)
-        terminals = [TerminalSpec(name=em.terms[p], pattern=p) for p in patterns]
+        terminals = [_Lexeme(name=em.terms[p], pattern=p) for p in patterns]
         nodes = [em.term_nodes[p] for p in patterns]
         if not terminals:
             raise GrammarError(f"{source}: the language of {start!r} is only the empty "
@@ -117,7 +123,7 @@ def from_gbnf(text: str, *, start: str = "root", source: str = "<gbnf>",
 
 
 def _ambiguous_terminals(
-    terminals: list[TerminalSpec], rules: list[Rule], nodes: list[Node], start: str,
+    terminals: list[_Lexeme], rules: list[Rule], nodes: list[Node], start: str,
     *, desc: str, disable: bool | None,
 ) -> set[int]:
     """Indices of terminals to split: those whose lexeme can end where a byte that may follow
