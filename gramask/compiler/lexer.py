@@ -251,15 +251,34 @@ def _too_many_lexer_states(
 def _byte_classes(dfas: Sequence[ByteDFA]) -> np.ndarray:
     """Per byte, its class: bytes every terminal's automaton treats alike share one. Classes
     are numbered in the lexicographic order of their columns in all the tables stacked (what
-    ``np.unique`` of the stacked tables gives), refined one table at a time instead of
-    stacking them (5,000 terminals: no 5,000-table copy)."""
+    ``np.unique(stacked.T, axis=0)`` gives), refined by blocks of rows with ``lexsort``:
+    neither a stacked copy of every table (2,000 terminals of ~1,000 states: 2 GB) nor
+    ``unique`` over columns as records of thousands of fields (seconds)."""
     key = np.zeros(256, dtype=np.int64)
-    for d in dfas:
-        _, label = np.unique(d.trans.T, axis=0, return_inverse=True)
-        label = label.reshape(-1).astype(np.int64)
-        _, key = np.unique(key * (int(label.max()) + 1) + label, return_inverse=True)
-        key = key.reshape(-1).astype(np.int64)
+    pending: list[np.ndarray] = []
+    rows = 0
+
+    def refine(key: np.ndarray, block: np.ndarray) -> np.ndarray:
+        m = np.vstack([key[None, :], block.astype(np.int64)])
+        order = np.lexsort(m[::-1])  # the key first, then the rows in order
+        srt = m[:, order]
+        ranks = np.concatenate([[0], np.cumsum(np.any(srt[:, 1:] != srt[:, :-1], axis=0))])
+        out = np.empty(256, dtype=np.int64)
+        out[order] = ranks
+        return out
+
+    for i, d in enumerate(dfas):
+        pending.append(d.trans)
+        rows += d.num_states
+        if rows >= _CLASS_BLOCK_ROWS or i == len(dfas) - 1:
+            table = np.concatenate(pending) if len(pending) > 1 else pending[0]
+            for lo in range(0, table.shape[0], _CLASS_BLOCK_ROWS):
+                key = refine(key, table[lo:lo + _CLASS_BLOCK_ROWS])
+            pending, rows = [], 0
     return key
+
+
+_CLASS_BLOCK_ROWS = 512
 
 
 def _nonempty(d: ByteDFA) -> bool:
