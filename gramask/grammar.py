@@ -127,8 +127,10 @@ class Grammar:
         except ImportError as e:  # pragma: no cover - lark is a core dependency
             raise ImportError("gramask needs lark to load grammars: pip install lark") from e
         from .frontends.lark_dialect import rewrite_dialect
+        from .frontends.lark_literals import refuse_long_literals
 
         lark_text = rewrite_dialect(text)
+        refuse_long_literals(lark_text, start, list(import_paths), source, _load_lark)
         try:
             lark_terminals, lark_rules, ignore_tokens = _load_lark(
                 lark_text, start, list(import_paths)
@@ -237,10 +239,12 @@ class Grammar:
         )
 
     @classmethod
-    def from_gbnf(cls, text: str, *, start: str = "root", source: str = "<gbnf>") -> Grammar:
+    def from_gbnf(cls, text: str, *, start: str = "root", source: str = "<gbnf>",
+                  progress: bool | None = None) -> Grammar:
         """Load llama.cpp GBNF / XGrammar EBNF text: the same character-level language,
         with lexer terminals chosen so that the contextual lexer is exact
-        (:mod:`gramask.frontends.gbnf`; docs/dialects.md).
+        (:mod:`gramask.frontends.gbnf`; docs/dialects.md). ``progress``: a bar while the
+        terminals are checked, when that takes more than a second (None: on a terminal only).
 
         Raises
         ------
@@ -250,14 +254,7 @@ class Grammar:
         """
         from .frontends.gbnf import from_gbnf
 
-        g = from_gbnf(text, start=start, source=source)
-        return cls(
-            terminals=tuple(TerminalSpec(name=t.name, pattern=t.pattern) for t in g.terminals),
-            rules=tuple(RuleSpec(lhs=r.lhs, rhs=r.rhs) for r in g.rules),
-            start=g.start,
-            source=source,
-            lexer="contextual",
-        )
+        return cls._from_parts(from_gbnf(text, start=start, source=source, progress=progress))
 
     @classmethod
     def from_json_schema(
@@ -371,10 +368,19 @@ def _load_lark(text: str, start: str, import_paths: list[str]) -> tuple[Any, Any
     parser: constructing lark's Earley parser costs time quadratic-ish in the grammar's size
     (94% of loading a 2,000-rule chain) and gramask builds its own. What ``lark.Lark`` does
     up to its parser, with the same options (keep_all_tokens, no unused terminals)."""
+    from lark import lexer as lark_lexer
+    from lark import load_grammar as lark_load
     from lark.exceptions import LexError
-    from lark.load_grammar import load_grammar
 
-    grammar, _ = load_grammar(text, "<string>", import_paths, True)  # type: ignore[no-untyped-call]
+    if not hasattr(lark_load._get_parser, "cache"):
+        # lark's parser of grammar text, built once per process, first checks its own fixed
+        # terminals for collisions with interegular: 0.2 s of every first load, for nothing
+        checks, lark_lexer.has_interegular = lark_lexer.has_interegular, False
+        try:
+            lark_load._get_parser()  # type: ignore[no-untyped-call]
+        finally:
+            lark_lexer.has_interegular = checks
+    grammar, _ = lark_load.load_grammar(text, "<string>", import_paths, True)  # type: ignore[no-untyped-call]
     terminals, rules, ignore = grammar.compile([start], set())
     # the checks lark's BasicLexer makes, less its terminal-collision search (interegular lists
     # every character of a class: minutes for a Unicode identifier class)

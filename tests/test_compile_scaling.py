@@ -47,12 +47,12 @@ def test_width_bound_is_a_lower_bound(pattern: str) -> None:
 @pytest.mark.parametrize(
     ("text", "name", "states"),
     [
-        ('start: L\nL: "' + "q" * 100_000 + '"\n', "L", "100,001"),
+        ('start: L\nL: "' + "q" * 5_000 + '"\n', "L", "5,001"),
         ("start: R\nR: /x{2,50000}/\n", "R", "50,001"),
         ("start: R\nR: /" + "ab" * 25_000 + "/\n", "R", "50,001"),
         ('start: r\nr: "[" R "]"\nR: /[a-z]{5000}/\n', "R", "5,001"),
     ],
-    ids=["literal-100KB", "x{2,50000}", "regex-50000-chars", "class{5000}"],
+    ids=["literal-5000", "x{2,50000}", "regex-50000-chars", "class{5000}"],
 )
 def test_over_limit_terminals_are_refused_before_any_automaton(
     text: str, name: str, states: str
@@ -73,3 +73,29 @@ def test_many_literals_compile_to_the_same_lexer() -> None:
                          progress=False)
     prefixes = {w[:k] for w in words for k in range(1, len(w) + 1)}
     assert cg.dfa.num_states == 1 + len(prefixes)  # the trie of the words
+
+
+def test_over_limit_literals_are_refused_before_lark_loads_them() -> None:
+    long = "q" * 50_000
+    with pytest.raises(gramask.GrammarError) as e:
+        gramask.Grammar.from_lark(f'start: L | "x"\nL: "{long}"\n')
+    assert e.value.name == "L" and e.value.line == 2 and "50,000 characters" in str(e.value)
+    with pytest.raises(gramask.GrammarError) as e:  # an anonymous one: by its line
+        gramask.Grammar.from_lark(f'start: "x"\n  | "{long}"i\n')
+    assert e.value.line == 2 and "the literal on line 2" in str(e.value)
+    # unused, or part of a larger terminal: loaded, and left to the automaton construction
+    g = gramask.Grammar.from_lark(f'start: "x"\nunused: "{long}"\n')
+    assert [t.name for t in g.terminals] == ["X"]
+    g = gramask.Grammar.from_lark(f'start: A\nA: /[a-z]+/ | "{long}"\n')
+    assert [t.name for t in g.terminals] == ["A"]
+
+
+def test_parse_automaton_of_a_rule_chain_is_linear() -> None:
+    # only kernel states predict: a chain once built n shrinking copies of its prediction
+    n = 300
+    text = "start: r0\n" + "".join(f'r{i}: r{i + 1} "a" | "b"\n' for i in range(n)) + (
+        f'r{n}: "c"\n')
+    pt = gramask.compile(gramask.Grammar.from_lark(text), VOCAB, cache=False,
+                         progress=False).parse_tables
+    assert pt.items is not None
+    assert sum(len(s) for s in pt.items[0]) < 10 * n

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import gramask
 from gramask.errors import GrammarError, InvalidPrefixError
-from gramask.frontends.gbnf import ANY, Alt, Cls, Lit, Node, Ref, Seq, parse_gbnf
+from gramask.frontends.gbnf_syntax import ANY, Alt, Cls, Lit, Node, Ref, Seq, parse_gbnf
 
 DATA = pathlib.Path(__file__).parent / "data" / "gbnf"
 

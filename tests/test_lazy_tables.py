@@ -143,18 +143,6 @@ def test_saving_a_lazy_table_writes_the_full_one(tmp_path: Path) -> None:
         cb.advance(t)
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (300, 257), (256, 3000)])
-def test_unique_rows_numbers_rows_as_numpy_does(shape: tuple[int, int]) -> None:
-    """The hashed row grouping behind DFA minimisation and the lexer's byte classes."""
-    from gramask.compiler.regex_bytes import unique_rows
-
-    a = np.random.default_rng(shape[0]).integers(-1, 3, size=shape).astype(np.int32)
-    a = np.concatenate([a, a[::2]])
-    first, inv = unique_rows(a)
-    _, want_first, want_inv = np.unique(a, axis=0, return_index=True, return_inverse=True)
-    assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv.reshape(-1))
-
-
 def test_contextual_lark_grammars_match_the_full_build() -> None:
     """Keyword-as-name forks (LEX sets the runtime learns as rows are walked), with and
     without a token budget."""

@@ -59,3 +59,28 @@ def test_not_regular_is_refused(pattern: str) -> None:
 
     with pytest.raises(UnsupportedRegexError):
         regex_to_byte_dfa("T", pattern)
+
+
+def _moore_classes(trans: list[list[int]], finals: list[bool]) -> int:
+    """How many states of a complete-or-partial DFA are distinguishable (reference Moore)."""
+    cls = [int(f) for f in finals]
+    while True:
+        sig = [(cls[q], *[cls[t] if t >= 0 else -1 for t in trans[q]]) for q in range(len(cls))]
+        ids = {s: i for i, s in enumerate(dict.fromkeys(sig))}
+        new = [ids[s] for s in sig]
+        if len(ids) == len(set(cls)):
+            return len(ids)
+        cls = new
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "[ab]", "(a|bc)", "c*", "(ab)?", "[^a]", "é",
+                                 "x+", "(a|b)*", "a{2,4}", "(ab|b){3}"]),
+                min_size=1, max_size=6),
+       st.lists(st.text(alphabet="abcxé", max_size=8), max_size=20))
+def test_automaton_is_minimal_and_exact(atoms: list[str], texts: list[str]) -> None:
+    pattern = "".join(atoms)
+    dfa = regex_to_byte_dfa("T", pattern)
+    assert _moore_classes(dfa.trans.tolist(), dfa.finals.tolist()) == dfa.num_states
+    for text in texts:
+        assert dfa.matches(text.encode()) == (re.fullmatch(pattern, text) is not None)

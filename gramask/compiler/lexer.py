@@ -14,14 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
 
 from ..encoding import rows_of_bits
 from ..errors import GrammarError
-from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa, unique_rows
+from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa
 
 __all__ = ["MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa", "terminal_dfa"]
 
@@ -120,15 +119,18 @@ def terminal_dfa(t: Terminal) -> ByteDFA:
             finals = np.zeros(n + 1, dtype=bool)
             finals[n] = True
             return ByteDFA(trans, finals)
-    try:
-        return _regex_dfa(t.pattern)
-    except GrammarError:  # again, for a message naming this terminal
-        return regex_to_byte_dfa(t.name, t.pattern)
+    got = _REGEX_DFAS.get(t.pattern)
+    if got is None:  # an error names this terminal; a refused regex is not retried
+        got = regex_to_byte_dfa(t.name, t.pattern)
+        if len(_REGEX_DFAS) >= _REGEX_DFAS_KEPT:
+            _REGEX_DFAS.pop(next(iter(_REGEX_DFAS)), None)
+        _REGEX_DFAS[t.pattern] = got
+    return got
 
 
-@lru_cache(maxsize=1024)
-def _regex_dfa(pattern: str) -> ByteDFA:
-    return regex_to_byte_dfa("terminal", pattern)
+# compiled regex terminals by pattern, oldest first out (ByteDFAs are never modified)
+_REGEX_DFAS: dict[str, ByteDFA] = {}
+_REGEX_DFAS_KEPT = 1024
 
 
 def _winner_order(terminals: Sequence[Terminal]) -> list[int]:
@@ -166,47 +168,57 @@ def build_lexer_dfa(
                   leave=False, delay=1.0) as bar:
             dfas = [terminal_dfa(t) for t in bar]
     n_terms = len(terminals)
-    rank = {t: r for r, t in enumerate(_winner_order(terminals))}
+    order_by_rank = np.array(_winner_order(terminals), dtype=np.int64)
+    rank = np.empty(n_terms, dtype=np.int64)
+    rank[order_by_rank] = np.arange(n_terms)
 
     # bytes that no terminal distinguishes share a class
-    stacked = np.concatenate([d.trans for d in dfas], axis=0) if dfas else np.zeros((1, 256))
-    first, byte_class = unique_rows(stacked.T)
-    reps = [int(np.flatnonzero(byte_class == c)[0]) for c in range(len(first))]
+    byte_class = _byte_classes(dfas)
+    n_cls = int(byte_class.max()) + 1
+    reps = [int(np.flatnonzero(byte_class == c)[0]) for c in range(n_cls)]
 
-    tables = [d.trans[:, reps] for d in dfas]  # per terminal: (state, byte class)
+    # A product state is the set of live (terminal, state) pairs, kept as the sorted tuple of
+    # their global numbers (terminal offset + state: terminal order, as the pairs were); one
+    # row of ``table`` per byte class, one column per global state.
+    sizes = np.array([d.num_states for d in dfas], dtype=np.int64)
+    offset = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
+    owner = np.repeat(np.arange(n_terms, dtype=np.int64), sizes)
+    final = np.concatenate([d.finals for d in dfas]) if dfas else np.zeros(0, dtype=bool)
+    table = np.concatenate(
+        [np.where(d.trans[:, reps] >= 0, d.trans[:, reps] + offset[i], -1)
+         for i, d in enumerate(dfas)]) if dfas else np.zeros((0, n_cls), dtype=np.int64)
+    by_state = table.tolist()  # per global state, its successor per class
+    table = np.ascontiguousarray(table.T, dtype=np.int64)
 
-    def successors(st: tuple[tuple[int, int], ...]) -> list[tuple[tuple[int, int], ...] | None]:
-        if not st:
-            return [None] * len(reps)
-        terms = [term for term, _ in st]
-        cols = np.stack([tables[term][s] for term, s in st]).T.tolist()
-        out: list[tuple[tuple[int, int], ...] | None] = []
-        for col in cols:
-            nxt = tuple((term, t) for term, t in zip(terms, col, strict=True) if t >= 0)
-            out.append(nxt or None)
-        return out
+    def successors(key: tuple[int, ...]) -> list[tuple[int, ...] | None]:
+        if len(key) > 48:  # thousands of live terminals at a lexeme's start: vectorised
+            return [tuple(row[row >= 0].tolist()) or None for row in table[:, list(key)]]
+        if not key:
+            return [None] * n_cls
+        return [tuple(x for x in col if x >= 0) or None
+                for col in zip(*(by_state[g] for g in key), strict=True)]
 
-    start = tuple((i, 0) for i in range(n_terms) if dfas[i].num_states and _nonempty(dfas[i]))
-    order, rows = explore(
-        start, successors, MAX_LEXER_STATES, lambda order: _too_many_lexer_states(terminals, order)
-    )
-    cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), len(reps))
+    def too_many(order: list[tuple[int, ...]]) -> None:
+        _too_many_lexer_states(terminals, [
+            tuple((int(owner[g]), g - int(offset[owner[g]])) for g in key) for key in order])
+
+    start = tuple(int(offset[i]) for i in range(n_terms) if _nonempty(dfas[i]))
+    order, rows = explore(start, successors, MAX_LEXER_STATES, too_many)
+    cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), n_cls)
     trans = np.ascontiguousarray(cls_trans[:, byte_class])
 
     n = len(order)
+    q_of = np.repeat(np.arange(n), [len(key) for key in order])
+    all_ids = np.fromiter((g for key in order for g in key), dtype=np.int64, count=len(q_of))
     live = np.zeros((n, n_terms), dtype=bool)
-    accept = np.full(n, -1, dtype=np.int32)
+    live[q_of, owner[all_ids]] = True
+    fin = final[all_ids] & (q_of != 0)  # empty lexemes never count
     accepting = np.zeros((n, n_terms), dtype=bool)
-    for q, st in enumerate(order):
-        best = None
-        for term, s in st:
-            live[q, term] = True
-            if dfas[term].finals[s] and q != 0:
-                accepting[q, term] = True
-            if dfas[term].finals[s] and (best is None or rank[term] < rank[best]):
-                best = term
-        if best is not None and q != 0:  # empty lexemes never count
-            accept[q] = best
+    accepting[q_of[fin], owner[all_ids[fin]]] = True
+    best = np.full(n, n_terms, dtype=np.int64)
+    np.minimum.at(best, q_of[fin], rank[owner[all_ids[fin]]])
+    accept = np.where(best < n_terms, order_by_rank[np.minimum(best, n_terms - 1)],
+                      -1).astype(np.int32) if n_terms else np.full(n, -1, dtype=np.int32)
 
     winnable = _winnable(cls_trans, accept, n_terms)
     ignored = np.array([t.ignored for t in terminals], dtype=bool)
@@ -236,6 +248,39 @@ def _too_many_lexer_states(
         f"lexing); the terminals taking part most: {names}. Simplify or merge them",
         name=terminals[worst[0]].name if worst else None,
     )
+
+
+def _byte_classes(dfas: Sequence[ByteDFA]) -> np.ndarray:
+    """Per byte, its class: bytes every terminal's automaton treats alike share one. Classes
+    are numbered in the lexicographic order of their columns in all the tables stacked (what
+    ``np.unique(stacked.T, axis=0)`` gives), refined by blocks of rows with ``lexsort``:
+    neither a stacked copy of every table (2,000 terminals of ~1,000 states: 2 GB) nor
+    ``unique`` over columns as records of thousands of fields (seconds)."""
+    key = np.zeros(256, dtype=np.int64)
+    pending: list[np.ndarray] = []
+    rows = 0
+
+    def refine(key: np.ndarray, block: np.ndarray) -> np.ndarray:
+        m = np.vstack([key[None, :], block.astype(np.int64)])
+        order = np.lexsort(m[::-1])  # the key first, then the rows in order
+        srt = m[:, order]
+        ranks = np.concatenate([[0], np.cumsum(np.any(srt[:, 1:] != srt[:, :-1], axis=0))])
+        out = np.empty(256, dtype=np.int64)
+        out[order] = ranks
+        return out
+
+    for i, d in enumerate(dfas):
+        pending.append(d.trans)
+        rows += d.num_states
+        if rows >= _CLASS_BLOCK_ROWS or i == len(dfas) - 1:
+            table = np.concatenate(pending) if len(pending) > 1 else pending[0]
+            for lo in range(0, table.shape[0], _CLASS_BLOCK_ROWS):
+                key = refine(key, table[lo:lo + _CLASS_BLOCK_ROWS])
+            pending, rows = [], 0
+    return key
+
+
+_CLASS_BLOCK_ROWS = 512
 
 
 def _nonempty(d: ByteDFA) -> bool:

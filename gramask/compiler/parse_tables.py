@@ -187,21 +187,27 @@ def build_parse_tables(grammar: Grammar) -> ParseTables:
         return j
 
     start = intern(skip_nullable([(0, 0)]))
+    # Only kernel states (the start and goto targets) get a partner: a non-kernel state is
+    # closed under prediction already, and the recogniser adds partners only for the states it
+    # shifts into. Predicting from non-kernel states too made a chain of n rules build n
+    # shrinking copies of the first prediction (quadratic: 6M items for 2,000 rules).
+    kernel = {start}
     gotos: list[dict[int, int]] = []
     nonkernel: list[int] = []
     i = 0
     while i < len(states):
         items = states[i]
-        i += 1
         moves: dict[int, list[tuple[int, int]]] = {}
         for ri, d in items:
             rhs = rules[ri][1]
             if d < len(rhs):
                 moves.setdefault(rhs[d], []).append((ri, d + 1))
         g = {sym: intern(skip_nullable(its)) for sym, its in sorted(moves.items())}
+        kernel.update(g.values())
         gotos.append(g)
-        nk = predict(items)
+        nk = predict(items) if i in kernel else frozenset()
         nonkernel.append(intern(nk) if nk else -1)
+        i += 1
 
     n = len(states)
     goto_indptr = np.zeros(n + 1, dtype=np.int64)

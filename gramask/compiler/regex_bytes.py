@@ -166,7 +166,9 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
 
 
 def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
-    """Subset construction over bytes (each subset's moves swept by range boundaries)."""
+    """Subset construction over byte classes: the bytes between consecutive range ends of the
+    NFA's moves behave alike in every subset, so each subset's row has one entry per class,
+    not per byte (a few dozen instead of 256)."""
     closure_of: dict[int, frozenset[int]] = {}
 
     def closure(node: int) -> frozenset[int]:
@@ -182,16 +184,20 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
             got = closure_of[node] = frozenset(seen)
         return got
 
+    cuts = sorted({0, 256} | {b for ms in nfa.moves for lo, hi, _ in ms for b in (lo, hi + 1)})
+    cut_index = {c: i for i, c in enumerate(cuts)}
+    n_cls = len(cuts) - 1
+
     def successors(subset: frozenset[int]) -> list[frozenset[int] | None]:
-        row: list[frozenset[int] | None] = [None] * 256
-        events: dict[int, list[tuple[int, int]]] = {}  # byte → (+1 / -1, target)
+        row: list[frozenset[int] | None] = [None] * n_cls
+        events: dict[int, list[tuple[int, int]]] = {}  # class → (+1 / -1, target)
         for node in subset:
             for lo, hi, t in nfa.moves[node]:
-                events.setdefault(lo, []).append((1, t))
-                events.setdefault(hi + 1, []).append((-1, t))
+                events.setdefault(cut_index[lo], []).append((1, t))
+                events.setdefault(cut_index[hi + 1], []).append((-1, t))
         active: dict[int, int] = {}
-        cuts = sorted(events)
-        for a, b in itertools.pairwise(cuts):
+        marks = sorted(events)
+        for a, b in itertools.pairwise(marks):
             for delta, t in events[a]:
                 n = active.get(t, 0) + delta
                 if n:
@@ -207,7 +213,8 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
         _too_many_states(name, pattern, len(order))
 
     order, rows = explore(closure(0), successors, MAX_BYTE_STATES, too_many)
-    trans = np.array(rows, dtype=np.int64)
+    byte_class = np.repeat(np.arange(n_cls), np.diff(cuts))
+    trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)[:, byte_class]
     finals = np.array([nfa.final in sub for sub in order], dtype=bool)
     return _trim(trans, finals)
 
@@ -247,87 +254,106 @@ def explore(
 
 
 def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
-    """Drop states that cannot reach a final state, and unreachable ones; renumber, start = 0."""
+    """Drop states that cannot reach a final state, and unreachable ones; renumber, start = 0;
+    minimise. ``trans``: (states, 256). The work runs on byte classes (bytes no state tells
+    apart) and on edge lists, so it is linear in the automaton, not in its depth."""
     n = trans.shape[0]
-    # backward search from the final states over the distinct (source, target) edges
-    src, col = np.nonzero(trans >= 0)
-    edges = np.unique(trans[src, col].astype(np.int64) * n + src)
-    dst, src = edges // n, edges % n
-    starts = np.searchsorted(dst, np.arange(n + 1))
-    alive = finals.copy()
-    frontier = np.flatnonzero(finals)
-    while frontier.size:
-        preds = np.concatenate([src[starts[f]: starts[f + 1]] for f in frontier.tolist()])
-        frontier = np.unique(preds[~alive[preds]])
-        alive[frontier] = True
+    _, first, byte_class = np.unique(trans.T, axis=0, return_index=True, return_inverse=True)
+    byte_class = byte_class.reshape(-1)
+    t = np.asarray(trans[:, first], dtype=np.int64)
+    alive = _closure_over(t, finals, backward=True)
     if not alive[0]:
         return ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.array([False]))
-    t = np.where((trans >= 0) & alive[np.maximum(trans, 0)], trans, -1)
-    # reachable from 0
-    seen = {0}
-    stack = [0]
-    while stack:
-        s = stack.pop()
-        for x in set(t[s][t[s] >= 0].tolist()):
-            if x not in seen:
-                seen.add(x)
-                stack.append(x)
-    keep = sorted(seen)
+    t = np.where((t >= 0) & alive[np.maximum(t, 0)], t, -1)
+    start = np.zeros(n, dtype=bool)
+    start[0] = True
+    keep = np.flatnonzero(_closure_over(t, start, backward=False))
     remap = np.full(n, -1, dtype=np.int64)
     remap[keep] = np.arange(len(keep))
     t2 = t[keep]
-    t2 = np.where(t2 >= 0, remap[np.maximum(t2, 0)], -1).astype(np.int32)
-    return minimize(t2, finals[keep].copy())
+    t2 = np.where(t2 >= 0, remap[np.maximum(t2, 0)], -1)
+    m_trans, m_finals = minimize(t2, finals[keep].copy())
+    return ByteDFA(np.ascontiguousarray(m_trans[:, byte_class], dtype=np.int32), m_finals)
 
 
-def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(first index of each distinct row, row → its distinct row's number), as
-    ``np.unique(a, axis=0, return_index=True, return_inverse=True)`` numbers them (rows in
-    sorted order). Rows are hashed to one integer each and only the hashes sorted (the
-    structured sort of ``np.unique(axis=0)`` dominated small DFAs' minimisation); a hash
-    collision is caught by comparing every row with its representative, and falls back."""
-    n, w = a.shape
-    if n == 0:
-        _, first, inv = np.unique(a, axis=0, return_index=True, return_inverse=True)
-        return first, inv.reshape(-1)
-    mix = np.random.default_rng(w).integers(1, 2**62, size=w, dtype=np.int64) | 1
-    with np.errstate(over="ignore"):
-        h = (a.astype(np.int64) + 2) @ mix
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    if not np.array_equal(a, a[first[inv]]):  # pragma: no cover (a 64-bit collision)
-        _, first, inv = np.unique(a, axis=0, return_index=True, return_inverse=True)
-        return first, inv.reshape(-1)
-    # number the classes in the sorted order of their rows, as np.unique does
-    order = np.lexsort(a[first].T[::-1])
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[order] = np.arange(len(first))
-    return first[order], rank[inv]
+def _closure_over(trans: np.ndarray, seeds: np.ndarray, *, backward: bool) -> np.ndarray:
+    """States reachable from ``seeds`` along the edges of ``trans`` (or against them)."""
+    n = trans.shape[0]
+    src, col = np.nonzero(trans >= 0)
+    dst = trans[src, col]
+    a, b = (dst, src) if backward else (src, dst)
+    pairs = np.unique(a * n + b)
+    heads, tails = (pairs // n), (pairs % n).tolist()
+    bounds = np.searchsorted(heads, np.arange(n + 1)).tolist()
+    seen = seeds.tolist()
+    stack = np.flatnonzero(seeds).tolist()
+    while stack:
+        q = stack.pop()
+        for r in tails[bounds[q]:bounds[q + 1]]:
+            if not seen[r]:
+                seen[r] = True
+                stack.append(r)
+    return np.array(seen, dtype=bool)
 
 
-def minimize(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
-    """Moore partition refinement; the class of state 0 becomes the new start 0."""
-    cls = finals.astype(np.int64)
-    n_cls = len(np.unique(cls))
-    # bytes no state tells apart refine alike: one column each
-    cols = unique_rows(trans.T)[0] if trans.size else np.zeros(0, dtype=np.int64)
-    narrow = trans[:, np.sort(cols)]
-    while True:
-        succ = np.where(narrow >= 0, cls[np.maximum(narrow, 0)], -1)
-        sig = np.concatenate([cls[:, None], succ], axis=1)
-        inv = unique_rows(sig)[1]
-        k = int(inv.max()) + 1
-        cls = inv
-        if k == n_cls:
-            break
-        n_cls = k
-    # renumber so that the start state's class is 0, others in first-seen order
-    order: dict[int, int] = {}
-    for c in [int(cls[0]), *cls.tolist()]:
-        order.setdefault(c, len(order))
-    new = np.array([order[c] for c in cls.tolist()], dtype=np.int64)
-    rep = np.zeros(len(order), dtype=np.int64)
-    rep[new[::-1]] = np.arange(len(new))[::-1]
+def minimize(trans: np.ndarray, finals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hopcroft's partition refinement (Hopcroft, "An n log n algorithm for minimizing states
+    in a finite automaton", 1971) of a trimmed DFA ``trans`` (states × symbols, -1 dead):
+    O(symbols · n log n), where refining by rounds (Moore) takes one round per state of a
+    long chain such as ``/[a-z]{1000}/``. The class of state 0 becomes the new start 0,
+    the others are numbered in the order of their first state."""
+    n, k = trans.shape
+    sink = n  # the dead state, made explicit
+    full = np.vstack([np.where(trans >= 0, trans, sink), np.full((1, k), sink)])
+    preds: list[tuple[list[int], list[int]]] = []
+    for c in range(k):
+        col = full[:, c]
+        by_target = np.argsort(col, kind="stable")
+        preds.append((by_target.tolist(),
+                      np.searchsorted(col[by_target], np.arange(n + 2)).tolist()))
+    is_final = [*finals.tolist(), False]
+    blocks = [b for b in ({q for q in range(n + 1) if not is_final[q]},
+                          {q for q in range(n + 1) if is_final[q]}) if b]
+    block_of = [0] * (n + 1)
+    for i, members0 in enumerate(blocks):
+        for q in members0:
+            block_of[q] = i
+    smallest = min(range(len(blocks)), key=lambda i: len(blocks[i]))
+    work = {(smallest, c) for c in range(k)} if len(blocks) > 1 else set()
+    while work:
+        b, c = work.pop()
+        order, bounds = preds[c]
+        touched: dict[int, list[int]] = {}
+        for q in blocks[b]:
+            for p in order[bounds[q]:bounds[q + 1]]:
+                touched.setdefault(block_of[p], []).append(p)
+        for y, members in touched.items():
+            whole = blocks[y]
+            if len(members) == len(whole):
+                continue
+            part = set(members)
+            if 2 * len(part) > len(whole):
+                part = whole - part
+            whole -= part
+            new = len(blocks)
+            blocks.append(part)
+            for q in part:
+                block_of[q] = new
+            for c2 in range(k):
+                if (y, c2) in work:
+                    work.add((new, c2))
+                else:
+                    work.add((new, c2) if len(part) <= len(whole) else (y, c2))
+    cls = block_of[:n]
+    dead = block_of[sink]
+    order_of: dict[int, int] = {}
+    for c in [cls[0], *cls]:
+        order_of.setdefault(c, len(order_of))
+    new_id = np.array([order_of[c] for c in cls], dtype=np.int64)
+    rep = np.zeros(len(order_of), dtype=np.int64)
+    rep[new_id[::-1]] = np.arange(n)[::-1]
     t = trans[rep]
-    t = np.where(t >= 0, new[np.maximum(t, 0)], -1).astype(np.int32)
-    return ByteDFA(t, finals[rep].copy())
+    dead_target = np.array([block_of[q] == dead for q in range(n)] + [True], dtype=bool)
+    t = np.where((t >= 0) & ~dead_target[np.where(t >= 0, t, n)],
+                 new_id[np.maximum(t, 0)], -1)
+    return t.astype(np.int32), finals[rep].copy()

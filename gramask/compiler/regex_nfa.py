@@ -15,6 +15,7 @@ case (Python ``re``'s simple folding where the case mapping changes length, see
 
 from __future__ import annotations
 
+import functools
 from re import _constants as _c  # re's own parser: terminals are Python regexes (3.11+)
 from re import _parser as _sre_parse
 from typing import Any
@@ -66,17 +67,23 @@ class ByteNFA:
     def add_class(self, src: int, dst: int, chars: CharSet) -> None:
         """Moves from ``src`` to ``dst`` on the UTF-8 encoding of every character in ``chars``."""
         trie: dict[tuple[tuple[int, int], ...], int] = {}
-        for lo, hi in chars:
-            for seq in utf8_sequences(lo, hi):
-                cur = src
-                for j in range(len(seq) - 1):
-                    key = tuple(seq[: j + 1])
-                    nxt = trie.get(key)
-                    if nxt is None:
-                        nxt = trie[key] = self.node()
-                        self.moves[cur].append((*seq[j], nxt))
-                    cur = nxt
-                self.moves[cur].append((*seq[-1], dst))
+        for seq in _class_sequences(chars):
+            cur = src
+            for j in range(len(seq) - 1):
+                key = tuple(seq[: j + 1])
+                nxt = trie.get(key)
+                if nxt is None:
+                    nxt = trie[key] = self.node()
+                    self.moves[cur].append((*seq[j], nxt))
+                cur = nxt
+            self.moves[cur].append((*seq[-1], dst))
+
+
+@functools.lru_cache(maxsize=4096)
+def _class_sequences(chars: CharSet) -> tuple[list[tuple[int, int]], ...]:
+    """The UTF-8 byte-range sequences of a class (memoised: a counted repeat wires the same
+    class once per copy)."""
+    return tuple(seq for lo, hi in chars for seq in utf8_sequences(lo, hi))
 
 
 def build_byte_nfa(pattern: str, max_nodes: int) -> ByteNFA:

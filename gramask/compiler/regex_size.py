@@ -40,6 +40,7 @@ class _NFA:
         self.eps: list[list[int]] = []
         self.moves: list[list[tuple[Callable[[str], bool], int]]] = []
         self.chars: set[str] = set(_FIXED_REPS)
+        self.predicates: dict[tuple[str, str, bool], Callable[[str], bool]] = {}
 
     def node(self) -> int:
         if len(self.eps) >= MAX_NFA_NODES:
@@ -57,7 +58,10 @@ class _NFA:
 
     def atom(self, op: str, av: Any, cur: int, dotall: bool) -> int:
         if op in ("LITERAL", "NOT_LITERAL", "IN", "ANY"):
-            pred = self.predicate(op, av, dotall)
+            key = (op, repr(av), dotall)  # a repeated atom: one predicate for every copy
+            pred = self.predicates.get(key)
+            if pred is None:
+                pred = self.predicates[key] = self.predicate(op, av, dotall)
             end = self.node()
             self.moves[cur].append((pred, end))
             return end
@@ -156,9 +160,17 @@ def dfa_states_at_least(pattern: str, limit: int) -> int | None:
     del final  # acceptance does not change which subsets are reachable
     reps = sorted(nfa.chars)
     eps = nfa.eps
-    # each move as a bitmask over the representatives: predicates run once, not per subset
-    moves = [[(sum(1 << i for i, ch in enumerate(reps) if pred(ch)), t) for pred, t in ms]
-             for ms in nfa.moves]
+    # each move as a bitmask over the representatives: each predicate runs once per
+    # representative, not per subset nor per copy of a repeated atom
+    mask_of: dict[int, int] = {}
+
+    def mask(pred: Callable[[str], bool]) -> int:
+        got = mask_of.get(id(pred))
+        if got is None:
+            got = mask_of[id(pred)] = sum(1 << i for i, ch in enumerate(reps) if pred(ch))
+        return got
+
+    moves = [[(mask(pred), t) for pred, t in ms] for ms in nfa.moves]
 
     def closure(nodes: set[int]) -> frozenset[int]:
         out = set(nodes)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["rewrite_dialect"]
+__all__ = ["TOKEN", "rewrite_dialect"]
 
-_TOKEN = re.compile(
+TOKEN = re.compile(  # one item of Lark text (also read by .lark_literals)
     r"""
     (?P<comment>//[^\n]*)
   | (?P<string>"(?:\\.|[^"\\\n])*"i?)
@@ -48,7 +48,7 @@ def rewrite_dialect(text: str) -> str:
     kinds: list[str] = []
     opens: list[int] = []  # positions in ``starts`` of unclosed brackets
     spans: dict[int, int] = {}  # closing item index -> its opening item index
-    for m in _TOKEN.finditer(text):
+    for m in TOKEN.finditer(text):
         kind = m.lastgroup or "other"
         tok = m.group()
         if kind == "repeat" and re.fullmatch(r"\{\s*\d*\s*(,\s*\d*\s*)?\}", tok) and tok != "{}":
