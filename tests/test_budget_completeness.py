@@ -21,9 +21,9 @@ VOCAB = "gpt2"
 
 
 @functools.cache
-def _compiled(name: str, lexer: str) -> gramask.CompiledGrammar:
+def _compiled(name: str, lexer: str, vocab: str = VOCAB) -> gramask.CompiledGrammar:
     return gramask.compile(gramask.grammars.load(name, lexer=lexer),
-                           gramask.Vocabulary.bundled(VOCAB), progress=False)
+                           gramask.Vocabulary.bundled(vocab), progress=False)
 
 
 # programs cut just before an %ignore'd comment: a `//` or `--` comment is ended only by a
@@ -43,4 +43,27 @@ def test_true_continuation_through_comments_fits_its_budget(name: str, doc: str,
     ids = hf_tokenizer(VOCAB)(doc[at:])
     assert "// " in doc[at:] or "-- " in doc[at:]
     why = budget_force.force(cg, doc[:at], None, ids, len(ids) + 4, [])
+    assert why is None, why
+
+
+# fill-in-the-middle: middles whose true tokens end inside a newline lexeme ("):\n", ")\n",
+# a run of blanks) or rejoin the step's plan after a detour; each state needs its own walked
+# completion, which a step's plan cap used to leave unverified (with DeepSeek's vocabulary, whose
+# "):\n" the first cut's true middle takes)
+FIM_VOCAB = "deepseek-v4"
+FIM_CUTS = [
+    ("import os\n\ndef load_tests(load",
+     "er, standard_tests, pattern):\n    this_dir = os.path.dirname(__file__)\n"
+     "    top_dir = os.path.dirname(dir",
+     "ectory)\n    return top_dir\n"),
+    ('"""This is a t', 'est"""\n\nfrom __f', "uture import annotations\n"),
+]
+
+
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), FIM_CUTS, ids=["nl", "doc"])
+def test_true_middle_fits_its_budget(prefix: str, middle: str, suffix: str) -> None:
+    cg = _compiled("python", "basic", FIM_VOCAB)
+    ids = hf_tokenizer(FIM_VOCAB)(middle)
+    assert cg.constraint(prefix + middle + suffix).is_complete()
+    why = budget_force.force(cg, prefix, suffix, ids, len(ids) + 4, [])
     assert why is None, why

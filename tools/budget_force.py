@@ -129,27 +129,62 @@ def cases(grammar: str, fim: bool, n: int, seed: int) -> Iterator[fim_eval.FimCa
     return doc_prefix_cases(docs, grammar, n, seed)
 
 
+class Stats:
+    """Per-step figures of the forced walks: CPU time of the plain mask (no budget, same
+    state) and of the budgeted one; and, at steps where the budget is slack (what is left
+    exceeds the step's plan by at least ``margin``), how many grammar-allowed tokens the budget
+    forbids (the target: none)."""
+
+    def __init__(self, margin: int) -> None:
+        self.margin = margin
+        self.plain: list[float] = []
+        self.budget: list[float] = []
+        self.slack_steps = 0
+        self.slack_cut_steps = 0  # slack steps with at least one token forbidden
+        self.slack_cut = 0  # tokens forbidden at slack steps
+        self.slack_allowed = 0  # grammar-allowed tokens at slack steps
+
+
 def force(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: list[int],
-          budget: int, times: list[float]) -> str | None:
+          budget: int, times: list[float], stats: Stats | None = None) -> str | None:
     """Walk ``ids`` then EOS under ``budget``; None if every token was allowed, else why not."""
     vocab = cg.vocab
     try:
         c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
+        ref = cg.constraint(prefix, suffix=suffix) if stats is not None else None
     except (gramask.BudgetError, gramask.NoCompletionError) as e:
         return f"refused at setup: {type(e).__name__}"
-    for i, t in enumerate([*ids, vocab.eos_token_id]):
+    eos = vocab.eos_token_id
+    for i, t in enumerate([*ids, eos]):
+        if ref is not None and stats is not None:
+            t0 = time.process_time()
+            g = ref.allowed()
+            stats.plain.append(time.process_time() - t0)
         t0 = time.perf_counter()
+        c0 = time.process_time()
         m = c.allowed()
         times.append(time.perf_counter() - t0)
+        if ref is not None and stats is not None:
+            stats.budget.append(time.process_time() - c0)
+            left = c.remaining_tokens
+            assert left is not None
+            if left >= c.min_tokens_to_complete() + stats.margin:
+                cut = int((g & ~m).sum())
+                stats.slack_steps += 1
+                stats.slack_cut += cut
+                stats.slack_cut_steps += cut > 0
+                stats.slack_allowed += int(g.sum())
         if t is None or not m[t]:
-            what = "EOS" if t == vocab.eos_token_id else repr(vocab.token_bytes(t))
+            what = "EOS" if t == eos else repr(vocab.token_bytes(t))
             need = "?"
             with contextlib.suppress(gramask.GramaskError):
                 need = str(c.min_tokens_to_complete())
             return f"step {i}: {what} forbidden, {c.remaining_tokens} left, plan {need}"
-        if t == vocab.eos_token_id:
+        if t == eos:
             return None
         c.advance(t)
+        if ref is not None:
+            ref.advance(t)
     return None
 
 
@@ -164,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", default="deepseek-v4")
     ap.add_argument("--max-tokens", type=int, default=120,
                     help="skip continuations longer than this (in true tokens)")
+    ap.add_argument("--margin", type=int, default=4,
+                    help="a step is slack when what is left ≥ its plan + this")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     ks = [int(x) for x in args.ks.split(",")]
@@ -176,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     blocked = dict.fromkeys(ks, 0)
     runs = 0
     times: list[float] = []
+    stats = Stats(args.margin)
     t_start = time.perf_counter()
+    c_start = time.process_time()
     for case in cases(args.grammar, args.fim, args.cases, args.seed):
         cont = case.middle
         ids = encode(cont)
@@ -189,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             continue  # the bundled grammar's known gaps (fim_eval counts them)
         runs += 1
         for k in ks:
-            why = force(cg, case.prefix, suffix, ids, len(ids) + k, times)
+            why = force(cg, case.prefix, suffix, ids, len(ids) + k, times, stats)
             if why is not None:
                 blocked[k] += 1
                 if args.verbose or k >= 4:
@@ -198,11 +237,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  after {runs} requests: "
               + ", ".join(f"k={k}: {blocked[k]}" for k in ks), file=sys.stderr, flush=True)
     mode = "fill-in-the-middle" if args.fim else "prefix"
+    plain, budget = np.array(stats.plain) * 1000, np.array(stats.budget) * 1000
+    extra = budget - plain  # the budgeted mask's CPU time over the plain one, same state
     print(f"{args.grammar} ({grammar.lexer} lexer), {mode}, {args.vocab}: {runs} requests, "
-          f"{time.perf_counter() - t_start:.0f} s; mask ms mean {1000 * np.mean(times):.2f}, "
+          f"{time.perf_counter() - t_start:.0f} s wall, {time.process_time() - c_start:.0f} s "
+          f"CPU; budgeted mask ms (wall) mean {1000 * np.mean(times):.2f}, "
           f"p99 {1000 * np.percentile(times, 99):.2f}")
     print("  requests with a true token forbidden: "
           + ", ".join(f"k={k}: {blocked[k]}/{runs}" for k in ks))
+    if plain.size:
+        print(f"  CPU ms per step: plain mask mean {plain.mean():.2f} p99 "
+              f"{np.percentile(plain, 99):.2f}; budget extra mean {extra.mean():.2f} "
+              f"({100 * extra.mean() / max(1e-9, plain.mean()):.0f}% of the plain mean) "
+              f"p50 {np.percentile(extra, 50):.2f} p99 {np.percentile(extra, 99):.2f}")
+    print(f"  slack steps (left ≥ plan + {args.margin}): {stats.slack_steps}, with a token "
+          f"forbidden: {stats.slack_cut_steps}; forbidden there "
+          f"{100 * stats.slack_cut / max(1, stats.slack_allowed):.3f}% of the grammar's tokens")
     return 0 if all(blocked[k] == 0 for k in ks if k >= 4) else 1
 
 

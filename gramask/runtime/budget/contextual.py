@@ -265,7 +265,8 @@ class ContextualBudgetConstraint(Constraint[LexState]):
             over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
             order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
             for s, members in (groups[i] for i in order):
-                done = ver.state(s, s[2].uid)
+                done = ver.state(s, s[2].uid, self._vocab.token_bytes(int(members[0])),
+                                 members.size)
                 if done is not None:
                     rec.add(members, done)
         rec.apply(m, self._complete(st))

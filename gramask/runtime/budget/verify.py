@@ -24,9 +24,36 @@ if TYPE_CHECKING:
     from ..core.constraint import Constraint
     from .planner import BudgetPlanner
 
-__all__ = ["VerifiedTokens", "WalkedConstraint", "WalkedVerifier", "verified_step"]
+__all__ = ["CompletionPool", "VerifiedTokens", "WalkedConstraint", "WalkedVerifier", "verified_step"]
+
+# a group of at least _LARGE tokens searches _DEEP times as many states for its plan
+_LARGE = 1024
+_DEEP = 16
 
 S = TypeVar("S", bound=RunState)
+
+
+class CompletionPool:
+    """The completions recent budget checks of one generation verified, most recent first:
+    candidates a check walks before it searches. Real code mostly ends the way its
+    neighbours did (a comment opened before the suffix, the same closing brackets), and a
+    walk of a few tokens costs far less than a plan search. A candidate is only ever
+    admitted by its walk, so what the pool holds never decides soundness. Used with a
+    suffix only: a pooled completion fits but need not be short, and once it is the next
+    step's plan the steps after it plan from a longer route (on the small contextual-mode
+    grammars of ``tests/test_budget_contextual.py`` that forbade more fitting tokens)."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self.items: list[tuple[int, ...]] = []
+
+    def add(self, completion: tuple[int, ...]) -> None:
+        if not completion:
+            return
+        if completion in self.items:
+            self.items.remove(completion)
+        self.items.insert(0, completion)
+        del self.items[self.size:]
 
 
 class WalkedConstraint(Protocol[S]):
@@ -103,7 +130,8 @@ class WalkedVerifier(Generic[S]):
 
     def __init__(self, c: WalkedConstraint[S], left: int, key: Callable[[S], tuple[int, ...]],
                  norm: Callable[[S], S] | None = None,
-                 step_plan: tuple[int, ...] | None = None) -> None:
+                 step_plan: tuple[int, ...] | None = None,
+                 pool: CompletionPool | None = None) -> None:
         self.c = c
         self.left = left
         self.planner = c._budget_planner()
@@ -111,10 +139,15 @@ class WalkedVerifier(Generic[S]):
         # before any search — the real code mostly rejoins the route of the step's plan
         # (closing a string, then the same text up to the suffix), and a walk is cheap
         self.tail: tuple[int, ...] | None = None
+        self.text = b""
         if step_plan:
-            text = b"".join(c._vocab.token_bytes(i) for i in step_plan)
-            self.tail = self.planner.tok.tokenize(text)
+            self.text = b"".join(c._vocab.token_bytes(i) for i in step_plan)
+            self.tail = self.planner.tok.tokenize(self.text)
+        # the step plan's text from byte j on, spelled afresh (None: no spelling)
+        self._rests: dict[int, tuple[int, ...] | None] = {}
+        self._pads: list[tuple[int, ...]] | None = None  # :meth:`_by_pad`'s candidates
         self.plans: int = c.MAX_PLANS
+        self.pool = pool  # None: no pooled candidates
         self.key = key
         self.norm = norm
         # (vertex, terminal) → (state key after the shared plan's first token, the plan), or
@@ -129,17 +162,88 @@ class WalkedVerifier(Generic[S]):
         end = self._walk_ids(s, self.tail)
         return self.tail if end is not None and self.c._complete(end) else None
 
-    def _plan(self, s: S) -> tuple[int, ...] | None:
+    def _by_rest(self, s: S, data: bytes) -> tuple[int, ...] | None:
+        """The rest of the step plan's text after what the token's bytes ``data`` share
+        with it (``"(cls"`` against the plan ``"():\n    if "``: ``"):\n    if "``), if
+        walking it from ``s`` ends complete: the token took a detour the plan's route
+        rejoins."""
+        text = self.text
+        j = self.shared_prefix(data)
+        if j == 0 or j >= len(text):
+            return None
+        if j not in self._rests:
+            self._rests[j] = self.planner.tok.tokenize(text[j:])
+        rest = self._rests[j]
+        if not rest or len(rest) > self.left:
+            return None
+        end = self._walk_ids(s, rest)
+        return rest if end is not None and self.c._complete(end) else None
+
+    def _by_pad(self, s: S, data: bytes) -> tuple[int, ...] | None:
+        """After a token that ends in blanks (a newline lexeme whose width is still open):
+        the step plan's text past its own leading blanks, after 0 to 8 spaces, if one of
+        those walks from ``s`` to an end (``"       "`` then ``" "`` to reach the block's
+        width). Each width is its own state, and most widths have no completion at all, so a
+        search per width is what this saves."""
+        if self.pool is None or not data or data[-1] not in b" \n":
+            return None
+        if self._pads is None:
+            body = self.text.lstrip(b" \t\n")
+            spelled = (self.planner.tok.tokenize(b" " * d + body) for d in range(9))
+            self._pads = [ids for ids in spelled if ids and len(ids) <= self.left]
+        for ids in self._pads:
+            end = self._walk_ids(s, ids)
+            if end is not None and self.c._complete(end):
+                return ids
+        return None
+
+    def shared_prefix(self, data: bytes) -> int:
+        """How many first bytes ``data`` shares with the step plan's text (a caller with
+        several tokens that reach one state passes the one that shares most)."""
+        text = self.text
+        j = 0
+        n = min(len(text), len(data))
+        while j < n and text[j] == data[j]:
+            j += 1
+        return j
+
+    def _by_pool(self, s: S) -> tuple[int, ...] | None:
+        """A completion of the pool (:class:`CompletionPool`) whose walk from ``s`` ends
+        complete within ``left``."""
+        c = self.c
+        if self.pool is None:
+            return None
+        for cand in self.pool.items:
+            if len(cand) <= self.left:
+                end = self._walk_ids(s, cand)
+                if end is not None and c._complete(end):
+                    self.pool.add(cand)  # to the front: the next state likely ends so too
+                    return cand
+        return None
+
+    def _plan(self, s: S, search: int, pooled: bool = True) -> tuple[int, ...] | None:
+        """The step plan's text or (``pooled``) a pooled completion if one walks to an end
+        from ``s``; else a plan search (at most ``MAX_PLANS`` a step). A plan shared by
+        several groups is not taken from the pool: a pooled completion fits what is left but
+        need not be short, and a shared plan should be."""
+        p = self._by_tail(s)
+        if p is None and pooled:
+            p = self._by_pool(s)
+        if p is not None:
+            return p
         if self.plans <= 0:
             return None
         self.plans -= 1
         c = self.c
         try:
-            return self.planner.plan(
+            p = self.planner.plan(
                 self.norm(s) if self.norm is not None else s, c._walk, c._complete, c._view,
-                search=c.VERIFY_SEARCH)
+                search=search)
         except (NoCompletionError, LimitExceededError):
             return None
+        if p is not None and self.pool is not None:
+            self.pool.add(p)
+        return p
 
     def _walk_ids(self, s: S, ids: tuple[int, ...]) -> S | None:
         """The state after ``ids`` token by token, as a generation takes them (each token's
@@ -152,15 +256,40 @@ class WalkedVerifier(Generic[S]):
             s = r
         return s
 
-    def state(self, s: S, vertex: Hashable) -> tuple[int, ...] | None:
-        """A walked completion of at most ``left`` tokens from the state ``s`` after a token,
-        or None; ``vertex`` names the parser state its completed lexemes end at (plans are
-        shared per vertex and terminal)."""
+    def cheap(self, s: S, data: bytes = b"") -> tuple[int, ...] | None:
+        """Like :meth:`state` without a witness or a search: ``s`` complete as it is, or
+        ended by the step plan's rest, its text or a pooled completion (for the groups
+        beyond a step's cap, a walk or two each)."""
+        if self.c._complete(s):
+            return ()
+        if self.left == 0:
+            return None
+        r = self._by_rest(s, data) if data else None
+        if r is None:
+            r = self._by_tail(s)
+        if r is None:
+            r = self._by_pool(s)
+        return r
+
+    def state(self, s: S, vertex: Hashable, data: bytes = b"", size: int = 1,
+              ) -> tuple[int, ...] | None:
+        """A walked completion of at most ``left`` tokens from the state ``s`` after a token
+        (whose bytes are ``data``), or None; ``vertex`` names the parser state its completed
+        lexemes end at (plans are shared per vertex and terminal). ``size``: how many tokens
+        lead to ``s``; a large group (all the names) gets a deeper search — one plan decides
+        a large part of the vocabulary."""
         c = self.c
+        search = c.VERIFY_SEARCH * (_DEEP if size >= _LARGE else 1)
         if c._complete(s):
             return ()
         if self.left == 0:
             return None
+        if data:
+            r = self._by_rest(s, data)
+            if r is None:
+                r = self._by_pad(s, data)
+            if r is not None:
+                return r
         pl = self.planner
         lex = pl.lex
         for a, cost in lex.fin_list[s[0]][:2]:
@@ -177,9 +306,7 @@ class WalkedVerifier(Generic[S]):
                 return tw  # the witness alone completes
             share = (vertex, a)
             if share not in self.shared:
-                p = self._by_tail(s_a)
-                if p is None:
-                    p = self._plan(s_a)
+                p = self._plan(s_a, search, pooled=False)
                 if not p:
                     self.shared[share] = None
                     if p is not None:
@@ -198,7 +325,5 @@ class WalkedVerifier(Generic[S]):
             s1 = self._walk_ids(s_a, p[:1])
             if s1 is not None and self.key(s1) == k1:
                 return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
-        p = self._by_tail(s)
-        if p is None:
-            p = self._plan(s)
+        p = self._plan(s, search)
         return p if p is not None and len(p) <= self.left else None

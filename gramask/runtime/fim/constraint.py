@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..budget.bounded import BoundedBudget
 from ..budget.quotient_planner import quotient_planner
-from ..budget.verify import WalkedVerifier, verified_step
+from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
 from ..core.constraint import Constraint, text_bytes
 from ..core.indentation import NEWLINE, indent_widths
 from ..core.lexing import walk
@@ -214,8 +214,9 @@ class FimConstraint(FimBase[FimState]):
     # down (inside a newline lexeme) walked one by one, at most MAX_LONE, and grouped by the
     # state they reach.
     MAX_GROUPS = 384
-    MAX_PLANS = 32
+    MAX_PLANS = 64
     MAX_LONE = 1024
+    MAX_CHEAP = 2048  # groups beyond MAX_GROUPS given only the cheap checks
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
 
     def _apply_budget(self, st: FimState, m: np.ndarray) -> None:
@@ -244,19 +245,17 @@ class FimConstraint(FimBase[FimState]):
             toks, key = toks[srt], key[srt]
             groups, first, sizes = np.unique(key, return_index=True, return_counts=True)
             order = np.argsort(-sizes, kind="stable")
-            ver = WalkedVerifier(self, left - 1, _key, step_plan=rec.plan)
+            ver = WalkedVerifier(self, left - 1, _key, step_plan=rec.plan, pool=self._pool())
             vert = groups // (_CARRIES * tc.num_states)
-            for i in order[: self.MAX_GROUPS].tolist():
-                a = int(first[i])
-                s = self._walk(st, self._vocab.token_bytes(int(toks[a])))
-                done = None if isinstance(s, int) else ver.state(s, int(vert[i]))
-                if done is not None:
-                    rec.add(toks[a:a + int(sizes[i])], done)
-            # the rest walked one by one and grouped by the state they reach
+            # the tokens no group pins down (they end inside a newline lexeme: "):\n", ",\n",
+            # leading blanks — what real code takes at every line end) walked one by one,
+            # grouped by the state they reach, and checked first: the groups' plans are
+            # mostly shared per vertex, theirs mostly not
             lone = lone[: self.MAX_LONE]
             buckets: dict[tuple[int, ...], tuple[FimState, int, list[int]]] = {}
+            vocab = self._vocab
             for t in lone.tolist():
-                s = self._walk(st, self._vocab.token_bytes(t))
+                s = self._walk(st, vocab.token_bytes(t))
                 if isinstance(s, int):
                     continue
                 b = buckets.get(_key(s))
@@ -264,10 +263,36 @@ class FimConstraint(FimBase[FimState]):
                     b = buckets[_key(s)] = (s, int(tc.raw[t]) // tc.num_states, [])
                 b[2].append(t)
             for s, vx, lone_members in sorted(buckets.values(), key=lambda b: -len(b[2])):
-                done = ver.state(s, vx)
+                data = max((vocab.token_bytes(t) for t in lone_members[:64]),
+                           key=ver.shared_prefix)
+                done = ver.state(s, vx, data, len(lone_members))
                 if done is not None:
                     rec.add(lone_members, done)
+            for i in order[: self.MAX_GROUPS].tolist():
+                a = int(first[i])
+                data = vocab.token_bytes(int(toks[a]))
+                s = self._walk(st, data)
+                done = (None if isinstance(s, int)
+                        else ver.state(s, int(vert[i]), data, int(sizes[i])))
+                if done is not None:
+                    rec.add(toks[a:a + int(sizes[i])], done)
+            # the smaller groups beyond the cap: only the cheap checks (a walk or two)
+            for i in order[self.MAX_GROUPS: self.MAX_GROUPS + self.MAX_CHEAP].tolist():
+                a = int(first[i])
+                data = vocab.token_bytes(int(toks[a]))
+                s = self._walk(st, data)
+                done = None if isinstance(s, int) else ver.cheap(s, data)
+                if done is not None:
+                    rec.add(toks[a:a + int(sizes[i])], done)
         rec.apply(m, self._complete(st))
+
+    _completion_pool: CompletionPool | None = None
+
+    def _pool(self) -> CompletionPool:
+        """This generation's recently verified completions (:class:`CompletionPool`)."""
+        if self._completion_pool is None:
+            self._completion_pool = CompletionPool()
+        return self._completion_pool
 
     def _budget_planner(self) -> BudgetPlanner:
         pl = cast("BudgetPlanner", super()._budget_planner())
