@@ -93,7 +93,7 @@ class _TrieRow:
 
 class _DeltaRow:
     """Row ``q`` as the table stores it when it is a diff against a base row (see
-    ``tables._delta_encode``): the base row, the tokens whose outcome differs in ``q`` (a
+    ``tables._assemble``): the base row, the tokens whose outcome differs in ``q`` (a
     small :class:`_TrieRow`) and the base's tokens that ``q`` lacks. Its mask is the base's with
     those tokens patched: the vocabulary-sized base is prepared once and shared by the dozens
     of states whose rows are nearly the same (the keyword prefixes inside a name), instead of
