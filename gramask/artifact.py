@@ -165,8 +165,13 @@ def encode_artifact(arrays: Mapping[str, np.ndarray], header: Mapping[str, Any])
     payload = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
     head["checksum"] = _checksum(payload, head)
     payload[HEADER] = np.frombuffer(json.dumps(head, sort_keys=True).encode(), np.uint8)
+    # np.savez_compressed's layout (one .npy member per array), at deflate level 1: 5x faster
+    # than its default level for 2% more bytes (the python artifact: 0.5 s vs 2.7 s, 7.4 MB)
     buf = io.BytesIO()
-    np.savez_compressed(buf, **payload)  # type: ignore[arg-type]  # numpy's stub
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name, a in payload.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, a, allow_pickle=False)
     return buf.getvalue()
 
 
