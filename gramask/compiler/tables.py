@@ -240,13 +240,23 @@ def build_token_tables(
     # per-position indentation helpers (only used for the newline terminal)
     use_nl = nl_terminal >= 0
     if use_nl:
-        is_nl = buf == 10
+        # the carry of runtime.core.indentation: a newline or form feed resets it; counts of
+        # spaces and tabs, broken by a tab after a space
+        is_nl = (buf == 10) | (buf == 12)
         pos = np.arange(lmax)[None, :]
-        # index of the last '\n' strictly before p (p = 0..lmax), -1 if none
+        # index of the last reset strictly before p (p = 0..lmax), -1 if none
         last_nl = np.full((v, lmax + 1), -1, dtype=np.int64)
         last_nl[:, 1:] = np.maximum.accumulate(np.where(is_nl, pos, -1), axis=1)
-        wsum = np.zeros((v, lmax + 1), dtype=np.int64)
-        wsum[:, 1:] = np.cumsum((buf == 32) + tab_len * (buf == 9), axis=1)
+        nsp = np.zeros((v, lmax + 1), dtype=np.int64)
+        nsp[:, 1:] = np.cumsum(buf == 32, axis=1)
+        ntab = np.zeros((v, lmax + 1), dtype=np.int64)
+        ntab[:, 1:] = np.cumsum(buf == 9, axis=1)
+        last_tab = np.full((v, lmax + 1), -1, dtype=np.int64)
+        last_tab[:, 1:] = np.maximum.accumulate(np.where(buf == 9, pos, -1), axis=1)
+        # index of the first space at or after p (lmax if none)
+        next_sp = np.full((v, lmax + 1), lmax, dtype=np.int64)
+        next_sp[:, :lmax] = np.minimum.accumulate(
+            np.where(buf == 32, pos, lmax)[:, ::-1], axis=1)[:, ::-1]
 
     # SUF[t, k]: node of walking t[k:] from the start state (-1 dead); column lmax = unused
     suf = np.full((v, lmax + 1), -1, dtype=np.int64)
@@ -317,9 +327,12 @@ def build_token_tables(
                             ln = last_nl[te[nl], ke[nl]]
                             ls = lex_start[ends[nl]]
                             seg = np.maximum(ln + 1, ls)
-                            width = wsum[te[nl], ke[nl]] - wsum[te[nl], seg]
+                            tn, kn = te[nl], ke[nl]
+                            lt = last_tab[tn, kn]
                             rel = (ln < ls) & (not from_start) & (ls == 0)
-                            heads[nl] = nl_code(n_terms, width, rel)
+                            heads[nl] = nl_code(
+                                n_terms, nsp[tn, kn] - nsp[tn, seg], ntab[tn, kn] - ntab[tn, seg],
+                                (lt >= seg) & (next_sp[tn, seg] < lt), rel)
                     keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
                     if keep.any():
                         res[keep] = interner.cons(heads[keep], tail[keep])

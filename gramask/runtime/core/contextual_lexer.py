@@ -34,7 +34,7 @@ import numpy as np
 from ...compiler.tables import TokenTables, expand_row, group_row, select_tokens
 from ..limits import memo_size
 from ..memo import BoundedMemo
-from .indentation import NEWLINE, indent_widths
+from .indentation import advance
 from .parse_state import ParserContext, PState
 from .terminal_sets import VocabTrie, int_of_row, words_of_int, words_of_rows
 
@@ -81,7 +81,6 @@ class ContextualLexer:
         self.nl_t = nl_terminal
         self.cont_t = continuation_terminal
         self.tab = tab_len
-        self.widths = indent_widths(tab_len)
         self.vocab_size = len(tokens)
         self._tokens = tokens
         self._special = special
@@ -217,7 +216,7 @@ class ContextualLexer:
     # ------------------------------------------------------------------ bytes
     def step(self, q: int, carry: int, p: PState, byte: int) -> LexState | None:
         """One byte; None if no lexeme can take it."""
-        rows, live, widths = self.rows, self.live, self.widths
+        rows, live = self.rows, self.live
         nq = rows[q][byte]
         if nq < 0 or not live[nq] & self.allowed(p):
             if q == 0:
@@ -229,13 +228,14 @@ class ContextualLexer:
             nq = rows[0][byte]
             if nq < 0 or not live[nq] & self.allowed(p):
                 return None
-        carry = 0 if byte == NEWLINE else carry + widths[byte]
+        if byte <= 32:
+            carry = advance(carry, byte)
         return (nq, carry, p)
 
     def walk(self, st: LexState, data: bytes) -> LexState | int:
         """Feed bytes; the new state, or the offset where the offending lexeme starts."""
         q, carry, p = st
-        rows, live, allowed, widths = self.rows, self.live, self.allowed, self.widths
+        rows, live, allowed = self.rows, self.live, self.allowed
         lex_start = 0
         for i, byte in enumerate(data):
             nq = rows[q][byte]
@@ -250,7 +250,8 @@ class ContextualLexer:
                 if nq < 0 or not live[nq] & allowed(p):
                     return i
             q = nq
-            carry = 0 if byte == NEWLINE else carry + widths[byte]
+            if byte <= 32:
+                carry = advance(carry, byte)
         if q != 0 and not self._walk_end_ok(p, q, lex_start == 0):
             return lex_start
         return (q, carry, p)
