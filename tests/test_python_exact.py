@@ -237,6 +237,28 @@ def test_bundled_grammars_have_no_dead_ends(name: str) -> None:
     assert sum(_walk_never_dead(cg, rnd, 8) for _ in range(2)) >= 2
 
 
+def test_issue_suffix_is_connectable_by_a_line_continuation() -> None:
+    """The issue's "unconnectable" suffix is not: a middle ending in a backslash joins
+    ``  y = 2`` to its line, and ``z = 3`` then continues the function body. Setup builds, and
+    the shortest completion (which found nothing before) makes a program."""
+    import ast
+
+    prefix, suffix = "def f(x):\n    return x", "\n  y = 2\n    z = 3\n"
+    ast.parse(prefix + "\n    a = \\" + suffix)
+    c = compiled("python", "gpt2").constraint(prefix, suffix=suffix)
+    middle = c.shortest_completion().text
+    ast.parse(prefix + middle + suffix)
+
+
+@pytest.mark.parametrize("suffix", ["\n\n  y = 2\n    z = 3\n", "\n\n  y = 2\n      z = 3\n"])
+def test_unconnectable_suffix_raises_at_setup(suffix: str) -> None:
+    """A blank line first: no line continuation can take it, so the middle's newline ends at
+    the suffix's width 2 and the deeper next line would open a block after a simple statement.
+    Setup knows the stack's top after a newline glued to the suffix, and refuses."""
+    with pytest.raises(gramask.InvalidSuffixError):
+        compiled("python", "gpt2").constraint("def f(x):\n    return x", suffix=suffix)
+
+
 def _random_grammar(rnd: random.Random) -> str:
     """A small random Lark grammar over the literals a..d, sometimes with a declared terminal
     nothing produces, or a rule that never finishes."""

@@ -269,13 +269,16 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
         if filled != base:
             bases.insert(0, filled)
     outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
-    known = top is not None and first < len(raw)
+    if top is not None and first < len(raw) and top < w:
+        # the stack tops out at ``top``, below the first line: that line opens a block
+        outcomes.append(([indent_t], [*(e for e in prefix_indent if e < top), top, w]))
+        bases = []
     for bb in bases:
-        if bb and (not known or bb[-1] == top):
+        if bb and (top is None or first == len(raw)):
             outcomes.append(([indent_t], [*bb, w]))
         for c in range(n_gt + MAX_EXTRA_DEDENTS + 1):
             # c dedents: the stack stood at w (c = 0) or above it
-            if not known or (top == w if c == 0 else top is not None and top > w):
+            if top is None or first == len(raw) or (top == w if c == 0 else top > w):
                 outcomes.append(([dedent_t] * c, [*bb, w]))
     out: list[tuple[tuple[int, ...], tuple[int, ...], Any]] = []
     for after, stack0 in outcomes:
