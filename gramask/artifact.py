@@ -53,8 +53,8 @@ __all__ = [
     "write_artifact",
 ]
 
-FORMAT_VERSION = 4  # 4: lexer mode, accepting sets, contextual tables; 3: the checksum covers
-# the header; 2: end classes past ignored terminals
+FORMAT_VERSION = 5  # 5: newline heads count tabs and spaces apart; 4: lexer mode, accepting
+# sets, contextual tables; 3: the checksum covers the header; 2: end classes past ignored terminals
 MAGIC = "gramask-artifact"
 HEADER = "__header__"
 

@@ -94,6 +94,7 @@ class CompiledGrammar:
                     dedent=sym.get(ind.dedent, -1),
                     open_brackets=tuple(sym[n] for n in ind.open_brackets if n in sym),
                     close_brackets=tuple(sym[n] for n in ind.close_brackets if n in sym),
+                    tab_len=ind.tab_len,
                 )
             ctx = ParserContext(
                 Automaton(pt, self._limits), self.dfa.num_terminals, ignored_bits, **kw

@@ -3,8 +3,10 @@
 * Terminal sets as Python ints (bit ``t`` = terminal ``t``): the parser's expected set, the
   lexer's winnable sets. Converted to and from bool rows and 64-bit words here.
 * The indentation newline as a table node head: a newline lexeme that ends a token with its
-  last line ``width`` columns wide; ``relative`` when the line began before the token, so the
-  runtime adds the columns it has already carried.
+  last line's leading whitespace ``width`` (the runtime's carry, see
+  :mod:`gramask.runtime.core.indentation`: ``spaces + TAB_UNIT * tabs``, or ``BROKEN`` for a
+  tab after a space); ``relative`` when the line began before the token, so the runtime joins
+  it to the whitespace it has already carried. In a head the counts take 10 bits each.
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["bits_of_rows", "decode_nl", "nl_code", "rows_of_bits", "words_of_bits"]
+__all__ = ["BROKEN", "TAB_UNIT", "bits_of_rows", "decode_nl", "nl_code", "rows_of_bits",
+           "words_of_bits"]
 
 _WORD = 0xFFFFFFFFFFFFFFFF
+TAB_UNIT = 1 << 20  # what a tab adds to the indentation carry (a space adds 1)
+BROKEN = 1 << 60  # the carry of a line with a tab after a space (its newline is refused)
+_HEAD_COUNT = 1 << 10  # tabs and spaces a head can count (more: the head is BROKEN)
+_HEAD_BROKEN = _HEAD_COUNT * _HEAD_COUNT
 
 
 def bits_of_rows(rows: np.ndarray) -> list[int]:
@@ -40,13 +47,20 @@ def words_of_bits(bits: int, n_words: int) -> np.ndarray:
     return np.array([(bits >> (64 * i)) & _WORD for i in range(n_words)], dtype=np.uint64)
 
 
-def nl_code(num_terminals: int, width: np.ndarray, relative: np.ndarray) -> np.ndarray:
+def nl_code(num_terminals: int, spaces: np.ndarray, tabs: np.ndarray, broken: np.ndarray,
+            relative: np.ndarray) -> np.ndarray:
     """Node heads for indentation newlines (vectorised); heads below ``num_terminals`` are
-    terminals."""
-    return num_terminals + 2 * width + relative.astype(np.int64)
+    terminals. ``broken``: a tab after a space (or counts a head cannot hold)."""
+    broken = broken | (spaces >= _HEAD_COUNT) | (tabs >= _HEAD_COUNT)
+    code = np.where(broken, _HEAD_BROKEN, spaces + _HEAD_COUNT * tabs).astype(np.int64)
+    return num_terminals + 2 * code + relative.astype(np.int64)
 
 
 def decode_nl(num_terminals: int, head: int) -> tuple[int, bool]:
-    """(width, relative) of a newline node head made by :func:`nl_code`."""
+    """(width as a carry, relative) of a newline node head made by :func:`nl_code`."""
     v = head - num_terminals
-    return v >> 1, bool(v & 1)
+    code = v >> 1
+    if code >= _HEAD_BROKEN:
+        return BROKEN, bool(v & 1)
+    tabs, spaces = divmod(code, _HEAD_COUNT)
+    return spaces + TAB_UNIT * tabs, bool(v & 1)

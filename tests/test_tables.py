@@ -15,7 +15,7 @@ from gramask.compiler.lexer import build_lexer_dfa
 from gramask.compiler.regex_bytes import regex_to_byte_dfa, utf8_sequences
 from gramask.compiler.table_rows import expand_row
 from gramask.compiler.tables import build_token_tables, walk_token
-from gramask.encoding import decode_nl
+from gramask.encoding import BROKEN, TAB_UNIT, decode_nl
 from gramask.errors import InvalidRegexError, UnsupportedRegexError
 from gramask.grammar import TerminalSpec
 
@@ -37,10 +37,14 @@ def _reference(dfa, tt, nl, q, data):
     heads = []
     for term, start, end in lexemes:
         if term == nl:
-            seg = data[max(start, 0) : end]
-            relative = start == -1 and b"\n" not in seg
-            tail = seg[seg.rfind(b"\n") + 1 :]
-            heads.append(("NL", tail.count(b" ") + 8 * tail.count(b"\t"), relative))
+            # the runtime's indentation carry: a newline or form feed resets it; spaces and
+            # tabs counted apart, BROKEN for a tab after a space (or counts a head cannot hold)
+            lines = re.split(rb"[\n\f]", data[max(start, 0) : end])
+            relative = start == -1 and len(lines) == 1
+            tail = lines[-1]
+            sp, tb = tail.count(b" "), tail.count(b"\t")
+            broken = re.search(rb" .*\t", tail, re.S) is not None or max(sp, tb) >= 1024
+            heads.append(("NL", BROKEN if broken else sp + TAB_UNIT * tb, relative))
         elif not dfa.ignored[term]:
             heads.append(term)
     return heads, int(tt.state_class[q_end])

@@ -380,11 +380,7 @@ def _contextual_oracle(cg: gramask.CompiledGrammar, lark_error: Callable[[str], 
 # Oracle rejections whose cause lies in the prefix-only runtime or the bundled grammar, not in
 # fill-in-the-middle: they also occur with no suffix at all (``--no-suffix`` shows them).
 KNOWN_GAPS = {
-    "TabError": "indentation: a tab counts 8 columns; CPython also rejects tab/space mixes "
-                "whose order depends on the tab size",
     "f-string": "python.lark lexes an f-string as one string; the fields inside are not parsed",
-    "(unicode error)": "python.lark's STRING takes any \\N{...} name of letters, digits, spaces "
-                       "and hyphens; CPython rejects names that are not Unicode character names",
     "contextual lexing": "lark's contextual lexer (one LALR state's terminals, one winner per "
                          "tie) differs from gramask's (docs/semantics.md); gramask's own prefix "
                          "constraint calls the whole text complete",

@@ -75,14 +75,24 @@ class TokenWalker:
         lmax = self.buf.shape[1]
         self.lmax = lmax
         if nl_terminal >= 0:  # per-position indentation helpers (the newline terminal only)
-            is_nl = self.buf == 10
+            # the carry of runtime.core.indentation: a newline or form feed resets it; counts
+            # of spaces and tabs, broken by a tab after a space
+            buf = self.buf
+            is_nl = (buf == 10) | (buf == 12)
             pos = np.arange(lmax, dtype=np.int32)[None, :]
-            # index of the last '\n' strictly before p (p = 0..lmax), -1 if none
+            # index of the last reset strictly before p (p = 0..lmax), -1 if none
             self.last_nl = np.full((v, lmax + 1), -1, dtype=np.int32)
             self.last_nl[:, 1:] = np.maximum.accumulate(np.where(is_nl, pos, -1), axis=1)
-            self.wsum = np.zeros((v, lmax + 1), dtype=np.int32)
-            self.wsum[:, 1:] = np.cumsum((self.buf == 32) + tab_len * (self.buf == 9), axis=1,
-                                         dtype=np.int32)
+            self.nsp = np.zeros((v, lmax + 1), dtype=np.int32)
+            self.nsp[:, 1:] = np.cumsum(buf == 32, axis=1, dtype=np.int32)
+            self.ntab = np.zeros((v, lmax + 1), dtype=np.int32)
+            self.ntab[:, 1:] = np.cumsum(buf == 9, axis=1, dtype=np.int32)
+            self.last_tab = np.full((v, lmax + 1), -1, dtype=np.int32)
+            self.last_tab[:, 1:] = np.maximum.accumulate(np.where(buf == 9, pos, -1), axis=1)
+            # index of the first space at or after p (lmax if none)
+            self.next_sp = np.full((v, lmax + 1), lmax, dtype=np.int32)
+            self.next_sp[:, :lmax] = np.minimum.accumulate(
+                np.where(buf == 32, pos, lmax)[:, ::-1], axis=1)[:, ::-1]
         # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
         # the system, so a lazily built table pays for the offsets it touches only
         self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
@@ -276,10 +286,14 @@ class TokenWalker:
                             ln = self.last_nl[te[nl], ke[nl]].astype(np.int64)
                             ls = lex_start[ends[nl]]
                             seg = np.maximum(ln + 1, ls)
-                            width = (self.wsum[te[nl], ke[nl]].astype(np.int64)
-                                     - self.wsum[te[nl], seg])
+                            tn, kn = te[nl], ke[nl]
+                            lt = self.last_tab[tn, kn]
                             rel = (ln < ls) & (not from_start) & (ls == 0)
-                            heads[nl] = nl_code(n_terms, width, rel)
+                            heads[nl] = nl_code(
+                                n_terms,
+                                self.nsp[tn, kn].astype(np.int64) - self.nsp[tn, seg],
+                                self.ntab[tn, kn].astype(np.int64) - self.ntab[tn, seg],
+                                (lt >= seg) & (self.next_sp[tn, seg] < lt), rel)
                     keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
                     if keep.any():
                         res[keep] = interner.cons(heads[keep], tail[keep])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from ..core.indentation import TAB_UNIT, text_carry
 from ..core.masks import walk_row_trie
 from ..limits import memo_size
 from ..memo import BoundedMemo
@@ -185,13 +186,14 @@ class TokenMatrix:
         r = self._widths
         if r is None:
             toks = self.vocab.tokens
-            tab = self.tab
             has = np.fromiter((b"\n" in t for t in toks), dtype=bool, count=len(toks))
             tails = [t[t.rfind(b"\n") + 1:] for t in toks]
-            after = np.fromiter((t.count(b" ") + tab * t.count(b"\t") for t in tails),
+            after = np.fromiter((min(text_carry(t), TAB_UNIT) for t in tails),
                                 dtype=np.int64, count=len(toks))
-            total = np.fromiter((t.count(b" ") + tab * t.count(b"\t") for t in toks),
-                                dtype=np.int64, count=len(toks))
+            # a tab or form feed does not add to a carry: at least TAB_UNIT, which tells the
+            # caller to walk the token
+            total = np.fromiter((t.count(b" ") if b"\t" not in t and b"\f" not in t
+                                 else TAB_UNIT for t in toks), dtype=np.int64, count=len(toks))
             r = self._widths = (has, after, total)
         return r
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.indentation import indent_widths
+from ..core.indentation import text_carry
 from .planner import INF, BudgetPlanner
 
 if TYPE_CHECKING:
@@ -107,6 +107,5 @@ def _last_line_width(head: bytes, tab: int, at_eof: bool) -> int | None:
     finish it: that of its last line if ``head`` holds a newline, 0 at the end of input (which
     closes the line), else None (it depends on the middle's part)."""
     if b"\n" in head:
-        widths = indent_widths(tab)
-        return sum(widths[b] for b in head[head.rfind(b"\n") + 1:])
+        return text_carry(head)
     return 0 if at_eof else None

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 import numpy as np
 
 from ...errors import NoCompletionError
+from ..core.indentation import BROKEN, TAB_UNIT, advance, indent_text, space_pad, text_carry
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .runstate import Complete, LexState, RunState, View, Walk
 from .spelling import INF
-from .state_costs import text_width
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
@@ -195,8 +195,9 @@ class PlanSearch:
             if self._nl_live[q] and p.depth == 0:
                 top = p.indent[-1] if p.indent else 0
                 for level in sorted({*p.indent, top + 1, top + 4}):
-                    if level > carry:
-                        out.append(b" " * (level - carry))
+                    d = space_pad(carry, level)
+                    if d:
+                        out.append(b" " * d)
             if self.costs.boundary:
                 bt = self.costs.boundary_cost(q, p)[1]
                 if bt:
@@ -220,10 +221,11 @@ class PlanSearch:
                         out.append(b"\n")
                     continue
                 top = p2.indent[-1] if p2.indent else 0
+                lead = self.lead
                 for width in sorted({*p2.indent, top + 1, top + 4}):
-                    out.append(b"\n" + b" " * width)
-                    if 0 <= width - self.lead < width:
-                        out.append(b"\n" + b" " * (width - self.lead))
+                    out.append(b"\n" + indent_text(width))
+                    if 0 < lead <= width and lead % TAB_UNIT <= width % TAB_UNIT:
+                        out.append(b"\n" + indent_text(width - lead))
                 continue
             if lex.ignored[t] or not (exp >> t) & 1:
                 continue
@@ -249,8 +251,8 @@ class PlanSearch:
         for b in suffix:
             if b not in (32, 9):
                 break
-            lead += self.tab if b == 9 else 1
-        self.lead = lead
+            lead = advance(lead, b)
+        self.lead = lead if lead < BROKEN else 0
         if not head:
             return
         trans = self.lex.trans
@@ -306,7 +308,7 @@ class PlanSearch:
                     return None
                 w = lex.witness(q, choice)
                 if choice == self.nl_t:
-                    now = text_width(w, self.tab) + (0 if b"\n" in w else carry)
+                    now = text_carry(w, carry)
                     w += self._nl_pad(p, now)
                 if w:
                     nst = walk(st, w)
@@ -377,7 +379,7 @@ class PlanSearch:
                         continue
                     c = self.costs.nl_cost(width) + self.costs.parser_cost(q)
                     if c < best:
-                        best, text = c, b"\n" + b" " * width
+                        best, text = c, b"\n" + indent_text(width)
                 continue
             if lex.ignored[t]:
                 continue

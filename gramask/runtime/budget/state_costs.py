@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.indentation import indent_widths
+from ..core.indentation import TAB_UNIT, columns, indent_text, space_pad, text_carry
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .spelling import INF
@@ -64,23 +64,25 @@ class StateCosts:
         self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(
             memo_size(max(64, lim.parser_states // 16)))
         self._nl_cost: dict[int, int] = {}
-        self._k_by_top: dict[int, int] = {}
+        self._k_by_top: dict[tuple[int, tuple[int, ...]], int] = {}
 
     def nl_cost(self, width: int) -> int:
         """Tokens that spell a newline followed by ``width`` spaces."""
         c = self._nl_cost.get(width)
         if c is None:
-            c = self._nl_cost[width] = self.tok.count(b"\n" + b" " * width)
+            c = self._nl_cost[width] = self.tok.count(b"\n" + indent_text(width))
         return c
 
     def k_newline(self, p: PState) -> int:
         """The cost charged per newline lexeme from ``p``: the dearest of the widths a
         completion from here can use (the open levels and up to eight more)."""
         top = p.indent[-1] if self.has_indent else 0
-        cap = max(top + 8, 64)
-        k = self._k_by_top.get(cap)
+        cap = max(top % TAB_UNIT + 8, 64)
+        bases = tuple(sorted({e - e % TAB_UNIT for e in p.indent})) if self.has_indent else (0,)
+        k = self._k_by_top.get((cap, bases))
         if k is None:
-            k = self._k_by_top[cap] = max(self.nl_cost(w) for w in range(cap + 1))
+            k = self._k_by_top[(cap, bases)] = max(
+                self.nl_cost(b + w) for b in bases for w in range(cap + 1))
         return k
 
 
@@ -135,19 +137,20 @@ class StateCosts:
         out = []
         levels = sorted({*p.indent, p.indent[-1] + 1})
         for w in sorted({*levels, carry}):
-            if w < carry:
+            d = space_pad(carry, w)
+            if d is None:
                 continue
             q = ctx.newline(p, w)
             if q is None:
                 continue
-            pad = b" " * (w - carry)
+            pad = b" " * d
             extra = self.tok.count(pad) if pad else 0
             out.append((extra + self.parser_cost(q), pad))
         if self.lex.nl_renews:
             for w in levels:
                 q = ctx.newline(p, w)
                 if q is not None:
-                    data = b"\n" + b" " * w
+                    data = b"\n" + indent_text(w)
                     out.append((self.tok.count(data) + self.parser_cost(q), data))
         return out
 
@@ -155,7 +158,13 @@ class StateCosts:
         """``newline_cost`` for the worst width a token can leave the lexeme at."""
         if p.depth > 0 or not self.has_indent:
             return self.parser_cost(p)
-        return max(self.newline_cost(p, w) for w in range(p.indent[-1] + 3))
+        top = p.indent[-1]
+        col = columns(top, self.ctx.tab_len) or (0, 0)
+        widths = set(range(col[0] + 3))
+        for e in p.indent:
+            base = e - e % TAB_UNIT
+            widths.update(base + s for s in range(top % TAB_UNIT + 3))
+        return max(self.newline_cost(p, w) for w in widths)
 
     # ------------------------------------------------------------------ lexer states
     # ------------------------------------------------------------------ lexer states
@@ -253,9 +262,5 @@ class StateCosts:
 
 
 def text_width(data: bytes, tab: int) -> int:
-    """Indentation width of the last line of ``data`` (after its last newline)."""
-    widths = indent_widths(tab)
-    w = 0
-    for b in data:
-        w = 0 if b == 10 else w + widths[b]
-    return w
+    """Indentation carry of the last line of ``data`` (after its last newline)."""
+    return text_carry(data)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .indentation import NEWLINE, indent_widths
+from .indentation import advance
 from .step_state import LexState
 from .terminal_sets import int_of_row
 
@@ -54,7 +54,6 @@ class ContextualRule:
         self.nl_t = nl_terminal
         self.cont_t = continuation_terminal
         self.tab = tab_len
-        self.widths = indent_widths(tab_len)
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
@@ -120,7 +119,7 @@ class ContextualRule:
     # ------------------------------------------------------------------ bytes
     def step(self, q: int, carry: int, p: PState, byte: int) -> LexState | None:
         """One byte; None if no lexeme can take it."""
-        rows, live, widths = self.rows, self.live, self.widths
+        rows, live = self.rows, self.live
         nq = rows[q][byte]
         if nq < 0 or not live[nq] & self.allowed(p):
             if q == 0:
@@ -132,13 +131,14 @@ class ContextualRule:
             nq = rows[0][byte]
             if nq < 0 or not live[nq] & self.allowed(p):
                 return None
-        carry = 0 if byte == NEWLINE else carry + widths[byte]
+        if byte <= 32:
+            carry = advance(carry, byte)
         return (nq, carry, p)
 
     def walk(self, st: LexState, data: bytes) -> LexState | int:
         """Feed bytes; the new state, or the offset where the offending lexeme starts."""
         q, carry, p = st
-        rows, live, allowed, widths = self.rows, self.live, self.allowed, self.widths
+        rows, live, allowed = self.rows, self.live, self.allowed
         lex_start = 0
         for i, byte in enumerate(data):
             nq = rows[q][byte]
@@ -153,7 +153,8 @@ class ContextualRule:
                 if nq < 0 or not live[nq] & allowed(p):
                     return i
             q = nq
-            carry = 0 if byte == NEWLINE else carry + widths[byte]
+            if byte <= 32:
+                carry = advance(carry, byte)
         if q != 0 and not self._walk_end_ok(p, q, lex_start == 0):
             return lex_start
         return (q, carry, p)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .indentation import NEWLINE, indent_widths
+from .indentation import advance
 
 if TYPE_CHECKING:
     from .masks import MaskBuilder
@@ -28,7 +28,6 @@ def walk(b: MaskBuilder, st: tuple[int, int, PState], data: bytes, tab: int,
     q, carry, p = st
     lex_start = 0
     rows, accept, end_lexeme = b.trans_rows, b.accept, b.ctx.end_lexeme
-    widths = indent_widths(tab)
     for i, byte in enumerate(data):
         nq = rows[q][byte]
         if nq < 0:
@@ -45,7 +44,8 @@ def walk(b: MaskBuilder, st: tuple[int, int, PState], data: bytes, tab: int,
             if nq < 0:
                 return i
         q = nq
-        carry = 0 if byte == NEWLINE else carry + widths[byte]
+        if byte <= 32:
+            carry = advance(carry, byte)
     if check_end and q != 0 and not b.end_ok(p, q):
         return lex_start
     return (q, carry, p)

@@ -26,6 +26,7 @@ from ...encoding import bits_of_rows, decode_nl, words_of_bits
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_lexer import ContextualLexer
+from .indentation import join
 from .parse_state import ParserContext, PState
 
 __all__ = ["MaskBuilder", "walk_row_trie"]
@@ -127,7 +128,7 @@ def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
             p2 = ctx.shift(p, h)
         else:
             width, relative = decode_nl(nt, h)
-            p2 = ctx.newline(p, width + carry if relative else width)
+            p2 = ctx.newline(p, join(carry, width) if relative else width)
         if p2 is None:
             continue
         visit(p2, child)

@@ -17,6 +17,7 @@ import numpy as np
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
 from .earley import Automaton, EarleySet
+from .indentation import columns
 
 __all__ = ["PState", "ParserContext"]
 
@@ -49,6 +50,7 @@ class ParserContext:
         dedent: int = -1,
         open_brackets: tuple[int, ...] = (),
         close_brackets: tuple[int, ...] = (),
+        tab_len: int = 8,
     ) -> None:
         self.automaton = automaton
         self.num_lexer_terminals = num_lexer_terminals
@@ -58,6 +60,7 @@ class ParserContext:
         self.dedent_t = dedent
         self.open_brackets = frozenset(open_brackets)
         self.close_brackets = frozenset(close_brackets)
+        self.tab_len = tab_len
         n = automaton.limits.parser_states
         self._interned: BoundedMemo[tuple[int, tuple[int, ...], int, bool], PState] = (
             BoundedMemo(memo_size(n))
@@ -146,18 +149,29 @@ class ParserContext:
         es = adv(p.es, self.nl_t)
         if es is None:
             return None
+        # CPython's two measures (tabs to the next multiple of tab_len, tabs as 1) must order
+        # the line against the stack alike, else TabError (see .indentation)
+        tab = self.tab_len
+        here = columns(width, tab)
+        if here is None:
+            return None  # a tab after a space
+        col, alt = here
         indent = p.indent
-        if width > indent[-1]:
+        top, top_alt = columns(indent[-1], tab) or (0, 0)
+        if col > top:
+            if alt <= top_alt:
+                return None
             es = adv(es, self.indent_t)
             if es is None:
                 return None
             indent = (*indent, width)
         else:
-            while width < indent[-1]:
+            while col < top:
                 es = adv(es, self.dedent_t) if es is not None else None
                 indent = indent[:-1]
-            if es is None or width != indent[-1]:
-                return None  # dedent to a level that was never opened
+                top, top_alt = columns(indent[-1], tab) or (0, 0)
+            if es is None or col != top or alt != top_alt:
+                return None  # dedent to a level that was never opened, or TabError
         return self.make(es, indent, 0, True)
 
     def expects(self, p: PState) -> int:

@@ -91,6 +91,9 @@ class FimBase(Constraint[F]):
         self._glue: dict[tuple[int, int], tuple[int, int, int] | None] = (
             _glue if _glue is not None else {})
         self._suffix = suffix.encode("utf-8") if isinstance(suffix, str) else bytes(suffix)
+        # the suffix lexing compares indentation widths as numbers, which CPython's two
+        # measures do not when tabs or form feeds indent: then only the walk decides
+        self._tabbed = ob.nl_t >= 0 and (b"\t" in self._suffix or b"\f" in self._suffix)
         self._ends: dict[tuple[int, int, PState], bool] = _shared if _shared is not None else {}
         # (suffix offset, parser state uid) at a lexeme boundary → verdict; states kept alive
         self._ends_at: dict[tuple[int, int], tuple[bool]] = (

@@ -28,7 +28,7 @@ from ..budget.bounded import BoundedBudget
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
 from ..core.constraint import Constraint, text_bytes
-from ..core.indentation import NEWLINE, indent_widths
+from ..core.indentation import TAB_UNIT, advance, join
 from ..core.lexing import walk
 from ..core.masks import MaskBuilder
 from ..core.parse_state import PState
@@ -100,7 +100,6 @@ class FimConstraint(FimBase[FimState]):
         b = self._ob
         memo = self._ends_at
         rows, accept, ctx = b.trans_rows, b.accept, b.ctx
-        widths = indent_widths(self._tab)
         seen: list[tuple[int, int]] = []
         result: bool | None = None
         data = self._suffix
@@ -129,7 +128,8 @@ class FimConstraint(FimBase[FimState]):
                     result = False
                     break
             q = nq
-            carry = 0 if byte == NEWLINE else carry + widths[byte]
+            if byte <= 32:
+                carry = advance(carry, byte)
         if result is None:
             result = (q == 0 or b.end_ok(p, q)) and b.complete(p, q, carry)
         if len(memo) > 8 * len(data) + 4096:
@@ -158,12 +158,10 @@ class FimConstraint(FimBase[FimState]):
             if qq < 0:
                 ok = False
                 break
-            if byte == 10:
-                reset, width = 1, 0
-            elif byte == 32:
-                width += 1
-            elif byte == 9:
-                width += self._tab
+            if byte in (10, 12):
+                reset = 1
+            if byte <= 32:
+                width = advance(width, byte)
         if ok and (qq == 0 or b.accept[qq] >= 0) and (
                 k == len(s) or qq == 0 or rows[qq][s[k]] < 0):
             res = (qq, reset, width)
@@ -195,14 +193,14 @@ class FimConstraint(FimBase[FimState]):
                 if p2 is None or p2.depth not in br.depths or not p2.es.accepts:
                     continue
             else:
-                c2 = width if reset else carry + width
+                c2 = width if reset else join(carry, width)
                 p2 = b.lexeme_end(pq, qq, c2, at_eof=br.k == n)
                 if p2 is None or p2.depth not in br.depths:
                     continue
                 es = adv(p2.es, marker)
                 if es is None or not es.accepts:
                     continue
-            if not br.assumptions or _holds(br, p2):
+            if not self._tabbed and (not br.assumptions or _holds(br, p2)):
                 return 2
             verdict = 1
         return verdict
@@ -384,7 +382,6 @@ def equivalent_prefix(b: MaskBuilder, st: tuple[int, int, PState], data: bytes,
     which starts cold for each request, reads only that."""
     q, carry, p = st
     rows, accept, ctx = b.trans_rows, b.accept, b.ctx
-    widths = indent_widths(tab)
     bounds: list[tuple[int, PState]] = []
     for i, byte in enumerate(data):
         nq = rows[q][byte]
@@ -402,7 +399,8 @@ def equivalent_prefix(b: MaskBuilder, st: tuple[int, int, PState], data: bytes,
             if nq < 0:
                 return data
         q = nq
-        carry = 0 if byte == NEWLINE else carry + widths[byte]
+        if byte <= 32:
+            carry = advance(carry, byte)
     return erase_loops(data, bounds)
 
 
@@ -442,8 +440,12 @@ def _holds(br: Branch, p: PState) -> bool:
     boundary? Then the branch's terminals are exactly the suffix's, and the quotient's
     verdict is exact."""
     stack = p.indent
+    if stack[-1] >= TAB_UNIT:
+        return False  # tabs: the widths below compare as numbers; the walk decides
     for d0, w1, outcome, below, eof_nl in br.assumptions:
         if d0 != p.depth:
+            continue
+        if w1 is not None and w1 >= TAB_UNIT:
             continue
         if eof_nl is not None:
             if outcome == len(stack) - 1 and eof_nl == (not p.bol):

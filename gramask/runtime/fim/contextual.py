@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..core.constraint import text_bytes
 from ..core.contextual_lexer import ContextualLexer
-from ..core.indentation import NEWLINE
+from ..core.indentation import advance
 from ..core.masks import MaskBuilder
 from ..core.parse_state import PState
 from ..limits import check_suffix_size
@@ -144,7 +144,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
         program? Walks from different states converge, as in the basic mode."""
         cx = _cx(self._ob)
         memo = self._ends_at
-        rows, live, allowed, widths = cx.rows, cx.live, cx.allowed, cx.widths
+        rows, live, allowed = cx.rows, cx.live, cx.allowed
         seen: list[tuple[int, int]] = []
         result: bool | None = None
         data = self._suffix
@@ -171,7 +171,8 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                     result = False
                     break
             q = nq
-            carry = 0 if byte == NEWLINE else carry + widths[byte]
+            if byte <= 32:
+                carry = advance(carry, byte)
         if result is None:
             result = cx.complete(p, q, carry)
         if len(memo) > 8 * len(data) + 4096:
@@ -240,7 +241,7 @@ def equivalent_prefix(cx: ContextualLexer, data: bytes) -> bytes:
         No program starts with ``data``.
     """
     q, carry, p = 0, 0, cx.ctx.root
-    rows, live, allowed, widths = cx.rows, cx.live, cx.allowed, cx.widths
+    rows, live, allowed = cx.rows, cx.live, cx.allowed
     bounds: list[tuple[int, PState]] = []
     lex_start = 0
     for i, byte in enumerate(data):
@@ -258,7 +259,8 @@ def equivalent_prefix(cx: ContextualLexer, data: bytes) -> bytes:
             if nq < 0 or not live[nq] & allowed(p):
                 raise InvalidPrefixError("the prefix is not a prefix of any program", position=i)
         q = nq
-        carry = 0 if byte == NEWLINE else carry + widths[byte]
+        if byte <= 32:
+            carry = advance(carry, byte)
     if q != 0 and not cx.end_ok(p, q):
         raise InvalidPrefixError("the prefix is not a prefix of any program", position=lex_start)
     return erase_loops(data, bounds)

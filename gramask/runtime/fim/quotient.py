@@ -538,6 +538,7 @@ def _builder_for(ob: MaskBuilder, aut: Automaton, markers: list[int],
         aut, octx.num_lexer_terminals, octx.ignored_bits,
         newline=octx.nl_t, indent=octx.indent_t, dedent=octx.dedent_t,
         open_brackets=tuple(octx.open_brackets), close_brackets=tuple(octx.close_brackets),
+        tab_len=octx.tab_len,
     )
     ctx.markers = tuple(markers)
     ctx.boundary = tuple(boundary)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from ..core.indentation import NEWLINE, indent_widths
+from ..core.indentation import TAB_UNIT, advance, text_carry
 from ..core.masks import MaskBuilder
 
 __all__ = ["Branch", "SuffixLexing", "lex_suffix"]
@@ -103,7 +103,6 @@ def _raw_lex(b: MaskBuilder, data: bytes, base: int, tab: int
     """Greedy lexemes of ``data``: [(terminal, newline width, offset)], ignored ones dropped
     (newlines kept); or ([], offset of the failure)."""
     rows, accept, ignored, nl_t = b.trans_rows, b.accept, b.ignored, b.nl_t
-    widths = indent_widths(tab)
     out: list[tuple[int, int, int]] = []
     q = 0
     carry = 0
@@ -122,7 +121,8 @@ def _raw_lex(b: MaskBuilder, data: bytes, base: int, tab: int
             if nq < 0:
                 return [], base + i
         q = nq
-        carry = 0 if byte == NEWLINE else carry + widths[byte]
+        if byte <= 32:
+            carry = advance(carry, byte)
     if q != 0:
         a = accept[q]
         if a < 0:
@@ -170,17 +170,20 @@ def lex_suffix(
             elif t in close_brackets:
                 depth -= 1
                 lowest = min(lowest, depth)
-        seen: dict[tuple[int, ...], tuple[tuple[int, ...], set[int], set[Assumption]]] = {}
-        for d0 in range(min(-lowest, MAX_DEPTH) + 1):
-            for terms, offs, assumption in _expand(raw, d0, end, prefix_indent, nl_t, indent_t,
-                                                   dedent_t, open_brackets, close_brackets):
-                e = seen.setdefault(terms, (offs, set(), set()))
-                e[1].add(d0)
-                e[2].add(assumption)
-        for terms, (offs, ds, ass) in seen.items():
-            branches.append(Branch(k, frozenset(ds), terms, offs, frozenset(ass),
-                                   cands.get(k, frozenset())))
-        if k == 0 and not seen:
+        any_seen = False
+        for ends, top in _readings(suffix[:k], cands.get(k, frozenset()), nl_t, prefix_indent):
+            seen: dict[tuple[int, ...], tuple[tuple[int, ...], set[int], set[Assumption]]] = {}
+            for d0 in range(min(-lowest, MAX_DEPTH) + 1):
+                for terms, offs, assumption in _expand(
+                        raw, d0, end, prefix_indent, nl_t, indent_t, dedent_t, open_brackets,
+                        close_brackets, top if d0 == 0 else None):
+                    e = seen.setdefault(terms, (offs, set(), set()))
+                    e[1].add(d0)
+                    e[2].add(assumption)
+            for terms, (offs, ds, ass) in seen.items():
+                branches.append(Branch(k, frozenset(ds), terms, offs, frozenset(ass), ends))
+            any_seen = any_seen or bool(seen)
+        if k == 0 and not any_seen:
             start_error = _unclosed_bracket(raw, open_brackets, close_brackets)
     return SuffixLexing(branches, err, start_error)
 
@@ -212,11 +215,30 @@ def _unclosed_bracket(raw: list[tuple[int, int, int]], opens: frozenset[int],
     return stack[-1], "a bracket opened there is still open where the suffix ends (is it cut short?)"
 
 
+def _readings(head: bytes, ends: frozenset[int], nl_t: int, prefix_indent: tuple[int, ...]
+              ) -> list[tuple[frozenset[int], int | None]]:
+    """How the middle's last lexeme, continued by ``head`` (``suffix[:k]``), can end: as
+    ``ends``, each with the indentation level the stack is known to stand at after it.
+    A newline lexeme whose line begins inside ``head`` ends at a width the suffix fixes,
+    and the indentation stack then tops out at that width (at bracket depth 0): a reading
+    of its own, so that a suffix whose later lines cannot follow that width has no branch
+    (unless tabs indent: their widths do not compare as numbers, see .indentation)."""
+    if not head or nl_t not in ends or (b"\n" not in head and b"\f" not in head):
+        return [(ends, None)]
+    top = text_carry(head)
+    if top >= TAB_UNIT or any(e >= TAB_UNIT for e in prefix_indent):
+        return [(ends, None)]
+    rest = ends - {nl_t}
+    return [(frozenset((nl_t,)), top), *([(rest, None)] if rest else [])]
+
+
 def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: tuple[int, ...],
             nl_t: int, indent_t: int, dedent_t: int, opens: frozenset[int],
-            closes: frozenset[int]) -> list[tuple[tuple[int, ...], tuple[int, ...], Assumption]]:
+            closes: frozenset[int], top: int | None = None,
+            ) -> list[tuple[tuple[int, ...], tuple[int, ...], Assumption]]:
     """The terminal sequences of one raw lexing under bracket depth ``d0``, one per outcome
-    of the first significant newline."""
+    of the first significant newline (``top``: the level the stack is known to top out at
+    before it, see :func:`_readings`)."""
     # find the first significant newline (or the end of input)
     depth = d0
     first = len(raw)
@@ -241,7 +263,7 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
     base = [e for e in prefix_indent if e < w]
     n_gt = sum(1 for e in prefix_indent if e > w)
     bases = [base]
-    if base:
+    if base and w < TAB_UNIT:
         # levels the middle may have opened between the prefix's and the first line's, on
         # the prefix's indentation step (4 by default): [0, 4] + first line 12 → 8 is assumed
         steps = [b - a for a, b in itertools.pairwise(prefix_indent) if b > a]
@@ -250,11 +272,17 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
         if filled != base:
             bases.insert(0, filled)
     outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
+    if top is not None and first < len(raw) and top < w:
+        # the stack tops out at ``top``, below the first line: that line opens a block
+        outcomes.append(([indent_t], [*(e for e in prefix_indent if e < top), top, w]))
+        bases = []
     for bb in bases:
-        if bb:
+        if bb and (top is None or first == len(raw)):
             outcomes.append(([indent_t], [*bb, w]))
         for c in range(n_gt + MAX_EXTRA_DEDENTS + 1):
-            outcomes.append(([dedent_t] * c, [*bb, w]))
+            # c dedents: the stack stood at w (c = 0) or above it
+            if top is None or first == len(raw) or (top == w if c == 0 else top > w):
+                outcomes.append(([dedent_t] * c, [*bb, w]))
     out: list[tuple[tuple[int, ...], tuple[int, ...], Assumption]] = []
     for after, stack0 in outcomes:
         if first == len(raw):
