@@ -93,6 +93,23 @@ def test_resolver_compiles_once_and_builds_constraints(
         resolver.constraint(parse_options({"grammar": LARK, "prefix": "]"}))
 
 
+def test_resolver_per_request_grammars_lazy_and_bounded(
+        vocab: gramask.Vocabulary, tmp_path: Path) -> None:
+    """JSON Schema / regex / choices specs: compiled without the disk cache (rows walked as
+    masks need them), and only the most recently used compiled grammars are kept."""
+    resolver = GrammarResolver(vocab, cache_dir=tmp_path, max_grammars=2)
+    specs = [{"regex": "[0-9]+"}, {"choices": ["1", "12"]}, {"json_schema": {"type": "integer"}}]
+    first = resolver.compiled(parse_options({"grammar": specs[0]}))
+    assert not any(tmp_path.iterdir())  # nothing written for a per-request grammar
+    c = first.constraint(prefix="1")
+    allowed = {TOKENS[i] for i in c.allowed().nonzero()[0]}
+    assert {b"1", b"23", b"</s>"} <= allowed and b"[" not in allowed
+    for spec in specs[1:]:
+        resolver.compiled(parse_options({"grammar": spec}))
+    assert len(resolver._compiled) == 2  # the oldest was dropped
+    assert resolver.compiled(parse_options({"grammar": specs[0]})) is not first
+
+
 def test_artifact_path_and_vocabulary_check(vocab: gramask.Vocabulary, tmp_path: Path) -> None:
     compiled = gramask.compile(gramask.Grammar.from_lark(LARK), vocab, cache_dir=tmp_path)
     path = tmp_path / "nums.gmask"

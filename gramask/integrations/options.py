@@ -25,9 +25,11 @@ This module imports neither torch nor an engine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -295,11 +297,19 @@ def _from_file(ext: str, path: str, extra: Mapping[str, Any]) -> Grammar:
 
 
 # -------------------------------------------------------------------------------- resolution
+# Grammars a request carries (vLLM's json / regex / choice): compiled without the disk cache,
+# their token-table rows walked as masks first need them, so a new one costs milliseconds
+# to its first mask instead of a full build and an artifact write per request
+PER_REQUEST_KINDS = frozenset({"json_schema", "regex", "choices"})
+
+
 class GrammarResolver:
     """Grammar specs → compiled grammars over one vocabulary, each distinct spec built once.
 
     Safe to call from several threads: one lock per spec, so two requests for the same new
     grammar compile it once, and a compile does not block requests for other grammars.
+    Per-request kinds (JSON Schema, regex, choices) are compiled lazily and not written to
+    disk; the resolver keeps the ``max_grammars`` most recently used compiled grammars.
 
     Parameters
     ----------
@@ -307,12 +317,16 @@ class GrammarResolver:
         The model's vocabulary; masks index its token ids.
     cache_dir
         The on-disk compile cache (default: ``GRAMASK_CACHE_DIR`` or the user cache).
+    max_grammars
+        Compiled grammars kept in memory (a server sees a new schema per request).
     """
 
-    def __init__(self, vocab: Vocabulary, *, cache_dir: str | os.PathLike[str] | None = None):
+    def __init__(self, vocab: Vocabulary, *, cache_dir: str | os.PathLike[str] | None = None,
+                 max_grammars: int = 256):
         self.vocab = vocab
         self.cache_dir = cache_dir
-        self._compiled: dict[str, CompiledGrammar] = {}
+        self.max_grammars = max(1, max_grammars)
+        self._compiled: OrderedDict[str, CompiledGrammar] = OrderedDict()
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
@@ -329,6 +343,8 @@ class GrammarResolver:
         key = options.key or _key(*_classify(options.grammar))
         cg = self._compiled.get(key)
         if cg is not None:
+            with self._lock, contextlib.suppress(KeyError):
+                self._compiled.move_to_end(key)
             return cg
         with self._lock:
             lock = self._locks.setdefault(key, threading.Lock())
@@ -336,7 +352,11 @@ class GrammarResolver:
             cg = self._compiled.get(key)
             if cg is None:
                 cg = self._build(options.grammar)
-                self._compiled[key] = cg
+                with self._lock:
+                    self._compiled[key] = cg
+                    while len(self._compiled) > self.max_grammars:
+                        old, _ = self._compiled.popitem(last=False)
+                        self._locks.pop(old, None)
         return cg
 
     def constraint(self, options: RequestOptions) -> Constraint:
@@ -363,4 +383,5 @@ class GrammarResolver:
 
         grammar = grammar_from_spec(spec)
         assert grammar is not None  # only artifacts give None
-        return compile_grammar(grammar, self.vocab, cache_dir=self.cache_dir, progress=False)
+        return compile_grammar(grammar, self.vocab, cache=kind not in PER_REQUEST_KINDS,
+                               cache_dir=self.cache_dir, progress=False)
