@@ -26,12 +26,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..compiler.charclass import MAX_CODEPOINT as MAX_CP
+from ..compiler.charclass import complement
 from ..compiler.regex_bytes import MAX_BYTE_STATES, ByteDFA, _trim
 from ..errors import GrammarError
 
 __all__ = ["CharDFA", "json_string_dfa", "spec_dfa"]
 
-MAX_CP = 0x10FFFF
 _SHORT = {ord('"'): 0x22, ord("\\"): 0x5C, ord("/"): 0x2F, ord("b"): 0x08, ord("f"): 0x0C,
           ord("n"): 0x0A, ord("r"): 0x0D, ord("t"): 0x09}
 _HEX = {**{ord(c): int(c, 16) for c in "0123456789abcdef"},
@@ -145,7 +146,7 @@ class CharDFA:
         for key, cps in by_key.items():
             rs = _ranges(sorted(cps))
             if key == other_key:
-                rs = sorted(rs + _gaps(_ranges(explicit)))
+                rs = sorted(rs + list(complement(tuple(_ranges(explicit)))))
             key_ranges[key] = rs
         states = sorted(fsm.states, key=repr)
         index = {s: i for i, s in enumerate(states)}
@@ -196,18 +197,6 @@ def _ranges(cps: list[int]) -> list[tuple[int, int]]:
             out[-1] = (out[-1][0], cp)
         elif not out or cp > out[-1][1]:
             out.append((cp, cp))
-    return out
-
-
-def _gaps(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out = []
-    nxt = 0
-    for lo, hi in ranges:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CP:
-        out.append((nxt, MAX_CP))
     return out
 
 

@@ -11,6 +11,8 @@ from re import _constants as _sre_c
 from re import _parser as _sre_parse
 from typing import Any
 
+from ..compiler.charclass import MAX_CODEPOINT as MAX_CP
+from ..compiler.charclass import complement as code_point_gaps
 from ..errors import GrammarError
 
 __all__ = [
@@ -25,7 +27,6 @@ __all__ = [
 
 Ranges = list[tuple[int, int]]
 
-MAX_CP = 0x10FFFF
 _SURROGATES = (0xD800, 0xDFFF)
 _ALL: Ranges = [(0, 0xD7FF), (0xE000, MAX_CP)]
 # raw in a JSON string: anything but '"', '\' and the C0 controls (RFC 8259)
@@ -48,15 +49,7 @@ def intersect(a: Ranges, b: Ranges) -> Ranges:
 
 
 def complement(a: Ranges) -> Ranges:
-    out: Ranges = []
-    nxt = 0
-    for lo, hi in _norm(a):
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CP:
-        out.append((nxt, MAX_CP))
-    return intersect(out, _ALL)
+    return intersect(list(code_point_gaps(tuple(_norm(a)))), _ALL)
 
 
 def _cls_char(cp: int) -> str:
@@ -81,15 +74,7 @@ def _class(ranges: Ranges) -> str:
         return c if (c.isalnum() and cp < 128) else "[" + _cls_char(cp) + "]"
     # the complement over all code points, surrogates counted as members (the byte-level
     # automaton leaves them out anyway)
-    with_sur = _norm([*ranges, _SURROGATES])
-    comp: Ranges = []
-    nxt = 0
-    for lo, hi in with_sur:
-        if lo > nxt:
-            comp.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CP:
-        comp.append((nxt, MAX_CP))
+    comp: Ranges = list(code_point_gaps(tuple(_norm([*ranges, _SURROGATES]))))
     size = sum(hi - lo + 1 for lo, hi in ranges)
     comp_size = sum(hi - lo + 1 for lo, hi in comp)
     negate = comp_size < size
