@@ -94,15 +94,21 @@ Rule = tuple[int, tuple[int, ...]]  # (lhs symbol, rhs symbols), symbols numbere
 
 def nullable_symbols(rules: Sequence[Rule]) -> frozenset[int]:
     """The nonterminals that derive the empty string (fixpoint)."""
-    nullable: set[int] = set()
+    return free_closure(rules, ())
+
+
+def free_closure(rules: Sequence[Rule], free: Iterable[int]) -> frozenset[int]:
+    """``free`` plus every symbol all of whose rule's right-hand side is free (a fixpoint;
+    with nothing free, the nullable symbols)."""
+    out = set(free)
     changed = True
     while changed:
         changed = False
         for lhs, rhs in rules:
-            if lhs not in nullable and all(s in nullable for s in rhs):
-                nullable.add(lhs)
+            if lhs not in out and all(x in out for x in rhs):
+                out.add(lhs)
                 changed = True
-    return frozenset(nullable)
+    return frozenset(out)
 
 
 def past_nullable(items: Iterable[tuple[int, int]], rules: Sequence[Rule],

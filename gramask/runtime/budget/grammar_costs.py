@@ -81,19 +81,6 @@ def lexeme_predecessors(mb: MaskBuilder, rules: Rules, nsym: int) -> list[set[in
     return preds
 
 
-def free_closure(rules: Rules, free: Iterable[int]) -> frozenset[int]:
-    """``free`` plus every symbol all of whose rule's right-hand side is free."""
-    out = set(free)
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs not in out and all(x in out for x in rhs):
-                out.add(lhs)
-                changed = True
-    return frozenset(out)
-
-
 class GrammarCosts:
     """Fewest tokens to complete a parse, per symbol, LR(0) state and Earley set, with a
     newline lexeme priced ``k`` (the caller's bound over the indentation widths in use)."""

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from .grammar_costs import GrammarCosts, Rules, free_closure, lexeme_predecessors
+from ...compiler.parse_tables import free_closure
+from .grammar_costs import GrammarCosts, Rules, lexeme_predecessors
 from .grouping import StepGrouping, StepUnits, TokenGroups, TokenMatrix
 from .lexeme_costs import LexemeCosts
 from .runstate import Complete, RunState, View, Walk
