@@ -13,8 +13,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..artifact import FORMAT_VERSION
 from ..cache.store import CacheWarning, cache_key, cached_path, default_cache_dir, report_bad_entry
 from ..compiled import CompiledGrammar, package_version
@@ -22,7 +20,7 @@ from ..errors import ArtifactError
 from ..grammar import Grammar
 from ..vocab import Vocabulary
 
-__all__ = ["Compiler", "build", "compile", "vocab_arrays"]
+__all__ = ["Compiler", "build", "compile"]
 
 
 def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
@@ -43,7 +41,9 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     dfa = build_lexer_dfa(grammar.terminals, progress=progress)
     pt = build_parse_tables(grammar)
     diagnostics = check_lexer(grammar, dfa, pt)  # raises for a terminal that can never win
-    tokens, special = vocab_arrays(vocab)
+    # held by the vocabulary, so every grammar compiled against it (a new JSON Schema per
+    # request) reuses them and the token byte matrix built from them
+    tokens, special = vocab.token_tuple, vocab.special_mask
     contextual = grammar.lexer == "contextual" and grammar.newline_terminal < 0
     tab_len = grammar.indentation.tab_len if grammar.indentation else 8
     if lazy:
@@ -73,13 +73,6 @@ def _info(t0: float, diagnostics: list[dict[str, Any]]) -> dict[str, Any]:
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "lexer_diagnostics": diagnostics,
     }
-
-
-def vocab_arrays(vocab: Vocabulary) -> tuple[tuple[bytes, ...], np.ndarray]:
-    """The token tuple and special-token mask, both held by the vocabulary (one object
-    each), so that every grammar compiled against it — a new JSON Schema per request — reuses
-    them and the token byte matrix built from them."""
-    return vocab.token_tuple, vocab.special_mask
 
 
 class Compiler:

@@ -203,12 +203,10 @@ class Vocabulary:
             data = np.frombuffer(b"".join(toks), dtype=np.uint8)
             offsets = np.zeros(size + 1, dtype=np.int64)
             np.cumsum(np.fromiter(map(len, toks), dtype=np.int64, count=size), out=offsets[1:])
-            special = np.zeros(size, dtype=bool)
-            if self.special_ids:
-                special[np.fromiter(self.special_ids, dtype=np.int64)] = True
-            for a in (data, offsets, special):
+            for a in (data, offsets):
                 a.setflags(write=False)
-            self._arrays = {"vocab_bytes": data, "vocab_offsets": offsets, "vocab_special": special}
+            self._arrays = {"vocab_bytes": data, "vocab_offsets": offsets,
+                            "vocab_special": self.special_mask}
         return dict(self._arrays)
 
     def metadata(self) -> dict[str, Any]:
