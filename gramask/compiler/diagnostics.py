@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GrammarError
+from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
 from ..grammar import Grammar
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
@@ -162,7 +163,7 @@ def check_lexer(
     others = [d for d in diags if d not in reserved]
     # A JSON Schema's keys and enum strings overlap its string terminals by construction (the
     # contextual lexer lets the parser decide): nothing for a server to warn about per request.
-    warn = logging.DEBUG if grammar.source == "<json schema>" else logging.WARNING
+    warn = logging.DEBUG if grammar.source == JSON_SCHEMA_SOURCE else logging.WARNING
     for level, group, what in ((logging.INFO, reserved, "reserved keyword(s)"),
                                (warn, others, "lexer diagnostic(s)")):
         if group:

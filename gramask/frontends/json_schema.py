@@ -32,6 +32,7 @@ from .json_schema_base import (
     _KNOWN,
     _REFUSED,
     _TYPES,
+    SOURCE,
     JsonSchemaOptions,
     SchemaWarning,
     _canon,
@@ -329,7 +330,7 @@ def grammar_from_json_schema(schema: Mapping[str, Any] | bool | str,
     comp = _Compiler(schema, opt)
     start = comp.b.fresh("start")
     comp.rule(start, (comp.value(schema, "#"),))
-    return comp.b.parts(start, source="<json schema>", lexer="contextual")
+    return comp.b.parts(start, source=SOURCE, lexer="contextual")
 
 
 def json_value_grammar(*, object_only: bool = False, whitespace: str = "flexible") -> GrammarParts:

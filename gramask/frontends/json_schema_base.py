@@ -50,6 +50,9 @@ class JsonSchemaOptions:
     max_rules: int = 50_000
 
 
+# the source name of every JSON Schema grammar (the compiler knows them by it)
+SOURCE = "<json schema>"
+
 # keywords that only annotate (or hold definitions referenced by pointer)
 _ANNOTATIONS = frozenset({
     "$schema", "$id", "id", "$comment", "$anchor", "title", "description", "default",
