@@ -12,9 +12,16 @@ from ._support import compiled, hf_tokenizer  # noqa: F401  (older test modules 
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Tests never read or write the user's cache."""
+    """Tests never read or write the user's cache. Parallel workers (pytest-xdist) share one
+    cache directory: each grammar is compiled once per run, and the cache's atomic writes are
+    exercised by concurrent processes as a server's workers would."""
     old = os.environ.get("GRAMASK_CACHE_DIR")
-    os.environ["GRAMASK_CACHE_DIR"] = str(tmp_path_factory.mktemp("gramask-cache"))
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's temp dir, above each worker's own
+    cache = base / "gramask-cache"
+    cache.mkdir(exist_ok=True)
+    os.environ["GRAMASK_CACHE_DIR"] = str(cache)
     yield
     if old is None:
         os.environ.pop("GRAMASK_CACHE_DIR", None)
