@@ -31,6 +31,13 @@ since (async scheduling writes placeholder ids that are replaced just before ``a
 the bitmask to the logits' device and masks the logits. Only that background thread and the
 caller of ``apply`` touch the constraints, one after the other.
 
+Across cores. Pure Python holds the GIL, so by default a step costs the sum of its rows on one
+core. With ``workers`` > 0 (the class attribute, or the environment variable
+``GRAMASK_VLLM_WORKERS``) the constraints live in a :class:`~gramask.serving.ConstraintPool`
+of that many worker processes instead: the background thread only forwards each request's new
+tokens, and the workers set up new requests and write the rows of a shared-memory bitmask in
+parallel (:mod:`gramask.integrations.pool_rows`).
+
 Failures never stop the engine. A request whose constraint cannot be set up (a prefix that no
 program starts with, a budget below the shortest completion, a grammar that does not compile)
 is logged as an error on the ``gramask.integrations.vllm`` logger and masked to EOS only, so it
@@ -43,6 +50,7 @@ This module imports torch and vLLM; ``import gramask`` imports neither.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -67,6 +75,7 @@ except ImportError as exc:
 from ..errors import GramaskError, TokenRejected
 from ..torch import allocate_token_bitmask, apply_token_bitmask_inplace
 from .options import GrammarResolver, RequestOptions, grammar_from_spec, parse_options
+from .pool_rows import PoolRow, PoolRows
 
 if TYPE_CHECKING:
     from vllm import SamplingParams
@@ -109,7 +118,7 @@ def _check_grammar(opts: RequestOptions) -> None:
 class _Request:
     """One batch row under a gramask constraint."""
 
-    __slots__ = ("constraint", "ended", "error", "options", "out", "seen")
+    __slots__ = ("constraint", "ended", "error", "options", "out", "pool_row", "seen")
 
     def __init__(self, options: RequestOptions, out: list[int]) -> None:
         self.options = options
@@ -118,6 +127,7 @@ class _Request:
         self.seen = 0  # output ids advanced (or, once ended, looked at)
         self.ended = False  # EOS advanced: only EOS is allowed from now on
         self.error: str | None = None  # the request failed: only EOS is allowed
+        self.pool_row: PoolRow | None = None  # with workers: the request's side of the pool
 
     def settled(self) -> int:
         """How many output ids are real (async scheduling appends ``-1`` placeholders)."""
@@ -141,12 +151,17 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
     background
         Prepare masks on a background thread while the forward pass runs (default True);
         False does the same work inside ``apply``.
+    workers
+        Worker processes that own the constraints and fill the rows in parallel (see the
+        module doc); None (the default) reads ``GRAMASK_VLLM_WORKERS``, and 0 (its default)
+        keeps the work in this process. Subclass to set it per engine.
     """
 
     background = True
+    workers: int | None = None
 
     # One active processor per engine: the entry point and an explicit logits_processors=
-    # both instantiate it; the second one stays idle.
+    # both instantiate it; the second one stays idle (unless it is a subclass of the first).
     _claimed: ClassVar[dict[int, weakref.ref[GramaskLogitsProcessor]]] = {}
     _claim_lock: ClassVar[threading.Lock] = threading.Lock()
 
@@ -157,8 +172,15 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
         with self._claim_lock:
             other = self._claimed.get(id(vllm_config))
             active = other() if other is not None else None
-            self._idle = active is not None and active._config is vllm_config
+            if active is not None and active._config is not vllm_config:
+                active = None
+            # a subclass (e.g. one that sets ``workers``) takes over from the entry point's
+            # plain processor, whichever vLLM built first; otherwise the first one works
+            self._idle = active is not None and not (
+                type(active) is not type(self) and isinstance(self, type(active)))
             if not self._idle:
+                if active is not None:
+                    active._idle = True
                 self._claimed[id(vllm_config)] = weakref.ref(self)
         self._rows: dict[int, _Request] = {}
         self._vocab: Vocabulary | None = None
@@ -170,6 +192,8 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
         self._device_bitmask: torch.Tensor | None = None
         self._eos_only: np.ndarray | None = None
         self._prepared: dict[int, int] = {}  # row -> output ids its bitmask row reflects
+        self._pool: PoolRows | None = None
+        self._workers = self.workers if self.workers is not None else _env_workers()
 
     # -------------------------------------------------------------------- vLLM interface
     @classmethod
@@ -240,13 +264,13 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
         """Removed, then added, then moved (the order vLLM documents)."""
         rows = self._rows
         for i in update.removed:
-            rows.pop(i, None)
+            self._forget(rows.pop(i, None))
             self._prepared.pop(i, None)
         for i, params, _prompt, out in update.added:
             self._prepared.pop(i, None)
+            self._forget(rows.pop(i, None))
             raw = _options_of(params)
             if raw is None:
-                rows.pop(i, None)
                 continue
             try:
                 opts = parse_options(raw)  # validated already; parsed again in this process
@@ -264,6 +288,10 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
             self._prepared.pop(a, None)
             self._prepared.pop(b, None)
 
+    def _forget(self, req: _Request | None) -> None:
+        if req is not None and req.pool_row is not None and self._pool is not None:
+            self._pool.remove(req.pool_row)
+
     # -------------------------------------------------------------------- the work
     def _join(self) -> None:
         pending, self._pending = self._pending, None
@@ -272,6 +300,9 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
 
     def _prepare(self, rows: list[int]) -> None:
         """Set up, advance and pack the mask of each of ``rows`` into the CPU bitmask."""
+        if self._workers > 0:
+            self._prepare_in_pool(rows)
+            return
         for i in rows:
             req = self._rows.get(i)
             if req is None:
@@ -285,6 +316,35 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
                 self._advance(i, req, n)
             self._write_row(i, req)
             self._prepared[i] = n
+
+    def _prepare_in_pool(self, rows: list[int]) -> None:
+        """The same, with the constraints in the worker processes: forward each row's new
+        tokens, then one ``fill`` for all of them."""
+        pool = self._pool_rows()
+        todo: list[tuple[int, PoolRow]] = []
+        for i in rows:
+            req = self._rows.get(i)
+            if req is None:
+                continue
+            n = req.settled()
+            if self._prepared.get(i) == n:
+                continue
+            pr = req.pool_row
+            if pr is None:
+                pr = req.pool_row = PoolRow(req.options, error=req.error)
+                if pr.error is None:
+                    try:
+                        pool.add(pr)
+                    except (GramaskError, NotImplementedError, OSError) as e:
+                        pr.error = f"{type(e).__name__}: {e}"
+                        logger.error("gramask: request set-up failed, ending it (EOS only): "
+                                     "%s", pr.error)
+            if req.seen < n:
+                pool.advance(pr, req.out[req.seen:n])
+                req.seen = n
+            todo.append((i, pr))
+            self._prepared[i] = n
+        pool.fill(todo)
 
     def _set_up(self, req: _Request) -> None:
         key = req.options.constraint_key()
@@ -360,6 +420,17 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
             self._resolver = GrammarResolver(self._load_vocab())
         return self._resolver
 
+    def _pool_rows(self) -> PoolRows:
+        if self._pool is None:
+            vocab = self._load_vocab()
+            self._pool = PoolRows(
+                self._resolve().compiled, vocab_size=len(vocab),
+                eos_token_id=vocab.eos_token_id, workers=self._workers,
+                max_batch=int(self._config.scheduler_config.max_num_seqs))
+            self._cpu_bitmask = torch.from_numpy(self._pool.bitmask)  # shared memory
+            self._pin = False  # a copy from the shared (pageable) bitmask
+        return self._pool
+
     def _bitmask(self, vocab: Vocabulary) -> torch.Tensor:
         if self._cpu_bitmask is None:
             rows = int(self._config.scheduler_config.max_num_seqs)
@@ -374,6 +445,17 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
                 m[vocab.eos_token_id] = True
             self._eos_only = m
         return self._eos_only
+
+
+def _env_workers() -> int:
+    raw = os.environ.get("GRAMASK_VLLM_WORKERS", "0").strip() or "0"
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"GRAMASK_VLLM_WORKERS must be an integer, got {raw!r}") from None
+    if n < 0:
+        raise ValueError(f"GRAMASK_VLLM_WORKERS must be >= 0, got {n}")
+    return n
 
 
 def _failed(options: RequestOptions, out: list[int], error: str) -> _Request:

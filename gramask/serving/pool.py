@@ -194,6 +194,12 @@ class ConstraintPool:
         return list(self._paths)
 
     @property
+    def bitmask(self) -> np.ndarray:
+        """The whole shared ``(max_batch, W)`` int32 bitmask (what ``fill`` writes into).
+        Rows that a step does not name may be written by the caller (e.g. EOS-only rows)."""
+        return self._bitmask
+
+    @property
     def num_workers(self) -> int:
         return len(self._conns)
 
