@@ -201,7 +201,11 @@ def _ranges(cps: list[int]) -> list[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------- char DFA → byte DFA
-_UTF8_MIN = {1: 0x80, 2: 0x800, 3: 0x10000}  # smallest code point of a 2/3/4-byte sequence
+# per UTF-8 lead byte: continuation bytes to go and the range of the first one
+_LEADS = [(lead, 1 if lead < 0xE0 else 2 if lead < 0xF0 else 3,
+           (0xA0, 0xBF) if lead == 0xE0 else (0x80, 0x9F) if lead == 0xED
+           else (0x90, 0xBF) if lead == 0xF0 else (0x80, 0x8F) if lead == 0xF4
+           else (0x80, 0xBF)) for lead in range(0xC2, 0xF5)]
 
 
 def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
@@ -392,14 +396,21 @@ def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
                 q = key[1]
                 if cdfa.finals[q]:
                     row[0x22] = "final"
-                for b in range(0x20, 0x80):
-                    if b in (0x22, 0x5C):
-                        continue
-                    t = cdfa.step(q, b)
-                    if t >= 0:
-                        row[b] = ("char", t)
+                for a, b, t in cdfa.pieces(q, 0x20, 0x7F):  # printable ASCII: raw only
+                    for byte in range(a, b + 1):
+                        if byte != 0x22 and byte != 0x5C:
+                            row[byte] = ("char", t)
                 row[0x5C] = ("esc", q)
-                for lead in range(0xC2, 0xF5):
+                high = effective(q, 0x80, MAX_CP)
+                if not high:  # no multi-byte character (ASCII keys, formats)
+                    continue_leads = False
+                else:
+                    t = constant(high, 0x80, MAX_CP)
+                    continue_leads = t is None
+                    if t is not None:  # every multi-byte character leads to one state
+                        for lead, rem, first in _LEADS:
+                            row[lead] = ("skip", t, rem, first)
+                for lead in range(0xC2, 0xF5) if continue_leads else ():
                     if lead < 0xE0:
                         lo = (lead & 0x1F) << 6
                         node = utf8_node(q, lo, lo + 0x3F, 1, (0x80, 0xBF))
