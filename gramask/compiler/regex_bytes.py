@@ -346,7 +346,6 @@ def _hopcroft(full: np.ndarray, finals: np.ndarray) -> list[int]:
     """The coarsest partition of ``full``'s states (the dead sink last) that respects
     finality and transitions, as a block number per state."""
     n, k = full.shape[0] - 1, full.shape[1]
-    sink = n
     preds: list[tuple[list[int], list[int]]] = []
     for c in range(k):
         col = full[:, c]

@@ -405,11 +405,11 @@ def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
                 if not high:  # no multi-byte character (ASCII keys, formats)
                     continue_leads = False
                 else:
-                    t = constant(high, 0x80, MAX_CP)
-                    continue_leads = t is None
-                    if t is not None:  # every multi-byte character leads to one state
+                    one = constant(high, 0x80, MAX_CP)
+                    continue_leads = one is None
+                    if one is not None:  # every multi-byte character leads to one state
                         for lead, rem, first in _LEADS:
-                            row[lead] = ("skip", t, rem, first)
+                            row[lead] = ("skip", one, rem, first)
                 for lead in range(0xC2, 0xF5) if continue_leads else ():
                     if lead < 0xE0:
                         lo = (lead & 0x1F) << 6
