@@ -25,6 +25,7 @@ import numpy as np
 from ..encoding import nl_code
 from .interner import Interner
 from .lexer import LexerDFA
+from .local_walks import local_automaton, local_outcomes
 from .walk_inputs import end_classes, token_matrix
 
 __all__ = ["TokenWalker"]
@@ -150,13 +151,61 @@ class TokenWalker:
 
     def _walk_shared(self, s_after: int, bytes_in: list[int]) -> None:
         toks = self._tokens_of(bytes_in)
-        nodes = self.walk(None, toks, 0, False, first=np.full(len(toks), s_after))
+        nodes = self._local_nodes(s_after, bytes_in, toks)
+        if nodes is None:
+            nodes = self.walk(None, toks, 0, False, first=np.full(len(toks), s_after))
         off = 0
         for b in bytes_in:
             n = int(self.byte_start[b + 1] - self.byte_start[b])
             self.shared[(s_after, b)] = nodes[off: off + n]
             self._alive[(s_after, b)] = int(np.count_nonzero(nodes[off: off + n] >= 0))
             off += n
+
+    def _local_nodes(self, s_after: int, bytes_in: list[int], toks: np.ndarray
+                     ) -> np.ndarray | None:
+        """The nodes of a shared walk from the walks inside the lexeme that grammars with the
+        same local automaton share (:mod:`gramask.compiler.local_walks`); None where those
+        do not decide it: the indentation newline (its width is counted across lexemes), a
+        contextual fork inside the lexeme, a local automaton too large to share."""
+        if self.nl_terminal >= 0:
+            return None
+        la = local_automaton(self.trans, s_after)
+        if la is None:
+            return None
+        states, local, digest = la
+        if self.contextual:
+            sc = self.state_class[states]
+            src, _ = np.nonzero(local >= 0)
+            if (sc[local[local >= 0]] != sc[src]).any():
+                return None
+        bb, bs = self.by_byte, self.byte_start
+        parts = [local_outcomes(local, digest, b, bb[bs[b]: bs[b + 1]], self.lens, self.buf)
+                 for b in bytes_in]
+        end = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        kill_at = np.concatenate([p[1] for p in parts]).astype(np.int64)
+        kill_in = np.concatenate([p[2] for p in parts]).astype(np.int64)
+        out = np.full(len(toks), -1, dtype=np.int64)
+        e = end >= 0
+        out[e] = self.state_class[states[end[e]]]
+        cand = np.flatnonzero(kill_in >= 0)
+        at = states[kill_in[cand]]  # the lexer state whose lexeme the byte ends
+        if self.contextual:  # LEX(its accepting terminals), the rest from the start state
+            ok = self.acc_any[at]
+            cand, heads = cand[ok], self.acc_id[at[ok]]
+        else:  # its winner, unless none
+            win = self.dfa.accept[at].astype(np.int64)
+            ok = win >= 0
+            cand, heads = cand[ok], win[ok]
+        tail = self.suffix(toks[cand], kill_at[cand])
+        good = tail >= 0
+        cand, heads, tail = cand[good], heads[good], tail[good]
+        res = tail.copy()
+        keep = (np.ones(len(heads), dtype=bool) if self.contextual
+                else ~self.dfa.ignored[heads])  # an ignored terminal leaves no node
+        if keep.any():
+            res[keep] = self.interner.cons(heads[keep], tail[keep])
+        out[cand] = res
+        return out
 
     def all_shared(self, progress: Callable[[int], None] | None = None) -> int:
         """Every shared walk: once per state a byte leads to from a state other than the
@@ -181,8 +230,14 @@ class TokenWalker:
             if q == 0:  # the suffixes at offset 0 (only row 0 reads them)
                 if self.row0 is None:
                     starts = np.flatnonzero(self.trans[0] >= 0).tolist()
-                    toks = self._tokens_of(starts)
-                    dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0, True)
+                    if self.nl_terminal >= 0:  # widths count from the start of the token
+                        toks = self._tokens_of(starts)
+                        dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0,
+                                                True)
+                    else:  # the shared walks of the states the first bytes lead to
+                        row, _ = self._ensure_shared(0)
+                        for b in starts:
+                            dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
                     idx = np.flatnonzero(dense >= 0)
                     self.row0 = (idx, dense[idx])
                     dense[:] = -1
