@@ -31,7 +31,7 @@ from ..compiler.charclass import complement
 from ..compiler.regex_bytes import MAX_BYTE_STATES, ByteDFA, _trim
 from ..errors import GrammarError
 
-__all__ = ["CharDFA", "json_string_dfa", "spec_dfa"]
+__all__ = ["CharDFA", "build_spec_dfa", "json_string_dfa", "spec_dfa"]
 
 _SHORT = {ord('"'): 0x22, ord("\\"): 0x5C, ord("/"): 0x2F, ord("b"): 0x08, ord("f"): 0x0C,
           ord("n"): 0x0A, ord("r"): 0x0D, ord("t"): 0x09}
@@ -485,7 +485,16 @@ _Builder = Callable[[CharDFA], ByteDFA]
 @lru_cache(maxsize=512)
 def spec_dfa(spec: str) -> ByteDFA:
     """The byte DFA of a terminal's ``automaton`` spec (see the module docstring); cached,
-    since schemas repeat their keys and string constraints."""
+    since schemas repeat their keys and string constraints, and shipped prebuilt for the
+    formats (:mod:`gramask.frontends.json_prebuilt`)."""
+    from .json_prebuilt import prebuilt
+
+    got = prebuilt("spec:" + spec)
+    return got if got is not None else build_spec_dfa(spec)
+
+
+def build_spec_dfa(spec: str) -> ByteDFA:
+    """:func:`spec_dfa`, built."""
     obj = json.loads(spec)
     if "words" in obj and _plain(obj["words"]):
         return _words_dfa(obj["words"], None)
