@@ -1,7 +1,8 @@
 """Byte automata of JSON strings (gramask.frontends.json_strings) against ``json`` and ``re``
 as oracles: the fast paths (plain keys as a trie, "any key but these" grafted on the
 automaton of every string) accept exactly the spellings of the strings in the language;
-minimisation by rounds finds Hopcroft's partition."""
+minimisation by rounds finds Hopcroft's partition; rows made unique without numpy's
+``unique(axis=0)`` give its result."""
 
 from __future__ import annotations
 
@@ -88,3 +89,17 @@ def test_rounds_find_hopcroft_partition() -> None:
     fin = np.zeros(100, dtype=bool)
     fin[-1] = True
     assert regex_bytes.minimize(chain, fin)[0].shape == (100, 1)  # Hopcroft past the rounds
+
+
+def test_unique_rows_is_numpys() -> None:
+    from gramask.encoding import unique_rows
+
+    rng = np.random.default_rng(1)
+    for dt in (bool, np.uint8, np.int64):
+        for _ in range(100):
+            shape = (int(rng.integers(0, 30)), int(rng.integers(1, 5)))
+            a = rng.integers(-3 if dt is np.int64 else 0, 2 if dt is bool else 3,
+                             size=shape).astype(dt)
+            u1, i1 = np.unique(a, axis=0, return_inverse=True)
+            u2, i2 = unique_rows(a)
+            assert np.array_equal(u1, u2) and np.array_equal(i1.reshape(-1), i2)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..encoding import nl_code
+from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
 from .local_walks import local_automaton, local_outcomes
@@ -59,9 +59,9 @@ class TokenWalker:
                 [dfa.live & ~ignored[None, :],
                  (dfa.live & ignored[None, :]).any(axis=1, keepdims=True)], axis=1
             )
-            classes, state_class = np.unique(live_plus, axis=0, return_inverse=True)
+            classes, state_class = unique_rows(live_plus)
         else:
-            classes, state_class = np.unique(end_classes(dfa), axis=0, return_inverse=True)
+            classes, state_class = unique_rows(end_classes(dfa))
         self.classes = classes
         self.state_class = state_class.reshape(-1).astype(np.int32)
         self.acc_any: np.ndarray = np.asarray(dfa.accepting.any(axis=1))
