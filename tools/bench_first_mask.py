@@ -63,10 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     import gramask.compiler.pipeline  # the modules a server imports at start: out of the timing
     import gramask.frontends.json_schema
     import gramask.frontends.json_strings
+    import gramask.runtime.budget.contextual
     import gramask.runtime.budget.planner
+    import gramask.runtime.budget.verify
     import gramask.runtime.core.constraint
     import gramask.runtime.core.contextual_lexer
-
 
     todo = cases(args.sets.split(","))
     vocab = gm.Vocabulary.bundled(args.vocab)
