@@ -29,7 +29,7 @@ MAX_LOCAL_STATES = 256
 # outcomes kept, in tokens (three int16 per token): about 50 MB
 _KEPT_TOKENS = 8_000_000
 
-_Outcome = tuple[np.ndarray, np.ndarray, np.ndarray]
+_Outcome = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 _CACHE: OrderedDict[tuple[int, bytes, int], tuple[np.ndarray, _Outcome]] = OrderedDict()
 _SIZE = [0]
 _LOCK = threading.Lock()
@@ -59,35 +59,39 @@ def local_automaton(trans: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray, 
 
 
 def local_outcomes(
-    local: np.ndarray, digest: bytes, b: int, toks: np.ndarray, lens: np.ndarray,
-    buf: np.ndarray,
+    local: np.ndarray, pattern: np.ndarray, digest: bytes, b: int, toks: np.ndarray,
+    lens: np.ndarray, buf: np.ndarray,
 ) -> _Outcome:
     """Per token of ``toks`` (all beginning with byte ``b``, walked from local state 0 from
     their second byte): (local state where the token ends inside the lexeme, else -1; the
-    offset of the byte that ends the lexeme; the local state before it, else -1). Cached per
-    vocabulary (``lens`` is its token-length array, kept alive by the cache entry)."""
-    key = (id(lens), digest, b)
+    offset of the byte that ends the lexeme; the local state before it, else -1), and the
+    steps between local states of different ``pattern`` values (a contextual lexer's end
+    classes, numbered by first appearance): (4, F) rows token index, offset of the byte,
+    local state before and after it, in the order walked. Cached per vocabulary (``lens`` is
+    its token-length array, kept alive by the cache entry), local automaton and pattern."""
+    key = (id(lens), digest + pattern.astype(np.int16).tobytes(), b)
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None and hit[0] is lens:
             _CACHE.move_to_end(key)
             return hit[1]
-    out = _walk_local(local, toks, lens, buf)
+    out = _walk_local(local, pattern, toks, lens, buf)
     with _LOCK:
         _CACHE[key] = (lens, out)
-        _SIZE[0] += len(toks)
+        _SIZE[0] += len(toks) + out[3].shape[1]
         while _SIZE[0] > _KEPT_TOKENS and len(_CACHE) > 1:
             _, (_, old) = _CACHE.popitem(last=False)
-            _SIZE[0] -= len(old[0])
+            _SIZE[0] -= len(old[0]) + old[3].shape[1]
     return out
 
 
-def _walk_local(local: np.ndarray, toks: np.ndarray, lens: np.ndarray, buf: np.ndarray
-                ) -> _Outcome:
+def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: np.ndarray,
+                buf: np.ndarray) -> _Outcome:
     n = len(toks)
     end = np.full(n, -1, dtype=np.int16)
     kill_at = np.zeros(n, dtype=np.int16)
     kill_in = np.full(n, -1, dtype=np.int16)
+    forks: list[np.ndarray] = []
     cur = np.zeros(n, dtype=np.int64)
     act = np.arange(n)
     k = 1
@@ -100,7 +104,7 @@ def _walk_local(local: np.ndarray, toks: np.ndarray, lens: np.ndarray, buf: np.n
             act = act[~done]
             if not act.size:
                 break
-        nb = local[cur[act], buf[toks[act], k]]
+        nb = local[cur[act], buf[toks[act], k]].astype(np.int64)
         stop = nb < 0
         if stop.any():
             s = act[stop]
@@ -108,8 +112,14 @@ def _walk_local(local: np.ndarray, toks: np.ndarray, lens: np.ndarray, buf: np.n
             kill_in[s] = cur[s]
             act = act[~stop]
             nb = nb[~stop]
+        shift = pattern[cur[act]] != pattern[nb]
+        if shift.any():
+            w = act[shift]
+            forks.append(np.stack([w, np.full(len(w), k), cur[w], nb[shift]]))
         cur[act] = nb
         k += 1
-    for a in (end, kill_at, kill_in):
+    fork = (np.concatenate(forks, axis=1) if forks else np.zeros((4, 0), np.int64)).astype(
+        np.int32)
+    for a in (end, kill_at, kill_in, fork):
         a.flags.writeable = False
-    return end, kill_at, kill_in
+    return end, kill_at, kill_in, fork

@@ -164,26 +164,32 @@ class TokenWalker:
     def _local_nodes(self, s_after: int, bytes_in: list[int], toks: np.ndarray
                      ) -> np.ndarray | None:
         """The nodes of a shared walk from the walks inside the lexeme that grammars with the
-        same local automaton share (:mod:`gramask.compiler.local_walks`); None where those
-        do not decide it: the indentation newline (its width is counted across lexemes), a
-        contextual fork inside the lexeme, a local automaton too large to share."""
+        same local automaton (and pattern of end classes) share
+        (:mod:`gramask.compiler.local_walks`); None where those do not decide it: the
+        indentation newline (its width is counted across lexemes), a local automaton too
+        large to share."""
         if self.nl_terminal >= 0:
             return None
         la = local_automaton(self.trans, s_after)
         if la is None:
             return None
         states, local, digest = la
-        if self.contextual:
-            sc = self.state_class[states]
-            src, _ = np.nonzero(local >= 0)
-            if (sc[local[local >= 0]] != sc[src]).any():
-                return None
+        pattern = np.zeros(len(states), dtype=np.int64)
+        if self.contextual:  # end classes numbered by first appearance: where forks are
+            _, first, inv = np.unique(self.state_class[states], return_index=True,
+                                      return_inverse=True)
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[np.argsort(first)] = np.arange(len(first))
+            pattern = rank[inv.reshape(-1)]
         bb, bs = self.by_byte, self.byte_start
-        parts = [local_outcomes(local, digest, b, bb[bs[b]: bs[b + 1]], self.lens, self.buf)
-                 for b in bytes_in]
+        parts = [local_outcomes(local, pattern, digest, b, bb[bs[b]: bs[b + 1]], self.lens,
+                                self.buf) for b in bytes_in]
         end = np.concatenate([p[0] for p in parts]).astype(np.int64)
         kill_at = np.concatenate([p[1] for p in parts]).astype(np.int64)
         kill_in = np.concatenate([p[2] for p in parts]).astype(np.int64)
+        offsets = np.cumsum([0, *(len(p[0]) for p in parts)])
+        fork = np.concatenate([p[3] for p in parts], axis=1).astype(np.int64)
+        fork[0] += np.repeat(offsets[:-1], [p[3].shape[1] for p in parts])  # token index
         out = np.full(len(toks), -1, dtype=np.int64)
         e = end >= 0
         out[e] = self.state_class[states[end[e]]]
@@ -205,6 +211,14 @@ class TokenWalker:
         if keep.any():
             res[keep] = self.interner.cons(heads[keep], tail[keep])
         out[cand] = res
+        if fork.shape[1]:  # contextual forks, folded last first (as walk() folds them)
+            for k in np.unique(fork[1])[::-1].tolist():
+                w, _, cur, nxt = fork[:, fork[1] == k]
+                cw = self.state_class[states[nxt]].astype(np.int64)
+                alt = self._lex_alt(states[cur], toks[w], np.full(len(w), k), cw)
+                f = alt >= 0
+                if f.any():
+                    out[w[f]] = self.interner.branch(cw[f], out[w[f]], alt[f])
         return out
 
     def all_shared(self, progress: Callable[[int], None] | None = None) -> int:
