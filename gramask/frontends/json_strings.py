@@ -24,7 +24,9 @@ import json
 from collections.abc import Callable, Hashable
 from functools import lru_cache
 
+import interegular
 import numpy as np
+from interegular.fsm import anything_else
 
 from ..compiler.charclass import MAX_CODEPOINT as MAX_CP
 from ..compiler.charclass import complement
@@ -125,9 +127,6 @@ class CharDFA:
     @staticmethod
     def regex(pattern: str) -> CharDFA:
         """The strings a Python regex matches as a whole (via interegular)."""
-        import interegular
-        from interegular.fsm import anything_else
-
         try:
             fsm = interegular.parse_pattern(pattern).to_fsm()
         except Exception as e:  # interegular raises its own and ValueErrors
