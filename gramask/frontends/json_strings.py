@@ -32,6 +32,7 @@ from ..compiler.charclass import MAX_CODEPOINT as MAX_CP
 from ..compiler.charclass import complement
 from ..compiler.regex_bytes import MAX_BYTE_STATES, ByteDFA, _trim
 from ..errors import GrammarError
+from .json_keys import plain, words_dfa
 
 __all__ = ["CharDFA", "build_spec_dfa", "json_string_dfa", "spec_dfa"]
 
@@ -495,10 +496,10 @@ def spec_dfa(spec: str) -> ByteDFA:
 def build_spec_dfa(spec: str) -> ByteDFA:
     """:func:`spec_dfa`, built."""
     obj = json.loads(spec)
-    if "words" in obj and _plain(obj["words"]):
-        return _words_dfa(obj["words"], None)
-    if "except" in obj and _plain(obj["except"]):
-        return _words_dfa(obj["except"], spec_dfa("{}"))
+    if "words" in obj and plain(obj["words"]):
+        return words_dfa(obj["words"], None)
+    if "except" in obj and plain(obj["except"]):
+        return words_dfa(obj["except"], spec_dfa("{}"))
     if "words" in obj:
         cdfa = CharDFA.words(obj["words"])
     elif "except" in obj:
@@ -510,50 +511,3 @@ def build_spec_dfa(spec: str) -> ByteDFA:
             cdfa = rx if ("min" not in obj and "max" not in obj) else rx.product(cdfa)
     return json_string_dfa(cdfa)
 
-
-def _plain(words: list[str]) -> bool:
-    """Whether every character is printable ASCII that JSON writes only raw (not ``"``,
-    ``\\``, ``/``): each word then has one spelling, its own bytes (keys almost always)."""
-    return all(0x20 <= ord(c) < 0x7F and c not in '"\\/' for w in words for c in w)
-
-
-def _words_dfa(words: list[str], anything: ByteDFA | None) -> ByteDFA:
-    """The byte DFA of one of ``words`` (all :func:`_plain`), quotes included, built as a
-    trie; or, given ``anything`` (the automaton of every JSON string), of any string but
-    them: a byte off the trie goes where ``anything``'s string body goes on it."""
-    kids: list[dict[int, int]] = [{}]
-    ends = [False]
-    for w in words:
-        q = 0
-        for b in w.encode("ascii"):
-            nxt = kids[q].get(b)
-            if nxt is None:
-                nxt = kids[q][b] = len(kids)
-                kids.append({})
-                ends.append(False)
-            q = nxt
-        ends[q] = True
-    m = len(kids)
-    extra = anything.num_states if anything is not None else 1
-    trans = np.full((1 + m + extra, 256), -1, dtype=np.int64)
-    finals = np.zeros(1 + m + extra, dtype=bool)
-    trans[0, 0x22] = 1  # the opening quote; trie node i is state 1 + i
-    off = 1 + m
-    if anything is None:
-        final = off
-        finals[final] = True
-        body_row = np.full(256, -1, dtype=np.int64)
-    else:
-        a = anything.trans.astype(np.int64)
-        trans[off:] = np.where(a >= 0, a + off, -1)
-        finals[off:] = anything.finals
-        body = int(a[0, 0x22])
-        final = int(a[body, 0x22]) + off
-        body_row = trans[off + body]
-    for i, k in enumerate(kids):
-        row = trans[1 + i]
-        row[:] = body_row
-        for b, j in k.items():
-            row[b] = 1 + j
-        row[0x22] = final if ends[i] != (anything is not None) else -1
-    return _trim(trans, finals)
