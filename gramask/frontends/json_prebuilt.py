@@ -4,7 +4,7 @@ The ``format`` automata (``email`` and ``hostname`` alone take ~100 ms each to b
 automaton of every JSON string (what "any key but these" is grafted on) and the regex
 terminals of the JSON text (whitespace, strings, numbers) are the same in every request, so a
 new process's first schema should not build them. They ship in ``json_automata.npz``,
-written by :func:`write` (``python -m gramask.frontends.json_prebuilt``) and keyed by a
+written by :func:`write` (``python tools/build_json_automata.py``) and keyed by a
 digest of what they are built from: a changed regex or spec misses and is built as before.
 ``tests/test_json_prebuilt.py`` rebuilds each one and compares.
 """
@@ -14,15 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from ..compiler.regex_bytes import ByteDFA
 
-__all__ = ["prebuilt", "sources", "write"]
+__all__ = ["FILE", "prebuilt", "sources", "write"]
 
-_FILE = Path(__file__).with_name("json_automata.npz")
+FILE = Path(__file__).with_name("json_automata.npz")
 _LOADED: dict[str, ByteDFA] | None = None
 _LOCK = threading.Lock()
 
@@ -57,9 +58,9 @@ def prebuilt(source: str) -> ByteDFA | None:
 
 
 def _load() -> dict[str, ByteDFA]:
-    if not _FILE.exists():
+    if not FILE.exists():
         return {}
-    with np.load(_FILE, allow_pickle=False) as z:  # four arrays: one read each
+    with np.load(FILE, allow_pickle=False) as z:  # four arrays: one read each
         keys, starts = z["keys"].tolist(), z["starts"].tolist()
         trans, finals = z["trans"].astype(np.int32), z["finals"].astype(bool)
     trans.flags.writeable = False
@@ -67,20 +68,9 @@ def _load() -> dict[str, ByteDFA]:
             for k, a, b in zip(keys, starts[:-1], starts[1:], strict=True)}
 
 
-def build(source: str) -> ByteDFA:
-    """``source``'s automaton, built (never the shipped one)."""
-    kind, _, text = source.partition(":")
-    if kind == "spec":
-        from .json_strings import build_spec_dfa
-
-        return build_spec_dfa(text)
-    from ..compiler.regex_bytes import regex_to_byte_dfa
-
-    return regex_to_byte_dfa("prebuilt", text)
-
-
-def write(path: Path = _FILE) -> None:
-    """Build every source and save them stacked (int16 transitions, compressed)."""
+def write(build: Callable[[str], ByteDFA], path: Path = FILE) -> None:
+    """Build every source with ``build`` (``json_strings.build_source``) and save them
+    stacked (int16 transitions, compressed): ``python tools/build_json_automata.py``."""
     built = {_digest(source): build(source) for source in sources()}
     assert all(d.num_states < 2**15 for d in built.values())
     np.savez_compressed(
@@ -88,8 +78,3 @@ def write(path: Path = _FILE) -> None:
         starts=np.cumsum([0, *(d.num_states for d in built.values())]),
         trans=np.concatenate([d.trans for d in built.values()]).astype(np.int16),
         finals=np.concatenate([d.finals for d in built.values()]))
-
-
-if __name__ == "__main__":
-    write()
-    print(f"wrote {_FILE} ({_FILE.stat().st_size:,} bytes)")

@@ -34,7 +34,7 @@ from ..compiler.regex_bytes import MAX_BYTE_STATES, ByteDFA, _trim
 from ..errors import GrammarError
 from .json_keys import plain, words_dfa
 
-__all__ = ["CharDFA", "build_spec_dfa", "json_string_dfa", "spec_dfa"]
+__all__ = ["CharDFA", "build_source", "build_spec_dfa", "json_string_dfa", "spec_dfa"]
 
 _SHORT = {ord('"'): 0x22, ord("\\"): 0x5C, ord("/"): 0x2F, ord("b"): 0x08, ord("f"): 0x0C,
           ord("n"): 0x0A, ord("r"): 0x0D, ord("t"): 0x09}
@@ -491,6 +491,16 @@ def spec_dfa(spec: str) -> ByteDFA:
 
     got = prebuilt("spec:" + spec)
     return got if got is not None else build_spec_dfa(spec)
+
+
+def build_source(source: str) -> ByteDFA:
+    """A prebuilt automaton's source (``json_prebuilt.sources``), built."""
+    kind, _, text = source.partition(":")
+    if kind == "spec":
+        return build_spec_dfa(text)
+    from ..compiler.regex_bytes import regex_to_byte_dfa
+
+    return regex_to_byte_dfa("prebuilt", text)
 
 
 def build_spec_dfa(spec: str) -> ByteDFA:
