@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import numpy as np
 
 __all__ = ["BROKEN", "TAB_UNIT", "bits_of_rows", "decode_nl", "nl_code", "rows_of_bits",
-           "words_of_bits"]
+           "unique_rows", "words_of_bits"]
 
 _WORD = 0xFFFFFFFFFFFFFFFF
 TAB_UNIT = 1 << 20  # what a tab adds to the indentation carry (a space adds 1)
@@ -64,3 +64,20 @@ def decode_nl(num_terminals: int, head: int) -> tuple[int, bool]:
         return BROKEN, bool(v & 1)
     tabs, spaces = divmod(code, _HEAD_COUNT)
     return spaces + TAB_UNIT * tabs, bool(v & 1)
+
+
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, axis=0, return_inverse=True)`` of a 2-D array (distinct rows in
+    lexicographic order, and each row's index among them) by ``lexsort``: several times
+    faster on small arrays, and it does not import ``numpy.ma`` (some 50 ms) on first use."""
+    n = a.shape[0]
+    if n == 0:
+        return a.copy(), np.zeros(0, dtype=np.int64)
+    if a.shape[1] == 0:
+        return a[:1].copy(), np.zeros(n, dtype=np.int64)
+    order = np.lexsort(a.T[::-1])  # first column the primary key
+    srt = a[order]
+    new = np.concatenate([[True], np.any(srt[1:] != srt[:-1], axis=1)])
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return srt[new], inv

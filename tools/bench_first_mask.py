@@ -56,12 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # a cold child: time this schema
     args = ap.parse_args(argv)
+    import numpy.ma  # noqa: F401  numpy imports it on the first np.unique (~50 ms), once
+
     import gramask as gm
     import gramask.compiler.diagnostics
     import gramask.compiler.pipeline  # the modules a server imports at start: out of the timing
     import gramask.frontends.json_schema
     import gramask.frontends.json_strings
+    import gramask.runtime.budget.contextual
     import gramask.runtime.budget.planner
+    import gramask.runtime.budget.verify
     import gramask.runtime.core.constraint
     import gramask.runtime.core.contextual_lexer
 

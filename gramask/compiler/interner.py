@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..encoding import unique_rows
+
 __all__ = ["Interner"]
 
 
@@ -33,7 +35,7 @@ class Interner:
     def set_ids(self, rows: np.ndarray) -> np.ndarray:
         """Ids of terminal sets (bool rows), new ones appended to ``set_rows``."""
         packed = np.packbits(rows, axis=1)
-        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
+        uniq, inv = unique_rows(packed)
         ids = np.empty(len(uniq), dtype=np.int64)
         index = self.set_index
         for j, r in enumerate(uniq):
@@ -51,7 +53,7 @@ class Interner:
         if cls.size == 0:
             return np.zeros(0, dtype=np.int64)
         keys = np.stack([cls, cont, alt], axis=1).astype(np.int64)
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        uniq, inv = unique_rows(keys)
         out = np.empty(len(uniq), dtype=np.int64)
         ids = self.branch_ids
         for j, (c, t, a) in enumerate(uniq.tolist()):

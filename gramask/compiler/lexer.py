@@ -121,7 +121,9 @@ def terminal_dfa(t: Terminal) -> ByteDFA:
             return ByteDFA(trans, finals)
     got = _REGEX_DFAS.get(t.pattern)
     if got is None:  # an error names this terminal; a refused regex is not retried
-        got = regex_to_byte_dfa(t.name, t.pattern)
+        from ..frontends.json_prebuilt import prebuilt  # JSON text's terminals ship built
+
+        got = prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern)
         if len(_REGEX_DFAS) >= _REGEX_DFAS_KEPT:
             _REGEX_DFAS.pop(next(iter(_REGEX_DFAS)), None)
         _REGEX_DFAS[t.pattern] = got

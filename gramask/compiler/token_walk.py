@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..encoding import nl_code
+from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
+from .local_walks import local_automaton, local_outcomes
 from .walk_inputs import end_classes, token_matrix
 
 __all__ = ["TokenWalker"]
@@ -58,9 +59,9 @@ class TokenWalker:
                 [dfa.live & ~ignored[None, :],
                  (dfa.live & ignored[None, :]).any(axis=1, keepdims=True)], axis=1
             )
-            classes, state_class = np.unique(live_plus, axis=0, return_inverse=True)
+            classes, state_class = unique_rows(live_plus)
         else:
-            classes, state_class = np.unique(end_classes(dfa), axis=0, return_inverse=True)
+            classes, state_class = unique_rows(end_classes(dfa))
         self.classes = classes
         self.state_class = state_class.reshape(-1).astype(np.int32)
         self.acc_any: np.ndarray = np.asarray(dfa.accepting.any(axis=1))
@@ -150,13 +151,75 @@ class TokenWalker:
 
     def _walk_shared(self, s_after: int, bytes_in: list[int]) -> None:
         toks = self._tokens_of(bytes_in)
-        nodes = self.walk(None, toks, 0, False, first=np.full(len(toks), s_after))
+        nodes = self._local_nodes(s_after, bytes_in, toks)
+        if nodes is None:
+            nodes = self.walk(None, toks, 0, False, first=np.full(len(toks), s_after))
         off = 0
         for b in bytes_in:
             n = int(self.byte_start[b + 1] - self.byte_start[b])
             self.shared[(s_after, b)] = nodes[off: off + n]
             self._alive[(s_after, b)] = int(np.count_nonzero(nodes[off: off + n] >= 0))
             off += n
+
+    def _local_nodes(self, s_after: int, bytes_in: list[int], toks: np.ndarray
+                     ) -> np.ndarray | None:
+        """The nodes of a shared walk from the walks inside the lexeme that grammars with the
+        same local automaton (and pattern of end classes) share
+        (:mod:`gramask.compiler.local_walks`); None where those do not decide it: the
+        indentation newline (its width is counted across lexemes), a local automaton too
+        large to share."""
+        if self.nl_terminal >= 0:
+            return None
+        la = local_automaton(self.trans, s_after)
+        if la is None:
+            return None
+        states, local, digest = la
+        pattern = np.zeros(len(states), dtype=np.int64)
+        if self.contextual:  # end classes numbered by first appearance: where forks are
+            _, first, inv = np.unique(self.state_class[states], return_index=True,
+                                      return_inverse=True)
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[np.argsort(first)] = np.arange(len(first))
+            pattern = rank[inv.reshape(-1)]
+        bb, bs = self.by_byte, self.byte_start
+        parts = [local_outcomes(local, pattern, digest, b, bb[bs[b]: bs[b + 1]], self.lens,
+                                self.buf) for b in bytes_in]
+        end = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        kill_at = np.concatenate([p[1] for p in parts]).astype(np.int64)
+        kill_in = np.concatenate([p[2] for p in parts]).astype(np.int64)
+        offsets = np.cumsum([0, *(len(p[0]) for p in parts)])
+        fork = np.concatenate([p[3] for p in parts], axis=1).astype(np.int64)
+        fork[0] += np.repeat(offsets[:-1], [p[3].shape[1] for p in parts])  # token index
+        out = np.full(len(toks), -1, dtype=np.int64)
+        e = end >= 0
+        out[e] = self.state_class[states[end[e]]]
+        cand = np.flatnonzero(kill_in >= 0)
+        at = states[kill_in[cand]]  # the lexer state whose lexeme the byte ends
+        if self.contextual:  # LEX(its accepting terminals), the rest from the start state
+            ok = self.acc_any[at]
+            cand, heads = cand[ok], self.acc_id[at[ok]]
+        else:  # its winner, unless none
+            win = self.dfa.accept[at].astype(np.int64)
+            ok = win >= 0
+            cand, heads = cand[ok], win[ok]
+        tail = self.suffix(toks[cand], kill_at[cand])
+        good = tail >= 0
+        cand, heads, tail = cand[good], heads[good], tail[good]
+        res = tail.copy()
+        keep = (np.ones(len(heads), dtype=bool) if self.contextual
+                else ~self.dfa.ignored[heads])  # an ignored terminal leaves no node
+        if keep.any():
+            res[keep] = self.interner.cons(heads[keep], tail[keep])
+        out[cand] = res
+        if fork.shape[1]:  # contextual forks, folded last first (as walk() folds them)
+            for k in np.unique(fork[1])[::-1].tolist():
+                w, _, cur, nxt = fork[:, fork[1] == k]
+                cw = self.state_class[states[nxt]].astype(np.int64)
+                alt = self._lex_alt(states[cur], toks[w], np.full(len(w), k), cw)
+                f = alt >= 0
+                if f.any():
+                    out[w[f]] = self.interner.branch(cw[f], out[w[f]], alt[f])
+        return out
 
     def all_shared(self, progress: Callable[[int], None] | None = None) -> int:
         """Every shared walk: once per state a byte leads to from a state other than the
@@ -181,8 +244,14 @@ class TokenWalker:
             if q == 0:  # the suffixes at offset 0 (only row 0 reads them)
                 if self.row0 is None:
                     starts = np.flatnonzero(self.trans[0] >= 0).tolist()
-                    toks = self._tokens_of(starts)
-                    dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0, True)
+                    if self.nl_terminal >= 0:  # widths count from the start of the token
+                        toks = self._tokens_of(starts)
+                        dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0,
+                                                True)
+                    else:  # the shared walks of the states the first bytes lead to
+                        row, _ = self._ensure_shared(0)
+                        for b in starts:
+                            dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
                     idx = np.flatnonzero(dense >= 0)
                     self.row0 = (idx, dense[idx])
                     dense[:] = -1

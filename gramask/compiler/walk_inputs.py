@@ -31,13 +31,10 @@ def token_matrix(tokens: Sequence[bytes], special: np.ndarray
     whole = np.fromiter(map(len, tokens), dtype=np.int64, count=v)
     lens = np.where(special, 0, whole) if v else whole
     lmax = max(1, int(lens.max()) if v else 1)
-    flat = np.frombuffer(b"".join(tokens), dtype=np.uint8)[np.repeat(~special, whole)] if v \
-        else np.zeros(0, dtype=np.uint8)
-    buf = np.zeros((v, lmax), dtype=np.uint8)
-    rows = np.repeat(np.arange(v), lens)
-    starts = np.cumsum(lens) - lens
-    cols = np.arange(len(flat)) - np.repeat(starts, lens)
-    buf[rows, cols] = flat
+    # numpy pads (and cuts: a longer special token) each token to lmax bytes in C
+    buf = (np.array(tokens, dtype=f"S{lmax}").view(np.uint8).reshape(v, lmax) if v
+           else np.zeros((0, lmax), dtype=np.uint8))
+    buf[special] = 0
     first_byte = np.where(lens > 0, buf[:, 0].astype(np.int16), np.int16(-1)).astype(np.int16)
     for a in (lens, buf, first_byte):
         a.flags.writeable = False

@@ -38,7 +38,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_types import TypeKeywords
+from .json_schema_types import MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
 
 __all__ = ["JsonSchemaOptions", "SchemaWarning", "grammar_from_json_schema", "json_value_grammar"]
 
@@ -100,11 +100,13 @@ class _Compiler(TypeKeywords):
             if k in _REFUSED:
                 self.refuse(k, ptr, "not supported by gramask")
                 out.pop(k)
-        if out.get("uniqueItems") is True:
-            if out.get("maxItems", 2) > 1:
-                self.refuse("uniqueItems", ptr, "not supported by gramask (with maxItems > 1)")
+        if out.get("uniqueItems") is not True or out.get("maxItems", 2) <= 1:
+            out.pop("uniqueItems", None)
+        elif finite_items(out) is None:
+            self.refuse("uniqueItems", ptr, "not supported by gramask (with maxItems > 1), but "
+                        f"for items from an enum or const of at most {MAX_UNIQUE_ITEMS} "
+                        "strings, integers, booleans or null")
             out.pop("uniqueItems")
-        out.pop("uniqueItems", None)
         if self.draft4:  # draft 4: exclusiveMinimum/Maximum are booleans on minimum/maximum
             for ex, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
                 if isinstance(out.get(ex), bool) and out.pop(ex) and bound in out:

@@ -11,15 +11,48 @@ from typing import Any
 
 from . import json_text as jt
 from .json_formats import FORMATS as _FORMATS
+from .json_formats import json_type as _json_type
 from .json_schema_base import (
+    _ANNOTATIONS,
     _MAX_BOUND,
     _NUMBER_KW,
     MAX_COUNTED_LENGTH,
     SchemaCompilerBase,
+    _canon,
     _ptr_join,
 )
 
-__all__ = ["TypeKeywords"]
+__all__ = ["MAX_UNIQUE_ITEMS", "TypeKeywords", "finite_items"]
+
+
+MAX_UNIQUE_ITEMS = 6  # an array of distinct items: a rule per subset of them used so far
+
+
+def finite_items(schema: dict[str, Any]) -> list[Any] | None:
+    """The values an array's items may take, when ``uniqueItems`` can be enforced exactly: an
+    ``items`` enum/const (with ``type`` at most) of at most :data:`MAX_UNIQUE_ITEMS` values
+    whose equality is their spelling's (strings, integers, booleans, null: ``1`` and
+    ``1.0`` are equal values, so no floats); else None."""
+    items = schema.get("items")
+    if "prefixItems" in schema or not isinstance(items, dict) or (
+            "enum" not in items and "const" not in items) or (
+            set(items) - _ANNOTATIONS - {"type", "enum", "const"}):
+        return None
+    values = items["enum"] if "enum" in items else [items["const"]]
+    if not isinstance(values, list):
+        return None
+    if "const" in items:
+        values = [v for v in values if _canon(v) == _canon(items["const"])]
+    if "type" in items:
+        t = items["type"]
+        types = set(t if isinstance(t, list) else [t])
+        values = [v for v in values if _json_type(v) in types
+                  or (_json_type(v) == "integer" and "number" in types)]
+    if any(not (v is None or isinstance(v, str | bool | int)) for v in values):
+        return None
+    distinct = list({_canon(v): v for v in values}.values())
+    return distinct if len(distinct) <= MAX_UNIQUE_ITEMS else None
+
 
 
 class TypeKeywords(SchemaCompilerBase):
@@ -166,6 +199,10 @@ class TypeKeywords(SchemaCompilerBase):
                 raise self.bad(kw, ptr, "must be a non-negative integer")
         if hi is not None and lo > hi:
             return ""
+        if schema.get("uniqueItems") is True:  # kept only for a few finite items
+            values = finite_items(schema)
+            assert values is not None
+            return self.unique_array(values, lo, hi)
         cap = max(len(prefix), lo, hi if hi is not None else 0, 1)
         if cap > 10_000:
             self.refuse("maxItems" if hi is not None and hi > 10_000 else "minItems", ptr,
@@ -201,6 +238,33 @@ class TypeKeywords(SchemaCompilerBase):
             alts.append((self.lit("["), self.lit("]")))
         if hi is None or hi >= 1:
             alts.append((self.lit("["), elem(0), tail(1), self.lit("]")))
+        return self.rule(self.b.fresh("array"), *alts)
+
+    def unique_array(self, values: list[Any], lo: int, hi: int | None) -> str:
+        """Arrays of distinct ``values``, ``lo`` to ``hi`` of them: a rule per set of values
+        used so far (distinct values have disjoint terminals, so no spelling repeats one)."""
+        consts = [self.const(v) for v in values]
+        top = len(values) if hi is None else min(hi, len(values))
+        if lo > top:
+            return ""
+        after: dict[int, str] = {}
+
+        def rest(used: int) -> str:  # after the values in ``used`` (a bit set)
+            if used in after:
+                return after[used]
+            r = after[used] = self.b.fresh("unique_items")
+            n = bin(used).count("1")
+            alts: list[tuple[str, ...]] = [()] if n >= lo else []
+            if n < top:
+                alts += [(self.lit(","), c, rest(used | 1 << i))
+                         for i, c in enumerate(consts) if not used >> i & 1]
+            self.rule(r, *alts)
+            return r
+
+        alts: list[tuple[str, ...]] = [(self.lit("["), self.lit("]"))] if lo == 0 else []
+        if top >= 1:
+            alts += [(self.lit("["), c, rest(1 << i), self.lit("]"))
+                     for i, c in enumerate(consts)]
         return self.rule(self.b.fresh("array"), *alts)
 
     # ------------------------------------------------------------------ objects

@@ -24,14 +24,17 @@ import json
 from collections.abc import Callable, Hashable
 from functools import lru_cache
 
+import interegular
 import numpy as np
+from interegular.fsm import anything_else
 
 from ..compiler.charclass import MAX_CODEPOINT as MAX_CP
 from ..compiler.charclass import complement
 from ..compiler.regex_bytes import MAX_BYTE_STATES, ByteDFA, _trim
 from ..errors import GrammarError
+from .json_keys import plain, words_dfa
 
-__all__ = ["CharDFA", "json_string_dfa", "spec_dfa"]
+__all__ = ["CharDFA", "build_source", "build_spec_dfa", "json_string_dfa", "spec_dfa"]
 
 _SHORT = {ord('"'): 0x22, ord("\\"): 0x5C, ord("/"): 0x2F, ord("b"): 0x08, ord("f"): 0x0C,
           ord("n"): 0x0A, ord("r"): 0x0D, ord("t"): 0x09}
@@ -125,9 +128,6 @@ class CharDFA:
     @staticmethod
     def regex(pattern: str) -> CharDFA:
         """The strings a Python regex matches as a whole (via interegular)."""
-        import interegular
-        from interegular.fsm import anything_else
-
         try:
             fsm = interegular.parse_pattern(pattern).to_fsm()
         except Exception as e:  # interegular raises its own and ValueErrors
@@ -201,7 +201,11 @@ def _ranges(cps: list[int]) -> list[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------- char DFA → byte DFA
-_UTF8_MIN = {1: 0x80, 2: 0x800, 3: 0x10000}  # smallest code point of a 2/3/4-byte sequence
+# per UTF-8 lead byte: continuation bytes to go and the range of the first one
+_LEADS = [(lead, 1 if lead < 0xE0 else 2 if lead < 0xF0 else 3,
+           (0xA0, 0xBF) if lead == 0xE0 else (0x80, 0x9F) if lead == 0xED
+           else (0x90, 0xBF) if lead == 0xF0 else (0x80, 0x8F) if lead == 0xF4
+           else (0x80, 0xBF)) for lead in range(0xC2, 0xF5)]
 
 
 def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
@@ -392,14 +396,21 @@ def json_string_dfa(cdfa: CharDFA) -> ByteDFA:
                 q = key[1]
                 if cdfa.finals[q]:
                     row[0x22] = "final"
-                for b in range(0x20, 0x80):
-                    if b in (0x22, 0x5C):
-                        continue
-                    t = cdfa.step(q, b)
-                    if t >= 0:
-                        row[b] = ("char", t)
+                for a, b, t in cdfa.pieces(q, 0x20, 0x7F):  # printable ASCII: raw only
+                    for byte in range(a, b + 1):
+                        if byte != 0x22 and byte != 0x5C:
+                            row[byte] = ("char", t)
                 row[0x5C] = ("esc", q)
-                for lead in range(0xC2, 0xF5):
+                high = effective(q, 0x80, MAX_CP)
+                if not high:  # no multi-byte character (ASCII keys, formats)
+                    continue_leads = False
+                else:
+                    one = constant(high, 0x80, MAX_CP)
+                    continue_leads = one is None
+                    if one is not None:  # every multi-byte character leads to one state
+                        for lead, rem, first in _LEADS:
+                            row[lead] = ("skip", one, rem, first)
+                for lead in range(0xC2, 0xF5) if continue_leads else ():
                     if lead < 0xE0:
                         lo = (lead & 0x1F) << 6
                         node = utf8_node(q, lo, lo + 0x3F, 1, (0x80, 0xBF))
@@ -474,8 +485,31 @@ _Builder = Callable[[CharDFA], ByteDFA]
 @lru_cache(maxsize=512)
 def spec_dfa(spec: str) -> ByteDFA:
     """The byte DFA of a terminal's ``automaton`` spec (see the module docstring); cached,
-    since schemas repeat their keys and string constraints."""
+    since schemas repeat their keys and string constraints, and shipped prebuilt for the
+    formats (:mod:`gramask.frontends.json_prebuilt`)."""
+    from .json_prebuilt import prebuilt
+
+    got = prebuilt("spec:" + spec)
+    return got if got is not None else build_spec_dfa(spec)
+
+
+def build_source(source: str) -> ByteDFA:
+    """A prebuilt automaton's source (``json_prebuilt.sources``), built."""
+    kind, _, text = source.partition(":")
+    if kind == "spec":
+        return build_spec_dfa(text)
+    from ..compiler.regex_bytes import regex_to_byte_dfa
+
+    return regex_to_byte_dfa("prebuilt", text)
+
+
+def build_spec_dfa(spec: str) -> ByteDFA:
+    """:func:`spec_dfa`, built."""
     obj = json.loads(spec)
+    if "words" in obj and plain(obj["words"]):
+        return words_dfa(obj["words"], None)
+    if "except" in obj and plain(obj["except"]):
+        return words_dfa(obj["except"], spec_dfa("{}"))
     if "words" in obj:
         cdfa = CharDFA.words(obj["words"])
     elif "except" in obj:
@@ -486,3 +520,4 @@ def spec_dfa(spec: str) -> ByteDFA:
             rx = CharDFA.regex(obj["regex"])
             cdfa = rx if ("min" not in obj and "max" not in obj) else rx.product(cdfa)
     return json_string_dfa(cdfa)
+

@@ -1,0 +1,125 @@
+"""Walks of the vocabulary inside one lexeme, shared by every grammar compiled against the
+same vocabulary.
+
+A shared walk (:meth:`gramask.compiler.token_walk.TokenWalker.row`) follows the tokens with
+first byte ``b`` from the state ``s`` that byte leads to, until each token ends or a byte
+ends the lexeme; only then does the grammar matter (the state's end class, its accepting
+terminals, the rest of the token from the start state). The path inside the lexeme depends
+on the lexer states reachable from ``s`` alone — the *local automaton* — and the JSON
+lexers of different schemas share most of theirs: a string's body, a number, whitespace.
+So the path is walked once per (local automaton, ``b``) and vocabulary, numbered in the
+local automaton's canonical order, and each grammar maps it to its own nodes
+(:func:`local_outcomes`): every request with a free-text string field no longer walks the
+whole vocabulary through a string's body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+__all__ = ["MAX_LOCAL_STATES", "local_automaton", "local_outcomes"]
+
+# local automata larger than this are not canonicalised (the states right after a quote in a
+# schema with many keys: schema-specific anyway)
+MAX_LOCAL_STATES = 256
+# outcomes kept, in tokens (three int16 per token): about 50 MB
+_KEPT_TOKENS = 8_000_000
+
+_Outcome = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+_CACHE: OrderedDict[tuple[int, bytes, int], tuple[np.ndarray, _Outcome]] = OrderedDict()
+_SIZE = [0]
+_LOCK = threading.Lock()
+
+
+def local_automaton(trans: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray, bytes] | None:
+    """(the lexer states reachable from ``s`` in canonical order — breadth first, bytes
+    ascending, ``s`` first —, their transitions renumbered (-1 dead), a digest of those), or
+    None when more than :data:`MAX_LOCAL_STATES` are reachable."""
+    index = {s: 0}
+    order = [s]
+    i = 0
+    while i < len(order):
+        row = trans[order[i]]
+        for t in row[row >= 0].tolist():
+            if t not in index:
+                index[t] = len(order)
+                order.append(t)
+                if len(order) > MAX_LOCAL_STATES:
+                    return None
+        i += 1
+    states = np.array(order, dtype=np.int64)
+    remap = np.full(trans.shape[0] + 1, -1, dtype=np.int16)
+    remap[states] = np.arange(len(states), dtype=np.int16)
+    local = remap[trans[states]]  # -1 stays -1 (the extra last entry)
+    return states, local, hashlib.blake2b(local.tobytes(), digest_size=16).digest()
+
+
+def local_outcomes(
+    local: np.ndarray, pattern: np.ndarray, digest: bytes, b: int, toks: np.ndarray,
+    lens: np.ndarray, buf: np.ndarray,
+) -> _Outcome:
+    """Per token of ``toks`` (all beginning with byte ``b``, walked from local state 0 from
+    their second byte): (local state where the token ends inside the lexeme, else -1; the
+    offset of the byte that ends the lexeme; the local state before it, else -1), and the
+    steps between local states of different ``pattern`` values (a contextual lexer's end
+    classes, numbered by first appearance): (4, F) rows token index, offset of the byte,
+    local state before and after it, in the order walked. Cached per vocabulary (``lens`` is
+    its token-length array, kept alive by the cache entry), local automaton and pattern."""
+    key = (id(lens), digest + pattern.astype(np.int16).tobytes(), b)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0] is lens:
+            _CACHE.move_to_end(key)
+            return hit[1]
+    out = _walk_local(local, pattern, toks, lens, buf)
+    with _LOCK:
+        _CACHE[key] = (lens, out)
+        _SIZE[0] += len(toks) + out[3].shape[1]
+        while _SIZE[0] > _KEPT_TOKENS and len(_CACHE) > 1:
+            _, (_, old) = _CACHE.popitem(last=False)
+            _SIZE[0] -= len(old[0]) + old[3].shape[1]
+    return out
+
+
+def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: np.ndarray,
+                buf: np.ndarray) -> _Outcome:
+    n = len(toks)
+    end = np.full(n, -1, dtype=np.int16)
+    kill_at = np.zeros(n, dtype=np.int16)
+    kill_in = np.full(n, -1, dtype=np.int16)
+    forks: list[np.ndarray] = []
+    cur = np.zeros(n, dtype=np.int64)
+    act = np.arange(n)
+    k = 1
+    tl = lens[toks]
+    while act.size:
+        done = tl[act] <= k
+        if done.any():
+            d = act[done]
+            end[d] = cur[d]
+            act = act[~done]
+            if not act.size:
+                break
+        nb = local[cur[act], buf[toks[act], k]].astype(np.int64)
+        stop = nb < 0
+        if stop.any():
+            s = act[stop]
+            kill_at[s] = k
+            kill_in[s] = cur[s]
+            act = act[~stop]
+            nb = nb[~stop]
+        shift = pattern[cur[act]] != pattern[nb]
+        if shift.any():
+            w = act[shift]
+            forks.append(np.stack([w, np.full(len(w), k), cur[w], nb[shift]]))
+        cur[act] = nb
+        k += 1
+    fork = (np.concatenate(forks, axis=1) if forks else np.zeros((4, 0), np.int64)).astype(
+        np.int32)
+    for a in (end, kill_at, kill_in, fork):
+        a.flags.writeable = False
+    return end, kill_at, kill_in, fork
