@@ -199,7 +199,7 @@ class Automaton:
                 limit="max_items_per_step", value=len(items),
             )
         live = self.live_state
-        keys = sorted(k for k in items if live[k & sm])
+        keys = sorted([k for k in items if live[k & sm]])
         set_key = tuple(keys)  # ints only: untracked by the GC after its first pass
         hit = self._interned.young.get(set_key)
         if hit is None:

@@ -121,7 +121,8 @@ def walk_row_trie(ctx: ParserContext, num_terminals: int, p: PState, row: _TrieR
 def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
                visit: Callable[[PState, int], None], carry: int) -> None:
     expected = p.es.expected
-    for h, child in row.children[v]:
+    children = row.children
+    for h, child in children[v]:
         if h < nt:
             if not (expected >> h) & 1:
                 continue
@@ -132,7 +133,8 @@ def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
         if p2 is None:
             continue
         visit(p2, child)
-        _walk_from(ctx, nt, p2, row, child, visit, 0)
+        if children[child]:  # most vertices are leaves: no call for them
+            _walk_from(ctx, nt, p2, row, child, visit, 0)
 
 
 class MaskBuilder:
