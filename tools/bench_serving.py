@@ -24,6 +24,9 @@ definition at least 1 KB on), ``python-prefix`` (the same cuts, no suffix), ``js
 before the timed steps (setup is reported per request: for the pool, measured in the worker).
 With ``--churn``, a request whose walk ends is removed and a new one is added *during* the
 steps; it joins the batch once ready, so the step times show whether setup stalls a step.
+``CPU/row`` is the mask work's CPU time per request and step (pool: the workers' step threads;
+in-process: this process): on a machine shared with other programs the wall times grow with
+the load, this does not.
 
     python tools/bench_serving.py                          # all workloads, B=1,16,64,256
     python tools/bench_serving.py --quick                  # B=16,64, fewer steps
@@ -121,6 +124,11 @@ class Stats:
         self.setup_s: list[float] = []
         self.errors: list[str] = []
         self.worker_s: list[float] = []  # pool: the busiest worker's own time in the step
+        # CPU seconds of the step's mask work (pool: the workers' step threads, summed;
+        # in-process: this process), and the busiest worker's: unlike wall times, these do
+        # not grow when other programs load the machine
+        self.cpu_s: list[float] = []
+        self.worker_cpu_s: list[float] = []
 
     def summary(self) -> dict[str, Any]:
         st = np.array(self.step_s) * 1e3
@@ -137,6 +145,10 @@ class Stats:
                          "max": round(float(su.max()), 2) if su.size else None},
             "busiest_worker_ms_mean": round(float(np.mean(self.worker_s)) * 1e3, 2)
             if self.worker_s else None,
+            "busiest_worker_cpu_ms_mean": round(float(np.mean(self.worker_cpu_s)) * 1e3, 2)
+            if self.worker_cpu_s else None,
+            "cpu_ms_per_row": round(float(np.sum(self.cpu_s) / np.sum(self.rows)) * 1e3, 3)
+            if self.cpu_s else None,
             "errors": self.errors[:5], "error_count": len(self.errors),
         }
 
@@ -175,10 +187,15 @@ def run_engine(drv: Any, specs: list[Spec], batch: int, steps: int, churn: bool,
         if not ids:
             break
         t0 = time.perf_counter()
+        c0 = time.process_time()
         errs = drv.step(ids, pending_adv)
         stats.step_s.append(time.perf_counter() - t0)
         if hasattr(drv, "pool"):
             stats.worker_s.append(max(drv.pool.last_worker_seconds))
+            stats.worker_cpu_s.append(max(drv.pool.last_worker_cpu_seconds))
+            stats.cpu_s.append(sum(drv.pool.last_worker_cpu_seconds))
+        elif isinstance(drv, InprocDriver):
+            stats.cpu_s.append(time.process_time() - c0)
         stats.rows.append(len(ids))
         stats.errors.extend(errs)
         pending_adv = {}
@@ -439,20 +456,23 @@ def main() -> None:
                     Path(args.json).write_text(json.dumps(results, indent=1))
                 s, u = row["step_ms"], row["setup_ms"]
                 log(f"{wl} B={b} {label}: step mean {s['mean']} p50 {s['p50']} p99 {s['p99']} "
-                    f"max {s['max']} ms (busiest worker {row['busiest_worker_ms_mean']}); setup p50 {u['p50']} p99 {u['p99']} ms; "
-                    f"errors {row['error_count']}")
+                    f"max {s['max']} ms (busiest worker {row['busiest_worker_ms_mean']}, CPU "
+                    f"{row['busiest_worker_cpu_ms_mean']}); CPU per row "
+                    f"{row['cpu_ms_per_row']} ms; setup p50 {u['p50']} p99 {u['p99']} ms; "
+                    f"errors {row['error_count']}; load average {os.getloadavg()[0]:.1f}")
     print_table(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 def print_table(results: list[dict[str, Any]]) -> None:
-    print("| workload | B | engine | step mean | p50 | p99 | max | setup p50 | setup p99 |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| workload | B | engine | step mean | p50 | p99 | max | CPU/row | setup p50 | "
+          "setup p99 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         s, u = r["step_ms"], r["setup_ms"]
         print(f"| {r['workload']} | {r['batch']} | {r['engine']} | {s['mean']} | {s['p50']} | "
-              f"{s['p99']} | {s['max']} | {u['p50']} | {u['p99']} |"
+              f"{s['p99']} | {s['max']} | {r['cpu_ms_per_row']} | {u['p50']} | {u['p99']} |"
               + (f" ({r['error_count']} errors)" if r["error_count"] else ""))
 
 

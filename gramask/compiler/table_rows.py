@@ -53,13 +53,22 @@ def expand_row(
 def group_row(idx: np.ndarray, node: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A row's tokens grouped by outcome node: (distinct nodes ascending, tokens per node,
     tokens ordered by node then id)."""
-    order = np.argsort(node, kind="stable")
+    order = np.argsort(_radix_keys(node), kind="stable")
     ns = node[order]
     if not len(ns):
         return ns, ns.copy(), idx[order]
     start = np.flatnonzero(np.concatenate(([True], ns[1:] != ns[:-1])))  # sorted already
     counts = np.diff(np.append(start, len(ns)))
     return ns[start], counts, idx[order]
+
+
+def _radix_keys(node: np.ndarray) -> np.ndarray:
+    """``node`` as 16-bit keys when they fit (the usual case: a table has a few thousand
+    nodes): numpy's stable sort of 16-bit integers is a radix sort, ~4x faster than the
+    merge sort it runs on int64 over a ~100k-token row. Same keys, same stable order."""
+    if len(node) and int(node.min()) >= 0 and int(node.max()) <= 0xFFFF:
+        return node.astype(np.uint16)
+    return node
 
 
 def select_tokens(v: int, toks: np.ndarray, counts: np.ndarray, ok: np.ndarray,

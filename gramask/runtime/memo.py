@@ -34,13 +34,16 @@ MISSING = _Missing.MISSING  # the default to pass to ``get`` when None is a stor
 class BoundedMemo(Generic[K, V]):
     """A bounded, approximately-LRU mapping (see the module docstring)."""
 
-    __slots__ = ("_lock", "_old", "_young", "capacity")
+    __slots__ = ("_lock", "_old", "capacity", "young")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError(f"a memo needs a capacity of at least 1, got {capacity}")
         self.capacity = capacity
-        self._young: dict[K, V] = {}
+        # the young generation. Hot callers read it directly (``memo.young.get(key,
+        # MISSING)``: one C-level lookup, no method call) and call ``get`` on a miss (the
+        # entry may be old); they never write to it (``put`` turns the generations over)
+        self.young: dict[K, V] = {}
         self._old: dict[K, V] = {}
         self._lock = threading.Lock()  # taken only to turn generations over
 
@@ -51,7 +54,7 @@ class BoundedMemo(Generic[K, V]):
     def get(self, key: K, default: object = None) -> object:
         """The value for ``key`` (promoted if it was old), else ``default``. Pass a private
         sentinel as ``default`` when ``None`` is a value you store."""
-        r = self._young.get(key, _MISS)  # one lookup on a hit: this is on the hot path
+        r = self.young.get(key, _MISS)  # one lookup on a hit: this is on the hot path
         if r is _MISS:
             r = self._old.get(key, _MISS)
             if r is _MISS:
@@ -60,18 +63,18 @@ class BoundedMemo(Generic[K, V]):
         return r
 
     def put(self, key: K, value: V) -> None:
-        young = self._young
+        young = self.young
         if len(young) >= self.capacity:
             with self._lock:  # two threads that find it full turn it over once
-                if self._young is young:
+                if self.young is young:
                     self._old = young
-                    self._young = {}
-                young = self._young
+                    self.young = {}
+                young = self.young
         young[key] = value
 
     def clear(self) -> None:
-        self._young = {}
+        self.young = {}
         self._old = {}
 
     def __len__(self) -> int:
-        return len(self._young) + len(self._old)
+        return len(self.young) + len(self._old)

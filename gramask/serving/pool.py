@@ -162,6 +162,8 @@ class ConstraintPool:
         self._seq = 0
         self._late: dict[Any, str] = {}  # failures answered to a step with no fills
         self.last_worker_seconds: list[float] = [0.0] * n  # each worker's time in the last step
+        # and the CPU time its step thread used (the step's cost on an idle core)
+        self.last_worker_cpu_seconds: list[float] = [0.0] * n
         self.setup_seconds: dict[Any, float] = {}  # per set-up request: its setup's seconds
         self._serial: dict[Any, int] = {}  # request id -> the number of its add
         self._adds = 0
@@ -348,6 +350,7 @@ class ConstraintPool:
                 self._ops[w] = []
                 busy.append(w)
         self.last_worker_seconds = [0.0] * len(self._conns)
+        self.last_worker_cpu_seconds = [0.0] * len(self._conns)
         pending = {self._conns[w]: w for w in busy}
         while pending:
             for ready in wait(list(pending)):
@@ -357,6 +360,7 @@ class ConstraintPool:
                     w = pending.pop(conn)
                     failures.update(dict(msg[2]))
                     self.last_worker_seconds[w] = msg[3]
+                    self.last_worker_cpu_seconds[w] = msg[4]
                 else:
                     self._note(msg)
         if self._late:

@@ -119,10 +119,13 @@ class Automaton:
         phrase (an identifier, a number, a closing bracket, ...) reuses it, merged with one
         C-level ``dict.update`` instead of walking the origin chain item by item."""
         key = (o.uid, a)
-        r = self._completions.get(key)
+        memo = self._completions
+        r = memo.young.get(key)
+        if r is None:
+            r = memo.get(key)
         if r is None:
             r = self._complete_into(o, a, depth=depth)
-            self._completions.put(key, r)
+            memo.put(key, r)
         return r
 
     def _complete_into(self, o: EarleySet, a: int, memo: bool = True, depth: int = 0
@@ -196,9 +199,11 @@ class Automaton:
                 limit="max_items_per_step", value=len(items),
             )
         live = self.live_state
-        keys = sorted(k for k in items if live[k & sm])
+        keys = sorted([k for k in items if live[k & sm]])
         set_key = tuple(keys)  # ints only: untracked by the GC after its first pass
-        hit = self._interned.get(set_key)
+        hit = self._interned.young.get(set_key)
+        if hit is None:
+            hit = self._interned.get(set_key)
         if hit is not None:
             return hit
         with self._intern_lock:
@@ -240,7 +245,9 @@ class Automaton:
             return None
         memo = self._next
         mkey = (es.uid, terminal)
-        r = memo.get(mkey, MISSING)
+        r = memo.young.get(mkey, MISSING)
+        if r is MISSING:
+            r = memo.get(mkey, MISSING)
         if r is not MISSING:
             return r
         seeds: list[tuple[int, EarleySet | None]] = []

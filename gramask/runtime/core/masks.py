@@ -121,7 +121,8 @@ def walk_row_trie(ctx: ParserContext, num_terminals: int, p: PState, row: _TrieR
 def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
                visit: Callable[[PState, int], None], carry: int) -> None:
     expected = p.es.expected
-    for h, child in row.children[v]:
+    children = row.children
+    for h, child in children[v]:
         if h < nt:
             if not (expected >> h) & 1:
                 continue
@@ -132,7 +133,8 @@ def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
         if p2 is None:
             continue
         visit(p2, child)
-        _walk_from(ctx, nt, p2, row, child, visit, 0)
+        if children[child]:  # most vertices are leaves: no call for them
+            _walk_from(ctx, nt, p2, row, child, visit, 0)
 
 
 class MaskBuilder:
@@ -189,8 +191,10 @@ class MaskBuilder:
         )
         self.first_byte = tables.first_byte.astype(np.int64)
         self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
-        # (expected terminals, input may end) → class vector (see ``class_vector``)
-        self._class_vecs: BoundedMemo[tuple[int, bool], np.ndarray] = BoundedMemo(4096)
+        # expected terminals → class vectors: (if the input may not end here, if it may; None
+        # when the same) (see ``class_vector``)
+        self._class_vecs: BoundedMemo[int, tuple[np.ndarray, np.ndarray | None]] = (
+            BoundedMemo(4096))
 
     # ------------------------------------------------------------------ tables
     def row(self, q: int) -> _TrieRow:
@@ -251,19 +255,23 @@ class MaskBuilder:
     def class_vector(self, p: PState) -> np.ndarray:
         """Per end class: can a token that stops inside a lexeme of that class lead somewhere
         from ``p``? (``p`` expects a terminal the lexeme can become or that can follow it past
-        an ignored lexeme, or the input may end here.) Vectorised, memoised on ``p``."""
+        an ignored lexeme, or the input may end here.) Vectorised, memoised on ``p``. Whether
+        the input may end (``finish``: for an indentation grammar, a newline and dedents
+        stepped through the parser) is asked only when it changes the verdict of a class."""
         r = p.classes_np
         if r is None:
             bits = self.ctx.expects(p) & ~self.ctx.ignored_bits
-            fin = self.ctx.finish(p)
-            key = (bits, fin)  # all it depends on: thousands of states share a few hundred
-            r = self._class_vecs.get(key)
-            if r is None:
+            # all it depends on: thousands of states share a few hundred of these
+            vecs = self._class_vecs.get(bits)
+            if vecs is None:
                 w = words_of_bits(bits, self.class_words.shape[1])
-                r = np.asarray((self.class_words & w).any(axis=1))
-                if fin:  # the input may also end right after an ignored lexeme
-                    r = r | self.class_ignored_end
-                self._class_vecs.put(key, r)
+                r0 = np.asarray((self.class_words & w).any(axis=1))
+                # the input may also end right after an ignored lexeme
+                r1 = r0 | self.class_ignored_end
+                vecs = (r0, r1 if (r1 != r0).any() else None)
+                self._class_vecs.put(bits, vecs)
+            r0, ends = vecs
+            r = ends if ends is not None and self.ctx.finish(p) else r0
             p.classes_np = r
         return r
 

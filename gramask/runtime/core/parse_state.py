@@ -75,7 +75,9 @@ class ParserContext:
 
     def make(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> PState:
         key = (es.uid, indent, depth, bol)
-        p = self._interned.get(key)
+        p = self._interned.young.get(key)
+        if p is None:
+            p = self._interned.get(key)
         if p is None:
             with self._intern_lock:
                 p = self._interned.get(key)
@@ -91,12 +93,15 @@ class ParserContext:
     def shift(self, p: PState, terminal: int) -> PState | None:
         """Feed one (non-newline, non-ignored) lexer terminal."""
         key = (p.uid, terminal)
-        r = self._next.get(key, MISSING)
+        memo = self._next
+        r = memo.young.get(key, MISSING)
+        if r is MISSING:
+            r = memo.get(key, MISSING)
         if r is not MISSING:
             return r
         es = self.automaton.advance(p.es, terminal)
         res = None if es is None else self._after(p, es, terminal)
-        self._remember(key, res)
+        memo.put(key, res)
         return res
 
     def _after(self, p: PState, es: EarleySet, terminal: int) -> PState:
