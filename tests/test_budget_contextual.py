@@ -359,9 +359,3 @@ def test_vectorised_grouping_matches_real_walks(name: str) -> None:
                 break
             c.advance(int(rnd.choice(ids)))
     assert checked > 200
-
-
-def test_suffix_with_budget_is_not_built_in_the_contextual_mode() -> None:
-    cg = _contextual("json")
-    with pytest.raises(NotImplementedError, match="contextual"):
-        cg.constraint('{"a": ', suffix="}", max_tokens=4)

@@ -118,8 +118,13 @@ class ContextualBudgetPlanner(BudgetPlanner):
     lexeme_costs_class = _ContextualLexemeCosts
     search_class = _ContextualPlanSearch
 
-    def __init__(self, mb: MaskBuilder, vocab: Vocabulary, rules: Rules, tab_len: int) -> None:
-        super().__init__(cast("MaskBuilder", _ContextualView(mb)), vocab, rules, tab_len)
+    def __init__(self, mb: MaskBuilder, vocab: Vocabulary, rules: Rules, tab_len: int, *,
+                 parent: BudgetPlanner | None = None,
+                 markers: dict[int, int] | None = None) -> None:
+        """As :class:`BudgetPlanner` (``parent``, ``markers``: a fill-in-the-middle
+        request's quotient planner)."""
+        super().__init__(cast("MaskBuilder", _ContextualView(mb)), vocab, rules, tab_len,
+                         parent=parent, markers=markers)
         cx = mb.contextual
         assert cx is not None
         self.cx: ContextualLexer = cx
