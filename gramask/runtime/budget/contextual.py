@@ -223,11 +223,9 @@ class ContextualBudgetPlanner(BudgetPlanner):
                 pair = cp[bad] * S + cq[bad]
                 if acc_nl is not None and cc is not None:
                     ck = np.where(acc_nl[cq[bad]], cc[bad], 0)
-                    uniq, inv = np.unique(np.stack([pair, ck], axis=1), axis=0,
-                                          return_inverse=True)
-                    inv = inv.reshape(-1)
-                    newp = np.array([end_of(int(k) // S, int(k) % S, int(c2))
-                                     for k, c2 in uniq.tolist()], dtype=np.int64)[inv]
+                    pairs, pinv = _unique_pairs(pair, ck)
+                    newp = np.array([end_of(k // S, k % S, c2) for k, c2 in pairs],
+                                    dtype=np.int64)[pinv]
                     cc = cc.copy()
                     cc[bad] = 0  # a lexeme ended: the carry starts afresh
                 else:
@@ -260,18 +258,29 @@ class ContextualBudgetPlanner(BudgetPlanner):
             gc = np.where(nl_live[qs[live]], cs[live], 0)
         else:
             gc = np.zeros(live.size, dtype=np.int64)
-        gkey = np.stack([ps[live] * S + qs[live], gc], axis=1)
-        uniq, inv, counts = np.unique(gkey, axis=0, return_inverse=True, return_counts=True)
-        inv = inv.reshape(-1)
-        members = order[live][np.argsort(inv, kind="stable")]
+        gpairs, ginv = _unique_pairs(ps[live] * S + qs[live], gc)
+        counts = np.bincount(ginv, minlength=len(gpairs))
+        members = order[live][np.argsort(ginv, kind="stable")]
         cuts = np.concatenate(([0], np.cumsum(counts)))
         out: _Groups = [
-            (int(k) % S, int(c2), vert[int(k) // S], members[cuts[i]:cuts[i + 1]])
-            for i, (k, c2) in enumerate(uniq.tolist())
+            (k % S, c2, vert[k // S], members[cuts[i]:cuts[i + 1]])
+            for i, (k, c2) in enumerate(gpairs)
         ]
         out.sort(key=lambda g: -g[3].size)
         self._groups.put(key, out)
         return out
+
+
+def _unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The distinct pairs ``(a[i], b[i])`` and each ``i``'s index into them (one scalar
+    ``np.unique`` over a combined key: ``axis=0`` sorts rows far more slowly; a carry can
+    be :data:`BROKEN`, so ``b`` is renumbered first)."""
+    bu, bi = np.unique(b, return_inverse=True)
+    key = a * max(1, bu.size) + bi.reshape(-1)
+    ku, inv = np.unique(key, return_inverse=True)
+    n = max(1, bu.size)
+    pairs = [(k // n, int(bu[k % n])) for k in ku.tolist()]
+    return pairs, inv.reshape(-1)
 
 
 def _advance_carry(cc: np.ndarray, b: np.ndarray) -> np.ndarray:
