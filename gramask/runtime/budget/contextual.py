@@ -165,7 +165,8 @@ class ContextualBudgetPlanner(BudgetPlanner):
         :func:`~gramask.runtime.core.indentation.advance` counts it) and a group's carry is
         the real one where the indentation newline is still live at its lexer state, else 0
         (a lexeme that cannot end as a newline resets the carry unread). Memoised per
-        (q, carry, p) for the grammar mask's own tokens."""
+        (q, carry, p): ``toks`` must be the grammar mask of that state on this planner's
+        builder (a caller that needs fewer cuts the groups)."""
         cx = self.cx
         nl = cx.nl_t
         track = nl >= 0

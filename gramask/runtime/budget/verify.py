@@ -277,7 +277,20 @@ class WalkedVerifier(Generic[S]):
         (whose bytes are ``data``), or None; ``vertex`` names the parser state its completed
         lexemes end at (plans are shared per vertex and terminal). ``size``: how many tokens
         lead to ``s``; a large group (all the names) gets a deeper search — one plan decides
-        a large part of the vocabulary."""
+        a large part of the vocabulary. A completion an earlier step walked from the very
+        same state (same key) is reused where it fits."""
+        k = self.key(s)
+        memo = self.planner.verified
+        known = memo.get(k)
+        if known is not None and len(known) <= self.left:
+            return known
+        r = self._state(s, vertex, data, size)
+        if r is not None and (known is None or len(r) < len(known)):
+            memo.put(k, r)
+        return r
+
+    def _state(self, s: S, vertex: Hashable, data: bytes, size: int,
+               ) -> tuple[int, ...] | None:
         c = self.c
         search = c.VERIFY_SEARCH * (_DEEP if size >= _LARGE else 1)
         if c._complete(s):

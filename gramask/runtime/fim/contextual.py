@@ -244,8 +244,10 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
         assert self._orig_planner is not None
         opl = cast(ContextualBudgetPlanner, self._orig_planner())
         q, carry, pq, qo, co, po = st
-        gq = pl.group_tokens(q, pq, toks, carry)
-        go = opl.group_tokens(qo, po, toks, co)
+        # each side grouped over its own grammar mask (what its memo is keyed for), then
+        # cut to ``toks``
+        gq = pl.group_tokens(q, pq, np.flatnonzero(self._b.mask(pq, q, carry)), carry)
+        go = opl.group_tokens(qo, po, np.flatnonzero(self._ob.mask(po, qo, co)), co)
         v = len(self._vocab)
         side_q = np.full(v, -1, dtype=np.int64)
         side_o = np.full(v, -1, dtype=np.int64)
