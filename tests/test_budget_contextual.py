@@ -330,7 +330,7 @@ def test_contextual_budget_survives_clone_and_rollback() -> None:
         cg.constraint(pre, max_tokens=2).advance(v.token_id(" +"))  # then 3 more
 
 
-@pytest.mark.parametrize("name", ["c", "sql", "python"])
+@pytest.mark.parametrize("name", ["c", "sql", pytest.param("python", marks=pytest.mark.slow)])
 def test_vectorised_grouping_matches_real_walks(name: str) -> None:
     """The budget groups tokens by the state a vectorised contextual walk says they lead to;
     every token's real walk (``ContextualLexer.walk``) lands in its group's state (Python:
@@ -339,9 +339,10 @@ def test_vectorised_grouping_matches_real_walks(name: str) -> None:
     v = cg.vocab
     rnd = random.Random(5)
     checked = 0
-    for pre in PREFIXES[name][:4]:
+    # Python's masks walk the vocabulary trie (no contextual tables with indentation): fewer
+    for pre in PREFIXES[name][: 2 if name == "python" else 4]:
         c = cg.constraint(pre, max_tokens=40)
-        for _ in range(6):
+        for _ in range(3 if name == "python" else 6):
             st = c._history[-1]
             toks = np.flatnonzero(c._grammar_mask(st))
             pl = c._cx_planner()
