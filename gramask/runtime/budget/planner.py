@@ -110,10 +110,6 @@ class BudgetPlanner:
         """
         return self.search.plan(st, walk, complete, view, search)
 
-    def known_plan(self, st: S, view: View[S] | None = None) -> tuple[int, ...] | None:
-        """A plan :meth:`plan` already found from ``st``, or None (no search)."""
-        return self.search.known(st, view)
-
     def step_units(self, p: PState, q: int, carry: int) -> StepUnits:
         """The step's tokens grouped, with bounds (:meth:`StepGrouping.step_units`)."""
         return self.grouping.step_units(p, q, carry)

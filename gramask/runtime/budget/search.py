@@ -131,11 +131,6 @@ class PlanSearch:
         self._plans.put(key, ids)
         return ids
 
-    def known(self, st: S, view: View[S] | None = None) -> tuple[int, ...] | None:
-        """The plan :meth:`plan` already found from ``st`` (memoised), or None: no search."""
-        q, carry, _ = (view or _plain_view)(st)
-        return self._plans.get(_memo_key(q, carry, st))
-
     def _checked(self, st: S, text: bytes | None, walk: Walk[S], complete: Complete[S],
                  ) -> tuple[int, ...] | None:
         """``text`` as the fewest tokens, if walking them from ``st`` ends complete."""

@@ -231,16 +231,14 @@ class WalkedVerifier(Generic[S]):
             p = self._by_pool(s)
         if p is not None:
             return p
-        c = self.c
-        ns = self.norm(s) if self.norm is not None else s
-        p = self.planner.known_plan(ns, c._view)  # found before: no slot of the cap spent
-        if p is not None:
-            return p
         if self.plans <= 0:
             return None
         self.plans -= 1
+        c = self.c
         try:
-            p = self.planner.plan(ns, c._walk, c._complete, c._view, search=search)
+            p = self.planner.plan(
+                self.norm(s) if self.norm is not None else s, c._walk, c._complete, c._view,
+                search=search)
         except (NoCompletionError, LimitExceededError):
             return None
         if p is not None and self.pool is not None:
