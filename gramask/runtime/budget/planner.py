@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from ...compiler.parse_tables import free_closure
-from ..memo import BoundedMemo
 from .grammar_costs import GrammarCosts, Rules, lexeme_predecessors
 from .grouping import StepGrouping, StepUnits, TokenGroups, TokenMatrix
 from .lexeme_costs import LexemeCosts
@@ -93,10 +92,6 @@ class BudgetPlanner:
         self.costs = StateCosts(mb, self.tok, self.lex, self.grammar, tab_len)
         self.grouping = StepGrouping(mb, self.costs, self.tokens)
         self.search = self.search_class(mb, vocab, self.tok, self.lex, self.costs, self.markers)
-        # walked checks (:class:`~.verify.WalkedVerifier`): a state's key → the shortest
-        # completion walked from it so far, reused by later steps where it fits (the key
-        # pins the state down, so the walk would end complete again)
-        self.verified: BoundedMemo[tuple[int, ...], tuple[int, ...]] = BoundedMemo(16384)
 
     # ------------------------------------------------------------------ what constraints use
     def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
