@@ -158,7 +158,6 @@ class CompiledGrammar:
             ``max_tokens`` given, but gramask found no completion to plan the budget with
             (a ``RuntimeError``; the same constraint without ``max_tokens`` works).
         NotImplementedError
-            ``suffix`` with ``max_tokens`` for a grammar in the contextual lexer mode, and
             ``suffix`` with a contextual-mode grammar that has Python-style indentation (not
             built yet).
         """
@@ -173,13 +172,6 @@ class CompiledGrammar:
         if suffix is not None:
             check_suffix_size(suffix, limits or self.limits)
             if self.grammar.lexer == "contextual":
-                if max_tokens is not None:
-                    raise NotImplementedError(
-                        "token budgets with a suffix (suffix=... and max_tokens=...) are not "
-                        "built yet for a grammar in the contextual lexer mode: budgets of "
-                        "prefix constraints (no suffix) are, and so are both in the basic "
-                        "mode (Grammar.from_lark(..., lexer='basic'))"
-                    )
                 if self.grammar.indentation is not None:
                     raise NotImplementedError(
                         "fill-in-the-middle (suffix=...) for a grammar in the contextual lexer "
@@ -188,8 +180,10 @@ class CompiledGrammar:
                     )
                 from .runtime.fim.contextual import contextual_fim_constraint
 
+                cbuilder = self._runtime(limits)
                 return contextual_fim_constraint(
-                    self._runtime(limits), self.vocab, prefix, suffix, self.grammar)
+                    cbuilder, self.vocab, prefix, suffix, self.grammar, max_tokens,
+                    lambda: self._planner(cbuilder))
             from .runtime.fim.constraint import fim_constraint
 
             builder = self._runtime(limits)

@@ -392,8 +392,8 @@ def test_budget_argument_errors() -> None:
         cg.constraint("", max_tokens=-1)
     ctx, _ = tiny('start: "a"+\n', ["a"], lexer="contextual")
     assert ctx.constraint("", max_tokens=3).allowed().tolist() == [True, False]
-    with pytest.raises(NotImplementedError, match="contextual"):  # with a suffix: not yet
-        ctx.constraint("", suffix="a", max_tokens=3)
+    fim = ctx.constraint("", suffix="a", max_tokens=3)  # with a suffix too
+    assert fim.allowed().tolist() == [True, True]  # "a" + "a", or EOS: "a" alone
     with pytest.raises(gramask.BudgetError):
         cg.constraint("", max_tokens=0)
     done = cg.constraint("a", max_tokens=0)

@@ -14,9 +14,9 @@ Per step the grammar-allowed tokens are grouped by the runtime state they lead t
 vectorised contextual walk over the vocabulary's byte matrix (the lexeme continues iff the
 product DFA's next state keeps a terminal of the parser's allowed set alive; otherwise it ends
 as :meth:`ContextualLexer.lexeme_end` says, once per distinct (parser state, lexer state)), so
-one plan decides a whole group. Without an indentation terminal the carry (the width of the
-current line) changes nothing a walk decides, so a group is (lexer state, parser state);
-grammars with one walk their tokens one by one (at most ``MAX_LONE``).
+one plan decides a whole group. The carry (the indentation of the current line) is walked too,
+but it decides something only where the indentation newline is still live at the lexer state,
+so elsewhere a group is (lexer state, parser state) with the carry dropped.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from ..core.constraint import Constraint, LexState
+from ..core.indentation import BROKEN, FORMFEED, NEWLINE, TAB_UNIT
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .grammar_costs import Rules
@@ -105,8 +106,8 @@ class _ContextualPlanSearch(PlanSearch):
         return out
 
 
-# tokens grouped by the state they lead to: (lexer state, parser state, members)
-_Groups = list[tuple[int, "PState", np.ndarray]]
+# tokens grouped by the state they lead to: (lexer state, carry, parser state, members)
+_Groups = list[tuple[int, int, "PState", np.ndarray]]
 
 
 class ContextualBudgetPlanner(BudgetPlanner):
@@ -117,16 +118,36 @@ class ContextualBudgetPlanner(BudgetPlanner):
     lexeme_costs_class = _ContextualLexemeCosts
     search_class = _ContextualPlanSearch
 
-    def __init__(self, mb: MaskBuilder, vocab: Vocabulary, rules: Rules, tab_len: int) -> None:
-        super().__init__(cast("MaskBuilder", _ContextualView(mb)), vocab, rules, tab_len)
+    def __init__(self, mb: MaskBuilder, vocab: Vocabulary, rules: Rules, tab_len: int, *,
+                 parent: BudgetPlanner | None = None,
+                 markers: dict[int, int] | None = None) -> None:
+        """As :class:`BudgetPlanner` (``parent``, ``markers``: a fill-in-the-middle
+        request's quotient planner)."""
+        super().__init__(cast("MaskBuilder", _ContextualView(mb)), vocab, rules, tab_len,
+                         parent=parent, markers=markers)
         cx = mb.contextual
         assert cx is not None
         self.cx: ContextualLexer = cx
         self._live = np.asarray(mb.dfa.live, dtype=bool)  # (S, T)
         self._trans = np.asarray(mb.dfa.trans, dtype=np.int64)
+        self._accepting = np.asarray(mb.dfa.accepting, dtype=bool)
         self._live_under: dict[int, np.ndarray] = {}  # allowed set → live states under it
-        self._groups: BoundedMemo[tuple[int, int], _Groups] = BoundedMemo(
+        self._groups: BoundedMemo[tuple[int, int, int], _Groups] = BoundedMemo(
             memo_size(mb.limits.mask_cache))
+
+    def norm_carry(self, s: LexState) -> int:
+        """``s``'s carry where it can decide something (the indentation newline is live at
+        its lexer state), else 0: a lexeme that cannot end as the newline drops its carry."""
+        nl = self.cx.nl_t
+        return s[1] if nl >= 0 and self._live[s[0], nl] else 0
+
+    def norm_state(self, s: LexState) -> LexState:
+        """``s`` with :meth:`norm_carry` (plans are memoised per normalised state)."""
+        c = self.norm_carry(s)
+        return s if c == s[1] else (s[0], c, s[2])
+
+    def state_key(self, s: LexState) -> tuple[int, ...]:
+        return (s[0], self.norm_carry(s), s[2].uid)
 
     def live_under(self, p: PState) -> np.ndarray:
         """Per lexer state: does some terminal the parser at ``p`` allows stay alive there?"""
@@ -137,12 +158,19 @@ class ContextualBudgetPlanner(BudgetPlanner):
             r = self._live_under[a] = np.asarray(self._live[:, bits].any(axis=1))
         return r
 
-    def group_tokens(self, q: int, p: PState, toks: np.ndarray) -> _Groups:
-        """``toks`` (tokens the grammar mask allows at (q, p)) grouped by the state the
+    def group_tokens(self, q: int, p: PState, toks: np.ndarray, carry: int = 0) -> _Groups:
+        """``toks`` (tokens the grammar mask allows at (q, carry, p)) grouped by the state the
         contextual walk of their bytes ends in, largest groups first; tokens whose walk
-        fails are left out. Only for grammars without an indentation terminal (the carry is
-        not tracked). Memoised per (q, p) for the grammar mask's own tokens."""
-        key = (q, p.uid)
+        fails are left out. With an indentation terminal the carry is walked too (as
+        :func:`~gramask.runtime.core.indentation.advance` counts it) and a group's carry is
+        the real one where the indentation newline is still live at its lexer state, else 0
+        (a lexeme that cannot end as a newline resets the carry unread). Memoised per
+        (q, carry, p): ``toks`` must be the grammar mask of that state on this planner's
+        builder (a caller that needs fewer cuts the groups)."""
+        cx = self.cx
+        nl = cx.nl_t
+        track = nl >= 0
+        key = (q, carry if track else 0, p.uid)
         r = self._groups.get(key)
         if r is not None:
             return r
@@ -153,20 +181,22 @@ class ContextualBudgetPlanner(BudgetPlanner):
         n_all = order.size
         qs = np.full(n_all, q, dtype=np.int64)
         ps = np.zeros(n_all, dtype=np.int64)  # index into vert
+        cs = np.full(n_all, carry if track else 0, dtype=np.int64)
         alive = np.ones(n_all, dtype=bool)
         vert: list[PState] = [p]
         vid = {p.uid: 0}
         lu = [self.live_under(p)]
         S = self._trans.shape[0]
         trans = self._trans
-        cx = self.cx
-        ends: dict[int, int] = {}  # pidx * S + q → pidx after the lexeme ends (-1: cannot)
+        # per lexer state: can a lexeme ending there be the newline (its carry decides)?
+        acc_nl = self._accepting[:, nl] if track else None
+        ends: dict[tuple[int, int], int] = {}  # (pidx * S + q, carry) → pidx after the end
 
-        def end_of(pi: int, qq: int) -> int:
-            k = pi * S + qq
+        def end_of(pi: int, qq: int, cc: int) -> int:
+            k = (pi * S + qq, cc)
             r = ends.get(k)
             if r is None:
-                p2 = cx.lexeme_end(vert[pi], qq, 0) if qq else None
+                p2 = cx.lexeme_end(vert[pi], qq, cc) if qq else None
                 if p2 is None:
                     r = -1
                 else:
@@ -188,12 +218,21 @@ class ContextualBudgetPlanner(BudgetPlanner):
             nq = trans[cq, b]
             luv = np.stack(lu)
             ok = (nq >= 0) & luv[cp, np.maximum(nq, 0)]
+            cc = cs[idx] if track else None
             if not ok.all():
                 bad = np.flatnonzero(~ok)
                 pair = cp[bad] * S + cq[bad]
-                uniq, inv = np.unique(pair, return_inverse=True)
-                newp = np.array([end_of(int(k) // S, int(k) % S) for k in uniq.tolist()],
-                                dtype=np.int64)[inv]
+                if acc_nl is not None and cc is not None:
+                    ck = np.where(acc_nl[cq[bad]], cc[bad], 0)
+                    pairs, pinv = _unique_pairs(pair, ck)
+                    newp = np.array([end_of(k // S, k % S, c2) for k, c2 in pairs],
+                                    dtype=np.int64)[pinv]
+                    cc = cc.copy()
+                    cc[bad] = 0  # a lexeme ended: the carry starts afresh
+                else:
+                    uniq, inv = np.unique(pair, return_inverse=True)
+                    newp = np.array([end_of(int(k) // S, int(k) % S, 0)
+                                     for k in uniq.tolist()], dtype=np.int64)[inv]
                 luv = np.stack(lu)
                 nq0 = trans[0, b[bad]]
                 ok2 = (newp >= 0) & (nq0 >= 0) & luv[np.maximum(newp, 0), np.maximum(nq0, 0)]
@@ -202,6 +241,8 @@ class ContextualBudgetPlanner(BudgetPlanner):
                 cp[bad] = newp
                 dead = bad[~ok2]
                 alive[idx[dead]] = False
+            if cc is not None:
+                cs[idx] = _advance_carry(cc, b)
             qs[idx] = nq
             ps[idx] = cp
         # a walk may stop inside a lexeme only where ``end_ok`` holds
@@ -213,17 +254,47 @@ class ContextualBudgetPlanner(BudgetPlanner):
                             dtype=bool)[inv]
             alive[sel[~fine]] = False
         live = np.flatnonzero(alive)
-        gkey = ps[live] * S + qs[live]
-        uniq, inv, counts = np.unique(gkey, return_inverse=True, return_counts=True)
-        members = order[live][np.argsort(inv, kind="stable")]
+        if track:
+            nl_live = self._live[:, nl]
+            gc = np.where(nl_live[qs[live]], cs[live], 0)
+        else:
+            gc = np.zeros(live.size, dtype=np.int64)
+        gpairs, ginv = _unique_pairs(ps[live] * S + qs[live], gc)
+        counts = np.bincount(ginv, minlength=len(gpairs))
+        members = order[live][np.argsort(ginv, kind="stable")]
         cuts = np.concatenate(([0], np.cumsum(counts)))
         out: _Groups = [
-            (int(k) % S, vert[int(k) // S], members[cuts[i]:cuts[i + 1]])
-            for i, k in enumerate(uniq.tolist())
+            (k % S, c2, vert[k // S], members[cuts[i]:cuts[i + 1]])
+            for i, (k, c2) in enumerate(gpairs)
         ]
-        out.sort(key=lambda g: -g[2].size)
+        out.sort(key=lambda g: -g[3].size)
         self._groups.put(key, out)
         return out
+
+
+def _unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The distinct pairs ``(a[i], b[i])`` and each ``i``'s index into them (one scalar
+    ``np.unique`` over a combined key: ``axis=0`` sorts rows far more slowly; a carry can
+    be :data:`BROKEN`, so ``b`` is renumbered first)."""
+    bu, bi = np.unique(b, return_inverse=True)
+    key = a * max(1, bu.size) + bi.reshape(-1)
+    ku, inv = np.unique(key, return_inverse=True)
+    n = max(1, bu.size)
+    pairs = [(k // n, int(bu[k % n])) for k in ku.tolist()]
+    return pairs, inv.reshape(-1)
+
+
+def _advance_carry(cc: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`~gramask.runtime.core.indentation.advance` over arrays (carries, bytes)."""
+    out = cc.copy()
+    sp = b == 32
+    out[sp] += 1
+    tab = b == 9
+    if tab.any():
+        ct = cc[tab]
+        out[tab] = np.where(ct % TAB_UNIT == 0, ct + TAB_UNIT, BROKEN)
+    out[(b == NEWLINE) | (b == FORMFEED)] = 0
+    return out
 
 
 class ContextualBudgetConstraint(Constraint[LexState]):
@@ -232,11 +303,9 @@ class ContextualBudgetConstraint(Constraint[LexState]):
 
     # Per step: at most MAX_GROUPS groups checked (those whose bound fits first, the largest
     # first; C and SQL steps have up to about 1,100 groups), at most MAX_PLANS of them
-    # with a plan of their own (the rest through plans shared per (parser state, terminal));
-    # with an indentation terminal, at most MAX_LONE tokens walked one by one.
+    # with a plan of their own (the rest through plans shared per (parser state, terminal)).
     MAX_GROUPS = 4096
     MAX_PLANS = 96
-    MAX_LONE = 1024
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
 
     def _cx_planner(self) -> ContextualBudgetPlanner:
@@ -254,14 +323,13 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         if left >= 1:
             cx = self._b.contextual
             assert cx is not None
-            if cx.nl_t >= 0:
-                ver = WalkedVerifier(self, left - 1, _carry_key, step_plan=rec.plan)
-            else:  # without an indentation terminal the carry decides nothing
-                ver = WalkedVerifier(self, left - 1, _state_key, _no_carry, rec.plan)
+            pl = self._cx_planner()
+            # the carry decides only where the indentation newline is live: elsewhere it
+            # is dropped, so the plans of one (lexer state, parser state) are shared
+            ver = WalkedVerifier(self, left - 1, pl.state_key, pl.norm_state, rec.plan)
             groups = self._state_groups(st, np.flatnonzero(m))[: self.MAX_GROUPS]
             # the groups the planner's bound says fit first (plans are capped), the largest
             # first within each kind: the bound orders, the walked plan decides
-            pl = self._cx_planner()
             over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
             order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
             for s, members in (groups[i] for i in order):
@@ -273,30 +341,20 @@ class ContextualBudgetConstraint(Constraint[LexState]):
 
     def _state_groups(self, st: LexState, toks: np.ndarray
                       ) -> list[tuple[LexState, np.ndarray]]:
-        """``toks`` grouped by the state they lead to (each group's state from a real walk
-        of its first member), largest groups first."""
-        cx = self._b.contextual
-        assert cx is not None
+        """``toks`` grouped by the state they lead to (:meth:`ContextualBudgetPlanner.
+        group_tokens`, vectorised), largest groups first; each group's state is checked
+        against a real walk of its first member."""
         vocab = self._vocab
+        pl = self._cx_planner()
         out: list[tuple[LexState, np.ndarray]] = []
-        if cx.nl_t < 0:
-            q, _carry, p = st
-            for fq, fp, members in self._cx_planner().group_tokens(q, p, toks):
-                s = self._walk(st, vocab.token_bytes(int(members[0])))
-                # the vectorised walk and the real one agree (tests pin it); if they ever
-                # did not, the group is dropped: never admitted on a guess
-                if not isinstance(s, int) and s[0] == fq and s[2].uid == fp.uid:
-                    out.append((s, members))
-            return out
-        buckets: dict[tuple[int, int, int], tuple[LexState, list[int]]] = {}
-        for t in toks[: self.MAX_LONE].tolist():
-            s = self._walk(st, vocab.token_bytes(t))
-            if isinstance(s, int):
-                continue
-            b = buckets.setdefault((s[0], s[1], s[2].uid), (s, []))
-            b[1].append(t)
-        for s, ids in sorted(buckets.values(), key=lambda b: -len(b[1])):
-            out.append((s, np.array(ids, dtype=np.int64)))
+        q, carry, p = st
+        for fq, fc, fp, members in pl.group_tokens(q, p, toks, carry):
+            s = self._walk(st, vocab.token_bytes(int(members[0])))
+            # the vectorised walk and the real one agree (tests pin it); if they ever
+            # did not, the group is dropped: never admitted on a guess
+            if not isinstance(s, int) and s[0] == fq and s[2].uid == fp.uid \
+                    and pl.norm_carry(s) == fc:
+                out.append(((fq, fc, fp), members))
         return out
 
     def clone(self) -> ContextualBudgetConstraint:
@@ -307,16 +365,3 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         )
         c._prefix = self._prefix
         return c
-
-
-def _carry_key(s: LexState) -> tuple[int, ...]:
-    return (s[0], s[1], s[2].uid)
-
-
-def _state_key(s: LexState) -> tuple[int, ...]:
-    return (s[0], s[2].uid)
-
-
-def _no_carry(s: LexState) -> LexState:
-    """One plan memo entry per (lexer state, parser state)."""
-    return (s[0], 0, s[2])

@@ -23,6 +23,7 @@ __all__ = ["quotient_planner"]
 def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
                       markers: list[tuple[Branch, int, int]],
                       parent: Callable[[], BudgetPlanner], suffix: bytes,
+                      cls: type[BudgetPlanner] = BudgetPlanner,
                       ) -> Callable[[], BudgetPlanner]:
     """The budget planner of one request's quotient (built on first use). A marker after the
     middle's last lexeme costs nothing — or a separator, where the suffix's first byte would
@@ -37,7 +38,9 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
     free end is optimistic (the suffix fixes that newline lexeme's width, so its indentation
     may not follow: ``)\n    `` costs 0 when the suffix continues a comment opened there and
     then needs a deeper block), which can leave no plan at all; but it finds shorter
-    completions through a comment the middle opens, so it is tried first."""
+    completions through a comment the middle opens, so it is tried first. ``cls``: the
+    planner class (the contextual mode's plans its searches with the contextual lexer; its
+    costs there only order them)."""
     made: list[BudgetPlanner] = []
 
     def get() -> BudgetPlanner:
@@ -83,12 +86,12 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
                 if m not in glued:  # (a glued one stays INF in the strict tables)
                     loose[m] = strict[m] = worst
             rules = list(qb.ctx.automaton.rules)  # type: ignore[attr-defined]  # a LazyAutomaton
-            pl = BudgetPlanner(qb, vocab, rules, tab, parent=base, markers=loose)
+            pl = cls(qb, vocab, rules, tab, parent=base, markers=loose)
             pl.boundary = {m: d for m, d in bounds.items() if m not in glued}
             pl.set_suffix(suffix)
             if glued:
                 def make_strict() -> BudgetPlanner:
-                    sp = BudgetPlanner(qb, vocab, rules, tab, parent=base, markers=strict)
+                    sp = cls(qb, vocab, rules, tab, parent=base, markers=strict)
                     sp.boundary = bounds
                     sp.glued = glued
                     sp.end_check = pl.end_check

@@ -100,7 +100,7 @@ class PlanSearch:
         """
         view = view or _plain_view
         q, carry, _ = view(st)
-        key = (q, carry, *(x.uid for x in st[2:]))
+        key = _memo_key(q, carry, st)
         r = self._plans.get(key)
         if r is not None:
             return r
@@ -163,7 +163,7 @@ class PlanSearch:
                 return None
             _, g, _, text, cur = heapq.heappop(heap)
             q, carry, p = view(cur)
-            key = (q, carry, *(x.uid for x in cur[2:]))
+            key = _memo_key(q, carry, cur)
             if key in seen:
                 continue
             seen.add(key)
@@ -408,3 +408,10 @@ class PlanSearch:
 
 def _plain_view(st: RunState) -> LexState:
     return st[0], st[1], st[2]
+
+
+def _memo_key(q: int, carry: int, st: RunState) -> tuple[int, ...]:
+    """A runtime state as a memo key: the view's lexer state and carry, then the rest of the
+    state (parser states by their uid; a contextual fill-in-the-middle state also holds the
+    original side's lexer state and carry, plain ints)."""
+    return (q, carry, *(x if isinstance(x, int) else x.uid for x in st[2:]))

@@ -46,6 +46,11 @@ class CompletionPool:
     def __init__(self, size: int = 8) -> None:
         self.size = size
         self.items: list[tuple[int, ...]] = []
+        # a state's key → the shortest completion this generation walked from it, reused by
+        # later steps where it fits (the key pins the state down: the walk ends complete
+        # again); kept per constraint like the pool, so a mask depends only on its own
+        # generation's history
+        self.verified: dict[tuple[int, ...], tuple[int, ...]] = {}
 
     def add(self, completion: tuple[int, ...]) -> None:
         if not completion:
@@ -277,7 +282,25 @@ class WalkedVerifier(Generic[S]):
         (whose bytes are ``data``), or None; ``vertex`` names the parser state its completed
         lexemes end at (plans are shared per vertex and terminal). ``size``: how many tokens
         lead to ``s``; a large group (all the names) gets a deeper search — one plan decides
-        a large part of the vocabulary."""
+        a large part of the vocabulary. With a pool (fill-in-the-middle), a completion an
+        earlier step of this generation walked from the very same state (same key) is
+        reused where it fits."""
+        if self.pool is None:
+            return self._state(s, vertex, data, size)
+        k = self.key(s)
+        memo = self.pool.verified
+        known = memo.get(k)
+        if known is not None and len(known) <= self.left:
+            return known
+        r = self._state(s, vertex, data, size)
+        if r is not None and (known is None or len(r) < len(known)):
+            if len(memo) >= 4096:
+                memo.clear()
+            memo[k] = r
+        return r
+
+    def _state(self, s: S, vertex: Hashable, data: bytes, size: int,
+               ) -> tuple[int, ...] | None:
         c = self.c
         search = c.VERIFY_SEARCH * (_DEEP if size >= _LARGE else 1)
         if c._complete(s):

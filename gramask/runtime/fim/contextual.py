@@ -17,13 +17,25 @@ parser state, then the original's.
   completes its parse), then exact: the suffix walked from the original's state with the
   real contextual lexer (memoised per state, and walks stop where an earlier one passed
   through the same parser state at the same offset).
+* **Budgets** (``max_tokens``): as in the basic mode's fill-in-the-middle, a token is allowed
+  only where a completion after it was walked (both sides' contextual lexers) to the exact
+  end check within what is left (:class:`~gramask.runtime.budget.verify.WalkedVerifier`);
+  tokens are grouped by the state they lead to on both sides (the contextual prefix mode's
+  vectorised walk, once per side), so one completion decides a group.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
+from ..budget.bounded import BoundedBudget
+from ..budget.contextual import ContextualBudgetPlanner
+from ..budget.quotient_planner import quotient_planner
+from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
 from ..core.constraint import text_bytes
 from ..core.contextual_lexer import ContextualLexer
 from ..core.indentation import advance
@@ -37,10 +49,9 @@ from .quotient import base_for, build_quotient
 from .suffix_lattice import parse_suffix_lattice
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from ...grammar import Grammar
     from ...vocab import Vocabulary
+    from ..budget.planner import BudgetPlanner
 
 __all__ = ["ContextualFimConstraint", "contextual_fim_constraint", "equivalent_prefix"]
 
@@ -182,19 +193,123 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
             memo[k] = (result,)
         return result
 
+    # ------------------------------------------------------------------ budgets
+    # Per step: the largest MAX_GROUPS groups (tokens that lead to one state on both sides)
+    # checked, at most MAX_PLANS of them with a plan of their own; MAX_CHEAP more given only
+    # the cheap checks (the step plan's text, pooled completions).
+    MAX_GROUPS = 512
+    MAX_PLANS = 64
+    MAX_CHEAP = 2048
+    VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
+    # the original grammar's planner (its vectorised walk groups the original side)
+    _orig_planner: Callable[[], BudgetPlanner] | None = None
+    _completion_pool: CompletionPool | None = None
+
+    def _apply_budget(self, st: CtxFimState, m: np.ndarray) -> None:
+        """Keep in ``m`` only tokens after which a walked completion of at most
+        ``remaining − 1`` tokens reaches the exact end check, and the step's own plan's
+        first token (the basic mode's rule: :meth:`FimConstraint._apply_budget`)."""
+        left = self.remaining_tokens
+        assert left is not None
+        rec = verified_step(self, st, left)
+        if left >= 1:
+            pl = self._cx_planner()
+            if self._completion_pool is None:
+                self._completion_pool = CompletionPool()
+            ver = WalkedVerifier(self, left - 1, _ctx_key(pl), _ctx_norm(pl), rec.plan,
+                                 pool=self._completion_pool)
+            vocab = self._vocab
+            groups = self._state_groups(st, np.flatnonzero(m & ~rec.keep))
+            for i, (s, members) in enumerate(groups[: self.MAX_GROUPS + self.MAX_CHEAP]):
+                data = vocab.token_bytes(int(members[0]))
+                done = (ver.state(s, (s[2].uid, s[5].uid), data, members.size)
+                        if i < self.MAX_GROUPS else ver.cheap(s, data))
+                if done is not None:
+                    rec.add(members, done)
+        rec.apply(m, self._complete(st))
+
+    def _budget_planner(self) -> ContextualBudgetPlanner:
+        return cast(ContextualBudgetPlanner, super()._budget_planner())
+
+    def _cx_planner(self) -> ContextualBudgetPlanner:
+        return self._budget_planner()
+
+    def _state_groups(self, st: CtxFimState, toks: np.ndarray
+                      ) -> list[tuple[CtxFimState, np.ndarray]]:
+        """``toks`` grouped by the state they lead to on both sides (each side's vectorised
+        contextual walk, :meth:`ContextualBudgetPlanner.group_tokens`), largest first; each
+        group's state checked against a real walk of its first member (a group that
+        disagrees is dropped: never admitted on a guess)."""
+        pl = self._cx_planner()
+        assert self._orig_planner is not None
+        opl = cast(ContextualBudgetPlanner, self._orig_planner())
+        q, carry, pq, qo, co, po = st
+        # each side grouped over its own grammar mask (what its memo is keyed for), then
+        # cut to ``toks``
+        gq = pl.group_tokens(q, pq, np.flatnonzero(self._b.mask(pq, q, carry)), carry)
+        go = opl.group_tokens(qo, po, np.flatnonzero(self._ob.mask(po, qo, co)), co)
+        v = len(self._vocab)
+        side_q = np.full(v, -1, dtype=np.int64)
+        side_o = np.full(v, -1, dtype=np.int64)
+        for i, g in enumerate(gq):
+            side_q[g[3]] = i
+        for i, g in enumerate(go):
+            side_o[g[3]] = i
+        ok = (side_q[toks] >= 0) & (side_o[toks] >= 0)
+        toks = toks[ok]
+        key = side_q[toks] * max(1, len(go)) + side_o[toks]
+        uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+        members = toks[np.argsort(inv, kind="stable")]
+        cuts = np.concatenate(([0], np.cumsum(counts)))
+        out: list[tuple[CtxFimState, np.ndarray]] = []
+        norm = _ctx_norm(pl)
+        for j in np.argsort(-counts, kind="stable").tolist():
+            k = int(uniq[j])
+            a, b = gq[k // max(1, len(go))], go[k % max(1, len(go))]
+            want: CtxFimState = (a[0], a[1], a[2], b[0], b[1], b[2])
+            mem = members[cuts[j]:cuts[j + 1]]
+            s = self._walk(st, self._vocab.token_bytes(int(mem[0])))
+            if not isinstance(s, int) and _ctx_key(pl)(norm(s)) == _ctx_key(pl)(want):
+                out.append((want, mem))
+        return out
+
     def clone(self) -> ContextualFimConstraint:
         c = ContextualFimConstraint(
             self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
+            max_tokens=self._max_tokens, budget=self._budget, _plans=list(self._plans),
             _history=list(self._history), _chunks=list(self._chunks),
             _finished=self._finished, _shared=self._ends, _branches=self._branches,
             _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive,
         )
         c._prefix = self._prefix
+        c._orig_planner = self._orig_planner
         return c
 
 
+def _ctx_norm(pl: ContextualBudgetPlanner) -> Callable[[CtxFimState], CtxFimState]:
+    """Both sides' carries dropped where they decide nothing (:meth:`~ContextualBudgetPlanner.
+    norm_carry`): plans and groups are shared across them."""
+
+    def norm(s: CtxFimState) -> CtxFimState:
+        return (s[0], pl.norm_carry((s[0], s[1], s[2])), s[2],
+                s[3], pl.norm_carry((s[3], s[4], s[5])), s[5])
+
+    return norm
+
+
+def _ctx_key(pl: ContextualBudgetPlanner) -> Callable[[CtxFimState], tuple[int, ...]]:
+    def key(s: CtxFimState) -> tuple[int, ...]:
+        return (s[0], pl.norm_carry((s[0], s[1], s[2])), s[2].uid,
+                s[3], pl.norm_carry((s[3], s[4], s[5])), s[5].uid)
+
+    return key
+
+
 def contextual_fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes,
-                              suffix: str | bytes, grammar: Grammar) -> ContextualFimConstraint:
+                              suffix: str | bytes, grammar: Grammar,
+                              max_tokens: int | None = None,
+                              planner: Callable[[], BudgetPlanner] | None = None,
+                              ) -> ContextualFimConstraint:
     """Set up one fill-in-the-middle request for a contextual-mode grammar: parse the
     suffix's lexeme lattice backwards, build the quotient, walk the prefix.
 
@@ -206,11 +321,12 @@ def contextual_fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | 
         No middle connects the prefix to the suffix (offset in the suffix).
     """
     with gc_paused():
-        return _setup(ob, vocab, prefix, suffix, grammar)
+        return _setup(ob, vocab, prefix, suffix, grammar, max_tokens, planner)
 
 
 def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,
-           grammar: Grammar) -> ContextualFimConstraint:
+           grammar: Grammar, max_tokens: int | None,
+           planner: Callable[[], BudgetPlanner] | None) -> ContextualFimConstraint:
     sdata = text_bytes(suffix, "suffix")
     pdata = text_bytes(prefix, "prefix")
     check_suffix_size(sdata, ob.ctx.automaton.limits)
@@ -224,9 +340,15 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     qb, markers = build_quotient(ob, grammar, [], lattice.error_offset, walked=lattice.walked)
     qb.contextual = ocx.for_context(qb.ctx)
     qb = with_boundary(qb, boundary_filter(ob, vocab, sdata, markers, contextual=True))
+    qplanner = (None if planner is None else
+                quotient_planner(qb, vocab, 8, markers, planner, sdata,
+                                 cls=ContextualBudgetPlanner))
     with prefix_meets_suffix():
-        c = ContextualFimConstraint(qb, ob, vocab, short, sdata, _branches=markers)
+        c = ContextualFimConstraint(
+            qb, ob, vocab, short, sdata, _branches=markers, max_tokens=max_tokens,
+            budget=None if qplanner is None else BoundedBudget(qplanner))
     c._prefix = pdata
+    c._orig_planner = planner
     return c
 
 
