@@ -227,8 +227,16 @@ class TokenWalker:
         of walks (a unit of the progress bar each)."""
         inner = self.trans[1:] if self.n_states > 1 else np.zeros((0, 256), self.trans.dtype)
         walked = 0
-        for s_after in np.unique(inner[inner >= 0]).tolist():
-            bytes_in = np.flatnonzero((inner == s_after).any(axis=0)).tolist()
+        # (state after, byte) pairs, sorted by state then byte, in one pass over the table
+        # (not a scan of the whole table per state: quadratic in the states)
+        _, cols = np.nonzero(inner >= 0)
+        pairs = np.unique(inner[inner >= 0].astype(np.int64) * 256 + cols)
+        after, byte = pairs // 256, pairs % 256
+        cuts = np.flatnonzero(np.diff(after)) + 1
+        for grp_s, grp_b in zip(np.split(after, cuts), np.split(byte, cuts)):
+            if not grp_s.size:
+                continue
+            s_after, bytes_in = int(grp_s[0]), grp_b.tolist()
             if not self._tokens_of(bytes_in).size:
                 continue
             self._walk_shared(s_after, bytes_in)

@@ -99,3 +99,4 @@ def end_classes(dfa: LexerDFA) -> np.ndarray:
     out = rows_of_bits(eff, nt + 1)
     out[:, nt] = [bool(r) for r in reach]
     return out
+
