@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
 from .charclass import utf8_sequences
 from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
-from .regex_size import dfa_states_at_least, dfa_states_from_width
+from .regex_size import dfa_states_from_width
 
 try:  # Python ≥ 3.11
     from re import _parser as _sre_parse
@@ -42,8 +42,9 @@ _UNSUPPORTED = {
 # the whole lexer; token tables cost (lexer states × vocabulary) walks. A terminal such as
 # /(a|b)*a(a|b){14}/ has 2^15 states (the DFA must remember the last 15 letters): refused.
 MAX_TERMINAL_STATES = 4096  # character-level DFA states of one terminal
-MAX_BYTE_STATES = 4 * MAX_TERMINAL_STATES  # byte-level states (multi-byte characters add some)
-PRECHECK_FACTOR = 4  # see regex_size: its subset count runs up to ~3x the minimal DFA's
+BYTE_FACTOR = 4  # byte-level subsets per character-level state allowed (multi-byte characters
+# add some, and a subset automaton runs up to ~3x the minimal one)
+MAX_BYTE_STATES = BYTE_FACTOR * MAX_TERMINAL_STATES  # byte-level states
 MAX_NFA_NODES = 200_000  # byte NFA nodes of one terminal (counted repeats are expanded)
 
 
@@ -131,14 +132,11 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
         ) from None
-    # refuse the certain explosions before determinising (lower bounds: from the match lengths,
-    # then a cheap determinisation with a margin for how differently the two constructions count)
+    # refuse a certain explosion before building anything (a lower bound from the match
+    # lengths); the determinisation refuses the others when it reaches its limit
     by_width = dfa_states_from_width(pattern)
     if by_width > MAX_TERMINAL_STATES:
         _too_many_states(name, pattern, by_width)
-    at_least = dfa_states_at_least(pattern, PRECHECK_FACTOR * MAX_TERMINAL_STATES)
-    if at_least is not None and at_least > PRECHECK_FACTOR * MAX_TERMINAL_STATES:
-        _too_many_states(name, pattern, at_least)
     try:
         nfa = build_byte_nfa(pattern, MAX_NFA_NODES)
     except RecursionError:
@@ -212,7 +210,8 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     def too_many(order: list[frozenset[int]]) -> None:
         _too_many_states(name, pattern, len(order))
 
-    order, rows = explore(closure(0), successors, MAX_BYTE_STATES, too_many)
+    # (the limit read now: tests lower MAX_TERMINAL_STATES)
+    order, rows = explore(closure(0), successors, BYTE_FACTOR * MAX_TERMINAL_STATES, too_many)
     byte_class = np.repeat(np.arange(n_cls), np.diff(cuts))
     trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)[:, byte_class]
     finals = np.array([nfa.final in sub for sub in order], dtype=bool)
