@@ -233,7 +233,7 @@ class TokenWalker:
         pairs = np.unique(inner[inner >= 0].astype(np.int64) * 256 + cols)
         after, byte = pairs // 256, pairs % 256
         cuts = np.flatnonzero(np.diff(after)) + 1
-        for grp_s, grp_b in zip(np.split(after, cuts), np.split(byte, cuts)):
+        for grp_s, grp_b in zip(np.split(after, cuts), np.split(byte, cuts), strict=True):
             if not grp_s.size:
                 continue
             s_after, bytes_in = int(grp_s[0]), grp_b.tolist()
