@@ -75,25 +75,6 @@ class TokenWalker:
         self.lens, self.buf, self.first_byte = token_matrix(tokens, special)
         lmax = self.buf.shape[1]
         self.lmax = lmax
-        if nl_terminal >= 0:  # per-position indentation helpers (the newline terminal only)
-            # the carry of runtime.core.indentation: a newline or form feed resets it; counts
-            # of spaces and tabs, broken by a tab after a space
-            buf = self.buf
-            is_nl = (buf == 10) | (buf == 12)
-            pos = np.arange(lmax, dtype=np.int32)[None, :]
-            # index of the last reset strictly before p (p = 0..lmax), -1 if none
-            self.last_nl = np.full((v, lmax + 1), -1, dtype=np.int32)
-            self.last_nl[:, 1:] = np.maximum.accumulate(np.where(is_nl, pos, -1), axis=1)
-            self.nsp = np.zeros((v, lmax + 1), dtype=np.int32)
-            self.nsp[:, 1:] = np.cumsum(buf == 32, axis=1, dtype=np.int32)
-            self.ntab = np.zeros((v, lmax + 1), dtype=np.int32)
-            self.ntab[:, 1:] = np.cumsum(buf == 9, axis=1, dtype=np.int32)
-            self.last_tab = np.full((v, lmax + 1), -1, dtype=np.int32)
-            self.last_tab[:, 1:] = np.maximum.accumulate(np.where(buf == 9, pos, -1), axis=1)
-            # index of the first space at or after p (lmax if none)
-            self.next_sp = np.full((v, lmax + 1), lmax, dtype=np.int32)
-            self.next_sp[:, :lmax] = np.minimum.accumulate(
-                np.where(buf == 32, pos, lmax)[:, ::-1], axis=1)[:, ::-1]
         # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
         # the system, so a lazily built table pays for the offsets it touches only
         self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
@@ -360,17 +341,8 @@ class TokenWalker:
                     if nl_terminal >= 0:
                         nl = heads == nl_terminal
                         if nl.any():
-                            ln = self.last_nl[te[nl], ke[nl]].astype(np.int64)
-                            ls = lex_start[ends[nl]]
-                            seg = np.maximum(ln + 1, ls)
-                            tn, kn = te[nl], ke[nl]
-                            lt = self.last_tab[tn, kn]
-                            rel = (ln < ls) & (not from_start) & (ls == 0)
-                            heads[nl] = nl_code(
-                                n_terms,
-                                self.nsp[tn, kn].astype(np.int64) - self.nsp[tn, seg],
-                                self.ntab[tn, kn].astype(np.int64) - self.ntab[tn, seg],
-                                (lt >= seg) & (self.next_sp[tn, seg] < lt), rel)
+                            heads[nl] = self._nl_heads(te[nl], ke[nl], lex_start[ends[nl]],
+                                                       from_start)
                     keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
                     if keep.any():
                         res[keep] = interner.cons(heads[keep], tail[keep])
@@ -382,6 +354,29 @@ class TokenWalker:
                 wf = w[f]
                 out[wf] = interner.branch(cls[f], out[wf], alt[f])
         return out
+
+    def _nl_heads(self, t: np.ndarray, k: np.ndarray, lex_start: np.ndarray,
+                  from_start: bool) -> np.ndarray:
+        """Heads of indentation newlines ending at byte ``k`` of tokens ``t`` (their lexemes
+        began at ``lex_start``): the carry of runtime.core.indentation, counted over the
+        bytes after the last newline or form feed, read off the tokens' bytes (the bytes
+        before ``k`` only: most tokens are short, and a table per token and offset would be
+        five vocabulary × longest-token arrays)."""
+        w = int(k.max())
+        rows = self.buf[t, :w]
+        pos = np.arange(w, dtype=np.int64)[None, :]
+        before = pos < k[:, None]
+        last_nl = np.where(((rows == 10) | (rows == 12)) & before, pos, -1).max(axis=1,
+                                                                               initial=-1)
+        seg = np.maximum(last_nl + 1, lex_start)
+        inside = before & (pos >= seg[:, None])  # the bytes counted: after the last reset
+        sp, tab = (rows == 32) & inside, (rows == 9) & inside
+        last_tab = np.where(tab, pos, -1).max(axis=1, initial=-1)
+        first_sp = np.where(sp, pos, w).min(axis=1, initial=w)
+        rel = (last_nl < lex_start) & (not from_start) & (lex_start == 0)
+        heads: np.ndarray = nl_code(self.n_terms, sp.sum(axis=1), tab.sum(axis=1),
+                                    (last_tab >= 0) & (first_sp < last_tab), rel)
+        return heads
 
     def _lex_alt(self, states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
                  next_cls: np.ndarray) -> np.ndarray:
