@@ -26,9 +26,10 @@ from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
 from .local_walks import local_automaton, local_outcomes
-from .walk_inputs import end_classes, token_matrix
+from .walk_inputs import end_classes, run_stops, token_matrix, token_starts
 
 __all__ = ["TokenWalker"]
+
 
 
 class TokenWalker:
@@ -75,6 +76,16 @@ class TokenWalker:
         self.lens, self.buf, self.first_byte = token_matrix(tokens, special)
         lmax = self.buf.shape[1]
         self.lmax = lmax
+        # states looping on many bytes (string bodies, identifiers): a walk there jumps over
+        # the run of those bytes (run_ends) instead of stepping through it byte by byte
+        looping = self.trans == np.arange(self.n_states)[:, None]
+        big = np.flatnonzero(looping.any(axis=1))
+        self.loop_of = np.full(self.n_states, -1, dtype=np.int64)
+        self._loop_sets = np.zeros((0, 256), dtype=bool)
+        if big.size:
+            self._loop_sets, self.loop_of[big] = unique_rows(looping[big])
+        self._runs: dict[int, np.ndarray] = {}
+        self._starts = token_starts(self.lens, self.buf)[1] if big.size else self.lens
         # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
         # the system, so a lazily built table pays for the offsets it touches only
         self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
@@ -299,28 +310,43 @@ class TokenWalker:
         recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         k += 1
         act = np.arange(len(idx))
+        # A walk that jumps over a run waits for the iteration of its offset: the steps that
+        # intern nodes then come in the same batches as byte by byte, so node ids (numbered in
+        # order of first use) do not depend on the jumps.
+        skip = bool(len(self._loop_sets))
+        entry = skip
         while act.size:
-            ti = idx[act]
-            done = k[act] >= lens[ti]
+            if entry:
+                self._skip_runs(act, cur, idx, k)
+                entry = False
+            done = k[act] >= lens[idx[act]]
             if done.any():
                 d = act[done]
                 out[d] = state_class[cur[d]]
                 act = act[~done]
-                ti = idx[act]
             if not act.size:
                 break
-            nb = trans[cur[act], buf[ti, k[act]]]
+            if skip:  # (iterations where every walk waits are passed over)
+                rel = k[act] - lex_start[act]
+                it = int(rel.min())
+                due = rel == it
+            else:
+                due = np.ones(len(act), dtype=bool)
+            step = act[due]
+            nb = trans[cur[step], buf[idx[step], k[step]]]
             cont = nb >= 0
             if contextual:
-                ca, nbc = act[cont], nb[cont]
+                ca, nbc = step[cont], nb[cont]
                 sh = state_class[nbc] != state_class[cur[ca]]
                 if sh.any():
                     w = ca[sh]
                     cw = state_class[nbc[sh]]
                     recs.append((w, cw, self._lex_alt(cur[w], idx[w], k[w], cw)))
-            cur[act[cont]] = nb[cont]
-            k[act[cont]] += 1
-            stop = act[~cont]
+            cur[step[cont]] = nb[cont]
+            k[step[cont]] += 1
+            due[due] = ~cont  # now: the walks that stop here
+            act = act[~due]
+            stop = step[~cont]
             if stop.size and contextual:
                 ends = stop[self.acc_any[cur[stop]]]
                 tail = self.suffix(idx[ends], k[ends])
@@ -347,13 +373,42 @@ class TokenWalker:
                     if keep.any():
                         res[keep] = interner.cons(heads[keep], tail[keep])
                     out[ends] = res
-            act = act[cont]
         for w, cls, alt in reversed(recs):  # fold the forks, last first
             f = alt >= 0  # no live alternative: the continuation alone decides
             if f.any():
                 wf = w[f]
                 out[wf] = interner.branch(cls[f], out[wf], alt[f])
         return out
+
+    def _skip_runs(self, act: np.ndarray, cur: np.ndarray, idx: np.ndarray,
+                   k: np.ndarray) -> None:
+        """Advance the walks in looping states over the bytes they loop on (in place)."""
+        lid = self.loop_of[cur[act]]
+        inside = lid >= 0
+        if not inside.any():
+            return
+        a, lid = act[inside], lid[inside]
+        t = idx[a]
+        q = cur[a]
+        more = self.trans[q, self.buf[t, np.minimum(k[a], self.lmax - 1)]] == q  # next byte loops
+        if not more.any():
+            return
+        a, lid, t = a[more], lid[more], t[more]
+        flat_start = self._starts[t]
+        pos = flat_start + k[a]
+        end = flat_start + self.lens[t]
+        for li in np.unique(lid).tolist():
+            sel = lid == li
+            stops = self._runs.get(li)
+            if stops is None:
+                stops = self._runs[li] = run_stops(self.lens, self.buf, self._loop_sets[li])
+            p, e = pos[sel], end[sel]
+            if len(stops):  # the next byte not looped on, if the token has one
+                nxt = stops[np.minimum(np.searchsorted(stops, p), len(stops) - 1)]
+                pos[sel] = np.where(nxt >= p, nxt, e)
+            else:
+                pos[sel] = e
+        k[a] = np.minimum(pos, end) - flat_start
 
     def _nl_heads(self, t: np.ndarray, k: np.ndarray, lex_start: np.ndarray,
                   from_start: bool) -> np.ndarray:
