@@ -275,8 +275,42 @@ def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     remap[keep] = np.arange(len(keep))
     t2 = t[keep]
     t2 = np.where(t2 >= 0, remap[np.maximum(t2, 0)], -1)
-    m_trans, m_finals = minimize(t2, finals[keep].copy())
+    f2 = finals[keep].copy()
+    if _surely_minimal(t2, f2):  # (minimize would return it as it is)
+        m_trans, m_finals = t2.astype(np.int32), f2
+    else:
+        m_trans, m_finals = minimize(t2, f2)
     return ByteDFA(np.ascontiguousarray(m_trans[:, byte_class], dtype=np.int32), m_finals)
+
+
+def _surely_minimal(trans: np.ndarray, finals: np.ndarray) -> bool:
+    """Whether no two states of a trimmed DFA can be equivalent because they lie at distinct
+    distances from acceptance (equivalent states accept the same words, so the same shortest
+    one): true of chains such as ``/x{1000}[a-z]*/``, which Hopcroft's refinement would
+    split one state per round. Linear in the automaton."""
+    n = trans.shape[0]
+    src, col = np.nonzero(trans >= 0)
+    dst = trans[src, col]
+    pairs = np.unique(dst * n + src)  # reversed edges
+    heads, tails = (pairs // n), (pairs % n).tolist()
+    bounds = np.searchsorted(heads, np.arange(n + 1)).tolist()
+    dist = [-1] * n
+    level = np.flatnonzero(finals).tolist()
+    for q in level:
+        dist[q] = 0
+    d = 0
+    while level:
+        if len(level) > 1:  # two states at one distance: they might be equivalent
+            return False
+        d += 1
+        nxt = []
+        for q in level:
+            for r in tails[bounds[q]:bounds[q + 1]]:
+                if dist[r] < 0:
+                    dist[r] = d
+                    nxt.append(r)
+        level = nxt
+    return True
 
 
 def _closure_over(trans: np.ndarray, seeds: np.ndarray, *, backward: bool) -> np.ndarray:
