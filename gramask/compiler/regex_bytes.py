@@ -188,9 +188,15 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
 
     def successors(subset: frozenset[int]) -> list[frozenset[int] | None]:
         row: list[frozenset[int] | None] = [None] * n_cls
+        movers = [ms for ms in map(nfa.moves.__getitem__, subset) if ms]
+        if len(movers) == 1 and len(movers[0]) == 1:  # one move (a chain: x{1000})
+            lo, hi, t = movers[0][0]
+            a, b = cut_index[lo], cut_index[hi + 1]
+            row[a:b] = [closure(t)] * (b - a)
+            return row
         events: dict[int, list[tuple[int, int]]] = {}  # class → (+1 / -1, target)
-        for node in subset:
-            for lo, hi, t in nfa.moves[node]:
+        for ms in movers:
+            for lo, hi, t in ms:
                 events.setdefault(cut_index[lo], []).append((1, t))
                 events.setdefault(cut_index[hi + 1], []).append((-1, t))
         active: dict[int, int] = {}
