@@ -282,18 +282,18 @@ def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     t2 = t[keep]
     t2 = np.where(t2 >= 0, remap[np.maximum(t2, 0)], -1)
     f2 = finals[keep].copy()
-    if _surely_minimal(t2, f2):  # (minimize would return it as it is)
-        m_trans, m_finals = t2.astype(np.int32), f2
-    else:
-        m_trans, m_finals = minimize(t2, f2)
+    quick = _minimize_by_distance(t2, f2)
+    m_trans, m_finals = quick if quick is not None else minimize(t2, f2)
     return ByteDFA(np.ascontiguousarray(m_trans[:, byte_class], dtype=np.int32), m_finals)
 
 
-def _surely_minimal(trans: np.ndarray, finals: np.ndarray) -> bool:
-    """Whether no two states of a trimmed DFA can be equivalent because they lie at distinct
-    distances from acceptance (equivalent states accept the same words, so the same shortest
-    one): true of chains such as ``/x{1000}[a-z]*/``, which Hopcroft's refinement would
-    split one state per round. Linear in the automaton."""
+def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray,
+                          rounds: int = 16) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`minimize`'s result for a trimmed DFA, by Moore's refinement started from the
+    states' distances from acceptance (equivalent states accept the same words, so the same
+    shortest one): a counted chain such as ``/x{1000}[a-z]*/`` is then split from the
+    start, where Hopcroft's refinement splits one state per round. None when ``rounds``
+    rounds do not settle it (then :func:`minimize`)."""
     n = trans.shape[0]
     src, col = np.nonzero(trans >= 0)
     dst = trans[src, col]
@@ -306,8 +306,6 @@ def _surely_minimal(trans: np.ndarray, finals: np.ndarray) -> bool:
         dist[q] = 0
     d = 0
     while level:
-        if len(level) > 1:  # two states at one distance: they might be equivalent
-            return False
         d += 1
         nxt = []
         for q in level:
@@ -316,7 +314,28 @@ def _surely_minimal(trans: np.ndarray, finals: np.ndarray) -> bool:
                     dist[r] = d
                     nxt.append(r)
         level = nxt
-    return True
+    _, block = np.unique(np.array(dist, dtype=np.int64) * 2 + finals, return_inverse=True)
+    block = block.reshape(-1)
+    for _ in range(rounds):
+        count = int(block.max()) + 1
+        if count == n:
+            break
+        succ = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
+        _, new = np.unique(np.column_stack([block, succ]), axis=0, return_inverse=True)
+        block = new.reshape(-1)
+        if int(block.max()) + 1 == count:
+            break
+    else:
+        return None
+    # numbered as minimize numbers its classes: in order of their first state (0 first)
+    order_of: dict[int, int] = {}
+    new_id = np.array([order_of.setdefault(c, len(order_of)) for c in block.tolist()],
+                      dtype=np.int64)
+    rep = np.zeros(len(order_of), dtype=np.int64)
+    rep[new_id[::-1]] = np.arange(n)[::-1]
+    t = trans[rep]
+    return (np.where(t >= 0, new_id[np.maximum(t, 0)], -1).astype(np.int32),
+            finals[rep].copy())
 
 
 def _closure_over(trans: np.ndarray, seeds: np.ndarray, *, backward: bool) -> np.ndarray:
