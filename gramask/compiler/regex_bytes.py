@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from ..encoding import unique_rows
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
 from .charclass import utf8_sequences
 from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
@@ -321,21 +322,13 @@ def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray,
         if count == n:
             break
         succ = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
-        _, new = np.unique(np.column_stack([block, succ]), axis=0, return_inverse=True)
-        block = new.reshape(-1)
+        block = unique_rows(np.column_stack([block, succ]))[1]
         if int(block.max()) + 1 == count:
             break
     else:
         return None
-    # numbered as minimize numbers its classes: in order of their first state (0 first)
-    order_of: dict[int, int] = {}
-    new_id = np.array([order_of.setdefault(c, len(order_of)) for c in block.tolist()],
-                      dtype=np.int64)
-    rep = np.zeros(len(order_of), dtype=np.int64)
-    rep[new_id[::-1]] = np.arange(n)[::-1]
-    t = trans[rep]
-    return (np.where(t >= 0, new_id[np.maximum(t, 0)], -1).astype(np.int32),
-            finals[rep].copy())
+    labels: list[int] = block.tolist()
+    return _quotient(trans, finals, [*labels, len(labels)])  # the dead sink: a block alone
 
 
 def _closure_over(trans: np.ndarray, seeds: np.ndarray, *, backward: bool) -> np.ndarray:
