@@ -367,8 +367,8 @@ class TokenWalker:
                     if nl_terminal >= 0:
                         nl = heads == nl_terminal
                         if nl.any():
-                            heads[nl] = self._nl_heads(te[nl], ke[nl], lex_start[ends[nl]],
-                                                       from_start)
+                            heads[nl] = _nl_heads(self.buf, n_terms, te[nl], ke[nl],
+                                                  lex_start[ends[nl]], from_start)
                     keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
                     if keep.any():
                         res[keep] = interner.cons(heads[keep], tail[keep])
@@ -410,29 +410,6 @@ class TokenWalker:
                 pos[sel] = e
         k[a] = np.minimum(pos, end) - flat_start
 
-    def _nl_heads(self, t: np.ndarray, k: np.ndarray, lex_start: np.ndarray,
-                  from_start: bool) -> np.ndarray:
-        """Heads of indentation newlines ending at byte ``k`` of tokens ``t`` (their lexemes
-        began at ``lex_start``): the carry of runtime.core.indentation, counted over the
-        bytes after the last newline or form feed, read off the tokens' bytes (the bytes
-        before ``k`` only: most tokens are short, and a table per token and offset would be
-        five vocabulary × longest-token arrays)."""
-        w = int(k.max())
-        rows = self.buf[t, :w]
-        pos = np.arange(w, dtype=np.int64)[None, :]
-        before = pos < k[:, None]
-        last_nl = np.where(((rows == 10) | (rows == 12)) & before, pos, -1).max(axis=1,
-                                                                               initial=-1)
-        seg = np.maximum(last_nl + 1, lex_start)
-        inside = before & (pos >= seg[:, None])  # the bytes counted: after the last reset
-        sp, tab = (rows == 32) & inside, (rows == 9) & inside
-        last_tab = np.where(tab, pos, -1).max(axis=1, initial=-1)
-        first_sp = np.where(sp, pos, w).min(axis=1, initial=w)
-        rel = (last_nl < lex_start) & (not from_start) & (lex_start == 0)
-        heads: np.ndarray = nl_code(self.n_terms, sp.sum(axis=1), tab.sum(axis=1),
-                                    (last_tab >= 0) & (first_sp < last_tab), rel)
-        return heads
-
     def _lex_alt(self, states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
                  next_cls: np.ndarray) -> np.ndarray:
         """LEX(accepting terminals the next state cannot continue, the rest of the token from
@@ -449,6 +426,30 @@ class TokenWalker:
         if ok.any():
             res[ok] = self.interner.cons(self.interner.set_ids(sets[ok]), tail[ok])
         return res
+
+
+def _nl_heads(buf: np.ndarray, n_terms: int, t: np.ndarray, k: np.ndarray,
+              lex_start: np.ndarray, from_start: bool) -> np.ndarray:
+    """Heads of indentation newlines ending at byte ``k`` of tokens ``t`` (their lexemes
+    began at ``lex_start``): the carry of runtime.core.indentation, counted over the
+    bytes after the last newline or form feed, read off the tokens' bytes (the bytes
+    before ``k`` only: most tokens are short, and a table per token and offset would be
+    five vocabulary × longest-token arrays)."""
+    w = int(k.max())
+    rows = buf[t, :w]
+    pos = np.arange(w, dtype=np.int64)[None, :]
+    before = pos < k[:, None]
+    last_nl = np.where(((rows == 10) | (rows == 12)) & before, pos, -1).max(axis=1,
+                                                                           initial=-1)
+    seg = np.maximum(last_nl + 1, lex_start)
+    inside = before & (pos >= seg[:, None])  # the bytes counted: after the last reset
+    sp, tab = (rows == 32) & inside, (rows == 9) & inside
+    last_tab = np.where(tab, pos, -1).max(axis=1, initial=-1)
+    first_sp = np.where(sp, pos, w).min(axis=1, initial=w)
+    rel = (last_nl < lex_start) & (not from_start) & (lex_start == 0)
+    heads: np.ndarray = nl_code(n_terms, sp.sum(axis=1), tab.sum(axis=1),
+                                (last_tab >= 0) & (first_sp < last_tab), rel)
+    return heads
 
 
 _GROUPS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
