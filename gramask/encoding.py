@@ -75,9 +75,29 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return a.copy(), np.zeros(0, dtype=np.int64)
     if a.shape[1] == 0:
         return a[:1].copy(), np.zeros(n, dtype=np.int64)
+    if a.dtype == bool and a.shape[1] > 64:  # thousands of terminals: a key per column is
+        return _unique_bool_rows(a)  # thousands of sorts; packed rows sort as byte strings
     order = np.lexsort(a.T[::-1])  # first column the primary key
     srt = a[order]
     new = np.concatenate([[True], np.any(srt[1:] != srt[:-1], axis=1)])
     inv = np.empty(n, dtype=np.int64)
     inv[order] = np.cumsum(new) - 1
     return srt[new], inv
+
+
+def _unique_bool_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`unique_rows` of a wide bool matrix: rows packed to bytes, deduplicated in a dict
+    and sorted as byte strings, which orders them as the bool rows are ordered (the packing
+    is big-endian and zero-padded)."""
+    packed = np.packbits(rows, axis=1)
+    index: dict[bytes, int] = {}
+    first = np.empty(len(packed), dtype=np.int64)
+    for i, r in enumerate(map(bytes, packed)):
+        first[i] = index.setdefault(r, len(index))
+    keys = list(index)
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.arange(len(keys))
+    reps = np.empty(len(keys), dtype=np.int64)
+    reps[first[::-1]] = np.arange(len(packed) - 1, -1, -1)  # first row of each key
+    return rows[reps[order]], rank[first]

@@ -297,3 +297,20 @@ def test_branch_whose_continuation_kills_the_token_survives_the_cache(tmp_path):
     for prefix in ("", "a", "aab", "ab"):
         assert np.array_equal(first.constraint(prefix).allowed(),
                               again.constraint(prefix).allowed())
+
+
+def test_collision_listing_stops_at_its_limit() -> None:
+    """Overlapping terminals collide pairwise (n² pairs): the listing stops at the limit."""
+    from gramask.compiler.diagnostics import MAX_LISTED, lexer_diagnostics
+    from gramask.compiler.lexer import build_lexer_dfa
+    from gramask.compiler.parse_tables import build_parse_tables
+
+    n = 50  # R1..R50 all match "x" * 50: 1,225 pairs
+    g = gramask.Grammar.from_lark(
+        "start: (" + " | ".join(f"R{i}" for i in range(1, n + 1)) + ")+\n"
+        + "".join(f"R{i}: /x{{{i}}}[a-z]*/\n" for i in range(1, n + 1)), lexer="contextual")
+    dfa, pt = build_lexer_dfa(g.terminals), build_parse_tables(g)
+    assert len(lexer_diagnostics(g, dfa, pt)) == MAX_LISTED < n * (n - 1) // 2
+    few = lexer_diagnostics(g, dfa, pt, limit=3)
+    assert [(d.terminal, d.other, d.example) for d in few] == [
+        ("R1", "R2", "xx"), ("R1", "R3", "xxx"), ("R2", "R3", "xxx")]

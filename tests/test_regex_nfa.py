@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -84,3 +85,18 @@ def test_automaton_is_minimal_and_exact(atoms: list[str], texts: list[str]) -> N
     assert _moore_classes(dfa.trans.tolist(), dfa.finals.tolist()) == dfa.num_states
     for text in texts:
         assert dfa.matches(text.encode()) == (re.fullmatch(pattern, text) is not None)
+
+
+@pytest.mark.parametrize("pattern", [
+    "x{40}[a-z]*", r"\d+(\.\d+)?", "(a|b)*a(a|b){5}", r'"([^"\\]|\\.)*"', "(ab|a)*(ba|b){6}c",
+    "(0|1(01*0)*1)*", "abc|abd|xbc|xbd", "(a|ab)(c|bcd)(d*)", "(x|xx|xxx){3,9}y",
+])
+def test_minimising_from_distances_gives_hopcroft_s_automaton(pattern, monkeypatch):
+    import gramask.compiler.regex_bytes as rb
+    from gramask.compiler.regex_nfa import build_byte_nfa
+
+    nfa = build_byte_nfa(pattern, rb.MAX_NFA_NODES)
+    quick = rb._determinise("R", pattern, nfa)
+    monkeypatch.setattr(rb, "_minimize_by_distance", lambda t, f: None)  # Hopcroft only
+    slow = rb._determinise("R", pattern, nfa)
+    assert np.array_equal(quick.trans, slow.trans) and np.array_equal(quick.finals, slow.finals)

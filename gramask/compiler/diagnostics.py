@@ -33,7 +33,7 @@ from ..grammar import Grammar
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
 
-__all__ = ["LexerDiagnostic", "check_lexer", "lexer_diagnostics"]
+__all__ = ["MAX_LISTED", "LexerDiagnostic", "check_lexer", "lexer_diagnostics"]
 
 log = logging.getLogger("gramask")
 
@@ -84,10 +84,18 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", errors="backslashreplace")
 
 
+# Diagnostics listed per grammar: thousands of overlapping terminals (``/x{i}[a-z]*/`` for
+# i < 2,000) collide pairwise, millions of pairs nobody reads; past this many the listing
+# stops (a shadowed terminal, an error, is still searched for in full).
+MAX_LISTED = 1000
+
+
 def lexer_diagnostics(
-    grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None
+    grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None, *,
+    limit: int = MAX_LISTED,
 ) -> list[LexerDiagnostic]:
-    """Every competing pair of terminals under the grammar's lexer mode (see module doc)."""
+    """Competing pairs of terminals under the grammar's lexer mode (see module doc), the
+    first ``limit`` of them by lexer state (and every shadowed terminal in basic mode)."""
     names = dfa.terminal_names
     acc = dfa.accepting
     multi = np.flatnonzero(acc.sum(axis=1) > 1)
@@ -102,14 +110,14 @@ def lexer_diagnostics(
         for q in multi.tolist():
             w = int(dfa.accept[q])
             for t in np.flatnonzero(acc[q]).tolist():
-                if t == w or (t, w) in seen:
+                if t == w or (t, w) in seen or (wins[t] and len(out) >= limit):
                     continue
                 seen.add((t, w))
                 kind = "partial_shadow" if wins[t] else "shadowed"
                 out.append(LexerDiagnostic(kind, names[t], names[w], _text(ex[q])))
         return out
     prio = [t.priority for t in grammar.terminals]
-    together = _expected_together(pt, len(names)) if pt is not None else None
+    shifted = _shifted_in(pt, len(names)) if pt is not None else None
     seen2: set[tuple[int, int]] = set()
     for q in multi.tolist():
         ts = [t for t in np.flatnonzero(acc[q]).tolist() if not dfa.ignored[t]]
@@ -117,27 +125,27 @@ def lexer_diagnostics(
             for b in ts[i + 1:]:
                 if prio[a] != prio[b] or (a, b) in seen2:
                     continue
-                if together is not None and (a, b) not in together:
+                if shifted is not None and not shifted[a] & shifted[b]:
                     continue
                 seen2.add((a, b))
                 out.append(LexerDiagnostic("collision", names[a], names[b], _text(ex[q])))
+                if len(out) >= limit:
+                    return out
     return out
 
 
-def _expected_together(pt: ParseTables, n_lex: int) -> set[tuple[int, int]]:
-    """Pairs of lexer terminals shifted from one LR(0) state (with its non-kernel partner)."""
+def _shifted_in(pt: ParseTables, n_lex: int) -> list[int]:
+    """Per lexer terminal, the LR(0) states that shift it (with their non-kernel partner's
+    shifts) as a bit set: two terminals are expected together where their sets meet (a
+    bit set per terminal, not every pair: thousands of alternatives are millions of pairs)."""
     gi, gs = pt.goto_indptr.tolist(), pt.goto_symbol.tolist()
-    per = []
-    for s in range(len(gi) - 1):
-        per.append({x for x in gs[gi[s]:gi[s + 1]] if x < n_lex})
-    pairs: set[tuple[int, int]] = set()
+    per = [{x for x in gs[gi[s]:gi[s + 1]] if x < n_lex} for s in range(len(gi) - 1)]
+    bits = [0] * n_lex
     nk = pt.nonkernel.tolist()
     for s, terms in enumerate(per):
-        ts = sorted(terms | (per[nk[s]] if nk[s] >= 0 else set()))
-        for i, a in enumerate(ts):
-            for b in ts[i + 1:]:
-                pairs.add((a, b))
-    return pairs
+        for x in terms | (per[nk[s]] if nk[s] >= 0 else set()):
+            bits[x] |= 1 << s
+    return bits
 
 
 def check_lexer(
@@ -160,7 +168,8 @@ def check_lexer(
     spec = {t.name: t for t in grammar.terminals}
     reserved = [d for d in diags if d.kind == "partial_shadow" and spec[d.other].is_string
                 and re.fullmatch(spec[d.other].pattern, d.example) is not None]
-    others = [d for d in diags if d not in reserved]
+    reserved_set = set(reserved)
+    others = [d for d in diags if d not in reserved_set]
     # A JSON Schema's keys and enum strings overlap its string terminals by construction (the
     # contextual lexer lets the parser decide): nothing for a server to warn about per request.
     warn = logging.DEBUG if grammar.source == JSON_SCHEMA_SOURCE else logging.WARNING
@@ -170,6 +179,8 @@ def check_lexer(
             shown = "; ".join(d.message() for d in group[:5])
             more = (f" (and {len(group) - 5} more: gramask inspect lists them)"
                     if len(group) > 5 else "")
+            if len(diags) >= MAX_LISTED:
+                more += f" (listing stopped at {MAX_LISTED} pairs)"
             log.log(level, "gramask: %s: %d %s: %s%s", grammar.source or "<grammar>",
                     len(group), what, shown, more)
     return [d.to_json() for d in diags]

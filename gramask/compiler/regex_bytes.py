@@ -15,10 +15,11 @@ from typing import TypeVar
 
 import numpy as np
 
+from ..encoding import unique_rows
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
 from .charclass import utf8_sequences
 from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
-from .regex_size import dfa_states_at_least, dfa_states_from_width
+from .regex_size import dfa_states_from_width
 
 try:  # Python ≥ 3.11
     from re import _parser as _sre_parse
@@ -42,8 +43,9 @@ _UNSUPPORTED = {
 # the whole lexer; token tables cost (lexer states × vocabulary) walks. A terminal such as
 # /(a|b)*a(a|b){14}/ has 2^15 states (the DFA must remember the last 15 letters): refused.
 MAX_TERMINAL_STATES = 4096  # character-level DFA states of one terminal
-MAX_BYTE_STATES = 4 * MAX_TERMINAL_STATES  # byte-level states (multi-byte characters add some)
-PRECHECK_FACTOR = 4  # see regex_size: its subset count runs up to ~3x the minimal DFA's
+BYTE_FACTOR = 4  # byte-level subsets per character-level state allowed (multi-byte characters
+# add some, and a subset automaton runs up to ~3x the minimal one)
+MAX_BYTE_STATES = BYTE_FACTOR * MAX_TERMINAL_STATES  # byte-level states
 MAX_NFA_NODES = 200_000  # byte NFA nodes of one terminal (counted repeats are expanded)
 
 
@@ -131,14 +133,11 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
         ) from None
-    # refuse the certain explosions before determinising (lower bounds: from the match lengths,
-    # then a cheap determinisation with a margin for how differently the two constructions count)
+    # refuse a certain explosion before building anything (a lower bound from the match
+    # lengths); the determinisation refuses the others when it reaches its limit
     by_width = dfa_states_from_width(pattern)
     if by_width > MAX_TERMINAL_STATES:
         _too_many_states(name, pattern, by_width)
-    at_least = dfa_states_at_least(pattern, PRECHECK_FACTOR * MAX_TERMINAL_STATES)
-    if at_least is not None and at_least > PRECHECK_FACTOR * MAX_TERMINAL_STATES:
-        _too_many_states(name, pattern, at_least)
     try:
         nfa = build_byte_nfa(pattern, MAX_NFA_NODES)
     except RecursionError:
@@ -190,9 +189,15 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
 
     def successors(subset: frozenset[int]) -> list[frozenset[int] | None]:
         row: list[frozenset[int] | None] = [None] * n_cls
+        movers = [ms for ms in map(nfa.moves.__getitem__, subset) if ms]
+        if len(movers) == 1 and len(movers[0]) == 1:  # one move (a chain: x{1000})
+            lo, hi, t = movers[0][0]
+            a, b = cut_index[lo], cut_index[hi + 1]
+            row[a:b] = [closure(t)] * (b - a)
+            return row
         events: dict[int, list[tuple[int, int]]] = {}  # class → (+1 / -1, target)
-        for node in subset:
-            for lo, hi, t in nfa.moves[node]:
+        for ms in movers:
+            for lo, hi, t in ms:
                 events.setdefault(cut_index[lo], []).append((1, t))
                 events.setdefault(cut_index[hi + 1], []).append((-1, t))
         active: dict[int, int] = {}
@@ -212,7 +217,8 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     def too_many(order: list[frozenset[int]]) -> None:
         _too_many_states(name, pattern, len(order))
 
-    order, rows = explore(closure(0), successors, MAX_BYTE_STATES, too_many)
+    # (the limit read now: tests lower MAX_TERMINAL_STATES)
+    order, rows = explore(closure(0), successors, BYTE_FACTOR * MAX_TERMINAL_STATES, too_many)
     byte_class = np.repeat(np.arange(n_cls), np.diff(cuts))
     trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)[:, byte_class]
     finals = np.array([nfa.final in sub for sub in order], dtype=bool)
@@ -276,8 +282,53 @@ def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     remap[keep] = np.arange(len(keep))
     t2 = t[keep]
     t2 = np.where(t2 >= 0, remap[np.maximum(t2, 0)], -1)
-    m_trans, m_finals = minimize(t2, finals[keep].copy())
+    f2 = finals[keep].copy()
+    quick = _minimize_by_distance(t2, f2)
+    m_trans, m_finals = quick if quick is not None else minimize(t2, f2)
     return ByteDFA(np.ascontiguousarray(m_trans[:, byte_class], dtype=np.int32), m_finals)
+
+
+def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray,
+                          rounds: int = 16) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`minimize`'s result for a trimmed DFA, by Moore's refinement started from the
+    states' distances from acceptance (equivalent states accept the same words, so the same
+    shortest one): a counted chain such as ``/x{1000}[a-z]*/`` is then split from the
+    start, where Hopcroft's refinement splits one state per round. None when ``rounds``
+    rounds do not settle it (then :func:`minimize`)."""
+    n = trans.shape[0]
+    src, col = np.nonzero(trans >= 0)
+    dst = trans[src, col]
+    pairs = np.unique(dst * n + src)  # reversed edges
+    heads, tails = (pairs // n), (pairs % n).tolist()
+    bounds = np.searchsorted(heads, np.arange(n + 1)).tolist()
+    dist = [-1] * n
+    level = np.flatnonzero(finals).tolist()
+    for q in level:
+        dist[q] = 0
+    d = 0
+    while level:
+        d += 1
+        nxt = []
+        for q in level:
+            for r in tails[bounds[q]:bounds[q + 1]]:
+                if dist[r] < 0:
+                    dist[r] = d
+                    nxt.append(r)
+        level = nxt
+    _, block = np.unique(np.array(dist, dtype=np.int64) * 2 + finals, return_inverse=True)
+    block = block.reshape(-1)
+    for _ in range(rounds):
+        count = int(block.max()) + 1
+        if count == n:
+            break
+        succ = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
+        block = unique_rows(np.column_stack([block, succ]))[1]
+        if int(block.max()) + 1 == count:
+            break
+    else:
+        return None
+    labels: list[int] = block.tolist()
+    return _quotient(trans, finals, [*labels, len(labels)])  # the dead sink: a block alone
 
 
 def _closure_over(trans: np.ndarray, seeds: np.ndarray, *, backward: bool) -> np.ndarray:

@@ -103,6 +103,8 @@ def build_byte_nfa(pattern: str, max_nodes: int) -> ByteNFA:
 class _Builder:
     def __init__(self, nfa: ByteNFA) -> None:
         self.nfa = nfa
+        # classes by parse node: a counted repeat wires the same atom once per copy
+        self.classes: dict[tuple[int, int, int], CharSet] = {}
 
     def seq(self, items: Any, cur: int, flags: int) -> int:
         for op, av in items:
@@ -148,8 +150,12 @@ class _Builder:
     def atom(self, op: Any, av: Any, cur: int, flags: int) -> int:
         nfa = self.nfa
         if op in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN):
+            key = (id(op), av if isinstance(av, int) else id(av), flags)
+            chars = self.classes.get(key)
+            if chars is None:
+                chars = self.classes[key] = self.charset(op, av, flags)
             nxt = nfa.node()
-            nfa.add_class(cur, nxt, self.charset(op, av, flags))
+            nfa.add_class(cur, nxt, chars)
             return nxt
         if op is _c.SUBPATTERN:
             _group, add, remove, sub = av

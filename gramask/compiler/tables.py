@@ -261,8 +261,8 @@ def _assemble(w: TokenWalker) -> TokenTables:
     bodies of string terminals) have rows that differ in few tokens. The largest row of each
     such group is kept whole; the others keep (token, node + 1) where they differ, and
     (token, 0) where the base has the token and they do not. Rows are encoded one at a time
-    against their base's dense vector, so that peak memory is the encoded table plus a
-    vector per base, not every row expanded."""
+    from the shared walks they are made of (:func:`_row_diff`), so that peak memory is the
+    encoded table, not every row expanded."""
     n, v = w.n_states, w.v
     nnz = np.array([w.row_nnz(q) for q in range(n)], dtype=np.int64)
     _, group = np.unique(np.packbits(w.trans >= 0, axis=1), axis=0, return_inverse=True)
@@ -271,14 +271,6 @@ def _assemble(w: TokenWalker) -> TokenTables:
     for g in np.unique(group).tolist():
         members = np.flatnonzero(group == g)
         base_of[g] = int(members[np.argmax(nnz[members])])
-    dense: dict[int, np.ndarray] = {}  # base row -> (V,) node + 1
-
-    def dense_row(q: int) -> np.ndarray:
-        d = np.zeros(v, dtype=np.int32)
-        idx, node = w.row(q)
-        d[idx] = node + 1
-        return d
-
     row_base = np.full(n, -1, dtype=np.int32)
     indptr = np.zeros(n + 1, dtype=np.int64)
     parts_i: list[np.ndarray] = []
@@ -287,13 +279,10 @@ def _assemble(w: TokenWalker) -> TokenTables:
         b = base_of[int(group[q])]
         stored = False
         if b != q and nnz[q] > 64:
-            if b not in dense:
-                dense[b] = dense_row(b)
-            dq = dense_row(q)
-            diff = np.flatnonzero(dq != dense[b])  # the node differs or one side lacks it
+            diff, data = _row_diff(w, q, b) if 0 not in (b, q) else _dense_diff(w, q, b)
             if len(diff) < nnz[q] // 2:
-                parts_i.append(diff.astype(np.int32))
-                parts_d.append(dq[diff])
+                parts_i.append(diff)
+                parts_d.append(data)
                 row_base[q] = b
                 stored = True
         if not stored:
@@ -318,6 +307,37 @@ def _assemble(w: TokenWalker) -> TokenTables:
         lex_sets=(w.interner.lex_sets() if w.contextual
                   else np.zeros((0, w.n_terms), dtype=bool)),
     )
+
+
+def _dense_diff(w: TokenWalker, q: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_row_diff` over vocabulary-sized vectors (row 0 is not made of shared walks)."""
+    dq, db = np.zeros(w.v, dtype=np.int32), np.zeros(w.v, dtype=np.int32)
+    for d, r in ((dq, q), (db, b)):
+        idx, node = w.row(r)
+        d[idx] = node + 1
+    diff = np.flatnonzero(dq != db)
+    return diff.astype(np.int32), dq[diff]
+
+
+def _row_diff(w: TokenWalker, q: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row ``q`` against row ``b`` of the same byte set: (token ids ascending, node + 1 in
+    row ``q`` or 0) where they differ. Both rows are made of the shared walks of their
+    bytes, so only the bytes on which ``q`` and ``b`` lead to different states can differ,
+    and only those are compared (not two vocabulary-sized vectors)."""
+    rq, rb = w.trans[q], w.trans[b]
+    bb, bs = w.by_byte, w.byte_start
+    ids: list[np.ndarray] = []
+    data: list[np.ndarray] = []
+    for x in np.flatnonzero((rq >= 0) & (rq != rb)).tolist():
+        nq, nb = w.shared[(int(rq[x]), x)], w.shared[(int(rb[x]), x)]
+        m = nq != nb
+        ids.append(bb[bs[x]: bs[x + 1]][m])
+        data.append(nq[m] + 1)
+    if not ids:
+        return np.zeros(0, np.int32), np.zeros(0, np.int32)
+    t = np.concatenate(ids)
+    order = np.argsort(t)
+    return t[order].astype(np.int32), np.concatenate(data)[order].astype(np.int32)
 
 
 def walk_token(

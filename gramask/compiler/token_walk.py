@@ -26,9 +26,10 @@ from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
 from .local_walks import local_automaton, local_outcomes
-from .walk_inputs import end_classes, token_matrix
+from .walk_inputs import end_classes, run_stops, token_matrix, token_starts
 
 __all__ = ["TokenWalker"]
+
 
 
 class TokenWalker:
@@ -75,25 +76,16 @@ class TokenWalker:
         self.lens, self.buf, self.first_byte = token_matrix(tokens, special)
         lmax = self.buf.shape[1]
         self.lmax = lmax
-        if nl_terminal >= 0:  # per-position indentation helpers (the newline terminal only)
-            # the carry of runtime.core.indentation: a newline or form feed resets it; counts
-            # of spaces and tabs, broken by a tab after a space
-            buf = self.buf
-            is_nl = (buf == 10) | (buf == 12)
-            pos = np.arange(lmax, dtype=np.int32)[None, :]
-            # index of the last reset strictly before p (p = 0..lmax), -1 if none
-            self.last_nl = np.full((v, lmax + 1), -1, dtype=np.int32)
-            self.last_nl[:, 1:] = np.maximum.accumulate(np.where(is_nl, pos, -1), axis=1)
-            self.nsp = np.zeros((v, lmax + 1), dtype=np.int32)
-            self.nsp[:, 1:] = np.cumsum(buf == 32, axis=1, dtype=np.int32)
-            self.ntab = np.zeros((v, lmax + 1), dtype=np.int32)
-            self.ntab[:, 1:] = np.cumsum(buf == 9, axis=1, dtype=np.int32)
-            self.last_tab = np.full((v, lmax + 1), -1, dtype=np.int32)
-            self.last_tab[:, 1:] = np.maximum.accumulate(np.where(buf == 9, pos, -1), axis=1)
-            # index of the first space at or after p (lmax if none)
-            self.next_sp = np.full((v, lmax + 1), lmax, dtype=np.int32)
-            self.next_sp[:, :lmax] = np.minimum.accumulate(
-                np.where(buf == 32, pos, lmax)[:, ::-1], axis=1)[:, ::-1]
+        # states looping on many bytes (string bodies, identifiers): a walk there jumps over
+        # the run of those bytes (run_ends) instead of stepping through it byte by byte
+        looping = self.trans == np.arange(self.n_states)[:, None]
+        big = np.flatnonzero(looping.any(axis=1))
+        self.loop_of = np.full(self.n_states, -1, dtype=np.int64)
+        self._loop_sets = np.zeros((0, 256), dtype=bool)
+        if big.size:
+            self._loop_sets, self.loop_of[big] = unique_rows(looping[big])
+        self._runs: dict[int, np.ndarray] = {}
+        self._starts = token_starts(self.lens, self.buf)[1] if big.size else self.lens
         # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
         # the system, so a lazily built table pays for the offsets it touches only
         self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
@@ -227,8 +219,16 @@ class TokenWalker:
         of walks (a unit of the progress bar each)."""
         inner = self.trans[1:] if self.n_states > 1 else np.zeros((0, 256), self.trans.dtype)
         walked = 0
-        for s_after in np.unique(inner[inner >= 0]).tolist():
-            bytes_in = np.flatnonzero((inner == s_after).any(axis=0)).tolist()
+        # (state after, byte) pairs, sorted by state then byte, in one pass over the table
+        # (not a scan of the whole table per state: quadratic in the states)
+        _, cols = np.nonzero(inner >= 0)
+        pairs = np.unique(inner[inner >= 0].astype(np.int64) * 256 + cols)
+        after, byte = pairs // 256, pairs % 256
+        cuts = np.flatnonzero(np.diff(after)) + 1
+        for grp_s, grp_b in zip(np.split(after, cuts), np.split(byte, cuts), strict=True):
+            if not grp_s.size:
+                continue
+            s_after, bytes_in = int(grp_s[0]), grp_b.tolist()
             if not self._tokens_of(bytes_in).size:
                 continue
             self._walk_shared(s_after, bytes_in)
@@ -310,28 +310,43 @@ class TokenWalker:
         recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         k += 1
         act = np.arange(len(idx))
+        # A walk that jumps over a run waits for the iteration of its offset: the steps that
+        # intern nodes then come in the same batches as byte by byte, so node ids (numbered in
+        # order of first use) do not depend on the jumps.
+        skip = bool(len(self._loop_sets))
+        entry = skip
         while act.size:
-            ti = idx[act]
-            done = k[act] >= lens[ti]
+            if entry:
+                self._skip_runs(act, cur, idx, k)
+                entry = False
+            done = k[act] >= lens[idx[act]]
             if done.any():
                 d = act[done]
                 out[d] = state_class[cur[d]]
                 act = act[~done]
-                ti = idx[act]
             if not act.size:
                 break
-            nb = trans[cur[act], buf[ti, k[act]]]
+            if skip:  # (iterations where every walk waits are passed over)
+                rel = k[act] - lex_start[act]
+                it = int(rel.min())
+                due = rel == it
+            else:
+                due = np.ones(len(act), dtype=bool)
+            step = act[due]
+            nb = trans[cur[step], buf[idx[step], k[step]]]
             cont = nb >= 0
             if contextual:
-                ca, nbc = act[cont], nb[cont]
+                ca, nbc = step[cont], nb[cont]
                 sh = state_class[nbc] != state_class[cur[ca]]
                 if sh.any():
                     w = ca[sh]
                     cw = state_class[nbc[sh]]
                     recs.append((w, cw, self._lex_alt(cur[w], idx[w], k[w], cw)))
-            cur[act[cont]] = nb[cont]
-            k[act[cont]] += 1
-            stop = act[~cont]
+            cur[step[cont]] = nb[cont]
+            k[step[cont]] += 1
+            due[due] = ~cont  # now: the walks that stop here
+            act = act[~due]
+            stop = step[~cont]
             if stop.size and contextual:
                 ends = stop[self.acc_any[cur[stop]]]
                 tail = self.suffix(idx[ends], k[ends])
@@ -352,28 +367,48 @@ class TokenWalker:
                     if nl_terminal >= 0:
                         nl = heads == nl_terminal
                         if nl.any():
-                            ln = self.last_nl[te[nl], ke[nl]].astype(np.int64)
-                            ls = lex_start[ends[nl]]
-                            seg = np.maximum(ln + 1, ls)
-                            tn, kn = te[nl], ke[nl]
-                            lt = self.last_tab[tn, kn]
-                            rel = (ln < ls) & (not from_start) & (ls == 0)
-                            heads[nl] = nl_code(
-                                n_terms,
-                                self.nsp[tn, kn].astype(np.int64) - self.nsp[tn, seg],
-                                self.ntab[tn, kn].astype(np.int64) - self.ntab[tn, seg],
-                                (lt >= seg) & (self.next_sp[tn, seg] < lt), rel)
+                            heads[nl] = _nl_heads(self.buf, n_terms, te[nl], ke[nl],
+                                                  lex_start[ends[nl]], from_start)
                     keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
                     if keep.any():
                         res[keep] = interner.cons(heads[keep], tail[keep])
                     out[ends] = res
-            act = act[cont]
         for w, cls, alt in reversed(recs):  # fold the forks, last first
             f = alt >= 0  # no live alternative: the continuation alone decides
             if f.any():
                 wf = w[f]
                 out[wf] = interner.branch(cls[f], out[wf], alt[f])
         return out
+
+    def _skip_runs(self, act: np.ndarray, cur: np.ndarray, idx: np.ndarray,
+                   k: np.ndarray) -> None:
+        """Advance the walks in looping states over the bytes they loop on (in place)."""
+        lid = self.loop_of[cur[act]]
+        inside = lid >= 0
+        if not inside.any():
+            return
+        a, lid = act[inside], lid[inside]
+        t = idx[a]
+        q = cur[a]
+        more = self.trans[q, self.buf[t, np.minimum(k[a], self.lmax - 1)]] == q  # next byte loops
+        if not more.any():
+            return
+        a, lid, t = a[more], lid[more], t[more]
+        flat_start = self._starts[t]
+        pos = flat_start + k[a]
+        end = flat_start + self.lens[t]
+        for li in np.unique(lid).tolist():
+            sel = lid == li
+            stops = self._runs.get(li)
+            if stops is None:
+                stops = self._runs[li] = run_stops(self.lens, self.buf, self._loop_sets[li])
+            p, e = pos[sel], end[sel]
+            if len(stops):  # the next byte not looped on, if the token has one
+                nxt = stops[np.minimum(np.searchsorted(stops, p), len(stops) - 1)]
+                pos[sel] = np.where(nxt >= p, nxt, e)
+            else:
+                pos[sel] = e
+        k[a] = np.minimum(pos, end) - flat_start
 
     def _lex_alt(self, states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
                  next_cls: np.ndarray) -> np.ndarray:
@@ -391,6 +426,30 @@ class TokenWalker:
         if ok.any():
             res[ok] = self.interner.cons(self.interner.set_ids(sets[ok]), tail[ok])
         return res
+
+
+def _nl_heads(buf: np.ndarray, n_terms: int, t: np.ndarray, k: np.ndarray,
+              lex_start: np.ndarray, from_start: bool) -> np.ndarray:
+    """Heads of indentation newlines ending at byte ``k`` of tokens ``t`` (their lexemes
+    began at ``lex_start``): the carry of runtime.core.indentation, counted over the
+    bytes after the last newline or form feed, read off the tokens' bytes (the bytes
+    before ``k`` only: most tokens are short, and a table per token and offset would be
+    five vocabulary × longest-token arrays)."""
+    w = int(k.max())
+    rows = buf[t, :w]
+    pos = np.arange(w, dtype=np.int64)[None, :]
+    before = pos < k[:, None]
+    last_nl = np.where(((rows == 10) | (rows == 12)) & before, pos, -1).max(axis=1,
+                                                                           initial=-1)
+    seg = np.maximum(last_nl + 1, lex_start)
+    inside = before & (pos >= seg[:, None])  # the bytes counted: after the last reset
+    sp, tab = (rows == 32) & inside, (rows == 9) & inside
+    last_tab = np.where(tab, pos, -1).max(axis=1, initial=-1)
+    first_sp = np.where(sp, pos, w).min(axis=1, initial=w)
+    rel = (last_nl < lex_start) & (not from_start) & (lex_start == 0)
+    heads: np.ndarray = nl_code(n_terms, sp.sum(axis=1), tab.sum(axis=1),
+                                (last_tab >= 0) & (first_sp < last_tab), rel)
+    return heads
 
 
 _GROUPS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}

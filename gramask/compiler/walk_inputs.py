@@ -10,7 +10,7 @@ import numpy as np
 from ..encoding import bits_of_rows, rows_of_bits
 from .lexer import LexerDFA
 
-__all__ = ["end_classes", "token_matrix"]
+__all__ = ["end_classes", "run_stops", "token_matrix", "token_starts"]
 
 
 _MATRICES: dict[int, tuple[Sequence[bytes], bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
@@ -99,3 +99,41 @@ def end_classes(dfa: LexerDFA) -> np.ndarray:
     out = rows_of_bits(eff, nt + 1)
     out[:, nt] = [bool(r) for r in reach]
     return out
+
+
+_FLAT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_RUNS: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def token_starts(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the tokens' bytes concatenated, each token's start in them), kept per vocabulary."""
+    hit = _FLAT.get(id(lens))
+    if hit is not None and hit[0] is lens:
+        return hit[1], hit[2]
+    flat = buf[np.arange(buf.shape[1])[None, :] < lens[:, None]]
+    starts = np.cumsum(lens) - lens
+    for a in (flat, starts):
+        a.flags.writeable = False
+    if len(_FLAT) >= 4:
+        _FLAT.pop(next(iter(_FLAT)))
+    _FLAT[id(lens)] = (lens, flat, starts)
+    return flat, starts
+
+
+def run_stops(lens: np.ndarray, buf: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """Positions in :func:`token_starts`' concatenation of the bytes not in ``member``
+    ((256,) bool), ascending: where a run of ``member`` bytes stops. A walk in a state that
+    loops on ``member`` (a string body, an identifier, indentation) jumps to the next one
+    (or the token's end) instead of stepping byte by byte. Kept for the last few byte sets
+    of a vocabulary (a JSON Schema per request has the same string bodies)."""
+    key = (id(lens), member.tobytes())
+    hit = _RUNS.get(key)
+    if hit is not None and hit[0] is lens:
+        return hit[1]
+    flat, _ = token_starts(lens, buf)
+    stops = np.flatnonzero(~member[flat])
+    stops.flags.writeable = False
+    if len(_RUNS) >= 32:
+        _RUNS.pop(next(iter(_RUNS)))
+    _RUNS[key] = (lens, stops)
+    return stops
