@@ -441,9 +441,8 @@ class Constraint(Generic[S]):
     def _need_budget(self) -> TokenBudget[S]:
         if self._budget is None:
             raise NotImplementedError(
-                "token budgets and shortest completions are built for prefix constraints "
-                "(both lexer modes) and for fill-in-the-middle in the basic lexer mode; not "
-                "yet for fill-in-the-middle in the contextual mode"
+                "this constraint was built without a budget planner, so it has no token "
+                "budgets or shortest completions (CompiledGrammar.constraint builds one)"
             )
         return self._budget
 
