@@ -54,6 +54,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -303,13 +304,7 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
         if self._workers > 0:
             self._prepare_in_pool(rows)
             return
-        for i in rows:
-            req = self._rows.get(i)
-            if req is None:
-                continue
-            n = req.settled()
-            if self._prepared.get(i) == n:
-                continue  # no new token since its row was packed (e.g. a prefill chunk)
+        for i, req, n in self._changed(rows):
             if req.constraint is None and req.error is None:
                 self._set_up(req)
             if req.error is None:
@@ -317,18 +312,22 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
             self._write_row(i, req)
             self._prepared[i] = n
 
-    def _prepare_in_pool(self, rows: list[int]) -> None:
-        """The same, with the constraints in the worker processes: forward each row's new
-        tokens, then one ``fill`` for all of them."""
-        pool = self._pool_rows()
-        todo: list[tuple[int, PoolRow]] = []
+    def _changed(self, rows: list[int]) -> Iterator[tuple[int, _Request, int]]:
+        """``(row, request, settled output ids)`` of the rows whose bitmask row is behind."""
         for i in rows:
             req = self._rows.get(i)
             if req is None:
                 continue
             n = req.settled()
-            if self._prepared.get(i) == n:
-                continue
+            if self._prepared.get(i) != n:  # else no new token (e.g. a prefill chunk)
+                yield i, req, n
+
+    def _prepare_in_pool(self, rows: list[int]) -> None:
+        """The same, with the constraints in the worker processes: forward each row's new
+        tokens, then one ``fill`` for all of them."""
+        pool = self._pool_rows()
+        todo: list[tuple[int, PoolRow]] = []
+        for i, req, n in self._changed(rows):
             pr = req.pool_row
             if pr is None:
                 pr = req.pool_row = PoolRow(req.options, error=req.error)
