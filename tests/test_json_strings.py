@@ -18,13 +18,7 @@ from gramask.frontends.json_strings import spec_dfa
 
 
 def _accepts(spec: dict[str, object], text: bytes) -> bool:
-    d = spec_dfa(json.dumps(spec, sort_keys=True))
-    q = 0
-    for b in text:
-        q = int(d.trans[q, b])
-        if q < 0:
-            return False
-    return bool(d.finals[q])
+    return spec_dfa(json.dumps(spec, sort_keys=True)).matches(text)
 
 
 def _spellings(s: str) -> list[bytes]:
