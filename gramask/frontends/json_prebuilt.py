@@ -36,10 +36,11 @@ def sources() -> list[str]:
 
     specs: list[dict[str, str]] = [{}, *({"regex": body} for body in FORMATS.values())]
     out = ["spec:" + json.dumps(s, sort_keys=True) for s in specs]
-    # the regex terminals of JSON text (default options)
-    out += ["regex:" + p for p in (r"[ \t\n\r]+", jt.JSON_STRING, jt.JSON_NUMBER,
-                                   "(?:[0-9]|[1-9][0-9]{1,})",
-                                   "(?:(?:[0-9]|[1-9][0-9]{1,})|-(?:[1-9]|[1-9][0-9]{1,}))")]
+    # the regex terminals of JSON text (default options): whitespace, strings, numbers, and
+    # the integers of `"type": "integer"` with and without `"minimum": 0`
+    out += ["regex:" + p for p in (jt.JSON_WS, jt.JSON_STRING, jt.JSON_NUMBER,
+                                   jt.integer_range_regex(0, None),
+                                   jt.integer_range_regex(None, None))]
     return out
 
 

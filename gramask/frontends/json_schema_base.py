@@ -123,7 +123,7 @@ class SchemaCompilerBase:
             raise GrammarError(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, "
                                f"not {options.whitespace!r}")
         if options.whitespace == "flexible":
-            self.b.terminal(r"[ \t\n\r]+", hint="WS", ignored=True)
+            self.b.terminal(jt.JSON_WS, hint="WS", ignored=True)
 
     # ------------------------------------------------------------------ errors
     def refuse(self, keyword: str, ptr: str, why: str) -> None:

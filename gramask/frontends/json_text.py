@@ -18,6 +18,7 @@ from ..errors import GrammarError
 __all__ = [
     "JSON_NUMBER",
     "JSON_STRING",
+    "JSON_WS",
     "digit_range_regex",
     "integer_range_regex",
     "literal_string_regex",
@@ -158,6 +159,7 @@ def digit_range_regex(lo: int, hi: int, width: int, base: int = 10) -> str:
 _LOOSE_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
 JSON_STRING = f'"{_LOOSE_CHAR}*"'
 JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+JSON_WS = r"[ \t\n\r]+"  # insignificant whitespace (RFC 8259), one or more
 
 
 def literal_string_regex(value: str) -> str:
