@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .lexeme_costs import LexemeCosts
     from .spelling import TokenCounter
 
-__all__ = ["EndCheck", "StateCosts", "text_width"]
+__all__ = ["EndCheck", "StateCosts"]
 
 EndCheck = Callable[[int, int, "PState"], bool]  # (lexer state, carry, parser state) → may end
 
@@ -220,7 +220,7 @@ class StateCosts:
         if t == self.nl_t:
             w = self.lex.witness(q, t)
             if b"\n" in w:
-                return self.newline_cost(p, text_width(w, self.tab))
+                return self.newline_cost(p, text_carry(w))
         return self.after_terminal(p, t)
 
     def boundary_cost(self, q: int, p: PState) -> tuple[int, bytes]:
@@ -259,8 +259,3 @@ class StateCosts:
             if p2 is not None and (p2.es.expected >> m) & 1:
                 best = min(best, self.grammar.shifted_cost(p2.es, m, k))
         return best
-
-
-def text_width(data: bytes, tab: int) -> int:
-    """Indentation carry of the last line of ``data`` (after its last newline)."""
-    return text_carry(data)
