@@ -257,19 +257,19 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
             side_o[g[3]] = i
         ok = (side_q[toks] >= 0) & (side_o[toks] >= 0)
         toks = toks[ok]
-        key = side_q[toks] * max(1, len(go)) + side_o[toks]
+        n_o = max(1, len(go))
+        key = side_q[toks] * n_o + side_o[toks]
         uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
         members = toks[np.argsort(inv, kind="stable")]
         cuts = np.concatenate(([0], np.cumsum(counts)))
         out: list[tuple[CtxFimState, np.ndarray]] = []
-        norm = _ctx_norm(pl)
+        state_key = _ctx_key(pl)
         for j in np.argsort(-counts, kind="stable").tolist():
-            k = int(uniq[j])
-            a, b = gq[k // max(1, len(go))], go[k % max(1, len(go))]
+            a, b = gq[int(uniq[j]) // n_o], go[int(uniq[j]) % n_o]
             want: CtxFimState = (a[0], a[1], a[2], b[0], b[1], b[2])
             mem = members[cuts[j]:cuts[j + 1]]
             s = self._walk(st, self._vocab.token_bytes(int(mem[0])))
-            if not isinstance(s, int) and _ctx_key(pl)(norm(s)) == _ctx_key(pl)(want):
+            if not isinstance(s, int) and state_key(s) == state_key(want):
                 out.append((want, mem))
         return out
 
@@ -298,9 +298,12 @@ def _ctx_norm(pl: ContextualBudgetPlanner) -> Callable[[CtxFimState], CtxFimStat
 
 
 def _ctx_key(pl: ContextualBudgetPlanner) -> Callable[[CtxFimState], tuple[int, ...]]:
+    """A hashable key of :func:`_ctx_norm`'s state (parser states by their ids)."""
+    norm = _ctx_norm(pl)
+
     def key(s: CtxFimState) -> tuple[int, ...]:
-        return (s[0], pl.norm_carry((s[0], s[1], s[2])), s[2].uid,
-                s[3], pl.norm_carry((s[3], s[4], s[5])), s[5].uid)
+        n = norm(s)
+        return (n[0], n[1], n[2].uid, n[3], n[4], n[5].uid)
 
     return key
 
