@@ -287,23 +287,22 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
 
 
 def _ctx_norm(pl: ContextualBudgetPlanner) -> Callable[[CtxFimState], CtxFimState]:
-    """Both sides' carries dropped where they decide nothing (:meth:`~ContextualBudgetPlanner.
-    norm_carry`): plans and groups are shared across them."""
+    """Both sides' carries dropped where they decide nothing (the planner's
+    :meth:`~ContextualBudgetPlanner.norm_state` per side): plans and groups are shared across
+    them."""
 
     def norm(s: CtxFimState) -> CtxFimState:
-        return (s[0], pl.norm_carry((s[0], s[1], s[2])), s[2],
-                s[3], pl.norm_carry((s[3], s[4], s[5])), s[5])
+        return pl.norm_state((s[0], s[1], s[2])) + pl.norm_state((s[3], s[4], s[5]))
 
     return norm
 
 
 def _ctx_key(pl: ContextualBudgetPlanner) -> Callable[[CtxFimState], tuple[int, ...]]:
-    """A hashable key of :func:`_ctx_norm`'s state (parser states by their ids)."""
-    norm = _ctx_norm(pl)
+    """A hashable key of :func:`_ctx_norm`'s state (the planner's
+    :meth:`~ContextualBudgetPlanner.state_key` per side)."""
 
     def key(s: CtxFimState) -> tuple[int, ...]:
-        n = norm(s)
-        return (n[0], n[1], n[2].uid, n[3], n[4], n[5].uid)
+        return pl.state_key((s[0], s[1], s[2])) + pl.state_key((s[3], s[4], s[5]))
 
     return key
 
