@@ -982,6 +982,12 @@ C_FAIL = [
     "void f(void) { goto; }",
     "void f(void) { switch (x) case: ; }",
     "void f(void) { x = 08a; }",
+    "int x = 048;",  # an octal constant with an 8 (GCC: invalid digit)
+    "int a\u2013b = 1;",  # characters GCC refuses as stray
+    "int x\u221e = 1;",
+    'char *s = "\\x";',  # \x with no hex digit
+    'char *s = "\\u0041";',  # a universal character name C11 does not allow
+    "int c = u8'a';",  # a C23 character constant
     "int return;",
     "struct s { int a; } x y;",
     "void f(void) { a * b + c; }",  # documented gap: a statement `IDENT * ...` is a declaration
