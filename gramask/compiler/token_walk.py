@@ -25,8 +25,8 @@ import numpy as np
 from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
-from .local_walks import local_automaton, local_outcomes
-from .walk_inputs import end_classes, run_stops, token_matrix, token_starts
+from .local_walks import local_automaton, local_outcomes, small_local
+from .walk_inputs import end_classes, run_ends, run_stops, token_matrix, token_starts
 
 __all__ = ["TokenWalker"]
 
@@ -95,6 +95,7 @@ class TokenWalker:
         self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
         self._dense = np.full(v, -1, dtype=np.int64)
         self.row0: tuple[np.ndarray, np.ndarray] | None = None
+        self._small_local: np.ndarray | None = None  # states a local walk can serve
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ memos
@@ -162,6 +163,8 @@ class TokenWalker:
         large to share."""
         if self.nl_terminal >= 0:
             return None
+        if self._small_local is not None and not self._small_local[s_after]:
+            return None  # (known in a full build: a search per state costs it thousands)
         la = local_automaton(self.trans, s_after)
         if la is None:
             return None
@@ -219,6 +222,8 @@ class TokenWalker:
         of walks (a unit of the progress bar each)."""
         inner = self.trans[1:] if self.n_states > 1 else np.zeros((0, 256), self.trans.dtype)
         walked = 0
+        if self.nl_terminal < 0:
+            self._small_local = small_local(self.trans)
         # (state after, byte) pairs, sorted by state then byte, in one pass over the table
         # (not a scan of the whole table per state: quadratic in the states)
         _, cols = np.nonzero(inner >= 0)
@@ -317,7 +322,8 @@ class TokenWalker:
         entry = skip
         while act.size:
             if entry:
-                self._skip_runs(act, cur, idx, k)
+                self._skip_runs(act, cur, idx, k, first is not None and np.ndim(k0) == 0
+                                and int(k0) == 0)
                 entry = False
             done = k[act] >= lens[idx[act]]
             if done.any():
@@ -381,14 +387,22 @@ class TokenWalker:
         return out
 
     def _skip_runs(self, act: np.ndarray, cur: np.ndarray, idx: np.ndarray,
-                   k: np.ndarray) -> None:
-        """Advance the walks in looping states over the bytes they loop on (in place)."""
+                   k: np.ndarray, second: bool = False) -> None:
+        """Advance the walks in looping states over the bytes they loop on (in place).
+        ``second``: every walk is at its token's second byte (a shared walk), where the
+        run's end per token is read off :func:`run_ends` (one search per byte set and
+        vocabulary, not per walk)."""
         lid = self.loop_of[cur[act]]
         inside = lid >= 0
         if not inside.any():
             return
         a, lid = act[inside], lid[inside]
         t = idx[a]
+        if second:
+            for li in np.unique(lid).tolist():
+                sel = lid == li
+                k[a[sel]] = run_ends(self.lens, self.buf, self._loop_sets[li])[t[sel]]
+            return
         q = cur[a]
         more = self.trans[q, self.buf[t, np.minimum(k[a], self.lmax - 1)]] == q  # next byte loops
         if not more.any():
