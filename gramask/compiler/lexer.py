@@ -186,9 +186,10 @@ def build_lexer_dfa(
     offset = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
     owner = np.repeat(np.arange(n_terms, dtype=np.int64), sizes)
     final = np.concatenate([d.finals for d in dfas]) if dfas else np.zeros(0, dtype=bool)
+    cols = [d.classes() for d in dfas]  # (a regex's automaton is kept per byte class)
     table = np.concatenate(
-        [np.where(d.trans[:, reps] >= 0, d.trans[:, reps] + offset[i], -1)
-         for i, d in enumerate(dfas)]) if dfas else np.zeros((0, n_cls), dtype=np.int64)
+        [np.where(c[:, m[reps]] >= 0, c[:, m[reps]].astype(np.int64) + offset[i], -1)
+         for i, (c, m) in enumerate(cols)]) if dfas else np.zeros((0, n_cls), dtype=np.int64)
     by_state = table.tolist()  # per global state, its successor per class
     table = np.ascontiguousarray(table.T, dtype=np.int64)
 
@@ -262,15 +263,10 @@ def _byte_classes(dfas: Sequence[ByteDFA]) -> np.ndarray:
     states: 2 GB) nor a sort over all of their rows."""
     key = np.zeros(256, dtype=np.int64)
     for d in dfas:
-        cols = np.ascontiguousarray(d.trans.T)
-        index: dict[bytes, int] = {}
-        cls = np.fromiter((index.setdefault(c, len(index)) for c in map(bytes, cols)),
-                          dtype=np.int64, count=256)
-        if len(index) == 1:
+        distinct, cls = d.classes()  # numbered by first byte
+        if distinct.shape[1] == 1:
             continue  # every byte alike: nothing to tell apart
-        first = np.zeros(len(index), dtype=np.int64)
-        first[cls[::-1]] = np.arange(255, -1, -1)
-        uniq = [cols[f].tolist() for f in first.tolist()]
+        uniq = distinct.T.tolist()
         rank = np.empty(len(uniq), dtype=np.int64)
         rank[sorted(range(len(uniq)), key=uniq.__getitem__)] = np.arange(len(uniq))
         _, key = np.unique(key * len(uniq) + rank[cls], return_inverse=True)
