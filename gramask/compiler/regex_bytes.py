@@ -264,7 +264,7 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     byte_class = np.repeat(np.arange(n_cls), np.diff(cuts))  # (numbered by first byte)
     trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)
     finals = np.array([nfa.final in sub for sub in order], dtype=bool)
-    return _trim_classes(trans, byte_class, finals)
+    return _trim_classes(trans, byte_class, finals, reachable=True)
 
 
 def explore(
@@ -320,36 +320,68 @@ def _distinct_columns(t: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray
     return np.ascontiguousarray(t[:, first]), dedup[byte_class]
 
 
-def _trim_classes(trans: np.ndarray, byte_class: np.ndarray, finals: np.ndarray) -> ByteDFA:
+def _trim_classes(trans: np.ndarray, byte_class: np.ndarray, finals: np.ndarray, *,
+                  reachable: bool = False) -> ByteDFA:
     """:func:`_trim` of the table whose byte ``b`` column is ``trans[:, byte_class[b]]``
-    (``byte_class`` numbered by first byte)."""
+    (``byte_class`` numbered by first byte). ``reachable``: every state is reachable from
+    the start (a subset construction's): then so is every live one, through live states,
+    and only the dead are dropped. The states' distances from acceptance say which are
+    live and seed the minimisation (a path to acceptance runs through live states only, so
+    dropping states does not change them)."""
     n = trans.shape[0]
     t, byte_class = _distinct_columns(np.asarray(trans, dtype=np.int64), byte_class)
-    alive = _closure_over(t, finals, backward=True)
+    dist = _distances(t, finals)
+    alive = dist >= 0
     if not alive[0]:
         return ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.array([False]))
     t = np.where((t >= 0) & alive[np.maximum(t, 0)], t, -1)
-    start = np.zeros(n, dtype=bool)
-    start[0] = True
-    keep = np.flatnonzero(_closure_over(t, start, backward=False))
+    if reachable:
+        keep = np.flatnonzero(alive)
+    else:
+        start = np.zeros(n, dtype=bool)
+        start[0] = True
+        keep = np.flatnonzero(_closure_over(t, start, backward=False))
     remap = np.full(n, -1, dtype=np.int64)
     remap[keep] = np.arange(len(keep))
     t2 = t[keep]
     t2 = np.where(t2 >= 0, remap[np.maximum(t2, 0)], -1)
     f2 = finals[keep].copy()
-    quick = _minimize_by_distance(t2, f2)
+    quick = _minimize_by_distance(t2, f2, dist=dist[keep])
     m_trans, m_finals = quick if quick is not None else minimize(t2, f2)
     m_cls, m_class = _distinct_columns(m_trans, byte_class)  # merged states: columns may meet
     return ByteDFA.of_classes(m_cls.astype(np.int32), m_class, m_finals)
 
 
-def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray,
-                          rounds: int = 16) -> tuple[np.ndarray, np.ndarray] | None:
+def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray, rounds: int = 16, *,
+                          dist: np.ndarray | None = None
+                          ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`minimize`'s result for a trimmed DFA, by Moore's refinement started from the
     states' distances from acceptance (equivalent states accept the same words, so the same
-    shortest one): a counted chain such as ``/x{1000}[a-z]*/`` is then split from the
-    start, where Hopcroft's refinement splits one state per round. None when ``rounds``
-    rounds do not settle it (then :func:`minimize`)."""
+    shortest one; ``dist``: those distances if known): a counted chain such as
+    ``/x{1000}[a-z]*/`` is then split from the start, where Hopcroft's refinement splits
+    one state per round. None when ``rounds`` rounds do not settle it (then
+    :func:`minimize`)."""
+    n = trans.shape[0]
+    if dist is None:
+        dist = _distances(trans, finals)
+    _, block = np.unique(dist * 2 + finals, return_inverse=True)
+    block = block.reshape(-1)
+    for _ in range(rounds):
+        count = int(block.max()) + 1
+        if count == n:
+            break
+        succ = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
+        block = unique_rows(np.column_stack([block, succ]))[1]
+        if int(block.max()) + 1 == count:
+            break
+    else:
+        return None
+    labels: list[int] = block.tolist()
+    return _quotient(trans, finals, [*labels, len(labels)])  # the dead sink: a block alone
+
+
+def _distances(trans: np.ndarray, finals: np.ndarray) -> np.ndarray:
+    """Each state's distance in bytes from acceptance (-1: none, a dead state)."""
     n = trans.shape[0]
     src, col = np.nonzero(trans >= 0)
     dst = trans[src, col]
@@ -370,20 +402,7 @@ def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray,
                     dist[r] = d
                     nxt.append(r)
         level = nxt
-    _, block = np.unique(np.array(dist, dtype=np.int64) * 2 + finals, return_inverse=True)
-    block = block.reshape(-1)
-    for _ in range(rounds):
-        count = int(block.max()) + 1
-        if count == n:
-            break
-        succ = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
-        block = unique_rows(np.column_stack([block, succ]))[1]
-        if int(block.max()) + 1 == count:
-            break
-    else:
-        return None
-    labels: list[int] = block.tolist()
-    return _quotient(trans, finals, [*labels, len(labels)])  # the dead sink: a block alone
+    return np.array(dist, dtype=np.int64)
 
 
 def _closure_over(trans: np.ndarray, seeds: np.ndarray, *, backward: bool) -> np.ndarray:

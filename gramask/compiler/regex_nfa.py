@@ -66,8 +66,12 @@ class ByteNFA:
 
     def add_class(self, src: int, dst: int, chars: CharSet) -> None:
         """Moves from ``src`` to ``dst`` on the UTF-8 encoding of every character in ``chars``."""
+        seqs = _class_sequences(chars)
+        if len(seqs) == 1 and len(seqs[0]) == 1:  # one byte range (``x`` in ``x{1000}``)
+            self.moves[src].append((*seqs[0][0], dst))
+            return
         trie: dict[tuple[tuple[int, int], ...], int] = {}
-        for seq in _class_sequences(chars):
+        for seq in seqs:
             cur = src
             for j in range(len(seq) - 1):
                 key = tuple(seq[: j + 1])
