@@ -304,6 +304,10 @@ class TokenWalker:
         out = np.full(len(idx), -1, dtype=np.int64)
         k = np.broadcast_to(np.asarray(k0, dtype=np.int64), idx.shape).copy()
         lex_start = k.copy()
+        uniform = np.ndim(k0) == 0  # every lexeme began at offset k0
+        tl = lens[idx]
+        flat, starts = token_starts(lens, buf)
+        at = starts[idx]  # each token's bytes in ``flat``
         if first is None:
             assert q_start is not None
             cur = trans[q_start, buf[idx, k]].astype(np.int64)
@@ -325,7 +329,7 @@ class TokenWalker:
                 self._skip_runs(act, cur, idx, k, first is not None and np.ndim(k0) == 0
                                 and int(k0) == 0)
                 entry = False
-            done = k[act] >= lens[idx[act]]
+            done = k[act] >= tl[act]
             if done.any():
                 d = act[done]
                 out[d] = state_class[cur[d]]
@@ -333,13 +337,14 @@ class TokenWalker:
             if not act.size:
                 break
             if skip:  # (iterations where every walk waits are passed over)
-                rel = k[act] - lex_start[act]
+                rel = k[act] - (int(k0) if uniform else lex_start[act])  # type: ignore[arg-type]
                 it = int(rel.min())
                 due = rel == it
             else:
                 due = np.ones(len(act), dtype=bool)
             step = act[due]
-            nb = trans[cur[step], buf[idx[step], k[step]]]
+            ks = k[step]
+            nb = trans[cur[step], flat[at[step] + ks]]
             cont = nb >= 0
             if contextual:
                 ca, nbc = step[cont], nb[cont]
@@ -348,8 +353,9 @@ class TokenWalker:
                     w = ca[sh]
                     cw = state_class[nbc[sh]]
                     recs.append((w, cw, self._lex_alt(cur[w], idx[w], k[w], cw)))
-            cur[step[cont]] = nb[cont]
-            k[step[cont]] += 1
+            moved = step[cont]
+            cur[moved] = nb[cont]
+            k[moved] = ks[cont] + 1
             due[due] = ~cont  # now: the walks that stop here
             act = act[~due]
             stop = step[~cont]
