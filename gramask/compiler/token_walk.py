@@ -337,7 +337,7 @@ class TokenWalker:
             if not act.size:
                 break
             if skip:  # (iterations where every walk waits are passed over)
-                rel = k[act] - (int(k0) if uniform else lex_start[act])  # type: ignore[arg-type]
+                rel = k[act] - (int(k0) if uniform else lex_start[act])
                 it = int(rel.min())
                 due = rel == it
             else:

@@ -158,7 +158,7 @@ def run_ends(lens: np.ndarray, buf: np.ndarray, member: np.ndarray) -> np.ndarra
         p = np.where(nxt >= p, nxt, end)
     else:
         p = end
-    ends = (np.minimum(p, end) - starts).astype(np.int64)
+    ends: np.ndarray = (np.minimum(p, end) - starts).astype(np.int64)
     ends.flags.writeable = False
     if len(_ENDS) >= 32:
         _ENDS.pop(next(iter(_ENDS)))
