@@ -190,8 +190,15 @@ def build_lexer_dfa(
     table = np.concatenate(
         [np.where(c[:, m[reps]] >= 0, c[:, m[reps]].astype(np.int64) + offset[i], -1)
          for i, (c, m) in enumerate(cols)]) if dfas else np.zeros((0, n_cls), dtype=np.int64)
-    by_state = table.tolist()  # per global state, its successor per class
+    by_row = table
+    by_state: dict[int, list[int]] = {}  # per global state read, its successor per class
     table = np.ascontiguousarray(table.T, dtype=np.int64)
+
+    def state_row(g: int) -> list[int]:  # (as lists when read: 2,000 regexes have 2 M states)
+        got = by_state.get(g)
+        if got is None:
+            got = by_state[g] = by_row[g].tolist()
+        return got
 
     def successors(key: tuple[int, ...]) -> list[tuple[int, ...] | None]:
         if len(key) > 48:  # thousands of live terminals at a lexeme's start: vectorised
@@ -199,7 +206,7 @@ def build_lexer_dfa(
         if not key:
             return [None] * n_cls
         return [tuple(x for x in col if x >= 0) or None
-                for col in zip(*(by_state[g] for g in key), strict=True)]
+                for col in zip(*map(state_row, key), strict=True)]
 
     def too_many(order: list[tuple[int, ...]]) -> None:
         _too_many_lexer_states(terminals, [
