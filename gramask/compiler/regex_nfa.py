@@ -128,7 +128,8 @@ class _Builder:
         ``[0-9]{4}``) is wired in one go: the same nodes and moves as copy by copy."""
         nfa = self.nfa
         single = len(sub) == 1 and sub[0][0] in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN)
-        seqs = _class_sequences(self.class_of(*sub[0], flags)) if single and times > 1 else ()
+        seqs = (_class_sequences(self.class_of(sub[0][0], sub[0][1], flags))
+                if single and times > 1 else ())
         if not seqs or any(len(q) != 1 for q in seqs):
             for _ in range(times):
                 if skip_to is not None:
