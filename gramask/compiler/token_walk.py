@@ -26,7 +26,7 @@ from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
 from .local_walks import local_automaton, local_outcomes, small_local
-from .walk_inputs import end_classes, run_ends, run_stops, token_matrix, token_starts
+from .walk_inputs import LoopRuns, end_classes, token_matrix, token_starts
 
 __all__ = ["TokenWalker"]
 
@@ -76,16 +76,7 @@ class TokenWalker:
         self.lens, self.buf, self.first_byte = token_matrix(tokens, special)
         lmax = self.buf.shape[1]
         self.lmax = lmax
-        # states looping on many bytes (string bodies, identifiers): a walk there jumps over
-        # the run of those bytes (run_ends) instead of stepping through it byte by byte
-        looping = self.trans == np.arange(self.n_states)[:, None]
-        big = np.flatnonzero(looping.any(axis=1))
-        self.loop_of = np.full(self.n_states, -1, dtype=np.int64)
-        self._loop_sets = np.zeros((0, 256), dtype=bool)
-        if big.size:
-            self._loop_sets, self.loop_of[big] = unique_rows(looping[big])
-        self._runs: dict[int, np.ndarray] = {}
-        self._starts = token_starts(self.lens, self.buf)[1] if big.size else self.lens
+        self.runs = LoopRuns(self.trans, self.lens, self.buf)  # jumps over looping runs
         # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
         # the system, so a lazily built table pays for the offsets it touches only
         self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
@@ -322,12 +313,12 @@ class TokenWalker:
         # A walk that jumps over a run waits for the iteration of its offset: the steps that
         # intern nodes then come in the same batches as byte by byte, so node ids (numbered in
         # order of first use) do not depend on the jumps.
-        skip = bool(len(self._loop_sets))
+        skip = self.runs.any
         entry = skip
         while act.size:
             if entry:
-                self._skip_runs(act, cur, idx, k, first is not None and np.ndim(k0) == 0
-                                and int(k0) == 0)
+                self.runs.skip(act, cur, idx, k, first is not None and np.ndim(k0) == 0
+                               and int(k0) == 0)
                 entry = False
             done = k[act] >= tl[act]
             if done.any():
@@ -391,44 +382,6 @@ class TokenWalker:
                 wf = w[f]
                 out[wf] = interner.branch(cls[f], out[wf], alt[f])
         return out
-
-    def _skip_runs(self, act: np.ndarray, cur: np.ndarray, idx: np.ndarray,
-                   k: np.ndarray, second: bool = False) -> None:
-        """Advance the walks in looping states over the bytes they loop on (in place).
-        ``second``: every walk is at its token's second byte (a shared walk), where the
-        run's end per token is read off :func:`run_ends` (one search per byte set and
-        vocabulary, not per walk)."""
-        lid = self.loop_of[cur[act]]
-        inside = lid >= 0
-        if not inside.any():
-            return
-        a, lid = act[inside], lid[inside]
-        t = idx[a]
-        if second:
-            for li in np.unique(lid).tolist():
-                sel = lid == li
-                k[a[sel]] = run_ends(self.lens, self.buf, self._loop_sets[li])[t[sel]]
-            return
-        q = cur[a]
-        more = self.trans[q, self.buf[t, np.minimum(k[a], self.lmax - 1)]] == q  # next byte loops
-        if not more.any():
-            return
-        a, lid, t = a[more], lid[more], t[more]
-        flat_start = self._starts[t]
-        pos = flat_start + k[a]
-        end = flat_start + self.lens[t]
-        for li in np.unique(lid).tolist():
-            sel = lid == li
-            stops = self._runs.get(li)
-            if stops is None:
-                stops = self._runs[li] = run_stops(self.lens, self.buf, self._loop_sets[li])
-            p, e = pos[sel], end[sel]
-            if len(stops):  # the next byte not looped on, if the token has one
-                nxt = stops[np.minimum(np.searchsorted(stops, p), len(stops) - 1)]
-                pos[sel] = np.where(nxt >= p, nxt, e)
-            else:
-                pos[sel] = e
-        k[a] = np.minimum(pos, end) - flat_start
 
     def _lex_alt(self, states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
                  next_cls: np.ndarray) -> np.ndarray:
