@@ -186,11 +186,19 @@ def build_lexer_dfa(
     offset = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
     owner = np.repeat(np.arange(n_terms, dtype=np.int64), sizes)
     final = np.concatenate([d.finals for d in dfas]) if dfas else np.zeros(0, dtype=bool)
+    cols = [d.classes() for d in dfas]  # (a regex's automaton is kept per byte class)
     table = np.concatenate(
-        [np.where(d.trans[:, reps] >= 0, d.trans[:, reps] + offset[i], -1)
-         for i, d in enumerate(dfas)]) if dfas else np.zeros((0, n_cls), dtype=np.int64)
-    by_state = table.tolist()  # per global state, its successor per class
+        [np.where(c[:, m[reps]] >= 0, c[:, m[reps]].astype(np.int64) + offset[i], -1)
+         for i, (c, m) in enumerate(cols)]) if dfas else np.zeros((0, n_cls), dtype=np.int64)
+    by_row = table
+    by_state: dict[int, list[int]] = {}  # per global state read, its successor per class
     table = np.ascontiguousarray(table.T, dtype=np.int64)
+
+    def state_row(g: int) -> list[int]:  # (as lists when read: 2,000 regexes have 2 M states)
+        got = by_state.get(g)
+        if got is None:
+            got = by_state[g] = by_row[g].tolist()
+        return got
 
     def successors(key: tuple[int, ...]) -> list[tuple[int, ...] | None]:
         if len(key) > 48:  # thousands of live terminals at a lexeme's start: vectorised
@@ -198,7 +206,7 @@ def build_lexer_dfa(
         if not key:
             return [None] * n_cls
         return [tuple(x for x in col if x >= 0) or None
-                for col in zip(*(by_state[g] for g in key), strict=True)]
+                for col in zip(*map(state_row, key), strict=True)]
 
     def too_many(order: list[tuple[int, ...]]) -> None:
         _too_many_lexer_states(terminals, [
@@ -262,15 +270,10 @@ def _byte_classes(dfas: Sequence[ByteDFA]) -> np.ndarray:
     states: 2 GB) nor a sort over all of their rows."""
     key = np.zeros(256, dtype=np.int64)
     for d in dfas:
-        cols = np.ascontiguousarray(d.trans.T)
-        index: dict[bytes, int] = {}
-        cls = np.fromiter((index.setdefault(c, len(index)) for c in map(bytes, cols)),
-                          dtype=np.int64, count=256)
-        if len(index) == 1:
+        distinct, cls = d.classes()  # numbered by first byte
+        if distinct.shape[1] == 1:
             continue  # every byte alike: nothing to tell apart
-        first = np.zeros(len(index), dtype=np.int64)
-        first[cls[::-1]] = np.arange(255, -1, -1)
-        uniq = [cols[f].tolist() for f in first.tolist()]
+        uniq = distinct.T.tolist()
         rank = np.empty(len(uniq), dtype=np.int64)
         rank[sorted(range(len(uniq)), key=uniq.__getitem__)] = np.arange(len(uniq))
         _, key = np.unique(key * len(uniq) + rank[cls], return_inverse=True)

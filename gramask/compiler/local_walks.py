@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["MAX_LOCAL_STATES", "local_automaton", "local_outcomes"]
+__all__ = ["MAX_LOCAL_STATES", "local_automaton", "local_outcomes", "small_local"]
 
 # local automata larger than this are not canonicalised (the states right after a quote in a
 # schema with many keys: schema-specific anyway)
@@ -56,6 +56,85 @@ def local_automaton(trans: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray, 
     remap[states] = np.arange(len(states), dtype=np.int16)
     local = remap[trans[states]]  # -1 stays -1 (the extra last entry)
     return states, local, hashlib.blake2b(local.tobytes(), digest_size=16).digest()
+
+
+def small_local(trans: np.ndarray, limit: int = MAX_LOCAL_STATES) -> np.ndarray:
+    """(S,) bool: the states from which at most ``limit`` states are reachable (themselves
+    included), i.e. whose :func:`local_automaton` is not None. One pass over the strongly
+    connected components, sinks first, each the union of its successors' reachable sets as
+    a bit set, instead of a search of up to ``limit`` states per state: a lexer of thousands
+    of overlapping terminals (``/x{i}[a-z]*/``) has thousands of states that each reach
+    thousands."""
+    n = trans.shape[0]
+    src, col = np.nonzero(trans >= 0)
+    pairs = np.unique(src.astype(np.int64) * n + trans[src, col])
+    heads = pairs // n
+    succ: list[int] = (pairs % n).tolist()
+    bounds: list[int] = np.searchsorted(heads, np.arange(n + 1)).tolist()
+    comp = _components(n, succ, bounds)  # numbered sinks first
+    members: list[list[int]] = [[] for _ in range(max(comp, default=-1) + 1)]
+    for q, c in enumerate(comp):
+        members[c].append(q)
+    reach: list[int] = [0] * len(members)
+    small = [False] * n
+    for c, qs in enumerate(members):
+        bits = 0
+        for q in qs:
+            bits |= 1 << q
+            for r in succ[bounds[q]:bounds[q + 1]]:
+                if comp[r] != c:
+                    bits |= reach[comp[r]]
+        reach[c] = bits
+        if bits.bit_count() <= limit:
+            for q in qs:
+                small[q] = True
+    return np.array(small, dtype=bool)
+
+
+def _components(n: int, succ: list[int], bounds: list[int]) -> list[int]:
+    """Tarjan's strongly connected components, iteratively: the component of each state,
+    numbered in the order they complete (an edge between two goes to a lower number)."""
+    index = [-1] * n
+    low = [0] * n
+    comp = [-1] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    count = done = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, bounds[root])]
+        index[root] = low[root] = count
+        count += 1
+        stack.append(root)
+        on_stack[root] = True
+        while work:
+            q, i = work[-1]
+            if i < bounds[q + 1]:
+                work[-1] = (q, i + 1)
+                r = succ[i]
+                if index[r] < 0:
+                    index[r] = low[r] = count
+                    count += 1
+                    stack.append(r)
+                    on_stack[r] = True
+                    work.append((r, bounds[r]))
+                elif on_stack[r]:
+                    low[q] = min(low[q], index[r])
+                continue
+            work.pop()
+            if work:
+                p = work[-1][0]
+                low[p] = min(low[p], low[q])
+            if low[q] == index[q]:
+                while True:
+                    r = stack.pop()
+                    on_stack[r] = False
+                    comp[r] = done
+                    if r == q:
+                        break
+                done += 1
+    return comp
 
 
 def local_outcomes(

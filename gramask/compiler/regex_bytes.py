@@ -61,17 +61,59 @@ def _too_many_states(name: str, pattern: str, n: int) -> None:
 
 
 class ByteDFA:
-    """A trimmed DFA over bytes: ``trans[s, b]`` is the next state or -1 (dead); start is 0."""
+    """A trimmed DFA over bytes: ``trans[s, b]`` is the next state or -1 (dead); start is 0.
 
-    __slots__ = ("finals", "trans")
+    A compiled regex keeps its table per byte class (:meth:`of_classes`: bytes the
+    automaton treats alike share a column) and makes the 256-wide ``trans`` on first use
+    only: the lexer reads the classes, and a grammar of thousands of long regexes (2 M
+    states) would otherwise hold 1 KB per state."""
+
+    __slots__ = ("_classes", "_trans", "finals")
 
     def __init__(self, trans: np.ndarray, finals: np.ndarray) -> None:
-        self.trans = trans
+        self._trans: np.ndarray | None = trans
+        self._classes: tuple[np.ndarray, np.ndarray] | None = None
         self.finals = finals
+
+    @classmethod
+    def of_classes(cls, cls_trans: np.ndarray, byte_class: np.ndarray,
+                   finals: np.ndarray) -> ByteDFA:
+        """The automaton whose ``trans[s, b]`` is ``cls_trans[s, byte_class[b]]``; the
+        columns of ``cls_trans`` must be distinct and numbered by their first byte."""
+        d = cls.__new__(cls)
+        d._trans = None
+        d._classes = (cls_trans, byte_class)
+        d.finals = finals
+        return d
+
+    @property
+    def trans(self) -> np.ndarray:
+        if self._trans is None:
+            assert self._classes is not None
+            cls_trans, byte_class = self._classes
+            self._trans = np.ascontiguousarray(cls_trans[:, byte_class], dtype=np.int32)
+        return self._trans
+
+    def classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(table per class (states, C), class of each byte (256,)): the distinct columns of
+        ``trans``, numbered in the order of their first byte."""
+        if self._classes is None:
+            assert self._trans is not None
+            cols = np.ascontiguousarray(self._trans.T)
+            index: dict[bytes, int] = {}
+            byte_class = np.fromiter((index.setdefault(c, len(index)) for c in map(bytes, cols)),
+                                     dtype=np.int64, count=256)
+            first = np.zeros(len(index), dtype=np.int64)
+            first[byte_class[::-1]] = np.arange(255, -1, -1)
+            self._classes = (np.ascontiguousarray(self._trans[:, first]), byte_class)
+        return self._classes
 
     @property
     def num_states(self) -> int:
-        return int(self.trans.shape[0])
+        if self._trans is None:
+            assert self._classes is not None
+            return int(self._classes[0].shape[0])
+        return int(self._trans.shape[0])
 
     def matches(self, data: bytes) -> bool:
         s = 0
@@ -219,10 +261,10 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
 
     # (the limit read now: tests lower MAX_TERMINAL_STATES)
     order, rows = explore(closure(0), successors, BYTE_FACTOR * MAX_TERMINAL_STATES, too_many)
-    byte_class = np.repeat(np.arange(n_cls), np.diff(cuts))
-    trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)[:, byte_class]
+    byte_class = np.repeat(np.arange(n_cls), np.diff(cuts))  # (numbered by first byte)
+    trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)
     finals = np.array([nfa.final in sub for sub in order], dtype=bool)
-    return _trim(trans, finals)
+    return _trim_classes(trans, byte_class, finals, reachable=True)
 
 
 def explore(
@@ -263,38 +305,83 @@ def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     """Drop states that cannot reach a final state, and unreachable ones; renumber, start = 0;
     minimise. ``trans``: (states, 256). The work runs on byte classes (bytes no state tells
     apart) and on edge lists, so it is linear in the automaton, not in its depth."""
-    n = trans.shape[0]
-    cols = np.ascontiguousarray(trans.T, dtype=np.int64)
+    return _trim_classes(np.asarray(trans, dtype=np.int64), np.arange(256), finals)
+
+
+def _distinct_columns(t: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct columns of ``t``, each byte's among them) for the table whose byte ``b``
+    column is ``t[:, byte_class[b]]`` (``byte_class`` numbered by first byte): the columns
+    numbered by their first byte, as a 256-wide table's would be."""
     seen: dict[bytes, int] = {}
-    byte_class = np.array([seen.setdefault(c.tobytes(), len(seen)) for c in cols],
-                          dtype=np.int64)  # numbered by first byte: the result is the same
+    dedup = np.array([seen.setdefault(c.tobytes(), len(seen))
+                      for c in np.ascontiguousarray(t.T)], dtype=np.int64)
     first = np.zeros(len(seen), dtype=np.int64)
-    first[byte_class[::-1]] = np.arange(255, -1, -1)
-    t = np.asarray(trans[:, first], dtype=np.int64)
-    alive = _closure_over(t, finals, backward=True)
+    first[dedup[::-1]] = np.arange(len(dedup) - 1, -1, -1)
+    return np.ascontiguousarray(t[:, first]), dedup[byte_class]
+
+
+def _trim_classes(trans: np.ndarray, byte_class: np.ndarray, finals: np.ndarray, *,
+                  reachable: bool = False) -> ByteDFA:
+    """:func:`_trim` of the table whose byte ``b`` column is ``trans[:, byte_class[b]]``
+    (``byte_class`` numbered by first byte). ``reachable``: every state is reachable from
+    the start (a subset construction's): then so is every live one, through live states,
+    and only the dead are dropped. The states' distances from acceptance say which are
+    live and seed the minimisation (a path to acceptance runs through live states only, so
+    dropping states does not change them)."""
+    n = trans.shape[0]
+    t, byte_class = _distinct_columns(np.asarray(trans, dtype=np.int64), byte_class)
+    dist = _distances(t, finals)
+    alive = dist >= 0
     if not alive[0]:
         return ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.array([False]))
     t = np.where((t >= 0) & alive[np.maximum(t, 0)], t, -1)
-    start = np.zeros(n, dtype=bool)
-    start[0] = True
-    keep = np.flatnonzero(_closure_over(t, start, backward=False))
+    if reachable:
+        keep = np.flatnonzero(alive)
+    else:
+        start = np.zeros(n, dtype=bool)
+        start[0] = True
+        keep = np.flatnonzero(_closure_over(t, start, backward=False))
     remap = np.full(n, -1, dtype=np.int64)
     remap[keep] = np.arange(len(keep))
     t2 = t[keep]
     t2 = np.where(t2 >= 0, remap[np.maximum(t2, 0)], -1)
     f2 = finals[keep].copy()
-    quick = _minimize_by_distance(t2, f2)
+    quick = _minimize_by_distance(t2, f2, dist=dist[keep])
     m_trans, m_finals = quick if quick is not None else minimize(t2, f2)
-    return ByteDFA(np.ascontiguousarray(m_trans[:, byte_class], dtype=np.int32), m_finals)
+    m_cls, m_class = _distinct_columns(m_trans, byte_class)  # merged states: columns may meet
+    return ByteDFA.of_classes(m_cls.astype(np.int32), m_class, m_finals)
 
 
-def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray,
-                          rounds: int = 16) -> tuple[np.ndarray, np.ndarray] | None:
+def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray, rounds: int = 16, *,
+                          dist: np.ndarray | None = None
+                          ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`minimize`'s result for a trimmed DFA, by Moore's refinement started from the
     states' distances from acceptance (equivalent states accept the same words, so the same
-    shortest one): a counted chain such as ``/x{1000}[a-z]*/`` is then split from the
-    start, where Hopcroft's refinement splits one state per round. None when ``rounds``
-    rounds do not settle it (then :func:`minimize`)."""
+    shortest one; ``dist``: those distances if known): a counted chain such as
+    ``/x{1000}[a-z]*/`` is then split from the start, where Hopcroft's refinement splits
+    one state per round. None when ``rounds`` rounds do not settle it (then
+    :func:`minimize`)."""
+    n = trans.shape[0]
+    if dist is None:
+        dist = _distances(trans, finals)
+    _, block = np.unique(dist * 2 + finals, return_inverse=True)
+    block = block.reshape(-1)
+    for _ in range(rounds):
+        count = int(block.max()) + 1
+        if count == n:
+            break
+        succ = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
+        block = unique_rows(np.column_stack([block, succ]))[1]
+        if int(block.max()) + 1 == count:
+            break
+    else:
+        return None
+    labels: list[int] = block.tolist()
+    return _quotient(trans, finals, [*labels, len(labels)])  # the dead sink: a block alone
+
+
+def _distances(trans: np.ndarray, finals: np.ndarray) -> np.ndarray:
+    """Each state's distance in bytes from acceptance (-1: none, a dead state)."""
     n = trans.shape[0]
     src, col = np.nonzero(trans >= 0)
     dst = trans[src, col]
@@ -315,20 +402,7 @@ def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray,
                     dist[r] = d
                     nxt.append(r)
         level = nxt
-    _, block = np.unique(np.array(dist, dtype=np.int64) * 2 + finals, return_inverse=True)
-    block = block.reshape(-1)
-    for _ in range(rounds):
-        count = int(block.max()) + 1
-        if count == n:
-            break
-        succ = np.where(trans >= 0, block[np.maximum(trans, 0)], -1)
-        block = unique_rows(np.column_stack([block, succ]))[1]
-        if int(block.max()) + 1 == count:
-            break
-    else:
-        return None
-    labels: list[int] = block.tolist()
-    return _quotient(trans, finals, [*labels, len(labels)])  # the dead sink: a block alone
+    return np.array(dist, dtype=np.int64)
 
 
 def _closure_over(trans: np.ndarray, seeds: np.ndarray, *, backward: bool) -> np.ndarray:

@@ -66,8 +66,12 @@ class ByteNFA:
 
     def add_class(self, src: int, dst: int, chars: CharSet) -> None:
         """Moves from ``src`` to ``dst`` on the UTF-8 encoding of every character in ``chars``."""
+        seqs = _class_sequences(chars)
+        if len(seqs) == 1 and len(seqs[0]) == 1:  # one byte range (``x`` in ``x{1000}``)
+            self.moves[src].append((*seqs[0][0], dst))
+            return
         trie: dict[tuple[tuple[int, int], ...], int] = {}
-        for seq in _class_sequences(chars):
+        for seq in seqs:
             cur = src
             for j in range(len(seq) - 1):
                 key = tuple(seq[: j + 1])
@@ -111,6 +115,40 @@ class _Builder:
             cur = self.atom(op, av, cur, flags)
         return cur
 
+    def class_of(self, op: Any, av: Any, flags: int) -> CharSet:
+        key = (id(op), av if isinstance(av, int) else id(av), flags)
+        chars = self.classes.get(key)
+        if chars is None:
+            chars = self.classes[key] = self.charset(op, av, flags)
+        return chars
+
+    def copies(self, sub: Any, cur: int, flags: int, times: int, skip_to: int | None) -> int:
+        """``times`` copies of ``sub`` in a row from ``cur``, each copy's start with an
+        epsilon move to ``skip_to`` first if given. A class of single bytes (``x{1000}``,
+        ``[0-9]{4}``) is wired in one go: the same nodes and moves as copy by copy."""
+        nfa = self.nfa
+        single = len(sub) == 1 and sub[0][0] in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN)
+        seqs = (_class_sequences(self.class_of(sub[0][0], sub[0][1], flags))
+                if single and times > 1 else ())
+        if not seqs or any(len(q) != 1 for q in seqs):
+            for _ in range(times):
+                if skip_to is not None:
+                    nfa.eps[cur].append(skip_to)
+                cur = self.seq(sub, cur, flags)
+            return cur
+        ranges = [q[0] for q in seqs]
+        first = len(nfa.eps)
+        if first + times > nfa.limit:
+            raise NFATooLarge
+        if skip_to is not None:
+            nfa.eps[cur].append(skip_to)
+        nfa.moves[cur].extend((a, b, first) for a, b in ranges)
+        nfa.eps.extend([] if skip_to is None else [skip_to] for _ in range(times - 1))
+        nfa.eps.append([])
+        nfa.moves.extend([(a, b, first + j + 1) for a, b in ranges] for j in range(times - 1))
+        nfa.moves.append([])
+        return first + times - 1
+
     def charset(self, op: Any, av: Any, flags: int) -> CharSet:
         icase = bool(flags & _c.SRE_FLAG_IGNORECASE)
         if op is _c.ANY:
@@ -150,12 +188,8 @@ class _Builder:
     def atom(self, op: Any, av: Any, cur: int, flags: int) -> int:
         nfa = self.nfa
         if op in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN):
-            key = (id(op), av if isinstance(av, int) else id(av), flags)
-            chars = self.classes.get(key)
-            if chars is None:
-                chars = self.classes[key] = self.charset(op, av, flags)
             nxt = nfa.node()
-            nfa.add_class(cur, nxt, chars)
+            nfa.add_class(cur, nxt, self.class_of(op, av, flags))
             return nxt
         if op is _c.SUBPATTERN:
             _group, add, remove, sub = av
@@ -169,17 +203,14 @@ class _Builder:
             return end
         if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
             lo, hi, sub = av
-            for _ in range(lo):
-                cur = self.seq(sub, cur, flags)
+            cur = self.copies(sub, cur, flags, lo, None)
             if hi is _c.MAXREPEAT:
                 loop = nfa.node()
                 nfa.eps[cur].append(loop)
                 nfa.eps[self.seq(sub, loop, flags)].append(loop)
                 return loop
             end = nfa.node()
-            for _ in range(hi - lo):
-                nfa.eps[cur].append(end)
-                cur = self.seq(sub, cur, flags)
+            cur = self.copies(sub, cur, flags, hi - lo, end)
             nfa.eps[cur].append(end)
             return end
         names = {

@@ -279,10 +279,11 @@ def _assemble(w: TokenWalker) -> TokenTables:
         b = base_of[int(group[q])]
         stored = False
         if b != q and nnz[q] > 64:
-            diff, data = _row_diff(w, q, b) if 0 not in (b, q) else _dense_diff(w, q, b)
-            if len(diff) < nnz[q] // 2:
-                parts_i.append(diff)
-                parts_d.append(data)
+            got = (_row_diff(w, q, b, int(nnz[q]) // 2) if 0 not in (b, q)
+                   else _dense_diff(w, q, b))
+            if got is not None and len(got[0]) < nnz[q] // 2:
+                parts_i.append(got[0])
+                parts_d.append(got[1])
                 row_base[q] = b
                 stored = True
         if not stored:
@@ -319,20 +320,26 @@ def _dense_diff(w: TokenWalker, q: int, b: int) -> tuple[np.ndarray, np.ndarray]
     return diff.astype(np.int32), dq[diff]
 
 
-def _row_diff(w: TokenWalker, q: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+def _row_diff(w: TokenWalker, q: int, b: int, limit: int
+              ) -> tuple[np.ndarray, np.ndarray] | None:
     """Row ``q`` against row ``b`` of the same byte set: (token ids ascending, node + 1 in
-    row ``q`` or 0) where they differ. Both rows are made of the shared walks of their
-    bytes, so only the bytes on which ``q`` and ``b`` lead to different states can differ,
-    and only those are compared (not two vocabulary-sized vectors)."""
+    row ``q`` or 0) where they differ, or None once ``limit`` tokens differ (the row is
+    then stored whole: neither sorted nor kept). Both rows are made of the shared walks of
+    their bytes, so only the bytes on which ``q`` and ``b`` lead to different states can
+    differ, and only those are compared (not two vocabulary-sized vectors)."""
     rq, rb = w.trans[q], w.trans[b]
     bb, bs = w.by_byte, w.byte_start
     ids: list[np.ndarray] = []
     data: list[np.ndarray] = []
+    count = 0
     for x in np.flatnonzero((rq >= 0) & (rq != rb)).tolist():
         nq, nb = w.shared[(int(rq[x]), x)], w.shared[(int(rb[x]), x)]
         m = nq != nb
         ids.append(bb[bs[x]: bs[x + 1]][m])
         data.append(nq[m] + 1)
+        count += len(ids[-1])
+        if count >= limit:
+            return None
     if not ids:
         return np.zeros(0, np.int32), np.zeros(0, np.int32)
     t = np.concatenate(ids)

@@ -25,8 +25,8 @@ import numpy as np
 from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
-from .local_walks import local_automaton, local_outcomes
-from .walk_inputs import end_classes, run_stops, token_matrix, token_starts
+from .local_walks import local_automaton, local_outcomes, small_local
+from .walk_inputs import LoopRuns, end_classes, token_matrix, token_starts
 
 __all__ = ["TokenWalker"]
 
@@ -76,16 +76,7 @@ class TokenWalker:
         self.lens, self.buf, self.first_byte = token_matrix(tokens, special)
         lmax = self.buf.shape[1]
         self.lmax = lmax
-        # states looping on many bytes (string bodies, identifiers): a walk there jumps over
-        # the run of those bytes (run_ends) instead of stepping through it byte by byte
-        looping = self.trans == np.arange(self.n_states)[:, None]
-        big = np.flatnonzero(looping.any(axis=1))
-        self.loop_of = np.full(self.n_states, -1, dtype=np.int64)
-        self._loop_sets = np.zeros((0, 256), dtype=bool)
-        if big.size:
-            self._loop_sets, self.loop_of[big] = unique_rows(looping[big])
-        self._runs: dict[int, np.ndarray] = {}
-        self._starts = token_starts(self.lens, self.buf)[1] if big.size else self.lens
+        self.runs = LoopRuns(self.trans, self.lens, self.buf)  # jumps over looping runs
         # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
         # the system, so a lazily built table pays for the offsets it touches only
         self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
@@ -95,6 +86,7 @@ class TokenWalker:
         self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
         self._dense = np.full(v, -1, dtype=np.int64)
         self.row0: tuple[np.ndarray, np.ndarray] | None = None
+        self._small_local: np.ndarray | None = None  # states a local walk can serve
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ memos
@@ -162,6 +154,8 @@ class TokenWalker:
         large to share."""
         if self.nl_terminal >= 0:
             return None
+        if self._small_local is not None and not self._small_local[s_after]:
+            return None  # (known in a full build: a search per state costs it thousands)
         la = local_automaton(self.trans, s_after)
         if la is None:
             return None
@@ -219,6 +213,8 @@ class TokenWalker:
         of walks (a unit of the progress bar each)."""
         inner = self.trans[1:] if self.n_states > 1 else np.zeros((0, 256), self.trans.dtype)
         walked = 0
+        if self.nl_terminal < 0:
+            self._small_local = small_local(self.trans)
         # (state after, byte) pairs, sorted by state then byte, in one pass over the table
         # (not a scan of the whole table per state: quadratic in the states)
         _, cols = np.nonzero(inner >= 0)
@@ -299,6 +295,10 @@ class TokenWalker:
         out = np.full(len(idx), -1, dtype=np.int64)
         k = np.broadcast_to(np.asarray(k0, dtype=np.int64), idx.shape).copy()
         lex_start = k.copy()
+        uniform = np.ndim(k0) == 0  # every lexeme began at offset k0
+        tl = lens[idx]
+        flat, starts = token_starts(lens, buf)
+        at = starts[idx]  # each token's bytes in ``flat``
         if first is None:
             assert q_start is not None
             cur = trans[q_start, buf[idx, k]].astype(np.int64)
@@ -313,13 +313,14 @@ class TokenWalker:
         # A walk that jumps over a run waits for the iteration of its offset: the steps that
         # intern nodes then come in the same batches as byte by byte, so node ids (numbered in
         # order of first use) do not depend on the jumps.
-        skip = bool(len(self._loop_sets))
+        skip = self.runs.any
         entry = skip
         while act.size:
             if entry:
-                self._skip_runs(act, cur, idx, k)
+                self.runs.skip(act, cur, idx, k, first is not None and np.ndim(k0) == 0
+                               and int(k0) == 0)
                 entry = False
-            done = k[act] >= lens[idx[act]]
+            done = k[act] >= tl[act]
             if done.any():
                 d = act[done]
                 out[d] = state_class[cur[d]]
@@ -327,13 +328,14 @@ class TokenWalker:
             if not act.size:
                 break
             if skip:  # (iterations where every walk waits are passed over)
-                rel = k[act] - lex_start[act]
+                rel = k[act] - (int(k0) if uniform else lex_start[act])
                 it = int(rel.min())
                 due = rel == it
             else:
                 due = np.ones(len(act), dtype=bool)
             step = act[due]
-            nb = trans[cur[step], buf[idx[step], k[step]]]
+            ks = k[step]
+            nb = trans[cur[step], flat[at[step] + ks]]
             cont = nb >= 0
             if contextual:
                 ca, nbc = step[cont], nb[cont]
@@ -342,8 +344,9 @@ class TokenWalker:
                     w = ca[sh]
                     cw = state_class[nbc[sh]]
                     recs.append((w, cw, self._lex_alt(cur[w], idx[w], k[w], cw)))
-            cur[step[cont]] = nb[cont]
-            k[step[cont]] += 1
+            moved = step[cont]
+            cur[moved] = nb[cont]
+            k[moved] = ks[cont] + 1
             due[due] = ~cont  # now: the walks that stop here
             act = act[~due]
             stop = step[~cont]
@@ -379,36 +382,6 @@ class TokenWalker:
                 wf = w[f]
                 out[wf] = interner.branch(cls[f], out[wf], alt[f])
         return out
-
-    def _skip_runs(self, act: np.ndarray, cur: np.ndarray, idx: np.ndarray,
-                   k: np.ndarray) -> None:
-        """Advance the walks in looping states over the bytes they loop on (in place)."""
-        lid = self.loop_of[cur[act]]
-        inside = lid >= 0
-        if not inside.any():
-            return
-        a, lid = act[inside], lid[inside]
-        t = idx[a]
-        q = cur[a]
-        more = self.trans[q, self.buf[t, np.minimum(k[a], self.lmax - 1)]] == q  # next byte loops
-        if not more.any():
-            return
-        a, lid, t = a[more], lid[more], t[more]
-        flat_start = self._starts[t]
-        pos = flat_start + k[a]
-        end = flat_start + self.lens[t]
-        for li in np.unique(lid).tolist():
-            sel = lid == li
-            stops = self._runs.get(li)
-            if stops is None:
-                stops = self._runs[li] = run_stops(self.lens, self.buf, self._loop_sets[li])
-            p, e = pos[sel], end[sel]
-            if len(stops):  # the next byte not looped on, if the token has one
-                nxt = stops[np.minimum(np.searchsorted(stops, p), len(stops) - 1)]
-                pos[sel] = np.where(nxt >= p, nxt, e)
-            else:
-                pos[sel] = e
-        k[a] = np.minimum(pos, end) - flat_start
 
     def _lex_alt(self, states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
                  next_cls: np.ndarray) -> np.ndarray:

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..encoding import bits_of_rows, rows_of_bits
+from ..encoding import bits_of_rows, rows_of_bits, unique_rows
 from .lexer import LexerDFA
 
-__all__ = ["end_classes", "run_stops", "token_matrix", "token_starts"]
+__all__ = ["LoopRuns", "end_classes", "run_ends", "run_stops", "token_matrix", "token_starts"]
 
 
 _MATRICES: dict[int, tuple[Sequence[bytes], bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
@@ -103,6 +103,7 @@ def end_classes(dfa: LexerDFA) -> np.ndarray:
 
 _FLAT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 _RUNS: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+_ENDS: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
 
 
 def token_starts(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -137,3 +138,87 @@ def run_stops(lens: np.ndarray, buf: np.ndarray, member: np.ndarray) -> np.ndarr
         _RUNS.pop(next(iter(_RUNS)))
     _RUNS[key] = (lens, stops)
     return stops
+
+
+def run_ends(lens: np.ndarray, buf: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """Per token, the offset of its first byte after the first one that is not in ``member``
+    ((256,) bool), or its length: where a walk that enters a state looping on ``member``
+    with the token's first byte (every shared walk of a row) stops jumping. One search over
+    the vocabulary per byte set instead of one per walk; kept like :func:`run_stops`."""
+    key = (id(lens), member.tobytes())
+    hit = _ENDS.get(key)
+    if hit is not None and hit[0] is lens:
+        return hit[1]
+    stops = run_stops(lens, buf, member)
+    _, starts = token_starts(lens, buf)
+    p = starts + np.minimum(lens, 1)
+    end = starts + lens
+    if len(stops):
+        nxt = stops[np.minimum(np.searchsorted(stops, p), len(stops) - 1)]
+        p = np.where(nxt >= p, nxt, end)
+    else:
+        p = end
+    ends: np.ndarray = (np.minimum(p, end) - starts).astype(np.int64)
+    ends.flags.writeable = False
+    if len(_ENDS) >= 32:
+        _ENDS.pop(next(iter(_ENDS)))
+    _ENDS[key] = (lens, ends)
+    return ends
+
+
+class LoopRuns:
+    """A lexer's states that loop on many bytes (string bodies, identifiers, indentation):
+    a walk in one jumps over the run of those bytes instead of stepping through it byte by
+    byte (:meth:`skip`)."""
+
+    def __init__(self, trans: np.ndarray, lens: np.ndarray, buf: np.ndarray) -> None:
+        self.trans, self.lens, self.buf = trans, lens, buf
+        looping = trans == np.arange(trans.shape[0])[:, None]
+        big = np.flatnonzero(looping.any(axis=1))
+        self.loop_of = np.full(trans.shape[0], -1, dtype=np.int64)  # state -> its loop set
+        self.sets = np.zeros((0, 256), dtype=bool)
+        if big.size:
+            self.sets, self.loop_of[big] = unique_rows(looping[big])
+        self.any = bool(big.size)
+        self._stops: dict[int, np.ndarray] = {}
+        self._starts = token_starts(lens, buf)[1] if big.size else lens
+
+    def skip(self, act: np.ndarray, cur: np.ndarray, idx: np.ndarray, k: np.ndarray,
+             second: bool = False) -> None:
+        """Advance the walks ``act`` (of tokens ``idx[act]`` in states ``cur[act]`` at
+        offsets ``k[act]``) in looping states over the bytes they loop on, in place.
+        ``second``: every walk is at its token's second byte (a shared walk), where the
+        run's end per token is read off :func:`run_ends` (one search per byte set and
+        vocabulary, not per walk)."""
+        lid = self.loop_of[cur[act]]
+        inside = lid >= 0
+        if not inside.any():
+            return
+        a, lid = act[inside], lid[inside]
+        t = idx[a]
+        if second:
+            for li in np.unique(lid).tolist():
+                sel = lid == li
+                k[a[sel]] = run_ends(self.lens, self.buf, self.sets[li])[t[sel]]
+            return
+        q = cur[a]
+        lmax = self.buf.shape[1]
+        more = self.trans[q, self.buf[t, np.minimum(k[a], lmax - 1)]] == q  # next byte loops
+        if not more.any():
+            return
+        a, lid, t = a[more], lid[more], t[more]
+        flat_start = self._starts[t]
+        pos = flat_start + k[a]
+        end = flat_start + self.lens[t]
+        for li in np.unique(lid).tolist():
+            sel = lid == li
+            stops = self._stops.get(li)
+            if stops is None:
+                stops = self._stops[li] = run_stops(self.lens, self.buf, self.sets[li])
+            p, e = pos[sel], end[sel]
+            if len(stops):  # the next byte not looped on, if the token has one
+                nxt = stops[np.minimum(np.searchsorted(stops, p), len(stops) - 1)]
+                pos[sel] = np.where(nxt >= p, nxt, e)
+            else:
+                pos[sel] = e
+        k[a] = np.minimum(pos, end) - flat_start
