@@ -95,7 +95,7 @@ class BudgetPlanner:
 
     # ------------------------------------------------------------------ what constraints use
     def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
-             search: int = SEARCH_NODES) -> tuple[int, ...]:
+             search: int = SEARCH_NODES, escalate: bool = False) -> tuple[int, ...]:
         """Token ids of a shortest completion from ``st``, walked (:meth:`PlanSearch.plan`).
 
         Raises
@@ -103,7 +103,7 @@ class BudgetPlanner:
         NoCompletionError
             No completion was found.
         """
-        return self.search.plan(st, walk, complete, view, search)
+        return self.search.plan(st, walk, complete, view, search, escalate)
 
     def step_units(self, p: PState, q: int, carry: int) -> StepUnits:
         """The step's tokens grouped, with bounds (:meth:`StepGrouping.step_units`)."""

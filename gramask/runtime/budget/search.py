@@ -46,7 +46,7 @@ class Planner(Protocol):
     """What plans a completion (a ``strict`` fallback planner)."""
 
     def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
-             search: int = SEARCH_NODES) -> tuple[int, ...]: ...
+             search: int = SEARCH_NODES, escalate: bool = False) -> tuple[int, ...]: ...
 
 
 class PlanSearch:
@@ -83,14 +83,15 @@ class PlanSearch:
         )
 
     def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
-             search: int = SEARCH_NODES) -> tuple[int, ...]:
+             search: int = SEARCH_NODES, escalate: bool = False) -> tuple[int, ...]:
         """Token ids of a shortest completion from runtime state ``st``, checked by walking
         them (``walk``/``complete`` are the constraint's own; ``view(st)`` gives its lexer
         state, carry and parser state, for constraints with wider states). Memoised. Where
         following the bounds' choices fails (fill-in-the-middle: the quotient's costs can be
         optimistic), a best-first search of up to ``search`` states looks further; then, for
-        a full search (``search`` ≥ ``SEARCH_NODES``), the ``strict`` planner, if any — which
-        from then on is tried first (these costs led nowhere with this suffix).
+        a full search (``search`` ≥ ``SEARCH_NODES``) or with ``escalate`` (a token's check
+        searching again), the ``strict`` planner, if any — which from then on is tried
+        first (these costs led nowhere with this suffix).
 
         Raises
         ------
@@ -120,7 +121,7 @@ class PlanSearch:
             if ids is None and search > 0:
                 text = self.search_text(st, walk, complete, view, search)
                 ids = self._checked(st, text, walk, complete)
-        if ids is None and sp is None and self.strict is not None and full:
+        if ids is None and sp is None and self.strict is not None and (full or escalate):
             # the strict planner's costs, where these were too optimistic to lead anywhere
             self._strict = sp = self.strict()
             with contextlib.suppress(NoCompletionError):

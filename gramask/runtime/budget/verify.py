@@ -29,6 +29,13 @@ __all__ = ["CompletionPool", "VerifiedTokens", "WalkedConstraint", "WalkedVerifi
 # a group of at least _LARGE tokens searches _DEEP times as many states for its plan
 _LARGE = 1024
 _DEEP = 16
+# a state whose plan search failed searches again, _RETRY_DEEP times as many states and with
+# the suffix-aware (strict) costs of fill-in-the-middle, at most _RETRIES times a step: a
+# completion that needs a detour the costs do not foresee (closing a parenthesis the token
+# opened before the step's own route fits again; `WITH` where the plan was `with`) is found
+# by a deeper search, and a step forbids only what its first few retries could not admit
+_RETRIES = 8
+_RETRY_DEEP = 4
 
 S = TypeVar("S", bound=RunState)
 
@@ -152,6 +159,7 @@ class WalkedVerifier(Generic[S]):
         self._rests: dict[int, tuple[int, ...] | None] = {}
         self._pads: list[tuple[int, ...]] | None = None  # :meth:`_by_pad`'s candidates
         self.plans: int = c.MAX_PLANS
+        self.retries = _RETRIES
         self.pool = pool  # None: no pooled candidates
         self.key = key
         self.norm = norm
@@ -226,7 +234,8 @@ class WalkedVerifier(Generic[S]):
                     return cand
         return None
 
-    def _plan(self, s: S, search: int, pooled: bool = True) -> tuple[int, ...] | None:
+    def _plan(self, s: S, search: int, pooled: bool = True, escalate: bool = False,
+              ) -> tuple[int, ...] | None:
         """The step plan's text or (``pooled``) a pooled completion if one walks to an end
         from ``s``; else a plan search (at most ``MAX_PLANS`` a step). A plan shared by
         several groups is not taken from the pool: a pooled completion fits what is left but
@@ -243,7 +252,7 @@ class WalkedVerifier(Generic[S]):
         try:
             p = self.planner.plan(
                 self.norm(s) if self.norm is not None else s, c._walk, c._complete, c._view,
-                search=search)
+                search=search, escalate=escalate)
         except (NoCompletionError, LimitExceededError):
             return None
         if p is not None and self.pool is not None:
@@ -349,4 +358,7 @@ class WalkedVerifier(Generic[S]):
             if s1 is not None and self.key(s1) == k1:
                 return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
         p = self._plan(s, search)
+        if p is None and self.retries > 0 and self.plans > 0:
+            self.retries -= 1
+            p = self._plan(s, search * _RETRY_DEEP, pooled=False, escalate=True)
         return p if p is not None and len(p) <= self.left else None
