@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from .compiled import CompiledGrammar
 from .errors import BudgetError, GramaskError, NoCompletionError
 from .mask_report import lex_pieces
+from .runtime.core.earley import EXPECTED
 
 __all__ = ["TokenExplanation", "UnknownTokenError", "explain_token", "resolve_token"]
 
@@ -217,4 +218,4 @@ def _expects_after(c: object, head: bytes) -> tuple[str, ...] | None:
             return None
         p = ended
     auto = b.ctx.automaton
-    return tuple(auto.symbols[t] for t in range(auto.num_terminals) if (p.es.expected >> t) & 1)
+    return tuple(auto.symbols[t] for t in range(auto.num_terminals) if (p.es[EXPECTED] >> t) & 1)

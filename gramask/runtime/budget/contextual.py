@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from ..core.constraint import Constraint, LexState
+from ..core.earley import EXPECTED
 from ..core.indentation import BROKEN, FORMFEED, NEWLINE, TAB_UNIT
 from ..limits import memo_size
 from ..memo import BoundedMemo
@@ -96,7 +97,7 @@ class _ContextualPlanSearch(PlanSearch):
         p2 = self.mb.lexeme_end(p, q, carry) if q else p
         if p2 is None:
             return out
-        lex, exp = self.lex, p2.es.expected
+        lex, exp = self.lex, p2.es[EXPECTED]
         seen = set(out)
         for t in range(lex.num_terminals):
             w = lex.spell[t]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 import numpy as np
 
 from ...errors import NoCompletionError
+from ..core.earley import EXPECTED
 from ..core.indentation import BROKEN, TAB_UNIT, advance, indent_text, space_pad, text_carry
 from ..limits import memo_size
 from ..memo import BoundedMemo
@@ -211,7 +212,7 @@ class PlanSearch:
                 return out
         else:
             p2 = p
-        exp = p2.es.expected
+        exp = p2.es[EXPECTED]
         for t in range(lex.num_terminals):
             if t == self.nl_t:
                 if p2.depth > 0 or (q and lex.trans[q, 10] >= 0):
@@ -366,7 +367,7 @@ class PlanSearch:
         lex = self.lex
         best, text = INF, None
         k = self.costs.k_newline(p)
-        exp = p.es.expected
+        exp = p.es[EXPECTED]
         for t in range(lex.num_terminals):
             if not (exp >> t) & 1 and not (t == self.nl_t and p.depth > 0):
                 continue

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.earley import EXPECTED
 from ..core.indentation import TAB_UNIT, columns, indent_text, space_pad, text_carry
 from ..limits import memo_size
 from ..memo import BoundedMemo
@@ -100,7 +101,7 @@ class StateCosts:
         r = self._H.get((p.uid, -1 - k))
         if r is None:
             r = INF
-            exp, lexc = p.es.expected, self.lex.cost
+            exp, lexc = p.es[EXPECTED], self.lex.cost
             for t in range(self.lex.num_terminals):
                 if (exp >> t) & 1 and t != self.nl_t and lexc[t] < INF:
                     r = min(r, int(lexc[t]) + self.grammar.shifted_cost(p.es, t, k))
@@ -119,7 +120,7 @@ class StateCosts:
         if self.lex.ignored[t]:
             here = self.parser_cost(p)
             return here if (t != self.lex.continuation_t or here > 0) else self.nl_cost(0)
-        if (p.es.expected >> t) & 1:
+        if (p.es[EXPECTED] >> t) & 1:
             return self.grammar.shifted_cost(p.es, t, self.k_newline(p))
         return INF
 
@@ -246,7 +247,7 @@ class StateCosts:
         k = self.k_newline(p)
         g = self.glued.get(m)
         if g is None:
-            return self.grammar.shifted_cost(p.es, m, k) if (p.es.expected >> m) & 1 else INF
+            return self.grammar.shifted_cost(p.es, m, k) if (p.es[EXPECTED] >> m) & 1 else INF
         ends, width = g
         best = INF
         for t in ends:
@@ -256,6 +257,6 @@ class StateCosts:
                 p2 = self.ctx.newline(p, top if width is None else width)
             elif not self.lex.ignored[t]:
                 continue
-            if p2 is not None and (p2.es.expected >> m) & 1:
+            if p2 is not None and (p2.es[EXPECTED] >> m) & 1:
                 best = min(best, self.grammar.shifted_cost(p2.es, m, k))
         return best

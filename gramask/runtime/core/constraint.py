@@ -37,6 +37,7 @@ from ...errors import (
     NoCompletionError,
     TokenRejected,
 )
+from .earley import EXPECTED
 from .lexing import walk
 from .masks import MaskBuilder
 from .step_state import LexState, StepState
@@ -460,7 +461,7 @@ class Constraint(Generic[S]):
         b = self._b
         names = b.dfa.terminal_names
         sym = b.ctx.automaton.symbols
-        exp = p.es.expected
+        exp = p.es[EXPECTED]
         could = [names[t] for t in range(len(names)) if b.dfa.winnable[q, t]] if q else []
         return {
             "lexeme_in_progress": bool(q),

@@ -26,6 +26,7 @@ from ...compiler.tables import TokenTables
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_rule import ContextualRule
+from .earley import EXPECTED
 from .parse_state import ParserContext, PState
 from .terminal_sets import VocabTrie, int_of_row, words_of_int, words_of_rows
 
@@ -201,7 +202,7 @@ class ContextualLexer(ContextualRule):
 
     def _follows(self, p: PState) -> bool:
         """May something follow an ignored lexeme ending at ``p`` (or the input end there)?"""
-        return bool(p.es.expected) or self.ctx.finish(p)
+        return bool(p.es[EXPECTED]) or self.ctx.finish(p)
 
     def _plan_extra(self, p: PState) -> bytes | None:
         """What else a plan at ``p`` depends on beyond (allowed set, ``_follows``): nothing

@@ -26,6 +26,7 @@ from ...encoding import bits_of_rows, decode_nl, words_of_bits
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_lexer import ContextualLexer
+from .earley import EXPECTED
 from .indentation import join
 from .parse_state import ParserContext, PState
 
@@ -120,7 +121,7 @@ def walk_row_trie(ctx: ParserContext, num_terminals: int, p: PState, row: _TrieR
 
 def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
                visit: Callable[[PState, int], None], carry: int) -> None:
-    expected = p.es.expected
+    expected = p.es[EXPECTED]
     children = row.children
     for h, child in children[v]:
         if h < nt:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
-from .earley import Automaton, EarleySet
+from .earley import ACCEPTS, EXPECTED, UID, Automaton, EarleySet
 from .indentation import columns
 
 __all__ = ["PState", "ParserContext"]
@@ -74,7 +74,7 @@ class ParserContext:
         self.root = self.make(automaton.root, (0,), 0, True)
 
     def make(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> PState:
-        key = (es.uid, indent, depth, bol)
+        key = (es[UID], indent, depth, bol)
         p = self._interned.young.get(key)
         if p is None:
             p = self._interned.get(key)
@@ -181,7 +181,7 @@ class ParserContext:
 
     def expects(self, p: PState) -> int:
         """Lexer terminals that may come next (bitset), ignored ones included."""
-        bits = p.es.expected | self.ignored_bits
+        bits = p.es[EXPECTED] | self.ignored_bits
         if self.nl_t >= 0 and p.depth > 0:
             bits |= 1 << self.nl_t
         return bits & ((1 << self.num_lexer_terminals) - 1)
@@ -189,7 +189,7 @@ class ParserContext:
     def finish(self, p: PState) -> bool:
         """Would the input end here? (closes the last line and every open block)"""
         if self.nl_t < 0:
-            return p.es.accepts
+            return p.es[ACCEPTS]
         if p.depth > 0:
             return False
         if not p.bol:
@@ -200,4 +200,4 @@ class ParserContext:
         es: EarleySet | None = p.es
         for _ in p.indent[1:]:
             es = self.automaton.advance(es, self.dedent_t) if es is not None else None
-        return es is not None and es.accepts
+        return es is not None and es[ACCEPTS]

@@ -28,6 +28,7 @@ import numpy as np
 from ...compiler.table_rows import select_tokens
 from ...encoding import words_of_bits
 from ..core.contextual_lexer import ContextualLexer
+from ..core.earley import EXPECTED
 from ..core.masks import MaskBuilder, walk_row_trie
 from ..core.parse_state import ParserContext, PState
 from ..core.terminal_sets import words_of_int
@@ -155,7 +156,7 @@ class BoundaryFilter:
 
     def expected(self, p: PState) -> tuple[int, ...]:
         """The boundary markers ``p`` expects."""
-        e = p.es.expected
+        e = p.es[EXPECTED]
         return tuple(m for m, _ in self.boundary if (e >> m) & 1)
 
     def info(self, ms: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -291,7 +292,7 @@ class BoundaryContextualLexer(ContextualLexer):
         """``_class_vectors``' ``ends`` without the boundary markers' terminals."""
         aw = words_of_int(ParserContext.expects(self.ctx, p), self.class_sig_words.shape[1])
         sig = (self.class_sig_words & aw).any(axis=1)
-        if bool(p.es.expected) or self.ctx.finish(p):
+        if bool(p.es[EXPECTED]) or self.ctx.finish(p):
             return np.asarray(sig | self.class_has_ignored)
         return np.asarray(sig)
 

@@ -28,6 +28,7 @@ from ..budget.bounded import BoundedBudget
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
 from ..core.constraint import Constraint, text_bytes
+from ..core.earley import ACCEPTS
 from ..core.indentation import TAB_UNIT, advance, join
 from ..core.lexing import walk
 from ..core.masks import MaskBuilder
@@ -190,7 +191,7 @@ class FimConstraint(FimBase[FimState]):
                 if b.accept[qq] != a:
                     continue
                 p2 = b.ctx.shift(pq, marker)
-                if p2 is None or p2.depth not in br.depths or not p2.es.accepts:
+                if p2 is None or p2.depth not in br.depths or not p2.es[ACCEPTS]:
                     continue
             else:
                 c2 = width if reset else join(carry, width)
@@ -198,7 +199,7 @@ class FimConstraint(FimBase[FimState]):
                 if p2 is None or p2.depth not in br.depths:
                     continue
                 es = adv(p2.es, marker)
-                if es is None or not es.accepts:
+                if es is None or not es[ACCEPTS]:
                     continue
             if not self._tabbed and (not br.assumptions or _holds(br, p2)):
                 return 2

@@ -38,6 +38,7 @@ from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
 from ..core.constraint import text_bytes
 from ..core.contextual_lexer import ContextualLexer
+from ..core.earley import ACCEPTS
 from ..core.indentation import advance
 from ..core.masks import MaskBuilder
 from ..core.parse_state import PState
@@ -113,7 +114,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                 if p2 is None:
                     continue
                 es = adv(p2.es, marker)
-                if es is not None and es.accepts:
+                if es is not None and es[ACCEPTS]:
                     return 1
                 continue
             if q == 0:
@@ -126,11 +127,11 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                 if not (acc >> a) & 1:
                     continue
                 p3 = b.ctx.shift(pq, marker)
-                if p3 is not None and p3.es.accepts:
+                if p3 is not None and p3.es[ACCEPTS]:
                     return 1
             elif acc & cx.ignored_bits:
                 es = adv(pq.es, marker)
-                if es is not None and es.accepts:
+                if es is not None and es[ACCEPTS]:
                     return 1
         return 0
 
