@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import threading
 from array import array
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from ...errors import LimitExceededError
@@ -42,10 +43,11 @@ _MEMO_DEPTH = 64  # nested completion memos built at once, far below Python's re
 #   EXPECTED  bitset of parser terminals some item can shift
 #   ACCEPTS   some item accepts
 #   TOTAL     items along the sets this one was first built from
-#   STATES    item states, int32 bytes (``set_states``)
+#   STATES    item states as int32s (``set_states``), in a bytearray: not a GC object, and
+#             unhashable, so that hashing a set by value (its origins nest, the hash would
+#             walk them all) fails at once: key sets by ``es[UID]``
 #   es[ORIGINS:]  origin set per item, None = this set
-# Never hash or compare sets by value (origins nest): key them by ``es[UID]``.
-EarleySet: TypeAlias = "tuple[int, int, bool, int, bytes, *tuple[EarleySet | None, ...]]"
+EarleySet: TypeAlias = "tuple[int, int, bool, int, bytearray, *tuple[EarleySet | None, ...]]"
 UID: Final = 0
 EXPECTED: Final = 1
 ACCEPTS: Final = 2
@@ -93,6 +95,14 @@ class Automaton:
             self.goto_n.append(tuple(n_moves))
             self.term_bits.append(bits)
         self.goto_nd = [dict(moves) for moves in self.goto_n]
+        # symbol → {state: target}: the moves of a set's items over one symbol are then one
+        # C-level ``map`` over its states (see ``_moves``)
+        by_symbol: list[dict[int, int]] = [
+            {} for _ in range(max(len(self.symbols), max(gs, default=-1) + 1))]
+        for s in range(n):
+            for e in range(gi[s], gi[s + 1]):
+                by_symbol[gs[e]][s] = gt[e]
+        self._by_symbol: list[dict[int, int]] | None = by_symbol
         self.completed = [tuple(cl[ci[s] : ci[s + 1]]) for s in range(n)]
         self.nonkernel = pt.nonkernel.tolist()
         self.accepting = pt.accepting.tolist()
@@ -121,6 +131,18 @@ class Automaton:
         self.root = self._close([(pt.start_state, None)])
 
     # ---------------------------------------------------------------- building
+    _by_symbol: list[dict[int, int]] | None = None  # None: states built on demand
+
+    def _moves(self, es: EarleySet, symbol: int, table: list[dict[int, int]]
+               ) -> Iterable[int | None]:
+        """Per item of ``es``, the target of its state's move over ``symbol`` (None: it has
+        none). ``table`` (``goto_t`` or ``goto_nd``) serves automata whose states are built
+        on demand."""
+        by = self._by_symbol
+        if by is not None:
+            return map(by[symbol].get, array("i", es[STATES]))
+        return [table[s].get(symbol) for s in array("i", es[STATES])]
+
     def _completion(self, o: EarleySet, a: int, depth: int = 0
                     ) -> dict[int, EarleySet | None]:
         """The items (key -> origin, see ``_close``) that completing nonterminal ``a`` into set
@@ -157,8 +179,7 @@ class Automaton:
         seen = {(o[UID], a)}
         while todo:
             x, b = todo.pop()
-            for s, k in zip(array("i", x[STATES]), x[ORIGINS:], strict=True):
-                t = goto_nd[s].get(b)
+            for t, k in zip(self._moves(x, b, goto_nd), x[ORIGINS:], strict=True):
                 if t is None:
                     continue
                 if k is None:
@@ -244,7 +265,7 @@ class Automaton:
             if accepting[s]:
                 accepts = True
         es: EarleySet = (next(self._uids), expected, accepts, base + n,
-                         array("i", states).tobytes(), *[items[k] for k in keys])
+                         bytearray(array("i", states)), *[items[k] for k in keys])
         self._interned.put(set_key, es)  # sharing is an optimisation; forgotten sets stay valid
         return es
 
@@ -259,12 +280,9 @@ class Automaton:
             r = memo.get(mkey, MISSING)
         if r is not MISSING:
             return r
-        seeds: list[tuple[int, EarleySet | None]] = []
-        goto_t = self.goto_t
-        for s, o in zip(array("i", es[STATES]), es[ORIGINS:], strict=True):
-            t = goto_t[s].get(terminal)
-            if t is not None:
-                seeds.append((t, es if o is None else o))
+        seeds: list[tuple[int, EarleySet | None]] = [(t, es if o is None else o)
+                 for t, o in zip(self._moves(es, terminal, self.goto_t), es[ORIGINS:], strict=True)
+                 if t is not None]
         res = self._close(seeds, es[TOTAL])
         memo.put(mkey, res)
         return res

@@ -47,7 +47,7 @@ from ...errors import InvalidSuffixError, LimitExceededError
 from ...grammar import Grammar, RuleSpec
 from ..core.earley import ACCEPTS, EXPECTED, UID, Automaton, EarleySet, set_items
 from ..core.masks import MaskBuilder
-from ..core.parse_state import ParserContext, PState
+from ..core.parse_state import ES, ParserContext, PState
 from ..limits import RuntimeLimits, memo_size
 from ..memo import BoundedMemo
 from .suffix_lexing import Branch
@@ -65,7 +65,7 @@ class QuotientContext(ParserContext):
     boundary: tuple[tuple[int, int], ...] = ()
 
     def finish(self, p: PState) -> bool:
-        es = p.es
+        es = p[ES]
         for m in self.markers:
             if (es[EXPECTED] >> m) & 1:
                 e2 = self.automaton.advance(es, m)
@@ -77,7 +77,7 @@ class QuotientContext(ParserContext):
         """As the original's, plus the terminal of each boundary marker ``p`` expects: a
         lexeme in progress that can become it may be the one the suffix continues."""
         bits = super().expects(p)
-        expected = p.es[EXPECTED]
+        expected = p[ES][EXPECTED]
         for m, a in self.boundary:
             if (expected >> m) & 1:
                 bits |= 1 << a
