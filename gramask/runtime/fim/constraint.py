@@ -83,7 +83,7 @@ class FimConstraint(FimBase[FimState]):
         v = self._quotient_end(st)
         if v != 1:
             return v == 2  # the quotient's verdict, exact
-        key = (q, carry, po)
+        key = (q, carry, po[PUID])
         r = self._ends.get(key)
         if r is None:
             with gc_paused():  # as in setup: the walk builds long-lived parser states
@@ -340,7 +340,7 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     short = equivalent_prefix(ob, plain._initial_state(), pdata, tab)
     octx = ob.ctx
     lexing = lex_suffix(
-        ob, sdata, tab=tab, prefix_indent=plain._history[-1][2].indent,
+        ob, sdata, tab=tab, prefix_indent=plain._history[-1][2][INDENT],
         open_brackets=octx.open_brackets, close_brackets=octx.close_brackets,
         indent_t=octx.indent_t, dedent_t=octx.dedent_t,
     )

@@ -89,11 +89,11 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
     def _complete(self, st: CtxFimState) -> bool:
         if not self._quotient_end(st):
             return False
-        key = (st[3], st[4], st[5])
+        key = (st[3], st[4], st[5][PUID])
         r = self._ends.get(key)
         if r is None:
             with gc_paused():  # as in setup: the walk builds long-lived parser states
-                r = self._suffix_completes(*key)
+                r = self._suffix_completes(st[3], st[4], st[5])
             if len(self._ends) >= self.MAX_ENDS:
                 self._ends.clear()
             self._ends[key] = r
