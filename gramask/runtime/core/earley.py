@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ...compiler.parse_tables import ParseTables
 
 __all__ = ["ACCEPTS", "EXPECTED", "ORIGINS", "STATES", "TOTAL", "UID", "Automaton",
-           "EarleySet", "set_items", "set_states"]
+           "EarleySet", "set_items"]
 
 _MEMO_DEPTH = 64  # nested completion memos built at once, far below Python's recursion limit
 
@@ -38,14 +38,15 @@ _MEMO_DEPTH = 64  # nested completion memos built at once, far below Python's re
 # it holds) stays tracked for life: ~50k sets with their item containers made the full
 # collections of a cold pass the slowest masks. So the item states are bytes (not a GC
 # object) and the origins are the tuple's own tail (no container); an origin is an older
-# set, untracked by the time this one is looked at. Fields (read them by these indices):
+# set, mostly untracked by the time this one is looked at (else a later pass gets both).
+# Fields (read them by these indices):
 #   UID       unique id (0 stands for "this set" in keys)
 #   EXPECTED  bitset of parser terminals some item can shift
 #   ACCEPTS   some item accepts
 #   TOTAL     items along the sets this one was first built from
-#   STATES    item states as int32s (``set_states``), in a bytearray: not a GC object, and
-#             unhashable, so that hashing a set by value (its origins nest, the hash would
-#             walk them all) fails at once: key sets by ``es[UID]``
+#   STATES    item states as int32s (read ``array("i", es[STATES])``) in a bytearray: not a
+#             GC object, and unhashable, so that hashing a set by value (its origins nest,
+#             the hash would walk them all) fails at once: key sets by ``es[UID]``
 #   es[ORIGINS:]  origin set per item, None = this set
 EarleySet: TypeAlias = "tuple[int, int, bool, int, bytearray, *tuple[EarleySet | None, ...]]"
 UID: Final = 0
@@ -54,11 +55,6 @@ ACCEPTS: Final = 2
 TOTAL: Final = 3
 STATES: Final = 4
 ORIGINS: Final = 5
-
-
-def set_states(es: EarleySet) -> array[int]:
-    """The item states of ``es``, in item order (its origins are ``es[ORIGINS:]``)."""
-    return array("i", es[STATES])
 
 
 def set_items(es: EarleySet) -> tuple[tuple[int, EarleySet | None], ...]:
