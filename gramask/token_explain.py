@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from .compiled import CompiledGrammar
 from .errors import BudgetError, GramaskError, NoCompletionError
 from .mask_report import lex_pieces
+from .runtime.core.earley import EXPECTED
+from .runtime.core.parse_state import ES
 
 __all__ = ["TokenExplanation", "UnknownTokenError", "explain_token", "resolve_token"]
 
@@ -217,4 +219,4 @@ def _expects_after(c: object, head: bytes) -> tuple[str, ...] | None:
             return None
         p = ended
     auto = b.ctx.automaton
-    return tuple(auto.symbols[t] for t in range(auto.num_terminals) if (p.es.expected >> t) & 1)
+    return tuple(auto.symbols[t] for t in range(auto.num_terminals) if (p[ES][EXPECTED] >> t) & 1)

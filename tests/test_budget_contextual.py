@@ -19,6 +19,7 @@ import pytest
 
 import gramask
 from gramask.grammar import Grammar
+from gramask.runtime.core.parse_state import PUID
 
 from .test_budget import _walk_budget
 from .test_contextual import ASSIGN, BINARY, CONFIG, KEYWORDS
@@ -52,7 +53,7 @@ class _Exact:
         return need is not None and need <= k
 
     def fewest(self, st: tuple, cap: int) -> int | None:
-        key = (st[0], st[1], st[2].uid)
+        key = (st[0], st[1], st[2][PUID])
         if key in self.memo:
             return self.memo[key]
         frontier, seen, out = [st], {key}, None
@@ -66,7 +67,7 @@ class _Exact:
                     r = self.c._walk(s, t)
                     if isinstance(r, int):
                         continue
-                    k = (r[0], r[1], r[2].uid)
+                    k = (r[0], r[1], r[2][PUID])
                     if k not in seen:
                         seen.add(k)
                         nxt.append(r)
@@ -352,7 +353,7 @@ def test_vectorised_grouping_matches_real_walks(name: str) -> None:
                 for t in rnd.sample(members.tolist(), min(8, members.size)):
                     s = c._walk(st, v.token_bytes(t))
                     assert not isinstance(s, int)
-                    assert (s[0], pl.norm_carry(s), s[2].uid) == (fq, fc, fp.uid)
+                    assert (s[0], pl.norm_carry(s), s[2][PUID]) == (fq, fc, fp[PUID])
                     checked += 1
             ids = np.flatnonzero(c.allowed())
             ids = ids[ids != v.eos_token_id]

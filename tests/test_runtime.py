@@ -361,3 +361,35 @@ def test_comment_at_end_of_input_is_complete():
     cg = compiled("python", "deepseek-v4")
     c = cg.constraint("x = 1  # done")
     assert c.is_complete() and c.allowed()[cg.vocab.eos_token_id]
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_parser_states_leave_the_garbage_collector(lexer: str) -> None:
+    """Earley sets and parser states are exact tuples of atoms and older such tuples, so
+    CPython's cyclic GC stops tracking them after a collection: tens of thousands of them,
+    built by cold masks, must not make every later full collection slower (the slowest cold
+    masks were full collections). A class instance, or a list inside one, would stay tracked."""
+    import gc
+
+    from gramask.runtime.core.earley import ORIGINS
+    from gramask.runtime.core.parse_state import ES
+
+    cg, vocab = tiny("start: \"(\" start \")\" | \"x\" (\",\" \"x\")*", ["(", ")", "x", ",", "x,"],
+                     lexer=lexer)
+    c = cg.constraint()
+    for t in ["(", "(", "x,", "x", ")", ")"]:
+        c.allowed()
+        c.advance(vocab.token_id(t))
+    def tracked() -> list[object]:
+        out: list[object] = []
+        for _q, _carry, p in c._history:
+            out += [x for x in (p, p[ES], *p[ES][ORIGINS:]) if gc.is_tracked(x)]
+        return out
+
+    for _ in range(2 * len(c._history) + 2):  # a tuple met before its members waits for the
+        if not tracked():  # next pass: one pass per level at worst
+            break
+        gc.collect()
+    assert not tracked()
+    with pytest.raises(TypeError):  # never hashed by value: its origins nest
+        hash(c._history[-1][2])

@@ -24,6 +24,8 @@ import pytest
 
 import gramask
 from gramask import RuntimeLimits
+from gramask.runtime.core.earley import ORIGINS, UID
+from gramask.runtime.core.parse_state import ES, PUID
 
 from ._support import compiled, hf_tokenizer
 
@@ -124,16 +126,16 @@ def _ids_shared(histories: list[list[Any]]) -> tuple[int, int, int]:
     shared_states = shared_sets = 0
     for history in histories:
         for _q, _carry, p in history:
-            if states.setdefault(p.uid, p) is not p:
+            if states.setdefault(p[PUID], p) is not p:
                 shared_states += 1
-            todo = [p.es]
+            todo = [p[ES]]
             while todo:
                 es = todo.pop()
-                known = sets.setdefault(es.uid, es)
+                known = sets.setdefault(es[UID], es)
                 if known is not es:
                     shared_sets += 1
                     continue
-                todo.extend(o for o in es.origins if o is not None and o.uid not in sets)
+                todo.extend(o for o in es[ORIGINS:] if o is not None and o[UID] not in sets)
     return len(states), shared_states, shared_sets
 
 

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from ..core.constraint import Constraint, LexState
+from ..core.earley import EXPECTED
 from ..core.indentation import BROKEN, FORMFEED, NEWLINE, TAB_UNIT
+from ..core.parse_state import ES, PUID
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .grammar_costs import Rules
@@ -96,7 +98,7 @@ class _ContextualPlanSearch(PlanSearch):
         p2 = self.mb.lexeme_end(p, q, carry) if q else p
         if p2 is None:
             return out
-        lex, exp = self.lex, p2.es.expected
+        lex, exp = self.lex, p2[ES][EXPECTED]
         seen = set(out)
         for t in range(lex.num_terminals):
             w = lex.spell[t]
@@ -147,7 +149,7 @@ class ContextualBudgetPlanner(BudgetPlanner):
         return s if c == s[1] else (s[0], c, s[2])
 
     def state_key(self, s: LexState) -> tuple[int, ...]:
-        return (s[0], self.norm_carry(s), s[2].uid)
+        return (s[0], self.norm_carry(s), s[2][PUID])
 
     def live_under(self, p: PState) -> np.ndarray:
         """Per lexer state: does some terminal the parser at ``p`` allows stay alive there?"""
@@ -170,7 +172,7 @@ class ContextualBudgetPlanner(BudgetPlanner):
         cx = self.cx
         nl = cx.nl_t
         track = nl >= 0
-        key = (q, carry if track else 0, p.uid)
+        key = (q, carry if track else 0, p[PUID])
         r = self._groups.get(key)
         if r is not None:
             return r
@@ -184,7 +186,7 @@ class ContextualBudgetPlanner(BudgetPlanner):
         cs = np.full(n_all, carry if track else 0, dtype=np.int64)
         alive = np.ones(n_all, dtype=bool)
         vert: list[PState] = [p]
-        vid = {p.uid: 0}
+        vid = {p[PUID]: 0}
         lu = [self.live_under(p)]
         S = self._trans.shape[0]
         trans = self._trans
@@ -200,9 +202,9 @@ class ContextualBudgetPlanner(BudgetPlanner):
                 if p2 is None:
                     r = -1
                 else:
-                    r = vid.get(p2.uid, -1)
+                    r = vid.get(p2[PUID], -1)
                     if r < 0:
-                        r = vid[p2.uid] = len(vert)
+                        r = vid[p2[PUID]] = len(vert)
                         vert.append(p2)
                         lu.append(self.live_under(p2))
                 ends[k] = r
@@ -333,7 +335,7 @@ class ContextualBudgetConstraint(Constraint[LexState]):
             over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
             order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
             for s, members in (groups[i] for i in order):
-                done = ver.state(s, s[2].uid, self._vocab.token_bytes(int(members[0])),
+                done = ver.state(s, s[2][PUID], self._vocab.token_bytes(int(members[0])),
                                  members.size)
                 if done is not None:
                     rec.add(members, done)
@@ -352,7 +354,7 @@ class ContextualBudgetConstraint(Constraint[LexState]):
             s = self._walk(st, vocab.token_bytes(int(members[0])))
             # the vectorised walk and the real one agree (tests pin it); if they ever
             # did not, the group is dropped: never admitted on a guess
-            if not isinstance(s, int) and s[0] == fq and s[2].uid == fp.uid \
+            if not isinstance(s, int) and s[0] == fq and s[2][PUID] == fp[PUID] \
                     and pl.norm_carry(s) == fc:
                 out.append(((fq, fc, fp), members))
         return out

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from ..core.earley import UID, set_items
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .spelling import INF
@@ -268,7 +269,7 @@ class GrammarCosts:
         input once it is completed with origin ``o``. One shortest-path problem per set: the
         kernel items (origins earlier, solved first) give start values, the set's own
         predictions are edges between its nonterminals (Dijkstra; costs are ≥ 0)."""
-        key = (o.uid, k)
+        key = (o[UID], k)
         r = self._W.get(key)
         if r is not None:
             return r
@@ -276,7 +277,7 @@ class GrammarCosts:
         base: dict[int, int] = {}
         edges: dict[int, list[tuple[int, int]]] = {}
         goto_n = self.automaton.goto_n
-        for s, origin in o.items:
+        for s, origin in set_items(o):
             for a, t in goto_n[s]:
                 kn, kt, _ = self.kernel(t, k)
                 best = base.get(a, INF)
@@ -318,13 +319,13 @@ class GrammarCosts:
     def set_free(self, o: EarleySet, k: int) -> frozenset[int]:
         """The nonterminals whose completion with origin ``o`` lets the input end with only
         free symbols (the end of input's newline and dedents) after it."""
-        r = self._Wz.get(o.uid)
+        r = self._Wz.get(o[UID])
         if r is not None:
             return r
         free: set[int] = set()
         same: dict[int, list[int]] = {}  # b → a: a is free once b is
         goto_n = self.automaton.goto_n
-        for s, origin in o.items:
+        for s, origin in set_items(o):
             for a, t in goto_n[s]:
                 _, _, kz = self.kernel(t, k)  # the free sets do not depend on k
                 if origin is None:
@@ -343,7 +344,7 @@ class GrammarCosts:
                     free.add(a)
                     work.append(a)
         out = frozenset(free)
-        self._Wz.put(o.uid, out)
+        self._Wz.put(o[UID], out)
         return out
 
     def _items_cost(self, es: EarleySet, items: Iterable[tuple[int, EarleySet | None]], k: int) -> int:
@@ -361,28 +362,28 @@ class GrammarCosts:
 
     def earley_cost(self, es: EarleySet, k: int) -> int:
         """Fewest tokens of terminals that complete the input from set ``es``."""
-        key = (es.uid, k)
+        key = (es[UID], k)
         r = self._H.get(key)
         if r is not None:
             return r
         # kernel items only: predictions (origin None, some item's partner state) finish
         # through the items that predicted them
         nk = self.automaton.nonkernel
-        partners = {nk[s] for s, _ in es.items}
-        items = [(s, o) for s, o in es.items if not (o is None and s in partners)]
+        partners = {nk[s] for s, _ in set_items(es)}
+        items = [(s, o) for s, o in set_items(es) if not (o is None and s in partners)]
         r = self._items_cost(es, items, k)
         self._H.put(key, r)
         return r
 
     def shifted_cost(self, es: EarleySet, terminal: int, k: int) -> int:
         """``earley_cost`` of the set after shifting ``terminal``, without building it."""
-        key = (es.uid, terminal, k)
+        key = (es[UID], terminal, k)
         r = self._shifted.get(key)
         if r is not None:
             return r
         goto_t = self.automaton.goto_t
         items = []
-        for s, o in es.items:
+        for s, o in set_items(es):
             t = goto_t[s].get(terminal)
             if t is not None:
                 items.append((t, es if o is None else o))

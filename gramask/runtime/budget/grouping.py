@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core.indentation import TAB_UNIT, text_carry
 from ..core.masks import walk_row_trie
+from ..core.parse_state import PUID
 from ..limits import memo_size
 from ..memo import BoundedMemo
 
@@ -245,7 +246,7 @@ class StepGrouping:
         :meth:`step_units` is the same grouping without per-token vectors). Only meaningful
         where the grammar mask allows the token. Memoised."""
         mb = self.mb
-        ckey = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
+        ckey = (p[PUID], q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
         r = self._vec.get(ckey)
         if r is not None:
             return r
@@ -299,7 +300,7 @@ class StepGrouping:
         the README) then costs the trie walk and the groups' bounds, and no token's entry;
         the tokens of a group are gathered only where the budget cuts it. Memoised."""
         mb = self.mb
-        key = (p.uid, q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
+        key = (p[PUID], q, carry if mb.nl_live is not None and mb.nl_live[q] else 0)
         r = self._units.get(key)
         if r is not None:
             return r

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 import numpy as np
 
 from ...errors import NoCompletionError
+from ..core.earley import EXPECTED
 from ..core.indentation import BROKEN, TAB_UNIT, advance, indent_text, space_pad, text_carry
+from ..core.parse_state import DEPTH, ES, INDENT, PUID
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .runstate import Complete, LexState, RunState, View, Walk
@@ -193,9 +195,9 @@ class PlanSearch:
                 w = lex.witness(q, t)
                 if w:
                     out.append(w)
-            if self._nl_live[q] and p.depth == 0:
-                top = p.indent[-1] if p.indent else 0
-                for level in sorted({*p.indent, top + 1, top + 4}):
+            if self._nl_live[q] and p[DEPTH] == 0:
+                top = p[INDENT][-1] if p[INDENT] else 0
+                for level in sorted({*p[INDENT], top + 1, top + 4}):
                     d = space_pad(carry, level)
                     if d:
                         out.append(b" " * d)
@@ -212,18 +214,18 @@ class PlanSearch:
                 return out
         else:
             p2 = p
-        exp = p2.es.expected
+        exp = p2[ES][EXPECTED]
         for t in range(lex.num_terminals):
             if t == self.nl_t:
-                if p2.depth > 0 or (q and lex.trans[q, 10] >= 0):
+                if p2[DEPTH] > 0 or (q and lex.trans[q, 10] >= 0):
                     continue
                 if not self.has_indent:
                     if (exp >> t) & 1:
                         out.append(b"\n")
                     continue
-                top = p2.indent[-1] if p2.indent else 0
+                top = p2[INDENT][-1] if p2[INDENT] else 0
                 lead = self.lead
-                for width in sorted({*p2.indent, top + 1, top + 4}):
+                for width in sorted({*p2[INDENT], top + 1, top + 4}):
                     out.append(b"\n" + indent_text(width))
                     if 0 < lead <= width and lead % TAB_UNIT <= width % TAB_UNIT:
                         out.append(b"\n" + indent_text(width - lead))
@@ -356,7 +358,7 @@ class PlanSearch:
 
     def _nl_pad(self, p: PState, carry: int) -> bytes:
         """The bytes that end a newline lexeme at ``carry`` the cheapest way."""
-        if p.depth > 0:
+        if p[DEPTH] > 0:
             return b""
         return min(self.costs.newline_options(p, carry), default=(INF, b""))[1]
 
@@ -367,14 +369,14 @@ class PlanSearch:
         lex = self.lex
         best, text = INF, None
         k = self.costs.k_newline(p)
-        exp = p.es.expected
+        exp = p[ES][EXPECTED]
         for t in range(lex.num_terminals):
-            if not (exp >> t) & 1 and not (t == self.nl_t and p.depth > 0):
+            if not (exp >> t) & 1 and not (t == self.nl_t and p[DEPTH] > 0):
                 continue
             if t == self.nl_t:
-                if p.depth > 0 or (prev and lex.trans[prev, 10] >= 0):
+                if p[DEPTH] > 0 or (prev and lex.trans[prev, 10] >= 0):
                     continue
-                for width in sorted({*p.indent, p.indent[-1] + 1}):
+                for width in sorted({*p[INDENT], p[INDENT][-1] + 1}):
                     q = self.ctx.newline(p, width)
                     if q is None:
                         continue
@@ -387,7 +389,7 @@ class PlanSearch:
             glued = lex.glue(prev, t)
             if glued is None:
                 continue
-            c = self.tok.count(glued) + self.costs.grammar.shifted_cost(p.es, t, k)
+            c = self.tok.count(glued) + self.costs.grammar.shifted_cost(p[ES], t, k)
             if c < best:
                 best, text = c, glued
         for m, d in self.costs.boundary.items():
@@ -415,4 +417,4 @@ def _memo_key(q: int, carry: int, st: RunState) -> tuple[int, ...]:
     """A runtime state as a memo key: the view's lexer state and carry, then the rest of the
     state (parser states by their uid; a contextual fill-in-the-middle state also holds the
     original side's lexer state and carry, plain ints)."""
-    return (q, carry, *(x if isinstance(x, int) else x.uid for x in st[2:]))
+    return (q, carry, *(x if isinstance(x, int) else x[PUID] for x in st[2:]))

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.earley import EXPECTED
 from ..core.indentation import TAB_UNIT, columns, indent_text, space_pad, text_carry
+from ..core.parse_state import BOL, DEPTH, ES, INDENT, PUID
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .spelling import INF
@@ -76,9 +78,9 @@ class StateCosts:
     def k_newline(self, p: PState) -> int:
         """The cost charged per newline lexeme from ``p``: the dearest of the widths a
         completion from here can use (the open levels and up to eight more)."""
-        top = p.indent[-1] if self.has_indent else 0
+        top = p[INDENT][-1] if self.has_indent else 0
         cap = max(top % TAB_UNIT + 8, 64)
-        bases = tuple(sorted({e - e % TAB_UNIT for e in p.indent})) if self.has_indent else (0,)
+        bases = tuple(sorted({e - e % TAB_UNIT for e in p[INDENT]})) if self.has_indent else (0,)
         k = self._k_by_top.get((cap, bases))
         if k is None:
             k = self._k_by_top[(cap, bases)] = max(
@@ -92,42 +94,42 @@ class StateCosts:
         if self.ctx.finish(p):
             return 0
         k = self.k_newline(p)
-        if not (self.has_indent and p.bol and p.depth == 0):
-            return self.grammar.earley_cost(p.es, k)
+        if not (self.has_indent and p[BOL] and p[DEPTH] == 0):
+            return self.grammar.earley_cost(p[ES], k)
         # Right after a newline lexeme the indentation it made is final: an INDENT or DEDENT
         # the parser still expects cannot come before another statement, and another newline
         # would have been part of that lexeme. So the next lexeme is a plain terminal.
-        r = self._H.get((p.uid, -1 - k))
+        r = self._H.get((p[PUID], -1 - k))
         if r is None:
             r = INF
-            exp, lexc = p.es.expected, self.lex.cost
+            exp, lexc = p[ES][EXPECTED], self.lex.cost
             for t in range(self.lex.num_terminals):
                 if (exp >> t) & 1 and t != self.nl_t and lexc[t] < INF:
-                    r = min(r, int(lexc[t]) + self.grammar.shifted_cost(p.es, t, k))
-            self._H.put((p.uid, -1 - k), r)
+                    r = min(r, int(lexc[t]) + self.grammar.shifted_cost(p[ES], t, k))
+            self._H.put((p[PUID], -1 - k), r)
         return r
 
     def after_terminal(self, p: PState, t: int) -> int:
         """Tokens needed once a lexeme of lexer terminal ``t`` ends at ``p`` (INF where the
         parser cannot take it); the newline terminal bounded over every indentation width."""
         if t == self.nl_t:
-            r = self._nlb.get(p.uid)
+            r = self._nlb.get(p[PUID])
             if r is None:
                 r = self._newline_bound(p)
-                self._nlb.put(p.uid, r)
+                self._nlb.put(p[PUID], r)
             return r
         if self.lex.ignored[t]:
             here = self.parser_cost(p)
             return here if (t != self.lex.continuation_t or here > 0) else self.nl_cost(0)
-        if (p.es.expected >> t) & 1:
-            return self.grammar.shifted_cost(p.es, t, self.k_newline(p))
+        if (p[ES][EXPECTED] >> t) & 1:
+            return self.grammar.shifted_cost(p[ES], t, self.k_newline(p))
         return INF
 
     def newline_cost(self, p: PState, carry: int) -> int:
         """Tokens to complete once a newline lexeme whose last line is ``carry`` wide so far
         ends: spaces may still be added to reach an open level (or one deeper), or a fresh
         line started."""
-        if p.depth > 0:
+        if p[DEPTH] > 0:
             return self.parser_cost(p)
         return min(self.newline_options(p, carry), default=(INF, b""))[0]
 
@@ -135,7 +137,7 @@ class StateCosts:
         """(tokens to complete, bytes that extend the newline lexeme) per way to end it."""
         ctx = self.ctx
         out = []
-        levels = sorted({*p.indent, p.indent[-1] + 1})
+        levels = sorted({*p[INDENT], p[INDENT][-1] + 1})
         for w in sorted({*levels, carry}):
             d = space_pad(carry, w)
             if d is None:
@@ -156,12 +158,12 @@ class StateCosts:
 
     def _newline_bound(self, p: PState) -> int:
         """``newline_cost`` for the worst width a token can leave the lexeme at."""
-        if p.depth > 0 or not self.has_indent:
+        if p[DEPTH] > 0 or not self.has_indent:
             return self.parser_cost(p)
-        top = p.indent[-1]
+        top = p[INDENT][-1]
         col = columns(top, self.ctx.tab_len) or (0, 0)
         widths = set(range(col[0] + 3))
-        for e in p.indent:
+        for e in p[INDENT]:
             base = e - e % TAB_UNIT
             widths.update(base + s for s in range(top % TAB_UNIT + 3))
         return max(self.newline_cost(p, w) for w in widths)
@@ -172,10 +174,10 @@ class StateCosts:
         """Per lexer state in ``states``: tokens to complete from it with the parser at
         ``p`` (a newline lexeme's width taken at its worst). Memoised per parser state as a
         vector over lexer states (-1: not computed yet), filled where asked."""
-        known = self._cls.get(p.uid)
+        known = self._cls.get(p[PUID])
         if known is None:
             known = np.full(self.lex.num_states, -1, dtype=np.int64)
-            self._cls.put(p.uid, known)
+            self._cls.put(p[PUID], known)
         vals: np.ndarray = known[states]
         missing = vals < 0
         if missing.any():
@@ -246,16 +248,16 @@ class StateCosts:
         k = self.k_newline(p)
         g = self.glued.get(m)
         if g is None:
-            return self.grammar.shifted_cost(p.es, m, k) if (p.es.expected >> m) & 1 else INF
+            return self.grammar.shifted_cost(p[ES], m, k) if (p[ES][EXPECTED] >> m) & 1 else INF
         ends, width = g
         best = INF
         for t in ends:
             p2: PState | None = p
-            if t == self.nl_t and p.depth == 0:
-                top = p.indent[-1] if p.indent else 0
+            if t == self.nl_t and p[DEPTH] == 0:
+                top = p[INDENT][-1] if p[INDENT] else 0
                 p2 = self.ctx.newline(p, top if width is None else width)
             elif not self.lex.ignored[t]:
                 continue
-            if p2 is not None and (p2.es.expected >> m) & 1:
-                best = min(best, self.grammar.shifted_cost(p2.es, m, k))
+            if p2 is not None and (p2[ES][EXPECTED] >> m) & 1:
+                best = min(best, self.grammar.shifted_cost(p2[ES], m, k))
         return best

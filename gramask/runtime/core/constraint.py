@@ -37,8 +37,10 @@ from ...errors import (
     NoCompletionError,
     TokenRejected,
 )
+from .earley import EXPECTED
 from .lexing import walk
 from .masks import MaskBuilder
+from .parse_state import DEPTH, ES, INDENT
 from .step_state import LexState, StepState
 
 if TYPE_CHECKING:
@@ -211,7 +213,7 @@ class Constraint(Generic[S]):
         while blank or comment lines before the first statement are fine."""
         b = self._b
         st: S = cast(S, (0, 0, b.ctx.root))  # this class's states are LexStates
-        if b.nl_t >= 0 and b.ctx.automaton.advance(b.ctx.root.es, b.nl_t) is not None:
+        if b.nl_t >= 0 and b.ctx.automaton.advance(b.ctx.root[ES], b.nl_t) is not None:
             r = self._walk(st, b"\n")
             assert not isinstance(r, int)
             st = r
@@ -460,7 +462,7 @@ class Constraint(Generic[S]):
         b = self._b
         names = b.dfa.terminal_names
         sym = b.ctx.automaton.symbols
-        exp = p.es.expected
+        exp = p[ES][EXPECTED]
         could = [names[t] for t in range(len(names)) if b.dfa.winnable[q, t]] if q else []
         return {
             "lexeme_in_progress": bool(q),
@@ -468,8 +470,8 @@ class Constraint(Generic[S]):
             "lexeme_could_be": could,
             "parser_expects": [sym[t] for t in range(b.ctx.automaton.num_terminals)
                                if (exp >> t) & 1],
-            "bracket_depth": p.depth,
-            "indentation": list(p.indent),
+            "bracket_depth": p[DEPTH],
+            "indentation": list(p[INDENT]),
         }
 
     @property

@@ -26,7 +26,8 @@ from ...compiler.tables import TokenTables
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_rule import ContextualRule
-from .parse_state import ParserContext, PState
+from .earley import EXPECTED
+from .parse_state import ES, PUID, ParserContext, PState
 from .terminal_sets import VocabTrie, int_of_row, words_of_int, words_of_rows
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class ContextualLexer(ContextualRule):
         self._special = special
         self._trie: VocabTrie | None = None
         limits = ctx.automaton.limits  # the bounds every memo of this runtime follows
-        self._masks: BoundedMemo[tuple[PState, int, int], np.ndarray] = BoundedMemo(
+        self._masks: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache))
         self.tables = tables
         if tables is not None:
@@ -138,7 +139,7 @@ class ContextualLexer(ContextualRule):
     # ------------------------------------------------------------------ masks
     def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
         """Allowed grammar tokens (bool, shape (V,)); shared: callers copy before writing."""
-        key = (p, q, carry if self.nl_t >= 0 else 0)
+        key = (p[PUID], q, carry if self.nl_t >= 0 else 0)
         m = self._masks.get(key)
         if m is not None:
             return m
@@ -201,7 +202,7 @@ class ContextualLexer(ContextualRule):
 
     def _follows(self, p: PState) -> bool:
         """May something follow an ignored lexeme ending at ``p`` (or the input end there)?"""
-        return bool(p.es.expected) or self.ctx.finish(p)
+        return bool(p[ES][EXPECTED]) or self.ctx.finish(p)
 
     def _plan_extra(self, p: PState) -> bytes | None:
         """What else a plan at ``p`` depends on beyond (allowed set, ``_follows``): nothing
@@ -306,7 +307,9 @@ class ContextualLexer(ContextualRule):
         pk = (key, a, fl) if extra is None else (key, a, fl, extra)
         # large plans (a row's: tens of KB each) are bounded apart, by the row-cache bound
         plans = self._plans if len(nodes) <= _SMALL else self._big_plans
-        plan = plans.get(pk)
+        plan = plans.young.get(pk)
+        if plan is None:
+            plan = plans.get(pk)
         if plan is None:
             plan = self._plan(key, nodes, a, fl, extra)
             plans.put(pk, plan)
@@ -315,12 +318,21 @@ class ContextualLexer(ContextualRule):
             return base
         ok = base.copy()
         shift_any, sub_memo = self.ctx.shift_any, self._sub
+        exp = p[ES][EXPECTED]
         for sh, sel, tkey, ut, inv in groups:
-            p2 = shift_any(p, sh) if sh else p  # only ignored terminals won: nothing to shift
-            if p2 is None:
-                continue
-            skey = (p2.uid, tkey)
-            sub = sub_memo.get(skey)
+            if not sh:
+                p2 = p  # only ignored terminals won: nothing to shift
+            elif exp & sh:
+                nxt = shift_any(p, sh)
+                if nxt is None:
+                    continue
+                p2 = nxt
+            else:
+                continue  # no item shifts any of them: every node of the group dies
+            skey = (p2[PUID], tkey)
+            sub = sub_memo.young.get(skey)
+            if sub is None:
+                sub = sub_memo.get(skey)
             if sub is None:
                 sub = self._eval(p2, tkey, ut)
                 sub_memo.put(skey, sub)

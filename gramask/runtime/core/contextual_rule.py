@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .earley import EXPECTED
 from .indentation import advance
+from .parse_state import ES
 from .step_state import LexState
 from .terminal_sets import int_of_row
 
@@ -108,7 +110,7 @@ class ContextualRule:
             return True
         if not live:
             return False
-        return bool(p.es.expected) or self.ctx.finish(p)
+        return bool(p[ES][EXPECTED]) or self.ctx.finish(p)
 
     def complete(self, p: PState, q: int, carry: int) -> bool:
         if q != 0 and self.cont_t >= 0 and (self.accepting[q] >> self.cont_t) & 1:

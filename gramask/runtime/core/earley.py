@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import TYPE_CHECKING
+from array import array
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from ...errors import LimitExceededError
 from ..limits import RuntimeLimits, memo_size
@@ -24,33 +26,40 @@ from ..memo import MISSING, BoundedMemo
 if TYPE_CHECKING:
     from ...compiler.parse_tables import ParseTables
 
-__all__ = ["Automaton", "EarleySet"]
+__all__ = ["ACCEPTS", "EXPECTED", "ORIGINS", "STATES", "TOTAL", "UID", "Automaton",
+           "EarleySet", "set_items"]
 
 _MEMO_DEPTH = 64  # nested completion memos built at once, far below Python's recursion limit
 
 
-class EarleySet:
-    """One Earley set; never mutated after construction.
+# One Earley set; never mutated after construction. A flat exact tuple, not a class: a cold
+# step builds dozens of sets, and CPython's cyclic GC untracks an exact tuple whose members are
+# atoms or untracked tuples on its first pass, while a class instance (and any tuple or list
+# it holds) stays tracked for life: ~50k sets with their item containers made the full
+# collections of a cold pass the slowest masks. So the item states are bytes (not a GC
+# object) and the origins are the tuple's own tail (no container); an origin is an older
+# set, mostly untracked by the time this one is looked at (else a later pass gets both).
+# Fields (read them by these indices):
+#   UID       unique id (0 stands for "this set" in keys)
+#   EXPECTED  bitset of parser terminals some item can shift
+#   ACCEPTS   some item accepts
+#   TOTAL     items along the sets this one was first built from
+#   STATES    item states as int32s (read ``array("i", es[STATES])``) in a bytearray: not a
+#             GC object, and unhashable, so that hashing a set by value (its origins nest,
+#             the hash would walk them all) fails at once: key sets by ``es[UID]``
+#   es[ORIGINS:]  origin set per item, None = this set
+EarleySet: TypeAlias = "tuple[int, int, bool, int, bytearray, *tuple[EarleySet | None, ...]]"
+UID: Final = 0
+EXPECTED: Final = 1
+ACCEPTS: Final = 2
+TOTAL: Final = 3
+STATES: Final = 4
+ORIGINS: Final = 5
 
-    Items are two parallel tuples, states (ints) and origins, not one tuple per item: a cold
-    step builds dozens of sets, and every container that survives is one more object for
-    each cyclic-GC pass to traverse (a tuple of ints is untracked after its first pass)."""
 
-    __slots__ = ("accepts", "expected", "origins", "states", "total", "uid")
-
-    def __init__(self, uid: int, states: tuple[int, ...],
-                 origins: tuple[EarleySet | None, ...]) -> None:
-        self.uid = uid
-        self.states = states
-        self.origins = origins  # origin EarleySet per item, None = this set
-        self.expected = 0  # bitset of parser terminals some item can shift
-        self.accepts = False
-        self.total = len(states)  # items along the sets this one was first built from
-
-    @property
-    def items(self) -> tuple[tuple[int, EarleySet | None], ...]:
-        """(state, origin) pairs (origin None = this set)."""
-        return tuple(zip(self.states, self.origins, strict=True))
+def set_items(es: EarleySet) -> tuple[tuple[int, EarleySet | None], ...]:
+    """(state, origin) pairs of ``es`` (origin None = this set)."""
+    return tuple(zip(array("i", es[STATES]), es[ORIGINS:], strict=True))
 
 
 class Automaton:
@@ -82,6 +91,14 @@ class Automaton:
             self.goto_n.append(tuple(n_moves))
             self.term_bits.append(bits)
         self.goto_nd = [dict(moves) for moves in self.goto_n]
+        # symbol → {state: target}: the moves of a set's items over one symbol are then one
+        # C-level ``map`` over its states (see ``_moves``)
+        by_symbol: list[dict[int, int]] = [
+            {} for _ in range(max(len(self.symbols), max(gs, default=-1) + 1))]
+        for s in range(n):
+            for e in range(gi[s], gi[s + 1]):
+                by_symbol[gs[e]][s] = gt[e]
+        self._by_symbol: list[dict[int, int]] | None = by_symbol
         self.completed = [tuple(cl[ci[s] : ci[s + 1]]) for s in range(n)]
         self.nonkernel = pt.nonkernel.tolist()
         self.accepting = pt.accepting.tolist()
@@ -110,6 +127,18 @@ class Automaton:
         self.root = self._close([(pt.start_state, None)])
 
     # ---------------------------------------------------------------- building
+    _by_symbol: list[dict[int, int]] | None = None  # None: states built on demand
+
+    def _moves(self, es: EarleySet, symbol: int, table: list[dict[int, int]]
+               ) -> Iterable[int | None]:
+        """Per item of ``es``, the target of its state's move over ``symbol`` (None: it has
+        none). ``table`` (``goto_t`` or ``goto_nd``) serves automata whose states are built
+        on demand."""
+        by = self._by_symbol
+        if by is not None:
+            return map(by[symbol].get, array("i", es[STATES]))
+        return [table[s].get(symbol) for s in array("i", es[STATES])]
+
     def _completion(self, o: EarleySet, a: int, depth: int = 0
                     ) -> dict[int, EarleySet | None]:
         """The items (key -> origin, see ``_close``) that completing nonterminal ``a`` into set
@@ -118,7 +147,7 @@ class Automaton:
         memoised (bounded): every terminal shifted at a position that completes the same
         phrase (an identifier, a number, a closing bracket, ...) reuses it, merged with one
         C-level ``dict.update`` instead of walking the origin chain item by item."""
-        key = (o.uid, a)
+        key = (o[UID], a)
         memo = self._completions
         r = memo.young.get(key)
         if r is None:
@@ -143,16 +172,15 @@ class Automaton:
         # depth: completion memos being built above this one, on this call chain (an
         # argument, not a counter on the automaton: threads have call chains of their own)
         todo = [(o, a)]
-        seen = {(o.uid, a)}
+        seen = {(o[UID], a)}
         while todo:
             x, b = todo.pop()
-            for s, k in zip(x.states, x.origins, strict=True):
-                t = goto_nd[s].get(b)
+            for t, k in zip(self._moves(x, b, goto_nd), x[ORIGINS:], strict=True):
                 if t is None:
                     continue
                 if k is None:
                     k = x
-                key = t | k.uid << ob
+                key = t | k[UID] << ob
                 if key in r:
                     continue  # added with its own completions
                 r[key] = k
@@ -162,8 +190,8 @@ class Automaton:
                 for c in completed[t]:
                     if memo and k is not o:
                         r.update(self._completion(k, c, depth + 1))  # k older: no cycle
-                    elif (k.uid, c) not in seen:
-                        seen.add((k.uid, c))
+                    elif (k[UID], c) not in seen:
+                        seen.add((k[UID], c))
                         todo.append((k, c))
         return r
 
@@ -177,7 +205,7 @@ class Automaton:
         nonkernel = self.nonkernel
         completed = self.completed
         for s, o in seeds:
-            key = s if o is None else s | o.uid << ob
+            key = s if o is None else s | o[UID] << ob
             if key in items:
                 continue
             items[key] = o
@@ -224,9 +252,7 @@ class Automaton:
                 "grammar is too ambiguous for text this long",
                 limit="max_total_items", value=base + n,
             )
-        states = tuple([k & sm for k in keys])
-        es = EarleySet(next(self._uids), states, tuple([items[k] for k in keys]))
-        es.total = base + n
+        states = [k & sm for k in keys]
         expected = 0
         accepts = False
         term_bits, accepting = self.term_bits, self.accepting
@@ -234,29 +260,26 @@ class Automaton:
             expected |= term_bits[s]
             if accepting[s]:
                 accepts = True
-        es.expected = expected
-        es.accepts = accepts
+        es: EarleySet = (next(self._uids), expected, accepts, base + n,
+                         bytearray(array("i", states)), *[items[k] for k in keys])
         self._interned.put(set_key, es)  # sharing is an optimisation; forgotten sets stay valid
         return es
 
     def advance(self, es: EarleySet, terminal: int) -> EarleySet | None:
         """The set after shifting ``terminal``, or None if no item can shift it (memoised)."""
-        if not (es.expected >> terminal) & 1:
+        if not (es[EXPECTED] >> terminal) & 1:
             return None
         memo = self._next
-        mkey = (es.uid, terminal)
+        mkey = (es[UID], terminal)
         r = memo.young.get(mkey, MISSING)
         if r is MISSING:
             r = memo.get(mkey, MISSING)
         if r is not MISSING:
             return r
-        seeds: list[tuple[int, EarleySet | None]] = []
-        goto_t = self.goto_t
-        for s, o in zip(es.states, es.origins, strict=True):
-            t = goto_t[s].get(terminal)
-            if t is not None:
-                seeds.append((t, es if o is None else o))
-        res = self._close(seeds, es.total)
+        seeds: list[tuple[int, EarleySet | None]] = [(t, es if o is None else o)
+                 for t, o in zip(self._moves(es, terminal, self.goto_t), es[ORIGINS:], strict=True)
+                 if t is not None]
+        res = self._close(seeds, es[TOTAL])
         memo.put(mkey, res)
         return res
 
@@ -264,16 +287,16 @@ class Automaton:
         """The set after a lexeme that is every terminal in the bitset ``terminals`` at once:
         the union of the items that can shift any of them (the contextual lexer's ties).
         None if no item can shift any (memoised)."""
-        if not es.expected & terminals:
+        if not es[EXPECTED] & terminals:
             return None
         if not terminals & (terminals - 1):
             return self.advance(es, terminals.bit_length() - 1)
-        mkey = (es.uid, -1 - terminals)
+        mkey = (es[UID], -1 - terminals)
         r = self._next.get(mkey, MISSING)
         if r is not MISSING:
             return r
         seeds: list[tuple[int, EarleySet | None]] = []
-        for s, o in zip(es.states, es.origins, strict=True):
+        for s, o in zip(array("i", es[STATES]), es[ORIGINS:], strict=True):
             for term, t in self.goto_t[s].items():
                 if (terminals >> term) & 1:
                     seeds.append((t, es if o is None else o))
@@ -292,17 +315,17 @@ class Automaton:
         base = 0
         goto_t = self.goto_t
         for es, terminal in shifts:
-            if not (es.expected >> terminal) & 1:
+            if not (es[EXPECTED] >> terminal) & 1:
                 continue
-            base = max(base, es.total)
-            for s, o in zip(es.states, es.origins, strict=True):
+            base = max(base, es[TOTAL])
+            for s, o in zip(array("i", es[STATES]), es[ORIGINS:], strict=True):
                 t = goto_t[s].get(terminal)
                 if t is not None:
                     seeds.append((t, es if o is None else o))
         for es in sets:
-            base = max(base, es.total)
+            base = max(base, es[TOTAL])
             seeds += [(s, es if o is None else o)
-                      for s, o in zip(es.states, es.origins, strict=True)]
+                      for s, o in zip(array("i", es[STATES]), es[ORIGINS:], strict=True)]
         if not seeds:
             return None
         return self._close(seeds, base)

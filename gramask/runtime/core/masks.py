@@ -26,8 +26,9 @@ from ...encoding import bits_of_rows, decode_nl, words_of_bits
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_lexer import ContextualLexer
+from .earley import EXPECTED
 from .indentation import join
-from .parse_state import ParserContext, PState
+from .parse_state import ES, PUID, ParserContext, PState
 
 __all__ = ["MaskBuilder", "walk_row_trie"]
 
@@ -120,7 +121,7 @@ def walk_row_trie(ctx: ParserContext, num_terminals: int, p: PState, row: _TrieR
 
 def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
                visit: Callable[[PState, int], None], carry: int) -> None:
-    expected = p.es.expected
+    expected = p[ES][EXPECTED]
     children = row.children
     for h, child in children[v]:
         if h < nt:
@@ -186,7 +187,7 @@ class MaskBuilder:
         # share the vocabulary-sized scatter (returned copied: callers write to masks)
         self._selected: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(
             memo_size(limits.row_cache))
-        self._masks: BoundedMemo[tuple[PState, int, int], np.ndarray] = BoundedMemo(
+        self._masks: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache)
         )
         self.first_byte = tables.first_byte.astype(np.int64)
@@ -258,7 +259,10 @@ class MaskBuilder:
         an ignored lexeme, or the input may end here.) Vectorised, memoised on ``p``. Whether
         the input may end (``finish``: for an indentation grammar, a newline and dedents
         stepped through the parser) is asked only when it changes the verdict of a class."""
-        r = p.classes_np
+        memo = self.ctx.class_vectors
+        r = memo.young.get(p[PUID])
+        if r is None:
+            r = memo.get(p[PUID])
         if r is None:
             bits = self.ctx.expects(p) & ~self.ctx.ignored_bits
             # all it depends on: thousands of states share a few hundred of these
@@ -272,7 +276,7 @@ class MaskBuilder:
                 self._class_vecs.put(bits, vecs)
             r0, ends = vecs
             r = ends if ends is not None and self.ctx.finish(p) else r0
-            p.classes_np = r
+            memo.put(p[PUID], r)
         return r
 
     def _verdicts(self, p: PState) -> np.ndarray:
@@ -336,7 +340,7 @@ class MaskBuilder:
         callers must copy before writing."""
         if self.contextual is not None:
             return self.contextual.mask(p, q, carry)
-        ckey = (p, q, carry if self.nl_live is not None and self.nl_live[q] else 0)
+        ckey = (p[PUID], q, carry if self.nl_live is not None and self.nl_live[q] else 0)
         m = self._masks.get(ckey)
         if m is not None:
             return m

@@ -11,30 +11,31 @@ from __future__ import annotations
 
 import itertools
 import threading
+from typing import Final, TypeAlias
 
 import numpy as np
 
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
-from .earley import Automaton, EarleySet
+from .earley import ACCEPTS, EXPECTED, UID, Automaton, EarleySet
 from .indentation import columns
 
-__all__ = ["PState", "ParserContext"]
+__all__ = ["BOL", "DEPTH", "ES", "INDENT", "PUID", "PState", "ParserContext"]
 
-
-
-class PState:
-    __slots__ = ("bol", "classes_np", "depth", "es", "indent", "uid")
-
-    def __init__(
-        self, uid: int, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool
-    ) -> None:
-        self.uid = uid
-        self.es = es
-        self.indent = indent  # indentation stack, innermost last
-        self.depth = depth  # bracket depth
-        self.bol = bol  # the last significant terminal was a newline (or none yet)
-        self.classes_np: np.ndarray | None = None  # MaskBuilder.class_vector memo
+# A parser state: an exact tuple, for the reason Earley sets are (see
+# :mod:`gramask.runtime.core.earley`): the GC untracks it after its first pass. Unhashable
+# (its set is): key states by ``p[PUID]``. Fields (read them by these indices):
+#   PUID    unique id within its ParserContext
+#   ES      the Earley set
+#   INDENT  indentation stack, innermost last
+#   DEPTH   bracket depth
+#   BOL     the last significant terminal was a newline (or none yet)
+PState: TypeAlias = tuple[int, EarleySet, tuple[int, ...], int, bool]
+PUID: Final = 0
+ES: Final = 1
+INDENT: Final = 2
+DEPTH: Final = 3
+BOL: Final = 4
 
 
 class ParserContext:
@@ -71,10 +72,13 @@ class ParserContext:
         self._uids = itertools.count(1)  # atomic under the GIL: threads never share a uid
         # held while a missing state is made: threads that meet it get one object
         self._intern_lock = threading.Lock()
+        # MaskBuilder.class_vector per state uid (here, not on the builders: their copies for
+        # fill-in-the-middle share a parser context exactly when they may share this)
+        self.class_vectors: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(n))
         self.root = self.make(automaton.root, (0,), 0, True)
 
     def make(self, es: EarleySet, indent: tuple[int, ...], depth: int, bol: bool) -> PState:
-        key = (es.uid, indent, depth, bol)
+        key = (es[UID], indent, depth, bol)
         p = self._interned.young.get(key)
         if p is None:
             p = self._interned.get(key)
@@ -82,7 +86,7 @@ class ParserContext:
             with self._intern_lock:
                 p = self._interned.get(key)
                 if p is None:
-                    p = PState(next(self._uids), es, indent, depth, bol)
+                    p = (next(self._uids), es, indent, depth, bol)
                     self._interned.put(key, p)
         return p
 
@@ -92,37 +96,39 @@ class ParserContext:
     # ------------------------------------------------------------------ stepping
     def shift(self, p: PState, terminal: int) -> PState | None:
         """Feed one (non-newline, non-ignored) lexer terminal."""
-        key = (p.uid, terminal)
+        if not (p[ES][EXPECTED] >> terminal) & 1:
+            return None  # no item can shift it (not worth a memo entry)
+        key = (p[PUID], terminal)
         memo = self._next
         r = memo.young.get(key, MISSING)
         if r is MISSING:
             r = memo.get(key, MISSING)
         if r is not MISSING:
             return r
-        es = self.automaton.advance(p.es, terminal)
+        es = self.automaton.advance(p[ES], terminal)
         res = None if es is None else self._after(p, es, terminal)
         memo.put(key, res)
         return res
 
     def _after(self, p: PState, es: EarleySet, terminal: int) -> PState:
         """The state after shifting ``terminal`` (Earley set ``es``): bracket depth updated."""
-        depth = p.depth
+        depth = p[DEPTH]
         if terminal in self.open_brackets:
             depth += 1
         elif terminal in self.close_brackets:
             depth = max(0, depth - 1)
-        return self.make(es, p.indent, depth, False)
+        return self.make(es, p[INDENT], depth, False)
 
     def shift_any(self, p: PState, terminals: int) -> PState | None:
         """Feed one lexeme that is every (non-newline, non-ignored) terminal in the bitset
         ``terminals`` at once (a contextual-lexer tie); bracket depth follows the first."""
         if not terminals & (terminals - 1):
             return self.shift(p, terminals.bit_length() - 1)
-        key = (p.uid, -(1 << 40) - terminals)  # newline keys are -1 - width
+        key = (p[PUID], -(1 << 40) - terminals)  # newline keys are -1 - width
         r = self._next.get(key, MISSING)
         if r is not MISSING:
             return r
-        es = self.automaton.advance_any(p.es, terminals)
+        es = self.automaton.advance_any(p[ES], terminals)
         first = (terminals & -terminals).bit_length() - 1
         res = None if es is None else self._after(p, es, first)
         self._remember(key, res)
@@ -139,9 +145,9 @@ class ParserContext:
 
     def newline(self, p: PState, width: int) -> PState | None:
         """Feed a newline lexeme whose last line is indented by ``width``."""
-        if p.depth > 0:
+        if p[DEPTH] > 0:
             return p
-        key = (p.uid, -1 - width)
+        key = (p[PUID], -1 - width)
         r = self._next.get(key, MISSING)
         if r is not MISSING:
             return r
@@ -151,7 +157,7 @@ class ParserContext:
 
     def _newline(self, p: PState, width: int) -> PState | None:
         adv = self.automaton.advance
-        es = adv(p.es, self.nl_t)
+        es = adv(p[ES], self.nl_t)
         if es is None:
             return None
         # CPython's two measures (tabs to the next multiple of tab_len, tabs as 1) must order
@@ -161,7 +167,7 @@ class ParserContext:
         if here is None:
             return None  # a tab after a space
         col, alt = here
-        indent = p.indent
+        indent = p[INDENT]
         top, top_alt = columns(indent[-1], tab) or (0, 0)
         if col > top:
             if alt <= top_alt:
@@ -181,23 +187,23 @@ class ParserContext:
 
     def expects(self, p: PState) -> int:
         """Lexer terminals that may come next (bitset), ignored ones included."""
-        bits = p.es.expected | self.ignored_bits
-        if self.nl_t >= 0 and p.depth > 0:
+        bits = p[ES][EXPECTED] | self.ignored_bits
+        if self.nl_t >= 0 and p[DEPTH] > 0:
             bits |= 1 << self.nl_t
         return bits & ((1 << self.num_lexer_terminals) - 1)
 
     def finish(self, p: PState) -> bool:
         """Would the input end here? (closes the last line and every open block)"""
         if self.nl_t < 0:
-            return p.es.accepts
-        if p.depth > 0:
+            return p[ES][ACCEPTS]
+        if p[DEPTH] > 0:
             return False
-        if not p.bol:
+        if not p[BOL]:
             q = self.newline(p, 0)
             if q is None:
                 return False
             p = q
-        es: EarleySet | None = p.es
-        for _ in p.indent[1:]:
+        es: EarleySet | None = p[ES]
+        for _ in p[INDENT][1:]:
             es = self.automaton.advance(es, self.dedent_t) if es is not None else None
-        return es is not None and es.accepts
+        return es is not None and es[ACCEPTS]

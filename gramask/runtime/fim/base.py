@@ -79,7 +79,7 @@ class FimBase(Constraint[F]):
         _history: list[F] | None = None,
         _chunks: list[bytes] | None = None,
         _finished: bool = False,
-        _shared: dict[tuple[int, int, PState], bool] | None = None,
+        _shared: dict[tuple[int, int, int], bool] | None = None,
         _branches: list[tuple[Branch, int, int]] | None = None,
         _glue: dict[tuple[int, int], tuple[int, int, int] | None] | None = None,
         _ends_at: dict[tuple[int, int], tuple[bool]] | None = None,
@@ -94,7 +94,7 @@ class FimBase(Constraint[F]):
         # the suffix lexing compares indentation widths as numbers, which CPython's two
         # measures do not when tabs or form feeds indent: then only the walk decides
         self._tabbed = ob.nl_t >= 0 and (b"\t" in self._suffix or b"\f" in self._suffix)
-        self._ends: dict[tuple[int, int, PState], bool] = _shared if _shared is not None else {}
+        self._ends: dict[tuple[int, int, int], bool] = _shared if _shared is not None else {}
         # (suffix offset, parser state uid) at a lexeme boundary → verdict; states kept alive
         self._ends_at: dict[tuple[int, int], tuple[bool]] = (
             _ends_at if _ends_at is not None else {})

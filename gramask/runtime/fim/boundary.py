@@ -28,8 +28,9 @@ import numpy as np
 from ...compiler.table_rows import select_tokens
 from ...encoding import words_of_bits
 from ..core.contextual_lexer import ContextualLexer
+from ..core.earley import EXPECTED
 from ..core.masks import MaskBuilder, walk_row_trie
-from ..core.parse_state import ParserContext, PState
+from ..core.parse_state import ES, PUID, ParserContext, PState
 from ..core.terminal_sets import words_of_int
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
@@ -155,7 +156,7 @@ class BoundaryFilter:
 
     def expected(self, p: PState) -> tuple[int, ...]:
         """The boundary markers ``p`` expects."""
-        e = p.es.expected
+        e = p[ES][EXPECTED]
         return tuple(m for m, _ in self.boundary if (e >> m) & 1)
 
     def info(self, ms: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -229,7 +230,7 @@ class BoundaryMaskBuilder(MaskBuilder):
     """The quotient's mask builder (basic lexer mode) with the boundary check."""
 
     boundary: BoundaryFilter
-    _codes_memo: BoundedMemo[PState, np.ndarray]
+    _codes_memo: BoundedMemo[int, np.ndarray]
 
     def _normal(self, p: PState) -> np.ndarray:
         """``class_vector`` without the boundary markers' terminals."""
@@ -242,7 +243,7 @@ class BoundaryMaskBuilder(MaskBuilder):
         return r
 
     def _verdicts(self, p: PState) -> np.ndarray:
-        r = self._codes_memo.get(p)
+        r = self._codes_memo.get(p[PUID])
         if r is None:
             loose = self.class_vector(p)
             ms = self.boundary.expected(p)
@@ -251,7 +252,7 @@ class BoundaryMaskBuilder(MaskBuilder):
                 r[~loose] = 0
             else:
                 r = loose.astype(np.int8)
-            self._codes_memo.put(p, r)
+            self._codes_memo.put(p[PUID], r)
         return r
 
     def end_ok(self, p: PState, q: int) -> bool:
@@ -285,24 +286,24 @@ class BoundaryContextualLexer(ContextualLexer):
     is checked by its class alone)."""
 
     boundary: BoundaryFilter
-    _codes_memo: BoundedMemo[PState, np.ndarray | None]
+    _codes_memo: BoundedMemo[int, np.ndarray | None]
 
     def _normal_ends(self, p: PState) -> np.ndarray:
         """``_class_vectors``' ``ends`` without the boundary markers' terminals."""
         aw = words_of_int(ParserContext.expects(self.ctx, p), self.class_sig_words.shape[1])
         sig = (self.class_sig_words & aw).any(axis=1)
-        if bool(p.es.expected) or self.ctx.finish(p):
+        if bool(p[ES][EXPECTED]) or self.ctx.finish(p):
             return np.asarray(sig | self.class_has_ignored)
         return np.asarray(sig)
 
     def _codes(self, p: PState) -> np.ndarray | None:
         """Verdict codes per class (as :meth:`BoundaryFilter.codes`), None without markers."""
-        known = self._codes_memo.get(p, MISSING)
+        known = self._codes_memo.get(p[PUID], MISSING)
         if known is not MISSING:
             return known
         ms = self.boundary.expected(p)
         r = self.boundary.codes(self._normal_ends(p), ms) if ms else None
-        self._codes_memo.put(p, r)
+        self._codes_memo.put(p[PUID], r)
         return r
 
     def _plan_extra(self, p: PState) -> bytes | None:

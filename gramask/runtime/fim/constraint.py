@@ -28,10 +28,11 @@ from ..budget.bounded import BoundedBudget
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
 from ..core.constraint import Constraint, text_bytes
+from ..core.earley import ACCEPTS
 from ..core.indentation import TAB_UNIT, advance, join
 from ..core.lexing import walk
 from ..core.masks import MaskBuilder
-from ..core.parse_state import PState
+from ..core.parse_state import BOL, DEPTH, ES, INDENT, PUID, PState
 from ..limits import check_suffix_size
 from .base import FimBase, gc_paused, prefix_meets_suffix
 from .boundary import boundary_filter, with_boundary
@@ -57,7 +58,7 @@ class FimConstraint(FimBase[FimState]):
         qs = self._b
         os_ = self._ob
         st: FimState = (0, 0, qs.ctx.root, os_.ctx.root)
-        if os_.nl_t >= 0 and os_.ctx.automaton.advance(os_.ctx.root.es, os_.nl_t) is not None:
+        if os_.nl_t >= 0 and os_.ctx.automaton.advance(os_.ctx.root[ES], os_.nl_t) is not None:
             r = self._walk(st, b"\n")
             if isinstance(r, int):
                 raise InvalidPrefixError("no program fits this suffix", position=0)
@@ -82,7 +83,7 @@ class FimConstraint(FimBase[FimState]):
         v = self._quotient_end(st)
         if v != 1:
             return v == 2  # the quotient's verdict, exact
-        key = (q, carry, po)
+        key = (q, carry, po[PUID])
         r = self._ends.get(key)
         if r is None:
             with gc_paused():  # as in setup: the walk builds long-lived parser states
@@ -116,7 +117,7 @@ class FimConstraint(FimBase[FimState]):
                     break
                 p = p2
                 carry = 0
-                key = (i, p.uid)
+                key = (i, p[PUID])
                 known = memo.get(key)
                 if known is not None:
                     result = known[0]
@@ -190,15 +191,15 @@ class FimConstraint(FimBase[FimState]):
                 if b.accept[qq] != a:
                     continue
                 p2 = b.ctx.shift(pq, marker)
-                if p2 is None or p2.depth not in br.depths or not p2.es.accepts:
+                if p2 is None or p2[DEPTH] not in br.depths or not p2[ES][ACCEPTS]:
                     continue
             else:
                 c2 = width if reset else join(carry, width)
                 p2 = b.lexeme_end(pq, qq, c2, at_eof=br.k == n)
-                if p2 is None or p2.depth not in br.depths:
+                if p2 is None or p2[DEPTH] not in br.depths:
                     continue
-                es = adv(p2.es, marker)
-                if es is None or not es.accepts:
+                es = adv(p2[ES], marker)
+                if es is None or not es[ACCEPTS]:
                     continue
             if not self._tabbed and (not br.assumptions or _holds(br, p2)):
                 return 2
@@ -339,7 +340,7 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     short = equivalent_prefix(ob, plain._initial_state(), pdata, tab)
     octx = ob.ctx
     lexing = lex_suffix(
-        ob, sdata, tab=tab, prefix_indent=plain._history[-1][2].indent,
+        ob, sdata, tab=tab, prefix_indent=plain._history[-1][2][INDENT],
         open_brackets=octx.open_brackets, close_brackets=octx.close_brackets,
         indent_t=octx.indent_t, dedent_t=octx.dedent_t,
     )
@@ -415,7 +416,7 @@ def erase_loops(data: bytes, bounds: list[tuple[int, PState]]) -> bytes:
     conts: list[int] = []
     where: dict[tuple[int, int], int] = {}
     for i, p in bounds:
-        key = (p.uid, data[i])
+        key = (p[PUID], data[i])
         j = where.get(key)
         if j is None:
             where[key] = len(keys)
@@ -439,16 +440,16 @@ def _holds(br: Branch, p: PState) -> bool:
     """Does one of the branch's boundary assumptions hold for the parser state ``p`` at the
     boundary? Then the branch's terminals are exactly the suffix's, and the quotient's
     verdict is exact."""
-    stack = p.indent
+    stack = p[INDENT]
     if stack[-1] >= TAB_UNIT:
         return False  # tabs: the widths below compare as numbers; the walk decides
     for d0, w1, outcome, below, eof_nl in br.assumptions:
-        if d0 != p.depth:
+        if d0 != p[DEPTH]:
             continue
         if w1 is not None and w1 >= TAB_UNIT:
             continue
         if eof_nl is not None:
-            if outcome == len(stack) - 1 and eof_nl == (not p.bol):
+            if outcome == len(stack) - 1 and eof_nl == (not p[BOL]):
                 return True
             continue
         if tuple(e for e in stack if e < w1) != below:
@@ -488,4 +489,4 @@ def _group_keys(planner: BudgetPlanner, tc: TokenGroups, toks: np.ndarray, carry
 
 
 def _key(s: FimState) -> tuple[int, ...]:
-    return (s[0], s[1], s[2].uid, s[3].uid)
+    return (s[0], s[1], s[2][PUID], s[3][PUID])

@@ -38,9 +38,10 @@ from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
 from ..core.constraint import text_bytes
 from ..core.contextual_lexer import ContextualLexer
+from ..core.earley import ACCEPTS
 from ..core.indentation import advance
 from ..core.masks import MaskBuilder
-from ..core.parse_state import PState
+from ..core.parse_state import ES, PUID, PState
 from ..limits import check_suffix_size
 from .base import FimBase, gc_paused, prefix_meets_suffix
 from .boundary import boundary_filter, with_boundary
@@ -88,11 +89,11 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
     def _complete(self, st: CtxFimState) -> bool:
         if not self._quotient_end(st):
             return False
-        key = (st[3], st[4], st[5])
+        key = (st[3], st[4], st[5][PUID])
         r = self._ends.get(key)
         if r is None:
             with gc_paused():  # as in setup: the walk builds long-lived parser states
-                r = self._suffix_completes(*key)
+                r = self._suffix_completes(st[3], st[4], st[5])
             if len(self._ends) >= self.MAX_ENDS:
                 self._ends.clear()
             self._ends[key] = r
@@ -112,8 +113,8 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                 p2 = cx.lexeme_end(pq, q, carry, at_eof=n == 0)
                 if p2 is None:
                     continue
-                es = adv(p2.es, marker)
-                if es is not None and es.accepts:
+                es = adv(p2[ES], marker)
+                if es is not None and es[ACCEPTS]:
                     return 1
                 continue
             if q == 0:
@@ -126,11 +127,11 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                 if not (acc >> a) & 1:
                     continue
                 p3 = b.ctx.shift(pq, marker)
-                if p3 is not None and p3.es.accepts:
+                if p3 is not None and p3[ES][ACCEPTS]:
                     return 1
             elif acc & cx.ignored_bits:
-                es = adv(pq.es, marker)
-                if es is not None and es.accepts:
+                es = adv(pq[ES], marker)
+                if es is not None and es[ACCEPTS]:
                     return 1
         return 0
 
@@ -170,7 +171,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                     result = False
                     break
                 p, carry = p2, 0
-                key = (i, p.uid)
+                key = (i, p[PUID])
                 known = memo.get(key)
                 if known is not None:
                     result = known[0]
@@ -222,7 +223,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
             groups = self._state_groups(st, np.flatnonzero(m & ~rec.keep))
             for i, (s, members) in enumerate(groups[: self.MAX_GROUPS + self.MAX_CHEAP]):
                 data = vocab.token_bytes(int(members[0]))
-                done = (ver.state(s, (s[2].uid, s[5].uid), data, members.size)
+                done = (ver.state(s, (s[2][PUID], s[5][PUID]), data, members.size)
                         if i < self.MAX_GROUPS else ver.cheap(s, data))
                 if done is not None:
                     rec.add(members, done)

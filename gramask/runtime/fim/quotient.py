@@ -45,9 +45,9 @@ from ...compiler.parse_tables import (
 )
 from ...errors import InvalidSuffixError, LimitExceededError
 from ...grammar import Grammar, RuleSpec
-from ..core.earley import Automaton, EarleySet
+from ..core.earley import ACCEPTS, EXPECTED, UID, Automaton, EarleySet, set_items
 from ..core.masks import MaskBuilder
-from ..core.parse_state import ParserContext, PState
+from ..core.parse_state import ES, ParserContext, PState
 from ..limits import RuntimeLimits, memo_size
 from ..memo import BoundedMemo
 from .suffix_lexing import Branch
@@ -65,11 +65,11 @@ class QuotientContext(ParserContext):
     boundary: tuple[tuple[int, int], ...] = ()
 
     def finish(self, p: PState) -> bool:
-        es = p.es
+        es = p[ES]
         for m in self.markers:
-            if (es.expected >> m) & 1:
+            if (es[EXPECTED] >> m) & 1:
                 e2 = self.automaton.advance(es, m)
-                if e2 is not None and e2.accepts:
+                if e2 is not None and e2[ACCEPTS]:
                     return True
         return False
 
@@ -77,7 +77,7 @@ class QuotientContext(ParserContext):
         """As the original's, plus the terminal of each boundary marker ``p`` expects: a
         lexeme in progress that can become it may be the one the suffix continues."""
         bits = super().expects(p)
-        expected = p.es.expected
+        expected = p[ES][EXPECTED]
         for m, a in self.boundary:
             if (expected >> m) & 1:
                 bits |= 1 << a
@@ -446,12 +446,12 @@ def build_quotient(
 
     def need(c: int, o: EarleySet) -> int:
         nonlocal next_id
-        key = (c, o.uid)
+        key = (c, o[UID])
         j = ids.get(key)
         if j is None:
             j = ids[key] = next_id
             next_id += 1
-            names.append(f"{sym[c]}!{o.uid}")
+            names.append(f"{sym[c]}!{o[UID]}")
             work.append((c, o))
         return j
 
@@ -464,10 +464,10 @@ def build_quotient(
         next_id += 1
         names.append(f"#fim{m}")
         base_rules: list[tuple[int, tuple[int, ...]]] = []
-        if e is root or any(o is root and st == base.rev_start for st, o in e.items):
+        if e is root or any(o is root and st == base.rev_start for st, o in set_items(e)):
             # nothing of the suffix reaches the parser (on some path): the program ends here
             base_rules.append((need(start_sym, root), (orig_start, m)))
-        for s, o in e.items:
+        for s, o in set_items(e):
             if o is None:
                 continue
             for lhs, rhs, d in base.rev_items[s]:
@@ -496,8 +496,8 @@ def build_quotient(
         if c == start_sym and o is root:
             found_root = True
             continue
-        cid = ids[(c, o.uid)]
-        for s2, o2 in o.items:
+        cid = ids[(c, o[UID])]
+        for s2, o2 in set_items(o):
             waiting = base.waiting(s2).get(c)
             if waiting is None:
                 continue
@@ -509,7 +509,7 @@ def build_quotient(
         raise InvalidSuffixError(
             "no middle connects the prefix to this suffix: the code after the cursor is not "
             "the end of any program", position=max(bad, 0))
-    qstart = ids[(start_sym, root.uid)]
+    qstart = ids[(start_sym, root[UID])]
     aut = LazyAutomaton(base, list(rules), next_id, [m for _, m, _ in markers], qstart,
                         (*names, "$quotient"), ob.ctx.automaton.limits)
     qb = _builder_for(ob, aut, [m for _, m, a in markers if a < 0],
