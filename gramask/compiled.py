@@ -172,12 +172,6 @@ class CompiledGrammar:
         if suffix is not None:
             check_suffix_size(suffix, limits or self.limits)
             if self.grammar.lexer == "contextual":
-                if self.grammar.indentation is not None:
-                    raise NotImplementedError(
-                        "fill-in-the-middle (suffix=...) for a grammar in the contextual lexer "
-                        "mode with Python-style indentation is not built yet: compile it with "
-                        "Grammar.from_lark(..., lexer='basic')"
-                    )
                 from .runtime.fim.contextual import contextual_fim_constraint
 
                 cbuilder = self._runtime(limits)
