@@ -130,7 +130,8 @@ class CompiledGrammar:
         ones start a new shared runtime (constraints made before keep the old one).
 
         ``prefix`` and ``suffix`` are ``str`` (encoded as UTF-8) or bytes; ``max_tokens`` an
-        ``int >= 0`` or None.
+        ``int >= 0`` or None. A suffix works in both lexer modes, with or without
+        Python-style indentation (docs/semantics.md, "Fill-in-the-middle").
 
         Raises
         ------
@@ -157,9 +158,6 @@ class CompiledGrammar:
         NoCompletionError
             ``max_tokens`` given, but gramask found no completion to plan the budget with
             (a ``RuntimeError``; the same constraint without ``max_tokens`` works).
-        NotImplementedError
-            ``suffix`` with a contextual-mode grammar that has Python-style indentation (not
-            built yet).
         """
         # the same checks on every path, before any work (a suffix=10**8 would otherwise
         # be read as 10**8 NUL bytes)
@@ -172,12 +170,6 @@ class CompiledGrammar:
         if suffix is not None:
             check_suffix_size(suffix, limits or self.limits)
             if self.grammar.lexer == "contextual":
-                if self.grammar.indentation is not None:
-                    raise NotImplementedError(
-                        "fill-in-the-middle (suffix=...) for a grammar in the contextual lexer "
-                        "mode with Python-style indentation is not built yet: compile it with "
-                        "Grammar.from_lark(..., lexer='basic')"
-                    )
                 from .runtime.fim.contextual import contextual_fim_constraint
 
                 cbuilder = self._runtime(limits)

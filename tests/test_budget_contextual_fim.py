@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import gramask
+from gramask.runtime.core.parse_state import PUID
 
 from .test_budget_contextual import _compile_small, _contextual, _lark, _lark_accepts
 from .test_contextual import ASSIGN, KEYWORDS
@@ -29,7 +30,7 @@ SMALL_FIM = [
 ]
 
 
-def _fits(c: gramask.Constraint, k: int, n_tok: int, memo: dict[tuple[object, int], bool]
+def _fits(c: gramask.Constraint, k: int, n_tok: int, memo: dict[tuple[int, ...], bool]
           ) -> bool:
     """Does some sequence of at most ``k`` tokens from ``c``'s state end complete (exact,
     by search over the unbudgeted constraint's walks)?"""
@@ -37,7 +38,8 @@ def _fits(c: gramask.Constraint, k: int, n_tok: int, memo: dict[tuple[object, in
         return True
     if k == 0:
         return False
-    key = (c._history[-1], k)
+    st = c._history[-1]  # (q, carry, parser state) per side; parser states keyed by id
+    key = (st[0], st[1], st[2][PUID], st[3], st[4], st[5][PUID], k)
     r = memo.get(key)
     if r is None:
         r = False
@@ -63,7 +65,7 @@ def test_contextual_fim_budget_masks_are_sound(grammar: str, tokens: list[str],
     allowed = forbidden = walks = 0
     for pre, suf in cuts:
         ref = cg.constraint(pre, suffix=suf)
-        memo: dict[tuple[object, int], bool] = {}
+        memo: dict[tuple[int, ...], bool] = {}
         for budget in (1, 2, 3, 4):
             try:
                 c = cg.constraint(pre, suffix=suf, max_tokens=budget)

@@ -19,9 +19,9 @@ def balanced() -> gramask.CompiledGrammar:
     return gramask.compile(g, v, progress=False)
 
 
-def test_contextual_mode_fim_and_its_one_gap() -> None:
-    """FIM works in the contextual mode (tests/test_fim_contextual.py); with Python-style
-    indentation it is not built yet and says so."""
+def test_contextual_mode_fim() -> None:
+    """FIM works in the contextual mode (tests/test_fim_contextual.py), with Python-style
+    indentation too (tests/test_fim_contextual_indent.py)."""
     g = gramask.Grammar.from_lark(BALANCED, start="start", lexer="contextual")
     v = gramask.Vocabulary.from_tokens([b"0", b"1", b"</s>"], eos_token_id=2)
     cg = gramask.compile(g, v, cache=False, progress=False)
@@ -30,8 +30,8 @@ def test_contextual_mode_fim_and_its_one_gap() -> None:
     py = gramask.grammars.load("python", lexer="contextual")
     small = gramask.Vocabulary.from_tokens([b"x", b"\n", b"</s>"], eos_token_id=2)
     cpy = gramask.compile(py, small, cache=False, progress=False)
-    with pytest.raises(NotImplementedError, match="indentation"):
-        cpy.constraint(prefix="x", suffix="\n")
+    c = cpy.constraint(prefix="x", suffix="\n")
+    assert c.is_complete() and c.allowed()[2] and c.allowed()[0]
 
 
 def _force(c: gramask.Constraint, ids: list[int]) -> gramask.Constraint:

@@ -360,8 +360,10 @@ def lark_checker(grammar: str, lexer: str = "basic") -> Callable[[str], str | No
 
 def _contextual_oracle(cg: gramask.CompiledGrammar, lark_error: Callable[[str], str | None]
                        ) -> Callable[[str], str | None]:
-    """lark's verdict, with its rejections of texts that gramask's prefix-only constraint
-    (the contextual semantics FIM follows) calls complete labelled as a known cause."""
+    """The oracle's verdict (lark's; ``ast.parse`` for Python), with its rejections of texts
+    that gramask's prefix-only constraint (the contextual semantics FIM follows) calls
+    complete labelled as a known cause (for Python: keywords compete with names only where
+    the parser expects both, so ``if = 3`` is a program of the contextual-mode grammar)."""
     def error(text: str) -> str | None:
         e = lark_error(text)
         if e is None:
@@ -382,7 +384,8 @@ def _contextual_oracle(cg: gramask.CompiledGrammar, lark_error: Callable[[str], 
 KNOWN_GAPS = {
     "f-string": "python.lark lexes an f-string as one string; the fields inside are not parsed",
     "contextual lexing": "lark's contextual lexer (one LALR state's terminals, one winner per "
-                         "tie) differs from gramask's (docs/semantics.md); gramask's own prefix "
+                         "tie), or Python's tokenizer (reserved keywords), differs from "
+                         "gramask's contextual mode (docs/semantics.md); gramask's own prefix "
                          "constraint calls the whole text complete",
 }
 
@@ -629,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", default="deepseek-v4", help="gpt2, deepseek-v4 or qwen2")
     ap.add_argument("--grammar", choices=["python", "c", "sql"], default="python")
     ap.add_argument("--lexer", choices=["contextual", "basic"], default=None,
-                    help="lexer mode (default: the bundled grammar's; python is basic only)")
+                    help="lexer mode (default: the bundled grammar's)")
     ap.add_argument("--out", default="fim_eval_failures.jsonl", help="failures, one JSON a line")
     ap.add_argument("--walk", type=int, default=16, help="tokens per random soundness walk")
     ap.add_argument("--per-file", type=int, default=2)
@@ -656,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
     encode = hf_tokenizer(args.vocab)
     oracle = (python_error if args.grammar == "python"
               else lark_checker(args.grammar, grammar.lexer))
-    if grammar.lexer == "contextual" and args.grammar != "python":
+    if grammar.lexer == "contextual":
         oracle = _contextual_oracle(cg, oracle)
     short = np.array([len(b) <= 3 and b.isascii() and not cg.vocab.is_special(i)
                       for i, b in enumerate(cg.vocab.tokens)])

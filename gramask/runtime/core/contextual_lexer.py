@@ -27,6 +27,7 @@ from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_rule import ContextualRule
 from .earley import EXPECTED
+from .indentation import advance
 from .parse_state import ES, PUID, ParserContext, PState
 from .terminal_sets import VocabTrie, int_of_row, words_of_int, words_of_rows
 
@@ -128,6 +129,10 @@ class ContextualLexer(ContextualRule):
         """The same lexer over another parser (the quotient of fill-in-the-middle): the
         lexer-side tables and memos are shared, the ones keyed by parser states are fresh
         (parser state ids are per context)."""
+        if self.tables is None and self._trie is None:
+            # the vocabulary trie depends only on the tokens: built once, shared (else each
+            # copy made before the original's first mask would build its own, ~1 s)
+            self._trie = VocabTrie(self._tokens, self._special)
         c = copy.copy(self)
         c.ctx = ctx
         limits = ctx.automaton.limits
@@ -149,22 +154,7 @@ class ContextualLexer(ContextualRule):
             return m
         if self._trie is None:
             self._trie = VocabTrie(self._tokens, self._special)
-        trie = self._trie
-        children, ends = trie.children, trie.ends
-        m = np.zeros(self.vocab_size, dtype=bool)
-        step, end_ok = self.step, self.end_ok
-        stack: list[tuple[int, int, int, PState]] = [(0, q, carry, p)]
-        while stack:
-            n, q1, c1, p1 = stack.pop()
-            for b, child in children[n]:
-                r = step(q1, c1, p1, b)
-                if r is None:
-                    continue
-                e = ends[child]
-                if e is not None and end_ok(r[2], r[0]):
-                    m[e] = True
-                if children[child]:
-                    stack.append((child, *r))
+        m = _trie_mask(self, self._trie, p, q, carry)
         self._masks.put(key, m)
         return m
 
@@ -420,3 +410,59 @@ class ContextualLexer(ContextualRule):
             self._kills.put(key, out)
         return out
 
+
+
+def _trie_mask(cx: ContextualLexer, trie: VocabTrie, p: PState, q: int, carry: int
+               ) -> np.ndarray:
+    """The mask at ``(p, q, carry)`` by walking the vocabulary's byte trie under the
+    contextual rule (:meth:`ContextualRule.step`, inlined: it runs once per trie edge, a
+    hundred thousand times a mask), with each parser state's allowed set and each
+    ``end_ok`` verdict asked once per walk."""
+    children, ends = trie.children, trie.ends
+    rows, live = cx.rows, cx.live
+    expects, lexeme_end, end_ok = cx.ctx.expects, cx.lexeme_end, cx.end_ok
+    allowed: dict[int, int] = {}  # id(parser state) -> its allowed set
+    oks: dict[tuple[int, int], bool] = {}  # (id(parser state), lexer state) -> end_ok
+    keep: list[PState] = [p]  # the states whose ids key the memos stay alive
+    hits: list[np.ndarray] = []
+    stack: list[tuple[int, int, int, PState]] = [(0, q, carry, p)]
+    while stack:
+        n, q1, c1, p1 = stack.pop()
+        a1 = allowed.get(id(p1))
+        if a1 is None:
+            a1 = allowed[id(p1)] = expects(p1)
+            keep.append(p1)
+        row = rows[q1]
+        for b, child in children[n]:
+            nq = row[b]
+            p2, c2 = p1, c1
+            if nq < 0 or not live[nq] & a1:
+                if q1 == 0:
+                    continue
+                p3 = lexeme_end(p1, q1, c1)
+                if p3 is None:
+                    continue
+                a2 = allowed.get(id(p3))
+                if a2 is None:
+                    a2 = allowed[id(p3)] = expects(p3)
+                    keep.append(p3)
+                nq = rows[0][b]
+                if nq < 0 or not live[nq] & a2:
+                    continue
+                p2, c2 = p3, 0
+            if b <= 32:
+                c2 = advance(c2, b)
+            e = ends[child]
+            if e is not None:
+                k = (id(p2), nq)
+                ok = oks.get(k)
+                if ok is None:
+                    ok = oks[k] = end_ok(p2, nq)
+                if ok:
+                    hits.append(e)
+            if children[child]:
+                stack.append((child, nq, c2, p2))
+    m = np.zeros(cx.vocab_size, dtype=bool)
+    if hits:
+        m[np.concatenate(hits)] = True
+    return m

@@ -39,14 +39,16 @@ from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
 from ..core.constraint import text_bytes
 from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import ACCEPTS
-from ..core.indentation import advance
+from ..core.indentation import advance, join
 from ..core.masks import MaskBuilder
-from ..core.parse_state import ES, PUID, PState
+from ..core.parse_state import ES, INDENT, PUID, PState
+from ..core.step_state import LexState
 from ..limits import check_suffix_size
 from .base import FimBase, gc_paused, prefix_meets_suffix
 from .boundary import boundary_filter, with_boundary
 from .constraint import erase_loops
 from .quotient import base_for, build_quotient
+from .suffix_indent import parse_indented_lattice
 from .suffix_lattice import parse_suffix_lattice
 
 if TYPE_CHECKING:
@@ -70,7 +72,13 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
     create it with ``CompiledGrammar.constraint(prefix=..., suffix=...)``."""
 
     def _initial_state(self) -> CtxFimState:
-        return (0, 0, self._b.ctx.root, 0, 0, self._ob.ctx.root)
+        st: CtxFimState = (0, 0, self._b.ctx.root, 0, 0, self._ob.ctx.root)
+        if _starts_a_line(self._ob):  # as Constraint's: the input starts as after a newline
+            r = self._walk(st, b"\n")
+            if isinstance(r, int):
+                raise InvalidPrefixError("no program fits this suffix", position=0)
+            st = r
+        return st
 
     def _walk(self, st: CtxFimState, data: bytes) -> CtxFimState | int:
         r1 = _cx(self._b).walk((st[0], st[1], st[2]), data)
@@ -129,25 +137,39 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                 p3 = b.ctx.shift(pq, marker)
                 if p3 is not None and p3[ES][ACCEPTS]:
                     return 1
-            elif acc & cx.ignored_bits:
-                es = adv(pq[ES], marker)
-                if es is not None and es[ACCEPTS]:
-                    return 1
+            else:
+                if acc & cx.ignored_bits:
+                    es = adv(pq[ES], marker)
+                    if es is not None and es[ACCEPTS]:
+                        return 1
+                if cx.nl_t >= 0 and (acc >> cx.nl_t) & 1:
+                    # a newline the suffix continues: its width is known here
+                    c2 = g[2] if g[1] else join(carry, g[2])
+                    p4 = b.ctx.newline(pq, 0 if br.k == n else c2)
+                    es = None if p4 is None else adv(p4[ES], marker)
+                    if es is not None and es[ACCEPTS]:
+                        return 1
         return 0
 
     def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
-        """The lexer state after ``suffix[:k]`` from ``q`` on the lexer DFA, or None if the
-        DFA dies (memoised per (q, k); the two zeros keep the basic mode's memo shape)."""
+        """The lexer state after ``suffix[:k]`` from ``q`` on the lexer DFA, whether a line
+        break reset the indentation carry and the width added (the basic mode's memo shape),
+        or None if the DFA dies (memoised per (q, k))."""
         key = (q, k)
         if key in self._glue:
             return self._glue[key]
         rows = _cx(self._b).rows
         qq = q
+        reset, width = 0, 0
         for byte in self._suffix[:k]:
             qq = rows[qq][byte]
             if qq < 0:
                 break
-        res = (qq, 0, 0) if qq >= 0 else None
+            if byte in (10, 12):
+                reset = 1
+            if byte <= 32:
+                width = advance(width, byte)
+        res = (qq, reset, width) if qq >= 0 else None
         self._glue[key] = res
         return res
 
@@ -334,8 +356,15 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     pdata = text_bytes(prefix, "prefix")
     check_suffix_size(sdata, ob.ctx.automaton.limits)
     ocx = _cx(ob)
-    short = equivalent_prefix(ocx, pdata)
-    lattice = parse_suffix_lattice(ocx, base_for(ob, grammar).rev, sdata)
+    start: LexState = (0, 0, ob.ctx.root)
+    if _starts_a_line(ob):
+        r = ocx.walk(start, b"\n")
+        assert not isinstance(r, int)  # the root expects a newline
+        start = r
+    short, stack = _equivalent(ocx, pdata, start)
+    rev = base_for(ob, grammar).rev
+    lattice = (parse_suffix_lattice(ocx, rev, sdata) if ob.nl_t < 0
+               else parse_indented_lattice(ocx, rev, sdata, stack))
     if not lattice.walked:
         raise InvalidSuffixError(
             "no middle connects the prefix to this suffix: the code after the cursor is not "
@@ -355,17 +384,30 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     return c
 
 
-def equivalent_prefix(cx: ContextualLexer, data: bytes) -> bytes:
+def _starts_a_line(b: MaskBuilder) -> bool:
+    """With indentation, input starts as if after a newline (``Constraint._initial_state``)."""
+    return b.nl_t >= 0 and b.ctx.automaton.advance(b.ctx.root[ES], b.nl_t) is not None
+
+
+def equivalent_prefix(cx: ContextualLexer, data: bytes, start: LexState | None = None) -> bytes:
     """:func:`gramask.runtime.fim.constraint.equivalent_prefix` under the contextual lexer (at a lexeme
     boundary the next lexeme depends only on the parser state and the text, as in the basic
-    mode).
+    mode), read from ``start`` (the constraint's initial state; default: the lexer's start
+    and the root).
 
     Raises
     ------
     InvalidPrefixError
         No program starts with ``data``.
     """
-    q, carry, p = 0, 0, cx.ctx.root
+    return _equivalent(cx, data, start or (0, 0, cx.ctx.root))[0]
+
+
+def _equivalent(cx: ContextualLexer, data: bytes, start: LexState
+                ) -> tuple[bytes, tuple[int, ...]]:
+    """:func:`equivalent_prefix`, with the indentation stack after the prefix's last
+    complete lexeme."""
+    q, carry, p = start
     rows, live, allowed = cx.rows, cx.live, cx.allowed
     bounds: list[tuple[int, PState]] = []
     lex_start = 0
@@ -388,4 +430,4 @@ def equivalent_prefix(cx: ContextualLexer, data: bytes) -> bytes:
             carry = advance(carry, byte)
     if q != 0 and not cx.end_ok(p, q):
         raise InvalidPrefixError("the prefix is not a prefix of any program", position=lex_start)
-    return erase_loops(data, bounds)
+    return erase_loops(data, bounds), p[INDENT]
