@@ -108,31 +108,38 @@ def terminal_dfa(t: Terminal) -> ByteDFA:
         from ..frontends.json_strings import spec_dfa
 
         return spec_dfa(automaton)
-    if t.is_string:
-        literal = re.sub(r"\\(.)", r"\1", t.pattern, flags=re.DOTALL)
-        data = literal.encode("utf-8")
-        if (data and re.escape(literal) == t.pattern
-                and len(literal) < MAX_TERMINAL_STATES):
-            n = len(data)
-            trans = np.full((n + 1, 256), -1, dtype=np.int32)
-            trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
-            finals = np.zeros(n + 1, dtype=bool)
-            finals[n] = True
-            return ByteDFA(trans, finals)
-    got = _REGEX_DFAS.get(t.pattern)
+    key = ("literal:" if t.is_string else "regex:") + t.pattern
+    got = _TERMINAL_DFAS.get(key)
     if got is None:  # an error names this terminal; a refused regex is not retried
-        from ..frontends.json_prebuilt import prebuilt  # JSON text's terminals ship built
+        got = _literal_dfa(t.pattern) if t.is_string else None
+        if got is None:
+            from ..frontends.json_prebuilt import prebuilt  # JSON text's terminals ship built
 
-        got = prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern)
-        if len(_REGEX_DFAS) >= _REGEX_DFAS_KEPT:
-            _REGEX_DFAS.pop(next(iter(_REGEX_DFAS)), None)
-        _REGEX_DFAS[t.pattern] = got
+            got = prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern)
+        if len(_TERMINAL_DFAS) >= _TERMINAL_DFAS_KEPT:
+            _TERMINAL_DFAS.pop(next(iter(_TERMINAL_DFAS)), None)
+        _TERMINAL_DFAS[key] = got
     return got
 
 
-# compiled regex terminals by pattern, oldest first out (ByteDFAs are never modified)
-_REGEX_DFAS: dict[str, ByteDFA] = {}
-_REGEX_DFAS_KEPT = 1024
+def _literal_dfa(pattern: str) -> ByteDFA | None:
+    """A plain string literal's chain of states, or None (flags, or too long)."""
+    literal = re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
+    data = literal.encode("utf-8")
+    if not data or re.escape(literal) != pattern or len(literal) >= MAX_TERMINAL_STATES:
+        return None
+    n = len(data)
+    trans = np.full((n + 1, 256), -1, dtype=np.int32)
+    trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
+    finals = np.zeros(n + 1, dtype=bool)
+    finals[n] = True
+    return ByteDFA(trans, finals)
+
+
+# terminals' automata by kind and pattern, oldest first out (ByteDFAs are never modified;
+# generated grammars repeat the same terminals across requests)
+_TERMINAL_DFAS: dict[str, ByteDFA] = {}
+_TERMINAL_DFAS_KEPT = 1024
 
 
 def _winner_order(terminals: Sequence[Terminal]) -> list[int]:
@@ -257,24 +264,20 @@ def _byte_classes(dfas: Sequence[ByteDFA]) -> np.ndarray:
     are numbered in the lexicographic order of their columns in all the tables stacked (what
     ``np.unique(stacked.T, axis=0)`` gives). Comparing two stacked columns compares their
     parts terminal by terminal, so each terminal only contributes the rank of its column
-    among its own distinct columns (a handful): the key is refined by that rank, terminal
-    after terminal — neither a stacked copy of every table (2,000 terminals of ~1,000
+    among its own distinct columns (a handful, kept on its automaton: ``column_rank``), and
+    the classes are the distinct tuples of those ranks in lexicographic order — one lexsort
+    of 256 short tuples, not a stacked copy of every table (2,000 terminals of ~1,000
     states: 2 GB) nor a sort over all of their rows."""
-    key = np.zeros(256, dtype=np.int64)
-    for d in dfas:
-        cols = np.ascontiguousarray(d.trans.T)
-        index: dict[bytes, int] = {}
-        cls = np.fromiter((index.setdefault(c, len(index)) for c in map(bytes, cols)),
-                          dtype=np.int64, count=256)
-        if len(index) == 1:
-            continue  # every byte alike: nothing to tell apart
-        first = np.zeros(len(index), dtype=np.int64)
-        first[cls[::-1]] = np.arange(255, -1, -1)
-        uniq = [cols[f].tolist() for f in first.tolist()]
-        rank = np.empty(len(uniq), dtype=np.int64)
-        rank[sorted(range(len(uniq)), key=uniq.__getitem__)] = np.arange(len(uniq))
-        _, key = np.unique(key * len(uniq) + rank[cls], return_inverse=True)
-        key = key.reshape(-1).astype(np.int64)
+    ranks = [rank for rank, n_uniq in (d.column_rank() for d in dfas) if n_uniq > 1]
+    if not ranks:  # every byte alike for every terminal
+        return np.zeros(256, dtype=np.int64)
+    table = np.stack(ranks)  # (terminals, 256): a column per byte, compared top down
+    order = np.lexsort(table[::-1])
+    ordered = table[:, order]
+    new = np.ones(256, dtype=bool)
+    new[1:] = (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)
+    key = np.empty(256, dtype=np.int64)
+    key[order] = np.cumsum(new) - 1
     return key
 
 

@@ -39,19 +39,27 @@ def local_automaton(trans: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray, 
     """(the lexer states reachable from ``s`` in canonical order — breadth first, bytes
     ascending, ``s`` first —, their transitions renumbered (-1 dead), a digest of those), or
     None when more than :data:`MAX_LOCAL_STATES` are reachable."""
-    index = {s: 0}
-    order = [s]
-    i = 0
-    while i < len(order):
-        row = trans[order[i]]
-        for t in row[row >= 0].tolist():
-            if t not in index:
-                index[t] = len(order)
-                order.append(t)
-                if len(order) > MAX_LOCAL_STATES:
-                    return None
-        i += 1
-    states = np.array(order, dtype=np.int64)
+    # breadth first one level at a time: a level's rows flattened list its successors in the
+    # order a queue would meet them (bytes ascending), each new state kept at its first
+    seen = np.zeros(trans.shape[0], dtype=bool)
+    seen[s] = True
+    parts = [np.array([s], dtype=np.int64)]
+    count = 1
+    level = parts[0]
+    while level.size:
+        cand = trans[level].reshape(-1)
+        cand = cand[cand >= 0]
+        cand = cand[~seen[cand]]
+        if not cand.size:
+            break
+        _, first = np.unique(cand, return_index=True)
+        level = cand[np.sort(first)].astype(np.int64)
+        count += len(level)
+        if count > MAX_LOCAL_STATES:
+            return None
+        seen[level] = True
+        parts.append(level)
+    states = np.concatenate(parts)
     remap = np.full(trans.shape[0] + 1, -1, dtype=np.int16)
     remap[states] = np.arange(len(states), dtype=np.int16)
     local = remap[trans[states]]  # -1 stays -1 (the extra last entry)

@@ -63,11 +63,32 @@ def _too_many_states(name: str, pattern: str, n: int) -> None:
 class ByteDFA:
     """A trimmed DFA over bytes: ``trans[s, b]`` is the next state or -1 (dead); start is 0."""
 
-    __slots__ = ("finals", "trans")
+    __slots__ = ("_column_rank", "finals", "trans")
 
     def __init__(self, trans: np.ndarray, finals: np.ndarray) -> None:
         self.trans = trans
         self.finals = finals
+        self._column_rank: tuple[np.ndarray, int] | None = None
+
+    def column_rank(self) -> tuple[np.ndarray, int]:
+        """(per byte, the rank of its column of ``trans`` among the distinct columns in
+        lexicographic order; how many distinct columns): what the lexer's byte classes
+        refine by (:func:`gramask.compiler.lexer.build_lexer_dfa`). Kept: a terminal's
+        automaton is shared by every grammar that uses it (``trans`` is never modified)."""
+        if self._column_rank is None:
+            cols = np.ascontiguousarray(self.trans.T)
+            index: dict[bytes, int] = {}
+            cls = np.fromiter((index.setdefault(c, len(index)) for c in map(bytes, cols)),
+                              dtype=np.int64, count=256)
+            first = np.zeros(len(index), dtype=np.int64)
+            first[cls[::-1]] = np.arange(255, -1, -1)
+            uniq = [cols[f].tolist() for f in first.tolist()]
+            rank = np.empty(len(uniq), dtype=np.int64)
+            rank[sorted(range(len(uniq)), key=uniq.__getitem__)] = np.arange(len(uniq))
+            out = rank[cls]
+            out.flags.writeable = False
+            self._column_rank = (out, len(uniq))
+        return self._column_rank
 
     @property
     def num_states(self) -> int:

@@ -91,6 +91,7 @@ class TokenWalker:
         self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
         self.valid, self.by_byte, self.byte_start = _byte_groups(self.lens, self.buf)
         self._flat = self._suf.reshape(-1)
+        self._start_ok = self.trans[0] >= 0  # per byte: it starts a lexeme
         self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
         self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
         self._dense = np.full(v, -1, dtype=np.int64)
@@ -99,14 +100,23 @@ class TokenWalker:
 
     # ------------------------------------------------------------------ memos
     def suffix(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
-        """Nodes of ``t[k:]`` walked from the start state (-1 dead), walked on first use."""
+        """Nodes of ``t[k:]`` walked from the start state (-1 dead), walked on first use.
+
+        A tail whose first byte starts no lexeme is dead without a look at the memo: most
+        tails asked for are such (a space-prefixed word after whitespace), and writing them
+        into the memo touched a fresh page of it per token."""
+        out = np.full(len(t), -1, dtype=np.int64)
+        alive = np.flatnonzero(self._start_ok[self.buf[t, k]])
+        if not alive.size:
+            return out
+        t, k = t[alive], k[alive]
         flat = k * self.v + t
         s = self._flat[flat]
         miss = s == 0
         if miss.any():
             self._fill(t[miss], k[miss])
             s = self._flat[flat]
-        out: np.ndarray = s.astype(np.int64) - 2
+        out[alive] = s.astype(np.int64) - 2
         return out
 
     def _fill(self, t: np.ndarray, k: np.ndarray) -> None:
@@ -462,7 +472,7 @@ def _byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndar
     if hit is not None and hit[0] is lens:
         return hit[1], hit[2], hit[3]
     valid = np.flatnonzero(lens > 0)
-    fb = buf[valid, 0].astype(np.int64)
+    fb = buf[valid, 0]  # uint8: numpy's stable sort of it is a radix sort
     by_byte = valid[np.argsort(fb, kind="stable")]
     byte_start = np.zeros(257, dtype=np.int64)
     byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
