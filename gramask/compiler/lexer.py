@@ -12,7 +12,7 @@ from a lexer state be precomputed once, independent of the parser.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -196,29 +196,28 @@ def build_lexer_dfa(
     table = np.concatenate(
         [np.where(d.trans[:, reps] >= 0, d.trans[:, reps] + offset[i], -1)
          for i, d in enumerate(dfas)]) if dfas else np.zeros((0, n_cls), dtype=np.int64)
-    by_state = table.tolist()  # per global state, its successor per class
-    table = np.ascontiguousarray(table.T, dtype=np.int64)
-
-    def successors(key: tuple[int, ...]) -> list[tuple[int, ...] | None]:
-        if len(key) > 48:  # thousands of live terminals at a lexeme's start: vectorised
-            return [tuple(row[row >= 0].tolist()) or None for row in table[:, list(key)]]
-        if not key:
-            return [None] * n_cls
-        return [tuple(x for x in col if x >= 0) or None
-                for col in zip(*(by_state[g] for g in key), strict=True)]
+    table = table.astype(np.int64)
 
     def too_many(order: list[tuple[int, ...]]) -> None:
         _too_many_lexer_states(terminals, [
             tuple((int(owner[g]), g - int(offset[owner[g]])) for g in key) for key in order])
 
-    start = tuple(int(offset[i]) for i in range(n_terms) if _nonempty(dfas[i]))
-    order, rows = explore(start, successors, MAX_LEXER_STATES, too_many)
-    cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), n_cls)
+    start = np.array([offset[i] if _nonempty(dfas[i]) else -1 for i in range(n_terms)],
+                     dtype=np.int64)
+    if n_terms <= _DENSE_TERMINALS:
+        live_ids, cls_trans = _explore_dense(table, start, MAX_LEXER_STATES, too_many)
+        q_of, col = np.nonzero(live_ids >= 0)  # by state, then terminal: each key's order
+        all_ids = live_ids[q_of, col]
+        n = live_ids.shape[0]
+    else:
+        order, rows = _explore_sparse(table, start, too_many)
+        cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), n_cls)
+        n = len(order)
+        q_of = np.repeat(np.arange(n), [len(key) for key in order])
+        all_ids = np.fromiter((g for key in order for g in key), dtype=np.int64,
+                              count=len(q_of))
     trans = np.ascontiguousarray(cls_trans[:, byte_class])
 
-    n = len(order)
-    q_of = np.repeat(np.arange(n), [len(key) for key in order])
-    all_ids = np.fromiter((g for key in order for g in key), dtype=np.int64, count=len(q_of))
     live = np.zeros((n, n_terms), dtype=bool)
     live[q_of, owner[all_ids]] = True
     fin = final[all_ids] & (q_of != 0)  # empty lexemes never count
@@ -240,6 +239,75 @@ def build_lexer_dfa(
         ignored=ignored,
         accepting=accepting,
     )
+
+
+# Up to this many terminals a product state is a dense row (a global state per terminal, -1
+# dead) and a whole level of the search steps at once; past it (thousands of keywords, few
+# live per state) sorted tuples of the live global states, one state at a time.
+_DENSE_TERMINALS = 64
+_DENSE_CHUNK = 1 << 22  # entries of (states x classes x terminals) stepped at once
+
+
+def _explore_dense(
+    table: np.ndarray, start: np.ndarray, limit: int,
+    on_limit: Callable[[list[tuple[int, ...]]], None],
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`explore` over dense rows, a level at a time: (the states' rows, their
+    successors per class). The states found while stepping a level are numbered in the
+    order their (state, class) pairs come, which is the order :func:`explore` numbers them
+    in (it steps the same states in the same order), so the product is the same."""
+    n_t, n_cls = len(start), table.shape[1]
+    ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)])  # -1: dead
+    width = max(1, 4 * n_t)
+    index: dict[bytes, int] = {start.astype(np.int32).tobytes(): 0}
+    found = [start]
+    succ: list[np.ndarray] = []
+    lo = 0
+    while lo < len(found):
+        hi = min(len(found), lo + max(1, _DENSE_CHUNK // max(1, n_cls * n_t)))
+        block = np.stack(found[lo:hi])
+        nxt = np.ascontiguousarray(ext[block].transpose(0, 2, 1)).reshape(-1, n_t)
+        ids = np.full(len(nxt), -1, dtype=np.int64)
+        alive = np.flatnonzero((nxt >= 0).any(axis=1)) if n_t else np.zeros(0, np.int64)
+        if alive.size:
+            keys = np.ascontiguousarray(nxt[alive], dtype=np.int32).view(f"V{width}")
+            uniq, first, inv = np.unique(keys.reshape(-1), return_index=True,
+                                         return_inverse=True)
+            got = np.empty(len(uniq), dtype=np.int64)
+            for j in np.argsort(first, kind="stable").tolist():
+                key = uniq[j].tobytes()
+                q = index.get(key)
+                if q is None:
+                    q = index[key] = len(found)
+                    found.append(nxt[alive[first[j]]])
+                    if q >= limit:
+                        on_limit([tuple(r[r >= 0].tolist()) for r in found])
+                got[j] = q
+            ids[alive] = got[inv.reshape(-1)]
+        succ.append(ids.reshape(hi - lo, n_cls))
+        lo = hi
+    return np.stack(found), np.concatenate(succ).astype(np.int32)
+
+
+def _explore_sparse(
+    table: np.ndarray, start: np.ndarray,
+    on_limit: Callable[[list[tuple[int, ...]]], None],
+) -> tuple[list[tuple[int, ...]], list[list[int]]]:
+    """:func:`explore` over sorted tuples of live global states (many terminals)."""
+    n_cls = table.shape[1]
+    by_state = table.tolist()  # per global state, its successor per class
+    by_cls = np.ascontiguousarray(table.T)
+
+    def successors(key: tuple[int, ...]) -> list[tuple[int, ...] | None]:
+        if len(key) > 48:  # thousands of live terminals at a lexeme's start: vectorised
+            return [tuple(row[row >= 0].tolist()) or None for row in by_cls[:, list(key)]]
+        if not key:
+            return [None] * n_cls
+        return [tuple(x for x in col if x >= 0) or None
+                for col in zip(*(by_state[g] for g in key), strict=True)]
+
+    return explore(tuple(start[start >= 0].tolist()), successors, MAX_LEXER_STATES,
+                   on_limit)
 
 
 def _too_many_lexer_states(
@@ -287,17 +355,20 @@ def _nonempty(d: ByteDFA) -> bool:
 
 def _winnable(cls_trans: np.ndarray, accept: np.ndarray, n_terms: int) -> np.ndarray:
     """Backward closure of "this state's lexeme can end with terminal T" as int bitsets."""
-    n = cls_trans.shape[0]
-    preds: list[set[int]] = [set() for _ in range(n)]
-    for q in range(n):
-        for t in set(cls_trans[q].tolist()):
-            if t >= 0:
-                preds[t].add(q)
+    n, n_cls = cls_trans.shape
+    # the reversed edges, deduplicated and grouped by head in one sort (the fixpoint does not
+    # depend on the order predecessors are visited in)
+    dst = cls_trans.reshape(-1).astype(np.int64)
+    src = np.repeat(np.arange(n, dtype=np.int64), n_cls)
+    ok = dst >= 0
+    pairs = np.unique(dst[ok] * n + src[ok])
+    tails = (pairs % n).tolist()
+    bounds = np.searchsorted(pairs // n, np.arange(n + 1)).tolist()
     bits = [(1 << int(a)) if a >= 0 else 0 for a in accept.tolist()]
     work = [q for q in range(n) if bits[q]]
     while work:
         t = work.pop()
-        for p in preds[t]:
+        for p in tails[bounds[t]:bounds[t + 1]]:
             merged = bits[p] | bits[t]
             if merged != bits[p]:
                 bits[p] = merged

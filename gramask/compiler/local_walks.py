@@ -29,7 +29,7 @@ MAX_LOCAL_STATES = 256
 # outcomes kept, in tokens (three int16 per token): about 50 MB
 _KEPT_TOKENS = 8_000_000
 
-_Outcome = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+_Outcome = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 _CACHE: OrderedDict[tuple[int, bytes, int], tuple[np.ndarray, _Outcome]] = OrderedDict()
 _SIZE = [0]
 _LOCK = threading.Lock()
@@ -75,8 +75,10 @@ def local_outcomes(
     offset of the byte that ends the lexeme; the local state before it, else -1), and the
     steps between local states of different ``pattern`` values (a contextual lexer's end
     classes, numbered by first appearance): (4, F) rows token index, offset of the byte,
-    local state before and after it, in the order walked. Cached per vocabulary (``lens`` is
-    its token-length array, kept alive by the cache entry), local automaton and pattern."""
+    local state before and after it, in the order walked; last, the byte that ends the
+    lexeme (0 where none does: a grammar drops at once the tokens whose next lexeme cannot
+    start with it). Cached per vocabulary (``lens`` is its token-length array, kept alive by
+    the cache entry), local automaton and pattern."""
     key = (id(lens), digest + pattern.astype(np.int16).tobytes(), b)
     with _LOCK:
         hit = _CACHE.get(key)
@@ -99,6 +101,7 @@ def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: 
     end = np.full(n, -1, dtype=np.int16)
     kill_at = np.zeros(n, dtype=np.int16)
     kill_in = np.full(n, -1, dtype=np.int16)
+    kill_byte = np.zeros(n, dtype=np.uint8)
     forks: list[np.ndarray] = []
     cur = np.zeros(n, dtype=np.int64)
     act = np.arange(n)
@@ -112,12 +115,14 @@ def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: 
             act = act[~done]
             if not act.size:
                 break
-        nb = local[cur[act], buf[toks[act], k]].astype(np.int64)
+        byte = buf[toks[act], k]
+        nb = local[cur[act], byte].astype(np.int64)
         stop = nb < 0
         if stop.any():
             s = act[stop]
             kill_at[s] = k
             kill_in[s] = cur[s]
+            kill_byte[s] = byte[stop]
             act = act[~stop]
             nb = nb[~stop]
         shift = pattern[cur[act]] != pattern[nb]
@@ -128,6 +133,6 @@ def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: 
         k += 1
     fork = (np.concatenate(forks, axis=1) if forks else np.zeros((4, 0), np.int64)).astype(
         np.int32)
-    for a in (end, kill_at, kill_in, fork):
+    for a in (end, kill_at, kill_in, fork, kill_byte):
         a.flags.writeable = False
-    return end, kill_at, kill_in, fork
+    return end, kill_at, kill_in, fork, kill_byte

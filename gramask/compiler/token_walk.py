@@ -186,17 +186,21 @@ class TokenWalker:
         bb, bs = self.by_byte, self.byte_start
         parts = [local_outcomes(local, pattern, digest, b, bb[bs[b]: bs[b + 1]], self.lens,
                                 self.buf) for b in bytes_in]
-        end = np.concatenate([p[0] for p in parts]).astype(np.int64)
-        kill_at = np.concatenate([p[1] for p in parts]).astype(np.int64)
-        kill_in = np.concatenate([p[2] for p in parts]).astype(np.int64)
+        end = np.concatenate([p[0] for p in parts])
+        kill_at = np.concatenate([p[1] for p in parts])
+        kill_in = np.concatenate([p[2] for p in parts])
+        kill_byte = np.concatenate([p[4] for p in parts])
         offsets = np.cumsum([0, *(len(p[0]) for p in parts)])
         fork = np.concatenate([p[3] for p in parts], axis=1).astype(np.int64)
         fork[0] += np.repeat(offsets[:-1], [p[3].shape[1] for p in parts])  # token index
         out = np.full(len(toks), -1, dtype=np.int64)
-        e = end >= 0
+        e = np.flatnonzero(end >= 0)
         out[e] = self.state_class[states[end[e]]]
-        cand = np.flatnonzero(kill_in >= 0)
+        # a lexeme ended by a byte no lexeme starts with leaves a dead tail: dropped here
+        # (most of a whitespace row: " the" after a space)
+        cand = np.flatnonzero((kill_in >= 0) & self._start_ok[kill_byte])
         at = states[kill_in[cand]]  # the lexer state whose lexeme the byte ends
+        kill_at = kill_at[cand].astype(np.int64)
         if self.contextual:  # LEX(its accepting terminals), the rest from the start state
             ok = self.acc_any[at]
             cand, heads = cand[ok], self.acc_id[at[ok]]
@@ -204,7 +208,7 @@ class TokenWalker:
             win = self.dfa.accept[at].astype(np.int64)
             ok = win >= 0
             cand, heads = cand[ok], win[ok]
-        tail = self.suffix(toks[cand], kill_at[cand])
+        tail = self.suffix(toks[cand], kill_at[ok])
         good = tail >= 0
         cand, heads, tail = cand[good], heads[good], tail[good]
         res = tail.copy()
