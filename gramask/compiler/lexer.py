@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -65,9 +65,18 @@ class LexerDFA:
     ignored: np.ndarray  # (T,) bool
     accepting: np.ndarray
 
+    _rows: list[list[int]] | None = field(default=None, init=False, repr=False, compare=False)
+
     @property
     def num_states(self) -> int:
         return int(self.trans.shape[0])
+
+    def rows(self) -> list[list[int]]:
+        """``trans`` as Python lists (what the runtime's byte walks index), converted once
+        for every runtime built on this automaton. Read only."""
+        if self._rows is None:
+            self._rows = self.trans.tolist()
+        return self._rows
 
     @property
     def num_terminals(self) -> int:
@@ -259,6 +268,7 @@ def _explore_dense(
     n_t, n_cls = len(start), table.shape[1]
     ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)])  # -1: dead
     width = max(1, 4 * n_t)
+    mult = np.random.default_rng(0).integers(1, 1 << 62, size=n_t, dtype=np.int64) | 1
     index: dict[bytes, int] = {start.astype(np.int32).tobytes(): 0}
     found = [start]
     succ: list[np.ndarray] = []
@@ -270,12 +280,12 @@ def _explore_dense(
         ids = np.full(len(nxt), -1, dtype=np.int64)
         alive = np.flatnonzero((nxt >= 0).any(axis=1)) if n_t else np.zeros(0, np.int64)
         if alive.size:
-            keys = np.ascontiguousarray(nxt[alive], dtype=np.int32).view(f"V{width}")
-            uniq, first, inv = np.unique(keys.reshape(-1), return_index=True,
-                                         return_inverse=True)
-            got = np.empty(len(uniq), dtype=np.int64)
+            live = nxt[alive]
+            first, inv = _distinct_rows(live, mult)
+            got = np.empty(len(first), dtype=np.int64)
+            keys = np.ascontiguousarray(live[first], dtype=np.int32).view(f"V{width}")
             for j in np.argsort(first, kind="stable").tolist():
-                key = uniq[j].tobytes()
+                key = keys[j].tobytes()
                 q = index.get(key)
                 if q is None:
                     q = index[key] = len(found)
@@ -287,6 +297,21 @@ def _explore_dense(
         succ.append(ids.reshape(hi - lo, n_cls))
         lo = hi
     return np.stack(found), np.concatenate(succ).astype(np.int32)
+
+
+def _distinct_rows(rows: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a first index of each distinct row, each row's distinct number), exact: rows are
+    grouped by a multiplicative hash (one sort of integers, not of byte strings) and the
+    grouping is checked against the rows themselves; a collision (never seen) falls back to
+    sorting the rows."""
+    with np.errstate(over="ignore"):
+        h = rows @ mult  # wraps around: a hash
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if not np.array_equal(rows[first[inv]], rows):
+        _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+    return first, inv
 
 
 def _explore_sparse(

@@ -30,6 +30,9 @@ from .walk_inputs import end_classes, run_stops, token_matrix, token_starts
 
 __all__ = ["TokenWalker"]
 
+# suffixes memoised in a dict up to this many, then in a dense array (see TokenWalker)
+_MEMO_DICT = 1 << 16
+
 
 
 class TokenWalker:
@@ -86,11 +89,13 @@ class TokenWalker:
             self._loop_sets, self.loop_of[big] = unique_rows(looping[big])
         self._runs: dict[int, np.ndarray] = {}
         self._starts = token_starts(self.lens, self.buf)[1] if big.size else self.lens
-        # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
-        # the system, so a lazily built table pays for the offsets it touches only
-        self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
+        # suffix nodes + 2 at offset * V + token; 0: not walked yet, 1: dead. A dict while
+        # few are walked (a table built for one request walks a few thousand: a
+        # vocabulary x longest-token array cost a page fault per one), the dense array
+        # once many are (a full build)
+        self._memo: dict[int, int] = {}
+        self._flat: np.ndarray | None = None
         self.valid, self.by_byte, self.byte_start = _byte_groups(self.lens, self.buf)
-        self._flat = self._suf.reshape(-1)
         self._start_ok = self.trans[0] >= 0  # per byte: it starts a lexeme
         self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
         self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
@@ -111,37 +116,66 @@ class TokenWalker:
             return out
         t, k = t[alive], k[alive]
         flat = k * self.v + t
-        s = self._flat[flat]
+        s = self._memo_get(flat)
         miss = s == 0
         if miss.any():
             self._fill(t[miss], k[miss])
-            s = self._flat[flat]
-        out[alive] = s.astype(np.int64) - 2
+            s = self._memo_get(flat)
+        out[alive] = s - 2
         return out
+
+    def _memo_get(self, flat: np.ndarray) -> np.ndarray:
+        if self._flat is not None:
+            got: np.ndarray = self._flat[flat].astype(np.int64)
+            return got
+        get = self._memo.get
+        return np.fromiter((get(x, 0) for x in flat.tolist()), dtype=np.int64,
+                           count=len(flat))
+
+    def _memo_put(self, flat: np.ndarray, values: np.ndarray) -> None:
+        if self._flat is None and len(self._memo) + len(flat) > _MEMO_DICT:
+            self._dense_memo()
+        if self._flat is not None:
+            self._flat[flat] = values
+        else:
+            self._memo.update(zip(flat.tolist(), values.tolist(), strict=True))
+
+    def _dense_memo(self) -> None:
+        """The memo as a (longest token + 1, V) array (zeroed lazily by the system)."""
+        if self._flat is None:
+            self._flat = np.zeros((self.lmax + 1) * self.v, dtype=np.int32)
+            if self._memo:
+                keys = np.fromiter(self._memo.keys(), dtype=np.int64, count=len(self._memo))
+                vals = np.fromiter(self._memo.values(), dtype=np.int64, count=len(keys))
+                self._flat[keys] = vals
+            self._memo = {}
 
     def _fill(self, t: np.ndarray, k: np.ndarray) -> None:
         # (a walk meets each of its tokens once: no pair twice, and a repeat would only be
         # walked twice to the same node)
         alive = self.trans[0][self.buf[t, k]] >= 0
         flat = k * self.v + t
-        self._flat[flat[~alive]] = 1
+        self._memo_put(flat[~alive], np.ones(int((~alive).sum()), dtype=np.int64))
         t, k = t[alive], k[alive]
         if t.size:
-            self._flat[flat[alive]] = self.walk(np.zeros(len(t), dtype=np.int64), t, k,
-                                                True) + 2
+            self._memo_put(flat[alive], self.walk(np.zeros(len(t), dtype=np.int64), t, k,
+                                                  True) + 2)
 
     def all_suffixes(self) -> None:
         """Every suffix, longest offsets first (each walk then finds its tails walked)."""
         alive0 = self.trans[0]
+        self._dense_memo()
+        assert self._flat is not None
+        suf = self._flat.reshape(self.lmax + 1, self.v)
         for k in range(self.lmax - 1, -1, -1):
             idx = np.flatnonzero(self.lens > k)
             if not idx.size:
                 continue
             ok = alive0[self.buf[idx, k]] >= 0
-            self._suf[k, idx[~ok]] = 1
+            suf[k, idx[~ok]] = 1
             idx = idx[ok]
             nodes = self.walk(np.zeros(len(idx), dtype=np.int64), idx, k, True)
-            self._suf[k, idx] = nodes + 2
+            suf[k, idx] = nodes + 2
             if k == 0:  # row 0 (idx ascending)
                 self.row0 = (idx[nodes >= 0], nodes[nodes >= 0])
 

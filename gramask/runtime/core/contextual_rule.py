@@ -47,7 +47,7 @@ class ContextualRule:
         tab_len: int = 8,
     ) -> None:
         self.ctx = ctx
-        self.rows = dfa.trans.tolist()
+        self.rows = dfa.rows()
         self.live = bits_of_rows(dfa.live)
         self.accepting = bits_of_rows(dfa.accepting)
         self.ignored_bits = int_of_row(dfa.ignored)
