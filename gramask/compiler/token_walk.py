@@ -111,16 +111,17 @@ class TokenWalker:
         tails asked for are such (a space-prefixed word after whitespace), and writing them
         into the memo touched a fresh page of it per token."""
         out = np.full(len(t), -1, dtype=np.int64)
+        if not len(t):
+            return out
         alive = np.flatnonzero(self._start_ok[self.buf[t, k]])
         if not alive.size:
             return out
         t, k = t[alive], k[alive]
         flat = k * self.v + t
         s = self._memo_get(flat)
-        miss = s == 0
-        if miss.any():
-            self._fill(t[miss], k[miss])
-            s = self._memo_get(flat)
+        miss = np.flatnonzero(s == 0)
+        if miss.size:
+            s[miss] = self._fill(t[miss], k[miss])
         out[alive] = s - 2
         return out
 
@@ -150,16 +151,18 @@ class TokenWalker:
                 self._flat[keys] = vals
             self._memo = {}
 
-    def _fill(self, t: np.ndarray, k: np.ndarray) -> None:
+    def _fill(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Walk the suffixes ``t[k:]`` and memoise them; returns what was stored."""
         # (a walk meets each of its tokens once: no pair twice, and a repeat would only be
         # walked twice to the same node)
         alive = self.trans[0][self.buf[t, k]] >= 0
         flat = k * self.v + t
-        self._memo_put(flat[~alive], np.ones(int((~alive).sum()), dtype=np.int64))
+        got = np.ones(len(t), dtype=np.int64)
         t, k = t[alive], k[alive]
         if t.size:
-            self._memo_put(flat[alive], self.walk(np.zeros(len(t), dtype=np.int64), t, k,
-                                                  True) + 2)
+            got[alive] = self.walk(np.zeros(len(t), dtype=np.int64), t, k, True) + 2
+        self._memo_put(flat, got)
+        return got
 
     def all_suffixes(self) -> None:
         """Every suffix, longest offsets first (each walk then finds its tails walked)."""
@@ -363,11 +366,12 @@ class TokenWalker:
         # order of first use) do not depend on the jumps.
         skip = bool(len(self._loop_sets))
         entry = skip
+        tl = lens[idx]
         while act.size:
             if entry:
                 self._skip_runs(act, cur, idx, k)
                 entry = False
-            done = k[act] >= lens[idx[act]]
+            done = k[act] >= tl[act]
             if done.any():
                 d = act[done]
                 out[d] = state_class[cur[d]]
@@ -397,9 +401,12 @@ class TokenWalker:
             stop = step[~cont]
             if stop.size and contextual:
                 ends = stop[self.acc_any[cur[stop]]]
-                tail = self.suffix(idx[ends], k[ends])
-                good = tail >= 0
-                out[ends[good]] = interner.cons(self.acc_id[cur[ends[good]]], tail[good])
+                if ends.size:
+                    tail = self.suffix(idx[ends], k[ends])
+                    good = tail >= 0
+                    if good.any():
+                        out[ends[good]] = interner.cons(self.acc_id[cur[ends[good]]],
+                                                        tail[good])
             elif stop.size:
                 win = accept[cur[stop]]
                 ok = win >= 0
