@@ -268,7 +268,9 @@ def _explore_dense(
     n_t, n_cls = len(start), table.shape[1]
     ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)])  # -1: dead
     width = max(1, 4 * n_t)
-    mult = np.random.default_rng(0).integers(1, 1 << 62, size=n_t, dtype=np.int64) | 1
+    with np.errstate(over="ignore"):  # odd multipliers of a hash (Fibonacci hashing)
+        mult = (np.arange(1, n_t + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                | np.uint64(1)).view(np.int64)
     index: dict[bytes, int] = {start.astype(np.int32).tobytes(): 0}
     found = [start]
     succ: list[np.ndarray] = []
