@@ -21,7 +21,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["MAX_LOCAL_STATES", "local_automaton", "local_outcomes"]
+__all__ = ["MAX_LOCAL_STATES", "first_appearance", "group_outcomes", "local_automaton",
+           "local_outcomes"]
 
 # local automata larger than this are not canonicalised (the states right after a quote in a
 # schema with many keys: schema-specific anyway)
@@ -92,6 +93,33 @@ def local_outcomes(
         while _SIZE[0] > _KEPT_TOKENS and len(_CACHE) > 1:
             _, (_, old) = _CACHE.popitem(last=False)
             _SIZE[0] -= len(old[0]) + old[3].shape[1]
+    return out
+
+
+def group_outcomes(
+    local: np.ndarray, pattern: np.ndarray, digest: bytes, bytes_in: list[int],
+    by_byte: np.ndarray, byte_start: np.ndarray, lens: np.ndarray, buf: np.ndarray,
+) -> _Outcome:
+    """:func:`local_outcomes` of the tokens beginning with each of ``bytes_in`` (grouped by
+    first byte: ``by_byte[byte_start[b]:byte_start[b + 1]]``), joined in that order (the
+    forks' token index counting across the groups)."""
+    parts = [local_outcomes(local, pattern, digest, b, by_byte[byte_start[b]:
+                                                               byte_start[b + 1]], lens, buf)
+             for b in bytes_in]
+    offsets = np.cumsum([0, *(len(p[0]) for p in parts)])
+    fork = np.concatenate([p[3] for p in parts], axis=1).astype(np.int64)
+    fork[0] += np.repeat(offsets[:-1], [p[3].shape[1] for p in parts])
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]), fork,
+            np.concatenate([p[4] for p in parts]))
+
+
+def first_appearance(values: np.ndarray) -> np.ndarray:
+    """``values`` renumbered 0, 1, ... in order of first appearance."""
+    _, first, inv = np.unique(values, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    out: np.ndarray = rank[inv.reshape(-1)]
     return out
 
 

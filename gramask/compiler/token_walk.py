@@ -25,13 +25,11 @@ import numpy as np
 from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
-from .local_walks import local_automaton, local_outcomes
+from .local_walks import first_appearance, group_outcomes, local_automaton
+from .suffix_memo import SuffixMemo
 from .walk_inputs import end_classes, run_stops, token_matrix, token_starts
 
 __all__ = ["TokenWalker"]
-
-# suffixes memoised in a dict up to this many, then in a dense array (see TokenWalker)
-_MEMO_DICT = 1 << 16
 
 
 
@@ -89,12 +87,7 @@ class TokenWalker:
             self._loop_sets, self.loop_of[big] = unique_rows(looping[big])
         self._runs: dict[int, np.ndarray] = {}
         self._starts = token_starts(self.lens, self.buf)[1] if big.size else self.lens
-        # suffix nodes + 2 at offset * V + token; 0: not walked yet, 1: dead. A dict while
-        # few are walked (a table built for one request walks a few thousand: a
-        # vocabulary x longest-token array cost a page fault per one), the dense array
-        # once many are (a full build)
-        self._memo: dict[int, int] = {}
-        self._flat: np.ndarray | None = None
+        self._memo = SuffixMemo(v, lmax)  # the suffixes walked so far
         self.valid, self.by_byte, self.byte_start = _byte_groups(self.lens, self.buf)
         self._start_ok = self.trans[0] >= 0  # per byte: it starts a lexeme
         self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
@@ -105,51 +98,21 @@ class TokenWalker:
 
     # ------------------------------------------------------------------ memos
     def suffix(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
-        """Nodes of ``t[k:]`` walked from the start state (-1 dead), walked on first use.
-
-        A tail whose first byte starts no lexeme is dead without a look at the memo: most
-        tails asked for are such (a space-prefixed word after whitespace), and writing them
-        into the memo touched a fresh page of it per token."""
+        """Nodes of ``t[k:]`` walked from the start state (-1 dead), walked on first use. A
+        tail whose first byte starts no lexeme is dead without a look at the memo (most are:
+        a space-prefixed word after whitespace)."""
         out = np.full(len(t), -1, dtype=np.int64)
-        if not len(t):
-            return out
-        alive = np.flatnonzero(self._start_ok[self.buf[t, k]])
+        alive = np.flatnonzero(self._start_ok[self.buf[t, k]]) if len(t) else t
         if not alive.size:
             return out
         t, k = t[alive], k[alive]
         flat = k * self.v + t
-        s = self._memo_get(flat)
+        s = self._memo.get(flat)
         miss = np.flatnonzero(s == 0)
         if miss.size:
             s[miss] = self._fill(t[miss], k[miss])
         out[alive] = s - 2
         return out
-
-    def _memo_get(self, flat: np.ndarray) -> np.ndarray:
-        if self._flat is not None:
-            got: np.ndarray = self._flat[flat].astype(np.int64)
-            return got
-        get = self._memo.get
-        return np.fromiter((get(x, 0) for x in flat.tolist()), dtype=np.int64,
-                           count=len(flat))
-
-    def _memo_put(self, flat: np.ndarray, values: np.ndarray) -> None:
-        if self._flat is None and len(self._memo) + len(flat) > _MEMO_DICT:
-            self._dense_memo()
-        if self._flat is not None:
-            self._flat[flat] = values
-        else:
-            self._memo.update(zip(flat.tolist(), values.tolist(), strict=True))
-
-    def _dense_memo(self) -> None:
-        """The memo as a (longest token + 1, V) array (zeroed lazily by the system)."""
-        if self._flat is None:
-            self._flat = np.zeros((self.lmax + 1) * self.v, dtype=np.int32)
-            if self._memo:
-                keys = np.fromiter(self._memo.keys(), dtype=np.int64, count=len(self._memo))
-                vals = np.fromiter(self._memo.values(), dtype=np.int64, count=len(keys))
-                self._flat[keys] = vals
-            self._memo = {}
 
     def _fill(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
         """Walk the suffixes ``t[k:]`` and memoise them; returns what was stored."""
@@ -161,15 +124,13 @@ class TokenWalker:
         t, k = t[alive], k[alive]
         if t.size:
             got[alive] = self.walk(np.zeros(len(t), dtype=np.int64), t, k, True) + 2
-        self._memo_put(flat, got)
+        self._memo.put(flat, got)
         return got
 
     def all_suffixes(self) -> None:
         """Every suffix, longest offsets first (each walk then finds its tails walked)."""
         alive0 = self.trans[0]
-        self._dense_memo()
-        assert self._flat is not None
-        suf = self._flat.reshape(self.lmax + 1, self.v)
+        suf = self._memo.dense()
         for k in range(self.lmax - 1, -1, -1):
             idx = np.flatnonzero(self.lens > k)
             if not idx.size:
@@ -213,23 +174,12 @@ class TokenWalker:
         if la is None:
             return None
         states, local, digest = la
-        pattern = np.zeros(len(states), dtype=np.int64)
-        if self.contextual:  # end classes numbered by first appearance: where forks are
-            _, first, inv = np.unique(self.state_class[states], return_index=True,
-                                      return_inverse=True)
-            rank = np.empty(len(first), dtype=np.int64)
-            rank[np.argsort(first)] = np.arange(len(first))
-            pattern = rank[inv.reshape(-1)]
-        bb, bs = self.by_byte, self.byte_start
-        parts = [local_outcomes(local, pattern, digest, b, bb[bs[b]: bs[b + 1]], self.lens,
-                                self.buf) for b in bytes_in]
-        end = np.concatenate([p[0] for p in parts])
-        kill_at = np.concatenate([p[1] for p in parts])
-        kill_in = np.concatenate([p[2] for p in parts])
-        kill_byte = np.concatenate([p[4] for p in parts])
-        offsets = np.cumsum([0, *(len(p[0]) for p in parts)])
-        fork = np.concatenate([p[3] for p in parts], axis=1).astype(np.int64)
-        fork[0] += np.repeat(offsets[:-1], [p[3].shape[1] for p in parts])  # token index
+        # contextual: end classes numbered by first appearance (where forks are)
+        pattern = (first_appearance(self.state_class[states]) if self.contextual
+                   else np.zeros(len(states), dtype=np.int64))
+        end, kill_at, kill_in, fork, kill_byte = group_outcomes(
+            local, pattern, digest, bytes_in, self.by_byte, self.byte_start, self.lens,
+            self.buf)
         out = np.full(len(toks), -1, dtype=np.int64)
         e = np.flatnonzero(end >= 0)
         out[e] = self.state_class[states[end[e]]]
