@@ -18,7 +18,7 @@ visits (:meth:`TokenWalker.row`), which is what makes a new grammar's first mask
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Generator, Sequence
 
 import numpy as np
 
@@ -143,17 +143,38 @@ class TokenWalker:
             if k == 0:  # row 0 (idx ascending)
                 self.row0 = (idx[nodes >= 0], nodes[nodes >= 0])
 
-    def _tokens_of(self, bytes_in: list[int]) -> np.ndarray:
+    def tokens_of(self, bytes_in: list[int]) -> np.ndarray:
         bb, bs = self.by_byte, self.byte_start
         if not bytes_in:
             return np.zeros(0, dtype=np.int64)
         return np.concatenate([bb[bs[b]: bs[b + 1]] for b in bytes_in])
 
-    def _walk_shared(self, s_after: int, bytes_in: list[int]) -> None:
-        toks = self._tokens_of(bytes_in)
-        nodes = self._local_nodes(s_after, bytes_in, toks)
-        if nodes is None:
-            nodes = self.walk(None, toks, 0, False, first=np.full(len(toks), s_after))
+    def walk_shared(self, groups: list[tuple[int, list[int]]]) -> None:
+        """The shared walks of ``groups`` (state after the first byte, those first bytes),
+        their suffix walks from the start state in one batch (a walk's cost is mostly per
+        step, whatever its width: row 0 has a dozen groups)."""
+        pending = []
+        for s_after, bytes_in in groups:
+            toks = self.tokens_of(bytes_in)
+            gen = self._local_nodes(s_after, bytes_in, toks)
+            try:
+                pending.append((s_after, bytes_in, gen, next(gen)))
+            except StopIteration as stop:  # no shared local walk: a walk of its own
+                self._keep(s_after, bytes_in, stop.value if stop.value is not None else
+                           self.walk(None, toks, 0, False, first=np.full(len(toks), s_after)))
+        if not pending:
+            return
+        tails = self.suffix(np.concatenate([p[3][0] for p in pending]),
+                            np.concatenate([p[3][1] for p in pending]))
+        cuts = np.cumsum([len(p[3][0]) for p in pending])[:-1]
+        for (s_after, bytes_in, gen, _), tail in zip(pending, np.split(tails, cuts),
+                                                     strict=True):
+            try:
+                gen.send(tail)
+            except StopIteration as stop:
+                self._keep(s_after, bytes_in, stop.value)
+
+    def _keep(self, s_after: int, bytes_in: list[int], nodes: np.ndarray) -> None:
         off = 0
         for b in bytes_in:
             n = int(self.byte_start[b + 1] - self.byte_start[b])
@@ -162,12 +183,13 @@ class TokenWalker:
             off += n
 
     def _local_nodes(self, s_after: int, bytes_in: list[int], toks: np.ndarray
-                     ) -> np.ndarray | None:
+                     ) -> Generator[tuple[np.ndarray, np.ndarray], np.ndarray,
+                                    np.ndarray | None]:
         """The nodes of a shared walk from the walks inside the lexeme that grammars with the
         same local automaton (and pattern of end classes) share
         (:mod:`gramask.compiler.local_walks`); None where those do not decide it: the
         indentation newline (its width is counted across lexemes), a local automaton too
-        large to share."""
+        large to share. Yields the suffixes it needs (tokens, offsets), sent their nodes."""
         if self.nl_terminal >= 0:
             return None
         la = local_automaton(self.trans, s_after)
@@ -195,7 +217,7 @@ class TokenWalker:
             win = self.dfa.accept[at].astype(np.int64)
             ok = win >= 0
             cand, heads = cand[ok], win[ok]
-        tail = self.suffix(toks[cand], kill_at[ok])
+        tail = yield toks[cand], kill_at[ok]
         good = tail >= 0
         cand, heads, tail = cand[good], heads[good], tail[good]
         res = tail.copy()
@@ -214,30 +236,6 @@ class TokenWalker:
                     out[w[f]] = self.interner.branch(cw[f], out[w[f]], alt[f])
         return out
 
-    def all_shared(self, progress: Callable[[int], None] | None = None) -> int:
-        """Every shared walk: once per state a byte leads to from a state other than the
-        start, over the tokens beginning with the bytes that lead there. Returns the number
-        of walks (a unit of the progress bar each)."""
-        inner = self.trans[1:] if self.n_states > 1 else np.zeros((0, 256), self.trans.dtype)
-        walked = 0
-        # (state after, byte) pairs, sorted by state then byte, in one pass over the table
-        # (not a scan of the whole table per state: quadratic in the states)
-        _, cols = np.nonzero(inner >= 0)
-        pairs = np.unique(inner[inner >= 0].astype(np.int64) * 256 + cols)
-        after, byte = pairs // 256, pairs % 256
-        cuts = np.flatnonzero(np.diff(after)) + 1
-        for grp_s, grp_b in zip(np.split(after, cuts), np.split(byte, cuts), strict=True):
-            if not grp_s.size:
-                continue
-            s_after, bytes_in = int(grp_s[0]), grp_b.tolist()
-            if not self._tokens_of(bytes_in).size:
-                continue
-            self._walk_shared(s_after, bytes_in)
-            walked += 1
-            if progress is not None:
-                progress(1)
-        return walked
-
     def row(self, q: int) -> tuple[np.ndarray, np.ndarray]:
         """Row ``q``: (token ids ascending, node ids), its walks done on first use."""
         with self.lock:
@@ -246,7 +244,7 @@ class TokenWalker:
                 if self.row0 is None:
                     starts = np.flatnonzero(self.trans[0] >= 0).tolist()
                     if self.nl_terminal >= 0:  # widths count from the start of the token
-                        toks = self._tokens_of(starts)
+                        toks = self.tokens_of(starts)
                         dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0,
                                                 True)
                     else:  # the shared walks of the states the first bytes lead to
@@ -273,8 +271,7 @@ class TokenWalker:
         for b in cont:
             if (int(row[b]), b) not in self.shared:
                 missing.setdefault(int(row[b]), []).append(b)
-        for s_after, bytes_in in missing.items():
-            self._walk_shared(s_after, bytes_in)
+        self.walk_shared(list(missing.items()))
         return row, cont
 
     def row_nnz(self, q: int) -> int:
