@@ -26,20 +26,30 @@ _HEAD_BROKEN = _HEAD_COUNT * _HEAD_COUNT
 
 
 def bits_of_rows(rows: np.ndarray) -> list[int]:
-    """Each bool row of a (n, T) array as an int bitset."""
-    return [sum(1 << int(t) for t in np.flatnonzero(row)) for row in rows]
+    """Each bool row of a (n, T) array as an int bitset (packed in C, one ``int.from_bytes``
+    per row: a schema's lexer has hundreds of states, converted per request)."""
+    rows = np.asarray(rows, dtype=bool)
+    if rows.ndim != 2 or not rows.shape[1]:
+        return [0] * len(rows)
+    packed = np.packbits(rows, axis=1, bitorder="little")
+    frm = int.from_bytes
+    return [frm(r, "little") for r in map(bytes, packed)]
 
 
 def rows_of_bits(bits: Iterable[int], width: int) -> np.ndarray:
-    """Int bitsets as a (n, width) bool array (inverse of :func:`bits_of_rows`)."""
+    """Int bitsets as a (n, width) bool array (inverse of :func:`bits_of_rows`).
+
+    Raises
+    ------
+    ValueError
+        A set holds a bit at ``width`` or above."""
     bits = list(bits)
-    out = np.zeros((len(bits), width), dtype=bool)
-    for q, b in enumerate(bits):
-        while b:
-            low = b & -b
-            out[q, low.bit_length() - 1] = True
-            b ^= low
-    return out
+    n_bytes = (width + 7) // 8
+    if any(b >> width for b in bits):
+        raise ValueError(f"a bit set wider than {width}")
+    data = b"".join(b.to_bytes(n_bytes, "little") for b in bits)
+    flat = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
+    return flat.reshape(len(bits), n_bytes * 8)[:, :width].astype(bool)
 
 
 def words_of_bits(bits: int, n_words: int) -> np.ndarray:

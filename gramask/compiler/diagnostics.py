@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -62,22 +61,33 @@ class LexerDiagnostic:
 
 
 def _examples(dfa: LexerDFA) -> list[bytes]:
-    """A shortest text reaching each lexer state (printable bytes preferred)."""
+    """A shortest text reaching each lexer state (printable bytes preferred): a breadth-first
+    search, one level at a time: a level's states in discovery order times the bytes in
+    preference order, flattened, is the order a queue would meet their successors in, and
+    each new state takes its first meeting (vectorised: a schema's lexer has hundreds of
+    states, 256 bytes each)."""
     n = dfa.num_states
-    out: list[bytes | None] = [None] * n
-    out[0] = b""
-    order = [*range(32, 127), *range(0, 32), *range(127, 256)]
-    trans = dfa.trans.tolist()
-    dq = deque([0])
-    while dq:
-        q = dq.popleft()
-        row = trans[q]
-        for b in order:
-            t = row[b]
-            if t >= 0 and out[t] is None:
-                out[t] = out[q] + bytes([b])  # type: ignore[operator]
-                dq.append(t)
-    return [o if o is not None else b"" for o in out]
+    out: list[bytes] = [b""] * n
+    order = np.array([*range(32, 127), *range(0, 32), *range(127, 256)], dtype=np.int64)
+    trans = dfa.trans[:, order]
+    seen = np.zeros(n, dtype=bool)
+    seen[0] = True
+    level = np.zeros(1, dtype=np.int64)
+    while level.size:
+        cand = trans[level].reshape(-1)
+        hit = np.flatnonzero(cand >= 0)
+        hit = hit[~seen[cand[hit]]]
+        if not hit.size:
+            break
+        _, first = np.unique(cand[hit], return_index=True)
+        pos = hit[np.sort(first)]  # first meetings, in the order met
+        new = cand[pos]
+        seen[new] = True
+        for t, q, b in zip(new.tolist(), level[pos // 256].tolist(),
+                           order[pos % 256].tolist(), strict=True):
+            out[t] = out[q] + bytes((b,))
+        level = new.astype(np.int64)
+    return out
 
 
 def _text(b: bytes) -> str:

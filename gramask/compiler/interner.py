@@ -12,6 +12,8 @@ from ..encoding import unique_rows
 
 __all__ = ["Interner"]
 
+_SMALL = 64  # batches up to this size are interned through Python sets
+
 
 class Interner:
     """Interns CONS(head, tail) pairs (and, for contextual tables, BRANCH(class, cont, alt)
@@ -72,9 +74,18 @@ class Interner:
         if heads.size == 0:
             return np.zeros(0, dtype=np.int64)
         keys = (heads.astype(np.int64) << 32) | tails.astype(np.int64)
+        ids = self.ids
+        if len(keys) <= _SMALL:  # (np.unique's fixed cost is most of a small batch)
+            listed = keys.tolist()
+            for k in sorted(set(listed)):  # new nodes numbered in key order, as below
+                if k not in ids:
+                    ids[k] = self.base + len(self.heads)
+                    self.heads.append(k >> 32)
+                    self.tails.append(k & 0xFFFFFFFF)
+                    self.alts.append(-1)
+            return np.array([ids[k] for k in listed], dtype=np.int64)
         uniq, inv = np.unique(keys, return_inverse=True)
         out = np.empty(len(uniq), dtype=np.int64)
-        ids = self.ids
         for j, k in enumerate(uniq.tolist()):
             n = ids.get(k)
             if n is None:

@@ -12,8 +12,8 @@ from a lexer state be precomputed once, independent of the parser.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -65,9 +65,18 @@ class LexerDFA:
     ignored: np.ndarray  # (T,) bool
     accepting: np.ndarray
 
+    _rows: list[list[int]] | None = field(default=None, init=False, repr=False, compare=False)
+
     @property
     def num_states(self) -> int:
         return int(self.trans.shape[0])
+
+    def rows(self) -> list[list[int]]:
+        """``trans`` as Python lists (what the runtime's byte walks index), converted once
+        for every runtime built on this automaton. Read only."""
+        if self._rows is None:
+            self._rows = self.trans.tolist()
+        return self._rows
 
     @property
     def num_terminals(self) -> int:
@@ -108,31 +117,38 @@ def terminal_dfa(t: Terminal) -> ByteDFA:
         from ..frontends.json_strings import spec_dfa
 
         return spec_dfa(automaton)
-    if t.is_string:
-        literal = re.sub(r"\\(.)", r"\1", t.pattern, flags=re.DOTALL)
-        data = literal.encode("utf-8")
-        if (data and re.escape(literal) == t.pattern
-                and len(literal) < MAX_TERMINAL_STATES):
-            n = len(data)
-            trans = np.full((n + 1, 256), -1, dtype=np.int32)
-            trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
-            finals = np.zeros(n + 1, dtype=bool)
-            finals[n] = True
-            return ByteDFA(trans, finals)
-    got = _REGEX_DFAS.get(t.pattern)
+    key = ("literal:" if t.is_string else "regex:") + t.pattern
+    got = _TERMINAL_DFAS.get(key)
     if got is None:  # an error names this terminal; a refused regex is not retried
-        from ..frontends.json_prebuilt import prebuilt  # JSON text's terminals ship built
+        got = _literal_dfa(t.pattern) if t.is_string else None
+        if got is None:
+            from ..frontends.json_prebuilt import prebuilt  # JSON text's terminals ship built
 
-        got = prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern)
-        if len(_REGEX_DFAS) >= _REGEX_DFAS_KEPT:
-            _REGEX_DFAS.pop(next(iter(_REGEX_DFAS)), None)
-        _REGEX_DFAS[t.pattern] = got
+            got = prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern)
+        if len(_TERMINAL_DFAS) >= _TERMINAL_DFAS_KEPT:
+            _TERMINAL_DFAS.pop(next(iter(_TERMINAL_DFAS)), None)
+        _TERMINAL_DFAS[key] = got
     return got
 
 
-# compiled regex terminals by pattern, oldest first out (ByteDFAs are never modified)
-_REGEX_DFAS: dict[str, ByteDFA] = {}
-_REGEX_DFAS_KEPT = 1024
+def _literal_dfa(pattern: str) -> ByteDFA | None:
+    """A plain string literal's chain of states, or None (flags, or too long)."""
+    literal = re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
+    data = literal.encode("utf-8")
+    if not data or re.escape(literal) != pattern or len(literal) >= MAX_TERMINAL_STATES:
+        return None
+    n = len(data)
+    trans = np.full((n + 1, 256), -1, dtype=np.int32)
+    trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
+    finals = np.zeros(n + 1, dtype=bool)
+    finals[n] = True
+    return ByteDFA(trans, finals)
+
+
+# terminals' automata by kind and pattern, oldest first out (ByteDFAs are never modified;
+# generated grammars repeat the same terminals across requests)
+_TERMINAL_DFAS: dict[str, ByteDFA] = {}
+_TERMINAL_DFAS_KEPT = 1024
 
 
 def _winner_order(terminals: Sequence[Terminal]) -> list[int]:
@@ -190,36 +206,28 @@ def build_lexer_dfa(
     table = np.concatenate(
         [np.where(c[:, m[reps]] >= 0, c[:, m[reps]].astype(np.int64) + offset[i], -1)
          for i, (c, m) in enumerate(cols)]) if dfas else np.zeros((0, n_cls), dtype=np.int64)
-    by_row = table
-    by_state: dict[int, list[int]] = {}  # per global state read, its successor per class
-    table = np.ascontiguousarray(table.T, dtype=np.int64)
-
-    def state_row(g: int) -> list[int]:  # (as lists when read: 2,000 regexes have 2 M states)
-        got = by_state.get(g)
-        if got is None:
-            got = by_state[g] = by_row[g].tolist()
-        return got
-
-    def successors(key: tuple[int, ...]) -> list[tuple[int, ...] | None]:
-        if len(key) > 48:  # thousands of live terminals at a lexeme's start: vectorised
-            return [tuple(row[row >= 0].tolist()) or None for row in table[:, list(key)]]
-        if not key:
-            return [None] * n_cls
-        return [tuple(x for x in col if x >= 0) or None
-                for col in zip(*map(state_row, key), strict=True)]
+    table = table.astype(np.int64)
 
     def too_many(order: list[tuple[int, ...]]) -> None:
         _too_many_lexer_states(terminals, [
             tuple((int(owner[g]), g - int(offset[owner[g]])) for g in key) for key in order])
 
-    start = tuple(int(offset[i]) for i in range(n_terms) if _nonempty(dfas[i]))
-    order, rows = explore(start, successors, MAX_LEXER_STATES, too_many)
-    cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), n_cls)
+    start = np.array([offset[i] if _nonempty(dfas[i]) else -1 for i in range(n_terms)],
+                     dtype=np.int64)
+    if n_terms <= _DENSE_TERMINALS:
+        live_ids, cls_trans = _explore_dense(table, start, MAX_LEXER_STATES, too_many)
+        q_of, col = np.nonzero(live_ids >= 0)  # by state, then terminal: each key's order
+        all_ids = live_ids[q_of, col]
+        n = live_ids.shape[0]
+    else:
+        order, rows = _explore_sparse(table, start, too_many)
+        cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), n_cls)
+        n = len(order)
+        q_of = np.repeat(np.arange(n), [len(key) for key in order])
+        all_ids = np.fromiter((g for key in order for g in key), dtype=np.int64,
+                              count=len(q_of))
     trans = np.ascontiguousarray(cls_trans[:, byte_class])
 
-    n = len(order)
-    q_of = np.repeat(np.arange(n), [len(key) for key in order])
-    all_ids = np.fromiter((g for key in order for g in key), dtype=np.int64, count=len(q_of))
     live = np.zeros((n, n_terms), dtype=bool)
     live[q_of, owner[all_ids]] = True
     fin = final[all_ids] & (q_of != 0)  # empty lexemes never count
@@ -241,6 +249,99 @@ def build_lexer_dfa(
         ignored=ignored,
         accepting=accepting,
     )
+
+
+# Up to this many terminals a product state is a dense row (a global state per terminal, -1
+# dead) and a whole level of the search steps at once; past it (thousands of keywords, few
+# live per state) sorted tuples of the live global states, one state at a time.
+_DENSE_TERMINALS = 64
+_DENSE_CHUNK = 1 << 22  # entries of (states x classes x terminals) stepped at once
+
+
+def _explore_dense(
+    table: np.ndarray, start: np.ndarray, limit: int,
+    on_limit: Callable[[list[tuple[int, ...]]], None],
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`explore` over dense rows, a level at a time: (the states' rows, their
+    successors per class). The states found while stepping a level are numbered in the
+    order their (state, class) pairs come, which is the order :func:`explore` numbers them
+    in (it steps the same states in the same order), so the product is the same."""
+    n_t, n_cls = len(start), table.shape[1]
+    ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)])  # -1: dead
+    width = max(1, 4 * n_t)
+    with np.errstate(over="ignore"):  # odd multipliers of a hash (Fibonacci hashing)
+        mult = (np.arange(1, n_t + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                | np.uint64(1)).view(np.int64)
+    index: dict[bytes, int] = {start.astype(np.int32).tobytes(): 0}
+    found = [start]
+    succ: list[np.ndarray] = []
+    lo = 0
+    while lo < len(found):
+        hi = min(len(found), lo + max(1, _DENSE_CHUNK // max(1, n_cls * n_t)))
+        block = np.stack(found[lo:hi])
+        nxt = np.ascontiguousarray(ext[block].transpose(0, 2, 1)).reshape(-1, n_t)
+        ids = np.full(len(nxt), -1, dtype=np.int64)
+        alive = np.flatnonzero((nxt >= 0).any(axis=1)) if n_t else np.zeros(0, np.int64)
+        if alive.size:
+            live = nxt[alive]
+            first, inv = _distinct_rows(live, mult)
+            got = np.empty(len(first), dtype=np.int64)
+            keys = np.ascontiguousarray(live[first], dtype=np.int32).view(f"V{width}")
+            for j in np.argsort(first, kind="stable").tolist():
+                key = keys[j].tobytes()
+                q = index.get(key)
+                if q is None:
+                    q = index[key] = len(found)
+                    found.append(nxt[alive[first[j]]])
+                    if q >= limit:
+                        on_limit([tuple(r[r >= 0].tolist()) for r in found])
+                got[j] = q
+            ids[alive] = got[inv.reshape(-1)]
+        succ.append(ids.reshape(hi - lo, n_cls))
+        lo = hi
+    return np.stack(found), np.concatenate(succ).astype(np.int32)
+
+
+def _distinct_rows(rows: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a first index of each distinct row, each row's distinct number), exact: rows are
+    grouped by a multiplicative hash (one sort of integers, not of byte strings) and the
+    grouping is checked against the rows themselves; a collision (never seen) falls back to
+    sorting the rows."""
+    with np.errstate(over="ignore"):
+        h = rows @ mult  # wraps around: a hash
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if not np.array_equal(rows[first[inv]], rows):
+        _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+    return first, inv
+
+
+def _explore_sparse(
+    table: np.ndarray, start: np.ndarray,
+    on_limit: Callable[[list[tuple[int, ...]]], None],
+) -> tuple[list[tuple[int, ...]], list[list[int]]]:
+    """:func:`explore` over sorted tuples of live global states (many terminals)."""
+    n_cls = table.shape[1]
+    by_state: dict[int, list[int]] = {}  # per global state read, its successor per class
+    by_cls = np.ascontiguousarray(table.T)
+
+    def state_row(g: int) -> list[int]:  # (as lists when read: 2,000 regexes have 2 M states)
+        got = by_state.get(g)
+        if got is None:
+            got = by_state[g] = table[g].tolist()
+        return got
+
+    def successors(key: tuple[int, ...]) -> list[tuple[int, ...] | None]:
+        if len(key) > 48:  # thousands of live terminals at a lexeme's start: vectorised
+            return [tuple(row[row >= 0].tolist()) or None for row in by_cls[:, list(key)]]
+        if not key:
+            return [None] * n_cls
+        return [tuple(x for x in col if x >= 0) or None
+                for col in zip(*map(state_row, key), strict=True)]
+
+    return explore(tuple(start[start >= 0].tolist()), successors, MAX_LEXER_STATES,
+                   on_limit)
 
 
 def _too_many_lexer_states(
@@ -265,19 +366,20 @@ def _byte_classes(dfas: Sequence[ByteDFA]) -> np.ndarray:
     are numbered in the lexicographic order of their columns in all the tables stacked (what
     ``np.unique(stacked.T, axis=0)`` gives). Comparing two stacked columns compares their
     parts terminal by terminal, so each terminal only contributes the rank of its column
-    among its own distinct columns (a handful): the key is refined by that rank, terminal
-    after terminal — neither a stacked copy of every table (2,000 terminals of ~1,000
+    among its own distinct columns (a handful, kept on its automaton: ``column_rank``), and
+    the classes are the distinct tuples of those ranks in lexicographic order — one lexsort
+    of 256 short tuples, not a stacked copy of every table (2,000 terminals of ~1,000
     states: 2 GB) nor a sort over all of their rows."""
-    key = np.zeros(256, dtype=np.int64)
-    for d in dfas:
-        distinct, cls = d.classes()  # numbered by first byte
-        if distinct.shape[1] == 1:
-            continue  # every byte alike: nothing to tell apart
-        uniq = distinct.T.tolist()
-        rank = np.empty(len(uniq), dtype=np.int64)
-        rank[sorted(range(len(uniq)), key=uniq.__getitem__)] = np.arange(len(uniq))
-        _, key = np.unique(key * len(uniq) + rank[cls], return_inverse=True)
-        key = key.reshape(-1).astype(np.int64)
+    ranks = [rank for rank, n_uniq in (d.column_rank() for d in dfas) if n_uniq > 1]
+    if not ranks:  # every byte alike for every terminal
+        return np.zeros(256, dtype=np.int64)
+    table = np.stack(ranks)  # (terminals, 256): a column per byte, compared top down
+    order = np.lexsort(table[::-1])
+    ordered = table[:, order]
+    new = np.ones(256, dtype=bool)
+    new[1:] = (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)
+    key = np.empty(256, dtype=np.int64)
+    key[order] = np.cumsum(new) - 1
     return key
 
 
@@ -287,17 +389,20 @@ def _nonempty(d: ByteDFA) -> bool:
 
 def _winnable(cls_trans: np.ndarray, accept: np.ndarray, n_terms: int) -> np.ndarray:
     """Backward closure of "this state's lexeme can end with terminal T" as int bitsets."""
-    n = cls_trans.shape[0]
-    preds: list[set[int]] = [set() for _ in range(n)]
-    for q in range(n):
-        for t in set(cls_trans[q].tolist()):
-            if t >= 0:
-                preds[t].add(q)
+    n, n_cls = cls_trans.shape
+    # the reversed edges, deduplicated and grouped by head in one sort (the fixpoint does not
+    # depend on the order predecessors are visited in)
+    dst = cls_trans.reshape(-1).astype(np.int64)
+    src = np.repeat(np.arange(n, dtype=np.int64), n_cls)
+    ok = dst >= 0
+    pairs = np.unique(dst[ok] * n + src[ok])
+    tails = (pairs % n).tolist()
+    bounds = np.searchsorted(pairs // n, np.arange(n + 1)).tolist()
     bits = [(1 << int(a)) if a >= 0 else 0 for a in accept.tolist()]
     work = [q for q in range(n) if bits[q]]
     while work:
         t = work.pop()
-        for p in preds[t]:
+        for p in tails[bounds[t]:bounds[t + 1]]:
             merged = bits[p] | bits[t]
             if merged != bits[p]:
                 bits[p] = merged

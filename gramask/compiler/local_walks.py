@@ -21,7 +21,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["MAX_LOCAL_STATES", "local_automaton", "local_outcomes", "small_local"]
+__all__ = ["MAX_LOCAL_STATES", "first_appearance", "group_outcomes", "local_automaton",
+           "local_outcomes", "small_local"]
 
 # local automata larger than this are not canonicalised (the states right after a quote in a
 # schema with many keys: schema-specific anyway)
@@ -29,7 +30,7 @@ MAX_LOCAL_STATES = 256
 # outcomes kept, in tokens (three int16 per token): about 50 MB
 _KEPT_TOKENS = 8_000_000
 
-_Outcome = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+_Outcome = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 _CACHE: OrderedDict[tuple[int, bytes, int], tuple[np.ndarray, _Outcome]] = OrderedDict()
 _SIZE = [0]
 _LOCK = threading.Lock()
@@ -39,19 +40,27 @@ def local_automaton(trans: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray, 
     """(the lexer states reachable from ``s`` in canonical order — breadth first, bytes
     ascending, ``s`` first —, their transitions renumbered (-1 dead), a digest of those), or
     None when more than :data:`MAX_LOCAL_STATES` are reachable."""
-    index = {s: 0}
-    order = [s]
-    i = 0
-    while i < len(order):
-        row = trans[order[i]]
-        for t in row[row >= 0].tolist():
-            if t not in index:
-                index[t] = len(order)
-                order.append(t)
-                if len(order) > MAX_LOCAL_STATES:
-                    return None
-        i += 1
-    states = np.array(order, dtype=np.int64)
+    # breadth first one level at a time: a level's rows flattened list its successors in the
+    # order a queue would meet them (bytes ascending), each new state kept at its first
+    seen = np.zeros(trans.shape[0], dtype=bool)
+    seen[s] = True
+    parts = [np.array([s], dtype=np.int64)]
+    count = 1
+    level = parts[0]
+    while level.size:
+        cand = trans[level].reshape(-1)
+        cand = cand[cand >= 0]
+        cand = cand[~seen[cand]]
+        if not cand.size:
+            break
+        _, first = np.unique(cand, return_index=True)
+        level = cand[np.sort(first)].astype(np.int64)
+        count += len(level)
+        if count > MAX_LOCAL_STATES:
+            return None
+        seen[level] = True
+        parts.append(level)
+    states = np.concatenate(parts)
     remap = np.full(trans.shape[0] + 1, -1, dtype=np.int16)
     remap[states] = np.arange(len(states), dtype=np.int16)
     local = remap[trans[states]]  # -1 stays -1 (the extra last entry)
@@ -146,8 +155,10 @@ def local_outcomes(
     offset of the byte that ends the lexeme; the local state before it, else -1), and the
     steps between local states of different ``pattern`` values (a contextual lexer's end
     classes, numbered by first appearance): (4, F) rows token index, offset of the byte,
-    local state before and after it, in the order walked. Cached per vocabulary (``lens`` is
-    its token-length array, kept alive by the cache entry), local automaton and pattern."""
+    local state before and after it, in the order walked; last, the byte that ends the
+    lexeme (0 where none does: a grammar drops at once the tokens whose next lexeme cannot
+    start with it). Cached per vocabulary (``lens`` is its token-length array, kept alive by
+    the cache entry), local automaton and pattern."""
     key = (id(lens), digest + pattern.astype(np.int16).tobytes(), b)
     with _LOCK:
         hit = _CACHE.get(key)
@@ -164,12 +175,40 @@ def local_outcomes(
     return out
 
 
+def group_outcomes(
+    local: np.ndarray, pattern: np.ndarray, digest: bytes, bytes_in: list[int],
+    by_byte: np.ndarray, byte_start: np.ndarray, lens: np.ndarray, buf: np.ndarray,
+) -> _Outcome:
+    """:func:`local_outcomes` of the tokens beginning with each of ``bytes_in`` (grouped by
+    first byte: ``by_byte[byte_start[b]:byte_start[b + 1]]``), joined in that order (the
+    forks' token index counting across the groups)."""
+    parts = [local_outcomes(local, pattern, digest, b, by_byte[byte_start[b]:
+                                                               byte_start[b + 1]], lens, buf)
+             for b in bytes_in]
+    offsets = np.cumsum([0, *(len(p[0]) for p in parts)])
+    fork = np.concatenate([p[3] for p in parts], axis=1).astype(np.int64)
+    fork[0] += np.repeat(offsets[:-1], [p[3].shape[1] for p in parts])
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]), fork,
+            np.concatenate([p[4] for p in parts]))
+
+
+def first_appearance(values: np.ndarray) -> np.ndarray:
+    """``values`` renumbered 0, 1, ... in order of first appearance."""
+    _, first, inv = np.unique(values, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    out: np.ndarray = rank[inv.reshape(-1)]
+    return out
+
+
 def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: np.ndarray,
                 buf: np.ndarray) -> _Outcome:
     n = len(toks)
     end = np.full(n, -1, dtype=np.int16)
     kill_at = np.zeros(n, dtype=np.int16)
     kill_in = np.full(n, -1, dtype=np.int16)
+    kill_byte = np.zeros(n, dtype=np.uint8)
     forks: list[np.ndarray] = []
     cur = np.zeros(n, dtype=np.int64)
     act = np.arange(n)
@@ -183,12 +222,14 @@ def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: 
             act = act[~done]
             if not act.size:
                 break
-        nb = local[cur[act], buf[toks[act], k]].astype(np.int64)
+        byte = buf[toks[act], k]
+        nb = local[cur[act], byte].astype(np.int64)
         stop = nb < 0
         if stop.any():
             s = act[stop]
             kill_at[s] = k
             kill_in[s] = cur[s]
+            kill_byte[s] = byte[stop]
             act = act[~stop]
             nb = nb[~stop]
         shift = pattern[cur[act]] != pattern[nb]
@@ -199,6 +240,6 @@ def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: 
         k += 1
     fork = (np.concatenate(forks, axis=1) if forks else np.zeros((4, 0), np.int64)).astype(
         np.int32)
-    for a in (end, kill_at, kill_in, fork):
+    for a in (end, kill_at, kill_in, fork, kill_byte):
         a.flags.writeable = False
-    return end, kill_at, kill_in, fork
+    return end, kill_at, kill_in, fork, kill_byte

@@ -68,12 +68,28 @@ class ByteDFA:
     only: the lexer reads the classes, and a grammar of thousands of long regexes (2 M
     states) would otherwise hold 1 KB per state."""
 
-    __slots__ = ("_classes", "_trans", "finals")
+    __slots__ = ("_classes", "_column_rank", "_trans", "finals")
 
     def __init__(self, trans: np.ndarray, finals: np.ndarray) -> None:
         self._trans: np.ndarray | None = trans
         self._classes: tuple[np.ndarray, np.ndarray] | None = None
         self.finals = finals
+        self._column_rank: tuple[np.ndarray, int] | None = None
+
+    def column_rank(self) -> tuple[np.ndarray, int]:
+        """(per byte, the rank of its column of ``trans`` among the distinct columns in
+        lexicographic order; how many distinct columns): what the lexer's byte classes
+        refine by (:func:`gramask.compiler.lexer.build_lexer_dfa`). Kept: a terminal's
+        automaton is shared by every grammar that uses it (never modified)."""
+        if self._column_rank is None:
+            distinct, cls = self.classes()  # (no 256-wide table made for it)
+            uniq = distinct.T.tolist()
+            rank = np.empty(len(uniq), dtype=np.int64)
+            rank[sorted(range(len(uniq)), key=uniq.__getitem__)] = np.arange(len(uniq))
+            out = rank[cls]
+            out.flags.writeable = False
+            self._column_rank = (out, len(uniq))
+        return self._column_rank
 
     @classmethod
     def of_classes(cls, cls_trans: np.ndarray, byte_class: np.ndarray,
@@ -83,6 +99,7 @@ class ByteDFA:
         d = cls.__new__(cls)
         d._trans = None
         d._classes = (cls_trans, byte_class)
+        d._column_rank = None
         d.finals = finals
         return d
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .lexer import LexerDFA
+from .local_walks import small_local
 from .token_walk import TokenWalker
 
 __all__ = ["TokenTables", "build_token_tables", "lazy_token_tables", "walk_token"]
@@ -229,11 +230,38 @@ def build_token_tables(
     # token either way), and many states lead to the same one on many bytes (every prefix
     # of a keyword into the identifier body, a string body into itself): walk the tokens
     # once per (state after the first byte, first byte) and let the rows share the result.
-    walked = w.all_shared(progress)
+    walked = _all_shared(w, progress)
     tables = _assemble(w)
     if progress is not None and dfa.num_states > walked:
         progress(dfa.num_states - walked)  # assembling the rows from the shared walks
     return tables
+
+
+def _all_shared(w: TokenWalker, progress: Callable[[int], None] | None = None) -> int:
+    """Every shared walk of ``w``: once per state a byte leads to from a state other than
+    the start, over the tokens beginning with the bytes that lead there. Returns the number
+    of walks (a unit of the progress bar each)."""
+    inner = w.trans[1:] if w.n_states > 1 else np.zeros((0, 256), w.trans.dtype)
+    walked = 0
+    if w.nl_terminal < 0:  # which states a local walk can serve: one pass, not a search each
+        w.small_local = small_local(w.trans)
+    # (state after, byte) pairs, sorted by state then byte, in one pass over the table
+    # (not a scan of the whole table per state: quadratic in the states)
+    _, cols = np.nonzero(inner >= 0)
+    pairs = np.unique(inner[inner >= 0].astype(np.int64) * 256 + cols)
+    after, byte = pairs // 256, pairs % 256
+    cuts = np.flatnonzero(np.diff(after)) + 1
+    for grp_s, grp_b in zip(np.split(after, cuts), np.split(byte, cuts), strict=True):
+        if not grp_s.size:
+            continue
+        s_after, bytes_in = int(grp_s[0]), grp_b.tolist()
+        if not w.tokens_of(bytes_in).size:
+            continue
+        w.walk_shared([(s_after, bytes_in)])
+        walked += 1
+        if progress is not None:
+            progress(1)
+    return walked
 
 
 def lazy_token_tables(

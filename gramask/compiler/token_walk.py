@@ -18,14 +18,15 @@ visits (:meth:`TokenWalker.row`), which is what makes a new grammar's first mask
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Generator, Sequence
 
 import numpy as np
 
 from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
-from .local_walks import local_automaton, local_outcomes, small_local
+from .local_walks import first_appearance, group_outcomes, local_automaton
+from .suffix_memo import SuffixMemo
 from .walk_inputs import LoopRuns, end_classes, token_matrix, token_starts
 
 __all__ = ["TokenWalker"]
@@ -77,67 +78,95 @@ class TokenWalker:
         lmax = self.buf.shape[1]
         self.lmax = lmax
         self.runs = LoopRuns(self.trans, self.lens, self.buf)  # jumps over looping runs
-        # suffix nodes + 2 at [offset, token]; 0: not walked yet, 1: dead. Zeroed lazily by
-        # the system, so a lazily built table pays for the offsets it touches only
-        self._suf = np.zeros((lmax + 1, v), dtype=np.int32)
+        self._memo = SuffixMemo(v, lmax)  # the suffixes walked so far
         self.valid, self.by_byte, self.byte_start = _byte_groups(self.lens, self.buf)
-        self._flat = self._suf.reshape(-1)
+        self._start_ok = self.trans[0] >= 0  # per byte: it starts a lexeme
         self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
         self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
         self._dense = np.full(v, -1, dtype=np.int64)
         self.row0: tuple[np.ndarray, np.ndarray] | None = None
-        self._small_local: np.ndarray | None = None  # states a local walk can serve
+        self.small_local: np.ndarray | None = None  # states a local walk can serve (full build)
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ memos
     def suffix(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
-        """Nodes of ``t[k:]`` walked from the start state (-1 dead), walked on first use."""
+        """Nodes of ``t[k:]`` walked from the start state (-1 dead), walked on first use. A
+        tail whose first byte starts no lexeme is dead without a look at the memo (most are:
+        a space-prefixed word after whitespace)."""
+        out = np.full(len(t), -1, dtype=np.int64)
+        alive = np.flatnonzero(self._start_ok[self.buf[t, k]]) if len(t) else t
+        if not alive.size:
+            return out
+        t, k = t[alive], k[alive]
         flat = k * self.v + t
-        s = self._flat[flat]
-        miss = s == 0
-        if miss.any():
-            self._fill(t[miss], k[miss])
-            s = self._flat[flat]
-        out: np.ndarray = s.astype(np.int64) - 2
+        s = self._memo.get(flat)
+        miss = np.flatnonzero(s == 0)
+        if miss.size:
+            s[miss] = self._fill(t[miss], k[miss])
+        out[alive] = s - 2
         return out
 
-    def _fill(self, t: np.ndarray, k: np.ndarray) -> None:
+    def _fill(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Walk the suffixes ``t[k:]`` and memoise them; returns what was stored."""
         # (a walk meets each of its tokens once: no pair twice, and a repeat would only be
         # walked twice to the same node)
         alive = self.trans[0][self.buf[t, k]] >= 0
         flat = k * self.v + t
-        self._flat[flat[~alive]] = 1
+        got = np.ones(len(t), dtype=np.int64)
         t, k = t[alive], k[alive]
         if t.size:
-            self._flat[flat[alive]] = self.walk(np.zeros(len(t), dtype=np.int64), t, k,
-                                                True) + 2
+            got[alive] = self.walk(np.zeros(len(t), dtype=np.int64), t, k, True) + 2
+        self._memo.put(flat, got)
+        return got
 
     def all_suffixes(self) -> None:
         """Every suffix, longest offsets first (each walk then finds its tails walked)."""
         alive0 = self.trans[0]
+        suf = self._memo.dense()
         for k in range(self.lmax - 1, -1, -1):
             idx = np.flatnonzero(self.lens > k)
             if not idx.size:
                 continue
             ok = alive0[self.buf[idx, k]] >= 0
-            self._suf[k, idx[~ok]] = 1
+            suf[k, idx[~ok]] = 1
             idx = idx[ok]
             nodes = self.walk(np.zeros(len(idx), dtype=np.int64), idx, k, True)
-            self._suf[k, idx] = nodes + 2
+            suf[k, idx] = nodes + 2
             if k == 0:  # row 0 (idx ascending)
                 self.row0 = (idx[nodes >= 0], nodes[nodes >= 0])
 
-    def _tokens_of(self, bytes_in: list[int]) -> np.ndarray:
+    def tokens_of(self, bytes_in: list[int]) -> np.ndarray:
         bb, bs = self.by_byte, self.byte_start
         if not bytes_in:
             return np.zeros(0, dtype=np.int64)
         return np.concatenate([bb[bs[b]: bs[b + 1]] for b in bytes_in])
 
-    def _walk_shared(self, s_after: int, bytes_in: list[int]) -> None:
-        toks = self._tokens_of(bytes_in)
-        nodes = self._local_nodes(s_after, bytes_in, toks)
-        if nodes is None:
-            nodes = self.walk(None, toks, 0, False, first=np.full(len(toks), s_after))
+    def walk_shared(self, groups: list[tuple[int, list[int]]]) -> None:
+        """The shared walks of ``groups`` (state after the first byte, those first bytes),
+        their suffix walks from the start state in one batch (a walk's cost is mostly per
+        step, whatever its width: row 0 has a dozen groups)."""
+        pending = []
+        for s_after, bytes_in in groups:
+            toks = self.tokens_of(bytes_in)
+            gen = self._local_nodes(s_after, bytes_in, toks)
+            try:
+                pending.append((s_after, bytes_in, gen, next(gen)))
+            except StopIteration as stop:  # no shared local walk: a walk of its own
+                self._keep(s_after, bytes_in, stop.value if stop.value is not None else
+                           self.walk(None, toks, 0, False, first=np.full(len(toks), s_after)))
+        if not pending:
+            return
+        tails = self.suffix(np.concatenate([p[3][0] for p in pending]),
+                            np.concatenate([p[3][1] for p in pending]))
+        cuts = np.cumsum([len(p[3][0]) for p in pending])[:-1]
+        for (s_after, bytes_in, gen, _), tail in zip(pending, np.split(tails, cuts),
+                                                     strict=True):
+            try:
+                gen.send(tail)
+            except StopIteration as stop:
+                self._keep(s_after, bytes_in, stop.value)
+
+    def _keep(self, s_after: int, bytes_in: list[int], nodes: np.ndarray) -> None:
         off = 0
         for b in bytes_in:
             n = int(self.byte_start[b + 1] - self.byte_start[b])
@@ -146,41 +175,35 @@ class TokenWalker:
             off += n
 
     def _local_nodes(self, s_after: int, bytes_in: list[int], toks: np.ndarray
-                     ) -> np.ndarray | None:
+                     ) -> Generator[tuple[np.ndarray, np.ndarray], np.ndarray,
+                                    np.ndarray | None]:
         """The nodes of a shared walk from the walks inside the lexeme that grammars with the
         same local automaton (and pattern of end classes) share
         (:mod:`gramask.compiler.local_walks`); None where those do not decide it: the
         indentation newline (its width is counted across lexemes), a local automaton too
-        large to share."""
+        large to share. Yields the suffixes it needs (tokens, offsets), sent their nodes."""
         if self.nl_terminal >= 0:
             return None
-        if self._small_local is not None and not self._small_local[s_after]:
+        if self.small_local is not None and not self.small_local[s_after]:
             return None  # (known in a full build: a search per state costs it thousands)
         la = local_automaton(self.trans, s_after)
         if la is None:
             return None
         states, local, digest = la
-        pattern = np.zeros(len(states), dtype=np.int64)
-        if self.contextual:  # end classes numbered by first appearance: where forks are
-            _, first, inv = np.unique(self.state_class[states], return_index=True,
-                                      return_inverse=True)
-            rank = np.empty(len(first), dtype=np.int64)
-            rank[np.argsort(first)] = np.arange(len(first))
-            pattern = rank[inv.reshape(-1)]
-        bb, bs = self.by_byte, self.byte_start
-        parts = [local_outcomes(local, pattern, digest, b, bb[bs[b]: bs[b + 1]], self.lens,
-                                self.buf) for b in bytes_in]
-        end = np.concatenate([p[0] for p in parts]).astype(np.int64)
-        kill_at = np.concatenate([p[1] for p in parts]).astype(np.int64)
-        kill_in = np.concatenate([p[2] for p in parts]).astype(np.int64)
-        offsets = np.cumsum([0, *(len(p[0]) for p in parts)])
-        fork = np.concatenate([p[3] for p in parts], axis=1).astype(np.int64)
-        fork[0] += np.repeat(offsets[:-1], [p[3].shape[1] for p in parts])  # token index
+        # contextual: end classes numbered by first appearance (where forks are)
+        pattern = (first_appearance(self.state_class[states]) if self.contextual
+                   else np.zeros(len(states), dtype=np.int64))
+        end, kill_at, kill_in, fork, kill_byte = group_outcomes(
+            local, pattern, digest, bytes_in, self.by_byte, self.byte_start, self.lens,
+            self.buf)
         out = np.full(len(toks), -1, dtype=np.int64)
-        e = end >= 0
+        e = np.flatnonzero(end >= 0)
         out[e] = self.state_class[states[end[e]]]
-        cand = np.flatnonzero(kill_in >= 0)
+        # a lexeme ended by a byte no lexeme starts with leaves a dead tail: dropped here
+        # (most of a whitespace row: " the" after a space)
+        cand = np.flatnonzero((kill_in >= 0) & self._start_ok[kill_byte])
         at = states[kill_in[cand]]  # the lexer state whose lexeme the byte ends
+        kill_at = kill_at[cand].astype(np.int64)
         if self.contextual:  # LEX(its accepting terminals), the rest from the start state
             ok = self.acc_any[at]
             cand, heads = cand[ok], self.acc_id[at[ok]]
@@ -188,7 +211,7 @@ class TokenWalker:
             win = self.dfa.accept[at].astype(np.int64)
             ok = win >= 0
             cand, heads = cand[ok], win[ok]
-        tail = self.suffix(toks[cand], kill_at[cand])
+        tail = yield toks[cand], kill_at[ok]
         good = tail >= 0
         cand, heads, tail = cand[good], heads[good], tail[good]
         res = tail.copy()
@@ -207,32 +230,6 @@ class TokenWalker:
                     out[w[f]] = self.interner.branch(cw[f], out[w[f]], alt[f])
         return out
 
-    def all_shared(self, progress: Callable[[int], None] | None = None) -> int:
-        """Every shared walk: once per state a byte leads to from a state other than the
-        start, over the tokens beginning with the bytes that lead there. Returns the number
-        of walks (a unit of the progress bar each)."""
-        inner = self.trans[1:] if self.n_states > 1 else np.zeros((0, 256), self.trans.dtype)
-        walked = 0
-        if self.nl_terminal < 0:
-            self._small_local = small_local(self.trans)
-        # (state after, byte) pairs, sorted by state then byte, in one pass over the table
-        # (not a scan of the whole table per state: quadratic in the states)
-        _, cols = np.nonzero(inner >= 0)
-        pairs = np.unique(inner[inner >= 0].astype(np.int64) * 256 + cols)
-        after, byte = pairs // 256, pairs % 256
-        cuts = np.flatnonzero(np.diff(after)) + 1
-        for grp_s, grp_b in zip(np.split(after, cuts), np.split(byte, cuts), strict=True):
-            if not grp_s.size:
-                continue
-            s_after, bytes_in = int(grp_s[0]), grp_b.tolist()
-            if not self._tokens_of(bytes_in).size:
-                continue
-            self._walk_shared(s_after, bytes_in)
-            walked += 1
-            if progress is not None:
-                progress(1)
-        return walked
-
     def row(self, q: int) -> tuple[np.ndarray, np.ndarray]:
         """Row ``q``: (token ids ascending, node ids), its walks done on first use."""
         with self.lock:
@@ -241,7 +238,7 @@ class TokenWalker:
                 if self.row0 is None:
                     starts = np.flatnonzero(self.trans[0] >= 0).tolist()
                     if self.nl_terminal >= 0:  # widths count from the start of the token
-                        toks = self._tokens_of(starts)
+                        toks = self.tokens_of(starts)
                         dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0,
                                                 True)
                     else:  # the shared walks of the states the first bytes lead to
@@ -268,8 +265,7 @@ class TokenWalker:
         for b in cont:
             if (int(row[b]), b) not in self.shared:
                 missing.setdefault(int(row[b]), []).append(b)
-        for s_after, bytes_in in missing.items():
-            self._walk_shared(s_after, bytes_in)
+        self.walk_shared(list(missing.items()))
         return row, cont
 
     def row_nnz(self, q: int) -> int:
@@ -352,9 +348,12 @@ class TokenWalker:
             stop = step[~cont]
             if stop.size and contextual:
                 ends = stop[self.acc_any[cur[stop]]]
-                tail = self.suffix(idx[ends], k[ends])
-                good = tail >= 0
-                out[ends[good]] = interner.cons(self.acc_id[cur[ends[good]]], tail[good])
+                if ends.size:
+                    tail = self.suffix(idx[ends], k[ends])
+                    good = tail >= 0
+                    if good.any():
+                        out[ends[good]] = interner.cons(self.acc_id[cur[ends[good]]],
+                                                        tail[good])
             elif stop.size:
                 win = accept[cur[stop]]
                 ok = win >= 0
@@ -435,7 +434,7 @@ def _byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndar
     if hit is not None and hit[0] is lens:
         return hit[1], hit[2], hit[3]
     valid = np.flatnonzero(lens > 0)
-    fb = buf[valid, 0].astype(np.int64)
+    fb = buf[valid, 0]  # uint8: numpy's stable sort of it is a radix sort
     by_byte = valid[np.argsort(fb, kind="stable")]
     byte_start = np.zeros(257, dtype=np.int64)
     byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))

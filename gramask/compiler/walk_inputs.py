@@ -4,6 +4,7 @@ matrix (the same for every grammar compiled against it) and the lexer's end clas
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
 
 import numpy as np
 
@@ -14,6 +15,7 @@ __all__ = ["LoopRuns", "end_classes", "run_ends", "run_stops", "token_matrix", "
 
 
 _MATRICES: dict[int, tuple[Sequence[bytes], bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+_FLAT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def token_matrix(tokens: Sequence[bytes], special: np.ndarray
@@ -31,16 +33,22 @@ def token_matrix(tokens: Sequence[bytes], special: np.ndarray
     whole = np.fromiter(map(len, tokens), dtype=np.int64, count=v)
     lens = np.where(special, 0, whole) if v else whole
     lmax = max(1, int(lens.max()) if v else 1)
-    # numpy pads (and cuts: a longer special token) each token to lmax bytes in C
-    buf = (np.array(tokens, dtype=f"S{lmax}").view(np.uint8).reshape(v, lmax) if v
-           else np.zeros((0, lmax), dtype=np.uint8))
-    buf[special] = 0
+    # the bytes of the non-special tokens joined, scattered into the zero-padded matrix (a
+    # fixed-width string array of the whole vocabulary, cut and zeroed, cost 3x more)
+    flat = np.frombuffer(b"".join(compress(tokens, (~special).tolist())), dtype=np.uint8)
+    starts = np.cumsum(lens) - lens
+    buf = np.zeros((v, lmax), dtype=np.uint8)
+    buf.reshape(-1)[np.repeat(np.arange(v, dtype=np.int64) * lmax - starts, lens)
+                    + np.arange(len(flat), dtype=np.int64)] = flat
     first_byte = np.where(lens > 0, buf[:, 0].astype(np.int16), np.int16(-1)).astype(np.int16)
-    for a in (lens, buf, first_byte):
+    for a in (lens, buf, first_byte, flat, starts):
         a.flags.writeable = False
     if len(_MATRICES) >= 4:
         _MATRICES.pop(next(iter(_MATRICES)))
     _MATRICES[key] = (tokens, special.tobytes(), (lens, buf, first_byte))
+    if len(_FLAT) >= 4:
+        _FLAT.pop(next(iter(_FLAT)))
+    _FLAT[id(lens)] = (lens, flat, starts)  # what token_starts gives, known here already
     return lens, buf, first_byte
 
 
@@ -101,7 +109,6 @@ def end_classes(dfa: LexerDFA) -> np.ndarray:
     return out
 
 
-_FLAT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 _RUNS: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
 _ENDS: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
 

@@ -23,13 +23,14 @@ import numpy as np
 
 from ...compiler.table_rows import expand_row, group_row, select_tokens
 from ...compiler.tables import TokenTables
+from ...encoding import bits_of_rows
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_rule import ContextualRule
 from .earley import EXPECTED
 from .indentation import advance
 from .parse_state import ES, PUID, ParserContext, PState
-from .terminal_sets import VocabTrie, int_of_row, words_of_int, words_of_rows
+from .terminal_sets import VocabTrie, words_of_int, words_of_rows
 
 if TYPE_CHECKING:
     from ...compiler.lexer import LexerDFA
@@ -121,7 +122,7 @@ class ContextualLexer(ContextualRule):
         """The node arrays (again when a lazily built table's rows have added nodes)."""
         head, tail, alt, sets = tables.nodes()
         self.head, self.tail, self.alt = (a.astype(np.int64) for a in (head, tail, alt))
-        self.acc_bits = [int_of_row(r) for r in sets]
+        self.acc_bits = bits_of_rows(sets)
         self.acc_words = words_of_rows(sets)
         self.head_l, self.tail_l, self.alt_l = (a.tolist() for a in (head, tail, alt))
 

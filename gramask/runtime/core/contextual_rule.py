@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...encoding import bits_of_rows
 from .earley import EXPECTED
 from .indentation import advance
 from .parse_state import ES
@@ -48,9 +49,9 @@ class ContextualRule:
         tab_len: int = 8,
     ) -> None:
         self.ctx = ctx
-        self.rows = [row.tolist() for row in dfa.trans]
-        self.live = [int_of_row(r) for r in dfa.live]
-        self.accepting = [int_of_row(r) for r in dfa.accepting]
+        self.rows = dfa.rows()
+        self.live = bits_of_rows(dfa.live)
+        self.accepting = bits_of_rows(dfa.accepting)
         self.ignored_bits = int_of_row(dfa.ignored)
         self.prio = priorities
         self.nl_t = nl_terminal

@@ -167,7 +167,7 @@ class MaskBuilder:
         self.accept = dfa.accept.tolist()
         self.ignored = dfa.ignored.tolist()
         self.trans = dfa.trans
-        self.trans_rows = [row.tolist() for row in dfa.trans]
+        self.trans_rows = dfa.rows()
         self.nl_t = tables.nl_terminal
         self.continuation_t = continuation_terminal
         # set for grammars in the contextual lexer mode: it then answers walks and masks
