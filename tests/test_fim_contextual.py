@@ -341,7 +341,7 @@ def test_boundary_lexeme_the_suffix_cannot_continue_is_refused(grammars) -> None
 
 def test_lattice_is_pruned_to_paths_that_reach_the_end() -> None:
     """Edges kept grow with the suffix's lexemes, not with every terminal at every byte."""
-    from gramask.runtime.fim.quotient import base_for
+    from gramask.runtime.fim.quotient_base import base_for
     from gramask.runtime.fim.suffix_lattice import parse_suffix_lattice
 
     cg, _ = _chars(ASSIGN)

@@ -214,7 +214,7 @@ def build_lexer_dfa(
 
     start = np.array([offset[i] if _nonempty(dfas[i]) else -1 for i in range(n_terms)],
                      dtype=np.int64)
-    if n_terms <= _DENSE_TERMINALS:
+    if 0 < n_terms <= _DENSE_TERMINALS:  # (no terminal at all: the sparse path)
         live_ids, cls_trans = _explore_dense(table, start, MAX_LEXER_STATES, too_many)
         q_of, col = np.nonzero(live_ids >= 0)  # by state, then terminal: each key's order
         all_ids = live_ids[q_of, col]

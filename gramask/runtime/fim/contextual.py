@@ -47,7 +47,8 @@ from ..limits import check_suffix_size
 from .base import FimBase, gc_paused, prefix_meets_suffix
 from .boundary import boundary_filter, with_boundary
 from .constraint import erase_loops
-from .quotient import base_for, build_quotient
+from .quotient import build_quotient
+from .quotient_base import base_for
 from .suffix_indent import parse_indented_lattice
 from .suffix_lattice import parse_suffix_lattice
 

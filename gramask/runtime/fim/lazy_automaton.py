@@ -19,7 +19,7 @@ from ..limits import RuntimeLimits, memo_size
 from ..memo import BoundedMemo
 
 if TYPE_CHECKING:
-    from .quotient import _Base
+    from .quotient_base import _Base
 
 __all__ = ["LazyAutomaton"]
 
