@@ -265,10 +265,13 @@ def _explore_dense(
     """:func:`explore` over dense rows, a level at a time: (the states' rows, their
     successors per class). The states found while stepping a level are numbered in the
     order their (state, class) pairs come, which is the order :func:`explore` numbers them
-    in (it steps the same states in the same order), so the product is the same."""
+    in (it steps the same states in the same order), so the product is the same. Needs a
+    terminal at least: a row of width 0 has no shape to step (the caller takes the sparse
+    path for a grammar without terminals)."""
     n_t, n_cls = len(start), table.shape[1]
+    assert n_t > 0
     ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)])  # -1: dead
-    width = max(1, 4 * n_t)
+    width = 4 * n_t
     with np.errstate(over="ignore"):  # odd multipliers of a hash (Fibonacci hashing)
         mult = (np.arange(1, n_t + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
                 | np.uint64(1)).view(np.int64)
@@ -277,11 +280,11 @@ def _explore_dense(
     succ: list[np.ndarray] = []
     lo = 0
     while lo < len(found):
-        hi = min(len(found), lo + max(1, _DENSE_CHUNK // max(1, n_cls * n_t)))
+        hi = min(len(found), lo + max(1, _DENSE_CHUNK // (n_cls * n_t)))
         block = np.stack(found[lo:hi])
         nxt = np.ascontiguousarray(ext[block].transpose(0, 2, 1)).reshape(-1, n_t)
         ids = np.full(len(nxt), -1, dtype=np.int64)
-        alive = np.flatnonzero((nxt >= 0).any(axis=1)) if n_t else np.zeros(0, np.int64)
+        alive = np.flatnonzero((nxt >= 0).any(axis=1))
         if alive.size:
             live = nxt[alive]
             first, inv = _distinct_rows(live, mult)
