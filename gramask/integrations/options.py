@@ -49,6 +49,7 @@ __all__ = [
     "RequestOptions",
     "RequestOptionsError",
     "grammar_from_spec",
+    "is_per_request",
     "parse_options",
     "register_grammar_kind",
 ]
@@ -301,6 +302,12 @@ def _from_file(ext: str, path: str, extra: Mapping[str, Any]) -> Grammar:
 # their token-table rows walked as masks first need them, so a new one costs milliseconds
 # to its first mask instead of a full build and an artifact write per request
 PER_REQUEST_KINDS = frozenset({"json_schema", "regex", "choices"})
+
+
+def is_per_request(spec: str | Mapping[str, Any]) -> bool:
+    """Whether ``spec`` is a grammar a request carries (:data:`PER_REQUEST_KINDS`): compiled
+    lazily and never written to the disk cache."""
+    return _classify(spec)[0] in PER_REQUEST_KINDS
 
 
 class GrammarResolver:

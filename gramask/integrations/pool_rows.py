@@ -23,7 +23,8 @@ import numpy as np
 
 from ..compiled import CompiledGrammar
 from ..serving import ConstraintPool, RequestError
-from .options import RequestOptions
+from ..vocab import Vocabulary
+from .options import RequestOptions, is_per_request
 
 __all__ = ["PoolRow", "PoolRows"]
 
@@ -55,12 +56,18 @@ class PoolRows:
         The model's vocabulary: the bitmask width and the token a finished row allows.
     workers, max_batch
         The pool's worker processes and bitmask rows (the engine's most requests per step).
+    vocab
+        The model's vocabulary. Given, the grammars a request carries (JSON Schema, regex,
+        choices) are compiled by the workers themselves, lazily, and forgotten when no request
+        uses them (:meth:`ConstraintPool.add_grammar_spec`); without it they are built here
+        in full and saved for the workers.
     """
 
     def __init__(self, compiled: Callable[[RequestOptions], CompiledGrammar], *,
                  vocab_size: int, eos_token_id: int | None, workers: int,
-                 max_batch: int) -> None:
+                 max_batch: int, vocab: Vocabulary | None = None) -> None:
         self._compiled = compiled
+        self._vocab = vocab
         self.pool = ConstraintPool({}, vocab_size=vocab_size, workers=workers,
                                    max_batch=max_batch)
         eos = np.zeros(self.pool.words * 32, dtype=bool)
@@ -79,7 +86,10 @@ class PoolRows:
         opts = row.options
         key = opts.key
         if key not in self.pool.grammar_keys:
-            self.pool.add_grammar(key, self._compiled(opts))
+            if self._vocab is not None and is_per_request(opts.grammar):
+                self.pool.add_grammar_spec(key, opts.grammar, self._vocab)
+            else:
+                self.pool.add_grammar(key, self._compiled(opts))
         self.pool.add(row.rid, key, opts.prefix, opts.suffix, opts.max_tokens)
         row.added = True
 

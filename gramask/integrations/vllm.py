@@ -425,7 +425,7 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
             self._pool = PoolRows(
                 self._resolve().compiled, vocab_size=len(vocab),
                 eos_token_id=vocab.eos_token_id, workers=self._workers,
-                max_batch=int(self._config.scheduler_config.max_num_seqs))
+                max_batch=int(self._config.scheduler_config.max_num_seqs), vocab=vocab)
             self._cpu_bitmask = torch.from_numpy(self._pool.bitmask)  # shared memory
             self._pin = False  # a copy from the shared (pageable) bitmask
         return self._pool

@@ -12,7 +12,9 @@ it: XGrammar's and vLLM's layout, ``(batch, ceil(V / 32))``, bit ``j`` of word `
 ``32 * w + j``, set = allowed.
 
 Messages are ``marshal``-encoded tuples of plain data (request ids, token ids, text); the
-compiled grammars travel as artifact files, which each worker loads once.
+compiled grammars travel as artifact files, which each worker loads once, or as specs that
+each worker compiles itself (a JSON Schema a request carries: :meth:`ConstraintPool.
+add_grammar_spec`; see ``grammar_table.py``).
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import GramaskError
+from .grammar_table import GrammarTable, Spec
 
 if TYPE_CHECKING:
     from ..compiled import CompiledGrammar
+    from ..vocab import Vocabulary
 
 __all__ = ["ConstraintPool", "RequestError", "RequestId"]
 
@@ -79,6 +83,9 @@ class ConstraintPool:
         Worker processes (default: the CPUs this process may use).
     max_batch
         Rows of the shared bitmask: the most requests one step can name.
+    max_idle_grammars
+        Grammars registered by :meth:`add_grammar_spec` that no request uses are kept up to
+        this many (the most recently released), then forgotten by the pool and its workers.
 
     Example
     -------
@@ -117,14 +124,15 @@ class ConstraintPool:
         vocab_size: int | None = None,
         workers: int | None = None,
         max_batch: int = 256,
+        max_idle_grammars: int = 32,
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}")
         self._tmp = Path(tempfile.mkdtemp(prefix="gramask-pool-"))
-        self._paths: dict[str, str] = {}
+        self._grammars = GrammarTable(self._tmp, max_idle_grammars)
         try:
             for key, src in grammars.items():
-                self._paths[key] = self._artifact_path(key, src)
+                self._grammars.add_artifact(key, src)
                 if vocab_size is None and not isinstance(src, (str, os.PathLike)):
                     vocab_size = len(src.vocab)
             if vocab_size is None:
@@ -149,13 +157,14 @@ class ConstraintPool:
             self._procs: list[subprocess.Popen[bytes]] = []
             for i in range(n):
                 conn, proc = _start_worker(i, self._bitmask_path, max_batch, self.words,
-                                           self._paths)
+                                           self._grammars.paths)
                 self._conns.append(conn)
                 self._procs.append(proc)
         except BaseException:
             shutil.rmtree(self._tmp, ignore_errors=True)
             raise
         self._owner: dict[Any, int] = {}  # request id -> worker index
+        self._key_of: dict[Any, str] = {}  # request id -> its grammar's key
         self._load = [0] * n  # requests per worker
         self._ops: list[list[tuple[Any, ...]]] = [[] for _ in range(n)]
         self._ready: dict[Any, str | None] = {}  # set-up requests -> None, or their error
@@ -172,28 +181,34 @@ class ConstraintPool:
             str(self._tmp))
 
     # ------------------------------------------------------------------ grammars
-    def _artifact_path(self, key: str, src: Any) -> str:
-        if isinstance(src, (str, os.PathLike)):
-            path = Path(src)
-            if not path.is_file():
-                raise FileNotFoundError(f"grammar {key!r}: no artifact file at {path}")
-            return str(path.resolve())
-        cached = src.info.get("cache_path")
-        if cached and Path(cached).is_file():
-            return str(cached)
-        out = self._tmp / f"grammar-{len(self._paths)}.gmask"
-        src.save(out)
-        return str(out)
-
     def add_grammar(self, key: str, source: str | os.PathLike[str] | CompiledGrammar) -> None:
         """Register (or replace, for requests added later) the grammar named ``key``."""
-        self._paths[key] = self._artifact_path(key, source)
+        path = self._grammars.add_artifact(key, source)
         for conn in self._conns:
-            self._send(conn, ("grammar", key, self._paths[key]))
+            self._send(conn, ("grammar", key, path))
+
+    def add_grammar_spec(self, key: str, spec: Spec, vocab: Vocabulary) -> None:
+        """Register a grammar spec (as the integrations' ``grammar`` option takes it, e.g.
+        ``{"json_schema": ...}``) that each worker compiles against ``vocab`` on its first
+        request, without the disk cache: a per-request grammar is never built in this
+        process. Forgotten once no request uses it and ``max_idle_grammars`` newer ones
+        are idle (register it again to use it after that).
+
+        Raises
+        ------
+        ValueError
+            ``vocab`` is wider than the bitmask, or ``spec`` is not plain JSON data.
+        """
+        if len(vocab) > self.words * 32:
+            raise ValueError(f"grammar {key!r}: a vocabulary of {len(vocab)} tokens does not "
+                             f"fit the pool's rows of {self.words} int32 words")
+        spec, vocab_path = self._grammars.add_spec(key, spec, vocab)
+        for conn in self._conns:
+            self._send(conn, ("spec", key, spec, vocab_path))
 
     @property
     def grammar_keys(self) -> list[str]:
-        return list(self._paths)
+        return self._grammars.keys()
 
     @property
     def bitmask(self) -> np.ndarray:
@@ -217,14 +232,16 @@ class ConstraintPool:
         _check_id(request_id)
         if request_id in self._owner:
             raise ValueError(f"request {request_id!r} is already in the pool (remove it first)")
-        if grammar not in self._paths:
+        if grammar not in self._grammars:
             raise KeyError(f"no grammar registered under the key {grammar!r}; registered: "
-                           f"{sorted(self._paths)}")
+                           f"{sorted(self._grammars.keys())}")
         if max_tokens is not None and (isinstance(max_tokens, bool)
                                        or not isinstance(max_tokens, int)):
             raise TypeError(f"max_tokens must be an int or None, got {max_tokens!r}")
         w = min(range(len(self._load)), key=self._load.__getitem__)
         self._owner[request_id] = w
+        self._key_of[request_id] = grammar
+        self._grammars.use(grammar)
         self._load[w] += 1
         self._ready.pop(request_id, None)
         self._flush(w)  # a remove of the same id queued earlier goes first
@@ -255,6 +272,9 @@ class ConstraintPool:
         self.setup_seconds.pop(request_id, None)
         self._serial.pop(request_id, None)
         self._ops[w].append(("remove", request_id))
+        for key in self._grammars.release(self._key_of.pop(request_id)):
+            for conn in self._conns:
+                self._send(conn, ("forget", key))
 
     def __contains__(self, request_id: object) -> bool:
         return request_id in self._owner

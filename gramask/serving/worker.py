@@ -1,8 +1,9 @@
 """The worker process of :class:`~gramask.serving.ConstraintPool`: owns requests, fills rows.
 
 One worker holds, per grammar key, one :class:`~gramask.CompiledGrammar` (loaded from its
-artifact file when the worker starts; one registered later, on its first request) and the constraints of the requests the pool
-gave it. Two threads:
+artifact file when the worker starts; one registered later, on its first request; one
+registered as a spec, compiled here on its first request) and the constraints of the requests
+the pool gave it. Two threads:
 
 * the *setup* thread builds new requests' constraints (the fill-in-the-middle quotient and the
   budget plan are the slow part: up to a second) and computes their first mask, so that a new
@@ -16,8 +17,9 @@ memo tables are; see ``gramask.runtime.core.constraint``); each constraint is to
 thread at a time: by the setup thread until it is ready, then only by the main thread.
 
 Garbage collection never runs inside a step: the worker disables the automatic collector,
-freezes the loaded grammars (``gc.freeze``: a collection skips them), and collects itself
-between steps when no message is waiting.
+freezes the grammars loaded from artifacts (``gc.freeze``: a collection skips them; not the
+ones compiled from specs, which the pool may tell it to forget), and collects itself between
+steps when no message is waiting.
 
 Messages are ``marshal``-encoded tuples of plain data over a pipe (see ``pool.py``).
 """
@@ -67,8 +69,10 @@ class _Worker:
             self.map = mmap.mmap(f.fileno(), rows * words * 4)
         self.rows_u8 = np.frombuffer(self.map, dtype=np.uint8).reshape(rows, words * 4)
         self.paths = dict(grammars)
+        self.specs: dict[str, tuple[Any, str]] = {}  # key -> (grammar spec, vocabulary file)
+        self.vocabs: dict[str, Any] = {}  # vocabulary file -> Vocabulary
         self.compiled: dict[str, Any] = {}
-        self.load_lock = threading.Lock()
+        self.table_lock = threading.Lock()  # the three tables above (held for lookups only)
         self.requests: dict[Any, _Request] = {}
         self.setups: queue.SimpleQueue[tuple[Any, _Request, Any, Any, Any] | None] = (
             queue.SimpleQueue())
@@ -94,8 +98,8 @@ class _Worker:
                     _, rid, serial, key, prefix, suffix, max_tokens = msg
                     req = self.requests[rid] = _Request(key, serial)
                     self.setups.put((rid, req, prefix, suffix, max_tokens))
-                elif kind == "grammar":
-                    self.paths[msg[1]] = msg[2]
+                elif kind in ("grammar", "spec", "forget"):
+                    self.register(msg)
                 elif kind == "stop":
                     break
         except EOFError:  # the pool's process is gone
@@ -103,27 +107,62 @@ class _Worker:
         finally:
             self.setups.put(None)
 
+    def register(self, msg: tuple[Any, ...]) -> None:
+        """A grammar registered, replaced or forgotten (for requests set up from now on;
+        running ones keep the grammar they were built with)."""
+        key = msg[1]
+        with self.table_lock:
+            self.compiled.pop(key, None)
+            self.paths.pop(key, None)
+            self.specs.pop(key, None)
+            if msg[0] == "grammar":
+                self.paths[key] = msg[2]
+            elif msg[0] == "spec":
+                self.specs[key] = (msg[2], msg[3])
+
     # ------------------------------------------------------------------ setup thread
     def grammar(self, key: str) -> Any:
-        with self.load_lock:
+        """The compiled grammar of ``key``, loaded or compiled on first use (only the setup
+        thread calls this, so one grammar is built at a time)."""
+        with self.table_lock:
             cg = self.compiled.get(key)
-            if cg is None:
-                from ..compiled import CompiledGrammar
-
-                path = self.paths.get(key)
-                if path is None:
-                    raise KeyError(f"no grammar registered under the key {key!r}")
-                cg = CompiledGrammar.load(path)
-                need = (len(cg.vocab) + 31) // 32
-                if need > self.words:
-                    raise ValueError(
-                        f"grammar {key!r} ({path}) has a vocabulary of {len(cg.vocab)} tokens: "
-                        f"its masks need {need} int32 words per row, the pool's bitmask has "
-                        f"{self.words}")
-                self.compiled[key] = cg
-                gc.collect()
-                gc.freeze()  # the loaded tables are never garbage: collections skip them
+            path, spec = self.paths.get(key), self.specs.get(key)
+        if cg is not None:
             return cg
+        if spec is not None:
+            cg = self._compile_spec(*spec)
+        elif path is not None:
+            from ..compiled import CompiledGrammar
+
+            cg = CompiledGrammar.load(path)
+            need = (len(cg.vocab) + 31) // 32
+            if need > self.words:
+                raise ValueError(
+                    f"grammar {key!r} ({path}) has a vocabulary of {len(cg.vocab)} tokens: "
+                    f"its masks need {need} int32 words per row, the pool's bitmask has "
+                    f"{self.words}")
+        else:
+            raise KeyError(f"no grammar registered under the key {key!r}")
+        with self.table_lock:
+            if self.paths.get(key) == path and self.specs.get(key) == spec:  # still current
+                self.compiled[key] = cg
+        if spec is None:
+            gc.collect()
+            gc.freeze()  # the loaded tables are never garbage: collections skip them
+        return cg
+
+    def _compile_spec(self, spec: Any, vocab_path: str) -> Any:
+        from ..compiler.pipeline import compile as compile_grammar
+        from ..integrations.options import grammar_from_spec
+        from .grammar_table import load_vocab_file
+
+        vocab = self.vocabs.get(vocab_path)
+        if vocab is None:
+            vocab = self.vocabs[vocab_path] = load_vocab_file(vocab_path)
+        grammar = grammar_from_spec(spec)
+        if grammar is None:
+            raise ValueError(f"a grammar spec must not name an artifact: {spec!r}")
+        return compile_grammar(grammar, vocab, cache=False, progress=False)
 
     def setup_loop(self) -> None:
         for key in list(self.paths):  # the pool's grammars, loaded before any request comes

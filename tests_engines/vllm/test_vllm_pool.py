@@ -62,3 +62,18 @@ def test_pooled_prefix_fim_and_json_outputs_parse(pooled_llm: Any,
     # the pooled processor did the work (not the entry point's in-process one)
     active = [ref() for ref in GramaskLogitsProcessor._claimed.values()]
     assert any(isinstance(p, PooledProcessor) and p._pool is not None for p in active)
+
+
+def test_pooled_json_schema_requests_compile_in_the_workers(pooled_llm: Any) -> None:
+    """JSON Schemas a request carries are compiled by the pool's workers (not in the engine's
+    process, not written to the disk cache); the budget keeps the output whole."""
+    schemas = [{"type": "object", "properties": {name: {"type": kind}}, "required": [name],
+                "additionalProperties": False}
+               for name, kind in (("ok", "boolean"), ("n", "integer"))]
+    reqs = [params(n=2, seed=40 + i, grammar={"json_schema": s}, max_tokens=16)
+            for i, s in enumerate(schemas)]
+    outs = pooled_llm.generate(["a:", "b:"], reqs, use_tqdm=False)
+    for (name, kind), out in zip((("ok", bool), ("n", int)), outs, strict=True):
+        for comp in out.outputs:
+            data = json.loads(generated(comp))
+            assert list(data) == [name] and type(data[name]) is kind
