@@ -514,11 +514,11 @@ def _check_terminals(terminals: Sequence[TerminalSpec], text: str, source: str) 
     """Bad terminals fail at load, naming the terminal and its line: an invalid regex, one
     with no finite automaton (lookaround, backreference), or one that matches the empty
     string (a lexer would loop on it)."""
-    from .compiler.regex_bytes import _check_features
+    from .compiler.regex_features import check_features
 
     for t in terminals:  # the line is looked up on error only: a search of the whole text
         try:
-            _check_features(t.name, t.pattern)
+            check_features(t.name, t.pattern)
         except GrammarError as e:
             raise type(e)(f"{source}: {e}", line=_guess_line(text, t.name),
                           name=t.name) from None

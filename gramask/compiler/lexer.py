@@ -137,12 +137,7 @@ def _literal_dfa(pattern: str) -> ByteDFA | None:
     data = literal.encode("utf-8")
     if not data or re.escape(literal) != pattern or len(literal) >= MAX_TERMINAL_STATES:
         return None
-    n = len(data)
-    trans = np.full((n + 1, 256), -1, dtype=np.int32)
-    trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
-    finals = np.zeros(n + 1, dtype=bool)
-    finals[n] = True
-    return ByteDFA(trans, finals)
+    return ByteDFA.chain(data)
 
 
 # terminals' automata by kind and pattern, oldest first out (ByteDFAs are never modified;

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 import numpy as np
@@ -18,26 +18,13 @@ import numpy as np
 from ..encoding import unique_rows
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
 from .charclass import utf8_sequences
+from .regex_features import check_features
 from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
 from .regex_size import dfa_states_from_width
-
-try:  # Python ≥ 3.11
-    from re import _parser as _sre_parse
-except ImportError:  # pragma: no cover
-    import sre_parse as _sre_parse
 
 __all__ = ["ByteDFA", "explore", "regex_to_byte_dfa", "utf8_sequences"]
 
 K = TypeVar("K", bound=Hashable)
-
-_UNSUPPORTED = {
-    "ASSERT": "a lookahead/lookbehind",
-    "ASSERT_NOT": "a negative lookahead/lookbehind",
-    "GROUPREF": "a backreference",
-    "GROUPREF_EXISTS": "a conditional group",
-    "AT": "an anchor (^, $, \\b, \\A, \\Z)",
-}
-
 
 # Compile-time limits. The grammars we ship need at most 45 states per terminal and 673 for
 # the whole lexer; token tables cost (lexer states × vocabulary) walks. A terminal such as
@@ -92,6 +79,17 @@ class ByteDFA:
         return self._column_rank
 
     @classmethod
+    def chain(cls, data: bytes) -> ByteDFA:
+        """The automaton of exactly ``data`` (non-empty): a chain of ``len(data) + 1``
+        states, minimal as it is (a literal terminal, a single JSON key)."""
+        n = len(data)
+        trans = np.full((n + 1, 256), -1, dtype=np.int32)
+        trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
+        finals = np.zeros(n + 1, dtype=bool)
+        finals[n] = True
+        return cls(trans, finals)
+
+    @classmethod
     def of_classes(cls, cls_trans: np.ndarray, byte_class: np.ndarray,
                    finals: np.ndarray) -> ByteDFA:
         """The automaton whose ``trans[s, b]`` is ``cls_trans[s, byte_class[b]]``; the
@@ -141,38 +139,6 @@ class ByteDFA:
         return bool(self.finals[s])
 
 
-def _check_features(name: str, pattern: str) -> None:
-    try:
-        parsed = _sre_parse.parse(pattern)
-    except re.error as e:
-        raise InvalidRegexError(
-            f"terminal {name}: invalid regex /{pattern}/: {e}", name=name
-        ) from None
-
-    def walk(items: object) -> Iterator[str]:
-        for op, av in items:  # type: ignore[attr-defined]
-            opname = str(op)
-            if opname in _UNSUPPORTED:
-                yield _UNSUPPORTED[opname]
-            if isinstance(av, (list, tuple)):
-                for a in av:
-                    if isinstance(a, _sre_parse.SubPattern):
-                        yield from walk(a)
-                    elif isinstance(a, (list, tuple)):
-                        for x in a:
-                            if isinstance(x, _sre_parse.SubPattern):
-                                yield from walk(x)
-            elif isinstance(av, _sre_parse.SubPattern):
-                yield from walk(av)
-
-    for feature in walk(parsed):
-        raise UnsupportedRegexError(
-            f"terminal {name}: regex /{pattern}/ uses {feature}, which has no finite "
-            "automaton; rewrite it as a plain regular expression",
-            name=name,
-        )
-
-
 def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
     """Compile one terminal's regex to a trimmed byte DFA.
 
@@ -187,7 +153,7 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
         Its automaton would exceed ``MAX_TERMINAL_STATES``.
     """
     try:
-        _check_features(name, pattern)
+        check_features(name, pattern)
     except RecursionError:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name

@@ -24,13 +24,7 @@ def words_dfa(words: list[str], anything: ByteDFA | None) -> ByteDFA:
     trie; or, given ``anything`` (the automaton of every JSON string), of any string but
     them: a byte off the trie goes where ``anything``'s string body goes on it."""
     if anything is None and len(words) == 1:  # a chain, minimal as it is (most keys)
-        data = b'"' + words[0].encode("ascii") + b'"'
-        n = len(data)
-        chain = np.full((n + 1, 256), -1, dtype=np.int32)
-        chain[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
-        fin = np.zeros(n + 1, dtype=bool)
-        fin[n] = True
-        return ByteDFA(chain, fin)
+        return ByteDFA.chain(b'"' + words[0].encode("ascii") + b'"')
     kids: list[dict[int, int]] = [{}]
     ends = [False]
     for w in words:

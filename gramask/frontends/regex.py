@@ -38,9 +38,9 @@ def grammar_from_regex(pattern: str) -> GrammarParts:
     body = re.sub(r"^(?:\^|\\A)", "", body)
     if re.search(r"(?<!\\)(?:\\\\)*(?:\$|\\Z)$", body):
         body = body[:-2] if body.endswith("\\Z") else body[:-1]
-    from ..compiler.regex_bytes import _check_features
+    from ..compiler.regex_features import check_features
 
-    _check_features("REGEX", body)
+    check_features("REGEX", body)
     b = GrammarBuilder()
     if not re.fullmatch(body, ""):
         b.rule("start", (b.terminal(f"(?:{body})", hint="REGEX"),))
