@@ -362,3 +362,13 @@ def test_allof_merges_are_exact_or_refused() -> None:
 def test_long_counted_lengths_are_refused() -> None:
     with pytest.raises(GrammarError, match="'maxLength' at #/properties/q"):
         Grammar.from_json_schema({"properties": {"q": {"type": "string", "maxLength": 200}}})
+
+
+@pytest.mark.parametrize("schema", [False, {"anyOf": [False, False]}, {"allOf": [True, False]},
+                                    {"type": "object", "properties": {"a": False},
+                                     "required": ["a"]}])
+def test_a_schema_no_value_satisfies_is_named_so(schema: object) -> None:
+    """Not by the generated start rule's name, which the user never wrote."""
+    with pytest.raises(GrammarError, match="no JSON value satisfies the schema") as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.name is None and "start" not in str(info.value)

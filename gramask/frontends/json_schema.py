@@ -332,7 +332,14 @@ def grammar_from_json_schema(schema: Mapping[str, Any] | bool | str,
     comp = _Compiler(schema, opt)
     start = comp.b.fresh("start")
     comp.rule(start, (comp.value(schema, "#"),))
-    return comp.b.parts(start, source=SOURCE, lexer="contextual")
+    try:
+        return comp.b.parts(start, source=SOURCE, lexer="contextual")
+    except GrammarError as e:
+        if e.name != start:
+            raise
+        raise GrammarError(  # (not the generated start rule's name: the user never wrote it)
+            "JSON Schema: no JSON value satisfies the schema (at '#': it is false, or every "
+            "branch is false or contradicts itself)") from None
 
 
 def json_value_grammar(*, object_only: bool = False, whitespace: str = "flexible") -> GrammarParts:
