@@ -21,8 +21,9 @@ from .compiler.tables import TokenTables
 from .errors import ArtifactError
 from .grammar import Grammar
 from .runtime.budget.bounded import BoundedBudget
-from .runtime.core.constraint import Constraint, check_budget, text_bytes
+from .runtime.core.constraint import Constraint, check_budget
 from .runtime.core.step_state import LexState
+from .runtime.core.text_input import text_bytes
 from .runtime.limits import RuntimeLimits, check_suffix_size
 from .vocab import Vocabulary
 

@@ -32,7 +32,6 @@ import numpy as np
 from ...errors import (
     BudgetError,
     InvalidPrefixError,
-    InvalidSuffixError,
     LimitExceededError,
     NoCompletionError,
     TokenRejected,
@@ -42,6 +41,7 @@ from .lexing import walk
 from .masks import MaskBuilder
 from .parse_state import DEPTH, ES, INDENT
 from .step_state import LexState, StepState
+from .text_input import text_bytes
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
@@ -110,38 +110,6 @@ class Completion(NamedTuple):
     token_ids: list[int]
 
 
-def text_bytes(value: object, what: str = "prefix") -> bytes:
-    """``value`` (the ``prefix`` or the ``suffix``) as UTF-8 bytes, checked the same way on
-    every path (prefix-only, fill-in-the-middle, budgets, both lexer modes).
-
-    Raises
-    ------
-    TypeError
-        Not ``str`` or bytes-like (an int would otherwise be read as that many NUL bytes, a
-        list of ints as bytes).
-    InvalidPrefixError, InvalidSuffixError
-        Text that has no UTF-8 encoding (a lone surrogate), at its byte offset.
-    """
-    if isinstance(value, str):
-        try:
-            return value.encode("utf-8")
-        except UnicodeEncodeError as e:
-            at = len(value[: e.start].encode("utf-8"))
-            err = InvalidSuffixError if what == "suffix" else InvalidPrefixError
-            raise err(
-                f"the {what} is not valid Unicode text ({e.reason}: {value[e.start]!r})",
-                position=at,
-            ) from None
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    raise TypeError(f"a {what} must be str or bytes, not {type(value).__name__}")
-
-
-def _prefix_bytes(prefix: object) -> bytes:
-    """``prefix`` as UTF-8 bytes; text that cannot be encoded is an invalid prefix."""
-    return text_bytes(prefix, "prefix")
-
-
 class Constraint(Generic[S]):
     """The state of one constrained generation. Create with ``CompiledGrammar.constraint()``.
 
@@ -180,7 +148,7 @@ class Constraint(Generic[S]):
             self._plans = _plans if _plans is not None else [None] * len(_history)
             return
         start = self._initial_state()
-        data = _prefix_bytes(prefix)
+        data = text_bytes(prefix, "prefix")
         st = self._walk(start, data)
         if isinstance(st, int):
             raise InvalidPrefixError("the prefix is not a prefix of any program", position=st)

@@ -27,12 +27,13 @@ from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..budget.bounded import BoundedBudget
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
-from ..core.constraint import Constraint, text_bytes
+from ..core.constraint import Constraint
 from ..core.earley import ACCEPTS
 from ..core.indentation import TAB_UNIT, advance, join
 from ..core.lexing import walk
 from ..core.masks import MaskBuilder
 from ..core.parse_state import BOL, DEPTH, ES, INDENT, PUID, PState
+from ..core.text_input import text_bytes
 from ..limits import check_suffix_size
 from .base import FimBase, gc_paused, prefix_meets_suffix
 from .boundary import boundary_filter, with_boundary

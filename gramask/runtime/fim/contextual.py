@@ -36,13 +36,13 @@ from ..budget.bounded import BoundedBudget
 from ..budget.contextual import ContextualBudgetPlanner
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
-from ..core.constraint import text_bytes
 from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import ACCEPTS
 from ..core.indentation import advance, join
 from ..core.masks import MaskBuilder
 from ..core.parse_state import ES, INDENT, PUID, PState
 from ..core.step_state import LexState
+from ..core.text_input import text_bytes
 from ..limits import check_suffix_size
 from .base import FimBase, gc_paused, prefix_meets_suffix
 from .boundary import boundary_filter, with_boundary
