@@ -30,6 +30,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .runtime.core.constraint import Constraint
+
 try:
     import torch
 except ImportError as exc:  # tests/test_torch_bitmask.py hides torch to check this message
@@ -146,6 +148,9 @@ def fill_next_token_bitmask(
     for c, r in zip(constraints, dest_rows, strict=True):
         if c is None:
             target[r] = -1
+            continue
+        if u8 is not None and isinstance(c, Constraint) and 32 * words >= len(c.vocab):
+            c.fill_bitmask(u8[r])  # packed by the constraint: cached with its mask
             continue
         m = c.allowed()
         packed = _pack_row(m, words)

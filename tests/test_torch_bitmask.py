@@ -152,6 +152,59 @@ def test_fill_real_constraints_equals_allowed():
     assert got[2, cg.vocab.eos_token_id] and not got[0, cg.vocab.eos_token_id]
 
 
+def _walk_fill_bitmask(c: object, ids: list[int]) -> int:
+    """fill_bitmask == packbits(allowed()) at every step (twice: the second from the cache),
+    into a longer, dirty row (its tail cleared); returns the steps checked."""
+    v = len(c.vocab)  # type: ignore[attr-defined]
+    nb = (v + 7) // 8
+    buf = np.empty(nb + 9, dtype=np.uint8)
+    steps = 0
+    for t in [*ids, None]:
+        for _ in range(2):
+            buf[:] = 0xFF
+            c.fill_bitmask(buf)  # type: ignore[attr-defined]
+            want = np.packbits(c.allowed(), bitorder="little")  # type: ignore[attr-defined]
+            assert np.array_equal(buf[:nb], want) and not buf[nb:].any()
+        steps += 1
+        if t is not None:
+            c.advance(t)  # type: ignore[attr-defined]
+    return steps
+
+
+def _greedy_ids(vocab: object, text: str) -> list[int]:
+    """``text`` as the longest vocabulary tokens from the left (enough for a walk)."""
+    data, ids = text.encode(), []
+    while data:
+        k = next(k for k in range(len(data), 0, -1)
+                 if vocab.token_id(data[:k]) is not None)  # type: ignore[attr-defined]
+        ids.append(vocab.token_id(data[:k]))  # type: ignore[attr-defined]
+        data = data[k:]
+    return ids
+
+
+def test_constraint_fill_bitmask_is_allowed_packed_on_every_path():
+    import gramask
+
+    vocab = gramask.Vocabulary.bundled("gpt2")
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    cgs = gramask.compile(gramask.Grammar.from_json_schema(schema), vocab, cache=False,
+                          progress=False)  # contextual lexer
+    cgj = compiled("json", "gpt2")  # basic lexer
+    text = '{"a": 12}'
+    cases = [(cgs.constraint(), text), (cgj.constraint(), text),
+             (cgj.constraint(max_tokens=20), text),  # budget: packs allowed()
+             (cgj.constraint('{"a": ', suffix="}"), "1234")]  # fill-in-the-middle
+    for c, middle in cases:
+        assert _walk_fill_bitmask(c, _greedy_ids(vocab, middle)) == len(_greedy_ids(vocab, middle)) + 1
+    c = cgs.constraint(text)
+    c.advance(vocab.eos_token_id)  # finished: every bit clear
+    buf = np.full((len(vocab) + 7) // 8, 0xFF, dtype=np.uint8)
+    c.fill_bitmask(buf)
+    assert not buf.any()
+    with pytest.raises(ValueError, match="at least"):
+        cgs.constraint().fill_bitmask(np.zeros(10, dtype=np.uint8))
+
+
 # --------------------------------------------------------------------------------- apply
 
 

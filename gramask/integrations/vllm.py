@@ -388,12 +388,11 @@ class GramaskLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM has
         if vocab is None:  # set-up failed before the vocabulary was needed
             vocab = self._load_vocab()
         bm = self._bitmask(vocab)
-        if req.error is not None or req.ended or req.constraint is None:
-            mask = self._eos_mask(vocab)
-        else:
-            mask = req.constraint.allowed()
-        packed = np.packbits(mask, bitorder="little")
         words = bm.numpy().view(np.uint8)
+        if req.error is None and not req.ended and req.constraint is not None:
+            req.constraint.fill_bitmask(words[row])  # packed once per configuration, kept
+            return
+        packed = np.packbits(self._eos_mask(vocab), bitorder="little")
         words[row, : packed.shape[0]] = packed
         words[row, packed.shape[0]:] = 0
 

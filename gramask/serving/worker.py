@@ -225,8 +225,7 @@ class _Worker:
                 msg = "unknown request (never added, or removed)"
             elif req.error is None:
                 try:
-                    packed = np.packbits(req.constraint.allowed(), bitorder="little")
-                    u8[row, : packed.shape[0]] = packed
+                    req.constraint.fill_bitmask(u8[row])  # packed once per configuration
                     continue
                 except Exception as e:
                     msg = req.error = _describe(e)

@@ -209,6 +209,36 @@ class Constraint(Generic[S]):
             m[eos] = self._complete(st)
         return m
 
+    def fill_bitmask(self, dest: np.ndarray) -> None:
+        """Write :meth:`allowed` as packed bits into ``dest``, a uint8 array of at least
+        ``ceil(V / 8)`` bytes (a row of an int32 bitmask viewed as bytes): token ``i`` is
+        bit ``i % 8`` of byte ``i // 8``, bits past ``V`` and bytes past the mask cleared.
+        What a server's bitmask fill calls (:func:`gramask.torch.fill_next_token_bitmask`):
+        without a budget, a configuration's packed mask is kept with its mask, so a mask
+        met before costs one 16 KB copy instead of a 129 KB bool copy and a pack.
+
+        Raises
+        ------
+        ValueError
+            ``dest`` is not a 1-D uint8 array, or is too short.
+        """
+        v = len(self._vocab)
+        nb = (v + 7) // 8
+        if not isinstance(dest, np.ndarray) or dest.dtype != np.uint8 or dest.ndim != 1 or (
+                dest.shape[0] < nb):
+            raise ValueError(f"fill_bitmask needs a 1-D uint8 array of at least {nb} bytes")
+        cls, base = type(self), Constraint
+        if (self._finished or self._max_tokens is not None or cls._view is not base._view
+                or cls._grammar_mask is not base._grammar_mask
+                or cls._complete is not base._complete):
+            dest[:nb] = np.packbits(self.allowed(), bitorder="little")
+        else:  # allowed() is the builder's shared mask and EOS: packed once, kept with it
+            q, carry, p = self._view(self._history[-1])
+            eos = self._vocab.eos_token_id
+            dest[:nb] = self._b.packed_mask(p, q, carry, -1 if eos is None or eos >= v else eos)
+        if dest.shape[0] > nb:
+            dest[nb:] = 0
+
     def _grammar_mask(self, st: S) -> np.ndarray:
         """The grammar's mask at ``st`` (a fresh copy; EOS is set by ``allowed``)."""
         q, carry, p = self._view(st)
