@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -52,6 +53,9 @@ class CompiledGrammar:
     parse_tables: ParseTables
     info: dict[str, Any] = field(default_factory=dict)
     _builder: Any = field(default=None, init=False, repr=False)
+    # what the build left for later (a request's lexer diagnostics): see ``_settled_info``
+    _pending_info: Callable[[], dict[str, Any]] | None = field(default=None, init=False,
+                                                               repr=False)
 
     _limits: RuntimeLimits = field(default_factory=RuntimeLimits, init=False, repr=False)
     # guards building the shared runtime and planner (constraints may be made from threads)
@@ -59,6 +63,14 @@ class CompiledGrammar:
 
     def __post_init__(self) -> None:
         self.info = dict(self.info)  # the caller's dict is not shared
+
+    def _settled_info(self) -> dict[str, Any]:
+        """``info``, with what the build left for later filled in (stats, save)."""
+        pending = self._pending_info
+        if pending is not None:
+            self.info.update(pending())
+            self._pending_info = None
+        return self.info
 
     # ------------------------------------------------------------------ runtime
     @property
@@ -234,7 +246,7 @@ class CompiledGrammar:
             "vocab": self.vocab.metadata(),
             "vocab_hash": self.vocab.fingerprint(),
             "parse_tables": self.parse_tables.metadata(),
-            "info": self.info,
+            "info": self._settled_info(),
         }
         return write_artifact(path, self._arrays(), header)
 
@@ -317,5 +329,5 @@ class CompiledGrammar:
             "vocab_hash": self.vocab.fingerprint(),
             "per_terminal": per_term,
             "lexer": self.grammar.lexer,
-            "lexer_diagnostics": self.info.get("lexer_diagnostics", []),
+            "lexer_diagnostics": self._settled_info().get("lexer_diagnostics", []),
         }

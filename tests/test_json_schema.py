@@ -372,3 +372,26 @@ def test_a_schema_no_value_satisfies_is_named_so(schema: object) -> None:
     with pytest.raises(GrammarError, match="no JSON value satisfies the schema") as info:
         Grammar.from_json_schema(schema)
     assert info.value.name is None and "start" not in str(info.value)
+
+
+def test_request_diagnostics_wait_for_stats_or_save(monkeypatch, tmp_path):
+    """A schema compiled per request (no cache) leaves its lexer diagnostics (only logged at
+    DEBUG) until stats() or save() reads them: none run before the first mask, and they are
+    what the eager check gives."""
+    import gramask.compiler.diagnostics as diag
+
+    schema = {"anyOf": [{"type": "string", "enum": ["ab"]}, {"type": "string",
+                                                              "pattern": "^a+b$"}]}
+    g = Grammar.from_json_schema(schema)
+    calls: list[int] = []
+    real = diag.check_lexer
+    monkeypatch.setattr(diag, "check_lexer", lambda *a: calls.append(1) or real(*a))
+    cg = gramask.compile(g, gramask.Vocabulary.bundled("gpt2"), cache=False, progress=False)
+    cg.constraint().allowed()
+    assert not calls and "lexer_diagnostics" not in cg.info
+    got = cg.stats()["lexer_diagnostics"]
+    assert calls == [1] and got == real(g, cg.dfa, cg.parse_tables)
+    assert [d["kind"] for d in got] == ["collision"]
+    cg.save(tmp_path / "a.gmask")  # computed once
+    assert calls == [1]
+    assert gramask.CompiledGrammar.load(tmp_path / "a.gmask").info["lexer_diagnostics"] == got

@@ -8,7 +8,10 @@ instances; labels checked with ``jsonschema`` first), each engine:
   process; the vocabulary and tokenizer are loaded once, outside the timing);
 * forces every instance, ``json.dumps(data, separators=(",", ":"))`` tokenized by the
   vocabulary's own tokenizer, one mask per token ("mask" times), and accepts it iff every
-  token is allowed and end-of-sequence is allowed at the end.
+  token is allowed and end-of-sequence is allowed at the end. Each engine fills a packed
+  int32 bitmask row (gramask ``Constraint.fill_bitmask``, llguidance
+  ``unsafe_compute_mask_ptr``, XGrammar ``fill_next_token_bitmask``);
+  ``--gramask-api allowed`` times gramask's ``allowed()`` (a fresh bool array) instead.
 
 A schema *passes* when all its valid instances are accepted and all invalid ones rejected.
 Engines run with the standard's semantics: gramask and llguidance flexible whitespace,
@@ -69,10 +72,11 @@ def load_cases(sets: list[str] | None = None) -> list[dict[str, Any]]:
 class Gramask:
     name = "gramask"
 
-    def __init__(self, vocab: Any) -> None:
+    def __init__(self, vocab: Any, api: str = "bitmask") -> None:
         import gramask
 
-        self.gm, self.vocab = gramask, vocab
+        self.gm, self.vocab, self.api = gramask, vocab, api
+        self.words = (len(vocab) + 31) // 32
 
     def compile(self, schema: Any) -> Any:
         g = self.gm.Grammar.from_json_schema(schema)
@@ -84,11 +88,23 @@ class Gramask:
     def run(self, cg: Any, ids: list[int], times: list[float]) -> bool:
         c = cg.constraint()
         eos = self.vocab.eos_token_id
+        if self.api == "allowed":  # a fresh (V,) bool array per step
+            for t in [*ids, eos]:
+                t0 = time.perf_counter()
+                m = c.allowed()
+                times.append(time.perf_counter() - t0)
+                if not m[t]:
+                    return False
+                if t != eos:
+                    c.advance(t)
+            return True
+        bm = np.zeros(self.words, dtype=np.int32)  # a bitmask row, as the others fill
+        u8 = bm.view(np.uint8)
         for t in [*ids, eos]:
             t0 = time.perf_counter()
-            m = c.allowed()
+            c.fill_bitmask(u8)
             times.append(time.perf_counter() - t0)
-            if not m[t]:
+            if not (int(bm[t >> 5]) >> (t & 31)) & 1:
                 return False
             if t != eos:
                 c.advance(t)
@@ -181,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds per schema (compile + instances) before an engine's "
                          "schema counts as timed out (checked between Python calls)")
+    ap.add_argument("--gramask-api", choices=("bitmask", "allowed"), default="bitmask",
+                    help="what gramask's mask times: bitmask (Constraint.fill_bitmask into an "
+                         "int32 bitmask row, what servers call; the others fill the same "
+                         "layout) or allowed (a fresh bool array per step)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     import gramask
@@ -190,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     tok = RealTokenizer(args.vocab)
     engines: list[Any] = []
     for name in args.engines.split(","):
-        engines.append({"gramask": lambda: Gramask(vocab),
+        engines.append({"gramask": lambda: Gramask(vocab, args.gramask_api),
                         "llguidance": lambda: LLGuidance(vocab, tok),
                         "xgrammar": lambda: XGrammar(vocab)}[name]())
     n_valid = sum(len(c["valid"]) for c in cases)

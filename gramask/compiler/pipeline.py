@@ -36,11 +36,16 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     from .tables import build_token_tables, lazy_token_tables
 
     t0 = time.perf_counter()
+    from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
     from .diagnostics import check_lexer
 
     dfa = build_lexer_dfa(grammar.terminals, progress=progress)
     pt = build_parse_tables(grammar)
-    diagnostics = check_lexer(grammar, dfa, pt)  # raises for a terminal that can never win
+    # A request's schema: its diagnostics cannot fail (contextual lexer) and are logged at
+    # DEBUG only, so they wait until stats() or save() reads them, not before the first mask.
+    defer = lazy and grammar.lexer == "contextual" and grammar.source == JSON_SCHEMA_SOURCE
+    # raises for a terminal that can never win
+    diagnostics = [] if defer else check_lexer(grammar, dfa, pt)
     # held by the vocabulary, so every grammar compiled against it (a new JSON Schema per
     # request) reuses them and the token byte matrix built from them
     tokens, special = vocab.token_tuple, vocab.special_mask
@@ -49,7 +54,11 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     if lazy:
         tables = lazy_token_tables(dfa, tokens, special, nl_terminal=grammar.newline_terminal,
                                    tab_len=tab_len, contextual=contextual)
-        return CompiledGrammar(grammar, vocab, dfa, tables, pt, _info(t0, diagnostics))
+        cg = CompiledGrammar(grammar, vocab, dfa, tables, pt, _info(t0, diagnostics))
+        if defer:
+            del cg.info["lexer_diagnostics"]
+            cg._pending_info = lambda: {"lexer_diagnostics": check_lexer(grammar, dfa, pt)}
+        return cg
     from tqdm.auto import tqdm
 
     disable = None if progress is None else not progress
