@@ -1,7 +1,8 @@
 """The shortcuts behind compile time at scale give what the plain constructions give: the
 small-local-automaton test against the search it replaces, a counted repeat's NFA (wired
-in one go) against ``re``, a regex automaton's class table against its 256-wide table, and a
-shared walk's jump over a run against a byte-by-byte scan."""
+in one go) against ``re``, a regex automaton's class table against its 256-wide table, a
+shared walk's jump over a run against a byte-by-byte scan, and a literal's chain built per
+class against its 256-wide table."""
 
 from __future__ import annotations
 
@@ -89,3 +90,24 @@ def test_run_ends_match_a_scan() -> None:
         while k < n and member[buf[t, k]]:
             k += 1
         assert ends[t] == k, (tokens[t], ends[t], k)
+
+
+def test_chain_by_classes_is_the_byte_table() -> None:
+    """``ByteDFA.chain`` (built per byte class) has the 256-wide chain's table, classes and
+    column ranks: what the lexer product reads."""
+    from gramask.compiler.regex_bytes import ByteDFA
+
+    rng = random.Random(0)
+    cases = [b'"a"', b"aaa", b"\x00ab\x00", bytes(range(256)), b"\xff"] + [
+        bytes(rng.randrange(256) for _ in range(rng.randrange(1, 30))) for _ in range(100)]
+    for data in cases:
+        n = len(data)
+        table = np.full((n + 1, 256), -1, dtype=np.int32)
+        table[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
+        finals = np.zeros(n + 1, dtype=bool)
+        finals[n] = True
+        plain, fast = ByteDFA(table, finals), ByteDFA.chain(data)
+        for a, b in [*zip(plain.classes(), fast.classes(), strict=True),
+                     (plain.column_rank()[0], fast.column_rank()[0]), (plain.trans, fast.trans)]:
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+        assert fast.matches(data) and not fast.matches(data[:-1])
