@@ -210,27 +210,14 @@ class Constraint(Generic[S]):
         return m
 
     def fill_bitmask(self, dest: np.ndarray) -> None:
-        """Write :meth:`allowed` as packed bits into ``dest``, a uint8 array of at least
-        ``ceil(V / 8)`` bytes (a row of an int32 bitmask viewed as bytes): token ``i`` is
-        bit ``i % 8`` of byte ``i // 8``, bits past ``V`` and bytes past the mask cleared.
-        What a server's bitmask fill calls (:func:`gramask.torch.fill_next_token_bitmask`):
-        without a budget, a configuration's packed mask is kept with its mask, so a mask
-        met before costs one 16 KB copy instead of a 129 KB bool copy and a pack.
-
-        Raises
-        ------
-        ValueError
-            ``dest`` is not a 1-D uint8 array, or is too short.
-        """
+        """:meth:`allowed` as a bitmask row's bytes into uint8 ``dest`` (bit ``i % 8`` of byte
+        ``i // 8``, the rest cleared). What servers' fills call: without a budget the packed
+        mask is kept with the shared one, so a mask met before is one 16 KB copy."""
         v = len(self._vocab)
-        nb = (v + 7) // 8
-        if not isinstance(dest, np.ndarray) or dest.dtype != np.uint8 or dest.ndim != 1 or (
-                dest.shape[0] < nb):
-            raise ValueError(f"fill_bitmask needs a 1-D uint8 array of at least {nb} bytes")
+        nb = _row_bytes(dest, v)
         cls, base = type(self), Constraint
-        if (self._finished or self._max_tokens is not None or cls._view is not base._view
-                or cls._grammar_mask is not base._grammar_mask
-                or cls._complete is not base._complete):
+        if self._finished or self._max_tokens is not None or (cls._view, cls._grammar_mask,
+                cls._complete) != (base._view, base._grammar_mask, base._complete):
             dest[:nb] = np.packbits(self.allowed(), bitorder="little")
         else:  # allowed() is the builder's shared mask and EOS: packed once, kept with it
             q, carry, p = self._view(self._history[-1])
@@ -532,6 +519,15 @@ def check_budget(max_tokens: object) -> int | None:
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
     return int(max_tokens)
+
+
+def _row_bytes(dest: object, v: int) -> int:
+    """The bytes a packed mask of ``v`` tokens takes, checked to fit in ``dest``."""
+    nb = (v + 7) // 8
+    if not isinstance(dest, np.ndarray) or dest.dtype != np.uint8 or dest.ndim != 1 or (
+            dest.shape[0] < nb):
+        raise ValueError(f"fill_bitmask needs a 1-D uint8 array of at least {nb} bytes")
+    return nb
 
 
 def _token_int(token_id: object) -> int:
