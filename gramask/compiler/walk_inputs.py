@@ -11,11 +11,13 @@ import numpy as np
 from ..encoding import bits_of_rows, rows_of_bits, unique_rows
 from .lexer import LexerDFA
 
-__all__ = ["LoopRuns", "end_classes", "run_ends", "run_stops", "token_matrix", "token_starts"]
+__all__ = ["LoopRuns", "end_classes", "run_ends", "run_stops", "token_matrix", "token_starts",
+           "wide_first_bytes"]
 
 
 _MATRICES: dict[int, tuple[Sequence[bytes], bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
 _FLAT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_WIDE: dict[int, tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
 
 
 def token_matrix(tokens: Sequence[bytes], special: np.ndarray
@@ -50,6 +52,24 @@ def token_matrix(tokens: Sequence[bytes], special: np.ndarray
         _FLAT.pop(next(iter(_FLAT)))
     _FLAT[id(lens)] = (lens, flat, starts)  # what token_starts gives, known here already
     return lens, buf, first_byte
+
+
+def wide_first_bytes(first_byte: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(``first_byte`` as int64, where it is a byte, it clipped at 0): what the runtime's
+    kill sets index with, per vocabulary, read-only. Kept for the last few first-byte
+    arrays: each new grammar's runtime (a JSON Schema per request) would otherwise make
+    three vocabulary-sized arrays (~3 MB, mostly page faults) before its first mask."""
+    hit = _WIDE.get(id(first_byte))
+    if hit is not None and hit[0] is first_byte:
+        return hit[1]
+    wide = first_byte.astype(np.int64)
+    out = (wide, wide >= 0, np.maximum(wide, 0))
+    for a in out:
+        a.flags.writeable = False
+    if len(_WIDE) >= 4:
+        _WIDE.pop(next(iter(_WIDE)))
+    _WIDE[id(first_byte)] = (first_byte, out)  # (holds the array: its id stays its own)
+    return out
 
 
 def end_classes(dfa: LexerDFA) -> np.ndarray:

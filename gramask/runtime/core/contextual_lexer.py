@@ -23,6 +23,7 @@ import numpy as np
 
 from ...compiler.table_rows import expand_row, group_row, select_tokens
 from ...compiler.tables import TokenTables
+from ...compiler.walk_inputs import wide_first_bytes
 from ...encoding import bits_of_rows
 from ..limits import memo_size
 from ..memo import BoundedMemo
@@ -81,12 +82,10 @@ class ContextualLexer(ContextualRule):
             self.class_sig_words = words_of_rows(sig_rows)
             self.trans = dfa.trans
             self.state_class = tables.state_class.astype(np.int64)
-            self.first_byte = tables.first_byte.astype(np.int64)
-            self._fb_ok = self.first_byte >= 0
+            self.first_byte, self._fb_ok, self._fb_idx = wide_first_bytes(tables.first_byte)
             self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
             # row → (V,) bool of all its tokens (see ``select_tokens``)
             self._full: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
-            self._fb_idx = np.maximum(self.first_byte, 0)
             # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
             self._kills: BoundedMemo[tuple[bytes, int], np.ndarray] = BoundedMemo(
                 memo_size(limits.row_cache)

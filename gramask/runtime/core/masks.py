@@ -22,6 +22,7 @@ import numpy as np
 from ...compiler.lexer import LexerDFA
 from ...compiler.table_rows import expand_row, group_row, select_tokens
 from ...compiler.tables import TokenTables
+from ...compiler.walk_inputs import wide_first_bytes
 from ...encoding import bits_of_rows, decode_nl, words_of_bits
 from ..limits import memo_size
 from ..memo import BoundedMemo
@@ -193,7 +194,7 @@ class MaskBuilder:
         # id of a mask ``mask`` returned → (that mask, it packed): see ``packed_mask``
         self._packed: BoundedMemo[int, tuple[np.ndarray, np.ndarray]] = BoundedMemo(
             memo_size(limits.mask_cache))
-        self.first_byte = tables.first_byte.astype(np.int64)
+        self.first_byte = wide_first_bytes(tables.first_byte)[0]
         self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
         # expected terminals → class vectors: (if the input may not end here, if it may; None
         # when the same) (see ``class_vector``)
