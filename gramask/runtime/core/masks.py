@@ -15,6 +15,7 @@ configuration met again costs a dictionary lookup.
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -191,8 +192,9 @@ class MaskBuilder:
         self._masks: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache)
         )
-        # id of a mask ``mask`` returned → (that mask, it packed): see ``packed_mask``
-        self._packed: BoundedMemo[int, tuple[np.ndarray, np.ndarray]] = BoundedMemo(
+        # id of a mask ``mask`` returned → (a weak reference to it, it packed): see
+        # ``packed_mask`` (weak: the mask memo alone decides how long a mask lives)
+        self._packed: BoundedMemo[int, tuple[weakref.ref[np.ndarray], np.ndarray]] = BoundedMemo(
             memo_size(limits.mask_cache))
         self.first_byte = wide_first_bytes(tables.first_byte)[0]
         self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
@@ -361,20 +363,20 @@ class MaskBuilder:
         little-endian packed bits (a bitmask row's bytes): ``allowed()`` packed. Shared,
         never written: kept while the mask memo's entry lives, so a server's bitmask fill of
         a configuration met before is one 16 KB copy, not a pack of 129k bools. Keyed by
-        the mask object (its id, checked against the object kept): each mask belongs to one
+        the mask object (its id, checked against a weak reference): each mask belongs to one
         (parser state, lexer state) of one builder, whose completeness does not depend on
         the carry, and builders that share this memo (fill-in-the-middle's copies) never
         read each other's entries."""
         m = self.mask(p, q, carry)
         e = self._packed.get(id(m))
-        if e is not None and e[0] is m:
+        if e is not None and e[0]() is m:
             return e[1]
         pk = np.packbits(m, bitorder="little")
         if 0 <= eos < len(m):
             byte, bit = eos >> 3, 1 << (eos & 7)
             pk[byte] = (int(pk[byte]) | bit) if self.complete(p, q, carry) else (
                 int(pk[byte]) & ~bit & 0xFF)
-        self._packed.put(id(m), (m, pk))
+        self._packed.put(id(m), (weakref.ref(m), pk))
         return pk
 
     def complete(self, p: PState, q: int, carry: int) -> bool:
