@@ -76,6 +76,9 @@ class Grammar:
     # llguidance's reading); "basic": all terminals compete, keywords reserved (C, Python).
     # from_lark defaults to "contextual"; a Grammar built field by field keeps the old "basic"
     lexer: str = "basic"
+    # the contextual mode keeps keywords reserved as the basic mode does (a keyword's text is
+    # never a name, a name is never cut into a keyword): gramask.compiler.keywords
+    reserved_keywords: bool = False
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -88,12 +91,19 @@ class Grammar:
         indentation: IndentationSpec | bool | None = None,
         source: str = "<string>",
         lexer: str = "contextual",
+        reserved_keywords: bool = False,
     ) -> Grammar:
         """Load Lark grammar text.
 
         ``lexer``: ``"contextual"`` (default; what grammars written for lark or llguidance
         mean) or ``"basic"`` (one longest-match lexer over all terminals, keywords reserved);
         see docs/semantics.md.
+
+        ``reserved_keywords``: in the contextual mode, a string terminal whose text a regex
+        terminal also matches wins wherever either competes, as in the basic mode (CPython's
+        and C's keywords; not lark's contextual lexer, so off by default). Soft keywords, which
+        a rule turns back into the regex's symbol, stay unreserved
+        (:mod:`gramask.compiler.keywords`).
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
         with a ``_NEWLINE`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
@@ -236,6 +246,7 @@ class Grammar:
             indentation=spec,
             source=source,
             lexer=lexer,
+            reserved_keywords=bool(reserved_keywords),
         )
 
     @classmethod
@@ -325,6 +336,8 @@ class Grammar:
             "indentation": None if self.indentation is None else asdict(self.indentation),
             "source": self.source,
             "lexer": self.lexer,
+            # only when set: the fingerprints (cache keys) of other grammars stay as they were
+            **({"reserved_keywords": True} if self.reserved_keywords else {}),
         }
 
     @classmethod
@@ -338,6 +351,7 @@ class Grammar:
             indentation=None if ind is None else _indentation_from_json(ind),
             source=obj.get("source", ""),
             lexer=obj.get("lexer", "basic"),
+            reserved_keywords=bool(obj.get("reserved_keywords", False)),
         )
 
     def fingerprint(self) -> str:

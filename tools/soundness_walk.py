@@ -16,6 +16,10 @@ refuses (a budget below the minimum, a suffix it cannot connect) are counted apa
 
     PYTHONPATH=. python tools/soundness_walk.py --cases 200 --seed 0
     PYTHONPATH=. python tools/soundness_walk.py --cases 50 --modes fim --vocab qwen2 --json
+    PYTHONPATH=. python tools/soundness_walk.py --cases 30 --lexer contextual
+
+``--lexer contextual`` walks the grammar in the contextual lexer mode (keywords reserved as
+the bundled grammar declares, see gramask.compiler.keywords) instead of its own basic mode.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gramask
 import gramask.grammars
+from gramask.grammar import LEXER_MODES
 
 MODES = ("prefix", "fim", "budget", "fim+budget")
 
@@ -185,18 +190,21 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=24, help="tokens per walk")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--vocab", default="deepseek-v4")
+    ap.add_argument("--lexer", choices=LEXER_MODES, default=None,
+                    help="lexer mode (default: the bundled grammar's own, basic)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--failures", type=int, default=10, help="failures to print")
     args = ap.parse_args()
     modes = tuple(m for m in args.modes.split(",") if m)
     vocab = gramask.Vocabulary.bundled(args.vocab)
-    cg = gramask.compile(gramask.grammars.load("python"), vocab)
+    cg = gramask.compile(gramask.grammars.load("python", lexer=args.lexer), vocab)
     t0 = time.time()
     cases = make_cases(stdlib_files(), args.cases, modes, args.seed)
     res = run(cg, cases, args.steps, args.seed)
     report = {
         "python": sys.version.split()[0],
         "vocab": args.vocab,
+        "lexer": cg.grammar.lexer,
         "seconds": round(time.time() - t0, 1),
         "modes": {
             m: {"walks": res.walks[m], "refused": res.refused[m], "complete_claims": res.claims[m],
