@@ -76,9 +76,7 @@ class Grammar:
     # llguidance's reading); "basic": all terminals compete, keywords reserved (C, Python).
     # from_lark defaults to "contextual"; a Grammar built field by field keeps the old "basic"
     lexer: str = "basic"
-    # the contextual mode keeps keywords reserved as the basic mode does (a keyword's text is
-    # never a name, a name is never cut into a keyword): gramask.compiler.keywords
-    reserved_keywords: bool = False
+    reserved_keywords: bool = False  # in the contextual mode too (gramask.compiler.keywords)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -99,11 +97,8 @@ class Grammar:
         mean) or ``"basic"`` (one longest-match lexer over all terminals, keywords reserved);
         see docs/semantics.md.
 
-        ``reserved_keywords``: in the contextual mode, a string terminal whose text a regex
-        terminal also matches wins wherever either competes, as in the basic mode (CPython's
-        and C's keywords; not lark's contextual lexer, so off by default). Soft keywords, which
-        a rule turns back into the regex's symbol, stay unreserved
-        (:mod:`gramask.compiler.keywords`).
+        ``reserved_keywords``: the contextual mode reserves keywords as the basic mode does
+        (CPython, C; lark does not, so off by default): :mod:`gramask.compiler.keywords`.
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
         with a ``_NEWLINE`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
@@ -336,8 +331,7 @@ class Grammar:
             "indentation": None if self.indentation is None else asdict(self.indentation),
             "source": self.source,
             "lexer": self.lexer,
-            # only when set: the fingerprints (cache keys) of other grammars stay as they were
-            **({"reserved_keywords": True} if self.reserved_keywords else {}),
+            **({"reserved_keywords": True} if self.reserved_keywords else {}),  # unset: fingerprint kept
         }
 
     @classmethod
