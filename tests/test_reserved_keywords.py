@@ -121,7 +121,7 @@ def test_bundled_c_reserves_keywords() -> None:
     assert _verdict(cg, "int f(void) { int while = 1; return 1; }") is not True
 
 
-def test_lark_grammars_without_the_option_keep_lark_reading() -> None:
+def test_lark_grammars_without_the_option_keep_lark_reading(tmp_path) -> None:
     text = 'start: "if" NAME | NAME "=" NAME\nNAME: /[a-z]+/\n%ignore " "\n'
     toks = [bytes([b]) for b in b"aeifxz= "]
     vocab = gramask.Vocabulary.from_tokens([*toks, b"</s>"], eos_token_id=len(toks))
@@ -134,3 +134,7 @@ def test_lark_grammars_without_the_option_keep_lark_reading() -> None:
     assert _verdict(res, "x = if") is not True
     assert _verdict(plain, "if x") is True and _verdict(res, "if x") is True
     assert plain.grammar.fingerprint() != res.grammar.fingerprint()
+    assert "reserved_keywords" not in plain.grammar.to_json()  # old cache keys stay valid
+    res.save(tmp_path / "r.gmask")  # the artifact keeps the option
+    back = gramask.CompiledGrammar.load(tmp_path / "r.gmask")
+    assert back.grammar.reserved_keywords and _verdict(back, "x = if") is not True
