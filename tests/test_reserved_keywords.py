@@ -138,3 +138,39 @@ def test_lark_grammars_without_the_option_keep_lark_reading(tmp_path) -> None:
     res.save(tmp_path / "r.gmask")  # the artifact keeps the option
     back = gramask.CompiledGrammar.load(tmp_path / "r.gmask")
     assert back.grammar.reserved_keywords and _verdict(back, "x = if") is not True
+
+
+def test_contextual_tables_agree_with_token_walks_when_reserved() -> None:
+    """The contextual tables (class vectors and plans keyed by the allowed set before the
+    reserved pairs close it) give the mask of walking each token's bytes under the rule."""
+    import random
+
+    from gramask.runtime.core.contextual_lexer import ContextualLexer
+
+    text = ('start: decl*\ndecl: "int" NAME ";" | NAME NAME ";" | "if" NAME "in" NAME ";"\n'
+            'NAME: /[a-z]+/\n%ignore " "\n')
+    toks = ["int", "in", "i", "n", "t", "if", "x", "intx", " ", ";", "f", " in", "t ", "nt",
+            "ifx", " int", "int;", "x;", "s"]
+    vocab = gramask.Vocabulary.from_tokens([*toks, "</s>"], eos_token_id=len(toks))
+    cg = gramask.compile(gramask.Grammar.from_lark(text, reserved_keywords=True), vocab,
+                         cache=False, progress=False)
+    assert cg.tables.contextual
+    cx = cg._runtime().contextual
+    assert cx.reserved
+    ref = ContextualLexer(cg.dfa, cx.ctx, cx.prio, cx._tokens, cx._special,
+                          reserved=cx.reserved)  # no tables: the trie walk
+    rnd = random.Random(1)
+    # starts where the closed set differs from A: a keyword where a name is expected, a name
+    # where only a keyword is
+    for start in ["", "int", "int ", "x", "if x", "if x ", "if x i", "if x in", "if x in y"]:
+        c = cg.constraint(start)
+        for _step in range(8):
+            q, carry, p = c._history[-1]
+            m = cx.mask(p, q, carry)
+            assert (m == ref.mask(p, q, carry)).all(), c.text
+            ids = m.nonzero()[0]
+            if not len(ids):
+                break
+            c.advance(int(rnd.choice(ids)))
+    assert _verdict(cg, "int int;") is not True and _verdict(cg, "int intx;") is True
+    assert _verdict(cg, "if x in y;") is True and _verdict(cg, "if x iny;") is not True
