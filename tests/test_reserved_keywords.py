@@ -79,6 +79,24 @@ def test_soft_keyword_tokens_stay_allowed_as_names(py) -> None:
         assert cg.constraint(cut).allowed()[vocab.token_id(piece)], (cut, piece)
 
 
+def test_fill_in_the_middle_and_budgets_reserve_too(py) -> None:
+    """The contextual FIM end check (the suffix walked with the rule) and the budget's walked
+    plans use the same allowed sets."""
+    cg, vocab = py
+    eos = vocab.eos_token_id
+    c = cg.constraint("x = ", suffix="\ny = 2\n")
+    c.advance(vocab.token_id("if"))
+    assert not c.allowed()[eos] and not c.is_complete()
+    c = cg.constraint("for i ", suffix="tersect:\n    pass\n")  # not `for i in tersect:`
+    c.advance(vocab.token_id(" in"))
+    assert not c.allowed()[eos]
+    c.advance(vocab.token_id(" x"))
+    assert c.allowed()[eos]
+    ast.parse("for i in x" + "tersect:\n    pass\n")
+    b = cg.constraint("x = ", max_tokens=1)
+    assert not b.allowed()[vocab.token_id("if")] and b.allowed()[vocab.token_id("_")]
+
+
 def test_random_masked_walks_are_python(py) -> None:
     """Tokens drawn from allowed() in the contextual mode: every complete text parses."""
     import random
