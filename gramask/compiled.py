@@ -115,6 +115,7 @@ class CompiledGrammar:
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
             if self.grammar.lexer == "contextual":
+                from .compiler.keywords import reserved_pairs
                 from .runtime.core.contextual_lexer import ContextualLexer
 
                 tokens, special = self.vocab.token_tuple, self.vocab.special_mask  # shared
@@ -124,6 +125,7 @@ class CompiledGrammar:
                     nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
                     tab_len=ind.tab_len if ind is not None else 8,
                     tables=self.tables if self.tables.contextual else None,
+                    reserved=reserved_pairs(self.grammar, self.dfa),
                 )
             self._builder = builder
         return self._builder

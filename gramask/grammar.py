@@ -76,6 +76,7 @@ class Grammar:
     # llguidance's reading); "basic": all terminals compete, keywords reserved (C, Python).
     # from_lark defaults to "contextual"; a Grammar built field by field keeps the old "basic"
     lexer: str = "basic"
+    reserved_keywords: bool = False  # in the contextual mode too (gramask.compiler.keywords)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -88,12 +89,16 @@ class Grammar:
         indentation: IndentationSpec | bool | None = None,
         source: str = "<string>",
         lexer: str = "contextual",
+        reserved_keywords: bool = False,
     ) -> Grammar:
         """Load Lark grammar text.
 
         ``lexer``: ``"contextual"`` (default; what grammars written for lark or llguidance
         mean) or ``"basic"`` (one longest-match lexer over all terminals, keywords reserved);
         see docs/semantics.md.
+
+        ``reserved_keywords``: the contextual mode reserves keywords as the basic mode does
+        (CPython, C; lark does not, so off by default): :mod:`gramask.compiler.keywords`.
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
         with a ``_NEWLINE`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
@@ -236,6 +241,7 @@ class Grammar:
             indentation=spec,
             source=source,
             lexer=lexer,
+            reserved_keywords=bool(reserved_keywords),
         )
 
     @classmethod
@@ -325,6 +331,7 @@ class Grammar:
             "indentation": None if self.indentation is None else asdict(self.indentation),
             "source": self.source,
             "lexer": self.lexer,
+            **({"reserved_keywords": True} if self.reserved_keywords else {}),  # unset: fingerprint kept
         }
 
     @classmethod
@@ -338,6 +345,7 @@ class Grammar:
             indentation=None if ind is None else _indentation_from_json(ind),
             source=obj.get("source", ""),
             lexer=obj.get("lexer", "basic"),
+            reserved_keywords=bool(obj.get("reserved_keywords", False)),
         )
 
     def fingerprint(self) -> str:

@@ -16,6 +16,11 @@ refuses (a budget below the minimum, a suffix it cannot connect) are counted apa
 
     PYTHONPATH=. python tools/soundness_walk.py --cases 200 --seed 0
     PYTHONPATH=. python tools/soundness_walk.py --cases 50 --modes fim --vocab qwen2 --json
+    PYTHONPATH=. python tools/soundness_walk.py --cases 30 --lexer contextual --keywords 200
+
+``--lexer contextual`` walks the grammar in the contextual lexer mode (keywords reserved as
+the bundled grammar declares, see gramask.compiler.keywords) instead of its own basic mode;
+``--keywords W`` adds ``W`` to the draw weight of tokens that start with a hard keyword.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gramask
 import gramask.grammars
+from gramask.grammar import LEXER_MODES
 
 MODES = ("prefix", "fim", "budget", "fim+budget")
 
@@ -54,15 +60,23 @@ def parse_error(text: str) -> str | None:
     return None
 
 
-def token_weights(vocab: gramask.Vocabulary, nonascii: float = 20.0, rare: float = 3.0) -> np.ndarray:
+def token_weights(vocab: gramask.Vocabulary, nonascii: float = 20.0, rare: float = 3.0,
+                  keywords: float = 0.0) -> np.ndarray:
     """Draw weight per token: 1, plus ``nonascii`` if it has a non-ASCII byte, plus ``rare``
-    if its id is in the upper half (BPE merges learnt late are the rare ones)."""
+    if its id is in the upper half (BPE merges learnt late are the rare ones), plus
+    ``keywords`` if its text starts with a hard keyword after blanks or a dot (``if``,
+    `` in``, ``.def``, ``intersect``: where a lexer that does not reserve them goes wrong)."""
+    import keyword
+
+    kw = tuple(k.encode() for k in keyword.kwlist)
     n = len(vocab)
     w = np.ones(n, dtype=np.float64)
     for t in range(n):
         b = vocab.token_bytes(t)
         if any(x >= 0x80 for x in b):
             w[t] += nonascii
+        if keywords and b.lstrip(b" .").startswith(kw):
+            w[t] += keywords
     w[n // 2:] += rare
     return w
 
@@ -169,8 +183,9 @@ def walk(
         c.advance(t)
 
 
-def run(cg: gramask.CompiledGrammar, cases: list[Case], steps: int, seed: int) -> Result:
-    weights = token_weights(cg.vocab)
+def run(cg: gramask.CompiledGrammar, cases: list[Case], steps: int, seed: int,
+        keywords: float = 0.0) -> Result:
+    weights = token_weights(cg.vocab, keywords=keywords)
     rnd = random.Random(seed)
     res = Result()
     for case in cases:
@@ -185,18 +200,24 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=24, help="tokens per walk")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--vocab", default="deepseek-v4")
+    ap.add_argument("--lexer", choices=LEXER_MODES, default=None,
+                    help="lexer mode (default: the bundled grammar's own, basic)")
+    ap.add_argument("--keywords", type=float, default=0.0,
+                    help="extra draw weight for tokens that start with a hard keyword")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--failures", type=int, default=10, help="failures to print")
     args = ap.parse_args()
     modes = tuple(m for m in args.modes.split(",") if m)
     vocab = gramask.Vocabulary.bundled(args.vocab)
-    cg = gramask.compile(gramask.grammars.load("python"), vocab)
+    cg = gramask.compile(gramask.grammars.load("python", lexer=args.lexer), vocab)
     t0 = time.time()
     cases = make_cases(stdlib_files(), args.cases, modes, args.seed)
-    res = run(cg, cases, args.steps, args.seed)
+    res = run(cg, cases, args.steps, args.seed, args.keywords)
     report = {
         "python": sys.version.split()[0],
         "vocab": args.vocab,
+        "lexer": cg.grammar.lexer,
+        "keyword_weight": args.keywords,
         "seconds": round(time.time() - t0, 1),
         "modes": {
             m: {"walks": res.walks[m], "refused": res.refused[m], "complete_claims": res.claims[m],

@@ -14,7 +14,8 @@ lexeme read so far (``LexerDFA.accepting``):
   parser continues with whichever fits. That is reported (a *collision*), naming the
   terminals and an example text. "Expects both" is read from the LR(0) automaton: both are
   shifted from one state (or its non-kernel partner) — a sound under-approximation of the
-  Earley sets the runtime meets.
+  Earley sets the runtime meets. A grammar's reserved keywords
+  (:mod:`gramask.compiler.keywords`) never collide with their regexes: the keyword wins.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 from ..errors import GrammarError
 from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
 from ..grammar import Grammar
+from .keywords import reserved_pairs
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
 
@@ -128,7 +130,10 @@ def lexer_diagnostics(
         return out
     prio = [t.priority for t in grammar.terminals]
     shifted = _shifted_in(pt, len(names)) if pt is not None else None
+    # reserved keywords beat their regexes wherever either competes: no collision
     seen2: set[tuple[int, int]] = set()
+    for s_t, r_t in reserved_pairs(grammar, dfa):
+        seen2 |= {(s_t, r_t), (r_t, s_t)}
     for q in multi.tolist():
         ts = [t for t in np.flatnonzero(acc[q]).tolist() if not dfa.ignored[t]]
         for i, a in enumerate(ts):

@@ -85,6 +85,12 @@ _START = {"python": "file_input"}
 _LEXER = {"python": "basic", "c": "basic", "json": "basic", "sql": "basic"}
 
 
+# Bundled grammars whose languages reserve their keywords (CPython's tokenizer, C compilers):
+# the contextual mode keeps them reserved too (gramask.compiler.keywords). SQL's keywords are
+# mostly not reserved; JSON has none.
+_RESERVED = frozenset({"python", "c"})
+
+
 def lexer_mode(name: str) -> str:
     """The lexer mode bundled grammar ``name`` declares."""
     return _LEXER.get(_check(name), "contextual")
@@ -105,9 +111,10 @@ def load(name: str, start: str | None = None, lexer: str | None = None) -> Gramm
     """
     from ..grammar import Grammar
 
+    mode = lexer or lexer_mode(name)  # (the basic mode reserves keywords by itself)
     return Grammar.from_lark(
         text(name), start=start or start_rule(name), source=f"{name}.lark",
-        lexer=lexer or lexer_mode(name),
+        lexer=mode, reserved_keywords=mode == "contextual" and name in _RESERVED,
     )
 
 

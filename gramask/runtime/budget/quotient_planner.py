@@ -89,6 +89,8 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
             pl = cls(qb, vocab, rules, tab, parent=base, markers=loose)
             pl.boundary = {m: d for m, d in bounds.items() if m not in glued}
             pl.set_suffix(suffix)
+            pl.search.glued_starts = sorted({w for m, d in bounds.items() if m in glued
+                                             and d[0] < INF and (w := lex.path(0, d))})
             if glued:
                 def make_strict() -> BudgetPlanner:
                     sp = cls(qb, vocab, rules, tab, parent=base, markers=strict)

@@ -76,6 +76,10 @@ class PlanSearch:
         # width of the suffix's leading blanks (a newline ending the middle is continued)
         self.openers: list[bytes] = []
         self.lead = 0
+        # fill-in-the-middle: the middle parts of lexemes the suffix continues that these
+        # bounds price as free ends (a line continuation the suffix's newline finishes): the
+        # fallback search tries them as chunks too (the costs do not lead to them)
+        self.glued_starts: list[bytes] = []
         nl = mb.nl_live
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
         lim = mb.limits
@@ -237,7 +241,7 @@ class PlanSearch:
                 out.append(glued)
         starts = [lex.path(0, d) for m, d in self.costs.boundary.items()
                   if d[0] < INF and (m in self.costs.glued or (exp >> m) & 1)]
-        for w in [*starts, *self.openers]:
+        for w in [*starts, *self.openers, *self.glued_starts]:
             if w:
                 glued = w if not q or lex.trans[q, w[0]] < 0 else (
                     None if lex.separator is None else lex.separator + w)

@@ -64,9 +64,11 @@ class ContextualLexer(ContextualRule):
         continuation_terminal: int = -1,
         tab_len: int = 8,
         tables: TokenTables | None = None,
+        reserved: Sequence[tuple[int, int]] = (),
     ) -> None:
         super().__init__(dfa, ctx, priorities, nl_terminal=nl_terminal,
-                         continuation_terminal=continuation_terminal, tab_len=tab_len)
+                         continuation_terminal=continuation_terminal, tab_len=tab_len,
+                         reserved=reserved)
         self.vocab_size = len(tokens)
         self._tokens = tokens
         self._special = special
@@ -174,17 +176,23 @@ class ContextualLexer(ContextualRule):
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per live class, under allowed set ``a``: does a lexeme whose next state has this
         class continue; may a token stop inside a lexeme of this class (see ``end_ok``; ``fl``:
-        something may follow an ignored lexeme). Memoised on (``a``, ``fl``), not on the
-        parser state: thousands of states share a few hundred allowed sets."""
+        something may follow an ignored lexeme). ``a`` is ``expects(p)``, before the reserved
+        pairs close it. Memoised on (``a``, ``fl``), not on the parser state: thousands of
+        states share a few hundred allowed sets."""
         key = (a, fl)
         r = self._vecs.get(key)
         if r is None or len(r[2]) != len(self.acc_bits):  # a lazy table's LEX sets grew
-            aw = words_of_int(a, self.class_sig_words.shape[1])
+            nw = self.class_sig_words.shape[1]
+            aw = words_of_int(a, nw)
             # a class's live terminals are its significant ones plus "some ignored one"
             sig = (self.class_sig_words & aw).any(axis=1)
+            ends = sig
+            if self.reserved:  # the lexeme goes on under A closed; it may stop under A
+                aw = words_of_int(self.close(a), nw)
+                sig = (self.class_sig_words & aw).any(axis=1)
             cont = sig | self.class_has_ignored
             # an ignored lexeme ends well when something may follow it (or the input end)
-            ends = cont.copy() if fl else sig
+            ends = ends | self.class_has_ignored if fl else ends
             sets = (self.acc_words & aw).any(axis=1)  # LEX sets that can end under a
             r = (cont, ends, sets)
             self._vecs.put(key, r)
@@ -209,6 +217,8 @@ class ContextualLexer(ContextualRule):
         by every parser state with that allowed set; LEX nodes with the same winners are
         merged into one group (one parser step, one sub-evaluation)."""
         cont, ends, sets = self._class_vectors(a, fl, extra)
+        if self.reserved:
+            a = self.close(a)  # the terminals that compete (``a``: what the parser takes)
         base = np.zeros(len(nodes), dtype=bool)
         by_w: dict[int, tuple[list[int], list[int]]] = {}
         groups: list[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray]] = []
@@ -291,7 +301,7 @@ class ContextualLexer(ContextualRule):
         """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
         start or inside a lexeme that began at ``p``? ``key`` names ``nodes`` (a row, or a
         tail set by its bytes). The result may be shared: do not write to it."""
-        a = self.allowed(p)
+        a = self.ctx.expects(p)  # (plans close it under the reserved pairs themselves)
         fl = self._follows(p)
         extra = self._plan_extra(p)
         pk = (key, a, fl) if extra is None else (key, a, fl, extra)
@@ -396,11 +406,12 @@ class ContextualLexer(ContextualRule):
             nxt = self.trans[q]
             sig = np.where(nxt < 0, -1, self.state_class[np.maximum(nxt, 0)]).tobytes()
             self._kill_sig[q] = sig
-        key = (sig, self.allowed(p))  # all that ``cont`` depends on
+        a = self.ctx.expects(p)
+        key = (sig, a)  # all that ``cont`` depends on
         out = self._kills.get(key)
         if out is None:
             nxt = self.trans[q]
-            cont = self._class_vectors(self.allowed(p), self._follows(p))[0]
+            cont = self._class_vectors(a, self._follows(p))[0]
             dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
             dkey = dead.tobytes()  # a few dozen distinct byte sets make every kill set
             out = self._kills_by_bytes.get(dkey)
@@ -420,7 +431,7 @@ def _trie_mask(cx: ContextualLexer, trie: VocabTrie, p: PState, q: int, carry: i
     ``end_ok`` verdict asked once per walk."""
     children, ends = trie.children, trie.ends
     rows, live = cx.rows, cx.live
-    expects, lexeme_end, end_ok = cx.ctx.expects, cx.lexeme_end, cx.end_ok
+    expects, lexeme_end, end_ok = cx.allowed, cx.lexeme_end, cx.end_ok
     allowed: dict[int, int] = {}  # id(parser state) -> its allowed set
     oks: dict[tuple[int, int], bool] = {}  # (id(parser state), lexer state) -> end_ok
     keep: list[PState] = [p]  # the states whose ids key the memos stay alive

@@ -12,12 +12,20 @@ indentation carry, ``p``) already determines ``A``. Walking a byte from ``q``:
   with whichever fits"); if it holds only ignored ones the lexeme is dropped; the indentation
   newline, when present, wins.
 
+With reserved keywords (a grammar that opts in, :mod:`gramask.compiler.keywords`), ``A`` is
+closed under the reserved pairs: a keyword competes wherever its regex does and the regex
+wherever the keyword does, and a keyword that accepts beats the regexes it is reserved for
+(as the basic mode decides). Those extra terminals only make lexemes continue or end as
+something the parser may refuse: whether a lexeme may stop mid-way (``end_ok``) still asks
+for a terminal of ``expects(p)`` itself.
+
 :class:`ContextualRule` walks bytes, ends lexemes and checks ends by this rule; the masks
 under it are :class:`~gramask.runtime.core.contextual_lexer.ContextualLexer`'s.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...encoding import bits_of_rows
@@ -47,6 +55,7 @@ class ContextualRule:
         nl_terminal: int = -1,
         continuation_terminal: int = -1,
         tab_len: int = 8,
+        reserved: Sequence[tuple[int, int]] = (),
     ) -> None:
         self.ctx = ctx
         self.rows = dfa.rows()
@@ -57,11 +66,45 @@ class ContextualRule:
         self.nl_t = nl_terminal
         self.cont_t = continuation_terminal
         self.tab = tab_len
+        # reserved pairs (string, regex): per terminal, the terminals it brings into A; per
+        # string, the regexes it beats where both accept
+        self.reserved = tuple(reserved)
+        self._partners: dict[int, int] = {}
+        self._beats: dict[int, int] = {}
+        for s_t, r_t in self.reserved:
+            self._partners[s_t] = self._partners.get(s_t, 0) | 1 << r_t
+            self._partners[r_t] = self._partners.get(r_t, 0) | 1 << s_t
+            self._beats[s_t] = self._beats.get(s_t, 0) | 1 << r_t
+        self._keyword_bits = sum(1 << t for t in self._beats)
+        self._partner_bits = sum(1 << t for t in self._partners)
+        self._closed: dict[int, int] = {}  # A → A closed under the reserved pairs
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
         """The terminals that compete for a lexeme starting at parser state ``p``."""
-        return self.ctx.expects(p)
+        if not self.reserved:
+            return self.ctx.expects(p)
+        return self.close(self.ctx.expects(p))
+
+    def close(self, a: int) -> int:
+        """``a`` closed under the reserved pairs (a regex brings its keywords, a keyword its
+        regexes and theirs): memoised, a few hundred distinct sets recur."""
+        r = self._closed.get(a)
+        if r is None:
+            r = a
+            todo = a & self._partner_bits
+            done = 0
+            while todo:
+                low = todo & -todo
+                todo ^= low
+                done |= low
+                new = self._partners[low.bit_length() - 1] & ~r
+                r |= new
+                todo |= new & ~done
+            if len(self._closed) >= 65536:
+                self._closed.clear()
+            self._closed[a] = r
+        return r
 
     def winners(self, q: int, a: int) -> int:
         """The terminals a lexeme ending at ``q`` under allowed set ``a`` is: the allowed
@@ -69,6 +112,12 @@ class ContextualRule:
         return self._winners(self.accepting[q] & a)
 
     def _winners(self, acc: int) -> int:
+        if acc & self._keyword_bits:  # an accepting keyword beats its regexes
+            k = acc & self._keyword_bits
+            while k:
+                low = k & -k
+                k ^= low
+                acc &= ~self._beats[low.bit_length() - 1]
         if not acc or not (acc & (acc - 1)):
             return acc
         best, out, b = None, 0, acc
@@ -106,7 +155,7 @@ class ContextualRule:
         """May the input stop mid-lexeme at ``q``? Some allowed terminal is still alive and
         is either significant (the parser takes it: it is in ``expects(p)``) or ignored with
         something able to follow it."""
-        live = self.live[q] & self.allowed(p)
+        live = self.live[q] & self.ctx.expects(p)  # (not the reserved pairs' extra ones)
         if live & ~self.ignored_bits:
             return True
         if not live:

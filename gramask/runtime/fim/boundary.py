@@ -346,7 +346,7 @@ class BoundaryContextualLexer(ContextualLexer):
         # the outcome each node has under p's allowed set without ending a lexeme: forks
         # taken by "the lexeme continues" (an END reached so stops in δ(q, token))
         head, tail, alt = self.head, self.tail, self.alt
-        cont = self._class_vectors(self.allowed(p), self._follows(p))[0]
+        cont = self._class_vectors(self.ctx.expects(p), self._follows(p))[0]
         cur = nodes.astype(np.int64, copy=True)
         while True:
             live = cur >= 0
