@@ -84,6 +84,10 @@ class PlanSearch:
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
         lim = mb.limits
         self._failed: BoundedMemo[tuple[int, ...], int] = BoundedMemo(memo_size(lim.mask_cache))
+        # (parser uid, lexer state before) → the cheapest next lexeme (plans from sibling
+        # states mostly end the same way: their tails hit this)
+        self._next: BoundedMemo[tuple[int, int], tuple[bytes | None, int]] = BoundedMemo(
+            memo_size(lim.mask_cache))
         self._plans: BoundedMemo[tuple[int, ...], tuple[int, ...]] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
@@ -369,7 +373,16 @@ class PlanSearch:
     def _next_lexeme(self, p: PState, prev: int) -> tuple[bytes | None, int]:
         """The cheapest next lexeme at a boundary after a lexeme that ended in lexer state
         ``prev``: its bytes, separator included (None if there is none), and the tokens to
-        complete that it leads to, its own included."""
+        complete that it leads to, its own included. Memoised (the suffix's boundary
+        markers are fixed when the planner is built)."""
+        key = (p[PUID], prev)
+        r = self._next.get(key)
+        if r is None:
+            r = self._next_lexeme_uncached(p, prev)
+            self._next.put(key, r)
+        return r
+
+    def _next_lexeme_uncached(self, p: PState, prev: int) -> tuple[bytes | None, int]:
         lex = self.lex
         best, text = INF, None
         k = self.costs.k_newline(p)

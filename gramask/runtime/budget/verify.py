@@ -95,6 +95,9 @@ class VerifiedTokens:
             self.keep[plan[0]] = True
         self.index = np.full(size, -1, dtype=np.int32)  # into ``completions``; -1: none
         self.completions: list[tuple[int, ...]] = []
+        # tokens admitted without a completion of their own in ``completions`` (a group's
+        # proven bound fitted, :mod:`.group_bounds`): their completion, assembled on demand
+        self.lazy: Callable[[int], tuple[int, ...] | None] | None = None
 
     def add(self, members: np.ndarray | list[int], completion: tuple[int, ...]) -> None:
         self.keep[members] = True
@@ -106,7 +109,9 @@ class VerifiedTokens:
         if not 0 <= token_id < self.index.size:
             return None
         i = int(self.index[token_id])
-        return self.completions[i] if i >= 0 else None
+        if i >= 0:
+            return self.completions[i]
+        return self.lazy(token_id) if self.lazy is not None else None
 
     def apply(self, m: np.ndarray, complete: bool) -> None:
         """Keep in ``m`` only what was verified — unless nothing was and no plan is known

@@ -25,8 +25,9 @@ import numpy as np
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..budget.bounded import BoundedBudget
+from ..budget.group_bounds import BoundaryPlans, GroupBounds
 from ..budget.quotient_planner import quotient_planner
-from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
+from ..budget.verify import CompletionPool, VerifiedTokens, WalkedVerifier, verified_step
 from ..core.constraint import Constraint
 from ..core.earley import ACCEPTS
 from ..core.indentation import TAB_UNIT, advance, join
@@ -43,6 +44,7 @@ from .suffix_lexing import Branch, lex_suffix
 if TYPE_CHECKING:
     from ...grammar import Grammar
     from ...vocab import Vocabulary
+    from ..budget.grouping import RowFinals
     from ..budget.planner import BudgetPlanner, TokenGroups
 
 __all__ = ["FimConstraint", "walk"]
@@ -218,6 +220,9 @@ class FimConstraint(FimBase[FimState]):
     MAX_LONE = 1024
     MAX_CHEAP = 2048  # groups beyond MAX_GROUPS given only the cheap checks
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
+    # new plans a step's proven group bounds may search for (runtime/budget/group_bounds.py;
+    # 0: no group bounds, every group takes the walked checks)
+    BOUND_PLANS = 8
 
     def _apply_budget(self, st: FimState, m: np.ndarray) -> None:
         """Keep in ``m`` only tokens after which a *verified* completion fits: token
@@ -236,6 +241,8 @@ class FimConstraint(FimBase[FimState]):
         q, carry, pq = self._view(st)
         rec = verified_step(self, st, left)
         if left >= 1:
+            if self._bounded_groups(st, m, rec, left - 1):
+                return  # every group's proven bound fits: the grammar mask as it is
             tc = planner.token_groups(pq, q, carry)  # no costs: see the docstring
             toks = np.flatnonzero(m & ~rec.keep)
             key = _group_keys(planner, tc, toks, carry)
@@ -287,6 +294,32 @@ class FimConstraint(FimBase[FimState]):
         rec.apply(m, self._complete(st))
 
     _completion_pool: CompletionPool | None = None
+    _boundary_plans: BoundaryPlans | None = None
+
+    def _bounded_groups(self, st: FimState, m: np.ndarray, rec: VerifiedTokens,
+                        left: int) -> bool:
+        """Admit the groups of the step's tokens whose proven bound (:mod:`.group_bounds`)
+        is at most ``left``, without a walk each; True if that is all of ``m``."""
+        if self.BOUND_PLANS <= 0:
+            return False
+        q, carry, pq, po = st
+        planner = self._budget_planner()
+        if self._boundary_plans is None:
+            self._boundary_plans = BoundaryPlans(self._b, planner.lex, planner.tok,
+                                                 self._vocab.token_bytes)
+        gb = GroupBounds(planner, self._b, self._ob, self._boundary_plans, st, left,
+                         self._walk, self._complete, self.VERIFY_SEARCH, self.BOUND_PLANS)
+        every, kept = gb.admit(q, carry, pq, po)
+        tb = self._vocab.token_bytes
+        rec.lazy = lambda t: gb.after(self._walk(st, tb(t)))
+        if every:
+            return True
+        by_row: dict[int, tuple[RowFinals, list[np.ndarray]]] = {}
+        for rf, runs in kept:
+            by_row.setdefault(id(rf), (rf, []))[1].append(runs)
+        for rf, rs in by_row.values():
+            rec.keep[rf.tokens_of(np.concatenate(rs))] = True
+        return False
 
     def _pool(self) -> CompletionPool:
         """This generation's recently verified completions (:class:`CompletionPool`)."""

@@ -1,0 +1,340 @@
+"""Proven upper bounds per token group for fill-in-the-middle budgets, without a walk per group.
+
+A step's grammar-allowed tokens fall into groups that lead to one (lexer state, parser states)
+each (:meth:`~.grouping.StepGrouping.step_units`). In the basic lexer mode a walk is decided by
+its bytes alone, so a completion from a group's state can be *assembled* rather than searched:
+
+* the shortest bytes ``w`` that finish the lexeme in progress as terminal ``a`` (a path on the
+  lexer DFA; spelled in the fewest tokens, each token end checked as a walk checks it);
+* then a plan walked once from the lexeme boundary after ``a`` (both parsers having shifted
+  ``a``), whose first byte cannot continue the lexeme ``a`` reached: from there on the walk
+  is the very one the plan was verified by (``a`` ends the same way whatever lexer state
+  accepted it, and the newline lexeme, whose end reads the indentation carry, is left out).
+
+Its length is therefore an upper bound on the tokens that complete from the group's state, and
+a group whose bound fits what is left is admitted with no walk of its own. The plans are kept
+per (terminal, quotient parser state, original parser state) for the whole generation, so a
+step whose parser states were seen before costs a few table lookups per group: where the
+budget does not bind, the budget mask is the grammar mask at about that cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...encoding import decode_nl
+from ..core.earley import EXPECTED
+from ..core.indentation import join
+from ..core.parse_state import ES, PUID, PState
+from .bounded import PLAN_FAILED
+from .spelling import INF
+
+if TYPE_CHECKING:
+    from ..core.masks import MaskBuilder
+    from ..core.masks import _TrieRow as TrieRow
+    from .grouping import RowFinals
+    from .lexeme_costs import LexemeCosts
+    from .planner import BudgetPlanner
+    from .spelling import TokenCounter
+
+__all__ = ["BoundaryPlans", "GroupBounds"]
+
+FimState = tuple[int, int, PState, PState]
+Walk = Callable[[FimState, bytes], "FimState | int"]
+Complete = Callable[[FimState], bool]
+
+# terminals tried per lexer state (the cheapest ways to finish its lexeme first)
+_TERMINALS = 3
+# witness tokens at most (a longer one is not assembled)
+_ENDS = 4
+
+
+def _view(st: FimState) -> tuple[int, int, PState]:
+    return st[0], st[1], st[2]
+
+
+class BoundaryPlans:
+    """What one generation (one fill-in-the-middle request's constraint) has learnt: per
+    (terminal, quotient parser uid, original parser uid) the plan walked from the lexeme
+    boundary after that terminal and its first byte (None: none found), and per lexer
+    state its cheapest ways to finish the lexeme in progress (:meth:`finishes`)."""
+
+    def __init__(self, qb: MaskBuilder, lex: LexemeCosts, tok: TokenCounter,
+                 token_bytes: Callable[[int], bytes]) -> None:
+        self.plans: dict[tuple[int, int, int], tuple[tuple[int, ...], int] | None] = {}
+        self.ends_at: dict[tuple[int, int, int], bool] = {}
+        self.lex, self.tok, self.token_bytes = lex, tok, token_bytes
+        self.rows, self.accept = qb.trans_rows, qb.accept
+        self.state_class = qb.state_class
+        self.nl_t = qb.nl_t
+        S = len(self.accept)
+        self.num_classes = int(max(self.state_class, default=0)) + 1
+        # per (lexer state, rank): terminal (-1: none), witness tokens (INF: unusable), the
+        # lexer state the witness reaches, and the end classes of its tokens (padded with
+        # ``num_classes``, an always-true column)
+        self.term = np.full((S, _TERMINALS), -1, dtype=np.int64)
+        self.wlen = np.full((S, _TERMINALS), INF, dtype=np.int64)
+        self.qa = np.zeros((S, _TERMINALS), dtype=np.int64)
+        self.ends = np.full((S, _TERMINALS, _ENDS), self.num_classes, dtype=np.int64)
+        self.known = np.zeros(S, dtype=bool)
+        nl = qb.nl_live
+        self.nl_live = np.array(nl if nl is not None else [False] * S, dtype=bool)
+
+    def finishes(self, states: np.ndarray) -> None:
+        """Fill the finishing tables for ``states`` (each lexer state once)."""
+        for q in states[~self.known[states]].tolist():
+            self.known[q] = True
+            if q == 0 or self.nl_live[q]:
+                continue  # a newline lexeme's end reads the carry: not assembled here
+            r = 0
+            for a, _f in self.lex.fin_list[q]:
+                if r >= _TERMINALS:
+                    break
+                if a == self.nl_t:
+                    continue
+                wit = self._witness(q, a)
+                if wit is None:
+                    continue
+                tw, qa, ends = wit
+                self.term[q, r], self.wlen[q, r], self.qa[q, r] = a, len(tw), qa
+                self.ends[q, r, :len(ends)] = [self.state_class[x] for x in ends]
+                r += 1
+
+    def _witness(self, q: int, a: int) -> tuple[tuple[int, ...], int, list[int]] | None:
+        """(the tokens of the shortest bytes that finish the lexeme at ``q`` as ``a``, the
+        lexer state they reach, the lexer state at each of their token ends), or None."""
+        w = self.lex.witness(q, a)
+        tw = self.tok.tokenize(w) if w else ()
+        if tw is None or len(tw) > _ENDS:
+            return None
+        ends: list[int] = []
+        cur = q
+        for t in tw:
+            for byte in self.token_bytes(t):
+                cur = self.rows[cur][byte]
+                if cur < 0:
+                    return None
+            ends.append(cur)
+        if self.accept[cur] != a:
+            return None
+        return tw, cur, ends
+
+
+class GroupBounds:
+    """One step's bounds: which groups of the step's tokens have an assembled completion
+    that fits ``left`` tokens (see the module docstring). ``walk`` and ``complete`` are the
+    fill-in-the-middle constraint's own; ``qb`` and ``ob`` its quotient and original mask
+    builders (one lexer); ``plans``: how many new boundary plans the step may search for
+    (each of ``search`` states), the vertices with the most tokens first; the groups left
+    over take the walked checks."""
+
+    def __init__(self, planner: BudgetPlanner, qb: MaskBuilder, ob: MaskBuilder,
+                 memo: BoundaryPlans, st: FimState, left: int, walk: Walk,
+                 complete: Complete, search: int, plans: int) -> None:
+        self.planner = planner
+        self.qb, self.ob = qb, ob
+        self.memo = memo
+        self.st = st
+        self.left = left
+        self.walk, self.complete = walk, complete
+        self.token_bytes = memo.token_bytes
+        self.search = search
+        self.plans_left = plans
+        self.trans = qb.trans
+
+    # ------------------------------------------------------------------ a step's groups
+    def admit(self, q: int, carry: int, pq: PState, po: PState,
+              ) -> tuple[bool, list[tuple[RowFinals, np.ndarray]]]:
+        """The step's grammar-allowed tokens at (q, carry, pq, po), grouped as
+        :meth:`~.grouping.StepGrouping.step_units` groups them, with both parsers followed
+        along each row trie: (did every group's bound fit, the sorted runs of the groups
+        whose bound fits)."""
+        grouping = self.planner.grouping
+        qb, ob = self.qb, self.ob
+        kept: list[tuple[RowFinals, np.ndarray]] = []
+        every = True
+        nt = qb.num_terminals
+        # (tokens, vertex's row, lexer states, runs, quotient state, original state)
+        found: list[tuple[int, RowFinals, np.ndarray, list[np.ndarray], PState, PState]] = []
+
+        def visit(rf: RowFinals, p1: PState, p2: PState | None, v: int) -> None:
+            nonlocal every
+            lo, hi = rf.row.spans[v]
+            if lo == hi:
+                return
+            if p2 is None:  # not expected: the quotient's tokens the original refuses
+                every = False
+                return
+            fu, ks, sz = rf.vertex(v, qb.class_vector(p1)[rf.row.cls[lo:hi]])
+            if fu.size:
+                found.append((int(sz.sum()), rf, fu, ks, p1, p2))
+
+        row = qb.row(q)
+        rf = grouping._row_finals(q, row, None)
+        _paired_walk(qb, ob, nt, pq, po, row, 0, lambda a, b, v: visit(rf, a, b, v), carry)
+        if q != 0:
+            p2q = qb.lexeme_end(pq, q, carry)
+            if p2q is not None:
+                p2o = ob.lexeme_end(po, q, carry)
+                if p2o is None:
+                    every = False
+                else:
+                    row0 = qb.row(0)
+                    rk = grouping._row_finals(0, row0, qb.kill_set(q))
+                    _paired_walk(qb, ob, nt, p2q, p2o, row0, 0,
+                                 lambda a, b, v: visit(rk, a, b, v), 0)
+        # the vertices with the most tokens first: they get this step's new plans first
+        found.sort(key=lambda f: -f[0])
+        for _n, rf_, fu, ks, p1, p2 in found:
+            ok = self._fits(fu, p1, p2)
+            every = every and bool(ok.all())
+            kept.extend((rf_, k) for k, y in zip(ks, ok.tolist(), strict=True) if y)
+        return every, kept
+
+    def _fits(self, fu: np.ndarray, pq: PState, po: PState) -> np.ndarray:
+        """Per lexer state of ``fu`` (the states a vertex's tokens leave the lexer in, both
+        parsers at (pq, po)): has it an assembled completion of at most ``left`` tokens?"""
+        bound, _ = self._bounds(fu, pq, po)
+        out: np.ndarray = bound.min(axis=1) <= self.left
+        return out
+
+    def _bounds(self, fu: np.ndarray, pq: PState, po: PState,
+                ) -> tuple[np.ndarray, dict[int, tuple[tuple[int, ...], int]]]:
+        """Per lexer state of ``fu`` and rank: the assembled bound (INF: none, or not
+        needed: a cheaper rank fitted), and the plans it used per terminal. A rank is
+        planned only for the states no cheaper rank admitted."""
+        memo = self.memo
+        memo.finishes(fu)
+        term = memo.term[fu]
+        cv = np.append(self.qb.class_vector(pq), True)
+        good = cv[memo.ends[fu]].all(axis=2) & (term >= 0)
+        bound = np.full(term.shape, INF, dtype=np.int64)
+        plans: dict[int, tuple[tuple[int, ...], int]] = {}
+        need = np.ones(fu.size, dtype=bool)
+        for r in range(_TERMINALS):
+            sel = np.flatnonzero(need & good[:, r])
+            if not sel.size:
+                continue
+            ts = term[sel, r]
+            uniq = np.unique(ts)
+            lens = np.full(uniq.size, -1, dtype=np.int64)  # -1: no plan
+            first = np.zeros(uniq.size, dtype=np.int64)
+            for j, a in enumerate(uniq.tolist()):
+                plan = plans.get(a) or self._plan(a, pq, po)
+                if plan is not None:
+                    plans[a] = plan
+                    lens[j], first[j] = len(plan[0]), max(plan[1], 0)
+            pos = np.searchsorted(uniq, ts)
+            ln = lens[pos]
+            qa = memo.qa[fu[sel], r]
+            # the plan's first byte must end the lexeme the witness reached; an empty plan
+            # (the boundary is an end) needs the lexeme's own end to be one
+            fits = (ln > 0) & (self.trans[qa, first[pos]] < 0)
+            for j in np.flatnonzero(ln == 0).tolist():
+                fits[j] = self._ends_here(int(qa[j]), pq, po)
+            bound[sel[fits], r] = memo.wlen[fu[sel[fits]], r] + ln[fits]
+            need &= bound.min(axis=1) > self.left
+            if not need.any():
+                break
+        return bound, plans
+
+    def _ends_here(self, q: int, pq: PState, po: PState) -> bool:
+        """Is the state (q, pq, po) complete? (An end after a lexeme the suffix's first
+        byte ends: no carry matters; memoised per generation.)"""
+        if self.memo.nl_live[q]:
+            return False  # the suffix may continue it into a newline lexeme: carry matters
+        k = (q, pq[PUID], po[PUID])
+        r = self.memo.ends_at.get(k)
+        if r is None:
+            r = self.memo.ends_at[k] = self.complete((q, 0, pq, po))
+        return r
+
+    def _plan(self, a: int, pq: PState, po: PState) -> tuple[tuple[int, ...], int] | None:
+        key = (a, pq[PUID], po[PUID])
+        plans = self.memo.plans
+        if key in plans:
+            return plans[key]
+        if self.plans_left <= 0:
+            return None  # not known this step (asked again by a later one)
+        self.plans_left -= 1
+        if len(plans) >= 1 << 14:
+            plans.clear()
+            self.memo.ends_at.clear()
+        r = plans[key] = self._boundary_plan(a, pq, po)
+        return r
+
+    def _boundary_plan(self, a: int, pq: PState, po: PState,
+                       ) -> tuple[tuple[int, ...], int] | None:
+        """A plan walked from the lexeme boundary after ``a`` (both parsers shifted it) and
+        its first byte; ((), -1) where the boundary is an end (whether the lexeme's own end
+        is one depends on the lexer state that accepted it: the suffix may continue it);
+        None where none is found."""
+        pq2 = self.qb.ctx.end_lexeme(pq, a, 0)
+        po2 = self.ob.ctx.end_lexeme(po, a, 0)
+        if pq2 is None or po2 is None:
+            return None
+        s0: FimState = (0, 0, pq2, po2)
+        if self.complete(s0):
+            return (), -1
+        try:
+            ids = self.planner.plan(s0, self.walk, self.complete, _view, search=self.search)
+        except PLAN_FAILED:
+            return None
+        if not ids:
+            return None
+        cur = s0
+        for t in ids:  # walked here too: the bound rests on this walk alone
+            nxt = self.walk(cur, self.token_bytes(t))
+            if isinstance(nxt, int):
+                return None
+            cur = nxt
+        if not self.complete(cur):
+            return None
+        return tuple(ids), self.token_bytes(ids[0])[0]
+
+    def after(self, s: FimState | int) -> tuple[int, ...] | None:
+        """The assembled completion from the state ``s`` a token led to, if one of at most
+        ``left`` tokens is known (what ``advance`` keeps as the next step's plan)."""
+        if isinstance(s, int) or s[0] == 0:
+            return None
+        q, _, pq, po = s
+        bound, plans = self._bounds(np.array([q], dtype=np.int64), pq, po)
+        r = int(bound[0].argmin())
+        if bound[0, r] > self.left:
+            return None
+        a = int(self.memo.term[q, r])
+        w = self.memo.lex.witness(q, a)
+        tw = self.memo.tok.tokenize(w) if w else ()
+        assert tw is not None  # ranked only where it spells
+        return (*tw, *plans[a][0])
+
+
+def _paired_walk(qb: MaskBuilder, ob: MaskBuilder, nt: int, pq: PState, po: PState,
+                 row: TrieRow, v: int, visit: Callable[[PState, PState | None, int], None],
+                 carry: int) -> None:
+    """:func:`~gramask.runtime.core.masks.walk_row_trie` with the original parser stepped
+    along the quotient's: ``visit(quotient state, original state, vertex)`` at the root and
+    at every vertex both reach (the original takes what the quotient takes: a middle of the
+    quotient is one of the grammar)."""
+    if v == 0:
+        visit(pq, po, 0)
+    qc, oc = qb.ctx, ob.ctx
+    expected = pq[ES][EXPECTED]
+    children = row.children
+    for h, child in children[v]:
+        if h < nt:
+            if not (expected >> h) & 1:
+                continue
+            q2, o2 = qc.shift(pq, h), oc.shift(po, h)
+        else:
+            width, relative = decode_nl(nt, h)
+            w = join(carry, width) if relative else width
+            q2, o2 = qc.newline(pq, w), oc.newline(po, w)
+        if q2 is None:
+            continue
+        visit(q2, o2, child)
+        if o2 is not None and children[child]:
+            _paired_walk(qb, ob, nt, q2, o2, row, child, visit, 0)
