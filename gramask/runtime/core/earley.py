@@ -62,6 +62,11 @@ class BelowCut(Exception):
     below the cut: its outcome depends on more of the parse than the cut keeps."""
 
 
+# The origin of every item a cut set keeps below its cut (see ``Automaton.cut``): an empty
+# set that no phrase may complete into, the same for every automaton (uid -1: no other set's)
+_BELOW: EarleySet = (-1, 0, False, 0, bytearray())
+
+
 def set_items(es: EarleySet) -> tuple[tuple[int, EarleySet | None], ...]:
     """(state, origin) pairs of ``es`` (origin None = this set)."""
     return tuple(zip(array("i", es[STATES]), es[ORIGINS:], strict=True))
@@ -129,9 +134,6 @@ class Automaton:
         # item key = state | origin uid << _origin_shift: as few bits as the states need, so
         # that keys stay one-digit ints (below 2**30) for as long as possible
         self._origin_shift = max(1, n.bit_length())
-        # the origin of every item a cut set keeps below its cut (see ``cut``): an empty set
-        # that no phrase may complete into
-        self._below: EarleySet = (next(self._uids), 0, False, 0, bytearray())
         self._cuts: BoundedMemo[tuple[int, int], EarleySet] = BoundedMemo(
             memo_size(limits.interned_sets // 4))
         self.root = self._close([(pt.start_state, None)])
@@ -157,7 +159,7 @@ class Automaton:
         memoised (bounded): every terminal shifted at a position that completes the same
         phrase (an identifier, a number, a closing bracket, ...) reuses it, merged with one
         C-level ``dict.update`` instead of walking the origin chain item by item."""
-        if o is self._below:
+        if o is _BELOW:
             raise BelowCut
         key = (o[UID], a)
         memo = self._completions
@@ -203,7 +205,7 @@ class Automaton:
                     if memo and k is not o:
                         r.update(self._completion(k, c, depth + 1))  # k older: no cycle
                     elif (k[UID], c) not in seen:
-                        if k is self._below:
+                        if k is _BELOW:
                             raise BelowCut
                         seen.add((k[UID], c))
                         todo.append((k, c))
@@ -287,8 +289,8 @@ class Automaton:
         same steps from ``es`` see, and cut sets are hash-consed like any other: parse
         positions with the same top (the same statement start inside different functions)
         share one cut set, so what is memoised for it is reused across the text."""
-        if depth <= 0:
-            return self._below
+        if depth <= 0 or es is _BELOW:
+            return _BELOW
         key = (es[UID], depth)
         r = self._cuts.get(key)
         if r is not None:
