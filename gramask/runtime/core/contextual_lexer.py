@@ -7,7 +7,9 @@ without Python-style indentation): a table entry is a small tree of BRANCH / LEX
 BRANCH by one lookup of "does the allowed set meet this live class", a LEX by stepping the
 parser once per distinct set of winning terminals. All but the parser steps depends only on
 the allowed set, which thousands of parser states share: that part is planned once per
-(node set, allowed set) and reused. Grammars with indentation fall back to walking the
+(node set, allowed set) and reused. The parser steps for a token's later lexemes start from
+the parser state cut to its top (``_eval``), so positions with the same top share them.
+Grammars with indentation fall back to walking the
 vocabulary as a byte trie (exact, but its cost grows with the number of live tokens).
 ``advance`` walks the token's bytes with the same rule.
 """
