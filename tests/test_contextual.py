@@ -47,6 +47,19 @@ NAME: /[a-z]+/
 %ignore " "
 """
 
+# runs of openings ("((((", "- - -") and a right-recursive chain (".." completes every link
+# at once): tails of long tokens decided from parser states cut to their top, and where a
+# completion reaches below the cut, exactly (see ContextualLexer._eval)
+CHAINS = r"""
+start: stmt*
+stmt: expr ";"
+?expr: cat
+?cat: unary (".." cat)?
+?unary: "-" unary | "(" expr ")" | "[" expr ("," expr)* "]" | NAME | "..."
+NAME: /[a-z]+/
+%ignore " "
+"""
+
 # grammar, text, verdict in contextual mode, verdict in basic mode
 CASES = [
     (BINARY, "11111", True, False),  # basic: "1" wins over BIT, then "1" again: no BIT left
@@ -225,7 +238,7 @@ def test_bad_terminals_name_the_terminal_and_line(text: str, error: type, line: 
 # --------------------------------------------------------------------------- tables vs walks
 
 
-@pytest.mark.parametrize("grammar", [ASSIGN, CONFIG, KEYWORDS])
+@pytest.mark.parametrize("grammar", [ASSIGN, CONFIG, KEYWORDS, CHAINS])
 def test_table_masks_equal_token_walks_with_real_vocab(grammar: str) -> None:
     """The contextual tables (forks decided per parser state) give exactly the mask of
     walking every token's bytes under the contextual rule (the vocabulary trie walk)."""
@@ -237,8 +250,9 @@ def test_table_masks_equal_token_walks_with_real_vocab(grammar: str) -> None:
     cx = cg._runtime().contextual
     ref = ContextualLexer(cg.dfa, cx.ctx, cx.prio, cx._tokens, cx._special)  # no tables
     rnd = random.Random(1)
-    for _ in range(4):
-        c = cg.constraint()
+    for walk in range(4):
+        # CHAINS: the later walks start deep inside the parse (cuts fall inside the prefix)
+        c = cg.constraint(prefix="((- [a, (x .. (- y" * (walk % 2) if grammar is CHAINS else "")
         for _step in range(20):
             q, carry, p = c._history[-1]
             m = cx.mask(p, q, carry)

@@ -7,7 +7,9 @@ without Python-style indentation): a table entry is a small tree of BRANCH / LEX
 BRANCH by one lookup of "does the allowed set meet this live class", a LEX by stepping the
 parser once per distinct set of winning terminals. All but the parser steps depends only on
 the allowed set, which thousands of parser states share: that part is planned once per
-(node set, allowed set) and reused. Grammars with indentation fall back to walking the
+(node set, allowed set) and reused. The parser steps for a token's later lexemes start from
+the parser state cut to its top (``_eval``), so positions with the same top share them.
+Grammars with indentation fall back to walking the
 vocabulary as a byte trie (exact, but its cost grows with the number of live tokens).
 ``advance`` walks the token's bytes with the same rule.
 """
@@ -28,7 +30,7 @@ from ...encoding import bits_of_rows
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_rule import ContextualRule
-from .earley import EXPECTED
+from .earley import EXPECTED, BelowCut
 from .indentation import advance
 from .parse_state import ES, PUID, ParserContext, PState
 from .terminal_sets import VocabTrie, words_of_int, words_of_rows
@@ -39,6 +41,15 @@ if TYPE_CHECKING:
 __all__ = ["ContextualLexer"]
 
 _SMALL = 128  # node sets planned in plain Python (numpy's per-call cost dominates below)
+# How the lexemes after a token's first are decided (see ``_eval``): first from the parser
+# state cut to its top, ``_TOP`` sets down its origins (here: its own items only; their
+# origins are cut), cut again every ``_RECUT`` lexemes; where that meets a phrase completed
+# below the cut, again from the exact state. Modes of ``_eval``: ``_TRY`` (an exact state:
+# try cut first), ``_EXACT`` (an exact state under a cut that failed: go exact, the cut
+# would fail again), k >= 0 (a cut state, k lexemes since its cut)
+_TOP, _RECUT = 1, 3
+_TRY, _EXACT = -1, -2
+_DEEPER = np.zeros(0, dtype=bool)  # memoised: "from this cut state, the cut was too shallow"
 
 # How a node set is decided under one allowed set: the verdicts that need no parser step
 # (END nodes; False where a node dies), and per group of LEX nodes with the same winning
@@ -297,10 +308,18 @@ class ContextualLexer(ContextualRule):
                                uid[lo:hi] - uid[lo]))
         return base, tuple(groups)
 
-    def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray) -> np.ndarray:
+    def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray, mode: int = _TRY
+              ) -> np.ndarray:
         """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
         start or inside a lexeme that began at ``p``? ``key`` names ``nodes`` (a row, or a
-        tail set by its bytes). The result may be shared: do not write to it."""
+        tail set by its bytes). The result may be shared: do not write to it.
+
+        The lexemes after a token's first are tried from ``p`` cut to its top first (see
+        :meth:`Automaton.cut` and ``_TOP``; ``mode``: ``_TRY``, ``_EXACT`` or a cut state's):
+        positions with the same top (an argument list opened inside different calls) then
+        share what is memoised for the tails, and a run of openings ("((((((((") stops
+        making new parser states once it is deeper than the cut; where the lexemes complete
+        a phrase below the cut they are decided from ``p``, as before."""
         a = self.ctx.expects(p)  # (plans close it under the reserved pairs themselves)
         fl = self._follows(p)
         extra = self._plan_extra(p)
@@ -317,27 +336,57 @@ class ContextualLexer(ContextualRule):
         if not groups:
             return base
         ok = base.copy()
-        shift_any, sub_memo = self.ctx.shift_any, self._sub
         exp = p[ES][EXPECTED]
+        top: PState | None = None
+        sub: np.ndarray | None
         for sh, sel, tkey, ut, inv in groups:
-            if not sh:
-                p2 = p  # only ignored terminals won: nothing to shift
-            elif exp & sh:
-                nxt = shift_any(p, sh)
-                if nxt is None:
-                    continue
-                p2 = nxt
-            else:
+            if not sh:  # only ignored terminals won: nothing to shift
+                sub = self._sub_eval(p, tkey, ut, mode)
+            elif not exp & sh:
                 continue  # no item shifts any of them: every node of the group dies
-            skey = (p2[PUID], tkey)
-            sub = sub_memo.young.get(skey)
-            if sub is None:
-                sub = sub_memo.get(skey)
-            if sub is None:
-                sub = self._eval(p2, tkey, ut)
-                sub_memo.put(skey, sub)
-            ok[sel] = sub[inv]
+            elif mode == _TRY:
+                if top is None:
+                    top = self.ctx.cut(p, _TOP)
+                try:
+                    sub = self._after(top, sh, tkey, ut, 0)
+                except BelowCut:
+                    sub = self._after(p, sh, tkey, ut, _EXACT)
+            else:
+                sub = self._after(p, sh, tkey, ut, mode if mode >= 0 else _EXACT)
+            if sub is not None:
+                ok[sel] = sub[inv]
         return ok
+
+    def _after(self, p: PState, sh: int, tkey: bytes, ut: np.ndarray, mode: int
+               ) -> np.ndarray | None:
+        """The tail nodes ``ut`` after shifting ``sh`` from ``p`` (None: it cannot shift)."""
+        p2 = self.ctx.shift_any(p, sh)
+        if p2 is None:
+            return None
+        if mode >= 0:  # cut again: a chain of openings ("((((((((") recurs past the cut
+            mode += 1
+            if mode >= _RECUT:
+                p2, mode = self.ctx.cut(p2, _TOP), 0
+        return self._sub_eval(p2, tkey, ut, mode)
+
+    def _sub_eval(self, p: PState, tkey: bytes, ut: np.ndarray, mode: int) -> np.ndarray:
+        """``_eval`` of a tail set, memoised on (parser state, tail set); from a cut state,
+        that it raised :class:`BelowCut` is memoised too (the next try goes exact at once)."""
+        skey = (p[PUID], tkey)
+        sub_memo = self._sub
+        sub = sub_memo.young.get(skey)
+        if sub is None:
+            sub = sub_memo.get(skey)
+        if sub is _DEEPER and mode >= 0:
+            raise BelowCut
+        if sub is None or sub is _DEEPER:  # (an uncut state may be its own cut: tried cut)
+            try:
+                sub = self._eval(p, tkey, ut, mode)
+            except BelowCut:
+                sub_memo.put(skey, _DEEPER)
+                raise
+            sub_memo.put(skey, sub)
+        return sub
 
     def _full_row(self, q: int, toks: np.ndarray) -> np.ndarray:
         f = self._full.get(q)

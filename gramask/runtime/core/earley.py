@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ...compiler.parse_tables import ParseTables
 
 __all__ = ["ACCEPTS", "EXPECTED", "ORIGINS", "STATES", "TOTAL", "UID", "Automaton",
-           "EarleySet", "set_items"]
+           "BelowCut", "EarleySet", "set_items"]
 
 _MEMO_DEPTH = 64  # nested completion memos built at once, far below Python's recursion limit
 
@@ -55,6 +55,16 @@ ACCEPTS: Final = 2
 TOTAL: Final = 3
 STATES: Final = 4
 ORIGINS: Final = 5
+
+
+class BelowCut(Exception):
+    """A step from a cut set (see :meth:`Automaton.cut`) completed a phrase into an origin
+    below the cut: its outcome depends on more of the parse than the cut keeps."""
+
+
+# The origin of every item a cut set keeps below its cut (see ``Automaton.cut``): an empty
+# set that no phrase may complete into, the same for every automaton (uid -1: no other set's)
+_BELOW: EarleySet = (-1, 0, False, 0, bytearray())
 
 
 def set_items(es: EarleySet) -> tuple[tuple[int, EarleySet | None], ...]:
@@ -124,6 +134,8 @@ class Automaton:
         # item key = state | origin uid << _origin_shift: as few bits as the states need, so
         # that keys stay one-digit ints (below 2**30) for as long as possible
         self._origin_shift = max(1, n.bit_length())
+        self._cuts: BoundedMemo[tuple[int, int], EarleySet] = BoundedMemo(
+            memo_size(limits.interned_sets // 4))
         self.root = self._close([(pt.start_state, None)])
 
     # ---------------------------------------------------------------- building
@@ -147,6 +159,8 @@ class Automaton:
         memoised (bounded): every terminal shifted at a position that completes the same
         phrase (an identifier, a number, a closing bracket, ...) reuses it, merged with one
         C-level ``dict.update`` instead of walking the origin chain item by item."""
+        if o is _BELOW:
+            raise BelowCut
         key = (o[UID], a)
         memo = self._completions
         r = memo.young.get(key)
@@ -191,6 +205,8 @@ class Automaton:
                     if memo and k is not o:
                         r.update(self._completion(k, c, depth + 1))  # k older: no cycle
                     elif (k[UID], c) not in seen:
+                        if k is _BELOW:
+                            raise BelowCut
                         seen.add((k[UID], c))
                         todo.append((k, c))
         return r
@@ -264,6 +280,39 @@ class Automaton:
                          bytearray(array("i", states)), *[items[k] for k in keys])
         self._interned.put(set_key, es)  # sharing is an optimisation; forgotten sets stay valid
         return es
+
+    def cut(self, es: EarleySet, depth: int) -> EarleySet:
+        """``es`` with its origins followed ``depth`` sets down and no further: the items of
+        the sets below are kept, their origins replaced by one empty set that no phrase may
+        complete into (:class:`BelowCut`, raised from the steps that would). Steps from a cut
+        set that do not raise see exactly the states, expected terminals and acceptance the
+        same steps from ``es`` see, and cut sets are hash-consed like any other: parse
+        positions with the same top (the same statement start inside different functions)
+        share one cut set, so what is memoised for it is reused across the text."""
+        if depth <= 0 or es is _BELOW:
+            return _BELOW
+        key = (es[UID], depth)
+        r = self._cuts.get(key)
+        if r is not None:
+            return r
+        ob = self._origin_shift
+        items: dict[int, EarleySet | None] = {}
+        for s, o in zip(array("i", es[STATES]), es[ORIGINS:], strict=True):
+            if o is None:
+                items[s] = None
+            else:
+                c = self.cut(o, depth - 1)
+                items[s | c[UID] << ob] = c
+        keys = sorted(items)
+        set_key = tuple(keys)
+        r = self._interned.get(set_key)
+        if r is None:
+            with self._intern_lock:
+                r = self._interned.get(set_key)
+                if r is None:
+                    r = self._new_set(set_key, keys, items, max(0, es[TOTAL] - len(keys)))
+        self._cuts.put(key, r)
+        return r
 
     def advance(self, es: EarleySet, terminal: int) -> EarleySet | None:
         """The set after shifting ``terminal``, or None if no item can shift it (memoised)."""

@@ -28,7 +28,7 @@ from ...encoding import bits_of_rows, decode_nl, words_of_bits
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_lexer import ContextualLexer
-from .earley import EXPECTED
+from .earley import EXPECTED, BelowCut
 from .indentation import join
 from .parse_state import ES, PUID, ParserContext, PState
 
@@ -126,18 +126,48 @@ def _walk_from(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, v: int,
     expected = p[ES][EXPECTED]
     children = row.children
     for h, child in children[v]:
-        if h < nt:
-            if not (expected >> h) & 1:
-                continue
-            p2 = ctx.shift(p, h)
-        else:
-            width, relative = decode_nl(nt, h)
-            p2 = ctx.newline(p, join(carry, width) if relative else width)
-        if p2 is None:
+        if h < nt and not (expected >> h) & 1:
             continue
-        visit(p2, child)
-        if children[child]:  # most vertices are leaves: no call for them
-            _walk_from(ctx, nt, p2, row, child, visit, 0)
+        _edge(ctx, nt, p, row, h, child, visit, carry)
+
+
+def _edge(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, h: int, child: int,
+          visit: Callable[[PState, int], None], carry: int) -> None:
+    """One edge of ``row``'s trie from ``p`` (``h``: a terminal or an encoded newline), then
+    the subtree below it."""
+    if h < nt:
+        p2 = ctx.shift(p, h)
+    else:
+        width, relative = decode_nl(nt, h)
+        p2 = ctx.newline(p, join(carry, width) if relative else width)
+    if p2 is None:
+        return
+    visit(p2, child)
+    if row.children[child]:  # most vertices are leaves: no call for them
+        _walk_from(ctx, nt, p2, row, child, visit, 0)
+
+
+def walk_row_trie_cut(ctx: ParserContext, num_terminals: int, p: PState, row: _TrieRow,
+                      visit: Callable[[PState, int], None], carry: int) -> None:
+    """:func:`walk_row_trie` for a ``visit`` that only reads the states it is given: each
+    edge's subtree is walked from ``p`` cut to its own items first (see
+    :meth:`~gramask.runtime.core.earley.Automaton.cut`), whose steps are shared by every
+    position with the same items, and again from ``p`` where a step completes a phrase
+    below the cut (the subtree's vertices are then visited again, with the same verdicts
+    where the first walk got that far)."""
+    visit(p, 0)
+    top = ctx.cut(p, 1)
+    if top is p:
+        _walk_from(ctx, num_terminals, p, row, 0, visit, carry)
+        return
+    expected = p[ES][EXPECTED]
+    for h, child in row.children[0]:
+        if h < num_terminals and not (expected >> h) & 1:
+            continue
+        try:
+            _edge(ctx, num_terminals, top, row, h, child, visit, carry)
+        except BelowCut:
+            _edge(ctx, num_terminals, p, row, h, child, visit, carry)
 
 
 class MaskBuilder:
@@ -306,7 +336,7 @@ class MaskBuilder:
             if lo < hi:
                 ok[order[lo:hi]] = self.class_vector(p2)[cls[lo:hi]]
 
-        walk_row_trie(self.ctx, self.num_terminals, p, row, decide, carry)
+        walk_row_trie_cut(self.ctx, self.num_terminals, p, row, decide, carry)
         return ok
 
     def row_mask(self, p: PState, q: int, carry: int) -> np.ndarray:

@@ -90,6 +90,11 @@ class ParserContext:
                     self._interned.put(key, p)
         return p
 
+    def cut(self, p: PState, depth: int) -> PState:
+        """``p`` with its Earley set cut ``depth`` sets down (see :meth:`Automaton.cut`)."""
+        es = self.automaton.cut(p[ES], depth)
+        return p if es is p[ES] else self.make(es, p[INDENT], p[DEPTH], p[BOL])
+
     def _remember(self, key: tuple[int, int], value: PState | None) -> None:
         self._next.put(key, value)
 

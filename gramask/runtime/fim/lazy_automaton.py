@@ -95,6 +95,7 @@ class LazyAutomaton(Automaton):
         self._state_lock = threading.Lock()  # numbering of states built on demand
         self._origin_shift = 32  # states are built on demand: no bound known
         self._completions = BoundedMemo(memo_size(limits.interned_sets // 16))
+        self._cuts = BoundedMemo(memo_size(limits.interned_sets // 4))  # see Automaton.cut
         self.start_state = self._intern(self._skip_nullable([(self.aug_rule, 0)]))
         self.root = self._close([(self.start_state, None)])
 
