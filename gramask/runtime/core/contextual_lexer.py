@@ -1,15 +1,17 @@
 """The contextual lexer mode's masks (its rule, which terminals compete and how a lexeme
 ends: :mod:`gramask.runtime.core.contextual_rule`).
 
-Masks come from the contextual token tables when the grammar has them (every grammar
-without Python-style indentation): a table entry is a small tree of BRANCH / LEX / END nodes
+Masks come from the contextual token tables when the grammar has them: a table entry is a small tree of BRANCH / LEX / END nodes
 (see ``gramask.compiler.tables``), decided here vectorised over a row's distinct nodes — a
 BRANCH by one lookup of "does the allowed set meet this live class", a LEX by stepping the
 parser once per distinct set of winning terminals. All but the parser steps depends only on
 the allowed set, which thousands of parser states share: that part is planned once per
-(node set, allowed set) and reused. Grammars with indentation fall back to walking the
-vocabulary as a byte trie (exact, but its cost grows with the number of live tokens).
-``advance`` walks the token's bytes with the same rule.
+(node set, allowed set) and reused. A LEX set that may end as the indentation newline
+names the width the newline carries (``TokenTables.lex_nl``); the parser takes it as a
+newline of that width (joined to the carry when the line began before the token). Without
+tables (and at the start state with a carry, which the tables do not count) masks come from
+walking the vocabulary as a byte trie (exact, but its cost grows with the number of live
+tokens). ``advance`` walks the token's bytes with the same rule.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ import numpy as np
 
 from ...compiler.table_rows import expand_row, group_row, select_tokens
 from ...compiler.tables import TokenTables
-from ...encoding import bits_of_rows
+from ...encoding import bits_of_rows, decode_nl
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_rule import ContextualRule
 from .earley import EXPECTED
-from .indentation import advance
+from .indentation import advance, join
 from .parse_state import ES, PUID, ParserContext, PState
 from .terminal_sets import VocabTrie, words_of_int, words_of_rows
 
@@ -67,6 +69,7 @@ class ContextualLexer(ContextualRule):
         super().__init__(dfa, ctx, priorities, nl_terminal=nl_terminal,
                          continuation_terminal=continuation_terminal, tab_len=tab_len)
         self.vocab_size = len(tokens)
+        self.n_terms = dfa.num_terminals  # newline heads sit above the terminal bits
         self._tokens = tokens
         self._special = special
         self._trie: VocabTrie | None = None
@@ -125,6 +128,7 @@ class ContextualLexer(ContextualRule):
         self.acc_bits = bits_of_rows(sets)
         self.acc_words = words_of_rows(sets)
         self.head_l, self.tail_l, self.alt_l = (a.tolist() for a in (head, tail, alt))
+        self.lex_nl: list[int] = tables.lex_nl.tolist()
 
     def for_context(self, ctx: ParserContext) -> ContextualLexer:
         """The same lexer over another parser (the quotient of fill-in-the-middle): the
@@ -145,12 +149,14 @@ class ContextualLexer(ContextualRule):
     # ------------------------------------------------------------------ masks
     def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
         """Allowed grammar tokens (bool, shape (V,)); shared: callers copy before writing."""
-        key = (p[PUID], q, carry if self.nl_t >= 0 else 0)
+        if self.nl_t >= 0 and not (self.live[q] >> self.nl_t) & 1:
+            carry = 0  # no lexeme from q can end as the newline: the carry decides nothing
+        key = (p[PUID], q, carry)
         m = self._masks.get(key)
         if m is not None:
             return m
-        if self.tables is not None:
-            m = self._table_mask(p, q)
+        if self.tables is not None and (q != 0 or carry == 0):
+            m = self._table_mask(p, q, carry)
             self._masks.put(key, m)
             return m
         if self._trie is None:
@@ -226,7 +232,7 @@ class ContextualLexer(ContextualRule):
                 if h == -1:
                     base[i] = ends[tail[m]]
                 elif sets[h]:
-                    pos, tails = by_w.setdefault(self._winners(acc_bits[h] & a), ([], []))
+                    pos, tails = by_w.setdefault(self._lex_key(h, a), ([], []))
                     pos.append(i)
                     tails.append(tail[m])
             for w, (pos, tails) in by_w.items():
@@ -266,7 +272,7 @@ class ContextualLexer(ContextualRule):
             present = np.zeros(len(acc_bits), dtype=bool)
             present[gid] = True
             ug = np.flatnonzero(present).tolist()
-            wins = [self._winners(acc_bits[g] & a) for g in ug]
+            wins = [self._lex_key(g, a) for g in ug]
             uw = sorted(set(wins))
             wmap = {w: k for k, w in enumerate(uw)}
             lut = np.zeros(len(acc_bits), dtype=np.int64)
@@ -288,10 +294,27 @@ class ContextualLexer(ContextualRule):
                                uid[lo:hi] - uid[lo]))
         return base, tuple(groups)
 
-    def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray) -> np.ndarray:
+    def _lex_key(self, s: int, a: int) -> int:
+        """The winners of LEX set ``s`` under allowed set ``a``; when the indentation newline
+        wins, its head (the width, see ``TokenTables.lex_nl``) rides above the terminal
+        bits, so that plans group newlines by width."""
+        w = self._winners(self.acc_bits[s] & a)
+        if self.nl_t >= 0 and (w >> self.nl_t) & 1:
+            return w | (self.lex_nl[s] << self.n_terms)
+        return w
+
+    def _newline(self, p: PState, head: int, carry: int) -> PState | None:
+        """The parser after a newline lexeme of head ``head`` (see ``_lex_key``)."""
+        width, relative = decode_nl(self.n_terms, head)
+        return self.ctx.newline(p, join(carry, width) if relative else width)
+
+    def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray, carry: int = 0
+              ) -> np.ndarray:
         """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
         start or inside a lexeme that began at ``p``? ``key`` names ``nodes`` (a row, or a
-        tail set by its bytes). The result may be shared: do not write to it."""
+        tail set by its bytes); ``carry``: the indentation carry where the lexeme began
+        (read only by newline heads relative to it: a row's first lexeme). The result may
+        be shared: do not write to it."""
         a = self.allowed(p)
         fl = self._follows(p)
         extra = self._plan_extra(p)
@@ -310,8 +333,14 @@ class ContextualLexer(ContextualRule):
         ok = base.copy()
         shift_any, sub_memo = self.ctx.shift_any, self._sub
         exp = p[ES][EXPECTED]
+        nt = self.n_terms
         for sh, sel, tkey, ut, inv in groups:
-            if not sh:
+            if sh >> nt:  # the indentation newline of a known width
+                nxt = self._newline(p, sh >> nt, carry)
+                if nxt is None:
+                    continue
+                p2 = nxt
+            elif not sh:
                 p2 = p  # only ignored terminals won: nothing to shift
             elif exp & sh:
                 nxt = shift_any(p, sh)
@@ -355,7 +384,7 @@ class ContextualLexer(ContextualRule):
                 self._load_nodes(tb)
         return r
 
-    def _row_tokens(self, p: PState, q: int) -> np.ndarray:
+    def _row_tokens(self, p: PState, q: int, carry: int = 0) -> np.ndarray:
         """Row ``q``'s allowed tokens as a fresh bool vector. A row stored as a diff is its
         base row's vector patched at the differing tokens: the vocabulary-sized base is
         prepared once for the dozens of states whose rows are nearly the same (keyword
@@ -363,16 +392,16 @@ class ContextualLexer(ContextualRule):
         assert self.tables is not None
         b = int(self.tables.row_base[q])
         if b >= 0:
-            m = self._row_tokens(p, b)
+            m = self._row_tokens(p, b, carry)
             removed, nodes, counts, toks = self._diff(q)
             m[removed] = False
-            if nodes.size:
-                m[toks] = np.repeat(self._eval(p, -1 - q, nodes), counts)  # keys < 0: diffs
+            if nodes.size:  # keys < 0: diffs
+                m[toks] = np.repeat(self._eval(p, -1 - q, nodes, carry), counts)
             return m
         nodes, counts, toks = self._row(q)
         if not nodes.size:
             return np.zeros(self.vocab_size, dtype=bool)
-        ok = self._eval(p, q, nodes)
+        ok = self._eval(p, q, nodes, carry)
         skey = (q, ok.tobytes())
         sel = self._selected.get(skey)
         if sel is None:
@@ -381,10 +410,10 @@ class ContextualLexer(ContextualRule):
             self._selected.put(skey, sel)
         return sel.copy()
 
-    def _table_mask(self, p: PState, q: int) -> np.ndarray:
-        m = self._row_tokens(p, q)
+    def _table_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
+        m = self._row_tokens(p, q, carry)
         if q != 0:
-            p2 = self.lexeme_end(p, q, 0)
+            p2 = self.lexeme_end(p, q, carry)
             if p2 is not None:
                 m |= self.mask(p2, 0, 0) & self._kill(q, p)
         return m
