@@ -149,7 +149,7 @@ class ContextualLexer(ContextualRule):
     # ------------------------------------------------------------------ masks
     def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
         """Allowed grammar tokens (bool, shape (V,)); shared: callers copy before writing."""
-        if self.nl_t >= 0 and not (self.live[q] >> self.nl_t) & 1:
+        if self.nl_t < 0 or not (self.live[q] >> self.nl_t) & 1:
             carry = 0  # no lexeme from q can end as the newline: the carry decides nothing
         key = (p[PUID], q, carry)
         m = self._masks.get(key)
