@@ -53,7 +53,7 @@ __all__ = [
     "write_artifact",
 ]
 
-FORMAT_VERSION = 5  # 5: newline heads count tabs and spaces apart; 4: lexer mode, accepting
+FORMAT_VERSION = 6  # 6: contextual tables for indentation grammars (lex_nl); 5: newline heads count tabs and spaces apart; 4: lexer mode, accepting
 # sets, contextual tables; 3: the checksum covers the header; 2: end classes past ignored terminals
 MAGIC = "gramask-artifact"
 HEADER = "__header__"
@@ -449,6 +449,12 @@ def validate_contents(arrays: Mapping[str, np.ndarray], header: Mapping[str, Any
     if "node_alt" in arrays:  # contextual tables: BRANCH and LEX nodes (compiler/tables.py)
         alt = _arr(arrays, "node_alt", (n,), "i")
         k = _arr(arrays, "lex_sets", (None, tb), "u").shape[0]
+        if ind is not None:  # each set's newline width (see TokenTables.lex_nl)
+            if "lex_nl" not in arrays:
+                raise ArtifactError("contextual tables of an indentation grammar lack 'lex_nl'")
+            lex_nl = _arr(arrays, "lex_nl", (k,), "i")
+            if bool(np.any((lex_nl != -1) & (lex_nl < t_count))):
+                raise ArtifactError("array 'lex_nl' holds values that are not newline heads")
         branch = cons_head < 0
         bad_branch = (cons_head[branch] < -1 - c) | (cons_head[branch] > -2)
         if bool(np.any(bad_branch)) or bool(np.any(cons_head[~branch] >= k)):

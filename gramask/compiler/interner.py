@@ -29,23 +29,34 @@ class Interner:
         self.num_terminals = num_terminals
         self.set_index: dict[bytes, int] = {}
         self.set_rows: list[np.ndarray] = []
+        self.set_nl: list[int] = []  # per set: its indentation newline's head, or -1
 
     def __len__(self) -> int:
         """Number of nodes, END classes included."""
         return self.base + len(self.heads)
 
-    def set_ids(self, rows: np.ndarray) -> np.ndarray:
-        """Ids of terminal sets (bool rows), new ones appended to ``set_rows``."""
+    def set_ids(self, rows: np.ndarray, nl: np.ndarray | None = None) -> np.ndarray:
+        """Ids of terminal sets (bool rows), new ones appended to ``set_rows``. ``nl``: per
+        row, the head (:func:`gramask.encoding.nl_code`) of the indentation newline the
+        lexeme would be, -1 if none: a set that may end as the newline is interned once per
+        width, so that the runtime knows the width from the set id alone."""
         packed = np.packbits(rows, axis=1)
-        uniq, inv = unique_rows(packed)
+        codes = (np.full(len(rows), -1, dtype=np.int64) if nl is None
+                 else np.asarray(nl, dtype=np.int64))
+        keyed = np.concatenate([packed, codes.astype("<i8").view(np.uint8).reshape(-1, 8)],
+                               axis=1)
+        uniq, inv = unique_rows(keyed)
         ids = np.empty(len(uniq), dtype=np.int64)
         index = self.set_index
+        nb = packed.shape[1]
         for j, r in enumerate(uniq):
             key = r.tobytes()
             n = index.get(key)
             if n is None:
                 n = index[key] = len(self.set_rows)
-                self.set_rows.append(np.unpackbits(r, count=self.num_terminals).astype(bool))
+                self.set_rows.append(np.unpackbits(r[:nb], count=self.num_terminals)
+                                     .astype(bool))
+                self.set_nl.append(int(r[nb:].view("<i8")[0]))
             ids[j] = n
         out: np.ndarray = ids[inv.reshape(-1)]
         return out
@@ -113,3 +124,7 @@ class Interner:
         """(K, T) bool: the terminal sets interned so far."""
         return np.array(self.set_rows, dtype=bool).reshape(len(self.set_rows),
                                                            self.num_terminals)
+
+    def lex_nl(self) -> np.ndarray:
+        """(K,) int32: each interned set's newline head, -1 if none (see ``set_ids``)."""
+        return np.array(self.set_nl, dtype=np.int32)

@@ -49,7 +49,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     # held by the vocabulary, so every grammar compiled against it (a new JSON Schema per
     # request) reuses them and the token byte matrix built from them
     tokens, special = vocab.token_tuple, vocab.special_mask
-    contextual = grammar.lexer == "contextual" and grammar.newline_terminal < 0
+    contextual = grammar.lexer == "contextual"
     tab_len = grammar.indentation.tab_len if grammar.indentation else 8
     if lazy:
         tables = lazy_token_tables(dfa, tokens, special, nl_terminal=grammar.newline_terminal,

@@ -48,7 +48,7 @@ class TokenTables:
         vocab_size: int, row_base: np.ndarray, node_head: np.ndarray, node_tail: np.ndarray,
         class_winnable: np.ndarray, state_class: np.ndarray, first_byte: np.ndarray,
         nl_terminal: int, node_alt: np.ndarray | None = None, lex_sets: np.ndarray | None = None,
-        walker: TokenWalker | None = None,
+        lex_nl: np.ndarray | None = None, walker: TokenWalker | None = None,
     ) -> None:
         self._indptr = rows_indptr  # CSR (S, V): node id + 1 of tokens whose first byte continues q
         self._indices = rows_indices
@@ -65,6 +65,9 @@ class TokenTables:
         self._alt = node_alt if node_alt is not None else np.zeros(0, dtype=np.int32)
         # contextual tables only: (K, T) bool, the terminal sets LEX nodes name (head = row)
         self._lex_sets = lex_sets if lex_sets is not None else np.zeros((0, 0), dtype=bool)
+        # contextual tables with the indentation newline: (K,) int32, per LEX set the head
+        # (encoding.nl_code) of the newline the lexeme would be, -1 if none (see set_ids)
+        self._lex_nl = lex_nl if lex_nl is not None else np.zeros(0, dtype=np.int32)
         self.walker = walker  # a lazy table's rows still to walk (None once built in full)
         self._snapshot: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = (
             -1, (self._head, self._tail, self._alt, self._lex_sets))
@@ -117,6 +120,16 @@ class TokenTables:
         return self.nodes()[3]
 
     @property
+    def lex_nl(self) -> np.ndarray:
+        """Per LEX set, its newline head or -1 (all -1 without the indentation newline);
+        read after :meth:`nodes` it covers every set those nodes name."""
+        w = self.walker
+        if w is None:
+            return self._lex_nl
+        with w.lock:
+            return w.interner.lex_nl()
+
+    @property
     def row_base(self) -> np.ndarray:
         """A lazy table's rows are whole until it is built in full (then some are diffs)."""
         return self._base
@@ -151,6 +164,7 @@ class TokenTables:
             full = _assemble(w)
             self._indptr, self._indices, self._data = full._indptr, full._indices, full._data
             self._head, self._tail, self._alt, self._lex_sets = full.nodes()
+            self._lex_nl = full._lex_nl
             self._base = full._base
             self.walker = None
 
@@ -168,6 +182,7 @@ class TokenTables:
             "first_byte": self.first_byte,
             **({"node_alt": self._alt, "lex_sets": np.packbits(self._lex_sets, axis=1)}
                if self.contextual else {}),
+            **({"lex_nl": self._lex_nl} if self.contextual and self.nl_terminal >= 0 else {}),
         }
 
     @classmethod
@@ -197,6 +212,7 @@ class TokenTables:
                 np.unpackbits(a["lex_sets"], axis=1, count=num_terminals).astype(bool)
                 if "lex_sets" in a else np.zeros((0, num_terminals), dtype=bool)
             ),
+            lex_nl=np.asarray(a["lex_nl"], dtype=np.int32) if "lex_nl" in a else None,
         )
 
 
@@ -214,12 +230,14 @@ def build_token_tables(
 
     ``progress(k)`` is called with the number of lexer states finished since the last call.
 
-    ``contextual``: tables for the contextual lexer (no indentation newline). A lexeme then
+    ``contextual``: tables for the contextual lexer. A lexeme then
     ends where the next byte keeps no *allowed* terminal alive, which depends on the parser;
     so wherever the next byte shrinks the set of live terminals the walk forks into
     BRANCH(live class of the next state, node if the lexeme continues, node if it ends
     here), and a lexeme that ends is LEX(lexer state, tail) — the runtime picks its
-    terminals from the state's accepting set. END classes are live-terminal classes.
+    terminals from the state's accepting set. END classes are live-terminal classes. A set
+    holding the indentation newline is named once per width the newline would carry
+    (``lex_nl``), so the runtime can feed the parser that width.
     """
     w = TokenWalker(dfa, tokens, special, nl_terminal=nl_terminal, tab_len=tab_len,
                     contextual=contextual)
@@ -335,6 +353,7 @@ def _assemble(w: TokenWalker) -> TokenTables:
         node_alt=alt if w.contextual else np.zeros(0, dtype=np.int32),
         lex_sets=(w.interner.lex_sets() if w.contextual
                   else np.zeros((0, w.n_terms), dtype=bool)),
+        lex_nl=w.interner.lex_nl() if w.contextual else None,
     )
 
 

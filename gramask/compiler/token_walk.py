@@ -52,8 +52,6 @@ class TokenWalker:
         self.nl_terminal = nl_terminal
         # end classes: what the lexeme a token stops inside can still lead to
         if contextual:
-            if nl_terminal >= 0:
-                raise ValueError("contextual tables do not support the indentation newline")
             # ignored terminals are always allowed, so which ones are live does not matter,
             # only whether one is (comment bodies of every kind share a class)
             ignored = dfa.ignored
@@ -339,7 +337,8 @@ class TokenWalker:
                 if sh.any():
                     w = ca[sh]
                     cw = state_class[nbc[sh]]
-                    recs.append((w, cw, self._lex_alt(cur[w], idx[w], k[w], cw)))
+                    recs.append((w, cw, self._lex_alt(cur[w], idx[w], k[w], cw,
+                                                      lex_start[w], from_start)))
             moved = step[cont]
             cur[moved] = nb[cont]
             k[moved] = ks[cont] + 1
@@ -352,8 +351,10 @@ class TokenWalker:
                     tail = self.suffix(idx[ends], k[ends])
                     good = tail >= 0
                     if good.any():
-                        out[ends[good]] = interner.cons(self.acc_id[cur[ends[good]]],
-                                                        tail[good])
+                        eg = ends[good]
+                        out[eg] = interner.cons(
+                            self._lex_heads(cur[eg], None, idx[eg], k[eg], lex_start[eg],
+                                            from_start), tail[good])
             elif stop.size:
                 win = accept[cur[stop]]
                 ok = win >= 0
@@ -383,9 +384,11 @@ class TokenWalker:
         return out
 
     def _lex_alt(self, states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
-                 next_cls: np.ndarray) -> np.ndarray:
+                 next_cls: np.ndarray, lex_start: np.ndarray | None = None,
+                 from_start: bool = True) -> np.ndarray:
         """LEX(accepting terminals the next state cannot continue, the rest of the token from
-        the start state), or -1 (dead)."""
+        the start state), or -1 (dead). ``lex_start``, ``from_start``: where the lexemes
+        began (see ``_lex_heads``; needed only with the indentation newline)."""
         assert self.class_live is not None
         sets = self.dfa.accepting[states] & ~self.class_live[next_cls]
         has = sets.any(axis=1)
@@ -396,8 +399,32 @@ class TokenWalker:
         tail[has] = self.suffix(tidx[has], kpos[has])
         ok = has & (tail >= 0)
         if ok.any():
-            res[ok] = self.interner.cons(self.interner.set_ids(sets[ok]), tail[ok])
+            starts = lex_start[ok] if lex_start is not None else None
+            res[ok] = self.interner.cons(
+                self._lex_heads(states[ok], sets[ok], tidx[ok], kpos[ok], starts, from_start),
+                tail[ok])
         return res
+
+    def _lex_heads(self, states: np.ndarray, sets: np.ndarray | None, t: np.ndarray,
+                   k: np.ndarray, lex_start: np.ndarray | None, from_start: bool
+                   ) -> np.ndarray:
+        """Set ids of LEX nodes for lexemes of tokens ``t`` ending before byte ``k`` in
+        ``states`` (``sets``: their terminal sets, None for the states' accepting sets).
+        A set that holds the indentation newline is interned with the width the newline
+        would carry (counted as the basic tables count it, :func:`_nl_heads`)."""
+        nl_t = self.nl_terminal
+        rows = self.dfa.accepting[states] if sets is None else sets
+        ids: np.ndarray = (self.acc_id[states] if sets is None
+                           else self.interner.set_ids(sets))
+        if nl_t < 0:
+            return ids
+        nl = np.flatnonzero(rows[:, nl_t])
+        if nl.size:
+            assert lex_start is not None, "a newline lexeme needs where it began"
+            codes = _nl_heads(self.buf, self.n_terms, t[nl], k[nl], lex_start[nl], from_start)
+            ids = ids.copy()
+            ids[nl] = self.interner.set_ids(rows[nl], codes)
+        return ids
 
 
 def _nl_heads(buf: np.ndarray, n_terms: int, t: np.ndarray, k: np.ndarray,

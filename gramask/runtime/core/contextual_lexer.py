@@ -1,17 +1,19 @@
 """The contextual lexer mode's masks (its rule, which terminals compete and how a lexeme
 ends: :mod:`gramask.runtime.core.contextual_rule`).
 
-Masks come from the contextual token tables when the grammar has them (every grammar
-without Python-style indentation): a table entry is a small tree of BRANCH / LEX / END nodes
+Masks come from the contextual token tables when the grammar has them: a table entry is a small tree of BRANCH / LEX / END nodes
 (see ``gramask.compiler.tables``), decided here vectorised over a row's distinct nodes — a
 BRANCH by one lookup of "does the allowed set meet this live class", a LEX by stepping the
 parser once per distinct set of winning terminals. All but the parser steps depends only on
 the allowed set, which thousands of parser states share: that part is planned once per
-(node set, allowed set) and reused. The parser steps for a token's later lexemes start from
-the parser state cut to its top (``_eval``), so positions with the same top share them.
-Grammars with indentation fall back to walking the
-vocabulary as a byte trie (exact, but its cost grows with the number of live tokens).
-``advance`` walks the token's bytes with the same rule.
+(node set, allowed set) and reused. A LEX set that may end as the indentation newline
+names the width the newline carries (``TokenTables.lex_nl``); the parser takes it as a
+newline of that width (joined to the carry when the line began before the token). The parser
+steps for a token's later lexemes start from the parser state cut to its top (``_eval``), so
+positions with the same top share them. Without tables (and at the start state with a carry,
+which the tables do not count) masks come from walking the vocabulary as a byte trie (exact,
+but its cost grows with the number of live tokens). ``advance`` walks the token's bytes with
+the same rule.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ import numpy as np
 from ...compiler.table_rows import expand_row, group_row, select_tokens
 from ...compiler.tables import TokenTables
 from ...compiler.walk_inputs import wide_first_bytes
-from ...encoding import bits_of_rows
+from ...encoding import bits_of_rows, decode_nl
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_rule import ContextualRule
+from .contextual_trie import trie_mask
 from .earley import EXPECTED, BelowCut
-from .indentation import advance
+from .indentation import join
 from .parse_state import ES, PUID, ParserContext, PState
 from .terminal_sets import VocabTrie, words_of_int, words_of_rows
 
@@ -81,6 +84,7 @@ class ContextualLexer(ContextualRule):
                          continuation_terminal=continuation_terminal, tab_len=tab_len,
                          reserved=reserved)
         self.vocab_size = len(tokens)
+        self.n_terms = dfa.num_terminals  # newline heads sit above the terminal bits
         self._tokens = tokens
         self._special = special
         self._trie: VocabTrie | None = None
@@ -137,6 +141,7 @@ class ContextualLexer(ContextualRule):
         self.acc_bits = bits_of_rows(sets)
         self.acc_words = words_of_rows(sets)
         self.head_l, self.tail_l, self.alt_l = (a.tolist() for a in (head, tail, alt))
+        self.lex_nl: list[int] = tables.lex_nl.tolist()
 
     def for_context(self, ctx: ParserContext) -> ContextualLexer:
         """The same lexer over another parser (the quotient of fill-in-the-middle): the
@@ -157,17 +162,19 @@ class ContextualLexer(ContextualRule):
     # ------------------------------------------------------------------ masks
     def mask(self, p: PState, q: int, carry: int) -> np.ndarray:
         """Allowed grammar tokens (bool, shape (V,)); shared: callers copy before writing."""
-        key = (p[PUID], q, carry if self.nl_t >= 0 else 0)
+        if self.nl_t < 0 or not (self.live[q] >> self.nl_t) & 1:
+            carry = 0  # no lexeme from q can end as the newline: the carry decides nothing
+        key = (p[PUID], q, carry)
         m = self._masks.get(key)
         if m is not None:
             return m
-        if self.tables is not None:
-            m = self._table_mask(p, q)
+        if self.tables is not None and (q != 0 or carry == 0):
+            m = self._table_mask(p, q, carry)
             self._masks.put(key, m)
             return m
         if self._trie is None:
             self._trie = VocabTrie(self._tokens, self._special)
-        m = _trie_mask(self, self._trie, p, q, carry)
+        m = trie_mask(self, self._trie, p, q, carry, self.vocab_size)
         self._masks.put(key, m)
         return m
 
@@ -218,108 +225,35 @@ class ContextualLexer(ContextualRule):
         here; fill-in-the-middle's boundary check adds its per-class verdict codes."""
         return None
 
-    def _plan(self, key: int | bytes, nodes: np.ndarray, a: int, fl: bool,
-              extra: bytes | None = None) -> _Plan:
-        """How ``nodes`` are decided under allowed set ``a`` (see :data:`_Plan`).
+    def _lex_key(self, s: int, a: int) -> int:
+        """The winners of LEX set ``s`` under allowed set ``a``; when the indentation newline
+        wins, its head (the width, see ``TokenTables.lex_nl``) rides above the terminal
+        bits, so that plans group newlines by width."""
+        w = self._winners(self.acc_bits[s] & a)
+        if self.nl_t >= 0 and (w >> self.nl_t) & 1:
+            return w | (self.lex_nl[s] << self.n_terms)
+        return w
 
-        Everything but the parser steps depends only on (``a``, ``fl``): which way each
-        BRANCH goes, the END verdicts, each LEX node's winning terminals and the grouping
-        of the tails by them. So this is built once per (node set, allowed set) and shared
-        by every parser state with that allowed set; LEX nodes with the same winners are
-        merged into one group (one parser step, one sub-evaluation)."""
-        cont, ends, sets = self._class_vectors(a, fl, extra)
-        if self.reserved:
-            a = self.close(a)  # the terminals that compete (``a``: what the parser takes)
-        base = np.zeros(len(nodes), dtype=bool)
-        by_w: dict[int, tuple[list[int], list[int]]] = {}
-        groups: list[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray]] = []
-        acc_bits, ign = self.acc_bits, self.ignored_bits
-        if len(nodes) <= _SMALL:  # numpy costs more than it saves on a few nodes
-            head, tail, alt = self.head_l, self.tail_l, self.alt_l
-            for i, n in enumerate(nodes.tolist()):
-                m = n
-                while m >= 0 and head[m] <= -2:
-                    m = tail[m] if cont[-2 - head[m]] else alt[m]
-                if m < 0:
-                    continue
-                h = head[m]
-                if h == -1:
-                    base[i] = ends[tail[m]]
-                elif sets[h]:
-                    pos, tails = by_w.setdefault(self._winners(acc_bits[h] & a), ([], []))
-                    pos.append(i)
-                    tails.append(tail[m])
-            for w, (pos, tails) in by_w.items():
-                ut = sorted(set(tails))
-                where = {t: j for j, t in enumerate(ut)}
-                uta = np.array(ut, dtype=np.int64)
-                groups.append((w & ~ign, np.array(pos, dtype=np.int64), uta.tobytes(), uta,
-                               np.array([where[t] for t in tails], dtype=np.int64)))
-            return base, tuple(groups)
-        head_a, tail_a, alt_a = self.head, self.tail, self.alt
-        st = self._static.get(key)
-        if st is None:  # what does not depend on the allowed set: heads, BRANCH positions
-            h0 = head_a[nodes]
-            st = (h0, np.flatnonzero(h0 <= -2))
-            self._static.put(key, st)
-        h, br0 = st
-        cur = nodes
-        if br0.size:  # follow each BRANCH the way the allowed set sends it
-            cur = nodes.astype(np.int64, copy=True)
-            br = br0
-            while br.size:
-                c = cur[br]
-                nxt = np.where(cont[-2 - head_a[c]], tail_a[c], alt_a[c])
-                cur[br] = nxt
-                br = br[(nxt >= 0) & (head_a[nxt] <= -2)]
-            h = h.copy()
-            cb = cur[br0]
-            h[br0] = np.where(cb >= 0, head_a[cb], -3)
-        e = np.flatnonzero(h == -1)
-        if e.size:
-            base[e] = ends[tail_a[cur[e]]]
-        lx = np.flatnonzero(h >= 0)
-        if lx.size:
-            lx = lx[sets[h[lx]]]
-        if lx.size:
-            gid = h[lx]  # LEX heads are accepting-set ids
-            present = np.zeros(len(acc_bits), dtype=bool)
-            present[gid] = True
-            ug = np.flatnonzero(present).tolist()
-            wins = [self._winners(acc_bits[g] & a) for g in ug]
-            uw = sorted(set(wins))
-            wmap = {w: k for k, w in enumerate(uw)}
-            lut = np.zeros(len(acc_bits), dtype=np.int64)
-            lut[ug] = [wmap[w] for w in wins]
-            wid = lut[gid]
-            # one sort by (winners, tail) for all groups, not a np.unique per group
-            comb = wid * len(head_a) + tail_a[cur[lx]]
-            order = np.argsort(comb)
-            cs = comb[order]
-            ws = wid[order]
-            ts = cs - ws * len(head_a)
-            first = np.ones(len(order), dtype=bool)
-            first[1:] = cs[1:] != cs[:-1]
-            uid = np.cumsum(first) - 1  # index of each position's distinct (winners, tail)
-            cuts = [0, *(np.flatnonzero(ws[1:] != ws[:-1]) + 1).tolist(), len(order)]
-            for lo, hi in itertools.pairwise(cuts):
-                uniq = ts[lo:hi][first[lo:hi]]
-                groups.append((uw[ws[lo]] & ~ign, lx[order[lo:hi]], uniq.tobytes(), uniq,
-                               uid[lo:hi] - uid[lo]))
-        return base, tuple(groups)
+    def _newline(self, p: PState, head: int, carry: int) -> PState | None:
+        """The parser after a newline lexeme of head ``head`` (see ``_lex_key``)."""
+        width, relative = decode_nl(self.n_terms, head)
+        return self.ctx.newline(p, join(carry, width) if relative else width)
 
-    def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray, mode: int = _TRY
-              ) -> np.ndarray:
+    def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray, carry: int = 0,
+              mode: int = _TRY) -> np.ndarray:
         """Is each node (a token's outcome) allowed from parser state ``p`` at a lexeme
         start or inside a lexeme that began at ``p``? ``key`` names ``nodes`` (a row, or a
-        tail set by its bytes). The result may be shared: do not write to it.
+        tail set by its bytes); ``carry``: the indentation carry where the lexeme began
+        (read only by newline heads relative to it: a row's first lexeme). The result may
+        be shared: do not write to it.
 
         The lexemes after a token's first are tried from ``p`` cut to its top first (see
         :meth:`Automaton.cut` and ``_TOP``; ``mode``: ``_TRY``, ``_EXACT`` or a cut state's):
         positions with the same top (an argument list opened inside different calls) then
         share what is memoised for the tails, and a run of openings ("((((((((") stops
         making new parser states once it is deeper than the cut; where the lexemes complete
-        a phrase below the cut they are decided from ``p``, as before."""
+        a phrase below the cut they are decided from ``p``, as before. After a newline
+        lexeme they go on from the state it leads to (exact, unless ``p`` is already cut)."""
         a = self.ctx.expects(p)  # (plans close it under the reserved pairs themselves)
         fl = self._follows(p)
         extra = self._plan_extra(p)
@@ -330,17 +264,23 @@ class ContextualLexer(ContextualRule):
         if plan is None:
             plan = plans.get(pk)
         if plan is None:
-            plan = self._plan(key, nodes, a, fl, extra)
+            plan = _plan(self, key, nodes, a, fl, extra)
             plans.put(pk, plan)
         base, groups = plan
         if not groups:
             return base
         ok = base.copy()
         exp = p[ES][EXPECTED]
+        nt = self.n_terms
         top: PState | None = None
         sub: np.ndarray | None
         for sh, sel, tkey, ut, inv in groups:
-            if not sh:  # only ignored terminals won: nothing to shift
+            if sh >> nt:  # the indentation newline of a known width
+                nxt = self._newline(p, sh >> nt, carry)
+                if nxt is None:
+                    continue
+                sub = self._sub_eval(nxt, tkey, ut, _EXACT if mode == _TRY else mode)
+            elif not sh:  # only ignored terminals won: nothing to shift
                 sub = self._sub_eval(p, tkey, ut, mode)
             elif not exp & sh:
                 continue  # no item shifts any of them: every node of the group dies
@@ -381,7 +321,7 @@ class ContextualLexer(ContextualRule):
             raise BelowCut
         if sub is None or sub is _DEEPER:  # (an uncut state may be its own cut: tried cut)
             try:
-                sub = self._eval(p, tkey, ut, mode)
+                sub = self._eval(p, tkey, ut, mode=mode)
             except BelowCut:
                 sub_memo.put(skey, _DEEPER)
                 raise
@@ -413,7 +353,7 @@ class ContextualLexer(ContextualRule):
                 self._load_nodes(tb)
         return r
 
-    def _row_tokens(self, p: PState, q: int) -> np.ndarray:
+    def _row_tokens(self, p: PState, q: int, carry: int = 0) -> np.ndarray:
         """Row ``q``'s allowed tokens as a fresh bool vector. A row stored as a diff is its
         base row's vector patched at the differing tokens: the vocabulary-sized base is
         prepared once for the dozens of states whose rows are nearly the same (keyword
@@ -421,16 +361,16 @@ class ContextualLexer(ContextualRule):
         assert self.tables is not None
         b = int(self.tables.row_base[q])
         if b >= 0:
-            m = self._row_tokens(p, b)
+            m = self._row_tokens(p, b, carry)
             removed, nodes, counts, toks = self._diff(q)
             m[removed] = False
-            if nodes.size:
-                m[toks] = np.repeat(self._eval(p, -1 - q, nodes), counts)  # keys < 0: diffs
+            if nodes.size:  # keys < 0: diffs
+                m[toks] = np.repeat(self._eval(p, -1 - q, nodes, carry), counts)
             return m
         nodes, counts, toks = self._row(q)
         if not nodes.size:
             return np.zeros(self.vocab_size, dtype=bool)
-        ok = self._eval(p, q, nodes)
+        ok = self._eval(p, q, nodes, carry)
         skey = (q, ok.tobytes())
         sel = self._selected.get(skey)
         if sel is None:
@@ -439,10 +379,10 @@ class ContextualLexer(ContextualRule):
             self._selected.put(skey, sel)
         return sel.copy()
 
-    def _table_mask(self, p: PState, q: int) -> np.ndarray:
-        m = self._row_tokens(p, q)
+    def _table_mask(self, p: PState, q: int, carry: int) -> np.ndarray:
+        m = self._row_tokens(p, q, carry)
         if q != 0:
-            p2 = self.lexeme_end(p, q, 0)
+            p2 = self.lexeme_end(p, q, carry)
             if p2 is not None:
                 m |= self.mask(p2, 0, 0) & self._kill(q, p)
         return m
@@ -471,58 +411,92 @@ class ContextualLexer(ContextualRule):
         return out
 
 
+def _plan(cx: ContextualLexer, key: int | bytes, nodes: np.ndarray, a: int, fl: bool,
+          extra: bytes | None = None) -> _Plan:
+    """How ``nodes`` are decided under allowed set ``a`` (see :data:`_Plan`).
 
-def _trie_mask(cx: ContextualLexer, trie: VocabTrie, p: PState, q: int, carry: int
-               ) -> np.ndarray:
-    """The mask at ``(p, q, carry)`` by walking the vocabulary's byte trie under the
-    contextual rule (:meth:`ContextualRule.step`, inlined: it runs once per trie edge, a
-    hundred thousand times a mask), with each parser state's allowed set and each
-    ``end_ok`` verdict asked once per walk."""
-    children, ends = trie.children, trie.ends
-    rows, live = cx.rows, cx.live
-    expects, lexeme_end, end_ok = cx.allowed, cx.lexeme_end, cx.end_ok
-    allowed: dict[int, int] = {}  # id(parser state) -> its allowed set
-    oks: dict[tuple[int, int], bool] = {}  # (id(parser state), lexer state) -> end_ok
-    keep: list[PState] = [p]  # the states whose ids key the memos stay alive
-    hits: list[np.ndarray] = []
-    stack: list[tuple[int, int, int, PState]] = [(0, q, carry, p)]
-    while stack:
-        n, q1, c1, p1 = stack.pop()
-        a1 = allowed.get(id(p1))
-        if a1 is None:
-            a1 = allowed[id(p1)] = expects(p1)
-            keep.append(p1)
-        row = rows[q1]
-        for b, child in children[n]:
-            nq = row[b]
-            p2, c2 = p1, c1
-            if nq < 0 or not live[nq] & a1:
-                if q1 == 0:
-                    continue
-                p3 = lexeme_end(p1, q1, c1)
-                if p3 is None:
-                    continue
-                a2 = allowed.get(id(p3))
-                if a2 is None:
-                    a2 = allowed[id(p3)] = expects(p3)
-                    keep.append(p3)
-                nq = rows[0][b]
-                if nq < 0 or not live[nq] & a2:
-                    continue
-                p2, c2 = p3, 0
-            if b <= 32:
-                c2 = advance(c2, b)
-            e = ends[child]
-            if e is not None:
-                k = (id(p2), nq)
-                ok = oks.get(k)
-                if ok is None:
-                    ok = oks[k] = end_ok(p2, nq)
-                if ok:
-                    hits.append(e)
-            if children[child]:
-                stack.append((child, nq, c2, p2))
-    m = np.zeros(cx.vocab_size, dtype=bool)
-    if hits:
-        m[np.concatenate(hits)] = True
-    return m
+    Everything but the parser steps depends only on (``a``, ``fl``): which way each
+    BRANCH goes, the END verdicts, each LEX node's winning terminals and the grouping
+    of the tails by them. So this is built once per (node set, allowed set) and shared
+    by every parser state with that allowed set; LEX nodes with the same winners are
+    merged into one group (one parser step, one sub-evaluation)."""
+    cont, ends, sets = cx._class_vectors(a, fl, extra)
+    if cx.reserved:
+        a = cx.close(a)  # the terminals that compete (``a``: what the parser takes)
+    base = np.zeros(len(nodes), dtype=bool)
+    by_w: dict[int, tuple[list[int], list[int]]] = {}
+    groups: list[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray]] = []
+    acc_bits, ign = cx.acc_bits, cx.ignored_bits
+    if len(nodes) <= _SMALL:  # numpy costs more than it saves on a few nodes
+        head, tail, alt = cx.head_l, cx.tail_l, cx.alt_l
+        for i, n in enumerate(nodes.tolist()):
+            m = n
+            while m >= 0 and head[m] <= -2:
+                m = tail[m] if cont[-2 - head[m]] else alt[m]
+            if m < 0:
+                continue
+            h = head[m]
+            if h == -1:
+                base[i] = ends[tail[m]]
+            elif sets[h]:
+                pos, tails = by_w.setdefault(cx._lex_key(h, a), ([], []))
+                pos.append(i)
+                tails.append(tail[m])
+        for w, (pos, tails) in by_w.items():
+            ut = sorted(set(tails))
+            where = {t: j for j, t in enumerate(ut)}
+            uta = np.array(ut, dtype=np.int64)
+            groups.append((w & ~ign, np.array(pos, dtype=np.int64), uta.tobytes(), uta,
+                           np.array([where[t] for t in tails], dtype=np.int64)))
+        return base, tuple(groups)
+    head_a, tail_a, alt_a = cx.head, cx.tail, cx.alt
+    st = cx._static.get(key)
+    if st is None:  # what does not depend on the allowed set: heads, BRANCH positions
+        h0 = head_a[nodes]
+        st = (h0, np.flatnonzero(h0 <= -2))
+        cx._static.put(key, st)
+    h, br0 = st
+    cur = nodes
+    if br0.size:  # follow each BRANCH the way the allowed set sends it
+        cur = nodes.astype(np.int64, copy=True)
+        br = br0
+        while br.size:
+            c = cur[br]
+            nxt = np.where(cont[-2 - head_a[c]], tail_a[c], alt_a[c])
+            cur[br] = nxt
+            br = br[(nxt >= 0) & (head_a[nxt] <= -2)]
+        h = h.copy()
+        cb = cur[br0]
+        h[br0] = np.where(cb >= 0, head_a[cb], -3)
+    e = np.flatnonzero(h == -1)
+    if e.size:
+        base[e] = ends[tail_a[cur[e]]]
+    lx = np.flatnonzero(h >= 0)
+    if lx.size:
+        lx = lx[sets[h[lx]]]
+    if lx.size:
+        gid = h[lx]  # LEX heads are accepting-set ids
+        present = np.zeros(len(acc_bits), dtype=bool)
+        present[gid] = True
+        ug = np.flatnonzero(present).tolist()
+        wins = [cx._lex_key(g, a) for g in ug]
+        uw = sorted(set(wins))
+        wmap = {w: k for k, w in enumerate(uw)}
+        lut = np.zeros(len(acc_bits), dtype=np.int64)
+        lut[ug] = [wmap[w] for w in wins]
+        wid = lut[gid]
+        # one sort by (winners, tail) for all groups, not a np.unique per group
+        comb = wid * len(head_a) + tail_a[cur[lx]]
+        order = np.argsort(comb)
+        cs = comb[order]
+        ws = wid[order]
+        ts = cs - ws * len(head_a)
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = cs[1:] != cs[:-1]
+        uid = np.cumsum(first) - 1  # index of each position's distinct (winners, tail)
+        cuts = [0, *(np.flatnonzero(ws[1:] != ws[:-1]) + 1).tolist(), len(order)]
+        for lo, hi in itertools.pairwise(cuts):
+            uniq = ts[lo:hi][first[lo:hi]]
+            groups.append((uw[ws[lo]] & ~ign, lx[order[lo:hi]], uniq.tobytes(), uniq,
+                           uid[lo:hi] - uid[lo]))
+    return base, tuple(groups)

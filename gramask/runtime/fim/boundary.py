@@ -332,16 +332,16 @@ class BoundaryContextualLexer(ContextualLexer):
             return True
         return v > 1 and bool(self.boundary.rsets[v - 2][q])
 
-    def _row_tokens(self, p: PState, q: int) -> np.ndarray:
+    def _row_tokens(self, p: PState, q: int, carry: int = 0) -> np.ndarray:
         c = self._codes(p)
         if c is None or not (c > 1).any():
-            return super()._row_tokens(p, q)
+            return super()._row_tokens(p, q, carry)
         # the row expanded in full (not as a diff against its base row): the per-token check
         # walks each token's bytes from ``q`` itself
         nodes, counts, toks = self._row(q)
         if not nodes.size:
             return np.zeros(self.vocab_size, dtype=bool)
-        m = select_tokens(self.vocab_size, toks, counts, self._eval(p, q, nodes),
+        m = select_tokens(self.vocab_size, toks, counts, self._eval(p, q, nodes, carry),
                           lambda: self._full_row(q, toks))
         # the outcome each node has under p's allowed set without ending a lexeme: forks
         # taken by "the lexeme continues" (an END reached so stops in δ(q, token))
@@ -376,8 +376,10 @@ def boundary_filter(ob: MaskBuilder, vocab: Vocabulary, suffix: bytes,
         return None
     if contextual:
         cx = ob.contextual
-        if cx is None or cx.tables is None:
-            return None  # masks by walking the vocabulary: no end classes to refine
+        if cx is None or cx.tables is None or cx.nl_t >= 0:
+            # masks by walking the vocabulary: no end classes to refine (an indentation
+            # grammar's tables are checked against that walk, so they refine nothing either)
+            return None
         acc = ob.dfa.accepting
 
         def ends_as(states: np.ndarray, a: int) -> np.ndarray:
