@@ -470,3 +470,31 @@ def random_sentence(g: SmallGrammar, rnd: random.Random, *, depth: int = 6,
 
     gen(g.start, 0)
     return "".join(out)
+
+
+@dataclass
+class BudgetCase:
+    """A random budget request: a small grammar, a vocabulary of its letters and a few short
+    words, a cut of one of its sentences, and the fewest tokens that complete it."""
+
+    grammar: SmallGrammar
+    tokens: list[str]
+    cfg: CharCFG
+    prefix: str
+    suffix: str
+    need: int | None  # None: no completion within the search cap
+
+
+def random_budget_case(rnd: random.Random, *, fim: bool) -> BudgetCase:
+    """What the budget tests walk (``fim``: keep a suffix of the sentence too)."""
+    g = random_grammar(rnd, space=1.0)
+    alphabet = g.alphabet()
+    tokens = list(dict.fromkeys([*alphabet] + [
+        "".join(rnd.choice(alphabet) for _ in range(rnd.randint(2, 3))) for _ in range(4)]))
+    cfg = g.char_cfg()
+    text = random_sentence(g, rnd)
+    i = rnd.randint(0, len(text))
+    prefix = text[:i]
+    suffix = text[rnd.randint(i, len(text)):] if fim else ""
+    need = budget_min_tokens(cfg, prefix, tokens, cap=5, tail=suffix)
+    return BudgetCase(g, tokens, cfg, prefix, suffix, need)

