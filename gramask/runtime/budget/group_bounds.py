@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...encoding import decode_nl
 from ..core.earley import EXPECTED
-from ..core.indentation import join
+from ..core.indentation import newline_width
 from ..core.parse_state import ES, PUID, PState
 from .bounded import PLAN_FAILED
 from .spelling import INF
@@ -330,8 +329,7 @@ def _paired_walk(qb: MaskBuilder, ob: MaskBuilder, nt: int, pq: PState, po: PSta
                 continue
             q2, o2 = qc.shift(pq, h), oc.shift(po, h)
         else:
-            width, relative = decode_nl(nt, h)
-            w = join(carry, width) if relative else width
+            w = newline_width(nt, h, carry)
             q2, o2 = qc.newline(pq, w), oc.newline(po, w)
         if q2 is None:
             continue

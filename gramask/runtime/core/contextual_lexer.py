@@ -28,13 +28,13 @@ import numpy as np
 from ...compiler.table_rows import expand_row, group_row, select_tokens
 from ...compiler.tables import TokenTables
 from ...compiler.walk_inputs import wide_first_bytes
-from ...encoding import bits_of_rows, decode_nl
+from ...encoding import bits_of_rows
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_rule import ContextualRule
 from .contextual_trie import trie_mask
 from .earley import EXPECTED, BelowCut
-from .indentation import join
+from .indentation import newline_width
 from .parse_state import ES, PUID, ParserContext, PState
 from .terminal_sets import VocabTrie, words_of_int, words_of_rows
 
@@ -236,8 +236,7 @@ class ContextualLexer(ContextualRule):
 
     def _newline(self, p: PState, head: int, carry: int) -> PState | None:
         """The parser after a newline lexeme of head ``head`` (see ``_lex_key``)."""
-        width, relative = decode_nl(self.n_terms, head)
-        return self.ctx.newline(p, join(carry, width) if relative else width)
+        return self.ctx.newline(p, newline_width(self.n_terms, head, carry))
 
     def _eval(self, p: PState, key: int | bytes, nodes: np.ndarray, carry: int = 0,
               mode: int = _TRY) -> np.ndarray:

@@ -15,10 +15,10 @@ as it resets both of CPython's measures. The compiler's token tables encode the 
 
 from __future__ import annotations
 
-from ...encoding import BROKEN, TAB_UNIT
+from ...encoding import BROKEN, TAB_UNIT, decode_nl
 
 __all__ = ["BROKEN", "NEWLINE", "TAB_UNIT", "advance", "columns", "indent_text", "join",
-           "space_pad", "text_carry"]
+           "newline_width", "space_pad", "text_carry"]
 
 NEWLINE = 10  # the byte that resets the carry
 FORMFEED = 12  # resets it too (CPython: "for Emacs users")
@@ -41,6 +41,13 @@ def join(carry: int, seg: int) -> int:
     if seg >= TAB_UNIT and carry % TAB_UNIT:
         return BROKEN
     return carry + seg
+
+
+def newline_width(num_terminals: int, head: int, carry: int) -> int:
+    """The width a newline lexeme of node head ``head`` (see ``encoding.nl_code``) gives
+    its last line, read from ``carry`` where the head is relative to the token's start."""
+    width, relative = decode_nl(num_terminals, head)
+    return join(carry, width) if relative else width
 
 
 def text_carry(data: bytes, carry: int = 0) -> int:

@@ -24,12 +24,12 @@ from ...compiler.lexer import LexerDFA
 from ...compiler.table_rows import expand_row, group_row, select_tokens
 from ...compiler.tables import TokenTables
 from ...compiler.walk_inputs import wide_first_bytes
-from ...encoding import bits_of_rows, decode_nl, words_of_bits
+from ...encoding import bits_of_rows, words_of_bits
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_lexer import ContextualLexer
 from .earley import EXPECTED, BelowCut
-from .indentation import join
+from .indentation import newline_width
 from .parse_state import ES, PUID, ParserContext, PState
 
 __all__ = ["MaskBuilder", "walk_row_trie"]
@@ -135,11 +135,7 @@ def _edge(ctx: ParserContext, nt: int, p: PState, row: _TrieRow, h: int, child: 
           visit: Callable[[PState, int], None], carry: int) -> None:
     """One edge of ``row``'s trie from ``p`` (``h``: a terminal or an encoded newline), then
     the subtree below it."""
-    if h < nt:
-        p2 = ctx.shift(p, h)
-    else:
-        width, relative = decode_nl(nt, h)
-        p2 = ctx.newline(p, join(carry, width) if relative else width)
+    p2 = ctx.shift(p, h) if h < nt else ctx.newline(p, newline_width(nt, h, carry))
     if p2 is None:
         return
     visit(p2, child)
