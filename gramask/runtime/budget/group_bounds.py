@@ -78,6 +78,7 @@ class BoundaryPlans:
         self.wlen = np.full((S, _TERMINALS), INF, dtype=np.int64)
         self.qa = np.zeros((S, _TERMINALS), dtype=np.int64)
         self.ends = np.full((S, _TERMINALS, _ENDS), self.num_classes, dtype=np.int64)
+        self.witness: dict[tuple[int, int], tuple[int, ...]] = {}  # (state, rank) -> tokens
         self.known = np.zeros(S, dtype=bool)
         nl = qb.nl_live
         self.nl_live = np.array(nl if nl is not None else [False] * S, dtype=bool)
@@ -99,6 +100,7 @@ class BoundaryPlans:
                     continue
                 tw, qa, ends = wit
                 self.term[q, r], self.wlen[q, r], self.qa[q, r] = a, len(tw), qa
+                self.witness[q, r] = tw
                 self.ends[q, r, :len(ends)] = [self.state_class[x] for x in ends]
                 r += 1
 
@@ -304,11 +306,7 @@ class GroupBounds:
         r = int(bound[0].argmin())
         if bound[0, r] > self.left:
             return None
-        a = int(self.memo.term[q, r])
-        w = self.memo.lex.witness(q, a)
-        tw = self.memo.tok.tokenize(w) if w else ()
-        assert tw is not None  # ranked only where it spells
-        return (*tw, *plans[a][0])
+        return (*self.memo.witness[q, r], *plans[int(self.memo.term[q, r])][0])
 
 
 def _paired_walk(qb: MaskBuilder, ob: MaskBuilder, nt: int, pq: PState, po: PState,
