@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...encoding import bits_of_rows
+from ..memo import BoundedMemo
 from .earley import EXPECTED
 from .indentation import advance
 from .parse_state import ES
@@ -77,7 +78,8 @@ class ContextualRule:
             self._beats[s_t] = self._beats.get(s_t, 0) | 1 << r_t
         self._keyword_bits = sum(1 << t for t in self._beats)
         self._partner_bits = sum(1 << t for t in self._partners)
-        self._closed: dict[int, int] = {}  # A → A closed under the reserved pairs
+        # A → A closed under the reserved pairs (a few hundred distinct sets recur)
+        self._closed: BoundedMemo[int, int] = BoundedMemo(65536)
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
@@ -88,7 +90,7 @@ class ContextualRule:
 
     def close(self, a: int) -> int:
         """``a`` closed under the reserved pairs (a regex brings its keywords, a keyword its
-        regexes and theirs): memoised, a few hundred distinct sets recur."""
+        regexes and theirs), memoised."""
         r = self._closed.get(a)
         if r is None:
             r = a
@@ -101,9 +103,7 @@ class ContextualRule:
                 new = self._partners[low.bit_length() - 1] & ~r
                 r |= new
                 todo |= new & ~done
-            if len(self._closed) >= 65536:
-                self._closed.clear()
-            self._closed[a] = r
+            self._closed.put(a, r)
         return r
 
     def winners(self, q: int, a: int) -> int:
