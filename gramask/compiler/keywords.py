@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .lexer import winner_order
+
 if TYPE_CHECKING:
     from ..grammar import Grammar
     from .lexer import LexerDFA
@@ -71,6 +73,7 @@ def reserved_pairs(grammar: Grammar, dfa: LexerDFA) -> list[tuple[int, int]]:
     ts = grammar.terminals
     soft = soft_pairs(grammar)
     regexes = [i for i, t in enumerate(ts) if not t.is_string and not t.ignored]
+    rank = {t: r for r, t in enumerate(winner_order(ts))}  # the basic mode's tie order
     out: list[tuple[int, int]] = []
     for s, t in enumerate(ts):
         if not t.is_string or t.ignored:
@@ -80,8 +83,6 @@ def reserved_pairs(grammar: Grammar, dfa: LexerDFA) -> list[tuple[int, int]]:
             continue
         every = dfa.accepting[ends].all(axis=0)
         for r in regexes:
-            u = ts[r]
-            # the basic mode's winner order: priority, then strings before regexes
-            if every[r] and t.priority >= u.priority and (t.name, u.name) not in soft:
+            if every[r] and rank[s] < rank[r] and (t.name, ts[r].name) not in soft:
                 out.append((s, r))
     return out

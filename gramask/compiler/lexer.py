@@ -146,7 +146,7 @@ _TERMINAL_DFAS: dict[str, ByteDFA] = {}
 _TERMINAL_DFAS_KEPT = 1024
 
 
-def _winner_order(terminals: Sequence[Terminal]) -> list[int]:
+def winner_order(terminals: Sequence[Terminal]) -> list[int]:
     """Terminal indices from strongest to weakest claim on a tie."""
     return sorted(
         range(len(terminals)),
@@ -181,7 +181,7 @@ def build_lexer_dfa(
                   leave=False, delay=1.0) as bar:
             dfas = [terminal_dfa(t) for t in bar]
     n_terms = len(terminals)
-    order_by_rank = np.array(_winner_order(terminals), dtype=np.int64)
+    order_by_rank = np.array(winner_order(terminals), dtype=np.int64)
     rank = np.empty(n_terms, dtype=np.int64)
     rank[order_by_rank] = np.arange(n_terms)
 
