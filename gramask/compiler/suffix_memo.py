@@ -47,10 +47,11 @@ class SuffixMemo:
         """The memo as a (longest token + 1, V) array, from now on (a full build writes it
         offset by offset)."""
         if self._flat is None:
-            self._flat = np.zeros((self.lmax + 1) * self.v, dtype=np.int32)
+            flat = np.zeros((self.lmax + 1) * self.v, dtype=np.int32)
             if self._dict:
                 keys = np.fromiter(self._dict.keys(), dtype=np.int64, count=len(self._dict))
                 vals = np.fromiter(self._dict.values(), dtype=np.int64, count=len(keys))
-                self._flat[keys] = vals
+                flat[keys] = vals
+            self._flat = flat  # published filled
             self._dict = {}
         return self._flat.reshape(self.lmax + 1, self.v)

@@ -137,11 +137,15 @@ class ContextualLexer(ContextualRule):
     def _load_nodes(self, tables: TokenTables) -> None:
         """The node arrays (again when a lazily built table's rows have added nodes)."""
         head, tail, alt, sets = tables.nodes()
-        self.head, self.tail, self.alt = (a.astype(np.int64) for a in (head, tail, alt))
+        # ``head`` last: readers take its length as the nodes every other array covers (a
+        # thread may read them while another reloads; nodes only grow, so newer is fine)
+        self.tail, self.alt = (a.astype(np.int64) for a in (tail, alt))
         self.acc_bits = bits_of_rows(sets)
         self.acc_words = words_of_rows(sets)
-        self.head_l, self.tail_l, self.alt_l = (a.tolist() for a in (head, tail, alt))
+        self.tail_l, self.alt_l = tail.tolist(), alt.tolist()
         self.lex_nl: list[int] = tables.lex_nl.tolist()
+        self.head_l = head.tolist()
+        self.head = head.astype(np.int64)
 
     def for_context(self, ctx: ParserContext) -> ContextualLexer:
         """The same lexer over another parser (the quotient of fill-in-the-middle): the

@@ -15,6 +15,7 @@ configuration met again costs a dictionary lookup.
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from collections.abc import Callable
 
@@ -82,11 +83,14 @@ class _TrieRow:
         self.children = [tuple(sorted(c.items())) for c in children]
 
     def all_tokens(self, v: int) -> np.ndarray:
-        """(V,) bool of all the row's tokens (built on first use)."""
-        if self.full is None:
-            self.full = np.zeros(v, dtype=bool)
-            self.full[self.tokens] = True
-        return self.full
+        """(V,) bool of all the row's tokens (built on first use, and published only once
+        filled: another thread may read it the moment it is set)."""
+        full = self.full
+        if full is None:
+            full = np.zeros(v, dtype=bool)
+            full[self.tokens] = True
+            self.full = full
+        return full
 
     def offsets(self) -> np.ndarray:
         """Where each node's tokens start in ``tokens`` (built on first use)."""
@@ -183,6 +187,7 @@ class MaskBuilder:
         self.num_terminals = dfa.num_terminals
         self.head_l: list[int] = tables.node_head.tolist()
         self.tail_l: list[int] = tables.node_tail.tolist()
+        self._nodes_lock = threading.Lock()  # see _sync_nodes
         cw = tables.class_winnable
         class_bits = bits_of_rows(cw[:, :-1])
         self.class_ignored_end = cw[:, -1].copy()
@@ -243,12 +248,16 @@ class MaskBuilder:
 
     def _sync_nodes(self) -> None:
         """A lazily built table's nodes grow with its rows: extend the lists (in place:
-        copies of this builder share them)."""
-        n = self.tables.num_nodes
-        if n != len(self.head_l):
+        copies of this builder share them, and their lock). One thread extends them; the
+        tails first, because readers take the heads' length as the nodes they may read."""
+        if self.tables.num_nodes == len(self.head_l):
+            return
+        with self._nodes_lock:
+            head, tail = self.tables.nodes()[:2]  # read together
             k = len(self.head_l)
-            self.head_l.extend(self.tables.node_head[k:].tolist())
-            self.tail_l.extend(self.tables.node_tail[k:].tolist())
+            if len(head) > k:
+                self.tail_l.extend(tail[k:].tolist())
+                self.head_l.extend(head[k:].tolist())
 
     def _mask_row(self, q: int) -> _TrieRow | _DeltaRow:
         """Row ``q`` as masks use it: a diff against its base row when stored as one."""
