@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .compiler.regex_features import has_lazy_repeat
 from .errors import GrammarError, InvalidRegexError
 
 __all__ = ["LEXER_MODES", "Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
@@ -34,6 +35,9 @@ class TerminalSpec:
     # a JSON string terminal built from the decoded language this spec names (see
     # gramask.frontends.json_strings); ``pattern`` is then a regex for reading only
     automaton: str = ""
+    # the pattern holds a lazy repeat: as in Python's ``re`` (lark's lexers), a lexeme of
+    # its lazy alternatives ends at its first match (``/\\/\\*(.|\\n)*?\\*\\//`` at the first ``*/``)
+    first_match: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,7 @@ class Grammar:
                     is_string=is_string,
                     priority=int(t.priority),
                     ignored=t.name in ignore,
+                    first_match=not is_string and has_lazy_repeat(regex),
                 )
             )
         _check_terminals(terminals, text, source)
@@ -408,6 +413,8 @@ def _terminal_json(t: TerminalSpec) -> dict[str, Any]:
     out = asdict(t)
     if not t.automaton:  # plain regex terminals keep the fingerprint they always had
         del out["automaton"]
+    if not t.first_match:
+        del out["first_match"]
     return out
 
 

@@ -117,14 +117,16 @@ def terminal_dfa(t: Terminal) -> ByteDFA:
         from ..frontends.json_strings import spec_dfa
 
         return spec_dfa(automaton)
-    key = ("literal:" if t.is_string else "regex:") + t.pattern
+    first = bool(getattr(t, "first_match", False))
+    key = ("literal:" if t.is_string else "first:" if first else "regex:") + t.pattern
     got = _TERMINAL_DFAS.get(key)
     if got is None:  # an error names this terminal; a refused regex is not retried
         got = _literal_dfa(t.pattern) if t.is_string else None
         if got is None:
             from ..frontends.json_prebuilt import prebuilt  # JSON text's terminals ship built
 
-            got = prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern)
+            got = (regex_to_byte_dfa(t.name, t.pattern, first_match=True) if first else
+                   prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern))
         if len(_TERMINAL_DFAS) >= _TERMINAL_DFAS_KEPT:
             _TERMINAL_DFAS.pop(next(iter(_TERMINAL_DFAS)), None)
         _TERMINAL_DFAS[key] = got

@@ -149,8 +149,9 @@ class ByteDFA:
         return bool(self.finals[s])
 
 
-def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
-    """Compile one terminal's regex to a trimmed byte DFA.
+def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False) -> ByteDFA:
+    """Compile one terminal's regex to a trimmed byte DFA (``first_match``: lexemes of its
+    lazy alternatives end at their first match, see :func:`build_byte_nfa`).
 
     Raises
     ------
@@ -174,7 +175,7 @@ def regex_to_byte_dfa(name: str, pattern: str) -> ByteDFA:
     if by_width > MAX_TERMINAL_STATES:
         _too_many_states(name, pattern, by_width)
     try:
-        nfa = build_byte_nfa(pattern, MAX_NFA_NODES)
+        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match)
     except RecursionError:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
@@ -222,7 +223,20 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     cut_index = {c: i for i, c in enumerate(cuts)}
     n_cls = len(cuts) - 1
 
+    def settle(subset: frozenset[int]) -> frozenset[int]:
+        """A subset where a first-match alternative ends keeps none of its other threads."""
+        for lo, hi, end in nfa.first_ends:
+            if end in subset:
+                subset = frozenset(x for x in subset if not lo <= x < hi or x == end)
+        return subset
+
     def successors(subset: frozenset[int]) -> list[frozenset[int] | None]:
+        row = moves(subset)
+        if nfa.first_ends:
+            row = [None if k is None else settle(k) for k in row]
+        return row
+
+    def moves(subset: frozenset[int]) -> list[frozenset[int] | None]:
         row: list[frozenset[int] | None] = [None] * n_cls
         movers = [ms for ms in map(nfa.moves.__getitem__, subset) if ms]
         if len(movers) == 1 and len(movers[0]) == 1:  # one move (a chain: x{1000})
@@ -253,10 +267,12 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
         _too_many_states(name, pattern, len(order))
 
     # (the limit read now: tests lower MAX_TERMINAL_STATES)
-    order, rows = explore(closure(0), successors, BYTE_FACTOR * MAX_TERMINAL_STATES, too_many)
+    order, rows = explore(settle(closure(0)), successors, BYTE_FACTOR * MAX_TERMINAL_STATES,
+                          too_many)
     byte_class = np.repeat(np.arange(n_cls), np.diff(cuts))  # (numbered by first byte)
     trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)
-    finals = np.array([nfa.final in sub for sub in order], dtype=bool)
+    ends = {nfa.final, *(end for _, _, end in nfa.first_ends)}
+    finals = np.array([not ends.isdisjoint(sub) for sub in order], dtype=bool)
     return _trim_classes(trans, byte_class, finals, reachable=True)
 
 

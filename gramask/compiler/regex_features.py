@@ -17,7 +17,7 @@ try:  # Python ≥ 3.11
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
-__all__ = ["check_features"]
+__all__ = ["check_features", "has_lazy_repeat"]
 
 _UNSUPPORTED = {
     "ASSERT": "a lookahead/lookbehind",
@@ -60,3 +60,28 @@ def check_features(name: str, pattern: str) -> None:
             "automaton; rewrite it as a plain regular expression",
             name=name,
         )
+
+
+def has_lazy_repeat(pattern: str) -> bool:
+    """Does ``pattern`` hold a lazy repeat (``*?``, ``+?``, ``??``, ``{m,n}?``)? Such a
+    terminal's lazy alternatives end at their first match (see ``build_byte_nfa``). False for a
+    pattern ``re`` cannot parse (refused elsewhere, with its own message)."""
+    try:
+        parsed = _sre_parse.parse(pattern)
+    except (re.error, RecursionError):
+        return False
+
+    def walk(items: object) -> bool:
+        for op, av in items:  # type: ignore[attr-defined]
+            if str(op) == "MIN_REPEAT" and av[0] != av[1]:
+                return True
+            subs = av if isinstance(av, (list, tuple)) else (av,)
+            for a in subs:
+                if isinstance(a, _sre_parse.SubPattern) and walk(a):
+                    return True
+                if isinstance(a, (list, tuple)) and any(
+                        isinstance(x, _sre_parse.SubPattern) and walk(x) for x in a):
+                    return True
+        return False
+
+    return walk(parsed)

@@ -10,7 +10,8 @@ Semantics, kept from gramask's earlier interegular-based compiler so that existi
 keep their languages: ``\\d``, ``\\w``, ``\\s`` are ASCII classes; ``.`` is any character
 but ``\\n`` (any character with ``s``); case-insensitive characters match their lower and upper
 case (Python ``re``'s simple folding where the case mapping changes length, see
-:func:`~.charclass.case_variants`). Lazy repeats are the same language as greedy ones.
+:func:`~.charclass.case_variants`). Lazy repeats are the same language as greedy ones; a Lark
+terminal's lexemes end at their first match where its lazy repeats say so (``first_match``).
 """
 
 from __future__ import annotations
@@ -49,12 +50,15 @@ class NFATooLarge(Exception):
 class ByteNFA:
     """Nodes with epsilon moves and byte-range moves; node 0 is the start."""
 
-    __slots__ = ("eps", "final", "limit", "moves")
+    __slots__ = ("eps", "final", "first_ends", "limit", "moves")
 
     def __init__(self, limit: int) -> None:
         self.eps: list[list[int]] = []
         self.moves: list[list[tuple[int, int, int]]] = []  # (lo byte, hi byte, target)
         self.final = -1
+        # (first node, node after the last, end node) of each alternative that ends at its
+        # first match (see ``build_byte_nfa``'s ``first_match``)
+        self.first_ends: list[tuple[int, int, int]] = []
         self.limit = limit
 
     def node(self) -> int:
@@ -90,8 +94,15 @@ def _class_sequences(chars: CharSet) -> tuple[list[tuple[int, int]], ...]:
     return tuple(seq for lo, hi in chars for seq in utf8_sequences(lo, hi))
 
 
-def build_byte_nfa(pattern: str, max_nodes: int) -> ByteNFA:
+def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False) -> ByteNFA:
     """Thompson construction over bytes for ``pattern`` (a Python regex).
+
+    ``first_match``: read lazy repeats as Python's ``re`` (and so lark's lexers) do: a
+    top-level alternative whose variable repeats are all lazy (``/\\/\\*(.|\\n)*?\\*\\//``)
+    ends at its first match, not at the last ``*/`` of the text. Such an alternative gets
+    an end of its own (``first_ends``); the determinisation drops the alternative's other
+    threads where a subset reaches it. Alternatives that mix lazy and greedy repeats are
+    read as the language they match (as without ``first_match``).
 
     Raises :class:`RegexNotRegular` for lookarounds, backreferences, anchors, atomic groups and
     possessive repeats, :class:`NFATooLarge` past ``max_nodes`` nodes, and ``re.error`` for
@@ -100,8 +111,58 @@ def build_byte_nfa(pattern: str, max_nodes: int) -> ByteNFA:
     parsed = _sre_parse.parse(pattern)
     nfa = ByteNFA(max_nodes)
     start = nfa.node()
-    nfa.final = _Builder(nfa).seq(parsed, start, int(parsed.state.flags))
+    builder = _Builder(nfa)
+    flags = int(parsed.state.flags)
+    if not first_match:
+        nfa.final = builder.seq(parsed, start, flags)
+        return nfa
+    ends = []
+    for items, fl in _top_alternatives(parsed, flags):
+        first = nfa.node()
+        nfa.eps[start].append(first)
+        end = builder.seq(items, first, fl)
+        if _lazy_only(items):  # its nodes: the ones made since ``first``
+            stop = nfa.node()  # without moves (``end`` may be a loop's)
+            nfa.eps[end].append(stop)
+            nfa.first_ends.append((first, len(nfa.eps), stop))
+        else:
+            ends.append(end)
+    nfa.final = nfa.node()
+    for end in ends:
+        nfa.eps[end].append(nfa.final)
     return nfa
+
+
+def _top_alternatives(parsed: Any, flags: int) -> list[tuple[Any, int]]:
+    """The pattern's top-level alternatives (inside the groups that wrap it: lark joins a
+    terminal's alternatives as ``(?:a|b)``, flags as ``(?s:...)``), with their flags."""
+    items = list(parsed)
+    while len(items) == 1 and items[0][0] is _c.SUBPATTERN:
+        _group, add, remove, sub = items[0][1]
+        flags = (flags | add) & ~remove
+        items = list(sub)
+    if len(items) == 1 and items[0][0] is _c.BRANCH:
+        return [(list(alt), flags) for alt in items[0][1][1]]
+    return [(items, flags)]
+
+
+def _lazy_only(items: Any) -> bool:
+    """Every repeat of a variable count in ``items`` is lazy, and there is one: then
+    Python's ``re`` ends a match of it at the first point it can (the shortest match)."""
+    lazy = greedy = False
+    stack = [items]
+    while stack:
+        for op, av in stack.pop():
+            if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+                if av[0] != av[1]:
+                    lazy |= op is _c.MIN_REPEAT
+                    greedy |= op is _c.MAX_REPEAT
+                stack.append(av[2])
+            elif op is _c.SUBPATTERN:
+                stack.append(av[3])
+            elif op is _c.BRANCH:
+                stack.extend(av[1])
+    return lazy and not greedy
 
 
 class _Builder:

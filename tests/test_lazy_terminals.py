@@ -1,0 +1,135 @@
+"""Lazy repeats in Lark terminals end the lexeme at its first match, as Python's ``re`` (and so
+lark's lexers) do: ``%import common.C_COMMENT`` (``"/*" /(.|\\n)*?/ "*/"``) ends at the first
+``*/``. Read as the language it matches, the comment ran on to the text's last ``*/``:
+``/* a */ x`` was a comment in progress, never a complete program.
+
+Oracles: ``re.match(...).end()`` for one terminal, lark's own parsers for whole grammars."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import lark
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gramask
+from gramask.compiler.regex_bytes import ByteDFA, regex_to_byte_dfa
+
+# every variable repeat lazy (in some top-level alternative): ends where re.match ends
+FIRST_MATCH = [
+    r"\{-[\s\S]*?-\}", r"(?:\{-[\s\S]*?-\}|--[^\n]*)", r"\/\*(.|\n)*?\*\/", r'"(\\.|[^"\\])*?"',
+    r"ab*?", r"a+?", r"x.*?y|z+", r"<!--(.|\s)*?-->", r"(?s:a.*?b)", r"a{1,3}?b",
+]
+PIECES = ["{-", "-}", "-", "{", "x", "\n", "/*", "*/", "*", "/", '"', "\\", "a", "b", "y", "z",
+          "<!--", "-->", "#", ";"]
+
+
+def _longest_end(dfa: ByteDFA, data: bytes) -> int | None:
+    """Where a longest-match lexer ends this terminal's lexeme at the start of ``data``."""
+    s, last = 0, None
+    for i, b in enumerate(data):
+        s = int(dfa.trans[s, b])
+        if s < 0:
+            break
+        if dfa.finals[s]:
+            last = i + 1
+    return last
+
+
+@functools.cache
+def _dfa(pattern: str, first_match: bool) -> ByteDFA:
+    return regex_to_byte_dfa("T", pattern, first_match=first_match)
+
+
+@pytest.mark.parametrize("pattern", FIRST_MATCH)
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(PIECES), min_size=1, max_size=10).map("".join))
+def test_a_lexeme_ends_where_re_match_ends(pattern: str, text: str) -> None:
+    m = re.match(pattern, text)
+    want = m.end() if m is not None and m.end() else None
+    assert _longest_end(_dfa(pattern, True), text.encode()) == want
+
+
+def test_mixed_and_greedy_patterns_keep_their_language() -> None:
+    # a greedy repeat beside the lazy one: read as the language, as without first_match
+    for pattern in [r"#+.*?;", r"[a-z]+", r"(?:--\[\[[\s\S]*?\]\]|--[^\n]*)"]:
+        a, b = _dfa(pattern, True), _dfa(pattern, False)
+        assert a.num_states == b.num_states
+        assert (a.trans == b.trans).all() and (a.finals == b.finals).all()
+
+
+COMMENTS = r"""
+start: item*
+item: NAME | "(" item* ")"
+NAME: /[a-z]+/
+%import common.C_COMMENT
+%import common.WS
+%ignore C_COMMENT
+%ignore WS
+"""
+
+
+@functools.cache
+def _compiled(lexer: str) -> gramask.CompiledGrammar:
+    return gramask.compile(gramask.Grammar.from_lark(COMMENTS, lexer=lexer),
+                           gramask.Vocabulary.bundled("gpt2"))
+
+
+def _gramask_complete(cg: gramask.CompiledGrammar, text: str) -> bool:
+    try:
+        return cg.constraint(text).is_complete()
+    except gramask.InvalidPrefixError:
+        return False
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_comment_ends_at_its_first_close(lexer: str) -> None:
+    cg = _compiled(lexer)
+    assert _gramask_complete(cg, "/* a */ x")
+    assert _gramask_complete(cg, "x /* a */ (y) /* b */")
+    # read greedily, ") (" hid inside one comment from the first /* to the last */
+    assert not _gramask_complete(cg, "/* a */ ) ( /* b */")
+    c = cg.constraint("/* a */ ")
+    assert "C_COMMENT" not in c.explain()["lexeme_could_be"]  # the comment is over
+    assert not c.allowed()[cg.vocab.token_id(b")")]
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@settings(max_examples=60, deadline=None)
+@given(text=st.lists(st.sampled_from(["/*", "*/", "*", "/", " ", "x", "(", ")", "\n"]),
+                     max_size=9).map("".join))
+def test_programs_with_comments_agree_with_lark(lexer: str, text: str) -> None:
+    oracle = _lark(lexer)
+    try:
+        oracle.parse(text)
+        want = True
+    except lark.exceptions.LarkError:
+        want = False
+    assert _gramask_complete(_compiled(lexer), text) == want
+
+
+@functools.cache
+def _lark(lexer: str) -> lark.Lark:
+    if lexer == "contextual":
+        return lark.Lark(COMMENTS, parser="lalr", lexer="contextual")
+    return lark.Lark(COMMENTS, parser="earley", lexer="basic")
+
+
+def test_the_fingerprint_changes_only_for_lazy_terminals() -> None:
+    plain = gramask.Grammar.from_lark('start: NAME\nNAME: /[a-z]+/\n')
+    assert all("first_match" not in t for t in plain.to_json()["terminals"])
+    lazy = gramask.Grammar.from_lark(COMMENTS)
+    flags = {t["name"]: t.get("first_match", False) for t in lazy.to_json()["terminals"]}
+    assert flags["C_COMMENT"] and not flags["NAME"]
+    assert gramask.Grammar.from_json(lazy.to_json()) == lazy
+
+
+def test_a_saved_artifact_keeps_first_match(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "comments.gmask"
+    _compiled("basic").save(path)
+    loaded = gramask.CompiledGrammar.load(path)
+    assert loaded.grammar == _compiled("basic").grammar
+    assert loaded.constraint("/* a */ x").is_complete()
