@@ -51,6 +51,7 @@ class LexemeCosts:
         self._dist: dict[int, np.ndarray] = {}
         self._fin_str: dict[tuple[int, int], bytes] = {}
         self.closer: dict[int, bytes] = {}  # see _closers
+        self._clean_closed: dict[int, frozenset[int]] = {}  # per closer terminal: its clean ends
         # first pass: ends = every accepting state; then the clean ones (see class docstring)
         self.ends = [self.accepting_states(t) for t in range(T)]
         self.spell = self._spellings()
@@ -126,10 +127,12 @@ class LexemeCosts:
         return np.array(keep, dtype=np.int64)
 
     def _closers(self) -> dict[int, bytes]:
-        """Ignored terminals with no clean end (a ``//`` comment: every byte but a newline
-        continues it) → the lexeme that closes them: a newline, where it kills the comment
-        and is itself a clean end of an ignored terminal (whitespace). Their lexemes are
-        finished with it (:meth:`witness`), so the bytes after them are a fresh lexeme."""
+        """Ignored terminals with accepting states that are not clean ends (a ``//``
+        comment: every byte but a newline continues it; the line comment of
+        ``/\\{-[\\s\\S]*?-\\}|--[^\\n]*/``, whose block comment ends clean) → the lexeme that
+        closes them: a newline, where it kills those states and is itself a clean end of an
+        ignored terminal (whitespace). Lexemes that end there are finished with it
+        (:meth:`witness`), so the bytes after them are a fresh lexeme."""
         out: dict[int, bytes] = {}
         s = int(self.trans[0, 10])
         if s < 0 or self.accept[s] < 0:
@@ -139,17 +142,25 @@ class LexemeCosts:
                 self.ends[u].tolist()):
             return out
         for t in range(self.num_terminals):
-            if (self.ignored[t] and t != u and not self._greedy_clean_ends(t).size
-                    and t not in (self.nl_t, self.continuation_t)):
+            if (self.ignored[t] and t != u and t not in (self.nl_t, self.continuation_t)
+                    and self._unclosed(t, b"\n").size):
                 out[t] = b"\n"
         return out
 
-    def _closed_ends(self, t: int) -> np.ndarray:
-        """The accepting states of ``t`` that its closer (see :meth:`_closers`) ends."""
+    def _unclosed(self, t: int, closer: bytes) -> np.ndarray:
+        """The accepting states of ``t`` that are not clean ends (as the greedy lexer
+        decides them) and that ``closer`` ends."""
         states = self.accepting_states(t)
-        c = self.closer[t]
-        out: np.ndarray = states[self.trans[states, c[0]] < 0]
+        states = states[~np.isin(states, self._greedy_clean_ends(t))]
+        out: np.ndarray = states[self.trans[states, closer[0]] < 0]
         return out
+
+    def _closed_ends(self, t: int) -> np.ndarray:
+        """The ends of ``t`` with a closer (see :meth:`_closers`): its clean ends, and the
+        accepting states the closer ends."""
+        clean = self._greedy_clean_ends(t)
+        self._clean_closed[t] = frozenset(clean.tolist())
+        return np.union1d(clean, self._unclosed(t, self.closer[t]))
 
     def _glue_ok(self, q: int, b: int) -> bool:
         return self.glue(q, b) is not None
@@ -234,7 +245,10 @@ class LexemeCosts:
         w = self._fin_str.get(key)
         if w is not None:
             return w
-        w = self.path(q, self._distances(t)) + self.closer.get(t, b"")
+        w = self.path(q, self._distances(t))
+        c = self.closer.get(t)
+        if c is not None and self.end_state(q, w) not in self._clean_closed[t]:
+            w += c
         self._fin_str[key] = w
         return w
 
