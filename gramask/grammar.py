@@ -423,10 +423,22 @@ def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:
     return IndentationSpec(**kwargs)
 
 
-# lark's common.lark writes these with lookbehinds; the same languages as plain regexes.
+# lark's common.lark and python.lark write these with lookarounds; the same lexemes as
+# regexes without (lazy repeats: a lexeme ends at the first closing quote not escaped).
+_STRING_PREFIX = "(?:|[ubf]|r|[ubf]r|r[ubf])"  # python.lark's ([ubf]?r?|r[ubf]), no greedy ?
 _REGULAR_EQUIVALENTS = {
     # common.ESCAPED_STRING: a double-quoted one-line string with backslash escapes
     '".*?(?<!\\\\)(\\\\\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
+    # python.lark's STRING, read without its (?!"") (which only leaves a triple quote to
+    # LONG_STRING, the longer lexeme there anyway; an unterminated """x" lexes as "" "x")
+    r"""([ubf]?r?|r[ubf])("(?!"").*?(?<!\\)(\\\\)*?"|'(?!'').*?(?<!\\)(\\\\)*?')""":
+        _STRING_PREFIX + r"""(?:"(?:[^\\\n]|\\[^\n])*?"|'(?:[^\\\n]|\\[^\n])*?')""",
+    # python.lark's LONG_STRING (flags i, s)
+    r'([ubf]?r?|r[ubf])(""".*?(?<!\\)(\\\\)*?"""|' + r"'''.*?(?<!\\)(\\\\)*?''')":
+        _STRING_PREFIX + r'(?:"""(?:[^\\]|\\[\s\S])*?"""|' + r"'''(?:[^\\]|\\[\s\S])*?''')",
+    # python.lark's DEC_NUMBER without its (?![1-9]) after zeros ("01" lexes as "0" "1",
+    # two numbers no Python rule puts side by side: refused by the parser instead)
+    r"(?:0(?:(?:_)?0)*(?![1-9])|[1-9](?:(?:_)?[0-9])*)": r"(?:0(?:(?:_)?0)*|[1-9](?:(?:_)?[0-9])*)",
 }
 
 

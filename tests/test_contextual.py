@@ -323,3 +323,14 @@ def test_collision_listing_stops_at_its_limit() -> None:
     few = lexer_diagnostics(g, dfa, pt, limit=3)
     assert [(d.terminal, d.other, d.example) for d in few] == [
         ("R1", "R2", "xx"), ("R1", "R3", "xxx"), ("R2", "R3", "xxx")]
+
+
+def test_an_ignored_terminal_that_never_wins_is_a_warning(caplog) -> None:  # type: ignore[no-untyped-def]
+    # lark's python.lark: COMMENT is part of _NEWLINE, which wins on every comment
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"#", b"\n", b"</s>"], eos_token_id=3)
+    text = 'start: (A | _NL)*\nA: "a"\n_NL: (/\\n/ | COMMENT)+\nCOMMENT: /#[^\\n]*/\n%ignore COMMENT\n'
+    g = gramask.Grammar.from_lark(text, lexer="basic")
+    with caplog.at_level("WARNING", logger="gramask"):
+        cg = gramask.compile(g, vocab, cache=False, progress=False)
+    assert "COMMENT can never be produced" in caplog.text
+    assert cg.constraint("a#x\na").is_complete()

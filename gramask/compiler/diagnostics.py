@@ -172,11 +172,15 @@ def check_lexer(
     Raises
     ------
     GrammarError
-        Basic mode: a terminal that another always wins against (names both and a text).
+        Basic mode: a terminal that another always wins against (names both and a text),
+        unless it is ignored.
     """
     diags = lexer_diagnostics(grammar, dfa, pt)
+    ignored = {t.name for t in grammar.terminals if t.ignored}
     for d in diags:
-        if d.kind == "shadowed":
+        # an %ignored terminal that never wins loses nothing: its texts are still read, as
+        # the winner (lark's python.lark: COMMENT inside _NEWLINE); it is only a warning
+        if d.kind == "shadowed" and d.terminal not in ignored:
             raise GrammarError(f"{grammar.source or '<grammar>'}: {d.message()}", name=d.terminal)
     # A literal that wins over a regex on exactly its own text is a reserved keyword: what the
     # basic mode is chosen for (python, c). Logged at INFO; every other diagnostic warns.
