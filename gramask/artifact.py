@@ -357,6 +357,7 @@ def _check_header(h: Mapping[str, Any]) -> None:
         "rules": lambda x: isinstance(x, list), "declared": _opt(_is_strs),
         "indentation": _opt(lambda x: isinstance(x, dict)), "source": _opt(_is_str),
         "reserved_keywords": _opt(lambda x: isinstance(x, bool)),
+        "keywords_win": _opt(lambda x: isinstance(x, bool)),
     }, "grammar")
     for i, t in enumerate(g["terminals"]):
         _typed(t, _TERMINAL, f"grammar.terminals[{i}]")

@@ -126,6 +126,7 @@ class CompiledGrammar:
                     tab_len=ind.tab_len if ind is not None else 8,
                     tables=self.tables if self.tables.contextual else None,
                     reserved=reserved_pairs(self.grammar, self.dfa),
+                    close=self.grammar.reserved_keywords,
                 )
             self._builder = builder
         return self._builder

@@ -81,6 +81,9 @@ class Grammar:
     # from_lark defaults to "contextual"; a Grammar built field by field keeps the old "basic"
     lexer: str = "basic"
     reserved_keywords: bool = False  # in the contextual mode too (gramask.compiler.keywords)
+    # contextual mode: where the parser takes both a string terminal and a regex that matches
+    # its text, the string wins (lark's contextual lexer); reserved_keywords goes further
+    keywords_win: bool = False
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -94,6 +97,7 @@ class Grammar:
         source: str = "<string>",
         lexer: str = "contextual",
         reserved_keywords: bool = False,
+        keywords_win: bool = True,
     ) -> Grammar:
         """Load Lark grammar text.
 
@@ -103,6 +107,11 @@ class Grammar:
 
         ``reserved_keywords``: the contextual mode reserves keywords as the basic mode does
         (CPython, C; lark does not, so off by default): :mod:`gramask.compiler.keywords`.
+
+        ``keywords_win``: in the contextual mode, where the parser takes both a keyword (a
+        string terminal) and a regex that matches its text, the keyword wins, as in lark's
+        contextual lexer (``if (a) = c;`` is no call of ``if``); ``False`` keeps every match
+        (llguidance's reading: the parser continues with whichever fits).
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
         with a ``_NEWLINE`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
@@ -247,6 +256,7 @@ class Grammar:
             source=source,
             lexer=lexer,
             reserved_keywords=bool(reserved_keywords),
+            keywords_win=bool(keywords_win),
         )
 
     @classmethod
@@ -337,6 +347,7 @@ class Grammar:
             "source": self.source,
             "lexer": self.lexer,
             **({"reserved_keywords": True} if self.reserved_keywords else {}),  # unset: fingerprint kept
+            **({"keywords_win": True} if self.keywords_win else {}),
         }
 
     @classmethod
@@ -351,6 +362,7 @@ class Grammar:
             source=obj.get("source", ""),
             lexer=obj.get("lexer", "basic"),
             reserved_keywords=bool(obj.get("reserved_keywords", False)),
+            keywords_win=bool(obj.get("keywords_win", False)),
         )
 
     def fingerprint(self) -> str:

@@ -49,6 +49,15 @@ NAME: /[a-z]+/
 %ignore " "
 """
 
+# a keyword where the parser takes both it and a name: lark's contextual lexer reads the
+# keyword (Grammar.keywords_win, on for Lark files); where only a name fits, a name
+CALLS = r"""
+start: stmt*
+stmt: "if" "(" NAME ")" stmt | NAME "(" NAME ")" "=" NAME ";" | NAME "=" NAME ";"
+NAME: /[a-z]+/
+%ignore " "
+"""
+
 # runs of openings ("((((", "- - -") and a right-recursive chain (".." completes every link
 # at once): tails of long tokens decided from parser states cut to their top, and where a
 # completion reaches below the cut, exactly (see ContextualLexer._eval)
@@ -83,6 +92,11 @@ CASES = [
     # basic: "int" is reserved
     (KEYWORDS, "int int;", True, False),
     (KEYWORDS, "int;", False, False),
+    (CALLS, "if (a) x = c;", True, True),
+    (CALLS, "if (a) = c;", False, False),  # not a call of "if": the keyword wins there
+    (CALLS, "if = c;", False, False),
+    (CALLS, "x = if;", True, False),  # only a name can follow "=": a name
+    (CALLS, "f (a) = c;", True, True),
 ]
 
 
@@ -133,7 +147,7 @@ def _lark_ok(parser: lark.Lark, text: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("grammar", [BINARY, ASSIGN, CONFIG, KEYWORDS])
+@pytest.mark.parametrize("grammar", [BINARY, ASSIGN, CONFIG, KEYWORDS, CALLS])
 def test_contextual_verdicts_agree_with_lark(grammar: str) -> None:
     """lark's LALR parser with its contextual lexer decides; every case above agrees."""
     parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
@@ -145,7 +159,7 @@ def test_contextual_verdicts_agree_with_lark(grammar: str) -> None:
 def test_random_masked_walks_give_texts_lark_parses() -> None:
     """Walks that follow the contextual masks and stop at EOS produce texts lark parses."""
     rnd = random.Random(0)
-    for grammar in (ASSIGN, CONFIG, KEYWORDS):
+    for grammar in (ASSIGN, CONFIG, KEYWORDS, CALLS):
         parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
         cg, toks = _compile(grammar, "contextual", ALPHABET)
         done = 0
@@ -334,3 +348,16 @@ def test_an_ignored_terminal_that_never_wins_is_a_warning(caplog) -> None:  # ty
         cg = gramask.compile(g, vocab, cache=False, progress=False)
     assert "COMMENT can never be produced" in caplog.text
     assert cg.constraint("a#x\na").is_complete()
+
+
+def test_keywords_win_off_keeps_every_match() -> None:
+    """llguidance's reading (``keywords_win=False``): the lexeme ``if`` is the keyword and the
+    name, and the parser continues with whichever fits: ``if (a) = c;`` is a call of ``if``."""
+    toks = sorted(set(ALPHABET))
+    vocab = gramask.Vocabulary.from_tokens([c.encode() for c in toks] + [b"</s>"],
+                                           eos_token_id=len(toks))
+    soft = gramask.Grammar.from_lark(CALLS, keywords_win=False)
+    assert not soft.keywords_win and gramask.Grammar.from_lark(CALLS).keywords_win
+    assert soft.fingerprint() != gramask.Grammar.from_lark(CALLS).fingerprint()
+    cg = gramask.compile(soft, vocab, cache=False, progress=False)
+    assert _prefix_verdict(cg, "if (a) = c;") and _prefix_verdict(cg, "if (a) x = c;")

@@ -67,8 +67,9 @@ def _accepting_ends(dfa: LexerDFA, t: int) -> np.ndarray:
 
 def reserved_pairs(grammar: Grammar, dfa: LexerDFA) -> list[tuple[int, int]]:
     """The (string, regex) terminal index pairs the grammar reserves (see the module
-    docstring); empty unless ``grammar.reserved_keywords``."""
-    if not grammar.reserved_keywords:
+    docstring); empty unless ``grammar.reserved_keywords`` or ``grammar.keywords_win`` (the
+    pairs then decide ties only where the parser takes both, as lark's contextual lexer)."""
+    if not (grammar.reserved_keywords or grammar.keywords_win):
         return []
     ts = grammar.terminals
     soft = soft_pairs(grammar)

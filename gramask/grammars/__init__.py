@@ -115,6 +115,7 @@ def load(name: str, start: str | None = None, lexer: str | None = None) -> Gramm
     return Grammar.from_lark(
         text(name), start=start or start_rule(name), source=f"{name}.lark",
         lexer=mode, reserved_keywords=mode == "contextual" and name in _RESERVED,
+        keywords_win=False,  # python and c reserve theirs; sql's stay soft (see _RESERVED)
     )
 
 

@@ -79,10 +79,11 @@ class ContextualLexer(ContextualRule):
         tab_len: int = 8,
         tables: TokenTables | None = None,
         reserved: Sequence[tuple[int, int]] = (),
+        close: bool = True,
     ) -> None:
         super().__init__(dfa, ctx, priorities, nl_terminal=nl_terminal,
                          continuation_terminal=continuation_terminal, tab_len=tab_len,
-                         reserved=reserved)
+                         reserved=reserved, close=close)
         self.vocab_size = len(tokens)
         self.n_terms = dfa.num_terminals  # newline heads sit above the terminal bits
         self._tokens = tokens
@@ -209,7 +210,7 @@ class ContextualLexer(ContextualRule):
             # a class's live terminals are its significant ones plus "some ignored one"
             sig = (self.class_sig_words & aw).any(axis=1)
             ends = sig
-            if self.reserved:  # the lexeme goes on under A closed; it may stop under A
+            if self.closes:  # the lexeme goes on under A closed; it may stop under A
                 aw = words_of_int(self.close(a), nw)
                 sig = (self.class_sig_words & aw).any(axis=1)
             cont = sig | self.class_has_ignored
@@ -424,7 +425,7 @@ def _plan(cx: ContextualLexer, key: int | bytes, nodes: np.ndarray, a: int, fl: 
     by every parser state with that allowed set; LEX nodes with the same winners are
     merged into one group (one parser step, one sub-evaluation)."""
     cont, ends, sets = cx._class_vectors(a, fl, extra)
-    if cx.reserved:
+    if cx.closes:
         a = cx.close(a)  # the terminals that compete (``a``: what the parser takes)
     base = np.zeros(len(nodes), dtype=bool)
     by_w: dict[int, tuple[list[int], list[int]]] = {}

@@ -17,7 +17,10 @@ closed under the reserved pairs: a keyword competes wherever its regex does and 
 wherever the keyword does, and a keyword that accepts beats the regexes it is reserved for
 (as the basic mode decides). Those extra terminals only make lexemes continue or end as
 something the parser may refuse: whether a lexeme may stop mid-way (``end_ok``) still asks
-for a terminal of ``expects(p)`` itself.
+for a terminal of ``expects(p)`` itself. Lark files (``Grammar.keywords_win``) keep lark's
+contextual lexer's rule instead: the pairs decide ties, ``A`` is not closed, so a keyword
+beats its regexes only where the parser takes both (``if (a) = c;`` is no call of ``if``,
+``x = if;`` a name where only a name may stand).
 
 :class:`ContextualRule` walks bytes, ends lexemes and checks ends by this rule; the masks
 under it are :class:`~gramask.runtime.core.contextual_lexer.ContextualLexer`'s.
@@ -57,6 +60,7 @@ class ContextualRule:
         continuation_terminal: int = -1,
         tab_len: int = 8,
         reserved: Sequence[tuple[int, int]] = (),
+        close: bool = True,
     ) -> None:
         self.ctx = ctx
         self.rows = dfa.rows()
@@ -70,6 +74,9 @@ class ContextualRule:
         # reserved pairs (string, regex): per terminal, the terminals it brings into A; per
         # string, the regexes it beats where both accept
         self.reserved = tuple(reserved)
+        # reserved keywords close A under the pairs; lark's rule (``Grammar.keywords_win``)
+        # only lets a keyword beat its regexes where the parser takes both
+        self.closes = close and bool(self.reserved)
         self._partners: dict[int, int] = {}
         self._beats: dict[int, int] = {}
         for s_t, r_t in self.reserved:
@@ -84,7 +91,7 @@ class ContextualRule:
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
         """The terminals that compete for a lexeme starting at parser state ``p``."""
-        if not self.reserved:
+        if not self.closes:
             return self.ctx.expects(p)
         return self.close(self.ctx.expects(p))
 
