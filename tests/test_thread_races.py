@@ -1,0 +1,101 @@
+"""Races between threads sharing one compiled grammar, each pinned by making the threads meet
+at the bad moment (an event or a barrier in a hooked call), not by timing.
+
+The walks of ``tests/test_threads.py`` find such races by chance; these replay two of them:
+a lazily built contextual table's node arrays reloaded by two threads, the older load
+landing last (a third thread's rows then named nodes past the arrays: IndexError); and two
+threads evicting the same oldest entry of a module-level vocabulary cache (KeyError).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+import gramask.compiler.walk_inputs as walk_inputs
+
+from ._support import PARENS, PARENS_TOKENS, tiny
+
+
+def _threads(*targets: Any) -> list[BaseException]:
+    errors: list[BaseException] = []
+
+    def run(f: Any) -> None:
+        try:
+            f()
+        except BaseException as e:  # reported by the test
+            errors.append(e)
+
+    ts = [threading.Thread(target=run, args=(f,)) for f in targets]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return errors
+
+
+def test_an_older_node_load_never_replaces_a_newer_one() -> None:
+    cg, _ = tiny(PARENS, PARENS_TOKENS, lexer="contextual")  # uncached: a lazily built table
+    tables = cg.tables
+    assert tables.walker is not None and tables.contextual
+    cx = cg._runtime().contextual
+    assert cx is not None
+    q_name = int(cg.dfa.trans[0, ord("a")])  # inside NAME: its row adds a few nodes
+    a_read, b_done = threading.Event(), threading.Event()
+    nodes = tables.nodes
+    slow: list[threading.Thread] = []
+
+    def hooked() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        got = nodes()
+        if threading.current_thread() in slow:  # thread A: overtaken right after reading
+            slow.clear()
+            a_read.set()
+            # B loads meanwhile where nothing keeps it out; else (a lock held by A) B waits,
+            # and so does A, for a moment, before it goes on
+            b_done.wait(0.3)
+        return got
+
+    tables.nodes = hooked  # type: ignore[method-assign]
+    b_nodes: list[np.ndarray] = []
+
+    def a() -> None:
+        slow.append(threading.current_thread())
+        cx._row(q_name)
+
+    def b() -> None:
+        a_read.wait(10)
+        b_nodes.append(cx._row(0)[0])  # row 0 adds the most nodes
+        b_done.set()
+
+    assert not _threads(a, b)
+    n = tables.num_nodes
+    assert int(b_nodes[0].max()) < n
+    # what B may go on to read for its row's nodes at once (its _row returned): all of them
+    assert len(cx.head_l) == len(cx.tail_l) == len(cx.alt_l) == len(cx.head) == n
+    cx._eval(cx.ctx.root, 0, b_nodes[0])  # IndexError when the older arrays came back
+
+
+class _MeetingDict(dict[Any, Any]):
+    """Each of two threads' first ``pop`` waits for the other: both chose their key first."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.meet = threading.Barrier(2)
+        self.met: set[int] = set()
+
+    def pop(self, *args: Any) -> Any:
+        if threading.get_ident() not in self.met:
+            self.met.add(threading.get_ident())
+            self.meet.wait(10)
+        return super().pop(*args)
+
+
+def test_two_threads_evicting_the_same_cache_entry(monkeypatch: Any) -> None:
+    full = _MeetingDict({i: (np.zeros(1), ()) for i in range(4)})  # a full cache (4 kept)
+    monkeypatch.setattr(walk_inputs, "_WIDE", full)
+    firsts = [np.arange(-1, 9, dtype=np.int16) for _ in range(2)]  # two new vocabularies
+    errors = _threads(*(lambda fb=fb: walk_inputs.wide_first_bytes(fb) for fb in firsts))
+    assert not errors, errors
+    assert all(id(fb) in full for fb in firsts)
