@@ -1,20 +1,25 @@
 """Races between threads sharing one compiled grammar, each pinned by making the threads meet
 at the bad moment (an event or a barrier in a hooked call), not by timing.
 
-The walks of ``tests/test_threads.py`` find such races by chance; these replay two of them:
-a lazily built contextual table's node arrays reloaded by two threads, the older load
-landing last (a third thread's rows then named nodes past the arrays: IndexError); and two
-threads evicting the same oldest entry of a module-level vocabulary cache (KeyError).
+The walks of ``tests/test_threads.py`` find such races by chance; these replay them: a
+lazily built contextual table's node arrays reloaded by two threads, the older load landing
+last (a third thread's rows then named nodes past the arrays: IndexError); two
+fill-in-the-middle setups building the grammar's reversed automaton at once (a suffix parsed
+by one, its quotient built against the other: InvalidSuffixError); and two threads evicting
+the same oldest entry of a module-level vocabulary cache (KeyError).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
 import numpy as np
 
 import gramask.compiler.walk_inputs as walk_inputs
+from gramask.runtime.fim import contextual as fim_contextual
+from gramask.runtime.fim import quotient_base
 
 from ._support import PARENS, PARENS_TOKENS, tiny
 
@@ -75,6 +80,30 @@ def test_an_older_node_load_never_replaces_a_newer_one() -> None:
     # what B may go on to read for its row's nodes at once (its _row returned): all of them
     assert len(cx.head_l) == len(cx.tail_l) == len(cx.alt_l) == len(cx.head) == n
     cx._eval(cx.ctx.root, 0, b_nodes[0])  # IndexError when the older arrays came back
+
+
+def test_fim_setups_on_two_threads_share_one_reversed_automaton(monkeypatch: Any) -> None:
+    cg, _ = tiny(PARENS, PARENS_TOKENS, lexer="contextual")
+    building, parsing = threading.Barrier(2), threading.Barrier(2)
+    init, parse = quotient_base._Base.__init__, fim_contextual.parse_suffix_lattice
+
+    def meeting_init(self: Any, grammar: Any) -> None:
+        # both threads build a base where nothing keeps the second out (else the one that
+        # builds waits a moment for a thread that never comes)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            building.wait(0.3)
+        init(self, grammar)
+
+    def meeting_parse(*args: Any) -> Any:
+        parsing.wait(10)  # each has its base (both stored, where both were built)
+        return parse(*args)
+
+    monkeypatch.setattr(quotient_base._Base, "__init__", meeting_init)
+    monkeypatch.setattr(fim_contextual, "parse_suffix_lattice", meeting_parse)
+    got: list[np.ndarray] = []
+    errors = _threads(*[lambda: got.append(cg.constraint("(a", "b)").allowed())] * 2)
+    assert not errors, errors  # InvalidSuffixError for the thread whose base was replaced
+    assert np.array_equal(got[0], got[1])
 
 
 class _MeetingDict(dict[Any, Any]):
