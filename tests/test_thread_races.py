@@ -5,8 +5,10 @@ The walks of ``tests/test_threads.py`` find such races by chance; these replay t
 lazily built contextual table's node arrays reloaded by two threads, the older load landing
 last (a third thread's rows then named nodes past the arrays: IndexError); two
 fill-in-the-middle setups building the grammar's reversed automaton at once (a suffix parsed
-by one, its quotient built against the other: InvalidSuffixError); and two threads evicting
-the same oldest entry of a module-level vocabulary cache (KeyError).
+by one, its quotient built against the other: InvalidSuffixError); two clones of one
+fill-in-the-middle constraint numbering their boundary reach sets at once (one code for two
+sets: a token checked against the wrong set); and two threads evicting the same oldest entry
+of a module-level vocabulary cache (KeyError).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 import gramask.compiler.walk_inputs as walk_inputs
 from gramask.runtime.fim import contextual as fim_contextual
 from gramask.runtime.fim import quotient_base
+from gramask.runtime.fim.boundary import BoundaryFilter
 
 from ._support import PARENS, PARENS_TOKENS, tiny
 
@@ -104,6 +107,32 @@ def test_fim_setups_on_two_threads_share_one_reversed_automaton(monkeypatch: Any
     errors = _threads(*[lambda: got.append(cg.constraint("(a", "b)").allowed())] * 2)
     assert not errors, errors  # InvalidSuffixError for the thread whose base was replaced
     assert np.array_equal(got[0], got[1])
+
+
+class _MeetingList(list[np.ndarray]):
+    """The first two ``len`` calls wait for each other (as long as nothing keeps the second
+    caller out): both threads have numbered their set before either appends it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.meet = threading.Barrier(2)
+
+    def __len__(self) -> int:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            self.meet.wait(0.3)
+        return super().__len__()
+
+
+def test_boundary_codes_name_their_own_reach_sets() -> None:
+    cg, _ = tiny(PARENS, PARENS_TOKENS)
+    n = cg.dfa.num_states
+    reach = {7: np.arange(n) % 2 == 0, 8: np.arange(n) % 2 == 1}  # markers 7, 8: two sets
+    bf = BoundaryFilter(cg._runtime(), cg.vocab, [(7, 0), (8, 0)], reach,
+                        cg.tables.state_class, True)
+    bf.rsets = _MeetingList()
+    assert not _threads(lambda: bf.info((7,)), lambda: bf.info((8,)))
+    for ms, (r, _, _, code) in bf._sets.items():
+        assert np.array_equal(bf.rsets[code - 2], r), ms
 
 
 class _MeetingDict(dict[Any, Any]):
