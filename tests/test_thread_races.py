@@ -7,8 +7,9 @@ last (a third thread's rows then named nodes past the arrays: IndexError); two
 fill-in-the-middle setups building the grammar's reversed automaton at once (a suffix parsed
 by one, its quotient built against the other: InvalidSuffixError); two clones of one
 fill-in-the-middle constraint numbering their boundary reach sets at once (one code for two
-sets: a token checked against the wrong set); and two threads evicting the same oldest entry
-of a module-level vocabulary cache (KeyError).
+sets: a token checked against the wrong set); a runtime asked for with new limits while
+another thread builds one for them (the old runtime came back); and two threads evicting
+the same oldest entry of a module-level vocabulary cache (KeyError).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 import gramask.compiler.walk_inputs as walk_inputs
+from gramask import RuntimeLimits
 from gramask.runtime.fim import contextual as fim_contextual
 from gramask.runtime.fim import quotient_base
 from gramask.runtime.fim.boundary import BoundaryFilter
@@ -109,18 +111,34 @@ def test_fim_setups_on_two_threads_share_one_reversed_automaton(monkeypatch: Any
     assert np.array_equal(got[0], got[1])
 
 
+def test_new_limits_never_get_the_old_runtime() -> None:
+    cg, _ = tiny(PARENS, PARENS_TOKENS)
+    old = cg._runtime()
+    new = RuntimeLimits(max_items_per_step=12_345)
+    got: list[Any] = []
+    with cg._lock:  # this thread builds the runtime for ``new``: it has set the limits and
+        cg._limits = new  # not yet dropped the old runtime when another thread asks
+        other = threading.Thread(target=lambda: got.append(cg._runtime(new)))
+        other.start()
+        other.join(0.3)  # it answers at once where it does not wait for the lock
+        cg._builder = None
+        cg._build_runtime(new)
+    other.join()
+    assert got[0] is not old and got[0].limits == new
+
+
 class _MeetingList(list[np.ndarray]):
-    """The first two ``len`` calls wait for each other (as long as nothing keeps the second
-    caller out): both threads have numbered their set before either appends it."""
+    """The first two ``append`` calls wait for each other (as long as nothing keeps the
+    second caller out): both threads have numbered their set before either appends it."""
 
     def __init__(self) -> None:
         super().__init__()
         self.meet = threading.Barrier(2)
 
-    def __len__(self) -> int:
+    def append(self, x: np.ndarray) -> None:
         with contextlib.suppress(threading.BrokenBarrierError):
             self.meet.wait(0.3)
-        return super().__len__()
+        super().append(x)
 
 
 def test_boundary_codes_name_their_own_reach_sets() -> None:
