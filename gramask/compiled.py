@@ -80,7 +80,9 @@ class CompiledGrammar:
 
     def _runtime(self, limits: RuntimeLimits | None = None) -> Any:
         b = self._builder
-        if b is not None and (limits is None or limits == self._limits):
+        # (the builder's own limits, not ``_limits``: another thread may have set those for
+        # the runtime it is about to build, while ``b`` is still the old one)
+        if b is not None and (limits is None or limits == b.limits):
             return b  # the common case takes no lock
         with self._lock:  # one thread builds; the others wait for it and share the result
             return self._build_runtime(limits)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..encoding import rows_of_bits
 from ..errors import GrammarError
+from .kept import drop_oldest
 from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa
 
 __all__ = ["MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa", "terminal_dfa"]
@@ -127,8 +128,7 @@ def terminal_dfa(t: Terminal) -> ByteDFA:
 
             got = (regex_to_byte_dfa(t.name, t.pattern, first_match=True) if first else
                    prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern))
-        if len(_TERMINAL_DFAS) >= _TERMINAL_DFAS_KEPT:
-            _TERMINAL_DFAS.pop(next(iter(_TERMINAL_DFAS)), None)
+        drop_oldest(_TERMINAL_DFAS, _TERMINAL_DFAS_KEPT)
         _TERMINAL_DFAS[key] = got
     return got
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..encoding import nl_code, unique_rows
 from .interner import Interner
+from .kept import drop_oldest
 from .lexer import LexerDFA
 from .local_walks import first_appearance, group_outcomes, local_automaton
 from .suffix_memo import SuffixMemo
@@ -467,7 +468,6 @@ def _byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndar
     byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
     for a in (valid, by_byte, byte_start):
         a.flags.writeable = False
-    if len(_GROUPS) >= 4:
-        _GROUPS.pop(next(iter(_GROUPS)))
+    drop_oldest(_GROUPS, 4)
     _GROUPS[id(lens)] = (lens, valid, by_byte, byte_start)
     return valid, by_byte, byte_start

@@ -9,6 +9,7 @@ from itertools import compress
 import numpy as np
 
 from ..encoding import bits_of_rows, rows_of_bits, unique_rows
+from .kept import drop_oldest
 from .lexer import LexerDFA
 
 __all__ = ["LoopRuns", "end_classes", "run_ends", "run_stops", "token_matrix", "token_starts",
@@ -45,11 +46,9 @@ def token_matrix(tokens: Sequence[bytes], special: np.ndarray
     first_byte = np.where(lens > 0, buf[:, 0].astype(np.int16), np.int16(-1)).astype(np.int16)
     for a in (lens, buf, first_byte, flat, starts):
         a.flags.writeable = False
-    if len(_MATRICES) >= 4:
-        _MATRICES.pop(next(iter(_MATRICES)))
+    drop_oldest(_MATRICES, 4)
     _MATRICES[key] = (tokens, special.tobytes(), (lens, buf, first_byte))
-    if len(_FLAT) >= 4:
-        _FLAT.pop(next(iter(_FLAT)))
+    drop_oldest(_FLAT, 4)
     _FLAT[id(lens)] = (lens, flat, starts)  # what token_starts gives, known here already
     return lens, buf, first_byte
 
@@ -66,8 +65,7 @@ def wide_first_bytes(first_byte: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     out = (wide, wide >= 0, np.maximum(wide, 0))
     for a in out:
         a.flags.writeable = False
-    if len(_WIDE) >= 4:
-        _WIDE.pop(next(iter(_WIDE)))
+    drop_oldest(_WIDE, 4)
     _WIDE[id(first_byte)] = (first_byte, out)  # (holds the array: its id stays its own)
     return out
 
@@ -142,8 +140,7 @@ def token_starts(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndar
     starts = np.cumsum(lens) - lens
     for a in (flat, starts):
         a.flags.writeable = False
-    if len(_FLAT) >= 4:
-        _FLAT.pop(next(iter(_FLAT)))
+    drop_oldest(_FLAT, 4)
     _FLAT[id(lens)] = (lens, flat, starts)
     return flat, starts
 
@@ -161,8 +158,7 @@ def run_stops(lens: np.ndarray, buf: np.ndarray, member: np.ndarray) -> np.ndarr
     flat, _ = token_starts(lens, buf)
     stops = np.flatnonzero(~member[flat])
     stops.flags.writeable = False
-    if len(_RUNS) >= 32:
-        _RUNS.pop(next(iter(_RUNS)))
+    drop_oldest(_RUNS, 32)
     _RUNS[key] = (lens, stops)
     return stops
 
@@ -187,8 +183,7 @@ def run_ends(lens: np.ndarray, buf: np.ndarray, member: np.ndarray) -> np.ndarra
         p = end
     ends: np.ndarray = (np.minimum(p, end) - starts).astype(np.int64)
     ends.flags.writeable = False
-    if len(_ENDS) >= 32:
-        _ENDS.pop(next(iter(_ENDS)))
+    drop_oldest(_ENDS, 32)
     _ENDS[key] = (lens, ends)
     return ends
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,8 @@ class ContextualLexer(ContextualRule):
         self._masks: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache))
         self.tables = tables
+        self._nodes_lock = threading.Lock()  # see _load_nodes (copies share it)
+        self.head_l: list[int] = []
         if tables is not None:
             self._load_nodes(tables)
             self.class_has_ignored = tables.class_winnable[:, -1].copy()
@@ -136,13 +139,22 @@ class ContextualLexer(ContextualRule):
                                                                np.ndarray]] = BoundedMemo(4096)
 
     def _load_nodes(self, tables: TokenTables) -> None:
-        """The node arrays (again when a lazily built table's rows have added nodes)."""
-        head, tail, alt, sets = tables.nodes()
+        """The node arrays (again when a lazily built table's rows have added nodes). One
+        thread at a time, and never older ones than those loaded: a thread that read the
+        arrays before another loaded newer ones would put shorter ones back under nodes
+        that other threads' rows already name."""
+        with self._nodes_lock:
+            head, tail, alt, sets = tables.nodes()
+            if len(head) > len(self.head_l):
+                self._set_nodes(tables, head, tail, alt, sets)
+
+    def _set_nodes(self, tables: TokenTables, head: np.ndarray, tail: np.ndarray,
+                   alt: np.ndarray, sets: np.ndarray) -> None:
         # ``head`` last: readers take its length as the nodes every other array covers (a
         # thread may read them while another reloads; nodes only grow, so newer is fine)
         self.tail, self.alt = (a.astype(np.int64) for a in (tail, alt))
+        self.acc_words = words_of_rows(sets)  # before acc_bits: see _class_vectors
         self.acc_bits = bits_of_rows(sets)
-        self.acc_words = words_of_rows(sets)
         self.tail_l, self.alt_l = tail.tolist(), alt.tolist()
         self.lex_nl: list[int] = tables.lex_nl.tolist()
         self.head_l = head.tolist()

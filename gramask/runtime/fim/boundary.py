@@ -20,6 +20,7 @@ get that per-token check: elsewhere the tables do not say where the allowed sets
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -146,6 +147,7 @@ class BoundaryFilter:
         # reach sets named by int8 verdict codes (code c ≥ 2 → rsets[c - 2]); the last
         # entry of each is True for an unknown final state (-1)
         self.rsets: list[np.ndarray] = []
+        self._lock = threading.Lock()  # see info
         self._sets: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
         memo: BoundedMemo[tuple[int, int], np.ndarray] | None = getattr(
             ob, "_boundary_finals", None)
@@ -163,19 +165,25 @@ class BoundaryFilter:
         """For a set of expected markers: (reach, per class: some state reaches, every state
         reaches, verdict code for "check each token")."""
         r = self._sets.get(ms)
-        if r is None:
-            reach = np.zeros(len(self.state_class) + 1, dtype=bool)
-            for m in ms:
-                reach[:-1] |= self.reach[m]
-            reach[-1] = True
-            counts = np.bincount(self.state_class[reach[:-1]], minlength=self.n_classes)
-            code = len(self.rsets) + 2
-            if code > MAX_CODES:
-                code = 1  # too many distinct sets: allow (an over-approximation)
-            else:
-                self.rsets.append(reach)
-            r = (reach, counts > 0, counts == self.class_size, code)
-            self._sets[ms] = r
+        if r is not None:
+            return r
+        reach = np.zeros(len(self.state_class) + 1, dtype=bool)
+        for m in ms:
+            reach[:-1] |= self.reach[m]
+        reach[-1] = True
+        counts = np.bincount(self.state_class[reach[:-1]], minlength=self.n_classes)
+        # a code is its reach set's index: numbered and appended by one thread at a time
+        # (clones of a constraint on two threads took one number for two sets)
+        with self._lock:
+            r = self._sets.get(ms)
+            if r is None:
+                code = len(self.rsets) + 2
+                if code > MAX_CODES:
+                    code = 1  # too many distinct sets: allow (an over-approximation)
+                else:
+                    self.rsets.append(reach)
+                r = (reach, counts > 0, counts == self.class_size, code)
+                self._sets[ms] = r
         return r
 
     def codes(self, normal: np.ndarray, ms: tuple[int, ...]) -> np.ndarray:

@@ -5,6 +5,7 @@ reversed grammar's automaton (for parsing suffixes backwards, :mod:`gramask.runt
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 from ...compiler.parse_tables import build_parse_tables, nullable_symbols
@@ -97,9 +98,20 @@ def reversed_grammar(grammar: Grammar) -> Grammar:
     return replace(grammar, rules=tuple(out + extra))
 
 
+_BUILD_LOCK = threading.Lock()  # one _Base built at a time (once per compiled grammar)
+
+
 def base_for(ob: MaskBuilder, grammar: Grammar) -> _Base:
+    """The one :class:`_Base` of ``ob``'s grammar, built on first use. One, also when
+    fill-in-the-middle requests start on several threads at once: a request's suffix is
+    parsed backwards by the base's reversed automaton and its quotient is built against the
+    base's sets by identity (the contextual mode asks for the base twice), so two bases
+    raced into place gave that request two automata and no middle connected its suffix."""
     r: _Base | None = getattr(ob, "_fim_base", None)
     if r is None:
-        r = _Base(grammar)
-        ob._fim_base = r  # type: ignore[attr-defined]
+        with _BUILD_LOCK:
+            r = getattr(ob, "_fim_base", None)
+            if r is None:
+                r = _Base(grammar)
+                ob._fim_base = r  # type: ignore[attr-defined]
     return r
