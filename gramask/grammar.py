@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .compiler.regex_features import has_lazy_repeat
-from .errors import GrammarError, InvalidRegexError
+from .errors import GrammarError
+from .lark_errors import guess_line, import_error, lex_error, undefined_start, visit_error
 
 __all__ = ["LEXER_MODES", "Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
 
@@ -154,7 +155,7 @@ class Grammar:
                 lark_text, start, list(import_paths)
             )
         except VisitError as e:
-            raise _visit_error(text, source, e) from None
+            raise visit_error(text, source, e) from None
         except UnexpectedInput as e:
             raise GrammarError(
                 f"{source}: invalid Lark grammar syntax",
@@ -166,17 +167,17 @@ class Grammar:
             msg = str(e).strip("'\"")
             undefined = re.fullmatch(r"Using an undefined rule: NonTerminal\('(\w+)'\)", msg)
             if undefined and undefined.group(1) == start:  # lark names its internal class
-                raise _undefined_start(text, source, start) from None
+                raise undefined_start(text, source, start) from None
             if undefined:
                 msg = f"rule {undefined.group(1)!r} is used but not defined"
-            line = _guess_line(text, msg)
+            line = guess_line(text, msg)
             raise GrammarError(f"{source}: {msg}", line=line) from None
         except LexError as e:
-            raise _lex_error(text, source, str(e)) from None
+            raise lex_error(text, source, str(e)) from None
         except re.error as e:
             raise GrammarError(f"{source}: a terminal's regex does not compile: {e}") from None
         except OSError as e:  # lark opens imported grammars itself
-            raise _import_error(text, source, import_paths, e) from None
+            raise import_error(text, source, import_paths, e) from None
         except RecursionError:  # lark's loader recurses once per nesting level
             raise GrammarError(
                 f"{source}: the grammar is nested too deeply for lark's loader (more than a "
@@ -216,7 +217,7 @@ class Grammar:
                     declared.add(s.name)
             rules.append(RuleSpec(lhs=r.origin.name, rhs=tuple(rhs)))
         if not any(r.lhs == start for r in rules):
-            raise _undefined_start(text, source, start)
+            raise undefined_start(text, source, start)
 
         spec: IndentationSpec | None
         if indentation is None:
@@ -454,101 +455,6 @@ _REGULAR_EQUIVALENTS = {
 }
 
 
-def _undefined_start(text: str, source: str, start: str) -> GrammarError:
-    """The start rule is missing: say so, with the rules the text defines."""
-    rules = sorted(set(re.findall(r"^[ \t]*[?!]?([a-z_][a-z_0-9]*)[ \t]*(?:\.-?\d+)?[ \t]*:",
-                                  text, re.M)))
-    return GrammarError(
-        f"{source}: the start rule {start!r} is not defined (start= / --start); "
-        f"the grammar's rules: {', '.join(rules[:20]) or 'none'}"
-        + (", ..." if len(rules) > 20 else ""), name=start)
-
-
-def _visit_error(text: str, source: str, e: Any) -> GrammarError:
-    """lark's loader failing inside a grammar construct (a ``"a".."bc"`` range), named."""
-    obj = getattr(e, "obj", None)
-    tokens = [t for t in getattr(obj, "children", ()) if hasattr(t, "line")]
-    line = tokens[0].line if tokens else None
-    column = tokens[0].column if tokens else None
-    name = _enclosing_definition(text, line) if line else None
-    where = f" in {name}" if name else ""
-    if getattr(e, "rule", None) == "range" and len(tokens) == 2:
-        return GrammarError(
-            f"{source}: character range {tokens[0]}..{tokens[1]}{where}: both ends must be "
-            "single characters, without flags (write an alternation or a regex instead)",
-            line=line, column=column, name=name,
-        )
-    return GrammarError(
-        f"{source}: lark cannot load the rule {getattr(e, 'rule', '?')!r}{where}: "
-        f"{getattr(e, 'orig_exc', e)!r}",
-        line=line, column=column, name=name,
-    )
-
-
-def _enclosing_definition(text: str, line: int) -> str | None:
-    """The rule or terminal whose definition contains ``line`` (1-based)."""
-    lines = text.splitlines()
-    for i in range(min(line, len(lines)) - 1, -1, -1):
-        m = re.match(r"[ \t]*[?!]?([A-Za-z_][A-Za-z_0-9]*)(?:\.-?\d+)?(?:\{[^}]*\})?[ \t]*:", lines[i])
-        if m:
-            return m.group(1)
-    return None
-
-
-_IMPORT = re.compile(r"^[ \t]*%import[ \t]+([\w.]+)[ \t]*(\()?", re.MULTILINE)
-_LARK_MODULES = {"common", "lark", "python", "unicode"}
-
-
-def _import_error(
-    text: str, source: str, import_paths: Sequence[str], error: OSError
-) -> GrammarError:
-    """The ``%import`` whose grammar file lark could not open, by name and line."""
-    for m in _IMPORT.finditer(text):
-        parts = m.group(1).split(".")
-        module = parts if m.group(2) else parts[:-1]
-        if not module or not module[0]:
-            continue  # a relative import (".x"): resolved against the grammar's own file
-        if module[0] in _LARK_MODULES and len(module) == 1:
-            continue
-        rel = os.path.join(*module) + ".lark"
-        if any(isinstance(p, str) and os.path.isfile(os.path.join(p, rel)) for p in import_paths):
-            continue
-        line = text.count("\n", 0, m.start()) + 1
-        searched = ", ".join(p if isinstance(p, str) else repr(p) for p in import_paths)
-        return GrammarError(
-            f"{source}: %import {m.group(1)}: no grammar file {rel} (import_paths: "
-            f"{searched or 'none given'}; lark's own: common, python, unicode, lark)",
-            line=line,
-            name=m.group(1),
-        )
-    return GrammarError(f"{source}: an %import could not be read: {error}")
-
-
-def _lex_error(text: str, source: str, message: str) -> GrammarError:
-    """Lark's ``LexError`` about one terminal, as a GrammarError naming it and its line."""
-    m = re.search(r"zero-width terminals\. \((\w+): (.*)\)$", message)
-    if m:
-        name = m.group(1)
-        return GrammarError(
-            f"{source}: terminal {name} matches the empty string ({m.group(2)}); a terminal "
-            f"must consume at least one character",
-            line=_guess_line(text, name), name=name,
-        )
-    m = re.search(r"Cannot compile token (\w+): (.*)$", message)
-    if m:
-        name, pattern = m.group(1), m.group(2)
-        detail = ""
-        try:
-            re.compile(pattern.strip("'\""))
-        except re.error as e:
-            detail = f": {e}"
-        return InvalidRegexError(
-            f"{source}: terminal {name} has an invalid regex {pattern}{detail}",
-            line=_guess_line(text, name), name=name,
-        )
-    return GrammarError(f"{source}: {message}", line=_guess_line(text, message))
-
-
 def _check_terminals(terminals: Sequence[TerminalSpec], text: str, source: str) -> None:
     """Bad terminals fail at load, naming the terminal and its line: an invalid regex, one
     with no finite automaton (lookaround, backreference), or one that matches the empty
@@ -559,21 +465,11 @@ def _check_terminals(terminals: Sequence[TerminalSpec], text: str, source: str) 
         try:
             check_features(t.name, t.pattern)
         except GrammarError as e:
-            raise type(e)(f"{source}: {e}", line=_guess_line(text, t.name),
+            raise type(e)(f"{source}: {e}", line=guess_line(text, t.name),
                           name=t.name) from None
         if re.fullmatch(t.pattern, ""):
             raise GrammarError(
                 f"{source}: terminal {t.name} matches the empty string (/{t.pattern}/); "
                 "make it match at least one character and repeat it in a rule instead",
-                line=_guess_line(text, t.name), name=t.name,
+                line=guess_line(text, t.name), name=t.name,
             )
-
-
-def _guess_line(text: str, message: str) -> int | None:
-    """Lark's grammar errors often name a rule/terminal but not the line: find its definition."""
-    for cand in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", message):
-        pat = re.compile(rf"^[ \t]*[?!]?{re.escape(cand)}\b", re.M)
-        hit = pat.search(text)
-        if hit and cand.lower() not in {"rule", "terminal", "using", "an", "the"}:
-            return text.count("\n", 0, hit.start()) + 1
-    return None
