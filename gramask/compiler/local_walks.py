@@ -21,6 +21,8 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .walk_inputs import run_ends, token_starts
+
 __all__ = ["MAX_LOCAL_STATES", "first_appearance", "group_outcomes", "local_automaton",
            "local_outcomes", "small_local"]
 
@@ -159,20 +161,57 @@ def local_outcomes(
     lexeme (0 where none does: a grammar drops at once the tokens whose next lexeme cannot
     start with it). Cached per vocabulary (``lens`` is its token-length array, kept alive by
     the cache entry), local automaton and pattern."""
-    key = (id(lens), digest + pattern.astype(np.int16).tobytes(), b)
+    return _outcomes(local, pattern, digest, [b], [toks], lens, buf)[0]
+
+
+def _outcomes(
+    local: np.ndarray, pattern: np.ndarray, digest: bytes, bytes_in: list[int],
+    groups: list[np.ndarray], lens: np.ndarray, buf: np.ndarray,
+) -> list[_Outcome]:
+    """:func:`local_outcomes` of each byte's token group; the groups not cached are walked
+    together, in one walk (a walk's cost is mostly per step, whatever its width: a string's
+    body continues with ~150 first bytes) and then cut per byte."""
+    key0 = (id(lens), digest + pattern.astype(np.int16).tobytes())
+    got: dict[int, _Outcome] = {}
     with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None and hit[0] is lens:
-            _CACHE.move_to_end(key)
-            return hit[1]
-    out = _walk_local(local, pattern, toks, lens, buf)
+        for i, b in enumerate(bytes_in):
+            hit = _CACHE.get((*key0, b))
+            if hit is not None and hit[0] is lens:
+                _CACHE.move_to_end((*key0, b))
+                got[i] = hit[1]
+    miss = [i for i in range(len(bytes_in)) if i not in got]
+    if not miss:
+        return [got[i] for i in range(len(bytes_in))]
+    walked = _split(_walk_local(local, pattern, np.concatenate([groups[i] for i in miss]),
+                                lens, buf), [len(groups[i]) for i in miss])
     with _LOCK:
-        _CACHE[key] = (lens, out)
-        _SIZE[0] += len(toks) + out[3].shape[1]
+        for i, o in zip(miss, walked, strict=True):
+            got[i] = o
+            _CACHE[(*key0, bytes_in[i])] = (lens, o)
+            _SIZE[0] += len(o[0]) + o[3].shape[1]
         while _SIZE[0] > _KEPT_TOKENS and len(_CACHE) > 1:
             _, (_, old) = _CACHE.popitem(last=False)
             _SIZE[0] -= len(old[0]) + old[3].shape[1]
-    return out
+    return [got[i] for i in range(len(bytes_in))]
+
+
+def _split(o: _Outcome, sizes: list[int]) -> list[_Outcome]:
+    """A walk of several groups joined, cut back into the walks of each group: per-token
+    arrays by position; forks by token index, renumbered from the group's first token (a
+    fork list stays in walk order: offset, then token index)."""
+    bounds = np.cumsum([0, *sizes])
+    end, kill_at, kill_in, fork, kill_byte = o
+    which = np.searchsorted(bounds, fork[0], side="right") - 1
+    parts = []
+    for g in range(len(sizes)):
+        lo, hi = int(bounds[g]), int(bounds[g + 1])
+        f = fork[:, which == g].copy()
+        f[0] -= lo
+        part = (end[lo:hi], kill_at[lo:hi], kill_in[lo:hi], f, kill_byte[lo:hi])
+        for a in part:
+            a.flags.writeable = False
+        parts.append(part)
+    return parts
 
 
 def group_outcomes(
@@ -182,9 +221,8 @@ def group_outcomes(
     """:func:`local_outcomes` of the tokens beginning with each of ``bytes_in`` (grouped by
     first byte: ``by_byte[byte_start[b]:byte_start[b + 1]]``), joined in that order (the
     forks' token index counting across the groups)."""
-    parts = [local_outcomes(local, pattern, digest, b, by_byte[byte_start[b]:
-                                                               byte_start[b + 1]], lens, buf)
-             for b in bytes_in]
+    parts = _outcomes(local, pattern, digest, bytes_in,
+                      [by_byte[byte_start[b]: byte_start[b + 1]] for b in bytes_in], lens, buf)
     offsets = np.cumsum([0, *(len(p[0]) for p in parts)])
     fork = np.concatenate([p[3] for p in parts], axis=1).astype(np.int64)
     fork[0] += np.repeat(offsets[:-1], [p[3].shape[1] for p in parts])
@@ -211,35 +249,45 @@ def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: 
     kill_byte = np.zeros(n, dtype=np.uint8)
     forks: list[np.ndarray] = []
     cur = np.zeros(n, dtype=np.int64)
-    act = np.arange(n)
-    k = 1
     tl = lens[toks]
+    loop = local[0] == 0  # the bytes local state 0 loops on (a string's body: most)
+    if loop.any():  # each walk jumps over its run of them (no fork, no kill inside)
+        k = run_ends(lens, buf, loop)[toks].astype(np.int64)
+    else:
+        k = np.ones(n, dtype=np.int64)
+    done = tl <= k  # (most tokens in a string's body: all their bytes loop)
+    end[done] = 0
+    act = np.flatnonzero(~done)
+    flat, starts = token_starts(lens, buf)
+    at = np.zeros(n, dtype=np.int64)
+    at[act] = starts[toks[act]]  # each token's bytes in ``flat``
     while act.size:
-        done = tl[act] <= k
+        ka = k[act]
+        done = tl[act] <= ka
         if done.any():
             d = act[done]
             end[d] = cur[d]
-            act = act[~done]
+            act, ka = act[~done], ka[~done]
             if not act.size:
                 break
-        byte = buf[toks[act], k]
+        byte = flat[at[act] + ka]
         nb = local[cur[act], byte].astype(np.int64)
         stop = nb < 0
         if stop.any():
             s = act[stop]
-            kill_at[s] = k
+            kill_at[s] = ka[stop]
             kill_in[s] = cur[s]
             kill_byte[s] = byte[stop]
-            act = act[~stop]
-            nb = nb[~stop]
+            act, ka, nb = act[~stop], ka[~stop], nb[~stop]
         shift = pattern[cur[act]] != pattern[nb]
         if shift.any():
             w = act[shift]
-            forks.append(np.stack([w, np.full(len(w), k), cur[w], nb[shift]]))
+            forks.append(np.stack([w, ka[shift], cur[w], nb[shift]]))
         cur[act] = nb
-        k += 1
+        k[act] = ka + 1
     fork = (np.concatenate(forks, axis=1) if forks else np.zeros((4, 0), np.int64)).astype(
         np.int32)
+    fork = fork[:, np.lexsort((fork[0], fork[1]))]  # in walk order: offset, then token
     for a in (end, kill_at, kill_in, fork, kill_byte):
         a.flags.writeable = False
     return end, kill_at, kill_in, fork, kill_byte

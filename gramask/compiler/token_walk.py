@@ -144,14 +144,24 @@ class TokenWalker:
         their suffix walks from the start state in one batch (a walk's cost is mostly per
         step, whatever its width: row 0 has a dozen groups)."""
         pending = []
+        solo: list[tuple[int, list[int], np.ndarray]] = []
         for s_after, bytes_in in groups:
             toks = self.tokens_of(bytes_in)
             gen = self._local_nodes(s_after, bytes_in, toks)
             try:
                 pending.append((s_after, bytes_in, gen, next(gen)))
-            except StopIteration as stop:  # no shared local walk: a walk of its own
-                self._keep(s_after, bytes_in, stop.value if stop.value is not None else
-                           self.walk(None, toks, 0, False, first=np.full(len(toks), s_after)))
+            except StopIteration as stop:
+                if stop.value is not None:
+                    self._keep(s_after, bytes_in, stop.value)
+                else:  # no shared local walk: walked below, all such groups in one walk
+                    solo.append((s_after, bytes_in, toks))
+        if solo:
+            sizes = [len(x[2]) for x in solo]
+            nodes = self.walk(None, np.concatenate([x[2] for x in solo]), 0, False,
+                              first=np.repeat([x[0] for x in solo], sizes))
+            for (s_after, bytes_in, _), part in zip(solo, np.split(nodes, np.cumsum(sizes)[:-1]),
+                                                    strict=True):
+                self._keep(s_after, bytes_in, part)
         if not pending:
             return
         tails = self.suffix(np.concatenate([p[3][0] for p in pending]),
