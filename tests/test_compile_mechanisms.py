@@ -27,6 +27,28 @@ def test_small_local_agrees_with_the_search(monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.setattr(local_walks, "MAX_LOCAL_STATES", limit)
         want = [local_walks.local_automaton(trans, s) is not None for s in range(n)]
         assert local_walks.small_local(trans, limit).tolist() == want
+        # searches sharing one lexer's successor lists and known-large states, in any order,
+        # find what a plain breadth-first search finds
+        succ = local_walks.Successors(trans)
+        for s in rng.permutation(n).tolist():
+            got = local_walks.local_automaton(trans, s, succ)
+            order = _bfs(trans, s)
+            assert (got is None) == (len(order) > limit)
+            if got is not None:
+                assert got[0].tolist() == order
+                assert np.array_equal(got[1], np.array([[order.index(r) if r >= 0 else -1
+                                                         for r in trans[q]] for q in order]))
+
+
+def _bfs(trans: np.ndarray, s: int) -> list[int]:
+    """The states reachable from ``s``, breadth first, bytes ascending (a plain queue)."""
+    order, i = [s], 0
+    while i < len(order):
+        for r in trans[order[i]].tolist():
+            if r >= 0 and r not in order:
+                order.append(r)
+        i += 1
+    return order
 
 
 @pytest.mark.parametrize("pattern", ["x{7}[a-z]*", "[0-9]{2,5}", "(?i:k){3}", "[^a]{4}b",

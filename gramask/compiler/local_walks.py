@@ -23,8 +23,8 @@ import numpy as np
 
 from .walk_inputs import run_ends, token_starts
 
-__all__ = ["MAX_LOCAL_STATES", "first_appearance", "group_outcomes", "local_automaton",
-           "local_outcomes", "small_local"]
+__all__ = ["MAX_LOCAL_STATES", "Successors", "first_appearance", "group_outcomes",
+           "local_automaton", "local_outcomes", "small_local"]
 
 # local automata larger than this are not canonicalised (the states right after a quote in a
 # schema with many keys: schema-specific anyway)
@@ -32,37 +32,60 @@ MAX_LOCAL_STATES = 256
 # outcomes kept, in tokens (three int16 per token): about 50 MB
 _KEPT_TOKENS = 8_000_000
 
+# a group of at least this many tokens jumps over its first run of looped-on bytes with a
+# search of the vocabulary, kept per byte set (smaller ones read their own bytes); walks left
+# after every _JUMP_EVERY steps, if no more than this many, jump again
+_VOCAB_JUMP = 16384
+_JUMP_EVERY = 8
+
 _Outcome = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 _CACHE: OrderedDict[tuple[int, bytes, int], tuple[np.ndarray, _Outcome]] = OrderedDict()
 _SIZE = [0]
 _LOCK = threading.Lock()
 
 
-def local_automaton(trans: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray, bytes] | None:
+class Successors:
+    """Per lexer state, its distinct successors in byte order, read off its row on first use,
+    and the states known to reach more than :data:`MAX_LOCAL_STATES`: what the breadth-first
+    searches of :func:`local_automaton` from the states of one lexer share (a row of a
+    lazily built table searches from dozens of states, mostly reaching the same ones)."""
+
+    __slots__ = ("_succ", "big", "trans")
+
+    def __init__(self, trans: np.ndarray) -> None:
+        self.trans = trans
+        self._succ: dict[int, list[int]] = {}
+        self.big: set[int] = set()
+
+    def of(self, q: int) -> list[int]:
+        got = self._succ.get(q)
+        if got is None:
+            d = dict.fromkeys(self.trans[q].tolist())  # (ordered: bytes ascending)
+            d.pop(-1, None)
+            got = self._succ[q] = list(d)
+        return got
+
+
+def local_automaton(trans: np.ndarray, s: int, succ: Successors | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, bytes] | None:
     """(the lexer states reachable from ``s`` in canonical order — breadth first, bytes
     ascending, ``s`` first —, their transitions renumbered (-1 dead), a digest of those), or
-    None when more than :data:`MAX_LOCAL_STATES` are reachable."""
-    # breadth first one level at a time: a level's rows flattened list its successors in the
-    # order a queue would meet them (bytes ascending), each new state kept at its first
-    seen = np.zeros(trans.shape[0], dtype=bool)
-    seen[s] = True
-    parts = [np.array([s], dtype=np.int64)]
-    count = 1
-    level = parts[0]
-    while level.size:
-        cand = trans[level].reshape(-1)
-        cand = cand[cand >= 0]
-        cand = cand[~seen[cand]]
-        if not cand.size:
-            break
-        _, first = np.unique(cand, return_index=True)
-        level = cand[np.sort(first)].astype(np.int64)
-        count += len(level)
-        if count > MAX_LOCAL_STATES:
-            return None
-        seen[level] = True
-        parts.append(level)
-    states = np.concatenate(parts)
+    None when more than :data:`MAX_LOCAL_STATES` are reachable. ``succ``: the lexer's
+    successor lists, kept by the caller across searches."""
+    if succ is None:
+        succ = Successors(trans)
+    big = succ.big
+    order = [s]
+    seen = {s}
+    for q in order:  # (the list grows while it is read: a queue)
+        for r in succ.of(q):
+            if r not in seen:
+                if r in big or len(order) == MAX_LOCAL_STATES:
+                    big.add(s)
+                    return None
+                seen.add(r)
+                order.append(r)
+    states = np.array(order, dtype=np.int64)
     remap = np.full(trans.shape[0] + 1, -1, dtype=np.int16)
     remap[states] = np.arange(len(states), dtype=np.int16)
     local = remap[trans[states]]  # -1 stays -1 (the extra last entry)
@@ -250,18 +273,29 @@ def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: 
     forks: list[np.ndarray] = []
     cur = np.zeros(n, dtype=np.int64)
     tl = lens[toks]
-    loop = local[0] == 0  # the bytes local state 0 loops on (a string's body: most)
-    if loop.any():  # each walk jumps over its run of them (no fork, no kill inside)
-        k = run_ends(lens, buf, loop)[toks].astype(np.int64)
-    else:
-        k = np.ones(n, dtype=np.int64)
+    looping = local == np.arange(len(local), dtype=local.dtype)[:, None]
+    loops = looping.any(axis=1)
+    # A walk in a state that loops on some bytes (a string's body: most) jumps over its run
+    # of them (no fork, no kill inside). From local state 0 at the second byte, read off
+    # run_ends (one search per byte set and vocabulary) for a large group, off the tokens'
+    # own bytes for a small one; later, every few steps, the few long tokens left jump the
+    # same way.
+    k = np.ones(n, dtype=np.int64)
+    if loops[0] and n >= _VOCAB_JUMP:
+        k = run_ends(lens, buf, looping[0])[toks].astype(np.int64)
+    elif loops[0]:
+        _jump(looping, loops, cur, np.arange(n), k, toks, tl, buf)
     done = tl <= k  # (most tokens in a string's body: all their bytes loop)
     end[done] = 0
     act = np.flatnonzero(~done)
     flat, starts = token_starts(lens, buf)
     at = np.zeros(n, dtype=np.int64)
     at[act] = starts[toks[act]]  # each token's bytes in ``flat``
+    step = 0
     while act.size:
+        step += 1
+        if step % _JUMP_EVERY == 0 and len(act) <= _VOCAB_JUMP:
+            _jump(looping, loops, cur, act, k, toks, tl, buf)
         ka = k[act]
         done = tl[act] <= ka
         if done.any():
@@ -291,3 +325,20 @@ def _walk_local(local: np.ndarray, pattern: np.ndarray, toks: np.ndarray, lens: 
     for a in (end, kill_at, kill_in, fork, kill_byte):
         a.flags.writeable = False
     return end, kill_at, kill_in, fork, kill_byte
+
+
+
+def _jump(looping: np.ndarray, loops: np.ndarray, cur: np.ndarray, act: np.ndarray,
+          k: np.ndarray, toks: np.ndarray, tl: np.ndarray, buf: np.ndarray) -> None:
+    """Advance the walks ``act`` in looping local states to their token's next byte that
+    their state does not loop on (or its end), in place, reading the tokens' bytes (a few
+    walks: no search of the vocabulary)."""
+    c = cur[act]
+    inside = loops[c]
+    if not inside.any():
+        return
+    a, c = act[inside], c[inside]
+    rows = buf[toks[a]]
+    pos = np.arange(rows.shape[1])[None, :]
+    stop = ~looping[c[:, None], rows] & (pos >= k[a][:, None]) | (pos >= tl[a][:, None])
+    k[a] = np.where(stop.any(axis=1), stop.argmax(axis=1), tl[a])

@@ -25,7 +25,7 @@ import numpy as np
 from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
-from .local_walks import first_appearance, group_outcomes, local_automaton
+from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
 from .suffix_memo import SuffixMemo
 from .walk_inputs import LoopRuns, end_classes, token_matrix, token_starts
 
@@ -84,6 +84,7 @@ class TokenWalker:
         self._dense = np.full(v, -1, dtype=np.int64)
         self.row0: tuple[np.ndarray, np.ndarray] | None = None
         self.small_local: np.ndarray | None = None  # states a local walk can serve (full build)
+        self._succ = Successors(self.trans)  # what the searches for local automata share
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ memos
@@ -194,7 +195,7 @@ class TokenWalker:
             return None
         if self.small_local is not None and not self.small_local[s_after]:
             return None  # (known in a full build: a search per state costs it thousands)
-        la = local_automaton(self.trans, s_after)
+        la = local_automaton(self.trans, s_after, self._succ)
         if la is None:
             return None
         states, local, digest = la
