@@ -83,6 +83,7 @@ class TokenWalker:
         self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
         self._dense = np.full(v, -1, dtype=np.int64)
         self.row0: tuple[np.ndarray, np.ndarray] | None = None
+        self.assembled: dict[int, None] = {}  # rows other than 0 assembled in full, in order
         self.small_local: np.ndarray | None = None  # states a local walk can serve (full build)
         self.succ = Successors(self.trans)  # what the searches for local automata share
         self.lock = threading.RLock()
@@ -195,25 +196,28 @@ class TokenWalker:
                         dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0,
                                                 True)
                     else:  # the shared walks of the states the first bytes lead to
-                        row, _ = self._ensure_shared(0)
+                        row, _ = self.ensure_shared(0)
                         for b in starts:
                             dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
                     idx = np.flatnonzero(dense >= 0)
                     self.row0 = (idx, dense[idx])
                     dense[:] = -1
                 return self.row0
-            row, cont = self._ensure_shared(q)
+            row, cont = self.ensure_shared(q)
             for b in cont:
                 dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
             idx = np.flatnonzero(dense >= 0)
             node = dense[idx]
             dense[:] = -1
+            self.assembled[q] = None
             return idx, node
 
-    def _ensure_shared(self, q: int) -> tuple[np.ndarray, list[int]]:
-        """(row ``q`` of the DFA, the bytes continuing it), their shared walks done."""
+    def ensure_shared(self, q: int, only: list[int] | None = None
+                      ) -> tuple[np.ndarray, list[int]]:
+        """(row ``q`` of the DFA, the bytes continuing it, of ``only`` if given), their shared
+        walks done."""
         row = self.trans[q]
-        cont = np.flatnonzero(row >= 0).tolist()
+        cont = np.flatnonzero(row >= 0).tolist() if only is None else only
         missing: dict[int, list[int]] = {}
         for b in cont:
             if (int(row[b]), b) not in self.shared:
@@ -226,7 +230,7 @@ class TokenWalker:
         with self.lock:
             if q == 0:
                 return len(self.row(0)[0])
-            row, cont = self._ensure_shared(q)
+            row, cont = self.ensure_shared(q)
             return sum(self._alive[(int(row[b]), b)] for b in cont)
 
     # ------------------------------------------------------------------ the walk
