@@ -1,5 +1,6 @@
 """Reading the token tables' rows, as the runtime does: a row expanded (its base row applied,
-or walked first in a lazily built table), grouped by outcome node, and turned into tokens.
+or walked first in a lazily built table), or a lazily built table's row as a diff against a
+row assembled before, grouped by outcome node, and turned into tokens.
 """
 
 from __future__ import annotations
