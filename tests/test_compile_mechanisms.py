@@ -30,22 +30,24 @@ def test_small_local_agrees_with_the_search(monkeypatch: pytest.MonkeyPatch) -> 
         # searches sharing one lexer's successor lists and known-large states, in any order,
         # find what a plain breadth-first search finds
         succ = local_walks.Successors(trans)
-        for s in rng.permutation(n).tolist():
+        for s in rng.permutation(n)[:12].tolist():
             got = local_walks.local_automaton(trans, s, succ)
             order = _bfs(trans, s)
             assert (got is None) == (len(order) > limit)
             if got is not None:
                 assert got[0].tolist() == order
-                assert np.array_equal(got[1], np.array([[order.index(r) if r >= 0 else -1
-                                                         for r in trans[q]] for q in order]))
+                pos = np.full(n + 1, -1)
+                pos[order] = np.arange(len(order))
+                assert np.array_equal(got[1], pos[trans[order]])
 
 
 def _bfs(trans: np.ndarray, s: int) -> list[int]:
     """The states reachable from ``s``, breadth first, bytes ascending (a plain queue)."""
-    order, i = [s], 0
+    order, seen, i = [s], {s}, 0
     while i < len(order):
         for r in trans[order[i]].tolist():
-            if r >= 0 and r not in order:
+            if r >= 0 and r not in seen:
+                seen.add(r)
                 order.append(r)
         i += 1
     return order
