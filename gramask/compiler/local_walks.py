@@ -395,11 +395,11 @@ def _jump(looping: np.ndarray, loops: np.ndarray, cur: np.ndarray, act: np.ndarr
     their state does not loop on (or its end), in place, reading the tokens' bytes (a few
     walks: no search of the vocabulary)."""
     c = cur[act]
-    inside = loops[c]
+    inside = loops[c] & (tl[act] - k[act] > _JUMP_EVERY)  # (a short rest: stepped through)
     if not inside.any():
         return
     a, c = act[inside], c[inside]
-    rows = buf[toks[a]]
+    rows = buf[toks[a], : int(tl[a].max())]
     pos = np.arange(rows.shape[1])[None, :]
     stop = ~looping[c[:, None], rows] & (pos >= k[a][:, None]) | (pos >= tl[a][:, None])
     k[a] = np.where(stop.any(axis=1), stop.argmax(axis=1), tl[a])
