@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gramask import Grammar
-from gramask.compiler import local_walks
+from gramask.compiler import local_walks, token_walk
 from gramask.compiler.pipeline import build
 from gramask.compiler.tables import TokenTables
 
@@ -65,7 +65,7 @@ def test_rows_with_shared_local_walks_match_the_plain_walk(
         lazy=True).constraint().allowed()
     g = GRAMMARS[k]()
     shared = _rows(g)
-    monkeypatch.setattr(local_walks, "local_automaton", lambda trans, s, succ=None: None)
+    monkeypatch.setattr(token_walk, "local_automaton", lambda trans, s, succ=None: None)
     assert shared == _rows(g)
 
 

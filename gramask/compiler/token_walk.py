@@ -18,14 +18,14 @@ visits (:meth:`TokenWalker.row`), which is what makes a new grammar's first mask
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 
 import numpy as np
 
 from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .lexer import LexerDFA
-from .local_walks import Successors, local_nodes
+from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
 from .suffix_memo import SuffixMemo
 from .walk_inputs import LoopRuns, end_classes, token_matrix, token_starts
 
@@ -149,7 +149,7 @@ class TokenWalker:
         solo: list[tuple[int, list[int], np.ndarray]] = []
         for s_after, bytes_in in groups:
             toks = self.tokens_of(bytes_in)
-            gen = local_nodes(self, s_after, bytes_in, toks)
+            gen = _local_nodes(self, s_after, bytes_in, toks)
             try:
                 pending.append((s_after, bytes_in, gen, next(gen)))
             except StopIteration as stop:
@@ -384,6 +384,63 @@ class TokenWalker:
             ids = ids.copy()
             ids[nl] = self.interner.set_ids(rows[nl], codes)
         return ids
+
+
+def _local_nodes(w: TokenWalker, s_after: int, bytes_in: list[int], toks: np.ndarray
+                ) -> Generator[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray | None]:
+    """The nodes of ``w``'s shared walk of ``toks`` (first bytes ``bytes_in``) from
+    ``s_after`` (:meth:`TokenWalker.walk_shared`), made from the walks inside the lexeme
+    that grammars with the same local automaton (and pattern of end classes) share
+    (:mod:`gramask.compiler.local_walks`); None where those do not decide it: the
+    indentation newline (its width is counted across lexemes), a local automaton too large
+    to share. Yields the suffixes it needs (tokens, offsets), sent their nodes. (A function
+    of the module, not a method: the class stays within its size.)"""
+    if w.nl_terminal >= 0:
+        return None
+    if w.small_local is not None and not w.small_local[s_after]:
+        return None  # (known in a full build: a search per state costs it thousands)
+    la = local_automaton(w.trans, s_after, w.succ)
+    if la is None:
+        return None
+    states, local, digest = la
+    # contextual: end classes numbered by first appearance (where forks are)
+    pattern = (first_appearance(w.state_class[states]) if w.contextual
+               else np.zeros(len(states), dtype=np.int64))
+    end, kill_at, kill_in, fork, kill_byte = group_outcomes(
+        local, pattern, digest, bytes_in, w.by_byte, w.byte_start, w.lens, w.buf)
+    out = np.full(len(toks), -1, dtype=np.int64)
+    e = np.flatnonzero(end >= 0)
+    out[e] = w.state_class[states[end[e]]]
+    # a lexeme ended by a byte no lexeme starts with leaves a dead tail: dropped here
+    # (most of a whitespace row: " the" after a space)
+    cand = np.flatnonzero((kill_in >= 0) & w.start_ok[kill_byte])
+    at = states[kill_in[cand]]  # the lexer state whose lexeme the byte ends
+    kill_at = kill_at[cand].astype(np.int64)
+    if w.contextual:  # LEX(its accepting terminals), the rest from the start state
+        ok = w.acc_any[at]
+        cand, heads = cand[ok], w.acc_id[at[ok]]
+    else:  # its winner, unless none
+        win = w.dfa.accept[at].astype(np.int64)
+        ok = win >= 0
+        cand, heads = cand[ok], win[ok]
+    tail = yield toks[cand], kill_at[ok]
+    good = tail >= 0
+    cand, heads, tail = cand[good], heads[good], tail[good]
+    res = tail.copy()
+    keep = (np.ones(len(heads), dtype=bool) if w.contextual
+            else ~w.dfa.ignored[heads])  # an ignored terminal leaves no node
+    if keep.any():
+        res[keep] = w.interner.cons(heads[keep], tail[keep])
+    out[cand] = res
+    if fork.shape[1]:  # contextual forks, folded last first (as walk() folds them)
+        for k in np.unique(fork[1])[::-1].tolist():
+            at_k, _, cur, nxt = fork[:, fork[1] == k]
+            cw = w.state_class[states[nxt]].astype(np.int64)
+            alt = w.lex_alt(states[cur], toks[at_k], np.full(len(at_k), k), cw)
+            f = alt >= 0
+            if f.any():
+                out[at_k[f]] = w.interner.branch(cw[f], out[at_k[f]], alt[f])
+    return out
 
 
 def _nl_heads(buf: np.ndarray, n_terms: int, t: np.ndarray, k: np.ndarray,
