@@ -27,6 +27,30 @@ def test_small_local_agrees_with_the_search(monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.setattr(local_walks, "MAX_LOCAL_STATES", limit)
         want = [local_walks.local_automaton(trans, s) is not None for s in range(n)]
         assert local_walks.small_local(trans, limit).tolist() == want
+        # searches sharing one lexer's successor lists and known-large states, in any order,
+        # find what a plain breadth-first search finds
+        succ = local_walks.Successors(trans)
+        for s in rng.permutation(n)[:12].tolist():
+            got = local_walks.local_automaton(trans, s, succ)
+            order = _bfs(trans, s)
+            assert (got is None) == (len(order) > limit)
+            if got is not None:
+                assert got[0].tolist() == order
+                pos = np.full(n + 1, -1)
+                pos[order] = np.arange(len(order))
+                assert np.array_equal(got[1], pos[trans[order]])
+
+
+def _bfs(trans: np.ndarray, s: int) -> list[int]:
+    """The states reachable from ``s``, breadth first, bytes ascending (a plain queue)."""
+    order, seen, i = [s], {s}, 0
+    while i < len(order):
+        for r in trans[order[i]].tolist():
+            if r >= 0 and r not in seen:
+                seen.add(r)
+                order.append(r)
+        i += 1
+    return order
 
 
 @pytest.mark.parametrize("pattern", ["x{7}[a-z]*", "[0-9]{2,5}", "(?i:k){3}", "[^a]{4}b",

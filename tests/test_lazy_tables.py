@@ -15,8 +15,10 @@ import pytest
 import gramask
 from gramask import Grammar
 from gramask.compiler.pipeline import build
-from gramask.compiler.table_rows import expand_row
+from gramask.compiler.table_rows import expand_row, lazy_diff
 from gramask.compiler.tables import walk_token
+from gramask.compiler.token_walk import TokenWalker
+from gramask.runtime.core import contextual_lexer
 
 
 @functools.cache
@@ -168,3 +170,47 @@ def test_contextual_lark_grammars_match_the_full_build() -> None:
                         lazy.constraint(cut, max_tokens=n)
                     continue
                 assert np.array_equal(want, lazy.constraint(cut, max_tokens=n).allowed())
+
+
+def test_lazy_diffs_rebuild_the_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row served as a diff against a row assembled before (``lazy_diff``) is that row with
+    the differing first bytes' tokens replaced: the same (token, node) pairs as the row
+    assembled in full, and the masks of a forced instance use such diffs."""
+    g = Grammar.from_json_schema(SCHEMAS[1][0])
+    lazy = build(g, _vocab(), progress=False, lazy=True)
+    w = lazy.tables.walker
+    assert w is not None
+    states = random.Random(2).sample(range(1, lazy.dfa.num_states),
+                                     min(30, lazy.dfa.num_states - 1))
+    w.row(states[0])
+    served = 0
+    for q in states[1:]:
+        d = lazy_diff(w, q, w.v)
+        if d is None:
+            assert q in w.assembled
+            continue
+        base, removed, idx, node = d
+        bi, bn = w.row(base)
+        got = dict(zip(bi.tolist(), bn.tolist(), strict=True))
+        for t in removed.tolist():
+            got.pop(t, None)
+        got.update(zip(idx.tolist(), node.tolist(), strict=True))
+        qi, qn = w.row(q)  # (now assembled in full: no diff for it from here on)
+        assert got == dict(zip(qi.tolist(), qn.tolist(), strict=True)), q
+        assert lazy_diff(w, q, w.v) is None
+        served += 1
+    assert served >= 10
+    # the runtime serves rows as diffs along a forced instance (masks: the tests above)
+    bases = []
+
+    def spy(w: TokenWalker, q: int, most: int) -> object:
+        d = lazy_diff(w, q, most)
+        bases.append(-1 if d is None else d[0])
+        return d
+
+    monkeypatch.setattr(contextual_lexer, "lazy_diff", spy)
+    cx = build(g, _vocab(), progress=False, lazy=True).constraint()
+    for t in _greedy(_vocab(), json.dumps(SCHEMAS[1][1][0]).encode()):
+        cx.allowed()
+        cx.advance(t)
+    assert max(bases) >= 0

@@ -65,7 +65,7 @@ def test_rows_with_shared_local_walks_match_the_plain_walk(
         lazy=True).constraint().allowed()
     g = GRAMMARS[k]()
     shared = _rows(g)
-    monkeypatch.setattr(token_walk, "local_automaton", lambda trans, s: None)
+    monkeypatch.setattr(token_walk, "local_automaton", lambda trans, s, succ=None: None)
     assert shared == _rows(g)
 
 

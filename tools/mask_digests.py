@@ -13,6 +13,11 @@ artifacts)::
 
 Arguments are GRAMMAR DOCUMENT pairs. A document the grammar rejects stops its pass at the
 rejected token (the line then says where): the digest still covers the masks before it.
+
+``--schemas sample,schemastore`` does the same for JSON Schema requests: each schema of
+``tools/json_schemas/<set>.json`` that gramask compiles (``cache=False``, its rows built
+lazily as a request's are), each valid and invalid instance forced as compact ``json.dumps``
+from a fresh constraint up to its end or its first refused token; one line per set.
 """
 
 from __future__ import annotations
@@ -52,14 +57,56 @@ def digest(grammar: Path, doc: Path, mode: str, vocab_name: str) -> str:
     return f"{grammar.name} {doc.name} {mode} {n} {h.hexdigest()[:24]}{stop}"
 
 
+def schema_digest(set_name: str, vocab_name: str) -> str:
+    """One line: the masks of forcing every instance of a JSON Schema set."""
+    import json
+    import warnings
+
+    import numpy as np
+    from bench.real_tokenizer import RealTokenizer
+
+    import gramask
+
+    vocab = gramask.Vocabulary.bundled(vocab_name)
+    tok = RealTokenizer(vocab_name)
+    cases = json.loads((Path(__file__).resolve().parent / "json_schemas" /
+                        f"{set_name}.json").read_text())
+    h = hashlib.sha256()
+    n = schemas = 0
+    for case in cases:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                g = gramask.Grammar.from_json_schema(case["schema"])
+        except gramask.GrammarError:
+            continue
+        schemas += 1
+        cg = gramask.compile(g, vocab, cache=False, progress=False)
+        for inst in case["valid"] + case["invalid"]:
+            c = cg.constraint()
+            for t in [*tok.encode(json.dumps(inst, separators=(",", ":"),
+                                             ensure_ascii=False)), None]:
+                m = c.allowed()
+                h.update(np.packbits(m).tobytes())
+                n += 1
+                if t is None or not m[t]:
+                    break
+                c.advance(t)
+    return f"{set_name} {schemas} schemas {n} {h.hexdigest()[:24]}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("pairs", nargs="+", help="GRAMMAR.lark DOCUMENT [GRAMMAR DOCUMENT ...]")
+    ap.add_argument("pairs", nargs="*", help="GRAMMAR.lark DOCUMENT [GRAMMAR DOCUMENT ...]")
+    ap.add_argument("--schemas", default="",
+                    help="JSON Schema sets of tools/json_schemas (comma-separated)")
     ap.add_argument("--modes", default="basic,contextual")
     ap.add_argument("--vocab", default="deepseek-v4")
     a = ap.parse_args(argv)
     if len(a.pairs) % 2:
         ap.error("give GRAMMAR DOCUMENT pairs")
+    for set_name in filter(None, a.schemas.split(",")):
+        print(schema_digest(set_name, a.vocab), flush=True)
     for g, d in zip(a.pairs[::2], a.pairs[1::2], strict=True):
         for mode in a.modes.split(","):
             print(digest(Path(g), Path(d), mode, a.vocab), flush=True)

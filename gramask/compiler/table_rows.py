@@ -1,5 +1,6 @@
 """Reading the token tables' rows, as the runtime does: a row expanded (its base row applied,
-or walked first in a lazily built table), grouped by outcome node, and turned into tokens.
+or walked first in a lazily built table), or a lazily built table's row as a diff against a
+row assembled before, grouped by outcome node, and turned into tokens.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from .tables import TokenTables
+    from .token_walk import TokenWalker
 
-__all__ = ["expand_row", "group_row", "select_tokens"]
+__all__ = ["expand_row", "group_row", "lazy_diff", "select_tokens"]
 
 
 def expand_row(
@@ -48,6 +50,34 @@ def expand_row(
     nodes = np.concatenate([bnode[kept], dat[add].astype(np.int64) - 1])
     order = np.argsort(ids, kind="stable")  # two ascending runs: a linear merge
     return ids[order], nodes[order]
+
+
+def lazy_diff(w: TokenWalker, q: int, most: int
+              ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Row ``q`` of a lazily built table as a diff against a row assembled in full before:
+    (that row, the tokens whose first byte leads elsewhere from ``q`` than from it, and of
+    those, ``q``'s entries: token ids, nodes), walked on first use; None where more than
+    ``most`` tokens differ, for row 0 and for rows assembled in full. A row costs what it
+    adds (the rows inside a string differ in a few first bytes: a key's next letter, a UTF-8
+    lead), not the vocabulary-sized assembly, sort and scatter of a whole row."""
+    with w.lock:
+        if q == 0 or q in w.assembled or not w.assembled:
+            return None
+        cand = np.fromiter(w.assembled, dtype=np.int64, count=len(w.assembled))
+        tq = w.trans[q]
+        cost = (w.trans[cand] != tq[None, :]) @ np.diff(w.byte_start)  # tokens differing
+        j = int(np.argmin(cost))
+        if int(cost[j]) > most:
+            return None
+        base = int(cand[j])
+        diff = np.flatnonzero(w.trans[base] != tq).tolist()
+        cont = [b for b in diff if tq[b] >= 0]
+        w.ensure_shared(q, cont)
+        node = (np.concatenate([w.shared[(int(tq[b]), b)] for b in cont]) if cont
+                else np.zeros(0, dtype=np.int64))
+        idx = w.tokens_of(cont)
+        keep = node >= 0
+        return base, w.tokens_of(diff), idx[keep], node[keep].astype(np.int64)
 
 
 def group_row(idx: np.ndarray, node: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

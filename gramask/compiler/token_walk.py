@@ -26,7 +26,7 @@ from ..encoding import nl_code, unique_rows
 from .interner import Interner
 from .kept import drop_oldest
 from .lexer import LexerDFA
-from .local_walks import first_appearance, group_outcomes, local_automaton
+from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
 from .suffix_memo import SuffixMemo
 from .walk_inputs import LoopRuns, end_classes, token_matrix, token_starts
 
@@ -79,12 +79,14 @@ class TokenWalker:
         self.runs = LoopRuns(self.trans, self.lens, self.buf)  # jumps over looping runs
         self._memo = SuffixMemo(v, lmax)  # the suffixes walked so far
         self.valid, self.by_byte, self.byte_start = _byte_groups(self.lens, self.buf)
-        self._start_ok = self.trans[0] >= 0  # per byte: it starts a lexeme
+        self.start_ok = self.trans[0] >= 0  # per byte: it starts a lexeme
         self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
         self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
         self._dense = np.full(v, -1, dtype=np.int64)
         self.row0: tuple[np.ndarray, np.ndarray] | None = None
+        self.assembled: dict[int, None] = {}  # rows other than 0 assembled in full, in order
         self.small_local: np.ndarray | None = None  # states a local walk can serve (full build)
+        self.succ = Successors(self.trans)  # what the searches for local automata share
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ memos
@@ -93,7 +95,7 @@ class TokenWalker:
         tail whose first byte starts no lexeme is dead without a look at the memo (most are:
         a space-prefixed word after whitespace)."""
         out = np.full(len(t), -1, dtype=np.int64)
-        alive = np.flatnonzero(self._start_ok[self.buf[t, k]]) if len(t) else t
+        alive = np.flatnonzero(self.start_ok[self.buf[t, k]]) if len(t) else t
         if not alive.size:
             return out
         t, k = t[alive], k[alive]
@@ -145,14 +147,24 @@ class TokenWalker:
         their suffix walks from the start state in one batch (a walk's cost is mostly per
         step, whatever its width: row 0 has a dozen groups)."""
         pending = []
+        solo: list[tuple[int, list[int], np.ndarray]] = []
         for s_after, bytes_in in groups:
             toks = self.tokens_of(bytes_in)
-            gen = self._local_nodes(s_after, bytes_in, toks)
+            gen = _local_nodes(self, s_after, bytes_in, toks)
             try:
                 pending.append((s_after, bytes_in, gen, next(gen)))
-            except StopIteration as stop:  # no shared local walk: a walk of its own
-                self._keep(s_after, bytes_in, stop.value if stop.value is not None else
-                           self.walk(None, toks, 0, False, first=np.full(len(toks), s_after)))
+            except StopIteration as stop:
+                if stop.value is not None:
+                    self._keep(s_after, bytes_in, stop.value)
+                else:  # no shared local walk: walked below, all such groups in one walk
+                    solo.append((s_after, bytes_in, toks))
+        if solo:
+            sizes = [len(x[2]) for x in solo]
+            nodes = self.walk(None, np.concatenate([x[2] for x in solo]), 0, False,
+                              first=np.repeat([x[0] for x in solo], sizes))
+            for (s_after, bytes_in, _), part in zip(solo, np.split(nodes, np.cumsum(sizes)[:-1]),
+                                                    strict=True):
+                self._keep(s_after, bytes_in, part)
         if not pending:
             return
         tails = self.suffix(np.concatenate([p[3][0] for p in pending]),
@@ -173,62 +185,6 @@ class TokenWalker:
             self._alive[(s_after, b)] = int(np.count_nonzero(nodes[off: off + n] >= 0))
             off += n
 
-    def _local_nodes(self, s_after: int, bytes_in: list[int], toks: np.ndarray
-                     ) -> Generator[tuple[np.ndarray, np.ndarray], np.ndarray,
-                                    np.ndarray | None]:
-        """The nodes of a shared walk from the walks inside the lexeme that grammars with the
-        same local automaton (and pattern of end classes) share
-        (:mod:`gramask.compiler.local_walks`); None where those do not decide it: the
-        indentation newline (its width is counted across lexemes), a local automaton too
-        large to share. Yields the suffixes it needs (tokens, offsets), sent their nodes."""
-        if self.nl_terminal >= 0:
-            return None
-        if self.small_local is not None and not self.small_local[s_after]:
-            return None  # (known in a full build: a search per state costs it thousands)
-        la = local_automaton(self.trans, s_after)
-        if la is None:
-            return None
-        states, local, digest = la
-        # contextual: end classes numbered by first appearance (where forks are)
-        pattern = (first_appearance(self.state_class[states]) if self.contextual
-                   else np.zeros(len(states), dtype=np.int64))
-        end, kill_at, kill_in, fork, kill_byte = group_outcomes(
-            local, pattern, digest, bytes_in, self.by_byte, self.byte_start, self.lens,
-            self.buf)
-        out = np.full(len(toks), -1, dtype=np.int64)
-        e = np.flatnonzero(end >= 0)
-        out[e] = self.state_class[states[end[e]]]
-        # a lexeme ended by a byte no lexeme starts with leaves a dead tail: dropped here
-        # (most of a whitespace row: " the" after a space)
-        cand = np.flatnonzero((kill_in >= 0) & self._start_ok[kill_byte])
-        at = states[kill_in[cand]]  # the lexer state whose lexeme the byte ends
-        kill_at = kill_at[cand].astype(np.int64)
-        if self.contextual:  # LEX(its accepting terminals), the rest from the start state
-            ok = self.acc_any[at]
-            cand, heads = cand[ok], self.acc_id[at[ok]]
-        else:  # its winner, unless none
-            win = self.dfa.accept[at].astype(np.int64)
-            ok = win >= 0
-            cand, heads = cand[ok], win[ok]
-        tail = yield toks[cand], kill_at[ok]
-        good = tail >= 0
-        cand, heads, tail = cand[good], heads[good], tail[good]
-        res = tail.copy()
-        keep = (np.ones(len(heads), dtype=bool) if self.contextual
-                else ~self.dfa.ignored[heads])  # an ignored terminal leaves no node
-        if keep.any():
-            res[keep] = self.interner.cons(heads[keep], tail[keep])
-        out[cand] = res
-        if fork.shape[1]:  # contextual forks, folded last first (as walk() folds them)
-            for k in np.unique(fork[1])[::-1].tolist():
-                w, _, cur, nxt = fork[:, fork[1] == k]
-                cw = self.state_class[states[nxt]].astype(np.int64)
-                alt = self._lex_alt(states[cur], toks[w], np.full(len(w), k), cw)
-                f = alt >= 0
-                if f.any():
-                    out[w[f]] = self.interner.branch(cw[f], out[w[f]], alt[f])
-        return out
-
     def row(self, q: int) -> tuple[np.ndarray, np.ndarray]:
         """Row ``q``: (token ids ascending, node ids), its walks done on first use."""
         with self.lock:
@@ -241,25 +197,28 @@ class TokenWalker:
                         dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0,
                                                 True)
                     else:  # the shared walks of the states the first bytes lead to
-                        row, _ = self._ensure_shared(0)
+                        row, _ = self.ensure_shared(0)
                         for b in starts:
                             dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
                     idx = np.flatnonzero(dense >= 0)
                     self.row0 = (idx, dense[idx])
                     dense[:] = -1
                 return self.row0
-            row, cont = self._ensure_shared(q)
+            row, cont = self.ensure_shared(q)
             for b in cont:
                 dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
             idx = np.flatnonzero(dense >= 0)
             node = dense[idx]
             dense[:] = -1
+            self.assembled[q] = None
             return idx, node
 
-    def _ensure_shared(self, q: int) -> tuple[np.ndarray, list[int]]:
-        """(row ``q`` of the DFA, the bytes continuing it), their shared walks done."""
+    def ensure_shared(self, q: int, only: list[int] | None = None
+                      ) -> tuple[np.ndarray, list[int]]:
+        """(row ``q`` of the DFA, the bytes continuing it, of ``only`` if given), their shared
+        walks done."""
         row = self.trans[q]
-        cont = np.flatnonzero(row >= 0).tolist()
+        cont = np.flatnonzero(row >= 0).tolist() if only is None else only
         missing: dict[int, list[int]] = {}
         for b in cont:
             if (int(row[b]), b) not in self.shared:
@@ -272,7 +231,7 @@ class TokenWalker:
         with self.lock:
             if q == 0:
                 return len(self.row(0)[0])
-            row, cont = self._ensure_shared(q)
+            row, cont = self.ensure_shared(q)
             return sum(self._alive[(int(row[b]), b)] for b in cont)
 
     # ------------------------------------------------------------------ the walk
@@ -338,7 +297,7 @@ class TokenWalker:
                 if sh.any():
                     w = ca[sh]
                     cw = state_class[nbc[sh]]
-                    recs.append((w, cw, self._lex_alt(cur[w], idx[w], k[w], cw,
+                    recs.append((w, cw, self.lex_alt(cur[w], idx[w], k[w], cw,
                                                       lex_start[w], from_start)))
             moved = step[cont]
             cur[moved] = nb[cont]
@@ -384,7 +343,7 @@ class TokenWalker:
                 out[wf] = interner.branch(cls[f], out[wf], alt[f])
         return out
 
-    def _lex_alt(self, states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
+    def lex_alt(self, states: np.ndarray, tidx: np.ndarray, kpos: np.ndarray,
                  next_cls: np.ndarray, lex_start: np.ndarray | None = None,
                  from_start: bool = True) -> np.ndarray:
         """LEX(accepting terminals the next state cannot continue, the rest of the token from
@@ -426,6 +385,63 @@ class TokenWalker:
             ids = ids.copy()
             ids[nl] = self.interner.set_ids(rows[nl], codes)
         return ids
+
+
+def _local_nodes(w: TokenWalker, s_after: int, bytes_in: list[int], toks: np.ndarray
+                ) -> Generator[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray | None]:
+    """The nodes of ``w``'s shared walk of ``toks`` (first bytes ``bytes_in``) from
+    ``s_after`` (:meth:`TokenWalker.walk_shared`), made from the walks inside the lexeme
+    that grammars with the same local automaton (and pattern of end classes) share
+    (:mod:`gramask.compiler.local_walks`); None where those do not decide it: the
+    indentation newline (its width is counted across lexemes), a local automaton too large
+    to share. Yields the suffixes it needs (tokens, offsets), sent their nodes. (A function
+    of the module, not a method: the class stays within its size.)"""
+    if w.nl_terminal >= 0:
+        return None
+    if w.small_local is not None and not w.small_local[s_after]:
+        return None  # (known in a full build: a search per state costs it thousands)
+    la = local_automaton(w.trans, s_after, w.succ)
+    if la is None:
+        return None
+    states, local, digest = la
+    # contextual: end classes numbered by first appearance (where forks are)
+    pattern = (first_appearance(w.state_class[states]) if w.contextual
+               else np.zeros(len(states), dtype=np.int64))
+    end, kill_at, kill_in, fork, kill_byte = group_outcomes(
+        local, pattern, digest, bytes_in, w.by_byte, w.byte_start, w.lens, w.buf)
+    out = np.full(len(toks), -1, dtype=np.int64)
+    e = np.flatnonzero(end >= 0)
+    out[e] = w.state_class[states[end[e]]]
+    # a lexeme ended by a byte no lexeme starts with leaves a dead tail: dropped here
+    # (most of a whitespace row: " the" after a space)
+    cand = np.flatnonzero((kill_in >= 0) & w.start_ok[kill_byte])
+    at = states[kill_in[cand]]  # the lexer state whose lexeme the byte ends
+    kill_at = kill_at[cand].astype(np.int64)
+    if w.contextual:  # LEX(its accepting terminals), the rest from the start state
+        ok = w.acc_any[at]
+        cand, heads = cand[ok], w.acc_id[at[ok]]
+    else:  # its winner, unless none
+        win = w.dfa.accept[at].astype(np.int64)
+        ok = win >= 0
+        cand, heads = cand[ok], win[ok]
+    tail = yield toks[cand], kill_at[ok]
+    good = tail >= 0
+    cand, heads, tail = cand[good], heads[good], tail[good]
+    res = tail.copy()
+    keep = (np.ones(len(heads), dtype=bool) if w.contextual
+            else ~w.dfa.ignored[heads])  # an ignored terminal leaves no node
+    if keep.any():
+        res[keep] = w.interner.cons(heads[keep], tail[keep])
+    out[cand] = res
+    if fork.shape[1]:  # contextual forks, folded last first (as walk() folds them)
+        for k in np.unique(fork[1])[::-1].tolist():
+            at_k, _, cur, nxt = fork[:, fork[1] == k]
+            cw = w.state_class[states[nxt]].astype(np.int64)
+            alt = w.lex_alt(states[cur], toks[at_k], np.full(len(at_k), k), cw)
+            f = alt >= 0
+            if f.any():
+                out[at_k[f]] = w.interner.branch(cw[f], out[at_k[f]], alt[f])
+    return out
 
 
 def _nl_heads(buf: np.ndarray, n_terms: int, t: np.ndarray, k: np.ndarray,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...compiler.table_rows import expand_row, group_row, select_tokens
+from ...compiler.table_rows import expand_row, group_row, lazy_diff, select_tokens
 from ...compiler.tables import TokenTables
 from ...compiler.walk_inputs import wide_first_bytes
 from ...encoding import bits_of_rows
@@ -53,6 +53,8 @@ _SMALL = 128  # node sets planned in plain Python (numpy's per-call cost dominat
 # would fail again), k >= 0 (a cut state, k lexemes since its cut)
 _TOP, _RECUT = 1, 3
 _TRY, _EXACT = -1, -2
+_NONE = np.zeros(0, dtype=np.int64)  # an empty token or node list, read-only
+_NONE.flags.writeable = False
 _DEEPER = np.zeros(0, dtype=bool)  # memoised: "from this cut state, the cut was too shallow"
 
 # How a node set is decided under one allowed set: the verdicts that need no parser step
@@ -120,6 +122,9 @@ class ContextualLexer(ContextualRule):
                 memo_size(limits.row_cache))
             self._diffs: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray,
                                                 np.ndarray]] = BoundedMemo(
+                memo_size(limits.row_cache))
+            self._lazy: BoundedMemo[int, tuple[int, np.ndarray, np.ndarray, np.ndarray,
+                                               np.ndarray]] = BoundedMemo(
                 memo_size(limits.row_cache))
             self._rows: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 BoundedMemo(memo_size(limits.row_cache))
@@ -369,6 +374,22 @@ class ContextualLexer(ContextualRule):
                 self._load_nodes(tb)
         return r
 
+    def _lazy_diff(self, q: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Row ``q`` of a lazily built table as a diff against a row assembled in full
+        (:func:`~gramask.compiler.table_rows.lazy_diff`): (that row or -1 where none fits,
+        then as ``_diff``)."""
+        r = self._lazy.get(q)
+        if r is None:
+            tb = self.tables
+            w = tb.walker if tb is not None else None
+            d = lazy_diff(w, q, self.vocab_size // 4) if w is not None else None
+            r = (-1, _NONE, _NONE, _NONE, _NONE) if d is None else (
+                d[0], d[1], *group_row(d[2], d[3]))
+            self._lazy.put(q, r)
+            if tb is not None and tb.num_nodes != len(self.head):  # the walks grew it
+                self._load_nodes(tb)
+        return r
+
     def _row_tokens(self, p: PState, q: int, carry: int = 0) -> np.ndarray:
         """Row ``q``'s allowed tokens as a fresh bool vector. A row stored as a diff is its
         base row's vector patched at the differing tokens: the vocabulary-sized base is
@@ -376,12 +397,17 @@ class ContextualLexer(ContextualRule):
         prefixes inside a name), not expanded, sorted and grouped again for each."""
         assert self.tables is not None
         b = int(self.tables.row_base[q])
+        key = -1 - q  # keys < 0: diffs (a lazily built table's below -S: see _lazy_diff)
+        if b >= 0:
+            removed, nodes, counts, toks = self._diff(q)
+        elif self.tables.walker is not None and q != 0:
+            b, removed, nodes, counts, toks = self._lazy_diff(q)
+            key -= len(self.trans)
         if b >= 0:
             m = self._row_tokens(p, b, carry)
-            removed, nodes, counts, toks = self._diff(q)
             m[removed] = False
-            if nodes.size:  # keys < 0: diffs
-                m[toks] = np.repeat(self._eval(p, -1 - q, nodes, carry), counts)
+            if nodes.size:
+                m[toks] = np.repeat(self._eval(p, key, nodes, carry), counts)
             return m
         nodes, counts, toks = self._row(q)
         if not nodes.size:
