@@ -182,11 +182,15 @@ class WalkedVerifier(Generic[S]):
 
     def _by_rest(self, s: S, data: bytes) -> tuple[int, ...] | None:
         """The rest of the step plan's text after what the token's bytes ``data`` share
-        with it (``"(cls"`` against the plan ``"():\n    if "``: ``"):\n    if "``), if
-        walking it from ``s`` ends complete: the token took a detour the plan's route
-        rejoins."""
+        with it (``"(cls"`` against the plan ``"():\n    if "``: ``"):\n    if "``), or,
+        where they share no first byte, after the plan's first bytes that the token ends
+        with (``"++)"`` against ``")/*"``: ``"/*"``), if walking it from ``s`` ends complete:
+        the token took a detour the plan's route rejoins."""
         text = self.text
         j = self.shared_prefix(data)
+        if j == 0:
+            j = next((k for k in range(min(len(data), len(text) - 1), 0, -1)
+                      if data.endswith(text[:k])), 0)
         if j == 0 or j >= len(text):
             return None
         if j not in self._rests:
