@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from ..errors import InvalidRegexError, UnsupportedRegexError
 
@@ -17,7 +18,7 @@ try:  # Python ≥ 3.11
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
-__all__ = ["check_features", "has_lazy_repeat"]
+__all__ = ["check_features", "has_lazy_repeat", "regex_ops"]
 
 _UNSUPPORTED = {
     "ASSERT": "a lookahead/lookbehind",
@@ -38,23 +39,9 @@ def check_features(name: str, pattern: str) -> None:
             f"terminal {name}: invalid regex /{pattern}/: {e}", name=name
         ) from None
 
-    def walk(items: object) -> Iterator[str]:
-        for op, av in items:  # type: ignore[attr-defined]
-            opname = str(op)
-            if opname in _UNSUPPORTED:
-                yield _UNSUPPORTED[opname]
-            if isinstance(av, (list, tuple)):
-                for a in av:
-                    if isinstance(a, _sre_parse.SubPattern):
-                        yield from walk(a)
-                    elif isinstance(a, (list, tuple)):
-                        for x in a:
-                            if isinstance(x, _sre_parse.SubPattern):
-                                yield from walk(x)
-            elif isinstance(av, _sre_parse.SubPattern):
-                yield from walk(av)
-
-    for feature in walk(parsed):
+    feature = next((_UNSUPPORTED[str(op)] for op, _ in regex_ops(parsed)
+                    if str(op) in _UNSUPPORTED), None)
+    if feature is not None:
         raise UnsupportedRegexError(
             f"terminal {name}: regex /{pattern}/ uses {feature}, which has no finite "
             "automaton; rewrite it as a plain regular expression",
@@ -70,18 +57,18 @@ def has_lazy_repeat(pattern: str) -> bool:
         parsed = _sre_parse.parse(pattern)
     except (re.error, RecursionError):
         return False
+    return any(str(op) == "MIN_REPEAT" and av[0] != av[1] for op, av in regex_ops(parsed))
 
-    def walk(items: object) -> bool:
-        for op, av in items:  # type: ignore[attr-defined]
-            if str(op) == "MIN_REPEAT" and av[0] != av[1]:
-                return True
-            subs = av if isinstance(av, (list, tuple)) else (av,)
-            for a in subs:
-                if isinstance(a, _sre_parse.SubPattern) and walk(a):
-                    return True
-                if isinstance(a, (list, tuple)) and any(
-                        isinstance(x, _sre_parse.SubPattern) and walk(x) for x in a):
-                    return True
-        return False
 
-    return walk(parsed)
+def regex_ops(items: Any) -> Iterator[tuple[Any, Any]]:
+    """Every (op, argument) of a pattern parsed by ``re``'s parser (or a list of its items),
+    those inside groups, branches and repeats included, each before what it holds."""
+    for op, av in items:
+        yield op, av
+        for a in av if isinstance(av, (list, tuple)) else (av,):
+            if isinstance(a, _sre_parse.SubPattern):
+                yield from regex_ops(a)
+            elif isinstance(a, (list, tuple)):
+                for x in a:
+                    if isinstance(x, _sre_parse.SubPattern):
+                        yield from regex_ops(x)

@@ -22,6 +22,7 @@ from re import _parser as _sre_parse
 from typing import Any
 
 from .charclass import CharSet, case_variants, complement, fold_case, normalize, utf8_sequences
+from .regex_features import regex_ops
 
 __all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa"]
 
@@ -149,20 +150,9 @@ def _top_alternatives(parsed: Any, flags: int) -> list[tuple[Any, int]]:
 def _lazy_only(items: Any) -> bool:
     """Every repeat of a variable count in ``items`` is lazy, and there is one: then
     Python's ``re`` ends a match of it at the first point it can (the shortest match)."""
-    lazy = greedy = False
-    stack = [items]
-    while stack:
-        for op, av in stack.pop():
-            if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
-                if av[0] != av[1]:
-                    lazy |= op is _c.MIN_REPEAT
-                    greedy |= op is _c.MAX_REPEAT
-                stack.append(av[2])
-            elif op is _c.SUBPATTERN:
-                stack.append(av[3])
-            elif op is _c.BRANCH:
-                stack.extend(av[1])
-    return lazy and not greedy
+    kinds = {op for op, av in regex_ops(items)
+             if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and av[0] != av[1]}
+    return kinds == {_c.MIN_REPEAT}
 
 
 class _Builder:
