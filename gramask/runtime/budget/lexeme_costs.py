@@ -52,6 +52,7 @@ class LexemeCosts:
         self._fin_str: dict[tuple[int, int], bytes] = {}
         self.closer: dict[int, bytes] = {}  # see _closers
         self._clean_closed: dict[int, frozenset[int]] = {}  # per closer terminal: its clean ends
+        self._closed: dict[int, np.ndarray] = {}  # per closer terminal: its ends (see _closers)
         # first pass: ends = every accepting state; then the clean ones (see class docstring)
         self.ends = [self.accepting_states(t) for t in range(T)]
         self.spell = self._spellings()
@@ -62,8 +63,8 @@ class LexemeCosts:
             self._fin_str.clear()
             self.spell = self._spellings()
         self.closer = self._closers()
-        for t in self.closer:
-            self.ends[t] = self._closed_ends(t)
+        for t in self.closer:  # its clean ends, and the accepting states the closer ends
+            self.ends[t] = self._closed[t]
         self._dist.clear()
         self._fin_str.clear()
         # a newline lexeme can take another line (Python's blank lines belong to it)
@@ -142,25 +143,22 @@ class LexemeCosts:
                 self.ends[u].tolist()):
             return out
         for t in range(self.num_terminals):
-            if (self.ignored[t] and t != u and t not in (self.nl_t, self.continuation_t)
-                    and self._unclosed(t, b"\n").size):
-                out[t] = b"\n"
+            if self.ignored[t] and t != u and t not in (self.nl_t, self.continuation_t):
+                clean = self._greedy_clean_ends(t)  # (as the greedy lexer decides them)
+                closed = self._unclosed(t, b"\n", clean)
+                if closed.size:
+                    out[t] = b"\n"
+                    self._clean_closed[t] = frozenset(clean.tolist())
+                    self._closed[t] = np.union1d(clean, closed)
         return out
 
-    def _unclosed(self, t: int, closer: bytes) -> np.ndarray:
-        """The accepting states of ``t`` that are not clean ends (as the greedy lexer
-        decides them) and that ``closer`` ends."""
+    def _unclosed(self, t: int, closer: bytes, clean: np.ndarray) -> np.ndarray:
+        """The accepting states of ``t`` that are not among its ``clean`` ends and that
+        ``closer`` ends."""
         states = self.accepting_states(t)
-        states = states[~np.isin(states, self._greedy_clean_ends(t))]
+        states = states[~np.isin(states, clean)]
         out: np.ndarray = states[self.trans[states, closer[0]] < 0]
         return out
-
-    def _closed_ends(self, t: int) -> np.ndarray:
-        """The ends of ``t`` with a closer (see :meth:`_closers`): its clean ends, and the
-        accepting states the closer ends."""
-        clean = self._greedy_clean_ends(t)
-        self._clean_closed[t] = frozenset(clean.tolist())
-        return np.union1d(clean, self._unclosed(t, self.closer[t]))
 
     def _glue_ok(self, q: int, b: int) -> bool:
         return self.glue(q, b) is not None
