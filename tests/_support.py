@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import random
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import lark
 import pytest
 
 import gramask
@@ -92,3 +95,38 @@ def walk_comparing_masks(c: gramask.Constraint, lexer: object, reference: object
         if not len(ids):
             break
         c.advance(int(rnd.choice(ids)))
+
+
+def is_program(cg: gramask.CompiledGrammar, text: str) -> bool:
+    """Does gramask call ``text`` a whole program (False where it is no prefix of one)?"""
+    try:
+        return cg.constraint(text).is_complete()
+    except gramask.InvalidPrefixError:
+        return False
+
+
+def lark_accepts(parser: lark.Lark, text: str) -> bool:
+    """Does the oracle, lark's own parser, accept ``text``?"""
+    try:
+        parser.parse(text)
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
+def run_threads(*targets: Callable[[], Any]) -> list[BaseException]:
+    """Run each target on a thread of its own, all at once; what they raised."""
+    errors: list[BaseException] = []
+
+    def run(f: Callable[[], Any]) -> None:
+        try:
+            f()
+        except BaseException as e:  # reported by the test
+            errors.append(e)
+
+    ts = [threading.Thread(target=run, args=(f,)) for f in targets]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return errors

@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 
 import gramask
-from gramask.errors import InvalidPrefixError
 
-from ._support import walk_comparing_masks
+from ._support import is_program, lark_accepts, walk_comparing_masks
 
 BINARY = """
 start: "00000" | "1" BIT BIT BIT BIT
@@ -109,13 +108,6 @@ def _compile(text: str, mode: str, chars: str):
     return gramask.compile(g, vocab, cache=False, progress=False), toks
 
 
-def _prefix_verdict(cg, text: str) -> bool:
-    try:
-        return cg.constraint(text).is_complete()
-    except InvalidPrefixError:
-        return False
-
-
 def _forced_verdict(cg, toks: list[str], text: str) -> bool:
     c = cg.constraint()
     for ch in text:
@@ -135,16 +127,8 @@ ALPHABET = "".join(sorted({c for g, t, *_ in CASES for c in t} | set("abcdefghin
 def test_verdicts_in_both_modes(grammar: str, text: str, ctx: bool, basic: bool) -> None:
     for mode, want in (("contextual", ctx), ("basic", basic)):
         cg, toks = _compile(grammar, mode, ALPHABET)
-        assert _prefix_verdict(cg, text) is want, (mode, text)
+        assert is_program(cg, text) is want, (mode, text)
         assert _forced_verdict(cg, toks, text) is want, (mode, text)
-
-
-def _lark_ok(parser: lark.Lark, text: str) -> bool:
-    try:
-        parser.parse(text)
-        return True
-    except lark.exceptions.LarkError:
-        return False
 
 
 @pytest.mark.parametrize("grammar", [BINARY, ASSIGN, CONFIG, KEYWORDS, CALLS])
@@ -153,7 +137,7 @@ def test_contextual_verdicts_agree_with_lark(grammar: str) -> None:
     parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
     for g, text, ctx, _ in CASES:
         if g is grammar:
-            assert _lark_ok(parser, text) is ctx, text
+            assert lark_accepts(parser, text) is ctx, text
 
 
 def test_random_masked_walks_give_texts_lark_parses() -> None:
@@ -173,7 +157,7 @@ def test_random_masked_walks_give_texts_lark_parses() -> None:
                 c.advance(rnd.choice(ids))
             if c.is_complete():
                 done += 1
-                assert _lark_ok(parser, c.text), repr(c.text)
+                assert lark_accepts(parser, c.text), repr(c.text)
         assert done > 10
 
 
@@ -360,4 +344,4 @@ def test_keywords_win_off_keeps_every_match() -> None:
     assert not soft.keywords_win and gramask.Grammar.from_lark(CALLS).keywords_win
     assert soft.fingerprint() != gramask.Grammar.from_lark(CALLS).fingerprint()
     cg = gramask.compile(soft, vocab, cache=False, progress=False)
-    assert _prefix_verdict(cg, "if (a) = c;") and _prefix_verdict(cg, "if (a) x = c;")
+    assert is_program(cg, "if (a) = c;") and is_program(cg, "if (a) x = c;")

@@ -19,6 +19,7 @@ import gramask
 from gramask.grammar import Grammar
 
 from . import _fim_reference as ref
+from ._support import lark_accepts
 
 BALANCED_LARK = 'start: | "0" start "1"\n'
 
@@ -90,11 +91,7 @@ def _lark_parser(text: str) -> lark.Lark:
 
 
 def _lark_accepts(g: ref.SmallGrammar, s: str) -> bool:
-    try:
-        _lark_parser(g.to_lark()).parse(s)
-    except lark.exceptions.LarkError:
-        return False
-    return True
+    return lark_accepts(_lark_parser(g.to_lark()), s)
 
 
 def _mutate(s: str, alphabet: str, rnd: random.Random) -> str:

@@ -19,6 +19,8 @@ import gramask
 from gramask.errors import GrammarError, InvalidPrefixError
 from gramask.frontends.gbnf_syntax import ANY, Alt, Cls, Lit, Node, Ref, Seq, parse_gbnf
 
+from ._support import is_program, lark_accepts
+
 DATA = pathlib.Path(__file__).parent / "data" / "gbnf"
 
 
@@ -79,11 +81,7 @@ def _oracle(text: str) -> lark.Lark:
 
 def _in_language(text: str, s: str) -> bool:
     parser = _oracle(text)  # a broken translation must fail the test, not read as "rejects"
-    try:
-        parser.parse(s)
-    except lark.exceptions.LarkError:
-        return False
-    return True
+    return lark_accepts(parser, s)
 
 
 # ----------------------------------------------------------------------------- gramask side
@@ -96,14 +94,6 @@ BYTE_VOCAB = gramask.Vocabulary.from_tokens(
 def _compiled(text: str, vocab: str = "bytes") -> gramask.CompiledGrammar:
     v = BYTE_VOCAB if vocab == "bytes" else gramask.Vocabulary.bundled(vocab)
     return gramask.compile(gramask.Grammar.from_gbnf(text), v, cache=False, progress=False)
-
-
-def _accepts(cg: gramask.CompiledGrammar, s: str) -> bool:
-    try:
-        c = cg.constraint(prefix=s)
-    except InvalidPrefixError:
-        return False
-    return c.is_complete()
 
 
 def _viable(cg: gramask.CompiledGrammar, s: str) -> bool:
@@ -161,10 +151,10 @@ def test_llama_cpp_grammars_accept_and_reject(name: str) -> None:
     good, bad = CASES[name]
     for s in good:
         assert _in_language(text, s), f"oracle rejects a good sample {s!r}"
-        assert _accepts(cg, s), f"{name}: gramask rejects {s!r}"
+        assert is_program(cg, s), f"{name}: gramask rejects {s!r}"
     for s in bad:
         assert not _in_language(text, s), f"oracle accepts a bad sample {s!r}"
-        assert not _accepts(cg, s), f"{name}: gramask accepts {s!r}"
+        assert not is_program(cg, s), f"{name}: gramask accepts {s!r}"
 
 
 def _alphabet(name: str) -> str:
@@ -192,7 +182,7 @@ def test_membership_matches_the_character_level_oracle(name: str, data: st.DataO
             s[:pos] + s[pos + 1:] if kind == 1 else s[:pos] + ch + s[pos + 1:])
     cg = _compiled(text)
     expected = _in_language(text, s)
-    assert _accepts(cg, s) == expected, s
+    assert is_program(cg, s) == expected, s
     if expected:
         for k in range(len(s)):
             assert _viable(cg, s[:k]), (s, k)
@@ -250,30 +240,30 @@ def test_ambiguous_boundary_is_split_to_stay_exact() -> None:
     text = 'root ::= x "b"\nx ::= "a" | "ab"\n'
     cg = _compiled(text)
     for s in ["ab", "abb", "a", "b", "abbb"]:
-        assert _accepts(cg, s) == _in_language(text, s), s
+        assert is_program(cg, s) == _in_language(text, s), s
 
 
 def test_whole_regular_grammar_is_one_terminal() -> None:
     g = gramask.Grammar.from_gbnf('root ::= [a-z]+ "x" [0-9]{2,3}\n')
     assert len(g.terminals) == 1
     cg = _compiled('root ::= [a-z]+ "x" [0-9]{2,3}\n')
-    assert _accepts(cg, "abx12") and _accepts(cg, "xx123")
-    assert not _accepts(cg, "abx1") and not _accepts(cg, "abx1234")
+    assert is_program(cg, "abx12") and is_program(cg, "xx123")
+    assert not is_program(cg, "abx1") and not is_program(cg, "abx1234")
 
 
 def test_bounded_repetition_of_a_recursive_rule() -> None:
     text = 'root ::= item{2,3}\nitem ::= "(" item? ")"\n'
     cg = _compiled(text)
     for s in ["()()", "(())()()", "()", "()()()()", "(()"]:
-        assert _accepts(cg, s) == _in_language(text, s), s
+        assert is_program(cg, s) == _in_language(text, s), s
 
 
 def test_escapes_and_any() -> None:
     text = 'root ::= "\\x41\\u00e9\\U0001F600\\t" . [^\\n]\n'
     cg = _compiled(text)
-    assert _accepts(cg, "Aé😀\tzz")
-    assert _accepts(cg, "Aé😀\t\n中")
-    assert not _accepts(cg, "Aé😀\tz\n")
+    assert is_program(cg, "Aé😀\tzz")
+    assert is_program(cg, "Aé😀\t\n中")
+    assert not is_program(cg, "Aé😀\tz\n")
 
 
 # ----------------------------------------------------------------------------- errors

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import gramask
 from gramask.runtime.core.indentation import BROKEN, TAB_UNIT, advance, columns, join, text_carry
 
-from ._support import compiled
+from ._support import compiled, is_program
 
 
 def _compiles(source: str) -> bool:
@@ -27,13 +27,6 @@ def _compiles(source: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
-
-
-def _complete(cg: gramask.CompiledGrammar, source: str) -> bool:
-    try:
-        return cg.constraint(source).is_complete()
-    except gramask.InvalidPrefixError:
-        return False
 
 
 def _space_before_tab(source: str) -> bool:
@@ -68,14 +61,14 @@ def _space_before_tab(source: str) -> bool:
 ])
 def test_tab_cases_agree_with_compile(source: str, ok: bool) -> None:
     assert _compiles(source) == ok, "the case table is wrong for this interpreter"
-    assert _complete(compiled("python", "gpt2"), source) == ok
+    assert is_program(compiled("python", "gpt2"), source) == ok
 
 
 def test_a_tab_after_a_space_is_refused_even_where_cpython_takes_it() -> None:
     """The documented strictness: CPython accepts " \\t" used consistently."""
     source = "if x:\n \tpass\n \tpass\n"
     assert _compiles(source)
-    assert not _complete(compiled("python", "gpt2"), source)
+    assert not is_program(compiled("python", "gpt2"), source)
 
 
 def test_carry_arithmetic() -> None:
@@ -118,7 +111,7 @@ def _program(lines: list[tuple[str, str, str]]) -> str:
 def test_mixed_indentation_against_compile(lines: list[tuple[str, str, str]]) -> None:
     source = _program(lines)
     cg = compiled("python", "gpt2")
-    got = _complete(cg, source)
+    got = is_program(cg, source)
     if got:
         assert _compiles(source), source
     elif _compiles(source):
@@ -154,4 +147,4 @@ def test_masks_agree_with_the_byte_walk(lines: list[tuple[str, str, str]], rnd) 
             return
         c.advance(t)
         i += n
-    assert c.is_complete() == _complete(cg, source)
+    assert c.is_complete() == is_program(cg, source)

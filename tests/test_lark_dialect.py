@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gramask
-from gramask.errors import GrammarError, InvalidPrefixError
+from gramask.errors import GrammarError
 from gramask.frontends.lark_dialect import rewrite_dialect
+
+from ._support import is_program, lark_accepts
 
 VOCAB = gramask.Vocabulary.from_tokens(
     [bytes([b]) for b in range(256)] + [b"ab", b"aba", b"</s>"], eos_token_id=258
@@ -34,21 +36,6 @@ PAIRS = [
 ]
 
 
-def _accepts(cg: gramask.CompiledGrammar, s: str) -> bool:
-    try:
-        return cg.constraint(prefix=s).is_complete()
-    except InvalidPrefixError:
-        return False
-
-
-def _lark_accepts(parser: lark.Lark, s: str) -> bool:
-    try:
-        parser.parse(s)
-    except lark.exceptions.LarkError:
-        return False
-    return True
-
-
 _CACHE: dict[int, tuple[gramask.CompiledGrammar, lark.Lark]] = {}
 
 
@@ -68,7 +55,7 @@ def test_dialect_means_its_standard_lark_spelling(i: int, data: st.DataObject) -
     cg, oracle = _pair(i)
     alphabet = "".join(sorted(set(c for c in PAIRS[i][1] if c.isalnum() or c in "();")))
     s = data.draw(st.text(alphabet=alphabet, max_size=12))
-    assert _accepts(cg, s) == _lark_accepts(oracle, s), s
+    assert is_program(cg, s) == lark_accepts(oracle, s), s
 
 
 @pytest.mark.parametrize(
@@ -82,9 +69,9 @@ def test_dialect_means_its_standard_lark_spelling(i: int, data: st.DataObject) -
 def test_samples(i: int, good: list[str], bad: list[str]) -> None:
     cg, oracle = _pair(i)
     for s in good:
-        assert _lark_accepts(oracle, s) and _accepts(cg, s), s
+        assert lark_accepts(oracle, s) and is_program(cg, s), s
     for s in bad:
-        assert not _lark_accepts(oracle, s) and not _accepts(cg, s), s
+        assert not lark_accepts(oracle, s) and not is_program(cg, s), s
 
 
 def test_regexes_strings_comments_and_templates_are_left_alone() -> None:

@@ -17,6 +17,8 @@ from lark.indenter import PythonIndenter
 
 import gramask
 
+from ._support import is_program, lark_accepts
+
 GRAMMAR = Path(lark.__file__).parent / "grammars" / "python.lark"
 
 SNIPPETS = [
@@ -47,29 +49,14 @@ def _lark() -> lark.Lark:
                      postlex=PythonIndenter())
 
 
-def _lark_ok(text: str) -> bool:
-    try:
-        _lark().parse(text)
-    except lark.exceptions.LarkError:
-        return False
-    return True
-
-
-def _complete(cg: gramask.CompiledGrammar, text: str) -> bool:
-    try:
-        return cg.constraint(text).is_complete()
-    except gramask.InvalidPrefixError:
-        return False
-
-
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 @pytest.mark.parametrize("text", SNIPPETS)
 def test_snippets_agree_with_lark(lexer: str, text: str) -> None:
-    assert _complete(_compiled(lexer), text) == _lark_ok(text)
+    assert is_program(_compiled(lexer), text) == lark_accepts(_lark(), text)
 
 
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
-def test_a_stdlib_file_is_complete(lexer: str) -> None:
+def test_a_stdlib_file_isis_program(lexer: str) -> None:
     text = (Path(sysconfig.get_paths()["stdlib"]) / "colorsys.py").read_text()
-    assert _lark_ok(text)
-    assert _complete(_compiled(lexer), text)
+    assert lark_accepts(_lark(), text)
+    assert is_program(_compiled(lexer), text)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import gramask
 
-from ._support import PARENS, PARENS_TOKENS, compiled, hf_tokenizer, tiny
+from ._support import PARENS, PARENS_TOKENS, compiled, hf_tokenizer, lark_accepts, tiny
 
 # --------------------------------------------------------------------------- tiny grammars
 
@@ -88,17 +88,9 @@ def test_maximal_munch_keywords_and_operators():
 _PARENS_LARK = lark.Lark(PARENS, parser="lalr", lexer="basic")
 
 
-def _lark_accepts(text: str) -> bool:
-    try:
-        _PARENS_LARK.parse(text)
-        return True
-    except lark.exceptions.LarkError:
-        return False
-
-
 def _viable(text: str) -> bool:
     """Every viable prefix of PARENS completes by closing brackets (after a space if needed)."""
-    return any(_lark_accepts(text + sep + ")" * k) for k in range(12) for sep in ("", " "))
+    return any(lark_accepts(_PARENS_LARK, text + sep + ")" * k) for k in range(12) for sep in ("", " "))
 
 
 @settings(max_examples=60, deadline=None)
@@ -109,7 +101,7 @@ def test_parens_masks_equal_oracle(choices, rnd):
     text = ""
     for choice in choices:
         m = c.allowed()
-        want = np.array([_viable(text + t) for t in PARENS_TOKENS] + [_lark_accepts(text)])
+        want = np.array([_viable(text + t) for t in PARENS_TOKENS] + [lark_accepts(_PARENS_LARK, text)])
         assert (m == want).all(), (text, np.flatnonzero(m != want))
         allowed = np.flatnonzero(m[:-1])
         if not allowed.size:

@@ -26,24 +26,7 @@ from gramask.runtime.fim import contextual as fim_contextual
 from gramask.runtime.fim import quotient_base
 from gramask.runtime.fim.boundary import BoundaryFilter
 
-from ._support import PARENS, PARENS_TOKENS, tiny
-
-
-def _threads(*targets: Any) -> list[BaseException]:
-    errors: list[BaseException] = []
-
-    def run(f: Any) -> None:
-        try:
-            f()
-        except BaseException as e:  # reported by the test
-            errors.append(e)
-
-    ts = [threading.Thread(target=run, args=(f,)) for f in targets]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return errors
+from ._support import PARENS, PARENS_TOKENS, run_threads, tiny
 
 
 def test_an_older_node_load_never_replaces_a_newer_one() -> None:
@@ -79,7 +62,7 @@ def test_an_older_node_load_never_replaces_a_newer_one() -> None:
         b_nodes.append(cx._row(0)[0])  # row 0 adds the most nodes
         b_done.set()
 
-    assert not _threads(a, b)
+    assert not run_threads(a, b)
     n = tables.num_nodes
     assert int(b_nodes[0].max()) < n
     # what B may go on to read for its row's nodes at once (its _row returned): all of them
@@ -106,7 +89,7 @@ def test_fim_setups_on_two_threads_share_one_reversed_automaton(monkeypatch: Any
     monkeypatch.setattr(quotient_base._Base, "__init__", meeting_init)
     monkeypatch.setattr(fim_contextual, "parse_suffix_lattice", meeting_parse)
     got: list[np.ndarray] = []
-    errors = _threads(*[lambda: got.append(cg.constraint("(a", "b)").allowed())] * 2)
+    errors = run_threads(*[lambda: got.append(cg.constraint("(a", "b)").allowed())] * 2)
     assert not errors, errors  # InvalidSuffixError for the thread whose base was replaced
     assert np.array_equal(got[0], got[1])
 
@@ -148,7 +131,7 @@ def test_boundary_codes_name_their_own_reach_sets() -> None:
     bf = BoundaryFilter(cg._runtime(), cg.vocab, [(7, 0), (8, 0)], reach,
                         cg.tables.state_class, True)
     bf.rsets = _MeetingList()
-    assert not _threads(lambda: bf.info((7,)), lambda: bf.info((8,)))
+    assert not run_threads(lambda: bf.info((7,)), lambda: bf.info((8,)))
     for ms, (r, _, _, code) in bf._sets.items():
         assert np.array_equal(bf.rsets[code - 2], r), ms
 
@@ -172,6 +155,6 @@ def test_two_threads_evicting_the_same_cache_entry(monkeypatch: Any) -> None:
     full = _MeetingDict({i: (np.zeros(1), ()) for i in range(4)})  # a full cache (4 kept)
     monkeypatch.setattr(walk_inputs, "_WIDE", full)
     firsts = [np.arange(-1, 9, dtype=np.int16) for _ in range(2)]  # two new vocabularies
-    errors = _threads(*(lambda fb=fb: walk_inputs.wide_first_bytes(fb) for fb in firsts))
+    errors = run_threads(*(lambda fb=fb: walk_inputs.wide_first_bytes(fb) for fb in firsts))
     assert not errors, errors
     assert all(id(fb) in full for fb in firsts)

@@ -11,6 +11,7 @@ Small memo bounds (``RuntimeLimits``) make eviction happen during the run as wel
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import sysconfig
@@ -27,7 +28,7 @@ from gramask import RuntimeLimits
 from gramask.runtime.core.earley import ORIGINS, UID
 from gramask.runtime.core.parse_state import ES, PUID
 
-from ._support import compiled, hf_tokenizer
+from ._support import compiled, hf_tokenizer, run_threads
 
 _STDLIB = Path(sysconfig.get_paths()["stdlib"])
 FILES = ["dis.py", "bisect.py", "colorsys.py", "shlex.py"]  # x3 kinds: 12 threads
@@ -97,21 +98,13 @@ def test_threads_get_the_single_threaded_masks(artifact: Path, limits: RuntimeLi
     reference = {c[0]: _walk(alone, c, limits) for c in cases}
     shared = gramask.CompiledGrammar.load(artifact)  # one fresh runtime for every thread
     results: dict[str, list[str]] = {}
-    errors: list[BaseException] = []
     start = threading.Barrier(len(cases))
 
     def run(case: Case) -> None:
-        try:
-            start.wait()
-            results[case[0]] = _walk(shared, case, limits)
-        except BaseException as e:  # reported below, with the case
-            errors.append(e)
+        start.wait()
+        results[case[0]] = _walk(shared, case, limits)
 
-    threads = [threading.Thread(target=run, args=(c,)) for c in cases]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_threads(*(functools.partial(run, c) for c in cases))
     assert not errors, errors
     for name, ref in reference.items():
         got = results[name]
@@ -150,22 +143,14 @@ def test_threads_never_give_two_states_one_uid(artifact: Path,
     walks = [encode((_STDLIB / n).read_text(encoding="utf-8"))[:1200] for n in names]
     shared = gramask.CompiledGrammar.load(artifact)
     histories: list[list[Any]] = []
-    errors: list[BaseException] = []
 
     def run(toks: list[int]) -> None:
-        try:
-            c = shared.constraint("")
-            for t in toks:
-                c.advance(t)
-            histories.append(c._history)
-        except BaseException as e:
-            errors.append(e)
+        c = shared.constraint("")
+        for t in toks:
+            c.advance(t)
+        histories.append(c._history)
 
-    threads = [threading.Thread(target=run, args=(w,)) for w in walks]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_threads(*(functools.partial(run, w) for w in walks))
     assert not errors, errors
     reached, shared_states, shared_sets = _ids_shared(histories)
     assert reached > 100  # the walks did build states
