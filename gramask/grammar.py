@@ -12,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .compiler.regex_features import has_lazy_repeat
@@ -115,7 +115,7 @@ class Grammar:
         (llguidance's reading: the parser continues with whichever fits).
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
-        with a ``_NEWLINE`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
+        with a ``_NEWLINE`` or ``_NL`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
 
         Raises
         ------
@@ -221,12 +221,7 @@ class Grammar:
 
         spec: IndentationSpec | None
         if indentation is None:
-            auto = IndentationSpec()
-            spec = (
-                auto
-                if {auto.indent, auto.dedent} <= declared and auto.newline in known
-                else None
-            )
+            spec = _detect_indentation(declared, known)
         elif indentation is True:
             spec = IndentationSpec()
         elif indentation is False:
@@ -429,6 +424,22 @@ def _terminal_json(t: TerminalSpec) -> dict[str, Any]:
     if not t.first_match:
         del out["first_match"]
     return out
+
+
+# the newline terminal lark's indenters are written with: PythonIndenter's, then the
+# TreeIndenter of lark's indented-tree example (``_NL``)
+_NEWLINE_NAMES = ("_NEWLINE", "_NL")
+
+
+def _detect_indentation(declared: set[str], known: set[str]) -> IndentationSpec | None:
+    """Indentation when the grammar declares ``_INDENT``/``_DEDENT`` and has a newline terminal."""
+    auto = IndentationSpec()
+    if not {auto.indent, auto.dedent} <= declared:
+        return None
+    for name in _NEWLINE_NAMES:
+        if name in known:
+            return auto if name == auto.newline else replace(auto, newline=name)
+    return None
 
 
 def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:
