@@ -204,8 +204,10 @@ def _arith_pair() -> tuple[gramask.CompiledGrammar, gramask.CompiledGrammar]:
     vocab = gramask.Vocabulary.bundled("gpt2")
     text = (DATA / "arithmetic.gbnf").read_text(encoding="utf-8")
     a = gramask.compile(gramask.Grammar.from_gbnf(text), vocab, cache=False, progress=False)
-    b = gramask.compile(gramask.Grammar.from_lark(ARITH_LARK), vocab, cache=False,
-                        progress=False)
+    # GBNF keeps every match of a lexeme; lark's reading (``keywords_win``) would make the
+    # literal "\n" beat ws's /[ \t\n]/ where the parser takes both
+    b = gramask.compile(gramask.Grammar.from_lark(ARITH_LARK, keywords_win=False), vocab,
+                        cache=False, progress=False)
     return a, b
 
 
