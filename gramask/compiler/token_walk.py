@@ -23,6 +23,7 @@ from collections.abc import Generator, Sequence
 import numpy as np
 
 from ..encoding import nl_code, unique_rows
+from .ignored_follows import ignored_follows
 from .interner import Interner
 from .kept import drop_oldest
 from .lexer import LexerDFA
@@ -61,6 +62,13 @@ class TokenWalker:
                  (dfa.live & ignored[None, :]).any(axis=1, keepdims=True)], axis=1
             )
             classes, state_class = unique_rows(live_plus)
+            # ... and what may follow the ignored lexemes a state can still end as (a blank
+            # and a comment that only a newline ends are not alike): see ignored_follows
+            follow_ids = ignored_follows(dfa)[0]
+            if follow_ids.any():
+                pairs, state_class = unique_rows(
+                    np.stack([state_class.reshape(-1), follow_ids], axis=1))
+                classes = classes[pairs[:, 0]]
         else:
             classes, state_class = unique_rows(end_classes(dfa))
         self.classes = classes

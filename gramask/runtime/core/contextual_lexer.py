@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...compiler.ignored_follows import class_follows, follow_vector
 from ...compiler.table_rows import expand_row, group_row, lazy_diff, select_tokens
 from ...compiler.tables import TokenTables
 from ...compiler.walk_inputs import wide_first_bytes
@@ -105,6 +106,8 @@ class ContextualLexer(ContextualRule):
             self.class_sig_words = words_of_rows(sig_rows)
             self.trans = dfa.trans
             self.state_class = tables.state_class.astype(np.int64)
+            self.class_follow = class_follows(self.state_class, self.follow_ids,
+                                              self.follow_pairs, len(self.class_has_ignored))
             self.first_byte, self._fb_ok, self._fb_idx = wide_first_bytes(tables.first_byte)
             self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
             # row → (V,) bool of all its tokens (see ``select_tokens``)
@@ -231,16 +234,18 @@ class ContextualLexer(ContextualRule):
                 aw = words_of_int(self.close(a), nw)
                 sig = (self.class_sig_words & aw).any(axis=1)
             cont = sig | self.class_has_ignored
-            # an ignored lexeme ends well when something may follow it (or the input end)
-            ends = ends | self.class_has_ignored if fl else ends
+            # an ignored lexeme ends well where the input may end, or before a lexeme of A
+            ends = ends | (self.class_has_ignored if fl else follow_vector(
+                self.class_follow, self.close(a) if self.closes else a))
             sets = (self.acc_words & aw).any(axis=1)  # LEX sets that can end under a
             r = (cont, ends, sets)
             self._vecs.put(key, r)
         return r
 
     def _follows(self, p: PState) -> bool:
-        """May something follow an ignored lexeme ending at ``p`` (or the input end there)?"""
-        return bool(p[ES][EXPECTED]) or self.ctx.finish(p)
+        """May the input end after an ignored lexeme ending at ``p``? (What else may follow
+        it depends on the allowed set alone: ``_class_vectors``.)"""
+        return self.ctx.finish(p)
 
     def _plan_extra(self, p: PState) -> bytes | None:
         """What else a plan at ``p`` depends on beyond (allowed set, ``_follows``): nothing

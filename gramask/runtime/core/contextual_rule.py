@@ -31,11 +31,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...compiler.ignored_follows import follows_ok, ignored_follows
 from ...encoding import bits_of_rows
 from ..memo import BoundedMemo
-from .earley import EXPECTED
 from .indentation import advance
-from .parse_state import ES
 from .step_state import LexState
 from .terminal_sets import int_of_row
 
@@ -67,6 +66,8 @@ class ContextualRule:
         self.live = bits_of_rows(dfa.live)
         self.accepting = bits_of_rows(dfa.accepting)
         self.ignored_bits = int_of_row(dfa.ignored)
+        # per state, what may follow the ignored lexemes it can end as (see end_ok)
+        self.follow_ids, self.follow_pairs = ignored_follows(dfa)
         self.prio = priorities
         self.nl_t = nl_terminal
         self.cont_t = continuation_terminal
@@ -161,13 +162,15 @@ class ContextualRule:
     def end_ok(self, p: PState, q: int) -> bool:
         """May the input stop mid-lexeme at ``q``? Some allowed terminal is still alive and
         is either significant (the parser takes it: it is in ``expects(p)``) or ignored with
-        something able to follow it."""
+        something able to follow it: the input's end, or a byte that ends it and starts a
+        lexeme the parser takes (:mod:`gramask.compiler.ignored_follows`)."""
         live = self.live[q] & self.ctx.expects(p)  # (not the reserved pairs' extra ones)
         if live & ~self.ignored_bits:
             return True
         if not live:
             return False
-        return bool(p[ES][EXPECTED]) or self.ctx.finish(p)
+        return self.ctx.finish(p) or follows_ok(
+            self.follow_pairs[self.follow_ids[q]], self.allowed(p))
 
     def complete(self, p: PState, q: int, carry: int) -> bool:
         if q != 0 and self.cont_t >= 0 and (self.accepting[q] >> self.cont_t) & 1:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...compiler.ignored_follows import follow_vector
 from ...compiler.table_rows import select_tokens
 from ...encoding import words_of_bits
 from ..core.contextual_lexer import ContextualLexer
@@ -298,11 +299,13 @@ class BoundaryContextualLexer(ContextualLexer):
 
     def _normal_ends(self, p: PState) -> np.ndarray:
         """``_class_vectors``' ``ends`` without the boundary markers' terminals."""
-        aw = words_of_int(ParserContext.expects(self.ctx, p), self.class_sig_words.shape[1])
+        a = ParserContext.expects(self.ctx, p)
+        aw = words_of_int(a, self.class_sig_words.shape[1])
         sig = (self.class_sig_words & aw).any(axis=1)
-        if bool(p[ES][EXPECTED]) or self.ctx.finish(p):
+        if self.ctx.finish(p):
             return np.asarray(sig | self.class_has_ignored)
-        return np.asarray(sig)
+        return np.asarray(sig | follow_vector(self.class_follow, self.close(a) if self.closes
+                                              else a))
 
     def _codes(self, p: PState) -> np.ndarray | None:
         """Verdict codes per class (as :meth:`BoundaryFilter.codes`), None without markers."""
