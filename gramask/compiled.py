@@ -19,7 +19,7 @@ from .artifact import read_artifact, write_artifact
 from .compiler.lexer import LexerDFA
 from .compiler.parse_tables import ParseTables
 from .compiler.tables import TokenTables
-from .errors import ArtifactError
+from .errors import ArtifactError, InvalidSuffixError
 from .grammar import Grammar
 from .runtime.budget.bounded import BoundedBudget
 from .runtime.core.constraint import Constraint, check_budget
@@ -110,6 +110,7 @@ class CompiledGrammar:
                     open_brackets=tuple(sym[n] for n in ind.open_brackets if n in sym),
                     close_brackets=tuple(sym[n] for n in ind.close_brackets if n in sym),
                     tab_len=ind.tab_len,
+                    eof_newline=ind.eof_newline,
                 )
             ctx = ParserContext(
                 Automaton(pt, self._limits), self.dfa.num_terminals, ignored_bits, **kw
@@ -187,6 +188,8 @@ class CompiledGrammar:
             raise TypeError(f"limits must be a gramask.RuntimeLimits, not {type(limits).__name__}")
         if suffix is not None:
             check_suffix_size(suffix, limits or self.limits)
+            suffix = _lark_lines_suffix(self.grammar, suffix)
+        if suffix is not None:
             if self.grammar.lexer == "contextual":
                 from .runtime.fim.contextual import contextual_fim_constraint
 
@@ -336,3 +339,23 @@ class CompiledGrammar:
             "lexer": self.grammar.lexer,
             "lexer_diagnostics": self._settled_info().get("lexer_diagnostics", []),
         }
+
+
+def _lark_lines_suffix(grammar: Grammar, suffix: bytes) -> bytes | None:
+    """The suffix as fill-in-the-middle takes it. Where the text must end its own last line
+    (lark's ``Indenter``: ``IndentationSpec.eof_newline`` off), the suffix's end is the end of
+    input: an empty suffix is no suffix, and one that does not end its last line cannot end a
+    program (fill-in-the-middle then reads the end as CPython does, which agrees with lark's
+    indenter exactly when the suffix ends with a newline)."""
+    ind = grammar.indentation
+    if ind is None or ind.eof_newline:
+        return suffix
+    if not suffix:
+        return None
+    if not suffix.endswith(b"\n"):
+        raise InvalidSuffixError(
+            "the grammar's indentation is read as lark's Indenter reads it, which adds no "
+            "newline at the end of input: end the suffix with a newline (or load the grammar "
+            "with indentation=True for CPython's reading)", position=len(suffix))
+    return suffix
+

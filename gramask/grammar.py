@@ -65,6 +65,10 @@ class IndentationSpec:
     tab_len: int = 8
     # an ignored terminal that joins lines: input may not end inside or right after it
     continuation: str = "LINE_CONT"
+    # the end of input closes the last line with a newline of width 0, as CPython's tokenizer
+    # does; False: as lark's ``Indenter``, which adds none (a text must end its last line) and
+    # measures a newline lexeme still open at the end by its own last line
+    eof_newline: bool = True
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,10 @@ class Grammar:
         (llguidance's reading: the parser continues with whichever fits).
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
-        with a ``_NEWLINE`` or ``_NL`` terminal); ``False`` disables it; an :class:`IndentationSpec` sets it.
+        with a ``_NEWLINE`` or ``_NL`` terminal) read as lark's ``Indenter`` reads it (the text
+        must end its last line: ``IndentationSpec(eof_newline=False)``); ``True`` is CPython's
+        reading (the end of input closes the last line); ``False`` disables it; an
+        :class:`IndentationSpec` sets it.
 
         Raises
         ------
@@ -221,9 +228,9 @@ class Grammar:
 
         spec: IndentationSpec | None
         if indentation is None:
-            spec = _detect_indentation(declared, known)
+            spec = _detect_indentation(declared, known, eof_newline=False)
         elif indentation is True:
-            spec = IndentationSpec()
+            spec = _detect_indentation(declared, known, eof_newline=True) or IndentationSpec()
         elif indentation is False:
             spec = None
         else:
@@ -339,7 +346,8 @@ class Grammar:
             "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
             "start": self.start,
             "declared": list(self.declared),
-            "indentation": None if self.indentation is None else asdict(self.indentation),
+            "indentation": None if self.indentation is None else _indentation_json(
+                self.indentation),
             "source": self.source,
             "lexer": self.lexer,
             **({"reserved_keywords": True} if self.reserved_keywords else {}),  # unset: fingerprint kept
@@ -431,15 +439,24 @@ def _terminal_json(t: TerminalSpec) -> dict[str, Any]:
 _NEWLINE_NAMES = ("_NEWLINE", "_NL")
 
 
-def _detect_indentation(declared: set[str], known: set[str]) -> IndentationSpec | None:
-    """Indentation when the grammar declares ``_INDENT``/``_DEDENT`` and has a newline terminal."""
-    auto = IndentationSpec()
+def _detect_indentation(declared: set[str], known: set[str], eof_newline: bool
+                        ) -> IndentationSpec | None:
+    """Indentation when the grammar declares ``_INDENT``/``_DEDENT`` and has a newline terminal
+    (``eof_newline`` off: lark's indenter, where the text ends its last line itself)."""
+    auto = IndentationSpec(eof_newline=eof_newline)
     if not {auto.indent, auto.dedent} <= declared:
         return None
     for name in _NEWLINE_NAMES:
         if name in known:
             return auto if name == auto.newline else replace(auto, newline=name)
     return None
+
+
+def _indentation_json(spec: IndentationSpec) -> dict[str, Any]:
+    out = asdict(spec)
+    if out["eof_newline"]:
+        del out["eof_newline"]  # the default: fingerprints of earlier grammars are kept
+    return out
 
 
 def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:

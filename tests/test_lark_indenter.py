@@ -1,13 +1,15 @@
 """Indentation grammars written for lark's ``Indenter``: a grammar that ``%declare``s
 ``_INDENT``/``_DEDENT`` gets indentation whether its newline terminal is ``_NEWLINE``
 (``PythonIndenter``) or ``_NL`` (the ``TreeIndenter`` of lark's indented-tree example).
-Oracle: lark's LALR parser with that indenter, on texts that end with a newline (at the end of
-input gramask closes the last line, as CPython does, where lark's indenter needs the newline:
-docs/semantics.md)."""
+Oracle: lark's LALR parser with that indenter. As lark's indenter, gramask adds no newline at
+the end of input for these grammars (the bundled Python grammar, and ``indentation=True``, read
+it as CPython does: the end of input closes the last line); at the start of input it still
+refuses an indented first line, which lark reads as ignored blanks (docs/semantics.md)."""
 
 from __future__ import annotations
 
 import functools
+from typing import ClassVar
 
 import lark
 import pytest
@@ -30,8 +32,8 @@ _NL: /(\r?\n[\t ]*)+/
 
 class TreeIndenter(Indenter):
     NL_type = "_NL"
-    OPEN_PAREN_types: list[str] = []
-    CLOSE_PAREN_types: list[str] = []
+    OPEN_PAREN_types: ClassVar[list[str]] = []
+    CLOSE_PAREN_types: ClassVar[list[str]] = []
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
     tab_len = 8
@@ -77,10 +79,31 @@ def test_trees_agree_with_lark(lexer: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
-def test_the_ends_of_the_input_are_cpythons(lexer: str) -> None:
-    # the documented differences: lark's indenter adds no newline at the end of input, and
-    # reads the first line's indentation as ignored blanks
-    assert is_program(_compiled(lexer), "a\n  b")
-    assert not lark_accepts(_lark(), "a\n  b")
+@pytest.mark.parametrize("text", ["a", "a\n  b", "a\n  b\n  ", "a\n  b\n"])
+def test_the_end_of_input_is_larks(lexer: str, text: str) -> None:
+    assert is_program(_compiled(lexer), text) == lark_accepts(_lark(), text)
+
+
+def test_cpythons_reading_closes_the_last_line() -> None:
+    g = gramask.Grammar.from_lark(TREE, indentation=True)
+    assert g.indentation is not None and g.indentation.eof_newline
+    cg = gramask.compile(g, gramask.Vocabulary.bundled("gpt2"), progress=False)
+    assert is_program(cg, "a\n  b")
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_an_indented_first_line_is_refused(lexer: str) -> None:
+    # the documented difference: lark reads the first line's indentation as ignored blanks
     assert not is_program(_compiled(lexer), "  a\n")
     assert lark_accepts(_lark(), "  a\n")
+
+
+def test_a_suffix_must_end_its_last_line() -> None:
+    cg = _compiled("basic")
+    with pytest.raises(gramask.InvalidSuffixError, match="end the suffix with a newline"):
+        cg.constraint("a\n", suffix="  b")
+    assert cg.constraint("a\n", suffix="  b\n").is_complete()  # "a\n" + "" + "  b\n"
+    for prefix, suffix in [("a\n  b", "  c\n"), ("a\n  b\n    c", "d\n"), ("a\n", "    c\n")]:
+        middle = cg.constraint(prefix, suffix=suffix).shortest_completion().text
+        assert lark_accepts(_lark(), prefix + middle + suffix), (prefix, middle, suffix)
+    assert cg.constraint("a", suffix="").shortest_completion().text == "\n"

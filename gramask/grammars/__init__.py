@@ -91,6 +91,10 @@ _LEXER = {"python": "basic", "c": "basic", "json": "basic", "sql": "basic"}
 _RESERVED = frozenset({"python", "c"})
 
 
+# Bundled grammars with Python's indentation, read as CPython's tokenizer reads it.
+_CPYTHON_LINES = frozenset({"python"})
+
+
 def lexer_mode(name: str) -> str:
     """The lexer mode bundled grammar ``name`` declares."""
     return _LEXER.get(_check(name), "contextual")
@@ -116,6 +120,9 @@ def load(name: str, start: str | None = None, lexer: str | None = None) -> Gramm
         text(name), start=start or start_rule(name), source=f"{name}.lark",
         lexer=mode, reserved_keywords=mode == "contextual" and name in _RESERVED,
         keywords_win=False,  # python and c reserve theirs; sql's stay soft (see _RESERVED)
+        # CPython's end of input closes the last line (lark's Indenter, the default for
+        # user grammars, would need the text to end it)
+        indentation=True if name in _CPYTHON_LINES else None,
     )
 
 

@@ -52,6 +52,7 @@ class ParserContext:
         open_brackets: tuple[int, ...] = (),
         close_brackets: tuple[int, ...] = (),
         tab_len: int = 8,
+        eof_newline: bool = True,
     ) -> None:
         self.automaton = automaton
         self.num_lexer_terminals = num_lexer_terminals
@@ -62,6 +63,8 @@ class ParserContext:
         self.open_brackets = frozenset(open_brackets)
         self.close_brackets = frozenset(close_brackets)
         self.tab_len = tab_len
+        # the end of input closes the last line (CPython), or not (lark's Indenter)
+        self.eof_newline = eof_newline
         n = automaton.limits.parser_states
         self._interned: BoundedMemo[tuple[int, tuple[int, ...], int, bool], PState] = (
             BoundedMemo(memo_size(n))
@@ -198,12 +201,13 @@ class ParserContext:
         return bits & ((1 << self.num_lexer_terminals) - 1)
 
     def finish(self, p: PState) -> bool:
-        """Would the input end here? (closes the last line and every open block)"""
+        """Would the input end here? (closes the last line, unless the text must end it
+        itself, and every open block)"""
         if self.nl_t < 0:
             return p[ES][ACCEPTS]
         if p[DEPTH] > 0:
             return False
-        if not p[BOL]:
+        if not p[BOL] and self.eof_newline:
             q = self.newline(p, 0)
             if q is None:
                 return False
