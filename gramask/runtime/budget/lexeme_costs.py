@@ -48,6 +48,14 @@ class LexemeCosts:
         self.ignored = np.asarray(dfa.ignored, dtype=bool)
         self.nl_t = mb.nl_t
         self.continuation_t = mb.continuation_t
+        # per terminal, the terminals whose lexeme can come right after one of it (the
+        # grammar's FOLLOW, ``preds`` turned around; every terminal without ``preds``)
+        self.follows: list[set[int]] | None = None
+        if preds is not None:
+            self.follows = [set() for _ in range(T)]
+            for b, before in enumerate(preds):
+                for a in before:
+                    self.follows[a].add(b)
         self._dist: dict[int, np.ndarray] = {}
         self._fin_str: dict[tuple[int, int], bytes] = {}
         self.closer: dict[int, bytes] = {}  # see _closers
@@ -118,11 +126,14 @@ class LexemeCosts:
         return self._greedy_clean_ends(a)
 
     def _greedy_clean_ends(self, a: int) -> np.ndarray:
-        """:meth:`_clean_ends` as the greedy lexer decides it."""
+        """:meth:`_clean_ends` as the greedy lexer decides it: every terminal that can
+        follow ``a`` glues on (a ``SENTENCE: /[a-z][^\\n]+/`` that only a newline follows
+        ends clean, though most bytes continue it)."""
         states = self.accepting_states(a)
+        after = range(self.num_terminals) if self.follows is None else sorted(self.follows[a])
         keep = []
         for q in states.tolist():
-            if all(self._glue_ok(q, b) for b in range(self.num_terminals)
+            if all(self._glue_ok(q, b) for b in after
                    if b != a and not self.ignored[b] and self.spell[b]):
                 keep.append(q)
         return np.array(keep, dtype=np.int64)
