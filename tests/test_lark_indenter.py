@@ -107,3 +107,13 @@ def test_a_suffix_must_end_its_last_line() -> None:
         middle = cg.constraint(prefix, suffix=suffix).shortest_completion().text
         assert lark_accepts(_lark(), prefix + middle + suffix), (prefix, middle, suffix)
     assert cg.constraint("a", suffix="").shortest_completion().text == "\n"
+
+
+def test_a_saved_artifact_keeps_larks_reading(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "tree.gmask"
+    _compiled("basic").save(path)
+    loaded = gramask.CompiledGrammar.load(path)
+    assert loaded.grammar == _compiled("basic").grammar
+    assert not loaded.grammar.indentation.eof_newline  # type: ignore[union-attr]
+    assert not loaded.constraint("a\n  b").is_complete()
+    assert loaded.constraint("a\n  b\n").is_complete()
