@@ -340,7 +340,7 @@ _TERMINAL = {
 _INDENT = {
     "newline": _is_str, "indent": _is_str, "dedent": _is_str, "open_brackets": _is_strs,
     "close_brackets": _is_strs, "tab_len": _is_int, "continuation": _is_str,
-    "eof_newline": _opt(lambda x: isinstance(x, bool)),  # written only when off (lark's reading)
+    "cpython_ends": _opt(lambda x: isinstance(x, bool)),  # written only when off (lark's reading)
 }
 
 

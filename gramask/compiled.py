@@ -110,7 +110,7 @@ class CompiledGrammar:
                     open_brackets=tuple(sym[n] for n in ind.open_brackets if n in sym),
                     close_brackets=tuple(sym[n] for n in ind.close_brackets if n in sym),
                     tab_len=ind.tab_len,
-                    eof_newline=ind.eof_newline,
+                    cpython_ends=ind.cpython_ends,
                 )
             ctx = ParserContext(
                 Automaton(pt, self._limits), self.dfa.num_terminals, ignored_bits, **kw
@@ -343,12 +343,12 @@ class CompiledGrammar:
 
 def _lark_lines_suffix(grammar: Grammar, suffix: bytes) -> bytes | None:
     """The suffix as fill-in-the-middle takes it. Where the text must end its own last line
-    (lark's ``Indenter``: ``IndentationSpec.eof_newline`` off), the suffix's end is the end of
+    (lark's ``Indenter``: ``IndentationSpec.cpython_ends`` off), the suffix's end is the end of
     input: an empty suffix is no suffix, and one that does not end its last line cannot end a
     program (fill-in-the-middle then reads the end as CPython does, which agrees with lark's
     indenter exactly when the suffix ends with a newline)."""
     ind = grammar.indentation
-    if ind is None or ind.eof_newline:
+    if ind is None or ind.cpython_ends:
         return suffix
     if not suffix:
         return None

@@ -65,10 +65,12 @@ class IndentationSpec:
     tab_len: int = 8
     # an ignored terminal that joins lines: input may not end inside or right after it
     continuation: str = "LINE_CONT"
-    # the end of input closes the last line with a newline of width 0, as CPython's tokenizer
-    # does; False: as lark's ``Indenter``, which adds none (a text must end its last line) and
-    # measures a newline lexeme still open at the end by its own last line
-    eof_newline: bool = True
+    # both ends of the input as CPython's tokenizer reads them: the input starts as after a
+    # newline (an indented first line is an error) and its end closes the last line with a
+    # newline of width 0. False: as lark's ``Indenter``, which reads a first line's blanks as
+    # any other blanks and adds no newline at the end (a text must end its last line; a
+    # newline lexeme still open at the end keeps the width of its last line)
+    cpython_ends: bool = True
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ class Grammar:
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
         with a ``_NEWLINE`` or ``_NL`` terminal) read as lark's ``Indenter`` reads it (the text
-        must end its last line: ``IndentationSpec(eof_newline=False)``); ``True`` is CPython's
+        must end its last line: ``IndentationSpec(cpython_ends=False)``); ``True`` is CPython's
         reading (the end of input closes the last line); ``False`` disables it; an
         :class:`IndentationSpec` sets it.
 
@@ -228,9 +230,9 @@ class Grammar:
 
         spec: IndentationSpec | None
         if indentation is None:
-            spec = _detect_indentation(declared, known, eof_newline=False)
+            spec = _detect_indentation(declared, known, cpython_ends=False)
         elif indentation is True:
-            spec = _detect_indentation(declared, known, eof_newline=True) or IndentationSpec()
+            spec = _detect_indentation(declared, known, cpython_ends=True) or IndentationSpec()
         elif indentation is False:
             spec = None
         else:
@@ -439,11 +441,11 @@ def _terminal_json(t: TerminalSpec) -> dict[str, Any]:
 _NEWLINE_NAMES = ("_NEWLINE", "_NL")
 
 
-def _detect_indentation(declared: set[str], known: set[str], eof_newline: bool
+def _detect_indentation(declared: set[str], known: set[str], cpython_ends: bool
                         ) -> IndentationSpec | None:
     """Indentation when the grammar declares ``_INDENT``/``_DEDENT`` and has a newline terminal
-    (``eof_newline`` off: lark's indenter, where the text ends its last line itself)."""
-    auto = IndentationSpec(eof_newline=eof_newline)
+    (``cpython_ends`` off: lark's indenter, where the text ends its last line itself)."""
+    auto = IndentationSpec(cpython_ends=cpython_ends)
     if not {auto.indent, auto.dedent} <= declared:
         return None
     for name in _NEWLINE_NAMES:
@@ -454,8 +456,8 @@ def _detect_indentation(declared: set[str], known: set[str], eof_newline: bool
 
 def _indentation_json(spec: IndentationSpec) -> dict[str, Any]:
     out = asdict(spec)
-    if out["eof_newline"]:
-        del out["eof_newline"]  # the default: fingerprints of earlier grammars are kept
+    if out["cpython_ends"]:
+        del out["cpython_ends"]  # the default: fingerprints of earlier grammars are kept
     return out
 
 

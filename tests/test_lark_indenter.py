@@ -1,10 +1,10 @@
 """Indentation grammars written for lark's ``Indenter``: a grammar that ``%declare``s
 ``_INDENT``/``_DEDENT`` gets indentation whether its newline terminal is ``_NEWLINE``
 (``PythonIndenter``) or ``_NL`` (the ``TreeIndenter`` of lark's indented-tree example).
-Oracle: lark's LALR parser with that indenter. As lark's indenter, gramask adds no newline at
-the end of input for these grammars (the bundled Python grammar, and ``indentation=True``, read
-it as CPython does: the end of input closes the last line); at the start of input it still
-refuses an indented first line, which lark reads as ignored blanks (docs/semantics.md)."""
+Oracle: lark's LALR parser with that indenter. As lark's indenter, gramask reads an indented
+first line's blanks as blanks and adds no newline at the end of input for these grammars (the
+bundled Python grammar, and ``indentation=True``, read both ends as CPython does: an indented
+first line is an error, the end of input closes the last line; docs/semantics.md)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,8 @@ TEXTS = [
     "a\n  b\n  \n  c\n",    # a blank line with spaces
     "a b\n",
     "\n  a\n",
+    "  a\n  b\n",           # the first line's blanks are blanks
+    " \t a\n    b\n",
 ]
 
 
@@ -86,16 +88,10 @@ def test_the_end_of_input_is_larks(lexer: str, text: str) -> None:
 
 def test_cpythons_reading_closes_the_last_line() -> None:
     g = gramask.Grammar.from_lark(TREE, indentation=True)
-    assert g.indentation is not None and g.indentation.eof_newline
+    assert g.indentation is not None and g.indentation.cpython_ends
     cg = gramask.compile(g, gramask.Vocabulary.bundled("gpt2"), progress=False)
     assert is_program(cg, "a\n  b")
-
-
-@pytest.mark.parametrize("lexer", ["basic", "contextual"])
-def test_an_indented_first_line_is_refused(lexer: str) -> None:
-    # the documented difference: lark reads the first line's indentation as ignored blanks
-    assert not is_program(_compiled(lexer), "  a\n")
-    assert lark_accepts(_lark(), "  a\n")
+    assert not is_program(cg, "  a\n")
 
 
 def test_a_suffix_must_end_its_last_line() -> None:
@@ -114,6 +110,6 @@ def test_a_saved_artifact_keeps_larks_reading(tmp_path) -> None:  # type: ignore
     _compiled("basic").save(path)
     loaded = gramask.CompiledGrammar.load(path)
     assert loaded.grammar == _compiled("basic").grammar
-    assert not loaded.grammar.indentation.eof_newline  # type: ignore[union-attr]
+    assert not loaded.grammar.indentation.cpython_ends  # type: ignore[union-attr]
     assert not loaded.constraint("a\n  b").is_complete()
     assert loaded.constraint("a\n  b\n").is_complete()

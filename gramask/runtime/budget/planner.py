@@ -86,7 +86,7 @@ class BudgetPlanner:
             self.tok, self.lex, self.tokens = parent.tok, parent.lex, parent.tokens
         free: set[int] = set()
         if ctx.nl_t >= 0 and parent is None:  # (the newline only where the end supplies it)
-            free = ({ctx.nl_t} if ctx.eof_newline else set()) | (
+            free = ({ctx.nl_t} if ctx.cpython_ends else set()) | (
                 {ctx.dedent_t} if ctx.dedent_t >= 0 else set())
         self.grammar = GrammarCosts(mb, rules, nsym, self.lex.cost, self.markers,
                                     free_closure(rules, free))

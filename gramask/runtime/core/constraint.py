@@ -176,12 +176,12 @@ class Constraint(Generic[S]):
                 )
 
     def _initial_state(self) -> S:
-        """Start of input. With indentation, the input starts as if after a newline, so
-        that leading whitespace on the first line is an indentation error (as in Python),
-        while blank or comment lines before the first statement are fine."""
+        """Start of input. With CPython's indentation, the input starts as if after a
+        newline, so that leading whitespace on the first line is an indentation error (as in
+        Python), while blank or comment lines before the first statement are fine."""
         b = self._b
         st: S = cast(S, (0, 0, b.ctx.root))  # this class's states are LexStates
-        if b.nl_t >= 0 and b.ctx.automaton.advance(b.ctx.root[ES], b.nl_t) is not None:
+        if starts_a_line(b):
             r = self._walk(st, b"\n")
             assert not isinstance(r, int)
             st = r
@@ -540,3 +540,10 @@ def _token_int(token_id: object) -> int:
         if token_id is None else ""
     )
     raise TypeError(f"a token id must be an int, got {token_id!r}{hint}")
+
+
+def starts_a_line(b: MaskBuilder) -> bool:
+    """Does the input start as if after a newline? (CPython's indentation, where the root
+    expects one: ``Constraint._initial_state``)"""
+    return (b.nl_t >= 0 and b.ctx.cpython_ends
+            and b.ctx.automaton.advance(b.ctx.root[ES], b.nl_t) is not None)

@@ -153,7 +153,7 @@ class ContextualRule:
         if not w:
             return None
         if self.nl_t >= 0 and (w >> self.nl_t) & 1:
-            return self.ctx.newline(p, 0 if at_eof and self.ctx.eof_newline else carry)
+            return self.ctx.newline(p, 0 if at_eof and self.ctx.cpython_ends else carry)
         sh = w & ~self.ignored_bits
         if not sh:
             return p

@@ -371,7 +371,7 @@ class MaskBuilder:
         if a < 0:
             return None
         if a == self.nl_t:
-            return self.ctx.newline(p, 0 if at_eof and self.ctx.eof_newline else carry)
+            return self.ctx.newline(p, 0 if at_eof and self.ctx.cpython_ends else carry)
         if self.ignored[a]:
             return p
         return self.ctx.shift(p, a)

@@ -52,7 +52,7 @@ class ParserContext:
         open_brackets: tuple[int, ...] = (),
         close_brackets: tuple[int, ...] = (),
         tab_len: int = 8,
-        eof_newline: bool = True,
+        cpython_ends: bool = True,
     ) -> None:
         self.automaton = automaton
         self.num_lexer_terminals = num_lexer_terminals
@@ -63,8 +63,9 @@ class ParserContext:
         self.open_brackets = frozenset(open_brackets)
         self.close_brackets = frozenset(close_brackets)
         self.tab_len = tab_len
-        # the end of input closes the last line (CPython), or not (lark's Indenter)
-        self.eof_newline = eof_newline
+        # the input starts as after a newline and its end closes the last line (CPython), or
+        # neither (lark's Indenter): see ``IndentationSpec.cpython_ends``
+        self.cpython_ends = cpython_ends
         n = automaton.limits.parser_states
         self._interned: BoundedMemo[tuple[int, tuple[int, ...], int, bool], PState] = (
             BoundedMemo(memo_size(n))
@@ -207,7 +208,7 @@ class ParserContext:
             return p[ES][ACCEPTS]
         if p[DEPTH] > 0:
             return False
-        if not p[BOL] and self.eof_newline:
+        if not p[BOL] and self.cpython_ends:
             q = self.newline(p, 0)
             if q is None:
                 return False

@@ -28,7 +28,7 @@ from ..budget.bounded import BoundedBudget
 from ..budget.group_bounds import BoundaryPlans, GroupBounds
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, VerifiedTokens, WalkedVerifier, verified_step
-from ..core.constraint import Constraint
+from ..core.constraint import Constraint, starts_a_line
 from ..core.earley import ACCEPTS
 from ..core.indentation import TAB_UNIT, advance, join
 from ..core.lexing import walk
@@ -61,7 +61,7 @@ class FimConstraint(FimBase[FimState]):
         qs = self._b
         os_ = self._ob
         st: FimState = (0, 0, qs.ctx.root, os_.ctx.root)
-        if os_.nl_t >= 0 and os_.ctx.automaton.advance(os_.ctx.root[ES], os_.nl_t) is not None:
+        if starts_a_line(os_):
             r = self._walk(st, b"\n")
             if isinstance(r, int):
                 raise InvalidPrefixError("no program fits this suffix", position=0)

@@ -36,6 +36,7 @@ from ..budget.bounded import BoundedBudget
 from ..budget.contextual import ContextualBudgetPlanner
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
+from ..core.constraint import starts_a_line
 from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import ACCEPTS
 from ..core.indentation import advance, join
@@ -74,7 +75,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
 
     def _initial_state(self) -> CtxFimState:
         st: CtxFimState = (0, 0, self._b.ctx.root, 0, 0, self._ob.ctx.root)
-        if _starts_a_line(self._ob):  # as Constraint's: the input starts as after a newline
+        if starts_a_line(self._ob):  # as Constraint's: the input starts as after a newline
             r = self._walk(st, b"\n")
             if isinstance(r, int):
                 raise InvalidPrefixError("no program fits this suffix", position=0)
@@ -358,7 +359,7 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     check_suffix_size(sdata, ob.ctx.automaton.limits)
     ocx = _cx(ob)
     start: LexState = (0, 0, ob.ctx.root)
-    if _starts_a_line(ob):
+    if starts_a_line(ob):
         r = ocx.walk(start, b"\n")
         assert not isinstance(r, int)  # the root expects a newline
         start = r
@@ -383,11 +384,6 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
     c._prefix = pdata
     c._orig_planner = planner
     return c
-
-
-def _starts_a_line(b: MaskBuilder) -> bool:
-    """With indentation, input starts as if after a newline (``Constraint._initial_state``)."""
-    return b.nl_t >= 0 and b.ctx.automaton.advance(b.ctx.root[ES], b.nl_t) is not None
 
 
 def equivalent_prefix(cx: ContextualLexer, data: bytes, start: LexState | None = None) -> bytes:
