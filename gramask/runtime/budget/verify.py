@@ -279,10 +279,13 @@ class WalkedVerifier(Generic[S]):
             s = r
         return s
 
-    def cheap(self, s: S, data: bytes = b"") -> tuple[int, ...] | None:
-        """Like :meth:`state` without a witness or a search: ``s`` complete as it is, or
-        ended by the step plan's rest, its text or a pooled completion (for the groups
-        beyond a step's cap, a walk or two each)."""
+    def cheap(self, s: S, data: bytes = b"", vertex: Hashable | None = None,
+              ) -> tuple[int, ...] | None:
+        """Like :meth:`state` without a search: ``s`` complete as it is, or ended by the
+        step plan's rest, its text, a pooled completion, or (given its ``vertex``) a plan
+        an earlier group of the vertex shared (for the groups beyond a step's cap, a walk
+        or two each: ``(n`` after a call's name, where ``(x`` was checked, rides on its
+        plan)."""
         if self.c._complete(s):
             return ()
         if self.left == 0:
@@ -292,6 +295,8 @@ class WalkedVerifier(Generic[S]):
             r = self._by_tail(s)
         if r is None:
             r = self._by_pool(s)
+        if r is None and vertex is not None:
+            r = self._by_shared(s, vertex, plan=False)
         return r
 
     def state(self, s: S, vertex: Hashable, data: bytes = b"", size: int = 1,
@@ -331,11 +336,32 @@ class WalkedVerifier(Generic[S]):
                 r = self._by_pad(s, data)
             if r is not None:
                 return r
+        r = self._by_shared(s, vertex, search=search)
+        if r is not None:
+            return r
+        p = self._plan(s, search)
+        if p is None and self.retries > 0 and self.plans > 0:
+            self.retries -= 1
+            p = self._plan(s, search * _RETRY_DEEP, pooled=False, escalate=True)
+        return p if p is not None and len(p) <= self.left else None
+
+    def _by_shared(self, s: S, vertex: Hashable, plan: bool = True, search: int = 0,
+                   ) -> tuple[int, ...] | None:
+        """The lexeme in progress at ``s`` finished by its witness as one of its two
+        cheapest terminals ``a``, then the plan shared per (``vertex``, ``a``), where the
+        plan's first token reaches the very state it reached when it was walked (then its
+        remaining tokens complete from there too). With ``plan``, a (vertex, terminal) not
+        seen yet this step gets its plan (a search of ``search`` states); without, only
+        the plans already shared are tried."""
+        c = self.c
         pl = self.planner
         lex = pl.lex
         for a, cost in lex.fin_list[s[0]][:2]:
             if cost > self.left:
                 break
+            share = (vertex, a)
+            if not plan and self.shared.get(share) is None:
+                continue
             w = lex.witness(s[0], a)
             tw = pl.tok.tokenize(w) if w else ()
             if tw is None:
@@ -345,7 +371,6 @@ class WalkedVerifier(Generic[S]):
                 continue
             if c._complete(s_a):
                 return tw  # the witness alone completes
-            share = (vertex, a)
             if share not in self.shared:
                 p = self._plan(s_a, search, pooled=False)
                 if not p:
@@ -366,8 +391,4 @@ class WalkedVerifier(Generic[S]):
             s1 = self._walk_ids(s_a, p[:1])
             if s1 is not None and self.key(s1) == k1:
                 return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
-        p = self._plan(s, search)
-        if p is None and self.retries > 0 and self.plans > 0:
-            self.retries -= 1
-            p = self._plan(s, search * _RETRY_DEEP, pooled=False, escalate=True)
-        return p if p is not None and len(p) <= self.left else None
+        return None

@@ -246,8 +246,9 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
             groups = self._state_groups(st, np.flatnonzero(m & ~rec.keep))
             for i, (s, members) in enumerate(groups[: self.MAX_GROUPS + self.MAX_CHEAP]):
                 data = vocab.token_bytes(int(members[0]))
-                done = (ver.state(s, (s[2][PUID], s[5][PUID]), data, members.size)
-                        if i < self.MAX_GROUPS else ver.cheap(s, data))
+                vx = (s[2][PUID], s[5][PUID])
+                done = (ver.state(s, vx, data, members.size)
+                        if i < self.MAX_GROUPS else ver.cheap(s, data, vx))
                 if done is not None:
                     rec.add(members, done)
         rec.apply(m, self._complete(st))
