@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ..core.constraint import Constraint
     from .planner import BudgetPlanner
 
-__all__ = ["CompletionPool", "VerifiedTokens", "WalkedConstraint", "WalkedVerifier", "verified_step"]
+__all__ = ["CompletionPool", "VerifiedTokens", "WalkedConstraint", "WalkedVerifier", "budget_binds",
+           "verified_step"]
 
 # a group of at least _LARGE tokens searches _DEEP times as many states for its plan
 _LARGE = 1024
@@ -36,6 +37,9 @@ _DEEP = 16
 # by a deeper search, and a step forbids only what its first few retries could not admit
 _RETRIES = 8
 _RETRY_DEEP = 4
+# a step binds (see budget_binds) where a token may take fewer than this many tokens of
+# detour beyond the step's plan: the margin issue 24 promises completeness at (k >= 4)
+_DETOUR = 4
 
 S = TypeVar("S", bound=RunState)
 
@@ -119,6 +123,14 @@ class VerifiedTokens:
         empty."""
         if self.keep.any() or self.plan is not None or complete:
             m &= self.keep
+
+
+def budget_binds(plan: tuple[int, ...] | None, left: int) -> bool:
+    """Does the budget bind at a step whose own plan is ``plan``, with ``left`` tokens for
+    what follows a token: less than _DETOUR tokens of room beyond the plan, or no plan? There
+    a token's completion must be short, and the capped plan searches should go first to the
+    groups whose cost says they fit (ordering by cost is not free: only where it binds)."""
+    return plan is None or left < len(plan) + _DETOUR
 
 
 def verified_step(c: Constraint[S], st: S, left: int) -> VerifiedTokens:
