@@ -172,8 +172,8 @@ class WalkedVerifier(Generic[S]):
         if step_plan:
             self.text = b"".join(c._vocab.token_bytes(i) for i in step_plan)
             self.tail = self.planner.tok.tokenize(self.text)
-        # the step plan's text from byte j on, spelled afresh (None: no spelling)
-        self._rests: dict[int, tuple[int, ...] | None] = {}
+        # the step plan's text from byte j on, spelled afresh (see :meth:`_spellings`)
+        self._rests: dict[int, list[tuple[int, ...]]] = {}
         self._pads: list[tuple[int, ...]] | None = None  # :meth:`_by_pad`'s candidates
         self.plans: int = c.MAX_PLANS
         self.retries = _RETRIES
@@ -197,7 +197,9 @@ class WalkedVerifier(Generic[S]):
         with it (``"(cls"`` against the plan ``"():\n    if "``: ``"):\n    if "``), or,
         where they share no first byte, after the plan's first bytes that the token ends
         with (``"++)"`` against ``")/*"``: ``"/*"``), if walking it from ``s`` ends complete:
-        the token took a detour the plan's route rejoins."""
+        the token took a detour the plan's route rejoins. The rest is also tried after the
+        lexer's separator where that spells it in fewer tokens (``"tru"`` is two tokens,
+        ``" tru"`` one): a plan is spelled as its shortest bytes, not its fewest tokens."""
         text = self.text
         j = self.shared_prefix(data)
         if j == 0:
@@ -206,12 +208,25 @@ class WalkedVerifier(Generic[S]):
         if j == 0 or j >= len(text):
             return None
         if j not in self._rests:
-            self._rests[j] = self.planner.tok.tokenize(text[j:])
-        rest = self._rests[j]
-        if not rest or len(rest) > self.left:
-            return None
-        end = self._walk_ids(s, rest)
-        return rest if end is not None and self.c._complete(end) else None
+            self._rests[j] = self._spellings(text[j:])
+        for rest in self._rests[j]:
+            if len(rest) > self.left:
+                break
+            end = self._walk_ids(s, rest)
+            if end is not None and self.c._complete(end):
+                return rest
+        return None
+
+    def _spellings(self, rest: bytes) -> list[tuple[int, ...]]:
+        """``rest`` in the fewest tokens, and after the separator if that takes fewer."""
+        tok = self.planner.tok
+        out = [ids for ids in (tok.tokenize(rest),) if ids]
+        sep = self.planner.lex.separator
+        if sep and not rest.startswith(sep):
+            ids = tok.tokenize(sep + rest)
+            if ids and (not out or len(ids) < len(out[0])):
+                out.insert(0, ids)
+        return out
 
     def _by_pad(self, s: S, data: bytes) -> tuple[int, ...] | None:
         """After a token that ends in blanks (a newline lexeme whose width is still open):
