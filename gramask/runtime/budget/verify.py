@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ..core.constraint import Constraint
     from .planner import BudgetPlanner
 
-__all__ = ["CompletionPool", "VerifiedTokens", "WalkedConstraint", "WalkedVerifier", "verified_step"]
+__all__ = ["CompletionPool", "VerifiedTokens", "WalkedConstraint", "WalkedVerifier", "budget_binds",
+           "verified_step"]
 
 # a group of at least _LARGE tokens searches _DEEP times as many states for its plan
 _LARGE = 1024
@@ -36,6 +37,9 @@ _DEEP = 16
 # by a deeper search, and a step forbids only what its first few retries could not admit
 _RETRIES = 8
 _RETRY_DEEP = 4
+# a step binds (see budget_binds) where a token may take fewer than this many tokens of
+# detour beyond the step's plan: the margin issue 24 promises completeness at (k >= 4)
+_DETOUR = 4
 
 S = TypeVar("S", bound=RunState)
 
@@ -121,6 +125,14 @@ class VerifiedTokens:
             m &= self.keep
 
 
+def budget_binds(plan: tuple[int, ...] | None, left: int) -> bool:
+    """Does the budget bind at a step whose own plan is ``plan``, with ``left`` tokens for
+    what follows a token: less than _DETOUR tokens of room beyond the plan, or no plan? There
+    a token's completion must be short, and the capped plan searches should go first to the
+    groups whose cost says they fit (ordering by cost is not free: only where it binds)."""
+    return plan is None or left < len(plan) + _DETOUR
+
+
 def verified_step(c: Constraint[S], st: S, left: int) -> VerifiedTokens:
     """A fresh record of what this step's checks verify (``c.advance`` reads it), with the
     step's own plan's first token kept while the plan fits."""
@@ -160,8 +172,8 @@ class WalkedVerifier(Generic[S]):
         if step_plan:
             self.text = b"".join(c._vocab.token_bytes(i) for i in step_plan)
             self.tail = self.planner.tok.tokenize(self.text)
-        # the step plan's text from byte j on, spelled afresh (None: no spelling)
-        self._rests: dict[int, tuple[int, ...] | None] = {}
+        # the step plan's text from byte j on, spelled afresh (see :meth:`_spellings`)
+        self._rests: dict[int, list[tuple[int, ...]]] = {}
         self._pads: list[tuple[int, ...]] | None = None  # :meth:`_by_pad`'s candidates
         self.plans: int = c.MAX_PLANS
         self.retries = _RETRIES
@@ -185,7 +197,9 @@ class WalkedVerifier(Generic[S]):
         with it (``"(cls"`` against the plan ``"():\n    if "``: ``"):\n    if "``), or,
         where they share no first byte, after the plan's first bytes that the token ends
         with (``"++)"`` against ``")/*"``: ``"/*"``), if walking it from ``s`` ends complete:
-        the token took a detour the plan's route rejoins."""
+        the token took a detour the plan's route rejoins. The rest is also tried after the
+        lexer's separator where that spells it in fewer tokens (``"tru"`` is two tokens,
+        ``" tru"`` one): a plan is spelled as its shortest bytes, not its fewest tokens."""
         text = self.text
         j = self.shared_prefix(data)
         if j == 0:
@@ -194,12 +208,25 @@ class WalkedVerifier(Generic[S]):
         if j == 0 or j >= len(text):
             return None
         if j not in self._rests:
-            self._rests[j] = self.planner.tok.tokenize(text[j:])
-        rest = self._rests[j]
-        if not rest or len(rest) > self.left:
-            return None
-        end = self._walk_ids(s, rest)
-        return rest if end is not None and self.c._complete(end) else None
+            self._rests[j] = self._spellings(text[j:])
+        for rest in self._rests[j]:
+            if len(rest) > self.left:
+                break
+            end = self._walk_ids(s, rest)
+            if end is not None and self.c._complete(end):
+                return rest
+        return None
+
+    def _spellings(self, rest: bytes) -> list[tuple[int, ...]]:
+        """``rest`` in the fewest tokens, and after the separator if that takes fewer."""
+        tok = self.planner.tok
+        out = [ids for ids in (tok.tokenize(rest),) if ids]
+        sep = self.planner.lex.separator
+        if sep and not rest.startswith(sep):
+            ids = tok.tokenize(sep + rest)
+            if ids and (not out or len(ids) < len(out[0])):
+                out.insert(0, ids)
+        return out
 
     def _by_pad(self, s: S, data: bytes) -> tuple[int, ...] | None:
         """After a token that ends in blanks (a newline lexeme whose width is still open):
@@ -279,10 +306,13 @@ class WalkedVerifier(Generic[S]):
             s = r
         return s
 
-    def cheap(self, s: S, data: bytes = b"") -> tuple[int, ...] | None:
-        """Like :meth:`state` without a witness or a search: ``s`` complete as it is, or
-        ended by the step plan's rest, its text or a pooled completion (for the groups
-        beyond a step's cap, a walk or two each)."""
+    def cheap(self, s: S, data: bytes = b"", vertex: Hashable | None = None,
+              ) -> tuple[int, ...] | None:
+        """Like :meth:`state` without a search: ``s`` complete as it is, or ended by the
+        step plan's rest, its text, a pooled completion, or (given its ``vertex``) a plan
+        an earlier group of the vertex shared (for the groups beyond a step's cap, a walk
+        or two each: ``(n`` after a call's name, where ``(x`` was checked, rides on its
+        plan)."""
         if self.c._complete(s):
             return ()
         if self.left == 0:
@@ -292,6 +322,8 @@ class WalkedVerifier(Generic[S]):
             r = self._by_tail(s)
         if r is None:
             r = self._by_pool(s)
+        if r is None and vertex is not None:
+            r = self._by_shared(s, vertex, plan=False)
         return r
 
     def state(self, s: S, vertex: Hashable, data: bytes = b"", size: int = 1,
@@ -331,11 +363,32 @@ class WalkedVerifier(Generic[S]):
                 r = self._by_pad(s, data)
             if r is not None:
                 return r
+        r = self._by_shared(s, vertex, search=search)
+        if r is not None:
+            return r
+        p = self._plan(s, search)
+        if p is None and self.retries > 0 and self.plans > 0:
+            self.retries -= 1
+            p = self._plan(s, search * _RETRY_DEEP, pooled=False, escalate=True)
+        return p if p is not None and len(p) <= self.left else None
+
+    def _by_shared(self, s: S, vertex: Hashable, plan: bool = True, search: int = 0,
+                   ) -> tuple[int, ...] | None:
+        """The lexeme in progress at ``s`` finished by its witness as one of its two
+        cheapest terminals ``a``, then the plan shared per (``vertex``, ``a``), where the
+        plan's first token reaches the very state it reached when it was walked (then its
+        remaining tokens complete from there too). With ``plan``, a (vertex, terminal) not
+        seen yet this step gets its plan (a search of ``search`` states); without, only
+        the plans already shared are tried."""
+        c = self.c
         pl = self.planner
         lex = pl.lex
         for a, cost in lex.fin_list[s[0]][:2]:
             if cost > self.left:
                 break
+            share = (vertex, a)
+            if not plan and self.shared.get(share) is None:
+                continue
             w = lex.witness(s[0], a)
             tw = pl.tok.tokenize(w) if w else ()
             if tw is None:
@@ -345,7 +398,6 @@ class WalkedVerifier(Generic[S]):
                 continue
             if c._complete(s_a):
                 return tw  # the witness alone completes
-            share = (vertex, a)
             if share not in self.shared:
                 p = self._plan(s_a, search, pooled=False)
                 if not p:
@@ -366,8 +418,4 @@ class WalkedVerifier(Generic[S]):
             s1 = self._walk_ids(s_a, p[:1])
             if s1 is not None and self.key(s1) == k1:
                 return (*tw, *p)  # p[0] reaches the state p was walked through: p completes
-        p = self._plan(s, search)
-        if p is None and self.retries > 0 and self.plans > 0:
-            self.retries -= 1
-            p = self._plan(s, search * _RETRY_DEEP, pooled=False, escalate=True)
-        return p if p is not None and len(p) <= self.left else None
+        return None

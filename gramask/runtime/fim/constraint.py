@@ -288,7 +288,7 @@ class FimConstraint(FimBase[FimState]):
                 a = int(first[i])
                 data = vocab.token_bytes(int(toks[a]))
                 s = self._walk(st, data)
-                done = None if isinstance(s, int) else ver.cheap(s, data)
+                done = None if isinstance(s, int) else ver.cheap(s, data, int(vert[i]))
                 if done is not None:
                     rec.add(toks[a:a + int(sizes[i])], done)
         rec.apply(m, self._complete(st))

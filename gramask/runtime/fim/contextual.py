@@ -35,7 +35,7 @@ from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..budget.bounded import BoundedBudget
 from ..budget.contextual import ContextualBudgetPlanner
 from ..budget.quotient_planner import quotient_planner
-from ..budget.verify import CompletionPool, WalkedVerifier, verified_step
+from ..budget.verify import CompletionPool, WalkedVerifier, budget_binds, verified_step
 from ..core.constraint import starts_a_line
 from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import ACCEPTS
@@ -245,10 +245,18 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                                  pool=self._completion_pool)
             vocab = self._vocab
             groups = self._state_groups(st, np.flatnonzero(m & ~rec.keep))
+            if budget_binds(rec.plan, left - 1):
+                # the capped plans go first to the groups whose (quotient's) cost says they
+                # fit, the largest first within each kind: the cost orders, the walk decides
+                # (`' \` in a char literal the suffix closes, 1 token needed of 1 left, was
+                # starved by larger groups whose plans all ran 2 or 3 tokens long)
+                over = [pl.state_cost(s[0], s[1], s[2]) > left - 1 for s, _ in groups]
+                groups = [groups[i] for i in sorted(range(len(groups)), key=over.__getitem__)]
             for i, (s, members) in enumerate(groups[: self.MAX_GROUPS + self.MAX_CHEAP]):
                 data = vocab.token_bytes(int(members[0]))
-                done = (ver.state(s, (s[2][PUID], s[5][PUID]), data, members.size)
-                        if i < self.MAX_GROUPS else ver.cheap(s, data))
+                vx = (s[2][PUID], s[5][PUID])
+                done = (ver.state(s, vx, data, members.size)
+                        if i < self.MAX_GROUPS else ver.cheap(s, data, vx))
                 if done is not None:
                     rec.add(members, done)
         rec.apply(m, self._complete(st))
