@@ -165,7 +165,8 @@ class LexemeCosts:
 
     def glue(self, q: int, b: int) -> bytes | None:
         """The bytes of a lexeme of ``b`` right after a lexeme that ended in state ``q``
-        (``q`` = 0: none before): its spelling, or the separator and its spelling."""
+        (``q`` = 0: none before): its spelling, or the separator and its spelling, or else
+        the shortest lexeme of ``b`` whose first byte ends the one at ``q``."""
         w = self.spell[b]
         if not w:
             return None
@@ -178,7 +179,22 @@ class LexemeCosts:
                 s = int(self.trans[s, x])
             if self.trans[s, w[0]] < 0:
                 return sep + w
-        return None
+        return self._spell_after(q, b)
+
+    def _spell_after(self, q: int, b: int) -> bytes | None:
+        """The shortest lexeme of ``b`` whose first byte kills the lexeme at ``q``: two
+        signed integers with no ignored text between them are ``0-0``, not ``00``."""
+        first = self.trans[0]
+        d = self._distances(b)
+        cand = np.flatnonzero((first >= 0) & (self.trans[q] < 0))
+        if not cand.size:
+            return None
+        dist = d[first[cand]]
+        if dist.min() >= INF:
+            return None
+        best = {int(x) for x in cand[dist == dist.min()]}
+        x = next(x for x in _BYTE_ORDER if x in best)  # readable bytes first
+        return bytes([x]) + self.path(int(first[x]), d)
 
     def _distances(self, t: int) -> np.ndarray:
         """Bytes from each lexer state to a clean end of ``t`` (BFS backwards)."""

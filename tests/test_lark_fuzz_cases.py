@@ -1,0 +1,32 @@
+"""Disagreements with lark found by ``tools/lark_fuzz.py`` (random Lark grammars), each
+minimised and pinned here with lark as the oracle."""
+
+from __future__ import annotations
+
+import lark
+import pytest
+
+from tests._support import lark_accepts, tiny
+
+CHARS = [*"0123456789+-ab ", "\n"]
+
+# Two terminals that the greedy lexer merges when spelled by their shortest lexemes
+# (``0`` ``0`` is one integer): a completion must spell the second one differently
+# (``0-0``), there being no ignored text to separate them with.
+ADJACENT = r"""
+start: SIGNED_INT SIGNED_INT
+%import common.SIGNED_INT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_completion_spells_a_lexeme_the_last_one_cannot_swallow(lexer: str) -> None:
+    cg, _ = tiny(ADJACENT, CHARS, lexer=lexer)
+    oracle = lark.Lark(ADJACENT, parser="earley", lexer="basic")
+    for prefix in ["", "1", "12", "-", "7-"]:
+        c = cg.constraint(prefix)
+        done = c.shortest_completion()
+        for t in done.token_ids:
+            c.advance(t)
+        assert c.is_complete(), prefix
+        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
