@@ -343,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     stats: Counter[str] = Counter()
     found: list[dict[str, object]] = []
     t0, c0 = time.time(), time.process_time()
+    out = a.out.open("w")
     for k in range(a.grammars):
         rnd = random.Random(f"{a.seed}:{k}")
         gg = gen.grammar(rnd)
@@ -360,9 +361,9 @@ def main(argv: list[str] | None = None) -> int:
             for case in found[n:]:
                 print(f"[grammar {a.seed}:{k} {mode}] {case['kind']}: "
                       f"{case.get('detail', case.get('error'))}", flush=True)
-    with a.out.open("w") as f:
-        for case in found:
-            f.write(json.dumps(case) + "\n")
+                out.write(json.dumps({"grammar_id": f"{a.seed}:{k}", **case}) + "\n")
+                out.flush()
+    out.close()
     for key, v in sorted(stats.items()):
         print(f"{key}: {v}")
     print(f"cases written to {a.out}: {len(found)}; wall {time.time() - t0:.1f} s, "
