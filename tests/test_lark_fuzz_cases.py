@@ -6,7 +6,7 @@ from __future__ import annotations
 import lark
 import pytest
 
-from tests._support import lark_accepts, tiny
+from tests._support import is_program, lark_accepts, tiny
 
 CHARS = [*"0123456789+-ab ", "\n"]
 
@@ -30,3 +30,21 @@ def test_completion_spells_a_lexeme_the_last_one_cannot_swallow(lexer: str) -> N
             c.advance(t)
         assert c.is_complete(), prefix
         assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+
+
+# ``[x]`` and ``x?`` over anonymous tokens give two rules ``r3: T0``: lark builds the grammar
+# (with its default options), so gramask must too (it refused: "Rules defined twice").
+OPTIONALS = r"""
+start: r3
+r3: T0 "x"? (T0 T0)?
+    | T0 ["ab"]
+T0: "abc" | "aa"
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_colliding_optionals_load_as_lark_loads_them(lexer: str) -> None:
+    cg, _ = tiny(OPTIONALS, [*"abcx"], lexer=lexer)
+    oracle = lark.Lark(OPTIONALS, parser="earley", lexer="basic")
+    for text in ["abc", "abcx", "aaab", "aaaaaa", "abcabcabc", "aaxaaaa", "ab", "aaabab", "x"]:
+        assert is_program(cg, text) == lark_accepts(oracle, text), text
