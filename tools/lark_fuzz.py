@@ -304,8 +304,15 @@ def run_grammar(gg: gen.GenGrammar, mode: str, vocab: gramask.Vocabulary,
             # is_complete does not depend on the vocabulary: the small one compiles faster
             v = small if mk == "complete" else vocab
             bad = failing(mk, mode, v, tok)
-            if bad(gg.text, t):
-                mg, mt = minimise(gg.text, t, bad)
+            signal.alarm(a.timeout)  # each minimisation gets its own time
+            try:
+                reproduces = bad(gg.text, t)
+                mg, mt = minimise(gg.text, t, bad) if reproduces else ("", "")
+            except Slow:
+                case["min_kind"] = f"{mk}: minimisation timed out"
+                found.append(case)
+                continue
+            if reproduces:
                 case["min_kind"], case["min_grammar"], case["min_text"] = mk, mg, mt
                 if mk == "complete":
                     mp, mc = oracle(mg, mode), compile_(mg, mode, v)
