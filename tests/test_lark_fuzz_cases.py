@@ -48,3 +48,27 @@ def test_colliding_optionals_load_as_lark_loads_them(lexer: str) -> None:
     oracle = lark.Lark(OPTIONALS, parser="earley", lexer="basic")
     for text in ["abc", "abcx", "aaab", "aaaaaa", "abcabcabc", "aaxaaaa", "ab", "aaabab", "x"]:
         assert is_program(cg, text) == lark_accepts(oracle, text), text
+
+
+# A comment that no ignored text after it can end ('#' with no ignored newline) ends at the
+# end of input: after '=..#' (basic mode: the literal '#'), 'a' makes it an ignored comment.
+COMMENT_LAST = r"""
+start: r1 ".."
+r1: "=" | "#"
+COMMENT: /#[^\n]*/
+%ignore COMMENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_completion_may_end_the_input_inside_an_ignored_lexeme(lexer: str) -> None:
+    cg, _ = tiny(COMMENT_LAST, [*"=.#ab"], lexer=lexer)
+    oracle = lark.Lark(COMMENT_LAST, parser="earley", lexer="basic")
+    for prefix in ["=..#", "=..#a", "=", "=.."]:
+        c = cg.constraint(prefix)
+        done = c.shortest_completion()
+        for t in done.token_ids:
+            c.advance(t)
+        assert c.is_complete(), prefix
+        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+
