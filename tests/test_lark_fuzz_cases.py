@@ -72,3 +72,24 @@ def test_completion_may_end_the_input_inside_an_ignored_lexeme(lexer: str) -> No
         assert c.is_complete(), prefix
         assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
 
+
+# Every end of T0 continues on 'a', the first byte of the keyword "ab"; but "ab" only ever
+# follows "int", so T0's ends are clean for what can follow it (';'), and T0 is spellable.
+UNFOLLOWED = r"""
+start: T0 ";" | "int" "ab"
+T0: /(a|bc)+/
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_clean_ends_ask_only_for_the_terminals_that_can_follow(lexer: str) -> None:
+    cg, _ = tiny(UNFOLLOWED, [*"abc;int"], lexer=lexer)
+    oracle = lark.Lark(UNFOLLOWED, parser="earley", lexer="basic")
+    for prefix in ["", "a", "bc", "abca"]:
+        c = cg.constraint(prefix)
+        done = c.shortest_completion()
+        for t in done.token_ids:
+            c.advance(t)
+        assert c.is_complete(), prefix
+        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+    assert cg.constraint("").min_tokens_to_complete() == 2  # 'a;'

@@ -53,6 +53,12 @@ class LexemeCosts:
         self.closer: dict[int, bytes] = {}  # see _closers
         self._clean_closed: dict[int, frozenset[int]] = {}  # per closer terminal: its clean ends
         self._closed: dict[int, np.ndarray] = {}  # per closer terminal: its ends (see _closers)
+        # per terminal a, the spelled terminals whose lexemes can come right after one of a
+        # (all of them without the grammar's predecessor sets)
+        self._follows: list[list[int]] = [[] for _ in range(T)]
+        for b in range(T):
+            for a in (range(T) if preds is None else preds[b]):
+                self._follows[a].append(b)
         # first pass: ends = every accepting state; then the clean ones (see class docstring)
         self.ends = [self.accepting_states(t) for t in range(T)]
         self.spell = self._spellings()
@@ -113,16 +119,20 @@ class LexemeCosts:
         ]
 
     def _clean_ends(self, a: int) -> np.ndarray:
-        """The accepting states of ``a`` after which every other spelled terminal can
-        start (none for a comment: only a newline or the end of input ends it)."""
+        """The accepting states of ``a`` after which every other spelled terminal that can
+        follow it can start (none for a comment: only a newline or the end of input ends
+        it)."""
         return self._greedy_clean_ends(a)
 
     def _greedy_clean_ends(self, a: int) -> np.ndarray:
-        """:meth:`_clean_ends` as the greedy lexer decides it."""
+        """:meth:`_clean_ends` as the greedy lexer decides it. Only the terminals that can
+        follow ``a`` count: with ``T0: /(a|bc)+/`` and a keyword ``"ab"`` that only follows
+        ``"int"``, every end of T0 would otherwise be unclean (``a`` + ``ab`` is one T0) and
+        T0 unspellable."""
         states = self.accepting_states(a)
         keep = []
         for q in states.tolist():
-            if all(self._glue_ok(q, b) for b in range(self.num_terminals)
+            if all(self._glue_ok(q, b) for b in self._follows[a]
                    if b != a and not self.ignored[b] and self.spell[b]):
                 keep.append(q)
         return np.array(keep, dtype=np.int64)
