@@ -401,6 +401,7 @@ def _load_lark(text: str, start: str, import_paths: list[str]) -> tuple[Any, Any
     up to its parser, with the same options (keep_all_tokens, no unused terminals)."""
     from lark import lexer as lark_lexer
     from lark import load_grammar as lark_load
+    from lark.exceptions import GrammarError as LarkGrammarError
     from lark.exceptions import LexError
 
     if not hasattr(lark_load._get_parser, "cache"):
@@ -411,8 +412,17 @@ def _load_lark(text: str, start: str, import_paths: list[str]) -> tuple[Any, Any
             lark_load._get_parser()  # type: ignore[no-untyped-call]
         finally:
             lark_lexer.has_interegular = checks
-    grammar, _ = lark_load.load_grammar(text, "<string>", import_paths, True)  # type: ignore[no-untyped-call]
-    terminals, rules, ignore = grammar.compile([start], set())
+    try:
+        grammar, _ = lark_load.load_grammar(text, "<string>", import_paths, True)  # type: ignore[no-untyped-call]
+        terminals, rules, ignore = grammar.compile([start], set())
+    except LarkGrammarError as e:
+        if not str(e).startswith("Rules defined twice"):
+            raise
+        # keep_all_tokens makes ``[x]`` and ``x?`` over a filtered token (``r: T ["ab"] |
+        # T "c"?``) two rules ``r: T``, which lark refuses as trees it could not tell apart;
+        # lark's default options (which ``lark.Lark`` builds such a grammar with) keep one
+        grammar, _ = lark_load.load_grammar(text, "<string>", import_paths, False)  # type: ignore[no-untyped-call]
+        terminals, rules, ignore = grammar.compile([start], set())
     # the checks lark's BasicLexer makes, less its terminal-collision search (interegular lists
     # every character of a class: minutes for a Unicode identifier class)
     for t in terminals:

@@ -48,19 +48,17 @@ class LexemeCosts:
         self.ignored = np.asarray(dfa.ignored, dtype=bool)
         self.nl_t = mb.nl_t
         self.continuation_t = mb.continuation_t
-        # per terminal, the terminals whose lexeme can come right after one of it (the
-        # grammar's FOLLOW, ``preds`` turned around; every terminal without ``preds``)
-        self.follows: list[set[int]] | None = None
-        if preds is not None:
-            self.follows = [set() for _ in range(T)]
-            for b, before in enumerate(preds):
-                for a in before:
-                    self.follows[a].add(b)
         self._dist: dict[int, np.ndarray] = {}
         self._fin_str: dict[tuple[int, int], bytes] = {}
         self.closer: dict[int, bytes] = {}  # see _closers
         self._clean_closed: dict[int, frozenset[int]] = {}  # per closer terminal: its clean ends
         self._closed: dict[int, np.ndarray] = {}  # per closer terminal: its ends (see _closers)
+        # per terminal a, the spelled terminals whose lexemes can come right after one of a
+        # (all of them without the grammar's predecessor sets)
+        self._follows: list[list[int]] = [[] for _ in range(T)]
+        for b in range(T):
+            for a in (range(T) if preds is None else preds[b]):
+                self._follows[a].append(b)
         # first pass: ends = every accepting state; then the clean ones (see class docstring)
         self.ends = [self.accepting_states(t) for t in range(T)]
         self.spell = self._spellings()
@@ -121,19 +119,21 @@ class LexemeCosts:
         ]
 
     def _clean_ends(self, a: int) -> np.ndarray:
-        """The accepting states of ``a`` after which every other spelled terminal can
-        start (none for a comment: only a newline or the end of input ends it)."""
+        """The accepting states of ``a`` after which every other spelled terminal that can
+        follow it can start (none for a comment: only a newline or the end of input ends
+        it)."""
         return self._greedy_clean_ends(a)
 
     def _greedy_clean_ends(self, a: int) -> np.ndarray:
-        """:meth:`_clean_ends` as the greedy lexer decides it: every terminal that can
-        follow ``a`` glues on (a ``SENTENCE: /[a-z][^\\n]+/`` that only a newline follows
-        ends clean, though most bytes continue it)."""
+        """:meth:`_clean_ends` as the greedy lexer decides it. Only the terminals that can
+        follow ``a`` count: with ``T0: /(a|bc)+/`` and a keyword ``"ab"`` that only follows
+        ``"int"``, every end of T0 would otherwise be unclean (``a`` + ``ab`` is one T0) and
+        T0 unspellable; a ``SENTENCE: /[a-z][^\\n]+/`` that only a newline follows ends
+        clean, though most bytes continue it."""
         states = self.accepting_states(a)
-        after = range(self.num_terminals) if self.follows is None else sorted(self.follows[a])
         keep = []
         for q in states.tolist():
-            if all(self._glue_ok(q, b) for b in after
+            if all(self._glue_ok(q, b) for b in self._follows[a]
                    if b != a and not self.ignored[b] and self.spell[b]):
                 keep.append(q)
         return np.array(keep, dtype=np.int64)
@@ -176,7 +176,8 @@ class LexemeCosts:
 
     def glue(self, q: int, b: int) -> bytes | None:
         """The bytes of a lexeme of ``b`` right after a lexeme that ended in state ``q``
-        (``q`` = 0: none before): its spelling, or the separator and its spelling."""
+        (``q`` = 0: none before): its spelling, or the separator and its spelling, or else
+        the shortest lexeme of ``b`` whose first byte ends the one at ``q``."""
         w = self.spell[b]
         if not w:
             return None
@@ -189,7 +190,22 @@ class LexemeCosts:
                 s = int(self.trans[s, x])
             if self.trans[s, w[0]] < 0:
                 return sep + w
-        return None
+        return self._spell_after(q, b)
+
+    def _spell_after(self, q: int, b: int) -> bytes | None:
+        """The shortest lexeme of ``b`` whose first byte kills the lexeme at ``q``: two
+        signed integers with no ignored text between them are ``0-0``, not ``00``."""
+        first = self.trans[0]
+        d = self._distances(b)
+        cand = np.flatnonzero((first >= 0) & (self.trans[q] < 0))
+        if not cand.size:
+            return None
+        dist = d[first[cand]]
+        if dist.min() >= INF:
+            return None
+        best = {int(x) for x in cand[dist == dist.min()]}
+        x = next(x for x in _BYTE_ORDER if x in best)  # readable bytes first
+        return bytes([x]) + self.path(int(first[x]), d)
 
     def _distances(self, t: int) -> np.ndarray:
         """Bytes from each lexer state to a clean end of ``t`` (BFS backwards)."""

@@ -80,6 +80,9 @@ class PlanSearch:
         # bounds price as free ends (a line continuation the suffix's newline finishes): the
         # fallback search tries them as chunks too (the costs do not lead to them)
         self.glued_starts: list[bytes] = []
+        # bytes from each lexer state to one where the lexeme is an ignored terminal
+        acc = lex.accept
+        self._ignored_end = lex.distances_to((acc >= 0) & lex.ignored[np.maximum(acc, 0)])
         nl = mb.nl_live
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
         lim = mb.limits
@@ -201,6 +204,12 @@ class PlanSearch:
         if q != 0:
             for t, _f in lex.fin_list[q]:
                 w = lex.witness(q, t)
+                if w:
+                    out.append(w)
+            if self._ignored_end[q] < INF:
+                # the end of input ends any lexeme: an ignored one that nothing after it can
+                # end (a '#' comment with no ignored newline) may still be the last
+                w = lex.path(q, self._ignored_end)
                 if w:
                     out.append(w)
             if self._nl_live[q] and p[DEPTH] == 0:

@@ -1,0 +1,95 @@
+"""Disagreements with lark found by ``tools/lark_fuzz.py`` (random Lark grammars), each
+minimised and pinned here with lark as the oracle."""
+
+from __future__ import annotations
+
+import lark
+import pytest
+
+from tests._support import is_program, lark_accepts, tiny
+
+CHARS = [*"0123456789+-ab ", "\n"]
+
+# Two terminals that the greedy lexer merges when spelled by their shortest lexemes
+# (``0`` ``0`` is one integer): a completion must spell the second one differently
+# (``0-0``), there being no ignored text to separate them with.
+ADJACENT = r"""
+start: SIGNED_INT SIGNED_INT
+%import common.SIGNED_INT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_completion_spells_a_lexeme_the_last_one_cannot_swallow(lexer: str) -> None:
+    cg, _ = tiny(ADJACENT, CHARS, lexer=lexer)
+    oracle = lark.Lark(ADJACENT, parser="earley", lexer="basic")
+    for prefix in ["", "1", "12", "-", "7-"]:
+        c = cg.constraint(prefix)
+        done = c.shortest_completion()
+        for t in done.token_ids:
+            c.advance(t)
+        assert c.is_complete(), prefix
+        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+
+
+# ``[x]`` and ``x?`` over anonymous tokens give two rules ``r3: T0``: lark builds the grammar
+# (with its default options), so gramask must too (it refused: "Rules defined twice").
+OPTIONALS = r"""
+start: r3
+r3: T0 "x"? (T0 T0)?
+    | T0 ["ab"]
+T0: "abc" | "aa"
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_colliding_optionals_load_as_lark_loads_them(lexer: str) -> None:
+    cg, _ = tiny(OPTIONALS, [*"abcx"], lexer=lexer)
+    oracle = lark.Lark(OPTIONALS, parser="earley", lexer="basic")
+    for text in ["abc", "abcx", "aaab", "aaaaaa", "abcabcabc", "aaxaaaa", "ab", "aaabab", "x"]:
+        assert is_program(cg, text) == lark_accepts(oracle, text), text
+
+
+# A comment that no ignored text after it can end ('#' with no ignored newline) ends at the
+# end of input: after '=..#' (basic mode: the literal '#'), 'a' makes it an ignored comment.
+COMMENT_LAST = r"""
+start: r1 ".."
+r1: "=" | "#"
+COMMENT: /#[^\n]*/
+%ignore COMMENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_completion_may_end_the_input_inside_an_ignored_lexeme(lexer: str) -> None:
+    cg, _ = tiny(COMMENT_LAST, [*"=.#ab"], lexer=lexer)
+    oracle = lark.Lark(COMMENT_LAST, parser="earley", lexer="basic")
+    for prefix in ["=..#", "=..#a", "=", "=.."]:
+        c = cg.constraint(prefix)
+        done = c.shortest_completion()
+        for t in done.token_ids:
+            c.advance(t)
+        assert c.is_complete(), prefix
+        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+
+
+# Every end of T0 continues on 'a', the first byte of the keyword "ab"; but "ab" only ever
+# follows "int", so T0's ends are clean for what can follow it (';'), and T0 is spellable.
+UNFOLLOWED = r"""
+start: T0 ";" | "int" "ab"
+T0: /(a|bc)+/
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_clean_ends_ask_only_for_the_terminals_that_can_follow(lexer: str) -> None:
+    cg, _ = tiny(UNFOLLOWED, [*"abc;int"], lexer=lexer)
+    oracle = lark.Lark(UNFOLLOWED, parser="earley", lexer="basic")
+    for prefix in ["", "a", "bc", "abca"]:
+        c = cg.constraint(prefix)
+        done = c.shortest_completion()
+        for t in done.token_ids:
+            c.advance(t)
+        assert c.is_complete(), prefix
+        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+    assert cg.constraint("").min_tokens_to_complete() == 2  # 'a;'
