@@ -6,9 +6,22 @@ from __future__ import annotations
 import lark
 import pytest
 
+import gramask
 from tests._support import is_program, lark_accepts, tiny
 
 CHARS = [*"0123456789+-ab ", "\n"]
+
+
+def _completions_are_larks(cg: gramask.CompiledGrammar, oracle: lark.Lark,
+                           prefixes: list[str]) -> None:
+    """From each prefix, the shortest completion walks to a complete text lark accepts."""
+    for prefix in prefixes:
+        c = cg.constraint(prefix)
+        done = c.shortest_completion()
+        for t in done.token_ids:
+            c.advance(t)
+        assert c.is_complete(), prefix
+        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
 
 # Two terminals that the greedy lexer merges when spelled by their shortest lexemes
 # (``0`` ``0`` is one integer): a completion must spell the second one differently
@@ -23,13 +36,7 @@ start: SIGNED_INT SIGNED_INT
 def test_completion_spells_a_lexeme_the_last_one_cannot_swallow(lexer: str) -> None:
     cg, _ = tiny(ADJACENT, CHARS, lexer=lexer)
     oracle = lark.Lark(ADJACENT, parser="earley", lexer="basic")
-    for prefix in ["", "1", "12", "-", "7-"]:
-        c = cg.constraint(prefix)
-        done = c.shortest_completion()
-        for t in done.token_ids:
-            c.advance(t)
-        assert c.is_complete(), prefix
-        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+    _completions_are_larks(cg, oracle, ["", "1", "12", "-", "7-"])
 
 
 # ``[x]`` and ``x?`` over anonymous tokens give two rules ``r3: T0``: lark builds the grammar
@@ -64,13 +71,7 @@ COMMENT: /#[^\n]*/
 def test_completion_may_end_the_input_inside_an_ignored_lexeme(lexer: str) -> None:
     cg, _ = tiny(COMMENT_LAST, [*"=.#ab"], lexer=lexer)
     oracle = lark.Lark(COMMENT_LAST, parser="earley", lexer="basic")
-    for prefix in ["=..#", "=..#a", "=", "=.."]:
-        c = cg.constraint(prefix)
-        done = c.shortest_completion()
-        for t in done.token_ids:
-            c.advance(t)
-        assert c.is_complete(), prefix
-        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+    _completions_are_larks(cg, oracle, ["=..#", "=..#a", "=", "=.."])
 
 
 # Every end of T0 continues on 'a', the first byte of the keyword "ab"; but "ab" only ever
@@ -85,11 +86,5 @@ T0: /(a|bc)+/
 def test_clean_ends_ask_only_for_the_terminals_that_can_follow(lexer: str) -> None:
     cg, _ = tiny(UNFOLLOWED, [*"abc;int"], lexer=lexer)
     oracle = lark.Lark(UNFOLLOWED, parser="earley", lexer="basic")
-    for prefix in ["", "a", "bc", "abca"]:
-        c = cg.constraint(prefix)
-        done = c.shortest_completion()
-        for t in done.token_ids:
-            c.advance(t)
-        assert c.is_complete(), prefix
-        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+    _completions_are_larks(cg, oracle, ["", "a", "bc", "abca"])
     assert cg.constraint("").min_tokens_to_complete() == 2  # 'a;'
