@@ -196,7 +196,7 @@ class Grammar:
 
         ignore = set(ignore_tokens)
         terminals = []
-        for t in sorted(lark_terminals, key=_lark_lexer_order):
+        for t in lark_terminals:
             pat = t.pattern
             is_string = pat.type == "str"
             regex = re.escape(pat.value) if is_string else pat.value
@@ -449,19 +449,6 @@ def _terminal_json(t: TerminalSpec) -> dict[str, Any]:
 # the newline terminal lark's indenters are written with: PythonIndenter's, then the
 # TreeIndenter of lark's indented-tree example (``_NL``)
 _NEWLINE_NAMES = ("_NEWLINE", "_NL")
-
-
-def _lark_lexer_order(t: Any) -> tuple[int, int, int, str]:
-    """lark's basic lexer tries its terminals in this order (``BasicLexer``: priority, then the
-    widest match, then the longest pattern, then the name). gramask's basic mode ends a lexeme
-    at its longest match and breaks a tie between regexes by grammar order: in this order, a
-    tie goes the way lark's goes (``9`` is lark's ``NUMBER``, not ``HEXDIGIT``)."""
-    pat = t.pattern
-    try:
-        width = int(pat.max_width)
-    except Exception:  # lark measures with sre_parse; a pattern it cannot measure goes last
-        width = 0
-    return (-int(t.priority), -width, -len(pat.value), str(t.name))
 
 
 def _detect_indentation(declared: set[str], known: set[str], cpython_ends: bool
