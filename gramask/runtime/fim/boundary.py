@@ -26,14 +26,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...compiler.ignored_follows import follow_vector
 from ...compiler.table_rows import select_tokens
 from ...encoding import words_of_bits
 from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import EXPECTED
 from ..core.masks import MaskBuilder, walk_row_trie
 from ..core.parse_state import ES, PUID, ParserContext, PState
-from ..core.terminal_sets import words_of_int
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
 from .suffix_lexing import Branch
@@ -298,14 +296,9 @@ class BoundaryContextualLexer(ContextualLexer):
     _codes_memo: BoundedMemo[int, np.ndarray | None]
 
     def _normal_ends(self, p: PState) -> np.ndarray:
-        """``_class_vectors``' ``ends`` without the boundary markers' terminals."""
-        a = ParserContext.expects(self.ctx, p)
-        aw = words_of_int(a, self.class_sig_words.shape[1])
-        sig = (self.class_sig_words & aw).any(axis=1)
-        if self.ctx.finish(p):
-            return np.asarray(sig | self.class_has_ignored)
-        return np.asarray(sig | follow_vector(self.class_follow, self.close(a) if self.closes
-                                              else a))
+        """``_class_vectors``' ``ends`` without the boundary markers' terminals (shared:
+        not to be written)."""
+        return self._class_vectors(ParserContext.expects(self.ctx, p), self._follows(p))[1]
 
     def _codes(self, p: PState) -> np.ndarray | None:
         """Verdict codes per class (as :meth:`BoundaryFilter.codes`), None without markers."""
