@@ -220,7 +220,8 @@ class WalkedVerifier(Generic[S]):
     def _spellings(self, rest: bytes) -> list[tuple[int, ...]]:
         """``rest`` in the fewest tokens, and after the separator if that takes fewer."""
         tok = self.planner.tok
-        out = [ids for ids in (tok.tokenize(rest),) if ids]
+        ids0 = tok.tokenize(rest)
+        out = [ids0] if ids0 else []
         sep = self.planner.lex.separator
         if sep and not rest.startswith(sep):
             ids = tok.tokenize(sep + rest)
