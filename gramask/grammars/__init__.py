@@ -120,8 +120,8 @@ def load(name: str, start: str | None = None, lexer: str | None = None) -> Gramm
         text(name), start=start or start_rule(name), source=f"{name}.lark",
         lexer=mode, reserved_keywords=mode == "contextual" and name in _RESERVED,
         keywords_win=False,  # python and c reserve theirs; sql's stay soft (see _RESERVED)
-        # CPython's end of input closes the last line (lark's Indenter, the default for
-        # user grammars, would need the text to end it)
+        # both ends of the input as CPython reads them (lark's Indenter, the default for user
+        # grammars, reads a first line's blanks as blanks and needs the text to end its line)
         indentation=True if name in _CPYTHON_LINES else None,
     )
 
