@@ -30,7 +30,17 @@ Pairs = frozenset[tuple[int, int]]  # (live after s on b, live at the start on b
 
 def ignored_follows(dfa: LexerDFA) -> tuple[np.ndarray, list[Pairs]]:
     """(per state, the id of its pairs; per id, the pairs). Id 0 is "no pairs": the state can
-    end as no ignored terminal, or as one that nothing can follow."""
+    end as no ignored terminal, or as one that nothing can follow. Kept on the automaton: the
+    compiler's walks and the runtime of a grammar compiled in this process both need it
+    (read only; two threads computing it at once store the same value)."""
+    if dfa._follows is None:
+        ids, pairs = _ignored_follows(dfa)
+        ids.setflags(write=False)
+        dfa._follows = ids, pairs
+    return dfa._follows
+
+
+def _ignored_follows(dfa: LexerDFA) -> tuple[np.ndarray, list[Pairs]]:
     n = dfa.num_states
     ids = np.zeros(n, dtype=np.int64)
     table: list[Pairs] = [frozenset()]

@@ -67,6 +67,10 @@ class LexerDFA:
     accepting: np.ndarray
 
     _rows: list[list[int]] | None = field(default=None, init=False, repr=False, compare=False)
+    # :func:`gramask.compiler.ignored_follows.ignored_follows`, computed once for the compiler's
+    # walks and the runtime built on the same automaton
+    _follows: tuple[np.ndarray, list[frozenset[tuple[int, int]]]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     @property
     def num_states(self) -> int:
