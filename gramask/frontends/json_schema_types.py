@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 from . import json_text as jt
@@ -21,6 +22,9 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
+
+# decimal bounds of numbers are compared digit by digit: a regex as long as their digits
+_MAX_FRACTION_DIGITS = 100
 
 __all__ = ["MAX_UNIQUE_ITEMS", "TypeKeywords", "finite_items"]
 
@@ -152,13 +156,13 @@ class TypeKeywords(SchemaCompilerBase):
             return self.b.terminal(rx, hint="INTEGER") if rx else ""
         if lo is None and hi is None:
             return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
-        for kw, bound in (("minimum", lo), ("maximum", hi)):
-            if bound is not None and not float(bound).is_integer():
-                self.refuse(kw, ptr, f"non-integral bounds on numbers are not supported "
-                                     f"({bound})")
+        exact = [None if b is None else Decimal(str(b)) for b in (lo, hi)]
+        for kw, bound in zip(("minimum", "maximum"), exact, strict=True):
+            if bound is not None and -bound.as_tuple().exponent > _MAX_FRACTION_DIGITS:
+                self.refuse(kw, ptr, f"bounds with more than {_MAX_FRACTION_DIGITS} digits "
+                                     f"after the decimal point are not supported ({bound})")
                 return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
-        rx = jt.number_range_regex(None if lo is None else int(lo), lo_incl,
-                                   None if hi is None else int(hi), hi_incl)
+        rx = jt.number_range_regex(exact[0], lo_incl, exact[1], hi_incl)
         return self.b.terminal(rx, hint="NUMBER_RANGE") if rx else ""
 
     def multiple_of(self, k: int, lo: int | None, hi: int | None, ptr: str) -> str:

@@ -6,7 +6,9 @@ code-point ranges. (String *terminals* are built as automata: :mod:`.json_string
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
+from decimal import Decimal
 from re import _constants as _sre_c
 from re import _parser as _sre_parse
 from typing import Any
@@ -327,40 +329,94 @@ def integer_range_regex(lo: int | None, hi: int | None) -> str:
 
 
 _ANY_FRAC = r"(?:\.[0-9]+)?"
-_ZERO_FRAC = r"(?:\.0+)?"
-_NONZERO_FRAC = r"\.[0-9]*[1-9][0-9]*"
 
 
-def _magnitude_regex(a: int, a_incl: bool, b: int | None, b_incl: bool) -> list[str]:
-    """Decimals n[.f] (no exponent) whose value m satisfies a <(=) m <(=) b, integral bounds,
-    a >= 0."""
-    parts = []
-    lo_any = a if a_incl else a + 1
-    hi_any = None if b is None else b - 1
-    any_n = _nonneg_int_regex(lo_any, hi_any)
-    if any_n:
-        parts.append(any_n + _ANY_FRAC)
-    if not a_incl and (b is None or b > a):
-        parts.append(_nonneg_int_regex(a, a) + _NONZERO_FRAC)
-    if b is not None and b_incl and (b > a or (b == a and a_incl)):
-        parts.append(_nonneg_int_regex(b, b) + _ZERO_FRAC)
-    return parts
+def _split(d: Decimal) -> tuple[int, str]:
+    """A non-negative decimal as (integer part, fraction digits without trailing zeros)."""
+    ip, _, fp = format(d, "f").partition(".")
+    return int(ip), fp.rstrip("0")
 
 
-def number_range_regex(lo: int | None, lo_incl: bool, hi: int | None, hi_incl: bool) -> str:
-    """JSON numbers without exponent in the range given by integral bounds (None:
-    unbounded). '' if empty. (Exponents are left out: the range check is digit by digit.)"""
+@functools.lru_cache(maxsize=4096)
+def _fraction_digits(lo: str | None, lo_incl: bool, hi: str | None, hi_incl: bool
+                     ) -> tuple[bool, str | None]:
+    """The digit strings ``f`` (none at all included) with 0.lo <(=) 0.f <(=) 0.hi, where
+    ``lo``/``hi`` are fraction digits without trailing zeros and None is no bound (0 <= 0.f,
+    0.f < 1): (whether ``f`` may be empty, a regex of the non-empty ones or None). Digit by
+    digit: a digit above the lower bound's (below the upper bound's) frees that side."""
+    if lo == "" and lo_incl:
+        lo = None  # 0.f >= 0 always holds
+    if lo is None and hi is None:
+        return True, "[0-9]+"
+    if hi == "":  # 0.f <= 0: zeros only
+        return (True, "0+") if hi_incl and lo is None else (False, None)
+    if lo == "" and hi is None:  # 0.f > 0
+        return False, "0*[1-9][0-9]*"
+    groups: dict[str, list[int]] = {}
+    for d in range(int(lo[0]) if lo else 0, (int(hi[0]) if hi else 9) + 1):
+        n_lo = None if lo is None or (lo == "" and d > 0) or (lo and d > int(lo[0])) \
+            else (lo if lo == "" else lo[1:])
+        n_hi = None if hi is None or d < int(hi[0]) else hi[1:]
+        empty, rest = _fraction_digits(n_lo, lo_incl, n_hi, hi_incl)
+        if rest is not None:
+            groups.setdefault(f"(?:{rest})?" if empty else rest, []).append(d)
+        elif empty:
+            groups.setdefault("", []).append(d)
+    alts = [("[" + "".join(map(str, ds)) + "]" if len(ds) > 1 else str(ds[0])) + tail
+            for tail, ds in groups.items()]
+    return lo is None, ("(?:" + "|".join(alts) + ")" if alts else None)
+
+
+def _with_fraction(n: int, lo: str | None, lo_incl: bool, hi: str | None, hi_incl: bool
+                   ) -> str:
+    """The integer part ``n`` with the fractions :func:`_fraction_digits` allows; '' if none."""
+    empty, rest = _fraction_digits(lo, lo_incl, hi, hi_incl)
+    if rest is None:
+        return str(n) if empty else ""
+    return f"{n}(?:\\.{rest})?" if empty else f"{n}\\.{rest}"
+
+
+def _magnitude_regex(a: Decimal, a_incl: bool, b: Decimal | None, b_incl: bool) -> list[str]:
+    """Decimals n[.f] (no exponent) whose value m satisfies a <(=) m <(=) b, a >= 0: any
+    fraction strictly between the integer parts of the bounds, the fraction digits compared
+    digit by digit at each bound's own integer part."""
+    big_a, frac_a = _split(a)
+    if b is None:
+        parts = [_nonneg_int_regex(big_a + 1, None) + _ANY_FRAC,
+                 _with_fraction(big_a, frac_a, a_incl, None, True)]
+    else:
+        big_b, frac_b = _split(b)
+        if big_a == big_b:
+            parts = [_with_fraction(big_a, frac_a, a_incl, frac_b, b_incl)]
+        elif big_a > big_b:
+            parts = []
+        else:
+            inner = _nonneg_int_regex(big_a + 1, big_b - 1)
+            parts = [inner + _ANY_FRAC if inner else "",
+                     _with_fraction(big_a, frac_a, a_incl, None, True),
+                     _with_fraction(big_b, None, True, frac_b, b_incl)]
+    return [p for p in parts if p]
+
+
+def number_range_regex(lo: Decimal | int | None, lo_incl: bool, hi: Decimal | int | None,
+                       hi_incl: bool) -> str:
+    """JSON numbers without exponent in the range given by decimal bounds (None: unbounded),
+    compared exactly as decimals. '' if empty. (Exponents are left out: the range check is
+    digit by digit.)"""
+    lo = None if lo is None else Decimal(lo)
+    hi = None if hi is None else Decimal(hi)
+    zero = Decimal(0)
     parts: list[str] = []
     # non-negative values: magnitude in [max(lo, 0), hi]
     if hi is None or hi > 0 or (hi == 0 and hi_incl):
         if lo is None or lo < 0:
-            parts += _magnitude_regex(0, True, hi, hi_incl)
+            parts += _magnitude_regex(zero, True, hi, hi_incl)
         else:
             parts += _magnitude_regex(lo, lo_incl, hi, hi_incl)
     # negative values: magnitude in (max(-hi, 0), -lo]
     if lo is None or lo < 0:
         if hi is None or hi >= 0:
-            mags = _magnitude_regex(0, False, None if lo is None else -lo, lo_incl)
+            mags = _magnitude_regex(zero, False, None if lo is None else -lo, lo_incl)
         else:
             mags = _magnitude_regex(-hi, hi_incl, None if lo is None else -lo, lo_incl)
         parts += ["-" + m for m in mags]
