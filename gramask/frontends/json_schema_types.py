@@ -158,7 +158,8 @@ class TypeKeywords(SchemaCompilerBase):
             return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
         exact = [None if b is None else Decimal(str(b)) for b in (lo, hi)]
         for kw, bound in zip(("minimum", "maximum"), exact, strict=True):
-            if bound is not None and -bound.as_tuple().exponent > _MAX_FRACTION_DIGITS:
+            exponent = 0 if bound is None else bound.as_tuple().exponent
+            if isinstance(exponent, int) and -exponent > _MAX_FRACTION_DIGITS:
                 self.refuse(kw, ptr, f"bounds with more than {_MAX_FRACTION_DIGITS} digits "
                                      f"after the decimal point are not supported ({bound})")
                 return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
