@@ -176,6 +176,24 @@ def test_refs_recursion_and_combinators() -> None:
           passing=[{}, {"x-a": 1}], failing=[{"y": 1}, {"x-a": "s"}])
 
 
+def test_pattern_properties_split_the_other_keys() -> None:
+    """Each key that ``properties`` does not define gets the schemas of the patterns it
+    matches (all of them), or ``additionalProperties`` when it matches none."""
+    check({"type": "object", "properties": {"a": {"type": "integer"}},
+           "patternProperties": {"^x-": {"type": "string"}}},
+          passing=[{"a": 1, "x-y": "s", "b": [1]}, {"x-": "", "zz": None}],
+          failing=[{"x-y": 1}, {"a": "s"}])
+    check({"patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 3}},
+           "additionalProperties": {"type": "boolean"}},
+          passing=[{"a": 1, "ab": 4, "xb": 7.5, "c": True}, {}],
+          failing=[{"ab": 2}, {"ab": 3.5}, {"xb": 2}, {"c": 1}, {"a": "s"}])
+    # a defined key that a pattern matches takes both schemas
+    check({"properties": {"ab": {"type": "string"}}, "patternProperties": {"^a": {"maxLength": 2}},
+           "additionalProperties": False},
+          passing=[{"ab": "xy"}, {"ac": 1}], failing=[{"ab": "xyz"}, {"ab": 1}, {"b": 1}])
+    check({"patternProperties": {"^a": False}}, passing=[{"b": 1}], failing=[{"a": 1}, {"ab": 1}])
+
+
 def test_recursion_through_merged_siblings() -> None:
     # SchemaStore's resjson: anyOf + $ref with a sibling keyword merges into a schema that
     # meets itself again with no $ref rule in between (it recursed without end)

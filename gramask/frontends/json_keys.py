@@ -6,11 +6,18 @@ code-point construction of :mod:`gramask.frontends.json_strings`, which builds t
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from ..compiler.charclass import MAX_CODEPOINT as MAX_CP
 from ..compiler.regex_bytes import ByteDFA, _trim
 
-__all__ = ["plain", "words_dfa"]
+if TYPE_CHECKING:
+    from .json_strings import CharDFA, Piece
+
+__all__ = ["key_region", "plain", "region_empty", "words_dfa"]
 
 
 def plain(words: list[str]) -> bool:
@@ -61,3 +68,58 @@ def words_dfa(words: list[str], anything: ByteDFA | None) -> ByteDFA:
             row[b] = 1 + j
         row[0x22] = final if ends[i] != (anything is not None) else -1
     return _trim(trans, finals)
+
+
+@lru_cache(maxsize=256)
+def _key_region(exclude: tuple[str, ...], match: tuple[str, ...], nomatch: tuple[str, ...]
+                ) -> CharDFA:
+    from .json_strings import CharDFA  # (json_strings reads its specs with this module)
+
+    cdfa = CharDFA.words(list(exclude), complement=True)
+    for rx in match:
+        cdfa = cdfa.product(CharDFA.regex(rx))
+    for rx in nomatch:
+        cdfa = cdfa.product(_complemented(CharDFA.regex(rx)))
+    return cdfa
+
+
+def key_region(exclude: list[str], match: list[str], nomatch: list[str]) -> CharDFA:
+    """Object keys other than ``exclude`` that match every regex of ``match`` (decoded
+    strings, matched as a whole) and none of ``nomatch``: one region of the keys that
+    ``patternProperties`` and ``additionalProperties`` split between them."""
+    return _key_region(tuple(exclude), tuple(match), tuple(nomatch))
+
+
+def _complemented(cdfa: CharDFA) -> CharDFA:
+    """The strings ``cdfa`` does not accept: every gap in a state's ranges goes to a new
+    sink, and the finals flip."""
+    from .json_strings import CharDFA
+
+    sink = len(cdfa.edges)
+    edges: list[list[Piece]] = []
+    for row in [*cdfa.edges, []]:
+        full: list[Piece] = []
+        nxt = 0
+        for lo, hi, t in row:
+            if lo > nxt:
+                full.append((nxt, lo - 1, sink))
+            full.append((lo, hi, t))
+            nxt = hi + 1
+        if nxt <= MAX_CP:
+            full.append((nxt, MAX_CP, sink))
+        edges.append(full)
+    return CharDFA(edges, [not f for f in cdfa.finals] + [True])
+
+
+def region_empty(cdfa: CharDFA) -> bool:
+    """No string is accepted (no final state is reachable from the start)."""
+    seen, todo = {0}, [0]
+    while todo:
+        q = todo.pop()
+        if cdfa.finals[q]:
+            return False
+        for _, _, t in cdfa.edges[q]:
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return True

@@ -13,6 +13,7 @@ from typing import Any
 from . import json_text as jt
 from .json_formats import FORMATS as _FORMATS
 from .json_formats import json_type as _json_type
+from .json_keys import key_region, region_empty
 from .json_schema_base import (
     _ANNOTATIONS,
     _MAX_BOUND,
@@ -25,6 +26,8 @@ from .json_schema_base import (
 
 # decimal bounds of numbers are compared digit by digit: a regex as long as their digits
 _MAX_FRACTION_DIGITS = 100
+# patternProperties split the other keys into 2**n regions, each a key automaton
+_MAX_PATTERNS = 4
 
 __all__ = ["MAX_UNIQUE_ITEMS", "TypeKeywords", "finite_items"]
 
@@ -284,13 +287,10 @@ class TypeKeywords(SchemaCompilerBase):
         pats = schema.get("patternProperties", {})
         if not isinstance(pats, dict):
             raise self.bad("patternProperties", ptr, "must be an object")
-        pat_items = [(p, s) for p, s in pats.items() if s is not False]
-        if pats and addl is not False:
-            self.refuse("patternProperties", ptr, "is supported only with "
-                                                  "additionalProperties false")
-        if len(pat_items) > 1:
-            self.refuse("patternProperties", ptr, "more than one pattern is not supported")
-            pat_items = pat_items[:1]
+        if len(pats) > _MAX_PATTERNS:
+            self.refuse("patternProperties", ptr, f"more than {_MAX_PATTERNS} patterns are "
+                                                  "not supported")
+            pats = dict(list(pats.items())[:_MAX_PATTERNS])
         pat_res = []
         for p, _ in pats.items():
             try:
@@ -312,25 +312,11 @@ class TypeKeywords(SchemaCompilerBase):
                 s = {"allOf": matched} if matched else addl
                 props.append((k, s, _ptr_join(ptr, "additionalProperties"), True))
         defined = [k for k, *_ in props]
-        extra: list[tuple[str, str]] = []  # (key terminal, value nonterminal)
-        if pat_items:
-            p, ps = pat_items[0]
-            try:
-                key_t = self.string_terminal(jt.JSON_STRING, hint="KEY_PATTERN", regex=(
-                    jt.pattern_regex(p, _ptr_join(ptr, "patternProperties", p))))
-            except jt.PatternError as e:
-                self.refuse("patternProperties", ptr, str(e))
-                key_t = self.string_terminal(jt.JSON_STRING)
-            if any(re.search(p, k) for k in defined):
-                self.refuse("patternProperties", ptr, "a pattern matching a key of properties "
-                                                      "is not supported")
-            extra.append((key_t,
-                          self.value(ps, _ptr_join(ptr, "patternProperties", p))))
-        elif addl is not False and not pats:
-            key_t = (self.string_terminal(jt.JSON_STRING, hint="KEY", **{"except": defined})
-                     if defined else self.string_terminal(jt.JSON_STRING))
-            extra.append((key_t,
-                          self.value(addl, _ptr_join(ptr, "additionalProperties"))))
+        extra = (self.pattern_regions(pats, addl, defined, ptr) if pats else
+                 [] if addl is False else [(
+                     self.string_terminal(jt.JSON_STRING, hint="KEY", **{"except": defined})
+                     if defined else self.string_terminal(jt.JSON_STRING),
+                     self.value(addl, _ptr_join(ptr, "additionalProperties")))])
         lo = schema.get("minProperties", 0)
         hi = schema.get("maxProperties")
         for kw, val in (("minProperties", lo), ("maxProperties", hi)):
@@ -376,3 +362,40 @@ class TypeKeywords(SchemaCompilerBase):
                 state(i, k)
         name = self.b.fresh("object")
         return self.rule(name, (self.lit("{"), state(0, 0), self.lit("}")))
+
+    def pattern_regions(self, pats: dict[str, Any], addl: Any, defined: list[str], ptr: str
+                        ) -> list[tuple[str, str]]:
+        """(key terminal, value nonterminal) per region of the keys ``properties`` does not
+        define: the keys matching exactly the patterns of a subset (their schemas all
+        apply), and those matching none (``additionalProperties``). Empty regions, and
+        those whose schemas include ``false``, are left out."""
+        where = [_ptr_join(ptr, "patternProperties", p) for p in pats]
+        regexes = []
+        for p, w in zip(pats, where, strict=True):
+            try:
+                regexes.append(jt.pattern_regex(p, w))
+            except jt.PatternError as e:
+                self.refuse("patternProperties", ptr, str(e))
+                return []
+        schemas = list(pats.values())
+        out: list[tuple[str, str]] = []
+        for subset in range(1 << len(pats)):
+            inside = [i for i in range(len(pats)) if subset >> i & 1]
+            if subset:
+                if any(schemas[i] is False for i in inside):
+                    continue
+                value = (schemas[inside[0]] if len(inside) == 1
+                         else {"allOf": [schemas[i] for i in inside]})
+                vptr = where[inside[0]]
+            elif addl is False:
+                continue
+            else:
+                value, vptr = addl, _ptr_join(ptr, "additionalProperties")
+            match = [regexes[i] for i in inside]
+            nomatch = [r for i, r in enumerate(regexes) if i not in inside]
+            if region_empty(key_region(defined, match, nomatch)):
+                continue
+            key_t = self.string_terminal(jt.JSON_STRING, hint="KEY_PATTERN", match=match,
+                                         nomatch=nomatch, **{"except": defined})
+            out.append((key_t, self.value(value, vptr)))
+        return out

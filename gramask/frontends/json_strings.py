@@ -14,7 +14,8 @@ at about one lexer state per character.
 A terminal carries its language as a small JSON spec (``TerminalSpec.automaton``):
 ``{"words": [...]}`` (one of them), ``{"except": [...]}`` (none of them), ``{"regex": P,
 "min": m, "max": n}`` (a Python regex over the decoded value, whole match, and a length in
-code points; each part optional).
+code points; each part optional), ``{"except": [...], "match": [P...], "nomatch": [P...]}``
+(a region of keys: none of the words, every ``match`` regex, no ``nomatch`` one).
 """
 
 from __future__ import annotations
@@ -506,6 +507,11 @@ def build_source(source: str) -> ByteDFA:
 def build_spec_dfa(spec: str) -> ByteDFA:
     """:func:`spec_dfa`, built."""
     obj = json.loads(spec)
+    if "match" in obj or "nomatch" in obj:  # a region of keys (patternProperties)
+        from .json_keys import key_region
+
+        return json_string_dfa(key_region(obj.get("except", []), obj.get("match", []),
+                                          obj.get("nomatch", [])))
     if "words" in obj and plain(obj["words"]):
         return words_dfa(obj["words"], None)
     if "except" in obj and plain(obj["except"]):
@@ -520,4 +526,5 @@ def build_spec_dfa(spec: str) -> ByteDFA:
             rx = CharDFA.regex(obj["regex"])
             cdfa = rx if ("min" not in obj and "max" not in obj) else rx.product(cdfa)
     return json_string_dfa(cdfa)
+
 
