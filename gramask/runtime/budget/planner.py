@@ -127,9 +127,11 @@ class BudgetPlanner:
         return self.tokens.token_widths()
 
     # ------------------------------------------------------------------ fill-in-the-middle
-    def set_suffix(self, suffix: bytes) -> None:
+    def set_suffix(self, suffix: bytes,
+                   stacks: frozenset[tuple[tuple[int, ...], int | None, int]] = frozenset(),
+                   ) -> None:
         """What the fallback search tries for this suffix (:meth:`PlanSearch.set_suffix`)."""
-        self.search.set_suffix(suffix)
+        self.search.set_suffix(suffix, stacks)
 
     @property
     def boundary(self) -> dict[int, np.ndarray]:

@@ -85,10 +85,11 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
                     worst = max(worst, base.tok.count(sep + w) if sep is not None else INF)
                 if m not in glued:  # (a glued one stays INF in the strict tables)
                     loose[m] = strict[m] = worst
+            stacks = _boundary_stacks(markers)
             rules = list(qb.ctx.automaton.rules)  # type: ignore[attr-defined]  # a LazyAutomaton
             pl = cls(qb, vocab, rules, tab, parent=base, markers=loose)
             pl.boundary = {m: d for m, d in bounds.items() if m not in glued}
-            pl.set_suffix(suffix)
+            pl.set_suffix(suffix, stacks)
             pl.search.glued_starts = sorted({w for m, d in bounds.items() if m in glued
                                              and d[0] < INF and (w := lex.path(0, d))})
             if glued:
@@ -97,7 +98,7 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
                     sp.boundary = bounds
                     sp.glued = glued
                     sp.end_check = pl.end_check
-                    sp.set_suffix(suffix)
+                    sp.set_suffix(suffix, stacks)
                     return sp
 
                 pl.strict = make_strict
@@ -114,3 +115,19 @@ def _last_line_width(head: bytes, tab: int, at_eof: bool) -> int | None:
     if b"\n" in head:
         return text_carry(head)
     return 0 if at_eof else None
+
+
+def _boundary_stacks(markers: list[tuple[Branch, int, int]],
+                     ) -> frozenset[tuple[tuple[int, ...], int | None, int]]:
+    """The indentation stacks the branches' assumptions need at the boundary, as
+    :class:`~.state_costs.SearchEstimate` reads them (empty: any stack, as where a branch
+    assumes none or only counts the levels the end of input closes)."""
+    out: set[tuple[tuple[int, ...], int | None, int]] = set()
+    for br, _m, _a in markers:
+        if not br.assumptions:
+            return frozenset()
+        for _d0, w1, outcome, below, eof_nl in br.assumptions:
+            if eof_nl is not None or w1 is None:
+                return frozenset()
+            out.add((below, None, 0) if outcome < 0 else (below, w1, outcome))
+    return frozenset(out)
