@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from ..core.parse_state import PState
     from .lexeme_costs import LexemeCosts
     from .spelling import TokenCounter
-    from .state_costs import StateCosts
-    
+    from .state_costs import BoundaryStack, StateCosts
+
 __all__ = ["SEARCH_NODES", "PlanSearch", "Planner"]
 
 _MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
@@ -270,13 +270,14 @@ class PlanSearch:
         return list(dict.fromkeys(out))
 
     def set_suffix(self, suffix: bytes,
-                   stacks: frozenset[tuple[tuple[int, ...], int | None, int]] = frozenset(),
+                   stacks: frozenset[BoundaryStack] = frozenset(),
                    ) -> None:
         """Fill-in-the-middle: what the fallback search tries for this suffix (see
         ``openers`` and ``lead``): lexeme starts of one or two printable bytes after which
-        the suffix's first line (up to 48 bytes) is read without ending the lexeme; the
-        widths of its lines and the indentation ``stacks`` it needs at the boundary order
-        the search (:class:`SearchEstimate`)."""
+        the suffix's first line (up to 48 bytes) is read without ending the lexeme. The
+        indentation ``stacks`` it needs at the boundary (its branches' assumptions) order
+        the search (:class:`SearchEstimate`), and their widths (without them, its lines'
+        widths) are where the search's newlines open blocks besides the usual ones."""
         self.estimate.stacks = stacks
         head = suffix.split(b"\n", 1)[0][:48]
         lead = 0
@@ -285,7 +286,9 @@ class PlanSearch:
                 break
             lead = advance(lead, b)
         self.lead = lead if lead < BROKEN else 0
-        self.suffix_widths = self.estimate.suffix_widths = _line_widths(suffix)
+        self.suffix_widths = self.estimate.suffix_widths = tuple(sorted(
+            {w for below, w1, _, _ in stacks for w in (*below, w1) if w is not None}
+            if stacks else _line_widths(suffix)))
         if not head:
             return
         trans = self.lex.trans
@@ -448,17 +451,20 @@ class PlanSearch:
 
 
 
-def _line_widths(suffix: bytes) -> tuple[int, ...]:
-    """The indentation widths of the suffix's lines after its first (blank lines left out):
-    a block the middle opens and the suffix continues is at one of them."""
-    out = set()
+def _line_widths(suffix: bytes, most: int = 8) -> set[int]:
+    """The indentation widths of the suffix's lines after its first (blank lines left out),
+    the first ``most`` distinct ones: a block the middle opens and the suffix continues is
+    at one of them (where the branches do not say which, see ``set_suffix``)."""
+    out: set[int] = set()
     for line in suffix.split(b"\n")[1:]:
         body = line.lstrip(b" \t")
         if body.strip():
             w = text_carry(line[:len(line) - len(body)])
             if w < BROKEN:
                 out.add(w)
-    return tuple(sorted(out))
+                if len(out) >= most:
+                    break
+    return out
 
 
 def _plain_view(st: RunState) -> LexState:

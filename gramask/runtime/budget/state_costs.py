@@ -29,9 +29,14 @@ if TYPE_CHECKING:
     from .lexeme_costs import LexemeCosts
     from .spelling import TokenCounter
 
-__all__ = ["EndCheck", "StateCosts"]
+__all__ = ["BoundaryStack", "EndCheck", "SearchEstimate", "StateCosts", "stack_distance"]
 
 EndCheck = Callable[[int, int, "PState"], bool]  # (lexer state, carry, parser state) → may end
+# fill-in-the-middle: an indentation stack the suffix needs at the boundary: its levels below
+# a width, that width (None: not on it, the suffix's first newline indents to it), how many
+# levels above it, and whether the middle must end with a block header (an indent follows
+# its end at once)
+BoundaryStack = tuple[tuple[int, ...], int | None, int, bool]
 
 
 class StateCosts:
@@ -283,8 +288,7 @@ class SearchEstimate(StateCosts):
     def __init__(self, bounds: StateCosts) -> None:
         super().__init__(bounds.mb, bounds.tok, bounds.lex, bounds.grammar, bounds.tab)
         self.suffix_widths: tuple[int, ...] = ()
-        # (levels below the width, the width or None (an INDENT to it), levels above it)
-        self.stacks: frozenset[tuple[tuple[int, ...], int | None, int]] = frozenset()
+        self.stacks: frozenset[BoundaryStack] = frozenset()
         self._k_by_levels: dict[tuple[int, ...], int] = {}
         self._dist: dict[tuple[int, ...], int] = {}
         self.mirror(bounds)
@@ -317,16 +321,21 @@ class SearchEstimate(StateCosts):
         return max(h, d)
 
 
-def stack_distance(levels: tuple[int, ...], want: tuple[tuple[int, ...], int | None, int],
-                   header: int, nl_cost: Callable[[int], int]) -> int:
-    """Fewest tokens that take the indentation stack ``levels`` to one ``want`` describes
-    (its levels below a width, that width (None: not on it, the stack's top below it) and
-    how many levels above it): a newline that dedents, if any must go, then per level to
-    open a block ``header`` and a newline at its width. 0 where tabs make the
-    widths incomparable as numbers."""
-    below, width, above = want
+def stack_distance(levels: tuple[int, ...], want: BoundaryStack, header: int,
+                   nl_cost: Callable[[int], int]) -> int:
+    """Fewest tokens that take the indentation stack ``levels`` to one ``want`` describes:
+    a newline that dedents, if any must go, then per level to open a block ``header`` and a
+    newline at its width, and a last ``header`` where the middle must end with one. 0 where
+    tabs make the widths incomparable as numbers."""
+    below, width, above, opens = want
     if (levels and levels[-1] >= TAB_UNIT) or (width is not None and width >= TAB_UNIT):
         return 0
+    return (header if opens else 0) + _blocks_to(levels, below, width, above, header, nl_cost)
+
+
+def _blocks_to(levels: tuple[int, ...], below: tuple[int, ...], width: int | None, above: int,
+               header: int, nl_cost: Callable[[int], int]) -> int:
+    """``stack_distance`` but for the last header."""
     core = below if width is None else (*below, width)
     common = 0
     while common < min(len(levels), len(core)) and levels[common] == core[common]:
