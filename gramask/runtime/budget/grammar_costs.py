@@ -104,6 +104,7 @@ class GrammarCosts:
         self.markers = markers
         self.free = free
         self._sym_costs: dict[int, list[int]] = {}
+        self._header: int | None = None
         self._K: dict[int, dict[int, Kernel]] = {}
         lim = mb.limits
         self._W: BoundedMemo[tuple[int, int], dict[int, int]] = BoundedMemo(
@@ -147,6 +148,40 @@ class GrammarCosts:
                     changed = True
         self._sym_costs[k] = cost
         return cost
+
+    def header_cost(self) -> int:
+        """Fewest tokens of a block header (newlines free): what a rule spells before a
+        symbol that opens with the indentation terminal, ``"else" ":"`` before a suite. A
+        plan's search estimates the blocks a middle must open with it; INF without one."""
+        if self._header is not None:
+            return self._header
+        hdr = INF
+        if self.has_indent and self.indent_t >= 0:
+            cost = self.symbol_costs(0)
+            pre = [INF] * self.nsym  # fewest tokens before the indent a symbol opens with
+            pre[self.indent_t] = 0
+            changed = True
+            while changed:
+                changed = False
+                for lhs, rhs in self.rules:
+                    s = 0
+                    for x in rhs:
+                        if s + pre[x] < pre[lhs]:
+                            pre[lhs] = s + pre[x]
+                            changed = True
+                        s += cost[x]
+                        if s >= INF:
+                            break
+            for _lhs, rhs in self.rules:
+                s = 0
+                for x in rhs:
+                    if s > 0 and pre[x] < INF:
+                        hdr = min(hdr, s + pre[x])
+                    s += cost[x]
+                    if s >= INF:
+                        break
+        self._header = hdr
+        return hdr
 
     def tail_costs(self, k: int) -> list[int]:
         """Like :meth:`symbol_costs`, for a derivation at the very end of the input: its

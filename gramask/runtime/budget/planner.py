@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ...vocab import Vocabulary
     from ..core.masks import MaskBuilder
     from ..core.parse_state import PState
+    from .state_costs import BoundaryStack
 
 __all__ = ["INF", "SEARCH_NODES", "BudgetPlanner", "StepUnits", "TokenGroups"]
 
@@ -127,9 +128,11 @@ class BudgetPlanner:
         return self.tokens.token_widths()
 
     # ------------------------------------------------------------------ fill-in-the-middle
-    def set_suffix(self, suffix: bytes) -> None:
+    def set_suffix(self, suffix: bytes,
+                   stacks: frozenset[BoundaryStack] = frozenset(),
+                   ) -> None:
         """What the fallback search tries for this suffix (:meth:`PlanSearch.set_suffix`)."""
-        self.search.set_suffix(suffix)
+        self.search.set_suffix(suffix, stacks)
 
     @property
     def boundary(self) -> dict[int, np.ndarray]:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ...vocab import Vocabulary
     from ..core.masks import MaskBuilder
     from ..fim.suffix_lexing import Branch
+    from .state_costs import BoundaryStack
 
 __all__ = ["quotient_planner"]
 
@@ -85,10 +86,11 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
                     worst = max(worst, base.tok.count(sep + w) if sep is not None else INF)
                 if m not in glued:  # (a glued one stays INF in the strict tables)
                     loose[m] = strict[m] = worst
+            stacks = _boundary_stacks(markers, qb.ctx.nl_t, qb.ctx.indent_t)
             rules = list(qb.ctx.automaton.rules)  # type: ignore[attr-defined]  # a LazyAutomaton
             pl = cls(qb, vocab, rules, tab, parent=base, markers=loose)
             pl.boundary = {m: d for m, d in bounds.items() if m not in glued}
-            pl.set_suffix(suffix)
+            pl.set_suffix(suffix, stacks)
             pl.search.glued_starts = sorted({w for m, d in bounds.items() if m in glued
                                              and d[0] < INF and (w := lex.path(0, d))})
             if glued:
@@ -97,7 +99,7 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
                     sp.boundary = bounds
                     sp.glued = glued
                     sp.end_check = pl.end_check
-                    sp.set_suffix(suffix)
+                    sp.set_suffix(suffix, stacks)
                     return sp
 
                 pl.strict = make_strict
@@ -114,3 +116,22 @@ def _last_line_width(head: bytes, tab: int, at_eof: bool) -> int | None:
     if b"\n" in head:
         return text_carry(head)
     return 0 if at_eof else None
+
+
+def _boundary_stacks(markers: list[tuple[Branch, int, int]], nl: int, indent: int,
+                     ) -> frozenset[BoundaryStack]:
+    """The indentation stacks the branches' assumptions need at the boundary, as
+    :class:`~.state_costs.SearchEstimate` reads them (empty: any stack, as where a branch
+    assumes none or only counts the levels the end of input closes). A branch whose
+    terminals start with the newline and an indent needs the middle to end with a block
+    header."""
+    out: set[BoundaryStack] = set()
+    for br, _m, _a in markers:
+        if not br.assumptions:
+            return frozenset()
+        for _d0, w1, outcome, below, eof_nl in br.assumptions:
+            if eof_nl is not None or w1 is None:
+                return frozenset()
+            opens = outcome < 0 and br.terms[:2] == (nl, indent)
+            out.add((below, None, 0, opens) if outcome < 0 else (below, w1, outcome, False))
+    return frozenset(out)

@@ -24,6 +24,7 @@ from ..limits import memo_size
 from ..memo import BoundedMemo
 from .runstate import Complete, LexState, RunState, View, Walk
 from .spelling import INF
+from .state_costs import SearchEstimate
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from ..core.parse_state import PState
     from .lexeme_costs import LexemeCosts
     from .spelling import TokenCounter
-    from .state_costs import StateCosts
+    from .state_costs import BoundaryStack, StateCosts
 
 __all__ = ["SEARCH_NODES", "PlanSearch", "Planner"]
 
@@ -76,6 +77,8 @@ class PlanSearch:
         # width of the suffix's leading blanks (a newline ending the middle is continued)
         self.openers: list[bytes] = []
         self.lead = 0
+        self.suffix_widths: tuple[int, ...] = ()
+        self.estimate = SearchEstimate(costs)
         # fill-in-the-middle: the middle parts of lexemes the suffix continues that these
         # bounds price as free ends (a line continuation the suffix's newline finishes): the
         # fallback search tries them as chunks too (the costs do not lead to them)
@@ -169,13 +172,16 @@ class PlanSearch:
         is tokens so far + the bound from the child (an estimate here, not a promise). At
         most ``limit`` states are expanded; None if no completion is found."""
         view = view or _plain_view
+        est = self.estimate
+        est.mirror(self.costs)
         tick = 0
         heap: list[tuple[int, int, int, bytes, S]] = [(0, 0, 0, b"", st)]
         seen: set[tuple[int, ...]] = set()
         for _ in range(limit):
             if not heap:
                 return None
-            _, g, _, text, cur = heapq.heappop(heap)
+            _, ng, _, text, cur = heapq.heappop(heap)
+            g = -ng
             q, carry, p = view(cur)
             key = _memo_key(q, carry, cur)
             if key in seen:
@@ -191,9 +197,9 @@ class PlanSearch:
                 if c >= INF:
                     continue
                 nq, ncarry, np_ = view(nst)
-                h = self.costs.state_cost(nq, ncarry, np_)
+                h = est.state_cost(nq, ncarry, np_)
                 tick += 1
-                heapq.heappush(heap, (g + c + min(h, _SEARCH_H_CAP), g + c, tick, text + chunk,
+                heapq.heappush(heap, (g + c + min(h, _SEARCH_H_CAP), -g - c, tick, text + chunk,
                                       nst))
         return None
 
@@ -242,7 +248,8 @@ class PlanSearch:
                     continue
                 top = p2[INDENT][-1] if p2[INDENT] else 0
                 lead = self.lead
-                for width in sorted({*p2[INDENT], top + 1, top + 4}):
+                deeper = (w for w in self.suffix_widths if w > top)
+                for width in sorted({*p2[INDENT], top + 1, top + 4, *deeper}):
                     out.append(b"\n" + indent_text(width))
                     if 0 < lead <= width and lead % TAB_UNIT <= width % TAB_UNIT:
                         out.append(b"\n" + indent_text(width - lead))
@@ -262,10 +269,16 @@ class PlanSearch:
                     out.append(glued)
         return list(dict.fromkeys(out))
 
-    def set_suffix(self, suffix: bytes) -> None:
+    def set_suffix(self, suffix: bytes,
+                   stacks: frozenset[BoundaryStack] = frozenset(),
+                   ) -> None:
         """Fill-in-the-middle: what the fallback search tries for this suffix (see
         ``openers`` and ``lead``): lexeme starts of one or two printable bytes after which
-        the suffix's first line (up to 48 bytes) is read without ending the lexeme."""
+        the suffix's first line (up to 48 bytes) is read without ending the lexeme. The
+        indentation ``stacks`` it needs at the boundary (its branches' assumptions) order
+        the search (:class:`SearchEstimate`), and their widths (without them, its lines'
+        widths) are where the search's newlines open blocks besides the usual ones."""
+        self.estimate.stacks = stacks
         head = suffix.split(b"\n", 1)[0][:48]
         lead = 0
         for b in suffix:
@@ -273,6 +286,9 @@ class PlanSearch:
                 break
             lead = advance(lead, b)
         self.lead = lead if lead < BROKEN else 0
+        self.suffix_widths = self.estimate.suffix_widths = tuple(sorted(
+            {w for below, w1, _, _ in stacks for w in (*below, w1) if w is not None}
+            if stacks else _line_widths(suffix)))
         if not head:
             return
         trans = self.lex.trans
@@ -433,6 +449,22 @@ class PlanSearch:
                 best, text = c, glued
         return text, best
 
+
+
+def _line_widths(suffix: bytes, most: int = 8) -> set[int]:
+    """The indentation widths of the suffix's lines after its first (blank lines left out),
+    the first ``most`` distinct ones: a block the middle opens and the suffix continues is
+    at one of them (where the branches do not say which, see ``set_suffix``)."""
+    out: set[int] = set()
+    for line in suffix.split(b"\n")[1:]:
+        body = line.lstrip(b" \t")
+        if body.strip():
+            w = text_carry(line[:len(line) - len(body)])
+            if w < BROKEN:
+                out.add(w)
+                if len(out) >= most:
+                    break
+    return out
 
 
 def _plain_view(st: RunState) -> LexState:

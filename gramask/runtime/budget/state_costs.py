@@ -29,9 +29,14 @@ if TYPE_CHECKING:
     from .lexeme_costs import LexemeCosts
     from .spelling import TokenCounter
 
-__all__ = ["EndCheck", "StateCosts"]
+__all__ = ["BoundaryStack", "EndCheck", "SearchEstimate", "StateCosts", "stack_distance"]
 
 EndCheck = Callable[[int, int, "PState"], bool]  # (lexer state, carry, parser state) → may end
+# fill-in-the-middle: an indentation stack the suffix needs at the boundary: its levels below
+# a width, that width (None: not on it, the suffix's first newline indents to it), how many
+# levels above it, and whether the middle must end with a block header (an indent follows
+# its end at once)
+BoundaryStack = tuple[tuple[int, ...], int | None, int, bool]
 
 
 class StateCosts:
@@ -261,3 +266,89 @@ class StateCosts:
             if p2 is not None and (p2[ES][EXPECTED] >> m) & 1:
                 best = min(best, self.grammar.shifted_cost(p2[ES], m, k))
         return best
+
+
+class SearchEstimate(StateCosts):
+    """The order of a plan's fallback search (:meth:`PlanSearch.search_text`), an estimate
+    and not a bound (only that search reads it):
+
+    * each newline lexeme is priced at the widths the search spells (the open levels, one
+      deeper, the suffix's), not at the worst a token could leave: with a vocabulary that
+      spells blanks one token each (GPT-2) the bound's worst (64 columns) prices every
+      statement still to come above the search's cap;
+    * fill-in-the-middle: the quotient's costs end the middle wherever a marker fits,
+      whatever the indentation stack, though the suffix needs one of a few stacks
+      (``stacks``, the branches' assumptions); the estimate is at least the newline and the
+      block headers that reach the nearest of them (:func:`stack_distance`). Without it a
+      middle that must open a block at a width of the suffix's ranks with the thousands of
+      one-line expressions that merely look one token from a marker.
+
+    ``mirror`` keeps its fill-in-the-middle fields those of the bounds."""
+
+    def __init__(self, bounds: StateCosts) -> None:
+        super().__init__(bounds.mb, bounds.tok, bounds.lex, bounds.grammar, bounds.tab)
+        self.suffix_widths: tuple[int, ...] = ()
+        self.stacks: frozenset[BoundaryStack] = frozenset()
+        self._k_by_levels: dict[tuple[int, ...], int] = {}
+        self._dist: dict[tuple[int, ...], int] = {}
+        self.mirror(bounds)
+
+    def mirror(self, bounds: StateCosts) -> None:
+        """Take the fill-in-the-middle fields the planner set on ``bounds``."""
+        self.boundary, self.glued, self.end_check = bounds.boundary, bounds.glued, bounds.end_check
+
+    def k_newline(self, p: PState) -> int:
+        if not self.has_indent:
+            return self.nl_cost(0)
+        levels = p[INDENT]
+        k = self._k_by_levels.get(levels)
+        if k is None:
+            top = levels[-1] if levels else 0
+            k = self._k_by_levels[levels] = max(
+                self.nl_cost(w) for w in {*levels, top + 1, *self.suffix_widths})
+        return k
+
+    def state_cost(self, q: int, carry: int, p: PState) -> int:
+        h = super().state_cost(q, carry, p)
+        if h == 0 or not self.stacks or not self.has_indent:
+            return h
+        levels = p[INDENT]
+        d = self._dist.get(levels)
+        if d is None:
+            hdr = self.grammar.header_cost()
+            d = self._dist[levels] = 0 if hdr >= INF else min(
+                stack_distance(levels, s, hdr, self.nl_cost) for s in self.stacks)
+        return max(h, d)
+
+
+def stack_distance(levels: tuple[int, ...], want: BoundaryStack, header: int,
+                   nl_cost: Callable[[int], int]) -> int:
+    """Fewest tokens that take the indentation stack ``levels`` to one ``want`` describes:
+    a newline that dedents, if any must go, then per level to open a block ``header`` and a
+    newline at its width, and a last ``header`` where the middle must end with one. 0 where
+    tabs make the widths incomparable as numbers."""
+    below, width, above, opens = want
+    if (levels and levels[-1] >= TAB_UNIT) or (width is not None and width >= TAB_UNIT):
+        return 0
+    return (header if opens else 0) + _blocks_to(levels, below, width, above, header, nl_cost)
+
+
+def _blocks_to(levels: tuple[int, ...], below: tuple[int, ...], width: int | None, above: int,
+               header: int, nl_cost: Callable[[int], int]) -> int:
+    """``stack_distance`` but for the last header."""
+    core = below if width is None else (*below, width)
+    common = 0
+    while common < min(len(levels), len(core)) and levels[common] == core[common]:
+        common += 1
+    if common == len(core):
+        extra = len(levels) - common
+        if extra == above:
+            return 0
+        if extra > above:
+            return nl_cost(levels[common + above - 1] if common + above else 0)
+        return sum(header + nl_cost((levels[-1] if levels else 0) + i + 1)
+                   for i in range(above - extra))
+    cost = nl_cost(levels[common - 1]) if common < len(levels) and common else 0
+    top = core[-1] if core else 0
+    return (cost + sum(header + nl_cost(w) for w in core[common:])
+            + sum(header + nl_cost(top + i + 1) for i in range(above)))
