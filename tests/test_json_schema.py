@@ -413,3 +413,30 @@ def test_request_diagnostics_wait_for_stats_or_save(monkeypatch, tmp_path):
     cg.save(tmp_path / "a.gmask")  # computed once
     assert calls == [1]
     assert gramask.CompiledGrammar.load(tmp_path / "a.gmask").info["lexer_diagnostics"] == got
+
+
+@pytest.mark.parametrize(("schema", "prefix"), [
+    ({"type": "object", "patternProperties": {"^n": {"type": "null"}},
+      "additionalProperties": {"type": "string"}}, '{"x": "x'),
+    ({"type": "object", "patternProperties": {"^n": {"type": "null"}},
+      "additionalProperties": {"type": "string", "format": "email"}}, '{"x": "ab'),
+    ({"type": "object", "properties": {"name": {"type": "integer"}},
+      "additionalProperties": {"type": "string"}}, '{"a": "nam'),
+])
+def test_shortest_completion_of_a_value_that_a_key_also_spells(schema: Any, prefix: str) -> None:
+    """Keys and string values overlap (a key region takes most strings); the contextual lexer
+    never compares them, and the planner, which follows the greedy winner where it can, must
+    not be routed around the keys: keys rank after values."""
+    cg = gramask.compile(Grammar.from_json_schema(schema), gramask.Vocabulary.bundled("gpt2"),
+                         cache=False, progress=False)
+    done = cg.constraint(prefix).shortest_completion().text
+    assert valid(schema, json.loads(prefix + done)), done
+    assert len(done) <= len('a@a"}')
+
+
+def test_string_constraints_that_no_string_meets_are_an_empty_language() -> None:
+    with pytest.raises(GrammarError, match="no JSON value satisfies"):
+        Grammar.from_json_schema({"type": "string", "maxLength": 2, "format": "ipv4"})
+    # one branch empty: the other stays
+    check({"anyOf": [{"type": "string", "maxLength": 3, "format": "date"}, {"type": "integer"}]},
+          passing=[1], failing=["2024-01-01", "ab"])

@@ -45,11 +45,16 @@ class GrammarBuilder:
         self.rules: list[Rule] = []
         self._rule_names: set[str] = set()
         self._counter = 0
+        self._last: set[str] = set()  # terminals that lose every tie (see terminal)
 
     def terminal(self, pattern: str, *, hint: str = "T", literal: bool = False,
-                 ignored: bool = False, automaton: str = "") -> str:
+                 ignored: bool = False, automaton: str = "", last: bool = False) -> str:
         """The name of the terminal matching ``pattern`` (a Python regex; or, with
-        ``automaton``, the JSON string spec it names), created once."""
+        ``automaton``, the JSON string spec it names), created once. ``last``: ranked after
+        the others, so it loses the ties a greedy reading breaks — for terminals never
+        expected beside the ones they overlap (a JSON object's keys and its string values:
+        the contextual lexer never compares them, but the planner's costs follow the
+        greedy winner where it can, and would route a value around every key)."""
         key = (automaton or pattern, ignored)
         name = self._terminal_of.get(key)
         if name is None:
@@ -58,6 +63,8 @@ class GrammarBuilder:
             self._terminal_of[key] = name
             self.terminals.append({"name": name, "pattern": pattern, "is_string": literal,
                                    "ignored": ignored, "automaton": automaton})
+            if last:
+                self._last.add(name)
         return name
 
     def literal(self, text: str, hint: str = "LIT") -> str:
@@ -94,6 +101,7 @@ class GrammarBuilder:
             raise GrammarError(f"{source}: no value can satisfy it (empty language)", name=start)
         rules = list(prune(self.rules, known, start, warn=False, source=source))
         used = {s for r in rules for s in r.rhs} & known
-        terminals = tuple(t for t in self.terminals if t["name"] in used or t["ignored"])
+        terminals = tuple(sorted((t for t in self.terminals if t["name"] in used or t["ignored"]),
+                                 key=lambda t: t["name"] in self._last))
         return GrammarParts(terminals=terminals, rules=tuple(rules), start=start,
                             source=source, lexer=lexer)

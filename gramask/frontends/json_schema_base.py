@@ -150,13 +150,22 @@ class SchemaCompilerBase:
                                "rules (counted repeats such as a large maxItems); refused")
         return self.b.rule(lhs, *alts)
 
-    def string_terminal(self, text_regex: str, hint: str = "STRING", **spec: Any) -> str:
+    def string_terminal(self, text_regex: str, hint: str = "STRING", *, key: bool = False,
+                        **spec: Any) -> str:
         """A JSON string terminal: ``regex`` (over the encoded text), or, with ``spec``, the
-        automaton of the decoded language it names (``regex`` then only for reading)."""
+        automaton of the decoded language it names (``regex`` then only for reading).
+        ``key``: an object's key, ranked after the values (``GrammarBuilder.terminal``'s
+        ``last``). A spec that combines a pattern or format with a length can describe no
+        string at all: then a rule without alternatives, which the pruning removes."""
         if not spec:
-            return self.b.terminal(text_regex, hint=hint)
-        return self.b.terminal(text_regex, hint=hint,
-                               automaton=json.dumps(spec, sort_keys=True))
+            return self.b.terminal(text_regex, hint=hint, last=key)
+        automaton = json.dumps(spec, sort_keys=True)
+        if "regex" in spec and ("min" in spec or "max" in spec):
+            from .json_strings import spec_dfa
+
+            if not spec_dfa(automaton).finals.any():
+                return self.empty()
+        return self.b.terminal(text_regex, hint=hint, automaton=automaton, last=key)
 
     # ------------------------------------------------------------------ any JSON value
     def any_value(self) -> str:
@@ -245,4 +254,5 @@ class SchemaCompilerBase:
         return out
 
     def key(self, k: str) -> str:
-        return self.string_terminal(jt.literal_string_regex(k), hint="K_" + k, words=[k])
+        return self.string_terminal(jt.literal_string_regex(k), hint="K_" + k, key=True,
+                                    words=[k])

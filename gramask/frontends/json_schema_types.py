@@ -314,7 +314,8 @@ class TypeKeywords(SchemaCompilerBase):
         defined = [k for k, *_ in props]
         extra = (self.pattern_regions(pats, addl, defined, ptr) if pats else
                  [] if addl is False else [(
-                     self.string_terminal(jt.JSON_STRING, hint="KEY", **{"except": defined})
+                     self.string_terminal(jt.JSON_STRING, hint="KEY", key=True,
+                                          **{"except": defined})
                      if defined else self.string_terminal(jt.JSON_STRING),
                      self.value(addl, _ptr_join(ptr, "additionalProperties")))])
         lo = schema.get("minProperties", 0)
@@ -395,7 +396,7 @@ class TypeKeywords(SchemaCompilerBase):
             nomatch = [r for i, r in enumerate(regexes) if i not in inside]
             if region_empty(key_region(defined, match, nomatch)):
                 continue
-            key_t = self.string_terminal(jt.JSON_STRING, hint="KEY_PATTERN", match=match,
-                                         nomatch=nomatch, **{"except": defined})
+            key_t = self.string_terminal(jt.JSON_STRING, hint="KEY_PATTERN", key=True,
+                                         match=match, nomatch=nomatch, **{"except": defined})
             out.append((key_t, self.value(value, vptr)))
         return out
