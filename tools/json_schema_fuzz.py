@@ -1,0 +1,194 @@
+"""Random JSON Schemas, gramask's masked walks, ``jsonschema`` as the oracle.
+
+Each schema combines keywords at random (objects with properties, required keys, several
+``patternProperties`` beside ``additionalProperties``, property counts; arrays with
+``prefixItems`` and counts; strings with lengths, patterns and formats; integers and numbers
+with decimal bounds and ``multipleOf``; ``enum``, ``const``, type lists, ``anyOf``/``oneOf``/
+``allOf``). gramask compiles it or refuses it with a ``GrammarError``; each compiled schema gets
+random masked walks (mostly short tokens, EOS taken at random), finished by
+``shortest_completion()``. Every text must be valid for ``jsonschema``; a walk whose state has
+no completion is a dead end; any other exception is a crash. Prints the counts and each
+failure with its schema::
+
+    PYTHONPATH=. python tools/json_schema_fuzz.py [--seed 1] [--schemas 60] [--walks 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import warnings
+from typing import Any
+
+import jsonschema
+import numpy as np
+
+import gramask
+
+KEYS = ["a", "b", "ab", "x-1", "x-y", "n", "é"]
+PATTERNS = ["^x-", "b$", "^[a-c]+$", "[0-9]", "^n"]
+NUMBERS = [0, 1, -1, 2.5, 0.25, -0.5, 3, 10, 1.75, 100]
+FORMATS = ["date", "uuid", "ipv4", "email"]
+VALUES = [1, "a", None, True, 2.5, [1], {"a": 1}, "b"]
+
+
+class SchemaGen:
+    """Random schemas, depth-bounded."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.r = rng
+
+    def schema(self, depth: int = 0) -> Any:
+        r = self.r
+        kinds = ["string", "integer", "number", "enum", "const"]
+        if depth < 3:
+            kinds += ["object", "array", "anyOf", "allOf", "oneOf", "types"]
+        kind = r.choice(kinds)
+        if kind in ("anyOf", "allOf", "oneOf"):
+            return {kind: [self.schema(depth + 1) for _ in range(r.randint(1, 3))]}
+        if kind == "enum":
+            return {"enum": r.sample(VALUES, r.randint(1, 4))}
+        if kind == "const":
+            return {"const": r.choice([1, "a", None, {"a": [1]}, 0.5])}
+        if kind == "types":
+            return {"type": r.sample(["string", "integer", "null", "boolean", "number"], 2)}
+        return getattr(self, kind)(depth)
+
+    def object(self, depth: int) -> dict[str, Any]:
+        r = self.r
+        s: dict[str, Any] = {"type": "object"}
+        if r.random() < .8:
+            s["properties"] = {k: self.schema(depth + 1) for k in r.sample(KEYS, r.randint(0, 3))}
+            if r.random() < .5:
+                s["required"] = r.sample(list(s["properties"]),
+                                         r.randint(0, len(s["properties"])))
+        if r.random() < .5:
+            s["patternProperties"] = {p: self.schema(depth + 1) if r.random() < .85 else False
+                                      for p in r.sample(PATTERNS, r.randint(1, 3))}
+        roll = r.random()
+        if roll < .3:
+            s["additionalProperties"] = False
+        elif roll < .6:
+            s["additionalProperties"] = self.schema(depth + 1)
+        if r.random() < .3:
+            s["minProperties"] = r.randint(0, 2)
+        if r.random() < .3:
+            s["maxProperties"] = r.randint(1, 3)
+        return s
+
+    def array(self, depth: int) -> dict[str, Any]:
+        r = self.r
+        s: dict[str, Any] = {"type": "array", "items": self.schema(depth + 1)}
+        if r.random() < .3:
+            s["prefixItems"] = [self.schema(depth + 1) for _ in range(r.randint(1, 2))]
+        if r.random() < .4:
+            s["minItems"] = r.randint(0, 2)
+        if r.random() < .4:
+            s["maxItems"] = r.randint(1, 3)
+        return s
+
+    def string(self, depth: int) -> dict[str, Any]:
+        r = self.r
+        s: dict[str, Any] = {"type": "string"}
+        if r.random() < .3:
+            s["minLength"] = r.randint(0, 3)
+        if r.random() < .3:
+            s["maxLength"] = r.randint(1, 5)
+        if r.random() < .3:
+            s["pattern"] = r.choice(PATTERNS)
+        if r.random() < .2:
+            s["format"] = r.choice(FORMATS)
+        return s
+
+    def integer(self, depth: int) -> dict[str, Any]:
+        return self._number("integer")
+
+    def number(self, depth: int) -> dict[str, Any]:
+        return self._number("number")
+
+    def _number(self, kind: str) -> dict[str, Any]:
+        r = self.r
+        s: dict[str, Any] = {"type": kind}
+        for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if r.random() < .35:
+                v = r.choice(NUMBERS)
+                s[kw] = v if kind == "number" else int(v)
+        if kind == "integer" and r.random() < .2:
+            s["multipleOf"] = r.choice([2, 3, 5])
+        return s
+
+
+def walk(cg: gramask.CompiledGrammar, short: np.ndarray, eos: int, rng: random.Random) -> str:
+    """A random masked walk, finished by the shortest completion (NoCompletionError: none)."""
+    c = cg.constraint("")
+    for _ in range(50):
+        m = c.allowed()
+        if m[eos] and rng.random() < 0.3:
+            break
+        m[eos] = False
+        ids = np.flatnonzero(m & short) if rng.random() < 0.8 else np.flatnonzero(m)
+        if not ids.size:
+            ids = np.flatnonzero(m)
+        if not ids.size:
+            break
+        c.advance(int(rng.choice(ids)))
+    text = c.data.decode("utf-8", "replace")
+    return text if c.is_complete() else text + c.shortest_completion().text
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--schemas", type=int, default=60)
+    ap.add_argument("--walks", type=int, default=8)
+    ap.add_argument("--vocab", default="gpt2")
+    args = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    rng = random.Random(args.seed)
+    gen = SchemaGen(rng)
+    vocab = gramask.Vocabulary.bundled(args.vocab)
+    eos = vocab.eos_token_id
+    short = np.array([len(vocab.token_bytes(i)) <= 3 for i in range(len(vocab))])
+    n = dict(schemas=0, refused=0, walks=0, dead=0, invalid=0, crash=0)
+    for _ in range(args.schemas):
+        schema = gen.schema()
+        n["schemas"] += 1
+        try:
+            cg = gramask.compile(gramask.Grammar.from_json_schema(schema), vocab, cache=False,
+                                 progress=False)
+        except gramask.GrammarError:
+            n["refused"] += 1
+            continue
+        except Exception as e:  # a crash is a finding
+            n["crash"] += 1
+            print("CRASH (compile)", type(e).__name__, e, json.dumps(schema))
+            continue
+        cls = jsonschema.validators.validator_for(schema)
+        validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        for _ in range(args.walks):
+            try:
+                text = walk(cg, short, eos, rng)
+            except gramask.NoCompletionError:
+                n["dead"] += 1
+                print("DEAD END", json.dumps(schema))
+                continue
+            except Exception as e:
+                n["crash"] += 1
+                print("CRASH (walk)", type(e).__name__, e, json.dumps(schema))
+                break
+            n["walks"] += 1
+            try:
+                ok = validator.is_valid(json.loads(text))
+            except ValueError:
+                ok = False
+            if not ok:
+                n["invalid"] += 1
+                print("INVALID", json.dumps(schema), repr(text))
+    print(", ".join(f"{k} {v}" for k, v in n.items()))
+    return 1 if n["dead"] or n["invalid"] or n["crash"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
