@@ -100,3 +100,27 @@ def test_minimising_from_distances_gives_hopcroft_s_automaton(pattern, monkeypat
     monkeypatch.setattr(rb, "_minimize_by_distance", lambda t, f, **kw: None)  # Hopcroft only
     slow = rb._determinise("R", pattern, nfa)
     assert np.array_equal(quick.trans, slow.trans) and np.array_equal(quick.finals, slow.finals)
+
+
+# \d, \w, \s add ASCII characters only, and take away all of re's (Unicode) ones: the
+# language is within re's. Characters where the two readings differ:
+CATEGORY_ALPHABET = "a_1 \t\x1c\xa0\u2005é٣ß\u3000-"
+
+
+@pytest.mark.parametrize("pattern", [r"\S+", r"[^\s]+", r"\W+", r"[^\w-]+", r"\D+", r"[^\d]+",
+                                     r"[^\S]+", r"\s+", r"\w+", r"\d+", r"[\W\d]+"])
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=CATEGORY_ALPHABET, min_size=1, max_size=4))
+def test_categories_stay_within_re(pattern: str, text: str) -> None:
+    got = _dfa(pattern).matches(text.encode("utf-8"))
+    want = bool(re.fullmatch(pattern, text))
+    assert not got or want, (pattern, text)
+    if all(c < "\x80" and c != "\x1c" for c in text):  # where ASCII and Unicode agree
+        assert got == want, (pattern, text)
+
+
+def test_negated_categories_take_away_what_re_takes_away() -> None:
+    for pattern, text in [(r"\S", "\x1c"), (r"\S", "\xa0"), (r"[^\s]", "\u3000"),
+                          (r"\D", "٣"), (r"\W", "é"), (r"[^\w]", "ß")]:
+        assert not re.fullmatch(pattern, text)
+        assert not _dfa(pattern).matches(text.encode("utf-8")), (pattern, text)
