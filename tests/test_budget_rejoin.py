@@ -1,0 +1,55 @@
+"""A token that leaves the step plan's route is checked by rejoining it before any plan search.
+
+Found on a held-out Lua-like grammar (contextual mode, fill-in-the-middle, budget = true
+length + 4): a step has hundreds of token groups and at most ``MAX_PLANS`` plan searches,
+each of a few states. The true ``" >="`` (an operand needed before the plan's ``then``) and
+``"(t"`` (a ``)`` needed) came after every plan was spent, and even a fresh search of 64
+states found nothing (the costs, optimistic with a suffix, rank dead ends first). Now a
+detour of one or two of the cheapest chunks, then the plan's text (or its text after its
+first tokens), is walked first; and a token that skips ahead on the plan's route
+(``" then"`` against ``"a then end"``) rejoins it after its bytes. Both spend no plan: with
+``MAX_PLANS = 0`` (every plan of the step spent) the true middle must still pass, and every
+completion a check admits with is walked (the generation ends complete)."""
+
+from __future__ import annotations
+
+import pytest
+
+import gramask
+
+GRAMMAR = r"""
+start: "if" exp "then" stat* "end"
+stat: NAME "=" exp
+?exp: NAME | exp ">=" exp | "(" exp ")"
+NAME: /[a-z]+/
+%ignore " "
+"""
+TOKENS = ["if", " x", "x", " >=", ">=", " y", "y", "a", " then", "then", " end", "end", "(",
+          ")", " (", " z", " =", "=", " ", "</s>"]
+CASES = [  # (middle tokens, suffix)
+    ([" >=", " y", " then"], " end"),
+    ([" >=", " (", "y", ")", " then"], " end"),
+    ([" >=", " y", " then", " end"], None),
+    ([" >=", " (", "y", ")", " then", " end"], None),
+]
+
+
+@pytest.fixture(scope="module", params=["basic", "contextual"])
+def compiled(request: pytest.FixtureRequest) -> gramask.CompiledGrammar:
+    vocab = gramask.Vocabulary.from_tokens(TOKENS, eos_token_id=len(TOKENS) - 1)
+    return gramask.compile(gramask.Grammar.from_lark(GRAMMAR, lexer=request.param), vocab,
+                           cache=False, progress=False)
+
+
+@pytest.mark.parametrize(("middle", "suffix"), CASES)
+def test_true_middle_passes_with_every_plan_spent(compiled: gramask.CompiledGrammar,
+                                                  middle: list[str],
+                                                  suffix: str | None) -> None:
+    cg = compiled
+    for k in range(5):
+        c = cg.constraint("if x", suffix=suffix, max_tokens=len(middle) + k)
+        c.MAX_PLANS = 0  # as if the step's larger groups spent them
+        for t in middle:
+            assert c.allowed()[TOKENS.index(t)], (k, t, c.text)
+            c.advance(TOKENS.index(t))
+        assert c.is_complete(), (k, c.text)
