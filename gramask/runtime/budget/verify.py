@@ -218,7 +218,7 @@ class WalkedVerifier(Generic[S]):
             j = next((k for k in range(min(len(data), len(text) - 1), 0, -1)
                       if data.endswith(text[:k])), 0)
         js = [j]
-        if len(data) > 1:
+        if data:
             # the token skips ahead on the plan's route: the rest after its bytes' first
             # occurrence further on (``" then"`` against ``"a then end"``: ``" end"``)
             i = text.find(data, 1)
@@ -273,9 +273,10 @@ class WalkedVerifier(Generic[S]):
         first, ``"a then end"``; ``"(t"``: a ``")"`` first), the cheapest chunks the costs
         rank from ``s`` (:meth:`~.search.PlanSearch.steps`), up to two in a row, each
         followed by the plan's text (as it is, past its leading blanks, or after the
-        separator), spelled in the fewest tokens and walked from ``s``. A plan search of a
-        few states misses these where the costs, optimistic with a suffix, rank many dead
-        ends first; the walks here are cheaper than a search and spend no plan."""
+        separator), and those later texts alone, spelled in the fewest tokens and walked
+        from ``s``. Tried where a group's own plan search found nothing or the step's plans
+        are spent: a search of a few states misses these where the costs, optimistic with a
+        suffix, rank many dead ends first; the walks here spend no plan."""
         if not self.text or not self.tail or self.detours <= 0:
             return None
         self.detours -= 1
@@ -283,6 +284,12 @@ class WalkedVerifier(Generic[S]):
         pl = self.planner
         if self._rejoins is None:
             self._rejoins = self._rejoin_texts()
+        for rejoin in self._rejoins[1:]:  # no detour: the plan's first tokens skipped
+            ids = pl.tok.tokenize(rejoin)
+            if ids and len(ids) <= self.left:
+                end = self._walk_ids(s, ids)
+                if end is not None and c._complete(end):
+                    return ids
         level: list[tuple[bytes, S]] = [(b"", s)]
         for _ in range(_DETOUR_DEPTH):
             deeper: list[tuple[bytes, S]] = []
@@ -434,13 +441,12 @@ class WalkedVerifier(Generic[S]):
                 r = self._by_pad(s, data)
             if r is not None:
                 return r
-        r = self._by_detour(s)
-        if r is not None:
-            return r
         r = self._by_shared(s, vertex, search=search)
         if r is not None:
             return r
         p = self._plan(s, search)
+        if p is None:  # the search found nothing, or the step's plans are spent
+            p = self._by_detour(s)
         if p is None and self.retries > 0 and self.plans > 0:
             self.retries -= 1
             p = self._plan(s, search * _RETRY_DEEP, pooled=False, escalate=True)
