@@ -47,7 +47,7 @@ _DETOUR = 4
 _DETOUR_WIDTH = 2
 _DETOUR_DEPTH = 2
 _DETOURS = 512
-_REJOINS = 2
+_REJOINS = 3
 
 S = TypeVar("S", bound=RunState)
 
@@ -272,8 +272,8 @@ class WalkedVerifier(Generic[S]):
         plan's route does not close (``" >="`` where the plan was ``"then end"``: an operand
         first, ``"a then end"``; ``"(t"``: a ``")"`` first), the cheapest chunks the costs
         rank from ``s`` (:meth:`~.search.PlanSearch.steps`), up to two in a row, each
-        followed by the plan's text (as it is, past its leading blanks, or after the
-        separator), and those later texts alone, spelled in the fewest tokens and walked
+        followed by the plan's text or its text from one of its next lexemes on (each as it
+        is, past its leading blanks, or after the separator), and those later texts alone, spelled in the fewest tokens and walked
         from ``s``. Tried where a group's own plan search found nothing or the step's plans
         are spent: a search of a few states misses these where the costs, optimistic with a
         suffix, rank many dead ends first; the walks here spend no plan."""
@@ -291,9 +291,9 @@ class WalkedVerifier(Generic[S]):
                 if end is not None and c._complete(end):
                     return ids
         level: list[tuple[bytes, S]] = [(b"", s)]
-        for _ in range(_DETOUR_DEPTH):
+        for depth in range(_DETOUR_DEPTH):
             deeper: list[tuple[bytes, S]] = []
-            for head, cur in level:
+            for head, cur in level[:1] if depth else level:  # deeper: from the cheapest
                 for chunk, nst in pl.search.steps(cur, c._walk, c._view, _DETOUR_WIDTH):
                     for rejoin in self._rejoins:
                         ids = pl.tok.tokenize(head + chunk + rejoin)
@@ -307,22 +307,30 @@ class WalkedVerifier(Generic[S]):
         return None
 
     def _rejoin_texts(self) -> list[bytes]:
-        """Where :meth:`_by_detour` rejoins the step plan's route: its text, and after each
-        of its first _REJOINS tokens (the detour may stand for them: ``"(y)"`` where the
-        plan was ``"a then"`` goes on with ``" then"``); each also past its leading blanks
-        and after the separator."""
-        assert self.tail is not None
-        tb = self.c._vocab.token_bytes
+        """Where :meth:`_by_detour` rejoins the step plan's route: its text, and its text
+        from each of the next _REJOINS lexeme starts on (the detour may stand for what comes
+        before: ``"(int a"`` where the plan was ``"(){"`` goes on with ``"){"``; the starts
+        as the lexer DFA reads the text from a fresh lexeme, a guess the walk checks); each
+        also past its leading blanks and after the separator."""
+        text = self.text
+        trans = self.planner.lex.trans
+        starts = [0]
+        q = 0
+        for j, byte in enumerate(text):
+            nq = int(trans[q, byte]) if q else -1
+            if nq < 0:  # a lexeme starts at j
+                if j:
+                    starts.append(j)
+                    if len(starts) > _REJOINS:
+                        break
+                nq = max(int(trans[0, byte]), 0)
+            q = nq
         sep = self.planner.lex.separator
         out: list[bytes] = []
-        text = self.text
-        for i in range(min(len(self.tail), _REJOINS + 1)):
-            body = text.lstrip(b" \t")
-            out += [text, body, *([sep + body] if sep and body else [])]
-            text = text[len(tb(self.tail[i])):]
-            if not text:
-                break
-        return list(dict.fromkeys(out))
+        for j in starts:
+            body = text[j:].lstrip(b" \t")
+            out += [text[j:], body, *([sep + body] if sep and body else [])]
+        return list(dict.fromkeys(t for t in out if t))
 
     def shared_prefix(self, data: bytes) -> int:
         """How many first bytes ``data`` shares with the step plan's text (a caller with
