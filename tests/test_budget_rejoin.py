@@ -1,16 +1,17 @@
 """A token that leaves the step plan's route is checked by rejoining it before any plan search.
 
-Found on a held-out Lua-like grammar (contextual mode, fill-in-the-middle, budget = true
-length + 4): a step has hundreds of token groups and at most ``MAX_PLANS`` plan searches,
-each of a few states. The true ``" >="`` (an operand needed before the plan's ``then``) and
-``"(t"`` (a ``)`` needed) came after every plan was spent, and even a fresh search of 64
-states found nothing (the costs, optimistic with a suffix, rank dead ends first). Now,
-where a group's search finds nothing or the plans are spent, a detour of one or two of the
-cheapest chunks, then the plan's text (or its text from one of its next lexemes on), is
-walked (the C-like grammar's ``"(int"`` where the plan was ``"(){"``: ``" a){"``); and a token that skips ahead on the plan's route
-(``" then"`` against ``"a then end"``) rejoins it after its bytes. Both spend no plan: with
-``MAX_PLANS = 0`` (every plan of the step spent) the true middle must still pass, and every
-completion a check admits with is walked (the generation ends complete)."""
+Found on held-out Lua-like and C-like grammars (fill-in-the-middle, budget = true length + 4):
+a step has hundreds of token groups and at most ``MAX_PLANS`` plan searches, each of a few
+states. The true ``" >="`` (an operand needed before the plan's ``then``) and ``"(t"`` (a
+``)`` needed) came after every plan was spent, and even a fresh search of 64 states found
+nothing (the costs, optimistic with a suffix, rank dead ends first). Now, where a group's
+search finds nothing or the plans are spent, a detour of one or two of the cheapest chunks,
+then the plan's text (or its text from one of its next lexemes on), is walked (the C-like
+grammar's ``"(int"`` where the plan was ``"(){"``: ``" a){"``); and a token that skips
+ahead on the plan's route (``" then"`` against ``"a then end"``) rejoins it after its bytes.
+Both spend no plan: with ``MAX_PLANS = 0`` (every plan of the step spent) the true middle
+must still pass, and every completion a check admits with is walked (the generation ends
+complete)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ param: "int" NAME
 NAME: /[a-z]+/
 %ignore " "
 """
-C_TOKENS = ["int", " f", " x", "(int", "(", ")", " {", "{", "}", "()", "(){", " ", "a", " a", "</s>"]
+C_TOKENS = ["int", " f", " x", "(int", "(", ")", " {", "{", "}", "()", "(){", " ", "a", " a",
+            "</s>"]
 
 
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])

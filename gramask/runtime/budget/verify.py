@@ -273,10 +273,11 @@ class WalkedVerifier(Generic[S]):
         first, ``"a then end"``; ``"(t"``: a ``")"`` first), the cheapest chunks the costs
         rank from ``s`` (:meth:`~.search.PlanSearch.steps`), up to two in a row, each
         followed by the plan's text or its text from one of its next lexemes on (each as it
-        is, past its leading blanks, or after the separator), and those later texts alone, spelled in the fewest tokens and walked
-        from ``s``. Tried where a group's own plan search found nothing or the step's plans
-        are spent: a search of a few states misses these where the costs, optimistic with a
-        suffix, rank many dead ends first; the walks here spend no plan."""
+        is, past its leading blanks, or after the separator), and those later texts alone,
+        spelled in the fewest tokens and walked from ``s``. Tried where a group's own plan
+        search found nothing or the step's plans are spent: a search of a few states misses
+        these where the costs, optimistic with a suffix, rank many dead ends first; the
+        walks here spend no plan."""
         if not self.text or not self.tail or self.detours <= 0:
             return None
         self.detours -= 1
@@ -284,7 +285,7 @@ class WalkedVerifier(Generic[S]):
         pl = self.planner
         if self._rejoins is None:
             self._rejoins = self._rejoin_texts()
-        for rejoin in self._rejoins[1:]:  # no detour: the plan's first tokens skipped
+        for rejoin in self._rejoins[1:]:  # no detour: the plan's first lexemes skipped
             ids = pl.tok.tokenize(rejoin)
             if ids and len(ids) <= self.left:
                 end = self._walk_ids(s, ids)
