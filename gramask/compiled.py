@@ -173,7 +173,8 @@ class CompiledGrammar:
             A suffix longer than ``limits.max_suffix_bytes`` (checked first, before any
             work), or a quotient larger than ``limits.max_quotient_rules``.
         BudgetError
-            ``max_tokens`` is below the tokens the shortest completion needs.
+            ``max_tokens`` is below the tokens of the shortest completion gramask finds
+            (an upper bound on the true minimum: ``BudgetError.minimum``).
         NoCompletionError
             ``max_tokens`` given, but gramask found no completion to plan the budget with
             (a ``RuntimeError``; the same constraint without ``max_tokens`` works).

@@ -105,8 +105,10 @@ class InvalidSuffixError(InvalidPrefixError):
 
 
 class BudgetError(GramaskError, ValueError):
-    """A token budget (``max_tokens``) that cannot be met: the prefix (and suffix) need at
-    least ``minimum`` more tokens than the budget allows."""
+    """A token budget (``max_tokens``) that gramask cannot guarantee: the shortest
+    completion it finds needs ``minimum`` tokens, more than ``budget``. ``minimum`` is an
+    upper bound on the true minimum (the plan spells each lexeme shortest in bytes; a
+    longer spelling can take fewer tokens), and ``max_tokens=minimum`` is admitted."""
 
     def __init__(self, message: str, *, budget: int, minimum: int) -> None:
         self.budget = budget

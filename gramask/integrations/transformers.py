@@ -180,7 +180,8 @@ class GramaskLogitsProcessor(LogitsProcessor):
         Raises
         ------
         BudgetError
-            A row's prefix needs more than ``max_tokens`` tokens to complete.
+            The shortest completion gramask finds for a row's prefix needs more than
+            ``max_tokens`` tokens (see :class:`~gramask.BudgetError`).
         """
         if batch_size < 1:
             raise ValueError(f"batch_size: expected at least 1, got {batch_size}")
@@ -325,7 +326,8 @@ def generate(
     Raises
     ------
     BudgetError
-        A row's prefix (and suffix) need more than ``max_new_tokens`` tokens to complete.
+        The shortest completion gramask finds for a row's prefix (and suffix) needs more
+        than ``max_new_tokens`` tokens (see :class:`~gramask.BudgetError`).
     """
     from transformers import LogitsProcessorList
 

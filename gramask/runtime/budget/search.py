@@ -203,6 +203,25 @@ class PlanSearch:
                                       nst))
         return None
 
+    def steps(self, st: S, walk: Walk[S], view: View[S], k: int) -> list[tuple[bytes, S]]:
+        """The ``k`` chunks of :meth:`search_text` from ``st`` that rank cheapest (tokens of
+        the chunk + the bound from where it leads, as the search orders them), each with the
+        state its walk reaches: the first steps of a short detour (an operand after ``>=``,
+        the ``)`` after ``(t``) before a route known to end is rejoined."""
+        q, carry, p = view(st)
+        ranked: list[tuple[int, int, bytes, S]] = []
+        for chunk in self._chunks(q, carry, p):
+            nst = walk(st, chunk)
+            if isinstance(nst, int):
+                continue
+            c = self.tok.count(chunk)
+            if c >= INF:
+                continue
+            h = self.costs.state_cost(*view(nst))
+            ranked.append((c + min(h, _SEARCH_H_CAP), len(ranked), chunk, nst))
+        ranked.sort(key=lambda e: (e[0], e[1]))
+        return [(chunk, nst) for _, _, chunk, nst in ranked[:k]]
+
     def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
         """The byte strings :meth:`search_text` tries from (q, carry, p), deterministic."""
         lex = self.lex

@@ -41,6 +41,14 @@ _RETRY_DEEP = 4
 # detour beyond the step's plan: the margin issue 24 promises completeness at (k >= 4)
 _DETOUR = 4
 
+# a token that opened what the step plan's route does not close (``>=`` wants an operand,
+# ``(t`` a ``)``): the _DETOUR_WIDTH cheapest chunks by the costs, _DETOUR_DEPTH levels deep,
+# then the step plan's text; tried for at most _DETOURS groups a step (a few walks each)
+_DETOUR_WIDTH = 2
+_DETOUR_DEPTH = 2
+_DETOURS = 512
+_REJOINS = 3
+
 S = TypeVar("S", bound=RunState)
 
 
@@ -176,6 +184,8 @@ class WalkedVerifier(Generic[S]):
         self._rests: dict[int, list[tuple[int, ...]]] = {}
         self._pads: list[tuple[int, ...]] | None = None  # :meth:`_by_pad`'s candidates
         self.plans: int = c.MAX_PLANS
+        self.detours = _DETOURS
+        self._rejoins: list[bytes] | None = None  # see _by_detour
         self.retries = _RETRIES
         self.pool = pool  # None: no pooled candidates
         self.key = key
@@ -196,8 +206,10 @@ class WalkedVerifier(Generic[S]):
         """The rest of the step plan's text after what the token's bytes ``data`` share
         with it (``"(cls"`` against the plan ``"():\n    if "``: ``"):\n    if "``), or,
         where they share no first byte, after the plan's first bytes that the token ends
-        with (``"++)"`` against ``")/*"``: ``"/*"``), if walking it from ``s`` ends complete:
-        the token took a detour the plan's route rejoins. The rest is also tried after the
+        with (``"++)"`` against ``")/*"``: ``"/*"``), or else after the first place further
+        on where the plan's text holds the token's bytes (``" then"`` against ``"a then
+        end"``: ``" end"``), if walking it from ``s`` ends complete: the token took a detour
+        the plan's route rejoins, or skipped ahead on it. The rest is also tried after the
         lexer's separator where that spells it in fewer tokens (``"tru"`` is two tokens,
         ``" tru"`` one): a plan is spelled as its shortest bytes, not its fewest tokens."""
         text = self.text
@@ -205,16 +217,24 @@ class WalkedVerifier(Generic[S]):
         if j == 0:
             j = next((k for k in range(min(len(data), len(text) - 1), 0, -1)
                       if data.endswith(text[:k])), 0)
-        if j == 0 or j >= len(text):
-            return None
-        if j not in self._rests:
-            self._rests[j] = self._spellings(text[j:])
-        for rest in self._rests[j]:
-            if len(rest) > self.left:
-                break
-            end = self._walk_ids(s, rest)
-            if end is not None and self.c._complete(end):
-                return rest
+        js = [j]
+        if data:
+            # the token skips ahead on the plan's route: the rest after its bytes' first
+            # occurrence further on (``" then"`` against ``"a then end"``: ``" end"``)
+            i = text.find(data, 1)
+            if i > 0:
+                js.append(i + len(data))
+        for j in dict.fromkeys(js):
+            if j == 0 or j >= len(text):
+                continue
+            if j not in self._rests:
+                self._rests[j] = self._spellings(text[j:])
+            for rest in self._rests[j]:
+                if len(rest) > self.left:
+                    break
+                end = self._walk_ids(s, rest)
+                if end is not None and self.c._complete(end):
+                    return rest
         return None
 
     def _spellings(self, rest: bytes) -> list[tuple[int, ...]]:
@@ -246,6 +266,72 @@ class WalkedVerifier(Generic[S]):
             if end is not None and self.c._complete(end):
                 return ids
         return None
+
+    def _by_detour(self, s: S) -> tuple[int, ...] | None:
+        """A short detour, then the step plan's text: after a token that opened what the
+        plan's route does not close (``" >="`` where the plan was ``"then end"``: an operand
+        first, ``"a then end"``; ``"(t"``: a ``")"`` first), the cheapest chunks the costs
+        rank from ``s`` (:meth:`~.search.PlanSearch.steps`), up to two in a row, each
+        followed by the plan's text or its text from one of its next lexemes on (each as it
+        is, past its leading blanks, or after the separator), and those later texts alone,
+        spelled in the fewest tokens and walked from ``s``. Tried where a group's own plan
+        search found nothing or the step's plans are spent: a search of a few states misses
+        these where the costs, optimistic with a suffix, rank many dead ends first; the
+        walks here spend no plan."""
+        if not self.text or not self.tail or self.detours <= 0:
+            return None
+        self.detours -= 1
+        c = self.c
+        pl = self.planner
+        if self._rejoins is None:
+            self._rejoins = self._rejoin_texts()
+        for rejoin in self._rejoins[1:]:  # no detour: the plan's first lexemes skipped
+            ids = pl.tok.tokenize(rejoin)
+            if ids and len(ids) <= self.left:
+                end = self._walk_ids(s, ids)
+                if end is not None and c._complete(end):
+                    return ids
+        level: list[tuple[bytes, S]] = [(b"", s)]
+        for depth in range(_DETOUR_DEPTH):
+            deeper: list[tuple[bytes, S]] = []
+            for head, cur in level[:1] if depth else level:  # deeper: from the cheapest
+                for chunk, nst in pl.search.steps(cur, c._walk, c._view, _DETOUR_WIDTH):
+                    for rejoin in self._rejoins:
+                        ids = pl.tok.tokenize(head + chunk + rejoin)
+                        if not ids or len(ids) > self.left:
+                            continue
+                        end = self._walk_ids(s, ids)
+                        if end is not None and c._complete(end):
+                            return ids
+                    deeper.append((head + chunk, nst))
+            level = deeper
+        return None
+
+    def _rejoin_texts(self) -> list[bytes]:
+        """Where :meth:`_by_detour` rejoins the step plan's route: its text, and its text
+        from each of the next _REJOINS lexeme starts on (the detour may stand for what comes
+        before: ``"(int a"`` where the plan was ``"(){"`` goes on with ``"){"``; the starts
+        as the lexer DFA reads the text from a fresh lexeme, a guess the walk checks); each
+        also past its leading blanks and after the separator."""
+        text = self.text
+        trans = self.planner.lex.trans
+        starts = [0]
+        q = 0
+        for j, byte in enumerate(text):
+            nq = int(trans[q, byte]) if q else -1
+            if nq < 0:  # a lexeme starts at j
+                if j:
+                    starts.append(j)
+                    if len(starts) > _REJOINS:
+                        break
+                nq = max(int(trans[0, byte]), 0)
+            q = nq
+        sep = self.planner.lex.separator
+        out: list[bytes] = []
+        for j in starts:
+            body = text[j:].lstrip(b" \t")
+            out += [text[j:], body, *([sep + body] if sep and body else [])]
+        return list(dict.fromkeys(t for t in out if t))
 
     def shared_prefix(self, data: bytes) -> int:
         """How many first bytes ``data`` shares with the step plan's text (a caller with
@@ -368,6 +454,8 @@ class WalkedVerifier(Generic[S]):
         if r is not None:
             return r
         p = self._plan(s, search)
+        if p is None:  # the search found nothing, or the step's plans are spent
+            p = self._by_detour(s)
         if p is None and self.retries > 0 and self.plans > 0:
             self.retries -= 1
             p = self._plan(s, search * _RETRY_DEEP, pooled=False, escalate=True)
