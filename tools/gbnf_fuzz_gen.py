@@ -126,7 +126,7 @@ class _Gen:
             neg = self.rnd.random() < 0.3
             self.feats.add("negated class" if neg else "class")
             return Cls(tuple(items), neg)
-        if r < 0.8 or depth > 2:
+        if r < 0.8 or depth > 1:
             self.feats.add("reference")
             return Ref(self.rnd.choice(self.names))
         self.feats.add("group")
@@ -148,7 +148,8 @@ class _Gen:
         return Seq(tuple(self.item(depth) for _ in range(self.rnd.randint(1, 3))))
 
     def alt(self, depth: int) -> Alt:
-        return Alt(tuple(self.seq(depth) for _ in range(self.rnd.randint(1, 3))))
+        # nested groups stay small: big ambiguous grammars only make each mask slower
+        return Alt(tuple(self.seq(depth) for _ in range(self.rnd.randint(1, 3 - (depth > 0)))))
 
 
 def grammar(rnd: random.Random) -> GenGrammar:
