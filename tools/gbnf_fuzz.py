@@ -284,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
                 found.append({"kind": "hang", "grammar": gg.text, "detail": STAGE[0]})
             finally:
                 signal.alarm(0)
+            print(f"[grammar {a.seed}:{k}] done at {time.time() - t0:.0f} s: "
+                  + ", ".join(f"{key} {v}" for key, v in sorted(stats.items())
+                              if not key.startswith(" ")), flush=True)
             for case in found[n:]:
                 print(f"[grammar {a.seed}:{k}] {case['kind']}: {case.get('detail', '')}",
                       flush=True)
