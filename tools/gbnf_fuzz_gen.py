@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 # the characters everything is drawn from (one non-ASCII, to cover UTF-8 in classes)
 ALPHABET = "abcxyz019 +-*()\"\\\n]é"
 WORDS = ["a", "b", "ab", "ba", "abc", "x", "xy", "0", "1", "01", "+", "-", "*", "(", ")", " ",
-         "  ", "\"", "\\", "\n", "]", "é", "aé", "if", "in", "int", "a b", "()", "--"]
+         "  ", "\"", "\\", "\n", "]", "é", "aé", "if", "in", "int", "a b", "()", "--", ""]
 RANGES = [("a", "c"), ("0", "9"), ("x", "z"), (" ", "+"), ("a", "z"), ("(", "*")]
 
 
@@ -157,8 +157,12 @@ def grammar(rnd: random.Random) -> GenGrammar:
     names = ["root"] + [f"r{i}" for i in range(rnd.randint(0, 3))]
     g = _Gen(rnd, names[1:] or ["root"])
     rules = {n: g.alt(0) for n in names}
-    lines = [f"{n} ::= " + " | ".join(render(s, rnd) for s in a.items)
-             for n, a in rules.items()]
+    lines = []
+    for n, a in rules.items():
+        # alternatives continued on the next line after '|', and comments, now and then
+        sep = " |\n    " if rnd.random() < 0.2 else " | "
+        note = "  # a comment \"x\" [y]" if rnd.random() < 0.15 else ""
+        lines.append(f"{n} ::= " + sep.join(render(s, rnd) for s in a.items) + note)
     return GenGrammar(rules, "\n".join(lines) + "\n", sorted(g.feats))
 
 
