@@ -121,7 +121,8 @@ def prune(
     Raises
     ------
     GrammarError
-        ``start`` derives no terminal string (the language is empty).
+        ``start`` derives no terminal string (the language is empty), or only the empty
+        string.
 
     Warns
     -----
@@ -146,6 +147,12 @@ def prune(
     reach = reachable_symbols(kept, start)
     unreachable = sorted({r.lhs for r in kept if r.lhs not in reach})
     out = tuple(r for r in kept if r.lhs in reach)
+    if not any(s in terms for r in out for s in r.rhs):
+        # the token tables need a terminal: nothing to constrain (and nothing to build)
+        gone = f" (once the rules that never finish are removed: {', '.join(dead)})" if dead else ""
+        raise GrammarError(
+            f"{source}: the language of {start!r} is only the empty string{gone}; gramask "
+            "needs at least one terminal", name=start)
     if warn and (dead or unreachable or never):
         parts = []
         if dead:

@@ -41,6 +41,12 @@ class LexemeCosts:
                  preds: list[set[int]] | None = None) -> None:
         dfa = mb.dfa
         self.tok = tok
+        # witness bytes: those the vocabulary has as a token of their own first (a witness
+        # of [^a-c] is no use as 'd' where only 'x' is a token), readable ones first in each
+        singles = {t[0] for t in tok.ids if len(t) == 1}
+        order = list(dict.fromkeys(_BYTE_ORDER))
+        self.byte_order = [x for x in order if x in singles] + [
+            x for x in order if x not in singles]
         self.trans = np.asarray(dfa.trans, dtype=np.int64)
         self.accept = np.asarray(dfa.accept)
         self.num_states = S = dfa.num_states
@@ -204,7 +210,7 @@ class LexemeCosts:
         if dist.min() >= INF:
             return None
         best = {int(x) for x in cand[dist == dist.min()]}
-        x = next(x for x in _BYTE_ORDER if x in best)  # readable bytes first
+        x = next(x for x in self.byte_order if x in best)  # spellable, readable bytes first
         return bytes([x]) + self.path(int(first[x]), d)
 
     def _distances(self, t: int) -> np.ndarray:
@@ -251,12 +257,13 @@ class LexemeCosts:
         return ok
 
     def path(self, q: int, d: np.ndarray) -> bytes:
-        """The shortest bytes from ``q`` down distances ``d`` to 0 (readable bytes first)."""
+        """The shortest bytes from ``q`` down distances ``d`` to 0 (spellable, readable
+        bytes first)."""
         out = bytearray()
         trans = self.trans
         while d[q] > 0:
             row = trans[q]
-            for b in _BYTE_ORDER:
+            for b in self.byte_order:
                 nq = row[b]
                 if nq >= 0 and d[nq] == d[q] - 1:
                     out.append(b)
