@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..compiler.charclass import MAX_CODEPOINT as MAX_CP
 from ..compiler.regex_bytes import ByteDFA, _trim
 
 if TYPE_CHECKING:
-    from .json_strings import CharDFA, Piece
+    from .json_strings import CharDFA
 
 __all__ = ["key_region", "plain", "region_empty", "words_dfa"]
 
@@ -91,23 +90,12 @@ def key_region(exclude: list[str], match: list[str], nomatch: list[str]) -> Char
 
 
 def _complemented(cdfa: CharDFA) -> CharDFA:
-    """The strings ``cdfa`` does not accept: every gap in a state's ranges goes to a new
-    sink, and the finals flip."""
-    from .json_strings import CharDFA
+    """The strings ``cdfa`` does not accept: every code point a state has no range for goes to
+    a new sink, and the finals flip."""
+    from .json_strings import CharDFA, with_gaps
 
     sink = len(cdfa.edges)
-    edges: list[list[Piece]] = []
-    for row in [*cdfa.edges, []]:
-        full: list[Piece] = []
-        nxt = 0
-        for lo, hi, t in row:
-            if lo > nxt:
-                full.append((nxt, lo - 1, sink))
-            full.append((lo, hi, t))
-            nxt = hi + 1
-        if nxt <= MAX_CP:
-            full.append((nxt, MAX_CP, sink))
-        edges.append(full)
+    edges = [with_gaps(row, sink) for row in [*cdfa.edges, []]]
     return CharDFA(edges, [not f for f in cdfa.finals] + [True])
 
 

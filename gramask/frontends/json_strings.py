@@ -35,7 +35,8 @@ from ..compiler.regex_bytes import MAX_BYTE_STATES, ByteDFA, _trim
 from ..errors import GrammarError
 from .json_keys import plain, words_dfa
 
-__all__ = ["CharDFA", "build_source", "build_spec_dfa", "json_string_dfa", "spec_dfa"]
+__all__ = ["CharDFA", "build_source", "build_spec_dfa", "json_string_dfa", "spec_dfa",
+           "with_gaps"]
 
 _SHORT = {ord('"'): 0x22, ord("\\"): 0x5C, ord("/"): 0x2F, ord("b"): 0x08, ord("f"): 0x0C,
           ord("n"): 0x0A, ord("r"): 0x0D, ord("t"): 0x09}
@@ -103,18 +104,7 @@ class CharDFA:
             edges = [[(c, c, t) for c, t in sorted(k.items())] for k in kids]
             return CharDFA(edges, ends)
         free = len(kids)
-        edges = []
-        for k in kids:
-            row: list[Piece] = []
-            nxt_lo = 0
-            for cp, t in sorted(k.items()):
-                if cp > nxt_lo:
-                    row.append((nxt_lo, cp - 1, free))
-                row.append((cp, cp, t))
-                nxt_lo = cp + 1
-            if nxt_lo <= MAX_CP:
-                row.append((nxt_lo, MAX_CP, free))
-            edges.append(row)
+        edges = [with_gaps([(cp, cp, t) for cp, t in sorted(k.items())], free) for k in kids]
         edges.append([(0, MAX_CP, free)])
         return CharDFA(edges, [not x for x in ends] + [True])
 
@@ -189,6 +179,21 @@ class CharDFA:
             edges.append(e)
         finals = [self.finals[a] and other.finals[b] for a, b in order]
         return CharDFA(edges, finals)
+
+
+def with_gaps(row: list[Piece], sink: int) -> list[Piece]:
+    """A state's sorted disjoint ranges with every code point they miss sent to ``sink``: a
+    complete row (what a complement needs)."""
+    full: list[Piece] = []
+    nxt = 0
+    for lo, hi, t in row:
+        if lo > nxt:
+            full.append((nxt, lo - 1, sink))
+        full.append((lo, hi, t))
+        nxt = hi + 1
+    if nxt <= MAX_CP:
+        full.append((nxt, MAX_CP, sink))
+    return full
 
 
 def _ranges(cps: list[int]) -> list[tuple[int, int]]:
