@@ -2,19 +2,18 @@
 property names are. A word of printable ASCII that JSON writes raw (not ``"``, ``\\``, ``/``)
 has one spelling, its bytes, so a trie of them is the automaton, and "any other key" is that
 trie grafted on the automaton of every JSON string — milliseconds less per key than the
-code-point construction of :mod:`gramask.frontends.json_strings`, which builds the rest."""
+code-point construction of :mod:`gramask.frontends.json_strings`, which builds the rest.
+Also the regions of keys ``patternProperties`` split the other keys into (:func:`key_region`),
+as code-point automata."""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..compiler.regex_bytes import ByteDFA, _trim
-
-if TYPE_CHECKING:
-    from .json_strings import CharDFA
+from .json_chardfa import CharDFA, with_gaps
 
 __all__ = ["key_region", "plain", "region_empty", "words_dfa"]
 
@@ -72,8 +71,6 @@ def words_dfa(words: list[str], anything: ByteDFA | None) -> ByteDFA:
 @lru_cache(maxsize=256)
 def _key_region(exclude: tuple[str, ...], match: tuple[str, ...], nomatch: tuple[str, ...]
                 ) -> CharDFA:
-    from .json_strings import CharDFA  # (json_strings reads its specs with this module)
-
     cdfa = CharDFA.words(list(exclude), complement=True)
     for rx in match:
         cdfa = cdfa.product(CharDFA.regex(rx))
@@ -92,8 +89,6 @@ def key_region(exclude: list[str], match: list[str], nomatch: list[str]) -> Char
 def _complemented(cdfa: CharDFA) -> CharDFA:
     """The strings ``cdfa`` does not accept: every code point a state has no range for goes to
     a new sink, and the finals flip."""
-    from .json_strings import CharDFA, with_gaps
-
     sink = len(cdfa.edges)
     edges = [with_gaps(row, sink) for row in [*cdfa.edges, []]]
     return CharDFA(edges, [not f for f in cdfa.finals] + [True])

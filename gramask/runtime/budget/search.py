@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .spelling import TokenCounter
     from .state_costs import BoundaryStack, StateCosts
 
-__all__ = ["SEARCH_NODES", "PlanSearch", "Planner"]
+__all__ = ["SEARCH_NODES", "PlanSearch", "Planner", "cheapest_steps"]
 
 _MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
 SEARCH_NODES = 4000  # states a plan's fallback search expands (see PlanSearch.search_text)
@@ -202,25 +202,6 @@ class PlanSearch:
                 heapq.heappush(heap, (g + c + min(h, _SEARCH_H_CAP), -g - c, tick, text + chunk,
                                       nst))
         return None
-
-    def steps(self, st: S, walk: Walk[S], view: View[S], k: int) -> list[tuple[bytes, S]]:
-        """The ``k`` chunks of :meth:`search_text` from ``st`` that rank cheapest (tokens of
-        the chunk + the bound from where it leads, as the search orders them), each with the
-        state its walk reaches: the first steps of a short detour (an operand after ``>=``,
-        the ``)`` after ``(t``) before a route known to end is rejoined."""
-        q, carry, p = view(st)
-        ranked: list[tuple[int, int, bytes, S]] = []
-        for chunk in self._chunks(q, carry, p):
-            nst = walk(st, chunk)
-            if isinstance(nst, int):
-                continue
-            c = self.tok.count(chunk)
-            if c >= INF:
-                continue
-            h = self.costs.state_cost(*view(nst))
-            ranked.append((c + min(h, _SEARCH_H_CAP), len(ranked), chunk, nst))
-        ranked.sort(key=lambda e: (e[0], e[1]))
-        return [(chunk, nst) for _, _, chunk, nst in ranked[:k]]
 
     def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
         """The byte strings :meth:`search_text` tries from (q, carry, p), deterministic."""
@@ -468,6 +449,27 @@ class PlanSearch:
                 best, text = c, glued
         return text, best
 
+
+
+def cheapest_steps(search: PlanSearch, st: S, walk: Walk[S], view: View[S], k: int
+                   ) -> list[tuple[bytes, S]]:
+    """The ``k`` chunks of :meth:`PlanSearch.search_text` from ``st`` that rank cheapest
+    (tokens of the chunk + the bound from where it leads, as the search orders them), each
+    with the state its walk reaches: the first steps of a short detour (an operand after
+    ``>=``, the ``)`` after ``(t``) before a route known to end is rejoined."""
+    q, carry, p = view(st)
+    ranked: list[tuple[int, int, bytes, S]] = []
+    for chunk in search._chunks(q, carry, p):
+        nst = walk(st, chunk)
+        if isinstance(nst, int):
+            continue
+        c = search.tok.count(chunk)
+        if c >= INF:
+            continue
+        h = search.costs.state_cost(*view(nst))
+        ranked.append((c + min(h, _SEARCH_H_CAP), len(ranked), chunk, nst))
+    ranked.sort(key=lambda e: (e[0], e[1]))
+    return [(chunk, nst) for _, _, chunk, nst in ranked[:k]]
 
 
 def _line_widths(suffix: bytes, most: int = 8) -> set[int]:

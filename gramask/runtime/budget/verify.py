@@ -18,6 +18,7 @@ import numpy as np
 from ...errors import LimitExceededError, NoCompletionError
 from .bounded import PLAN_FAILED
 from .runstate import LexState, RunState
+from .search import cheapest_steps
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
@@ -295,7 +296,8 @@ class WalkedVerifier(Generic[S]):
         for depth in range(_DETOUR_DEPTH):
             deeper: list[tuple[bytes, S]] = []
             for head, cur in level[:1] if depth else level:  # deeper: from the cheapest
-                for chunk, nst in pl.search.steps(cur, c._walk, c._view, _DETOUR_WIDTH):
+                for chunk, nst in cheapest_steps(pl.search, cur, c._walk, c._view,
+                                                  _DETOUR_WIDTH):
                     for rejoin in self._rejoins:
                         ids = pl.tok.tokenize(head + chunk + rejoin)
                         if not ids or len(ids) > self.left:

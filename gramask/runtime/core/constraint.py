@@ -167,17 +167,12 @@ class Constraint(Generic[S]):
                     "would end in time (the search for one may have stopped short). The same "
                     "constraint without max_tokens still works; or change where the "
                     "prefix/suffix are cut", budget=self._max_tokens) from None
-            if need > self._max_tokens:
-                # the plan is an upper bound on the true minimum, not a lower one: its
-                # lexemes are spelled shortest in bytes, and a longer spelling may take fewer
-                # tokens; so say what is known, and that a budget of ``need`` is admitted
+            if need > self._max_tokens:  # (the plan's length bounds the minimum from above)
                 raise BudgetError(
                     f"max_tokens={self._max_tokens} cannot be guaranteed: the shortest "
-                    f"completion gramask finds needs {need} tokens of this vocabulary "
-                    f"({self.shortest_completion().text!r}), so the fewest tokens that can "
-                    f"complete the program are at most {need} (a completion spelled in fewer, "
-                    f"longer tokens may exist that gramask does not find); max_tokens={need} "
-                    "is admitted",
+                    f"completion gramask finds takes {need} tokens of this vocabulary "
+                    f"({self.shortest_completion().text!r}): the fewest are at most {need} "
+                    f"(fewer, longer tokens may exist); max_tokens={need} is admitted",
                     budget=self._max_tokens, minimum=need,
                 )
 
