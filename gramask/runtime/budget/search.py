@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
@@ -24,7 +24,7 @@ from ..limits import memo_size
 from ..memo import BoundedMemo
 from .runstate import Complete, LexState, RunState, View, Walk
 from .spelling import INF
-from .state_costs import SearchEstimate
+from .state_costs import SearchEstimate, StateCosts
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
@@ -189,18 +189,9 @@ class PlanSearch:
             seen.add(key)
             if complete(cur):
                 return text
-            for chunk in self._chunks(q, carry, p):
-                nst = walk(cur, chunk)
-                if isinstance(nst, int):
-                    continue
-                c = self.tok.count(chunk)
-                if c >= INF:
-                    continue
-                nq, ncarry, np_ = view(nst)
-                h = est.state_cost(nq, ncarry, np_)
+            for chunk, nst, c, h in _moves(self, cur, (q, carry, p), walk, view, est):
                 tick += 1
-                heapq.heappush(heap, (g + c + min(h, _SEARCH_H_CAP), -g - c, tick, text + chunk,
-                                      nst))
+                heapq.heappush(heap, (g + c + h, -g - c, tick, text + chunk, nst))
         return None
 
     def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
@@ -457,19 +448,25 @@ def cheapest_steps(search: PlanSearch, st: S, walk: Walk[S], view: View[S], k: i
     (tokens of the chunk + the bound from where it leads, as the search orders them), each
     with the state its walk reaches: the first steps of a short detour (an operand after
     ``>=``, the ``)`` after ``(t``) before a route known to end is rejoined."""
-    q, carry, p = view(st)
-    ranked: list[tuple[int, int, bytes, S]] = []
-    for chunk in search._chunks(q, carry, p):
+    ranked = [(c + h, i, chunk, nst) for i, (chunk, nst, c, h)
+              in enumerate(_moves(search, st, view(st), walk, view, search.costs))]
+    ranked.sort(key=lambda e: (e[0], e[1]))
+    return [(chunk, nst) for _, _, chunk, nst in ranked[:k]]
+
+
+def _moves(search: PlanSearch, st: S, here: tuple[int, int, PState], walk: Walk[S],
+           view: View[S], costs: StateCosts) -> Iterator[tuple[bytes, S, int, int]]:
+    """The chunks :meth:`PlanSearch.search_text` tries from ``st`` (whose view is ``here``)
+    that walk and spell: (chunk, the state it reaches, its tokens, ``costs``' bound from
+    there, capped as the search caps it)."""
+    for chunk in search._chunks(*here):
         nst = walk(st, chunk)
         if isinstance(nst, int):
             continue
         c = search.tok.count(chunk)
         if c >= INF:
             continue
-        h = search.costs.state_cost(*view(nst))
-        ranked.append((c + min(h, _SEARCH_H_CAP), len(ranked), chunk, nst))
-    ranked.sort(key=lambda e: (e[0], e[1]))
-    return [(chunk, nst) for _, _, chunk, nst in ranked[:k]]
+        yield chunk, nst, c, min(costs.state_cost(*view(nst)), _SEARCH_H_CAP)
 
 
 def _line_widths(suffix: bytes, most: int = 8) -> set[int]:
