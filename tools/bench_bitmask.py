@@ -1,13 +1,16 @@
-"""Time gramask.torch's bitmask fill and apply on the CPU.
+"""Time gramask.torch's bitmask fill and apply on the CPU or a CUDA device.
 
     PYTHONPATH=. python tools/bench_bitmask.py                  # 64 x 151936 (Qwen2-sized)
     PYTHONPATH=. python tools/bench_bitmask.py --batch 8 --vocab 50257 --threads 1
     PYTHONPATH=. python tools/bench_bitmask.py --real qwen2     # real Constraints (JSON grammar)
+    PYTHONPATH=. python tools/bench_bitmask.py --device cuda    # bitmask and logits on the GPU
 
 ``fill`` excludes the cost of computing masks: the stand-in constraints return precomputed
 arrays (``--real`` times real ``Constraint.allowed()`` calls separately). Reports, in
 milliseconds, the minimum and median wall time of ``--repeat`` runs and the minimum CPU time
 of the process (``time.process_time``), which is the fairer number on a shared, loaded machine.
+On a CUDA device each timed call ends with ``torch.cuda.synchronize()``, so the wall times
+include the kernels and the host-to-device copy of the packed rows.
 """
 
 from __future__ import annotations
@@ -37,12 +40,15 @@ class _Fixed:
         return self.mask
 
 
-def _time(fn: Callable[[], object], repeat: int) -> tuple[float, float, float]:
+def _time(fn: Callable[[], object], repeat: int, device: str = "cpu") -> tuple[float, float, float]:
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     fn()  # warm up
+    sync()
     wall, cpu = [], []
     for _ in range(repeat):
         t0, c0 = time.perf_counter(), time.process_time()
         fn()
+        sync()
         cpu.append((time.process_time() - c0) * 1e3)
         wall.append((time.perf_counter() - t0) * 1e3)
     return min(wall), statistics.median(wall), min(cpu)
@@ -60,6 +66,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     ap.add_argument("--real", metavar="VOCAB", help="also time real JSON constraints on VOCAB")
+    ap.add_argument("--device", default="cpu", help="where the bitmask and the logits live")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -67,23 +74,27 @@ def main() -> None:
     rng = np.random.default_rng(0)
     b, v = args.batch, args.vocab
     fakes = [_Fixed(rng.random(v) < args.density) for _ in range(b)]
-    bitmask = allocate_token_bitmask(b, v)
-    logits = torch.randn(b, v)
-    work = logits.clone()
+    dev = args.device
+    bitmask = allocate_token_bitmask(b, v, device=dev)
+    work = torch.randn(b, v).to(dev)
 
-    print(f"batch={b} vocab={v} torch threads={torch.get_num_threads()}")
+    print(f"batch={b} vocab={v} device={dev} torch threads={torch.get_num_threads()}")
     print(f"  {'(milliseconds)':44s} {'wall min':>8s} {'wall med':>8s} {'cpu min':>8s}")
-    _row("fill (pack + write, CPU bitmask)", _time(lambda: fill_next_token_bitmask(fakes, bitmask),
-                                                    args.repeat))
+    _row(f"fill (pack + write, {dev} bitmask)",
+         _time(lambda: fill_next_token_bitmask(fakes, bitmask), args.repeat, dev))
     half = list(range(0, b, 2))
     _row("fill (every other row, indices)",
          _time(lambda: fill_next_token_bitmask(fakes[: len(half)], bitmask, indices=half),
-               args.repeat))
+               args.repeat, dev))
     # Masking is idempotent and branch-free, so re-applying to the same logits costs the same.
     _row("apply (in place)", _time(lambda: apply_token_bitmask_inplace(work, bitmask),
-                                   args.repeat))
+                                   args.repeat, dev))
     _row("apply (every other row, indices)",
-         _time(lambda: apply_token_bitmask_inplace(work, bitmask, indices=half), args.repeat))
+         _time(lambda: apply_token_bitmask_inplace(work, bitmask, indices=half), args.repeat, dev))
+    for dtype in (torch.bfloat16, torch.float16):
+        low = work.to(dtype)
+        _row(f"apply (in place, {str(dtype)[6:]})",
+             _time(lambda low=low: apply_token_bitmask_inplace(low, bitmask), args.repeat, dev))
 
     if args.real:
         import gramask
@@ -92,11 +103,11 @@ def main() -> None:
         compiled = gramask.compile(gramask.grammars.load("json"), vocab)
         prefixes = ["", '{"a": [1, "x', "[tr", '{"key": 12.5e']
         cs = [compiled.constraint(prefix=prefixes[i % len(prefixes)]) for i in range(b)]
-        real_bm = allocate_token_bitmask(b, len(vocab))
+        real_bm = allocate_token_bitmask(b, len(vocab), device=dev)
         _row(f"allowed() x {b} ({args.real}, JSON grammar)",
              _time(lambda: [c.allowed() for c in cs], args.repeat))
         _row("fill with those constraints (incl. allowed())",
-             _time(lambda: fill_next_token_bitmask(cs, real_bm), args.repeat))
+             _time(lambda: fill_next_token_bitmask(cs, real_bm), args.repeat, dev))
 
 
 if __name__ == "__main__":
