@@ -97,3 +97,46 @@ def test_unique_rows_is_numpys() -> None:
             u1, i1 = np.unique(a, axis=0, return_inverse=True)
             u2, i2 = unique_rows(a)
             assert np.array_equal(u1, u2) and np.array_equal(i1.reshape(-1), i2)
+
+
+def _same_language(a: regex_bytes.ByteDFA, b: regex_bytes.ByteDFA) -> bool:
+    """Both automata accept the same byte strings (a walk of their product)."""
+    ta, tb = a.trans, b.trans
+    seen, todo = {(0, 0)}, [(0, 0)]
+    while todo:
+        x, y = todo.pop()
+        if bool(a.finals[x]) != bool(b.finals[y]) or not np.array_equal(ta[x] < 0, tb[y] < 0):
+            return False
+        for nx, ny in zip(ta[x].tolist(), tb[y].tolist(), strict=True):
+            if nx >= 0 and (nx, ny) not in seen:
+                seen.add((nx, ny))
+                todo.append((nx, ny))
+    return True
+
+
+@settings(max_examples=40, deadline=None)
+@given(lo=st.integers(0, 6), extra=st.one_of(st.none(), st.integers(0, 5)))
+def test_counted_strings_laid_out_directly_are_the_built_minimal_automaton(lo, extra) -> None:
+    """``length_string_dfa`` lays the counted string out without building and minimising it:
+    the same language as the automaton built from the character-level counter, and as small
+    (both minimal)."""
+    from gramask.frontends.json_chardfa import CharDFA
+    from gramask.frontends.json_strings import json_string_dfa, length_string_dfa
+
+    hi = None if extra is None else lo + extra
+    built = json_string_dfa(CharDFA.length(lo, hi))
+    laid = length_string_dfa(lo, hi)
+    assert _same_language(built, laid)
+    assert laid.num_states == built.num_states
+
+
+def test_long_counted_strings_count_characters_not_bytes() -> None:
+    """Lengths far above the character-by-character build's old limit (64), in code points
+    however they are spelled: escapes, multi-byte UTF-8, a surrogate pair."""
+    spec = {"min": 200, "max": 300}
+    for piece in ["a", "é", "\n", "😀", "日", '"']:
+        for n, ok in ((199, False), (200, True), (300, True), (301, False)):
+            for text in _spellings(piece * n):
+                assert _accepts(spec, text) == ok, (piece, n, text[:20])
+    assert _accepts({"min": 70}, json.dumps("é" * 70 + "x" * 500).encode())
+    assert not _accepts({"min": 70}, json.dumps("é" * 69).encode())

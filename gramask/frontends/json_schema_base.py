@@ -17,7 +17,7 @@ from ..errors import GrammarError
 from . import json_text as jt
 from .bnf import GrammarBuilder
 
-__all__ = ["MAX_COUNTED_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions", "SchemaCompilerBase",
+__all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions", "SchemaCompilerBase",
            "SchemaWarning"]
 
 WHITESPACE_MODES = ("flexible", "compact")
@@ -85,9 +85,12 @@ _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperti
               "minProperties", "maxProperties")
 _ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems")
 _MAX_BOUND = 10**30
-# minLength/maxLength are counted by the string terminal's automaton: ~20 byte states (escapes,
-# UTF-8 continuations) per counted character, and every lexer state costs a vocabulary walk
+# minLength/maxLength are counted by the string terminal's automaton: ~22 byte states (escapes,
+# UTF-8 continuations) per counted character. A plain counted string is laid out directly
+# (json_strings.length_string_dfa); combined with a pattern or format it is a product that is
+# built and minimised state by state, which costs ~1 s at 64 characters
 MAX_COUNTED_LENGTH = 64
+MAX_PLAIN_LENGTH = 512  # 11,300 of the lexer's 16,384 states
 
 def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -19,6 +19,7 @@ from .json_schema_base import (
     _MAX_BOUND,
     _NUMBER_KW,
     MAX_COUNTED_LENGTH,
+    MAX_PLAIN_LENGTH,
     SchemaCompilerBase,
     _canon,
     _ptr_join,
@@ -74,12 +75,14 @@ class TypeKeywords(SchemaCompilerBase):
                 raise self.bad(kw, ptr, "must be a non-negative integer")
         if hi is not None and lo > hi:
             return ""
-        if max(lo, hi or 0) > MAX_COUNTED_LENGTH:
-            self.refuse("maxLength" if (hi or 0) > MAX_COUNTED_LENGTH else "minLength", ptr,
-                        f"string lengths above {MAX_COUNTED_LENGTH} are not supported (each "
-                        "counted character costs the lexer some 20 states)")
-            lo, hi = (lo if lo <= MAX_COUNTED_LENGTH else 0), (
-                hi if hi is not None and hi <= MAX_COUNTED_LENGTH else None)
+        plain = "pattern" not in schema and "format" not in schema
+        limit = MAX_PLAIN_LENGTH if plain else MAX_COUNTED_LENGTH
+        if max(lo, hi or 0) > limit:
+            with_what = "" if plain else " together with a pattern or format"
+            self.refuse("maxLength" if (hi or 0) > limit else "minLength", ptr,
+                        f"string lengths above {limit}{with_what} are not supported (each "
+                        "counted character costs the lexer some 22 states)")
+            lo, hi = (lo if lo <= limit else 0), (hi if hi is not None and hi <= limit else None)
         spec: dict[str, Any] = {}
         if lo:
             spec["min"] = lo
