@@ -378,16 +378,21 @@ def test_allof_merges_are_exact_or_refused() -> None:
 
 
 def test_long_counted_lengths() -> None:
-    """Plain strings are counted up to 512 characters (laid out directly); with a pattern or
-    format, up to 64; above, refused naming the keyword."""
+    """Strings are counted up to 512 characters: plain ones laid out directly, with a pattern
+    or format while their product fits; above, or past the product's limit, refused naming
+    the keyword."""
     check({"properties": {"q": {"type": "string", "minLength": 66, "maxLength": 80}}},
           passing=[{}, {"q": "é" * 66}, {"q": "a\n" * 40}, {"q": "😀" * 80}],
           failing=[{"q": "x" * 65}, {"q": "é" * 81}])
     with pytest.raises(GrammarError, match="'maxLength' at #/properties/q"):
         Grammar.from_json_schema({"properties": {"q": {"type": "string", "maxLength": 513}}})
-    with pytest.raises(GrammarError, match=r"'minLength' at #/properties/q: .* above 64 together"):
-        Grammar.from_json_schema({"properties": {"q": {"type": "string", "minLength": 65,
-                                                       "pattern": "^a"}}})
+    name = {"type": "string", "maxLength": 90, "pattern": "^[a-z]+(-[a-z]+)?$"}
+    check({"properties": {"q": name}},
+          passing=[{"q": "a" * 90}, {"q": "a" * 44 + "-" + "b" * 45}],
+          failing=[{"q": "a" * 91}, {"q": "a-" * 30}, {"q": ""}])
+    with pytest.raises(GrammarError, match=r"'maxLength' at #/properties/q: .* above 64 together"):
+        Grammar.from_json_schema({"properties": {"q": {"type": "string", "maxLength": 400,
+                                                       "pattern": "^[^/:]+$"}}})
 
 
 @pytest.mark.parametrize("schema", [False, {"anyOf": [False, False]}, {"allOf": [True, False]},

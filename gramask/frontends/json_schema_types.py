@@ -5,11 +5,13 @@ in schema order, additional and pattern properties, counts).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from decimal import Decimal
 from typing import Any
 
+from ..errors import GrammarError
 from . import json_text as jt
 from .json_formats import FORMATS as _FORMATS
 from .json_formats import json_type as _json_type
@@ -24,6 +26,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
+from .json_strings import spec_dfa
 
 # decimal bounds of numbers are compared digit by digit: a regex as long as their digits
 _MAX_FRACTION_DIGITS = 100
@@ -75,14 +78,12 @@ class TypeKeywords(SchemaCompilerBase):
                 raise self.bad(kw, ptr, "must be a non-negative integer")
         if hi is not None and lo > hi:
             return ""
-        plain = "pattern" not in schema and "format" not in schema
-        limit = MAX_PLAIN_LENGTH if plain else MAX_COUNTED_LENGTH
-        if max(lo, hi or 0) > limit:
-            with_what = "" if plain else " together with a pattern or format"
-            self.refuse("maxLength" if (hi or 0) > limit else "minLength", ptr,
-                        f"string lengths above {limit}{with_what} are not supported (each "
-                        "counted character costs the lexer some 22 states)")
-            lo, hi = (lo if lo <= limit else 0), (hi if hi is not None and hi <= limit else None)
+        counted = "maxLength" if (hi or 0) >= lo else "minLength"
+        if max(lo, hi or 0) > MAX_PLAIN_LENGTH:
+            self.refuse(counted, ptr, f"string lengths above {MAX_PLAIN_LENGTH} are not "
+                        "supported (each counted character costs the lexer some 22 states)")
+            lo, hi = (lo if lo <= MAX_PLAIN_LENGTH else 0), (
+                hi if hi is not None and hi <= MAX_PLAIN_LENGTH else None)
         spec: dict[str, Any] = {}
         if lo:
             spec["min"] = lo
@@ -106,6 +107,14 @@ class TypeKeywords(SchemaCompilerBase):
                                            f"{', '.join(sorted(_FORMATS))})")
             else:
                 spec["regex"] = body
+        if "regex" in spec and max(lo, hi or 0) > MAX_COUNTED_LENGTH:
+            try:  # the product with the count is built state by state: try it (it is kept)
+                spec_dfa(json.dumps(spec, sort_keys=True))
+            except GrammarError as e:
+                self.refuse(counted, ptr, f"a length above {MAX_COUNTED_LENGTH} together with "
+                            f"a pattern or format is supported while the product fits: {e}")
+                spec.pop("min", None)
+                spec.pop("max", None)
         if not spec:
             return self.string_terminal(jt.JSON_STRING)
         return self.string_terminal(jt.JSON_STRING, hint=str(schema.get("format", "STRING")),
