@@ -453,3 +453,34 @@ def test_string_constraints_that_no_string_meets_are_an_empty_language() -> None
     # one branch empty: the other stays
     check({"anyOf": [{"type": "string", "maxLength": 3, "format": "date"}, {"type": "integer"}]},
           passing=[1], failing=["2024-01-01", "ab"])
+
+
+def test_property_names() -> None:
+    """``propertyNames`` restricts the defined keys (one it refuses is never present) and the
+    regions of the other keys; ``false`` leaves only ``{}``."""
+    check({"propertyNames": {"pattern": "^[a-z]+$", "maxLength": 3},
+           "properties": {"ab": {"type": "integer"}, "LONG": {"type": "integer"}}},
+          passing=[{}, {"ab": 1}, {"ab": 1, "xyz": None}, {"q": [1]}],
+          failing=[{"ab": "s"}, {"LONG": 1}, {"abcd": 1}, {"Ab": 2}, {"ab": 1, "x1": 2}])
+    check({"propertyNames": {"enum": ["a", "b"]}, "patternProperties": {"^b": {"type": "string"}}},
+          passing=[{"a": 1}, {"a": 1, "b": "x"}], failing=[{"c": 1}, {"b": 1}])
+    check({"propertyNames": False}, passing=[{}, 1, "x"], failing=[{"a": 1}])
+    check({"required": ["zz"], "propertyNames": {"maxLength": 1}}, passing=[[]],
+          failing=[{}, {"zz": 1}, {"z": 1}])
+
+
+def test_dependent_required() -> None:
+    """A key present makes the keys it names required, wherever they come in schema order;
+    keys only ``dependentRequired`` names are optional keys of their own (with the
+    ``additionalProperties`` schema); draft 7's ``dependencies`` lists mean the same."""
+    schema = {"properties": {"a": {}, "b": {}, "c": {}},
+              "dependentRequired": {"c": ["a"], "a": ["b"], "x": ["c"]}}
+    check(schema, passing=[{}, {"b": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3},
+                           {"a": 1, "b": 2, "c": 3, "x": 0}, {"z": 1}],
+          failing=[{"a": 1}, {"c": 1}, {"b": 1, "c": 2}, {"x": 1}, {"a": 1, "b": 2, "x": 0}])
+    check({"$schema": "http://json-schema.org/draft-07/schema#",
+           "additionalProperties": False, "properties": {"u": {}, "t": {}},
+           "dependencies": {"u": ["t"], "t": {"required": ["u"]}, "w": ["u"]}},
+          passing=[{}, {"u": 1, "t": 2}], failing=[{"u": 1}, {"t": 1}, {"w": 1}])
+    with pytest.raises(GrammarError, match="'dependencies' at #"):
+        Grammar.from_json_schema({"dependencies": {"a": {"properties": {"b": {}}}}})

@@ -96,9 +96,18 @@ class _Compiler(TypeKeywords):
             # an embedded resource: $refs below it resolve against its URI, not the root
             self.refuse("$id", ptr, "embedded schema resources ($id below the root) are not "
                                     "supported")
-        for k in schema:
+        if "dependencies" in schema:  # drafts <= 2019-09: names, or schemas
+            required = _dependencies_as_required(schema["dependencies"])
+            if required is not None and isinstance(out.get("dependentRequired", {}), dict):
+                both = out.get("dependentRequired", {})
+                out["dependentRequired"] = {k: [*v, *both.get(k, [])] for k, v in required.items()
+                                            } | {k: v for k, v in both.items() if k not in required}
+                out.pop("dependencies")
+        for k in list(out):
             if k in _REFUSED:
-                self.refuse(k, ptr, "not supported by gramask")
+                self.refuse(k, ptr, "not supported by gramask" if k != "dependencies" else
+                            "supported where each entry is a list of names or a schema of "
+                            "only \"required\"")
                 out.pop(k)
         if out.get("uniqueItems") is not True or out.get("maxItems", 2) <= 1:
             out.pop("uniqueItems", None)
@@ -224,6 +233,9 @@ class _Compiler(TypeKeywords):
                     out["type"] = []
             elif k == "required":
                 out[k] = list(dict.fromkeys([*cur, *v]))
+            elif k == "dependentRequired" and isinstance(cur, dict) and isinstance(v, dict):
+                out[k] = {d: list(dict.fromkeys([*cur.get(d, []), *v.get(d, [])]))
+                          for d in {**cur, **v}}
             elif k in ("minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum"):
                 out[k] = max(cur, v)
             elif k in ("maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum"):
@@ -346,3 +358,18 @@ def json_value_grammar(*, object_only: bool = False, whitespace: str = "flexible
     """Any JSON value (or any JSON object): what ``json_object`` requests ask for."""
     schema: dict[str, Any] = {"type": "object"} if object_only else {}
     return grammar_from_json_schema(schema, JsonSchemaOptions(whitespace=whitespace))
+
+
+def _dependencies_as_required(deps: Any) -> dict[str, list[str]] | None:
+    """Draft 7's ``dependencies`` as ``dependentRequired``, where every entry names keys (a
+    list, or a schema of only ``required``); else None."""
+    if not isinstance(deps, dict):
+        return None
+    out: dict[str, list[str]] = {}
+    for k, v in deps.items():
+        if isinstance(v, dict) and not set(v) - _ANNOTATIONS - {"required"}:
+            v = v.get("required", [])
+        if not isinstance(v, list) or not all(isinstance(t, str) for t in v):
+            return None
+        out[k] = v
+    return out

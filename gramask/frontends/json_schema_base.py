@@ -65,13 +65,12 @@ _ENFORCED = frozenset({
     "patternProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    "minProperties", "maxProperties", "uniqueItems",
+    "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)
 _REFUSED = frozenset({
-    "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-    "propertyNames", "contains", "minContains", "maxContains", "unevaluatedProperties",
+    "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains", "minContains", "maxContains", "unevaluatedProperties",
     "unevaluatedItems", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
     "contentSchema",
 })
@@ -82,7 +81,7 @@ _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 _STRING_KW = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperties",
-              "minProperties", "maxProperties")
+              "minProperties", "maxProperties", "propertyNames", "dependentRequired")
 _ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems")
 _MAX_BOUND = 10**30
 # minLength/maxLength are counted by the string terminal's automaton: ~22 byte states (escapes,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from decimal import Decimal
 from typing import Any
 
@@ -15,23 +14,20 @@ from ..errors import GrammarError
 from . import json_text as jt
 from .json_formats import FORMATS as _FORMATS
 from .json_formats import json_type as _json_type
-from .json_keys import key_region, region_empty
 from .json_schema_base import (
     _ANNOTATIONS,
     _MAX_BOUND,
     _NUMBER_KW,
     MAX_COUNTED_LENGTH,
     MAX_PLAIN_LENGTH,
-    SchemaCompilerBase,
     _canon,
     _ptr_join,
 )
+from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
 # decimal bounds of numbers are compared digit by digit: a regex as long as their digits
 _MAX_FRACTION_DIGITS = 100
-# patternProperties split the other keys into 2**n regions, each a key automaton
-_MAX_PATTERNS = 4
 
 __all__ = ["MAX_UNIQUE_ITEMS", "TypeKeywords", "finite_items"]
 
@@ -66,7 +62,7 @@ def finite_items(schema: dict[str, Any]) -> list[Any] | None:
 
 
 
-class TypeKeywords(SchemaCompilerBase):
+class TypeKeywords(ObjectKeywords):
     """The compilers of ``type``'s keywords, one method per instance type."""
 
     # ------------------------------------------------------------------ strings
@@ -286,129 +282,3 @@ class TypeKeywords(SchemaCompilerBase):
             alts += [(self.lit("["), c, rest(1 << i), self.lit("]"))
                      for i, c in enumerate(consts)]
         return self.rule(self.b.fresh("array"), *alts)
-
-    # ------------------------------------------------------------------ objects
-    def object(self, schema: dict[str, Any], ptr: str) -> str:
-        props_in = schema.get("properties", {})
-        if not isinstance(props_in, dict):
-            raise self.bad("properties", ptr, "must be an object")
-        required = schema.get("required", [])
-        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-            raise self.bad("required", ptr, "must be an array of strings")
-        addl = schema.get("additionalProperties", self.opt.additional_properties)
-        pats = schema.get("patternProperties", {})
-        if not isinstance(pats, dict):
-            raise self.bad("patternProperties", ptr, "must be an object")
-        if len(pats) > _MAX_PATTERNS:
-            self.refuse("patternProperties", ptr, f"more than {_MAX_PATTERNS} patterns are "
-                                                  "not supported")
-            pats = dict(list(pats.items())[:_MAX_PATTERNS])
-        pat_res = []
-        for p, _ in pats.items():
-            try:
-                pat_res.append(re.compile(p))
-            except re.error as e:
-                raise self.bad("patternProperties", ptr, f"invalid pattern {p!r}: {e}") from None
-        props: list[tuple[str, Any, str, bool]] = []
-        for k, s in props_in.items():
-            sp = _ptr_join(ptr, "properties", k)
-            matched = [ps for (p, ps), rx in zip(pats.items(), pat_res, strict=True)
-                       if rx.search(k)]
-            if matched:
-                s = {"allOf": [s, *matched]}
-            props.append((k, s, sp, k in required))
-        for k in required:
-            if k not in props_in:
-                matched = [ps for (p, ps), rx in zip(pats.items(), pat_res, strict=True)
-                           if rx.search(k)]
-                s = {"allOf": matched} if matched else addl
-                props.append((k, s, _ptr_join(ptr, "additionalProperties"), True))
-        defined = [k for k, *_ in props]
-        extra = (self.pattern_regions(pats, addl, defined, ptr) if pats else
-                 [] if addl is False else [(
-                     self.string_terminal(jt.JSON_STRING, hint="KEY", key=True,
-                                          **{"except": defined})
-                     if defined else self.string_terminal(jt.JSON_STRING),
-                     self.value(addl, _ptr_join(ptr, "additionalProperties")))])
-        lo = schema.get("minProperties", 0)
-        hi = schema.get("maxProperties")
-        for kw, val in (("minProperties", lo), ("maxProperties", hi)):
-            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
-                raise self.bad(kw, ptr, "must be a non-negative integer")
-        if hi is not None and lo > hi:
-            return ""
-        cap = max(lo, hi if hi is not None else 0, 1)
-        n = len(props)
-        if (n + 1) * (cap + 1) > self.opt.max_rules:
-            raise self.bad("maxProperties" if hi else "minProperties", ptr,
-                           "too many property-count states")
-        values = [self.value(s, sp) for _, s, sp, _ in props]
-        keys = [self.key(k) for k, *_ in props]
-        states: dict[tuple[int, int], str] = {}
-        comma, colon = self.lit(","), self.lit(":")
-
-        def state(i: int, k: int) -> str:
-            sk = (i, k)
-            if sk in states:
-                return states[sk]
-            name = states[sk] = self.b.fresh("members")
-            alts: list[tuple[str, ...]] = []
-            sep: tuple[str, ...] = (comma,) if k else ()
-            can_add = hi is None or k + 1 <= hi
-            if i < n:
-                if can_add:
-                    alts.append((*sep, keys[i], colon, values[i], state(i + 1, min(k + 1, cap))))
-                if not props[i][3]:
-                    alts.append((state(i + 1, k),))
-            else:
-                if can_add:
-                    for key_t, val in extra:
-                        alts.append((*sep, key_t, colon, val, state(n, min(k + 1, cap))))
-                if k >= lo:
-                    alts.append(())
-            self.rule(name, *alts)
-            return name
-
-        # build the states from the last property back, so recursion stays shallow
-        for i in range(n, -1, -1):
-            for k in range(cap, -1, -1):
-                state(i, k)
-        name = self.b.fresh("object")
-        return self.rule(name, (self.lit("{"), state(0, 0), self.lit("}")))
-
-    def pattern_regions(self, pats: dict[str, Any], addl: Any, defined: list[str], ptr: str
-                        ) -> list[tuple[str, str]]:
-        """(key terminal, value nonterminal) per region of the keys ``properties`` does not
-        define: the keys matching exactly the patterns of a subset (their schemas all
-        apply), and those matching none (``additionalProperties``). Empty regions, and
-        those whose schemas include ``false``, are left out."""
-        where = [_ptr_join(ptr, "patternProperties", p) for p in pats]
-        regexes = []
-        for p, w in zip(pats, where, strict=True):
-            try:
-                regexes.append(jt.pattern_regex(p, w))
-            except jt.PatternError as e:
-                self.refuse("patternProperties", ptr, str(e))
-                return []
-        schemas = list(pats.values())
-        out: list[tuple[str, str]] = []
-        for subset in range(1 << len(pats)):
-            inside = [i for i in range(len(pats)) if subset >> i & 1]
-            if subset:
-                if any(schemas[i] is False for i in inside):
-                    continue
-                value = (schemas[inside[0]] if len(inside) == 1
-                         else {"allOf": [schemas[i] for i in inside]})
-                vptr = where[inside[0]]
-            elif addl is False:
-                continue
-            else:
-                value, vptr = addl, _ptr_join(ptr, "additionalProperties")
-            match = [regexes[i] for i in inside]
-            nomatch = [r for i, r in enumerate(regexes) if i not in inside]
-            if region_empty(key_region(defined, match, nomatch)):
-                continue
-            key_t = self.string_terminal(jt.JSON_STRING, hint="KEY_PATTERN", key=True,
-                                         match=match, nomatch=nomatch, **{"except": defined})
-            out.append((key_t, self.value(value, vptr)))
-        return out
