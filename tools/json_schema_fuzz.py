@@ -1,7 +1,8 @@
 """Random JSON Schemas, gramask's masked walks, ``jsonschema`` as the oracle.
 
 Each schema combines keywords at random (objects with properties, required keys, several
-``patternProperties`` beside ``additionalProperties``, property counts; arrays with
+``patternProperties`` beside ``additionalProperties``, property counts, ``propertyNames``,
+``dependentRequired``; arrays with
 ``prefixItems`` and counts; strings with lengths, patterns and formats; integers and numbers
 with decimal bounds and ``multipleOf``; ``enum``, ``const``, type lists, ``anyOf``/``oneOf``/
 ``allOf``). gramask compiles it or refuses it with a ``GrammarError``; each compiled schema gets
@@ -76,6 +77,14 @@ class SchemaGen:
             s["minProperties"] = r.randint(0, 2)
         if r.random() < .3:
             s["maxProperties"] = r.randint(1, 3)
+        if r.random() < .2:
+            s["propertyNames"] = r.choice([{"pattern": r.choice(PATTERNS)},
+                                           {"maxLength": r.randint(1, 3)},
+                                           {"enum": r.sample(KEYS, 2)}, False])
+        if r.random() < .25:
+            names = list(s.get("properties", {})) + r.sample(KEYS, 1)
+            s["dependentRequired"] = {k: r.sample(KEYS, r.randint(0, 2))
+                                      for k in r.sample(names, r.randint(1, len(names)))}
         return s
 
     def array(self, depth: int) -> dict[str, Any]:
