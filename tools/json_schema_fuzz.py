@@ -2,7 +2,7 @@
 
 Each schema combines keywords at random (objects with properties, required keys, several
 ``patternProperties`` beside ``additionalProperties``, property counts, ``propertyNames``,
-``dependentRequired``; arrays with
+``dependentRequired``, ``not`` and ``if``/``then``/``else`` over simple conditions; arrays with
 ``prefixItems`` and counts; strings with lengths, patterns and formats; integers and numbers
 with decimal bounds and ``multipleOf``; ``enum``, ``const``, type lists, ``anyOf``/``oneOf``/
 ``allOf``). gramask compiles it or refuses it with a ``GrammarError``; each compiled schema gets
@@ -45,8 +45,13 @@ class SchemaGen:
         r = self.r
         kinds = ["string", "integer", "number", "enum", "const"]
         if depth < 3:
-            kinds += ["object", "array", "anyOf", "allOf", "oneOf", "types"]
+            kinds += ["object", "array", "anyOf", "allOf", "oneOf", "types", "not", "if"]
         kind = r.choice(kinds)
+        if kind == "not":  # a schema beside the complement of a simple one
+            return {**self.schema(depth + 1), "not": self.simple()}
+        if kind == "if":
+            return {"if": self.simple(), "then": self.schema(depth + 1),
+                    **({"else": self.schema(depth + 1)} if r.random() < .7 else {})}
         if kind in ("anyOf", "allOf", "oneOf"):
             return {kind: [self.schema(depth + 1) for _ in range(r.randint(1, 3))]}
         if kind == "enum":
@@ -56,6 +61,20 @@ class SchemaGen:
         if kind == "types":
             return {"type": r.sample(["string", "integer", "null", "boolean", "number"], 2)}
         return getattr(self, kind)(depth)
+
+    def simple(self) -> Any:
+        """A condition gramask can take the complement of (json_schema_negation)."""
+        r = self.r
+        return r.choice([
+            {"type": r.choice(["string", "null", ["number", "boolean"], "object"])},
+            {"const": r.choice([1, "a", None, True])},
+            {"enum": r.sample(VALUES, min(2, len(VALUES)))},
+            {"required": r.sample(KEYS, 1)},
+            {"properties": {r.choice(KEYS): {"const": r.choice(["a", 1, None])}},
+             "required": r.sample(KEYS, r.randint(0, 1))},
+            {"minimum": r.randint(-2, 2)},
+            {"maxLength": r.randint(0, 2)},
+        ])
 
     def object(self, depth: int) -> dict[str, Any]:
         r = self.r

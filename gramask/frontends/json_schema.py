@@ -38,6 +38,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
+from .json_schema_negation import EXCEPT, negate
 from .json_schema_types import MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
 
 __all__ = ["JsonSchemaOptions", "SchemaWarning", "grammar_from_json_schema", "json_value_grammar"]
@@ -103,6 +104,10 @@ class _Compiler(TypeKeywords):
                 out["dependentRequired"] = {k: [*v, *both.get(k, [])] for k, v in required.items()
                                             } | {k: v for k, v in both.items() if k not in required}
                 out.pop("dependencies")
+        if "not" in out or "if" in out:
+            self.complements(out, ptr)
+        for k in ("then", "else"):  # without "if" they only annotate
+            out.pop(k, None)
         for k in list(out):
             if k in _REFUSED:
                 self.refuse(k, ptr, "not supported by gramask" if k != "dependencies" else
@@ -126,6 +131,32 @@ class _Compiler(TypeKeywords):
                 if t not in _TYPES:
                     raise self.bad("type", ptr, f"unknown type {t!r}")
         return out
+
+    def complements(self, out: dict[str, Any], ptr: str) -> None:
+        """``not`` and ``if``/``then``/``else`` as ``allOf`` parts, through the complement
+        :func:`negate` writes; refused where it writes none."""
+        def resolve(ref: str) -> Any:
+            return self.resolve(ref, ptr)[0]
+
+        parts: list[Any] = []
+        if "not" in out:
+            neg = negate(out.pop("not"), resolve, _ANNOTATIONS)
+            if neg is None:
+                self.refuse("not", ptr, "supported over type, const/enum, required, properties "
+                                        "(and anyOf/allOf/$ref of those) only")
+            else:
+                parts.append(neg)
+        if "if" in out:
+            cond, then, other = out.pop("if"), out.pop("then", True), out.pop("else", True)
+            neg = negate(cond, resolve, _ANNOTATIONS)
+            if neg is None:
+                self.refuse("if", ptr, "supported where the condition is over type, "
+                                       "const/enum, required, properties (and anyOf/allOf/$ref "
+                                       "of those) only")
+            else:
+                parts.append({"anyOf": [{"allOf": [cond, then]}, {"allOf": [neg, other]}]})
+        if parts:
+            out["allOf"] = [*out.get("allOf", []), *parts]
 
     def disjunction(self, schema: dict[str, Any], ptr: str) -> str:
         base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
@@ -233,6 +264,8 @@ class _Compiler(TypeKeywords):
                     out["type"] = []
             elif k == "required":
                 out[k] = list(dict.fromkeys([*cur, *v]))
+            elif k == EXCEPT:
+                out[k] = sorted({*cur, *v})
             elif k == "dependentRequired" and isinstance(cur, dict) and isinstance(v, dict):
                 out[k] = {d: list(dict.fromkeys([*cur.get(d, []), *v.get(d, [])]))
                           for d in {**cur, **v}}
@@ -312,7 +345,9 @@ class _Compiler(TypeKeywords):
         values = list(schema["enum"]) if "enum" in schema else [schema["const"]]
         if "const" in schema and "enum" in schema:
             values = [v for v in values if _canon(v) == _canon(schema["const"])]
-        others = set(schema) - _ANNOTATIONS - {"type", "enum", "const"}
+        if EXCEPT in schema:  # a complement's "none of these strings" (json_schema_negation)
+            values = [v for v in values if not (isinstance(v, str) and v in schema[EXCEPT])]
+        others = set(schema) - _ANNOTATIONS - {"type", "enum", "const", EXCEPT}
         for kw in sorted(others):
             self.refuse(kw, ptr, "together with enum/const is not supported (gramask "
                                  "enforces enum/const with type only)")

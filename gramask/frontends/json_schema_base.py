@@ -16,6 +16,7 @@ from urllib.parse import unquote
 from ..errors import GrammarError
 from . import json_text as jt
 from .bnf import GrammarBuilder
+from .json_schema_negation import EXCEPT
 
 __all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions", "SchemaCompilerBase",
            "SchemaWarning"]
@@ -66,11 +67,12 @@ _ENFORCED = frozenset({
     "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
+    "not", "if", "then", "else", EXCEPT,
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)
 _REFUSED = frozenset({
-    "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains", "minContains", "maxContains", "unevaluatedProperties",
+    "dependentSchemas", "dependencies", "contains", "minContains", "maxContains", "unevaluatedProperties",
     "unevaluatedItems", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
     "contentSchema",
 })

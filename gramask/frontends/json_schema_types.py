@@ -23,6 +23,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
+from .json_schema_negation import EXCEPT
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
@@ -67,6 +68,12 @@ class TypeKeywords(ObjectKeywords):
 
     # ------------------------------------------------------------------ strings
     def string(self, schema: dict[str, Any], ptr: str) -> str:
+        if EXCEPT in schema:  # a complement's strings (json_schema_negation): none of words
+            if set(schema) & {"minLength", "maxLength", "pattern", "format"}:
+                self.refuse("not", ptr, "a string that is none of some words, with a length, "
+                                        "pattern or format, is not supported")
+            return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False,
+                                        **{"except": list(schema[EXCEPT])})
         lo = schema.get("minLength", 0)
         hi = schema.get("maxLength")
         for kw, val in (("minLength", lo), ("maxLength", hi)):

@@ -1,0 +1,97 @@
+"""``not`` and ``if``/``then``/``else`` through the complement gramask writes
+(gramask.frontends.json_schema_negation), with ``jsonschema`` as the oracle: the written
+complement holds exactly where the schema does not, and compiled schemas accept exactly the
+valid instances."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gramask import Grammar
+from gramask.errors import GrammarError
+from gramask.frontends.json_schema_base import _ANNOTATIONS
+from gramask.frontends.json_schema_negation import EXCEPT, negate
+
+from .test_json_schema import check
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, -1.5]),
+                    st.sampled_from(["", "a", "b", "ab"]))
+VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=2),
+    st.dictionaries(st.sampled_from(["k", "n", "z"]), inner, max_size=2)), max_leaves=4)
+TYPES = st.sampled_from(["null", "boolean", "number", "string", "object", "array"])
+
+
+def _schemas(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.builds(lambda t: {"type": t}, st.one_of(TYPES, st.lists(TYPES, min_size=1,
+                                                                      max_size=3))),
+        st.builds(lambda v: {"const": v}, SCALARS),
+        st.builds(lambda v: {"enum": v}, st.lists(SCALARS, min_size=1, max_size=3)),
+        st.builds(lambda r: {"required": r}, st.lists(st.sampled_from(["k", "n"]), min_size=1,
+                                                       max_size=2)),
+        st.builds(lambda p, r: {"properties": p, **({"required": r} if r else {})},
+                  st.dictionaries(st.sampled_from(["k", "n"]), inner, min_size=1, max_size=2),
+                  st.lists(st.sampled_from(["k", "n"]), max_size=1)),
+        st.builds(lambda k, v: {k: v}, st.sampled_from(["minimum", "exclusiveMaximum"]),
+                  st.integers(-2, 2)),
+        st.builds(lambda lo, hi: {"minLength": lo, "maxLength": lo + hi}, st.integers(0, 2),
+                  st.integers(0, 1)),
+        st.builds(lambda t, s: {"type": t, **s}, TYPES, inner.filter(
+            lambda s: isinstance(s, dict) and "type" not in s)),
+        st.builds(lambda xs: {"anyOf": xs}, st.lists(inner, min_size=1, max_size=2)),
+        st.builds(lambda xs: {"allOf": xs}, st.lists(inner, min_size=1, max_size=2)),
+        st.builds(lambda x: {"not": x}, inner),
+        st.booleans(),
+    )
+
+
+SCHEMAS = st.recursive(_schemas(st.just(True)), _schemas, max_leaves=4)
+
+
+def _valid(schema: Any, instance: Any) -> bool:
+    """jsonschema's verdict; the internal EXCEPT keyword read as what it means."""
+    def lower(s: Any) -> Any:
+        if isinstance(s, dict):
+            out = {k: lower(v) for k, v in s.items() if k != EXCEPT}
+            if EXCEPT in s:
+                out["not"] = {"enum": s[EXCEPT]}
+            return out
+        if isinstance(s, list):
+            return [lower(x) for x in s]
+        return s
+
+    return bool(jsonschema.Draft202012Validator(lower(schema)).is_valid(instance))
+
+
+@settings(max_examples=300, deadline=None)
+@given(schema=SCHEMAS, instances=st.lists(VALUES, min_size=1, max_size=6))
+def test_the_complement_holds_exactly_where_the_schema_does_not(schema, instances) -> None:
+    neg = negate(schema, lambda ref: pytest.fail("no $ref here"), _ANNOTATIONS)
+    if neg is None:
+        return
+    for x in instances:
+        assert _valid(neg, x) == (not _valid(schema, x)), (schema, neg, x)
+
+
+def test_not_and_if_then_else_compiled() -> None:
+    check({"type": "object", "not": {"required": ["a"]}},
+          passing=[{}, {"b": 1}], failing=[{"a": 1}, [], 1])
+    check({"not": {"enum": ["x", 1, None]}},
+          passing=["y", 2, 1.5, True, [], {}], failing=["x", 1, None])
+    kind = {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "v": {}},
+            "required": ["kind"],
+            "if": {"properties": {"kind": {"const": "a"}}},
+            "then": {"properties": {"v": {"type": "integer"}}, "required": ["v"]},
+            "else": {"properties": {"v": {"type": "string"}}}}
+    check(kind, passing=[{"kind": "a", "v": 1}, {"kind": "b"}, {"kind": "b", "v": "s"}],
+          failing=[{"kind": "a"}, {"kind": "a", "v": "s"}, {"kind": "b", "v": 2}, {"v": 1}])
+    check({"if": {"exclusiveMaximum": 0}, "then": {"minimum": -10}, "else": {"maximum": 5}},
+          passing=[-10, -1, 0, 5, 2.5, "s"], failing=[-11, 6, 5.5])
+    with pytest.raises(GrammarError, match="'not' at #"):
+        Grammar.from_json_schema({"not": {"pattern": "^a"}})
