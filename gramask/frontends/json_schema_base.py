@@ -138,6 +138,16 @@ class SchemaCompilerBase:
             return
         raise GrammarError(msg, name=keyword)
 
+    def counts(self, schema: dict[str, Any], ptr: str, kind: str
+               ) -> tuple[int, int | None] | None:
+        """(``min<kind>``, ``max<kind>``): checked count keywords (``Length``, ``Items``,
+        ``Properties``), the upper one None where absent; None where no count fits both."""
+        lo, hi = schema.get("min" + kind, 0), schema.get("max" + kind)
+        for kw, val in (("min" + kind, lo), ("max" + kind, hi)):
+            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
+                raise self.bad(kw, ptr, "must be a non-negative integer")
+        return None if hi is not None and lo > hi else (lo, hi)
+
     def bad(self, keyword: str, ptr: str, why: str) -> GrammarError:
         return GrammarError(f"JSON Schema keyword {keyword!r} at {ptr or '#'}: {why}",
                             name=keyword)

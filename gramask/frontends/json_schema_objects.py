@@ -100,13 +100,10 @@ class ObjectKeywords(SchemaCompilerBase):
                       if defined else self.string_terminal(jt.JSON_STRING),
                       self.value(addl, _ptr_join(ptr, "additionalProperties")))]
         deps = self.dependencies(schema, ptr, defined)
-        lo = schema.get("minProperties", 0)
-        hi = schema.get("maxProperties")
-        for kw, val in (("minProperties", lo), ("maxProperties", hi)):
-            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
-                raise self.bad(kw, ptr, "must be a non-negative integer")
-        if hi is not None and lo > hi:
+        bounds = self.counts(schema, ptr, "Properties")
+        if bounds is None:
             return ""
+        lo, hi = bounds
         cap = max(lo, hi if hi is not None else 0, 1)
         n = len(props)
         reach = _reachable_debts(n, deps, [r for *_, r in props])

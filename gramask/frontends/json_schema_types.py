@@ -74,13 +74,10 @@ class TypeKeywords(ObjectKeywords):
                                         "pattern or format, is not supported")
             return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False,
                                         **{"except": list(schema[EXCEPT])})
-        lo = schema.get("minLength", 0)
-        hi = schema.get("maxLength")
-        for kw, val in (("minLength", lo), ("maxLength", hi)):
-            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
-                raise self.bad(kw, ptr, "must be a non-negative integer")
-        if hi is not None and lo > hi:
+        bounds = self.counts(schema, ptr, "Length")
+        if bounds is None:
             return ""
+        lo, hi = bounds
         counted = "maxLength" if (hi or 0) >= lo else "minLength"
         if max(lo, hi or 0) > MAX_PLAIN_LENGTH:
             self.refuse(counted, ptr, f"string lengths above {MAX_PLAIN_LENGTH} are not "
@@ -215,13 +212,10 @@ class TypeKeywords(ObjectKeywords):
             pre = schema.get("prefixItems", []) if not self.old_draft else []
             prefix = [(s, _ptr_join(ptr, "prefixItems", i)) for i, s in enumerate(pre)]
             rest, rest_ptr = items, _ptr_join(ptr, "items")
-        lo = schema.get("minItems", 0)
-        hi = schema.get("maxItems")
-        for kw, val in (("minItems", lo), ("maxItems", hi)):
-            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 0):
-                raise self.bad(kw, ptr, "must be a non-negative integer")
-        if hi is not None and lo > hi:
+        bounds = self.counts(schema, ptr, "Items")
+        if bounds is None:
             return ""
+        lo, hi = bounds
         if schema.get("uniqueItems") is True:  # kept only for a few finite items
             values = finite_items(schema)
             assert values is not None
