@@ -482,5 +482,19 @@ def test_dependent_required() -> None:
            "additionalProperties": False, "properties": {"u": {}, "t": {}},
            "dependencies": {"u": ["t"], "t": {"required": ["u"]}, "w": ["u"]}},
           passing=[{}, {"u": 1, "t": 2}], failing=[{"u": 1}, {"t": 1}, {"w": 1}])
-    with pytest.raises(GrammarError, match="'dependencies' at #"):
-        Grammar.from_json_schema({"dependencies": {"a": {"properties": {"b": {}}}}})
+    with pytest.raises(GrammarError, match="'dependentRequired' at #: must map names"):
+        Grammar.from_json_schema({"dependentRequired": {"a": "b"}})
+
+
+def test_dependent_schemas() -> None:
+    """A key present makes the instance meet a schema: ``dependentSchemas``, and draft 7's
+    ``dependencies`` with a schema (its lists of names stay ``dependentRequired``)."""
+    check({"properties": {"a": {}, "b": {"type": "integer"}},
+           "dependentSchemas": {"a": {"properties": {"b": {"minimum": 5}}, "required": ["b"]}}},
+          passing=[{}, {"b": 1}, {"a": 0, "b": 5}, "x"],
+          failing=[{"a": 0}, {"a": 0, "b": 4}, {"b": "s"}])
+    check({"$schema": "http://json-schema.org/draft-07/schema#",
+           "properties": {"a": {}, "b": {}, "c": {}},
+           "dependencies": {"a": {"properties": {"b": {"type": "string"}}}, "c": ["a"]}},
+          passing=[{}, {"a": 1, "b": "s"}, {"a": 1, "c": 2}, {"b": 3}],
+          failing=[{"a": 1, "b": 3}, {"c": 1}])

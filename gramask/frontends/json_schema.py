@@ -97,22 +97,15 @@ class _Compiler(TypeKeywords):
             # an embedded resource: $refs below it resolve against its URI, not the root
             self.refuse("$id", ptr, "embedded schema resources ($id below the root) are not "
                                     "supported")
-        if "dependencies" in schema:  # drafts <= 2019-09: names, or schemas
-            required = _dependencies_as_required(schema["dependencies"])
-            if required is not None and isinstance(out.get("dependentRequired", {}), dict):
-                both = out.get("dependentRequired", {})
-                out["dependentRequired"] = {k: [*v, *both.get(k, [])] for k, v in required.items()
-                                            } | {k: v for k, v in both.items() if k not in required}
-                out.pop("dependencies")
+        if "dependencies" in out or "dependentSchemas" in out:
+            self.dependent_schemas(out, ptr)
         if "not" in out or "if" in out:
             self.complements(out, ptr)
         for k in ("then", "else"):  # without "if" they only annotate
             out.pop(k, None)
         for k in list(out):
             if k in _REFUSED:
-                self.refuse(k, ptr, "not supported by gramask" if k != "dependencies" else
-                            "supported where each entry is a list of names or a schema of "
-                            "only \"required\"")
+                self.refuse(k, ptr, "not supported by gramask")
                 out.pop(k)
         if out.get("uniqueItems") is not True or out.get("maxItems", 2) <= 1:
             out.pop("uniqueItems", None)
@@ -131,6 +124,31 @@ class _Compiler(TypeKeywords):
                 if t not in _TYPES:
                     raise self.bad("type", ptr, f"unknown type {t!r}")
         return out
+
+    def dependent_schemas(self, out: dict[str, Any], ptr: str) -> None:
+        """``dependentSchemas`` (and draft 7's ``dependencies``, whose lists of names go to
+        ``dependentRequired``) as ``allOf`` parts: a key absent, or present and the schema
+        holds."""
+        deps = out.pop("dependencies", {})
+        schemas = out.pop("dependentSchemas", {})
+        if not isinstance(deps, dict) or not isinstance(schemas, dict):
+            raise self.bad("dependencies" if not isinstance(deps, dict) else "dependentSchemas",
+                           ptr, "must be an object")
+        names = out.get("dependentRequired", {})
+        for k, v in deps.items():
+            if isinstance(v, dict) and not set(v) - _ANNOTATIONS - {"required"}:
+                v = v.get("required", [])  # a schema of only required: names
+            if isinstance(v, list) and isinstance(names, dict):
+                names = {**names, k: [*names.get(k, []), *v]}
+            else:
+                schemas = {**schemas, k: {"allOf": [schemas[k], v]} if k in schemas else v}
+        if names:
+            out["dependentRequired"] = names
+        out["allOf"] = [*out.get("allOf", []), *(
+            {"anyOf": [{"properties": {k: False}}, {"allOf": [{"required": [k]}, s]}]}
+            for k, s in schemas.items())]
+        if not out["allOf"]:
+            out.pop("allOf")
 
     def complements(self, out: dict[str, Any], ptr: str) -> None:
         """``not`` and ``if``/``then``/``else`` as ``allOf`` parts, through the complement
@@ -393,18 +411,3 @@ def json_value_grammar(*, object_only: bool = False, whitespace: str = "flexible
     """Any JSON value (or any JSON object): what ``json_object`` requests ask for."""
     schema: dict[str, Any] = {"type": "object"} if object_only else {}
     return grammar_from_json_schema(schema, JsonSchemaOptions(whitespace=whitespace))
-
-
-def _dependencies_as_required(deps: Any) -> dict[str, list[str]] | None:
-    """Draft 7's ``dependencies`` as ``dependentRequired``, where every entry names keys (a
-    list, or a schema of only ``required``); else None."""
-    if not isinstance(deps, dict):
-        return None
-    out: dict[str, list[str]] = {}
-    for k, v in deps.items():
-        if isinstance(v, dict) and not set(v) - _ANNOTATIONS - {"required"}:
-            v = v.get("required", [])
-        if not isinstance(v, list) or not all(isinstance(t, str) for t in v):
-            return None
-        out[k] = v
-    return out

@@ -67,12 +67,12 @@ _ENFORCED = frozenset({
     "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
-    "not", "if", "then", "else", EXCEPT,
+    "not", "if", "then", "else", "dependentSchemas", "dependencies", EXCEPT,
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)
 _REFUSED = frozenset({
-    "dependentSchemas", "dependencies", "contains", "minContains", "maxContains", "unevaluatedProperties",
+    "contains", "minContains", "maxContains", "unevaluatedProperties",
     "unevaluatedItems", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
     "contentSchema",
 })
