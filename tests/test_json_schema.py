@@ -498,3 +498,19 @@ def test_dependent_schemas() -> None:
            "dependencies": {"a": {"properties": {"b": {"type": "string"}}}, "c": ["a"]}},
           passing=[{}, {"a": 1, "b": "s"}, {"a": 1, "c": 2}, {"b": 3}],
           failing=[{"a": 1, "b": 3}, {"c": 1}])
+
+
+def test_contains() -> None:
+    """``contains`` counts the matching items (at least ``minContains``, default 1; at most
+    ``maxContains``, through the complement of its schema), beside the items' own schemas."""
+    check({"contains": {"const": 1}}, passing=[[1], [2, 1, "a"], "x", {}],
+          failing=[[], [2], [[1]]])
+    check({"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 5},
+           "minContains": 2, "maxContains": 3, "maxItems": 6},
+          passing=[[5, 6], [1, 5, 2, 9, 7], [0, 5, 5, 5, 0, 0]],
+          failing=[[5], [5, 6, 7, 8], [1, 2], [5, 6, "x"], [5, 6, 1, 1, 1, 1, 1]])
+    check({"prefixItems": [{"type": "string"}], "contains": {"type": "string"},
+           "maxContains": 1},
+          passing=[["a"], ["a", 1, None]], failing=[["a", "b"], [1], [], ["x", "b", "c"]])
+    check({"contains": {"type": "null"}, "minContains": 0, "maxContains": 0},
+          passing=[[], [1, 2]], failing=[[None], [1, None]])

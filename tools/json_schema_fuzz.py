@@ -2,11 +2,11 @@
 
 Each schema combines keywords at random (objects with properties, required keys, several
 ``patternProperties`` beside ``additionalProperties``, property counts, ``propertyNames``,
-``dependentRequired``, ``not`` and ``if``/``then``/``else`` over simple conditions; arrays with
-``prefixItems`` and counts; strings with lengths, patterns and formats; integers and numbers
-with decimal bounds and ``multipleOf``; ``enum``, ``const``, type lists, ``anyOf``/``oneOf``/
-``allOf``). gramask compiles it or refuses it with a ``GrammarError``; each compiled schema gets
-random masked walks (mostly short tokens, EOS taken at random), finished by
+``dependentRequired``, ``not`` and ``if``/``then``/``else`` over simple conditions; arrays
+with ``prefixItems``, counts and ``contains``; strings with lengths, patterns and formats;
+integers and numbers with decimal bounds and ``multipleOf``; ``enum``, ``const``, type lists,
+``anyOf``/``oneOf``/``allOf``). gramask compiles it or refuses it with a ``GrammarError``;
+each compiled schema gets random masked walks (mostly short tokens, EOS taken at random), finished by
 ``shortest_completion()``. Every text must be valid for ``jsonschema``; a walk whose state has
 no completion is a dead end; any other exception is a crash. Prints the counts and each
 failure with its schema::
@@ -115,6 +115,12 @@ class SchemaGen:
             s["minItems"] = r.randint(0, 2)
         if r.random() < .4:
             s["maxItems"] = r.randint(1, 3)
+        if r.random() < .3:
+            s["contains"] = self.simple() if r.random() < .6 else self.schema(depth + 1)
+            if r.random() < .4:
+                s["minContains"] = r.randint(0, 2)
+            if r.random() < .4:
+                s["maxContains"] = r.randint(0, 2)
         return s
 
     def string(self, depth: int) -> dict[str, Any]:

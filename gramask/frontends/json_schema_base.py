@@ -18,8 +18,8 @@ from . import json_text as jt
 from .bnf import GrammarBuilder
 from .json_schema_negation import EXCEPT
 
-__all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions", "SchemaCompilerBase",
-           "SchemaWarning"]
+__all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions",
+           "SchemaCompilerBase", "SchemaWarning"]
 
 WHITESPACE_MODES = ("flexible", "compact")
 
@@ -67,13 +67,14 @@ _ENFORCED = frozenset({
     "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
-    "not", "if", "then", "else", "dependentSchemas", "dependencies", EXCEPT,
+    "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains", "minContains",
+    "maxContains", EXCEPT,
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)
 _REFUSED = frozenset({
-    "contains", "minContains", "maxContains", "unevaluatedProperties",
-    "unevaluatedItems", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$dynamicAnchor",
+    "$recursiveRef", "$recursiveAnchor",
     "contentSchema",
 })
 # every keyword with a meaning here; any other keyword only annotates (the specification

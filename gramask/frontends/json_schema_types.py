@@ -23,7 +23,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT
+from .json_schema_negation import EXCEPT, negate
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
@@ -225,37 +225,76 @@ class TypeKeywords(ObjectKeywords):
             self.refuse("maxItems" if hi is not None and hi > 10_000 else "minItems", ptr,
                         "counts above 10,000 are not supported")
             cap, lo, hi = max(len(prefix), 1), 0, None
-        elem_cache: dict[int, str] = {}
+        contains = self.contains(schema, ptr)  # (its schema, its complement, min, max)
+        if contains and contains[2] == 0 and contains[3] is None:
+            contains = None  # at least none: every array
+        c_min, c_max = (contains[2], contains[3]) if contains else (0, None)
+        c_cap = max(c_min, c_max or 0)  # matching items counted up to here
+        if (cap + 1) * (c_cap + 1) > self.opt.max_rules:
+            raise self.bad("minContains", ptr, "too many item-count states")
+        elem_cache: dict[tuple[int, int], str] = {}
 
-        def elem(i: int) -> str:  # the schema of element i
-            j = min(i, len(prefix))
-            if j not in elem_cache:
-                s, p = prefix[j] if j < len(prefix) else (rest, rest_ptr)
-                elem_cache[j] = self.value(s, p)
-            return elem_cache[j]
+        def elem(i: int, match: int = 0) -> str:  # element i (match: 1 meets contains,
+            key = (min(i, len(prefix)), match)  # -1 does not, 0 either)
+            if key not in elem_cache:
+                s, p = prefix[key[0]] if key[0] < len(prefix) else (rest, rest_ptr)
+                if contains and match:
+                    s = {"allOf": [s, contains[0] if match > 0 else contains[1]]}
+                elem_cache[key] = self.value(s, p)
+            return elem_cache[key]
 
-        tails: dict[int, str] = {}
+        def choices(i: int, c: int) -> list[tuple[str, int]]:
+            """Element ``i``'s choices after ``c`` matching ones: (symbol, matches after)."""
+            if not contains:
+                return [(elem(i), 0)]
+            if c_max is None:  # a match counts (ambiguous with "any": the union is exact)
+                return [(elem(i, 1), min(c + 1, c_cap)), (elem(i), c)]
+            out = [(elem(i, -1), c)]
+            return [*out, (elem(i, 1), c + 1)] if c < c_max else out
 
-        def tail(i: int) -> str:  # after i >= 1 elements; states above cap repeat cap's
-            if i in tails:
-                return tails[i]
-            t = tails[i] = self.b.fresh("items")
+        tails: dict[tuple[int, int], str] = {}
+
+        def tail(i: int, c: int) -> str:  # after i >= 1 elements, c of them matching;
+            if (i, c) in tails:  # states above cap repeat cap's
+                return tails[i, c]
+            t = tails[i, c] = self.b.fresh("items")
             alts: list[tuple[str, ...]] = []
-            if i >= lo:
+            if i >= lo and c >= c_min:
                 alts.append(())
             if hi is None or i < hi:
-                alts.append((self.lit(","), elem(i), tail(min(i + 1, cap))))
+                alts += [(self.lit(","), sym, tail(min(i + 1, cap), nc))
+                         for sym, nc in choices(i, c)]
             self.rule(t, *alts)
             return t
 
         for i in range(cap, 0, -1):  # from the last state back: no deep recursion
-            tail(i)
+            for c in range(c_cap, -1, -1):
+                tail(i, c)
         alts: list[tuple[str, ...]] = []
-        if lo == 0:
+        if lo == 0 and c_min == 0:
             alts.append((self.lit("["), self.lit("]")))
         if hi is None or hi >= 1:
-            alts.append((self.lit("["), elem(0), tail(1), self.lit("]")))
+            alts += [(self.lit("["), sym, tail(1, nc), self.lit("]")) for sym, nc in choices(0, 0)]
         return self.rule(self.b.fresh("array"), *alts)
+
+    def contains(self, schema: dict[str, Any], ptr: str
+                 ) -> tuple[Any, Any, int, int | None] | None:
+        """``contains`` with ``minContains``/``maxContains``: (its schema, its complement
+        where ``maxContains`` needs one, min, max); None without ``contains``."""
+        if "contains" not in schema:
+            return None
+        bounds = self.counts(schema, ptr, "Contains")
+        if bounds is None:  # no count fits: no array does
+            return False, True, 1, 0
+        lo, hi = schema.get("minContains", 1), bounds[1]
+        neg: Any = None
+        if hi is not None:
+            neg = negate(schema["contains"], lambda ref: self.resolve(ref, ptr)[0], _ANNOTATIONS)
+            if neg is None:
+                self.refuse("maxContains", ptr, "supported where the contains schema has a "
+                            "complement gramask can write (see not)")
+                hi = None
+        return schema["contains"], neg, lo, hi
 
     def unique_array(self, values: list[Any], lo: int, hi: int | None) -> str:
         """Arrays of distinct ``values``, ``lo`` to ``hi`` of them: a rule per set of values
