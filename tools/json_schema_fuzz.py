@@ -6,10 +6,10 @@ Each schema combines keywords at random (objects with properties, required keys,
 with ``prefixItems``, counts and ``contains``; strings with lengths, patterns and formats;
 integers and numbers with decimal bounds and ``multipleOf``; ``enum``, ``const``, type lists,
 ``anyOf``/``oneOf``/``allOf``). gramask compiles it or refuses it with a ``GrammarError``;
-each compiled schema gets random masked walks (mostly short tokens, EOS taken at random), finished by
-``shortest_completion()``. Every text must be valid for ``jsonschema``; a walk whose state has
-no completion is a dead end; any other exception is a crash. Prints the counts and each
-failure with its schema::
+each compiled schema gets random masked walks (mostly short tokens, EOS taken at random),
+finished by ``shortest_completion()``. Every text must be valid for ``jsonschema``; a walk
+whose state has no completion is a dead end; any other exception is a crash. Prints the
+counts and each failure with its schema::
 
     PYTHONPATH=. python tools/json_schema_fuzz.py [--seed 1] [--schemas 60] [--walks 8]
 """
