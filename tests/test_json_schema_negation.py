@@ -1,5 +1,5 @@
-"""``not`` and ``if``/``then``/``else`` through the complement gramask writes
-(gramask.frontends.json_schema_negation), with ``jsonschema`` as the oracle: the written
+"""``not``, ``if``/``then``/``else`` and overlapping ``oneOf`` through the complement gramask
+writes (gramask.frontends.json_schema_negation), with ``jsonschema`` as the oracle: the written
 complement holds exactly where the schema does not, and compiled schemas accept exactly the
 valid instances."""
 
@@ -93,5 +93,12 @@ def test_not_and_if_then_else_compiled() -> None:
           failing=[{"kind": "a"}, {"kind": "a", "v": "s"}, {"kind": "b", "v": 2}, {"v": 1}])
     check({"if": {"exclusiveMaximum": 0}, "then": {"minimum": -10}, "else": {"maximum": 5}},
           passing=[-10, -1, 0, 5, 2.5, "s"], failing=[-11, 6, 5.5])
+    check({"oneOf": [{"minimum": 2}, {"maximum": 5}]},  # overlap: 2..5, and every non-number
+          passing=[1, 6, 1.5], failing=[3, 2, 5, "t", None])
+    check({"oneOf": [{"type": "string"}, {"enum": ["a", 1, 2.5]},
+                     {"type": "number", "minimum": 2}]},
+          passing=["b", 1, 2, 3.5], failing=["a", 2.5, True, None])
+    check({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+          passing=[{"a": 1}, {"b": 2, "c": 3}], failing=[{}, {"a": 1, "b": 2}])
     with pytest.raises(GrammarError, match="'not' at #"):
         Grammar.from_json_schema({"not": {"pattern": "^a"}})

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import GrammarError
@@ -29,8 +29,12 @@ from .json_formats import disjoint as _disjoint
 from .json_formats import json_type as _json_type
 from .json_schema_base import (
     _ANNOTATIONS,
+    _ARRAY_KW,
     _KNOWN,
+    _NUMBER_KW,
+    _OBJECT_KW,
     _REFUSED,
+    _STRING_KW,
     _TYPES,
     SOURCE,
     JsonSchemaOptions,
@@ -187,8 +191,7 @@ class _Compiler(TypeKeywords):
                 raise self.bad(kw, ptr, "must be a non-empty array of schemas")
             subs = [(a, _ptr_join(ptr, kw, i)) for i, a in enumerate(alts)]
             if kw == "oneOf" and len(subs) > 1 and not self.exclusive([a for a, _ in subs], ptr):
-                self.refuse("oneOf", ptr, "its branches may overlap (gramask takes oneOf only "
-                                          "where no value can match two branches)")
+                subs = self.exactly_one(subs, ptr)
             branch_sets.append(subs)
         combos: list[list[tuple[Any, str]]] = [[]]
         for subs in branch_sets:
@@ -206,6 +209,18 @@ class _Compiler(TypeKeywords):
             else:
                 alts_out.append((self.value({"allOf": parts}, sub_ptr),))
         return self.rule(name, *alts_out)
+
+    def exactly_one(self, subs: list[tuple[Any, str]], ptr: str) -> list[tuple[Any, str]]:
+        """``oneOf`` branches that may overlap, as ``anyOf`` branches: each one with the
+        complements of the others (:func:`negate`); refused where one has no complement."""
+        negs = [negate(a, lambda ref: self.resolve(ref, ptr)[0], _ANNOTATIONS) for a, _ in subs]
+        if any(n is None for n in negs) or len(subs) > 8:
+            self.refuse("oneOf", ptr, "its branches may overlap, and gramask writes the "
+                                      "complement of none of them (see not), or there are "
+                                      "more than 8")
+            return subs
+        return [({"allOf": [a, *(n for j, n in enumerate(negs) if j != i)]}, p)
+                for i, (a, p) in enumerate(subs)]
 
     def exclusive(self, alts: list[Any], ptr: str) -> bool:
         """Whether no value can match two of ``alts`` (by type, const/enum, or a required
@@ -367,8 +382,12 @@ class _Compiler(TypeKeywords):
             values = [v for v in values if not (isinstance(v, str) and v in schema[EXCEPT])]
         others = set(schema) - _ANNOTATIONS - {"type", "enum", "const", EXCEPT}
         for kw in sorted(others):
-            self.refuse(kw, ptr, "together with enum/const is not supported (gramask "
-                                 "enforces enum/const with type only)")
+            kept = _kept_values(values, kw, schema[kw])
+            if kept is None:
+                self.refuse(kw, ptr, "together with enum/const is supported for number bounds, "
+                                     "string lengths, and keywords no listed value's type has")
+            else:
+                values = kept
         alts = []
         for v in values:
             jtype = _json_type(v)
@@ -411,3 +430,28 @@ def json_value_grammar(*, object_only: bool = False, whitespace: str = "flexible
     """Any JSON value (or any JSON object): what ``json_object`` requests ask for."""
     schema: dict[str, Any] = {"type": "object"} if object_only else {}
     return grammar_from_json_schema(schema, JsonSchemaOptions(whitespace=whitespace))
+
+
+_HOLDS = {"minimum": lambda v, b: v >= b, "maximum": lambda v, b: v <= b,
+          "exclusiveMinimum": lambda v, b: v > b, "exclusiveMaximum": lambda v, b: v < b,
+          "minLength": lambda v, b: len(v) >= b, "maxLength": lambda v, b: len(v) <= b}
+
+
+def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
+    """The ``enum``/``const`` values that keyword ``kw`` beside them keeps; None where that
+    is not decided here (a pattern, a format, ``multipleOf``, an object or array keyword, on
+    values of the type it applies to)."""
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    applies: Callable[[Any], bool] = (
+        number if kw in _NUMBER_KW else (lambda v: isinstance(v, str)) if kw in _STRING_KW
+        else (lambda v: isinstance(v, dict)) if kw in _OBJECT_KW
+        else (lambda v: isinstance(v, list)) if kw in (*_ARRAY_KW, "contains", "minContains",
+                                                      "maxContains")
+        else (lambda v: True))
+    if not any(applies(v) for v in values):
+        return values  # it constrains no value listed
+    if kw in _HOLDS and (number(arg) if kw in _NUMBER_KW else isinstance(arg, int)):
+        return [v for v in values if not applies(v) or _HOLDS[kw](v, arg)]
+    return None
