@@ -215,8 +215,8 @@ class _Compiler(TypeKeywords):
         complements of the others (:func:`negate`); refused where one has no complement."""
         negs = [negate(a, lambda ref: self.resolve(ref, ptr)[0], _ANNOTATIONS) for a, _ in subs]
         if any(n is None for n in negs) or len(subs) > 8:
-            self.refuse("oneOf", ptr, "its branches may overlap, and gramask writes the "
-                                      "complement of none of them (see not), or there are "
+            self.refuse("oneOf", ptr, "its branches may overlap, and gramask cannot write the "
+                                      "complement of each of them (see not), or there are "
                                       "more than 8")
             return subs
         return [({"allOf": [a, *(n for j, n in enumerate(negs) if j != i)]}, p)
