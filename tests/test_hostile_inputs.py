@@ -395,10 +395,26 @@ def test_a_lexer_product_that_explodes_names_its_terminals(monkeypatch):
     import gramask.compiler.lexer as lx
 
     monkeypatch.setattr(lx, "MAX_LEXER_STATES", 10)
+    monkeypatch.setattr(lx, "MAX_LAZY_LEXER_STATES", 10)
     g = Grammar.from_lark("start: A | B\nA: /a[abc]{20}/\nB: /[abc]{3}c/")
     with pytest.raises(gramask.GrammarError, match=r"more than 10 states.*A \(") as e:
         gramask.compile(g, _tokens_vocab(), cache=False)
     assert e.value.name == "A"
+
+
+def test_tables_walked_lazily_allow_a_larger_lexer(monkeypatch):
+    """Without the cache a state costs its table row only when a mask reaches it, so the
+    lexer's limit is larger there (a long counted string beside a format's strings)."""
+    import gramask.compiler.lexer as lx
+    from gramask.compiler.pipeline import build
+
+    monkeypatch.setattr(lx, "MAX_LEXER_STATES", 10)
+    monkeypatch.setattr(lx, "MAX_LAZY_LEXER_STATES", 1000)
+    g = Grammar.from_lark("start: A | B\nA: /a[abc]{20}/\nB: /[abc]{3}c/")
+    c = build(g, _tokens_vocab(), lazy=True).constraint()
+    assert c.allowed().any()
+    with pytest.raises(gramask.GrammarError, match=r"more than 10 states"):
+        build(g, _tokens_vocab(), lazy=False)
 
 
 @pytest.mark.parametrize(

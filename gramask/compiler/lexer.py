@@ -23,7 +23,7 @@ from ..errors import GrammarError
 from .kept import drop_oldest
 from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa
 
-__all__ = ["MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa", "terminal_dfa"]
+__all__ = ["MAX_LAZY_LEXER_STATES", "MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa", "terminal_dfa"]
 
 
 class Terminal(Protocol):
@@ -44,6 +44,10 @@ class Terminal(Protocol):
 # Token tables cost one vectorised walk of the vocabulary per lexer state: the bundled
 # grammars need 43-673 states; 16,384 states against a 150k vocabulary takes minutes.
 MAX_LEXER_STATES = 16_384
+# Tables walked lazily (a compile without the cache: a request's JSON Schema) pay for the
+# states a request reaches only, so the automaton itself may be larger (a long counted string
+# beside a format's strings: their product)
+MAX_LAZY_LEXER_STATES = 131_072
 
 
 @dataclass
@@ -165,17 +169,18 @@ def build_lexer_dfa(
     dfas: Sequence[ByteDFA] | None = None,
     *,
     progress: bool | None = None,
+    max_states: int = MAX_LEXER_STATES,
 ) -> LexerDFA:
     """Product of the per-terminal byte DFAs, restricted to reachable states.
 
     ``progress``: a progress bar over the terminals (None: only on a terminal, and only once
-    compiling them has taken a second).
+    compiling them has taken a second). ``max_states``: the product's limit.
 
     Raises
     ------
     GrammarError
         A terminal's automaton, or the product of all of them, exceeds its state limit
-        (``MAX_TERMINAL_STATES``, ``MAX_LEXER_STATES``); the message names the terminals.
+        (``MAX_TERMINAL_STATES``, ``max_states``); the message names the terminals.
     """
     if dfas is None and progress is False:  # no bar: tqdm (and its asyncio) not imported
         dfas = [terminal_dfa(t) for t in terminals]
@@ -211,17 +216,18 @@ def build_lexer_dfa(
 
     def too_many(order: list[tuple[int, ...]]) -> None:
         _too_many_lexer_states(terminals, [
-            tuple((int(owner[g]), g - int(offset[owner[g]])) for g in key) for key in order])
+            tuple((int(owner[g]), g - int(offset[owner[g]])) for g in key) for key in order],
+            max_states)
 
     start = np.array([offset[i] if _nonempty(dfas[i]) else -1 for i in range(n_terms)],
                      dtype=np.int64)
     if 0 < n_terms <= _DENSE_TERMINALS:  # (no terminal at all: the sparse path)
-        live_ids, cls_trans = _explore_dense(table, start, MAX_LEXER_STATES, too_many)
+        live_ids, cls_trans = _explore_dense(table, start, max_states, too_many)
         q_of, col = np.nonzero(live_ids >= 0)  # by state, then terminal: each key's order
         all_ids = live_ids[q_of, col]
         n = live_ids.shape[0]
     else:
-        order, rows = _explore_sparse(table, start, too_many)
+        order, rows = _explore_sparse(table, start, too_many, max_states)
         cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), n_cls)
         n = len(order)
         q_of = np.repeat(np.arange(n), [len(key) for key in order])
@@ -323,7 +329,7 @@ def _distinct_rows(rows: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _explore_sparse(
     table: np.ndarray, start: np.ndarray,
-    on_limit: Callable[[list[tuple[int, ...]]], None],
+    on_limit: Callable[[list[tuple[int, ...]]], None], max_states: int = MAX_LEXER_STATES,
 ) -> tuple[list[tuple[int, ...]], list[list[int]]]:
     """:func:`explore` over sorted tuples of live global states (many terminals)."""
     n_cls = table.shape[1]
@@ -344,12 +350,12 @@ def _explore_sparse(
         return [tuple(x for x in col if x >= 0) or None
                 for col in zip(*map(state_row, key), strict=True)]
 
-    return explore(tuple(start[start >= 0].tolist()), successors, MAX_LEXER_STATES,
-                   on_limit)
+    return explore(tuple(start[start >= 0].tolist()), successors, max_states, on_limit)
 
 
 def _too_many_lexer_states(
-    terminals: Sequence[Terminal], order: list[tuple[tuple[int, int], ...]]
+    terminals: Sequence[Terminal], order: list[tuple[tuple[int, int], ...]],
+    max_states: int = MAX_LEXER_STATES,
 ) -> None:
     """Name the terminals with the most distinct states in the product: they interact."""
     per: dict[int, set[int]] = {}
@@ -359,7 +365,7 @@ def _too_many_lexer_states(
     worst = sorted(per, key=lambda t: -len(per[t]))[:3]
     names = ", ".join(f"{terminals[t].name} ({len(per[t])} states)" for t in worst)
     raise GrammarError(
-        f"the lexer needs more than {MAX_LEXER_STATES:,} states (their combinations while "
+        f"the lexer needs more than {max_states:,} states (their combinations while "
         f"lexing); the terminals taking part most: {names}. Simplify or merge them",
         name=terminals[worst[0]].name if worst else None,
     )

@@ -31,7 +31,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     :func:`gramask.compiler.tables.lazy_token_tables`): what a grammar compiled for one
     request (a JSON Schema) wants, whose masks visit a few of its lexer states. Saving the
     result walks the rest."""
-    from .lexer import build_lexer_dfa
+    from .lexer import MAX_LAZY_LEXER_STATES, MAX_LEXER_STATES, build_lexer_dfa
     from .parse_tables import build_parse_tables
     from .tables import build_token_tables, lazy_token_tables
 
@@ -39,7 +39,8 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
     from .diagnostics import check_lexer
 
-    dfa = build_lexer_dfa(grammar.terminals, progress=progress)
+    dfa = build_lexer_dfa(grammar.terminals, progress=progress,
+                          max_states=MAX_LAZY_LEXER_STATES if lazy else MAX_LEXER_STATES)
     pt = build_parse_tables(grammar)
     # A request's schema: its diagnostics cannot fail (contextual lexer) and are logged at
     # DEBUG only, so they wait until stats() or save() reads them, not before the first mask.
