@@ -22,7 +22,8 @@ from .compiler.tables import TokenTables
 from .errors import ArtifactError, InvalidSuffixError
 from .grammar import Grammar
 from .runtime.budget.bounded import BoundedBudget
-from .runtime.core.constraint import Constraint, check_budget
+from .runtime.core.arguments import check_budget
+from .runtime.core.constraint import Constraint
 from .runtime.core.step_state import LexState
 from .runtime.core.text_input import text_bytes
 from .runtime.limits import RuntimeLimits, check_suffix_size

@@ -145,10 +145,22 @@ class TokenWalker:
                 self.row0 = (idx[nodes >= 0], nodes[nodes >= 0])
 
     def tokens_of(self, bytes_in: list[int]) -> np.ndarray:
+        """The tokens beginning with ``bytes_in``, in that order (read-only). A large group
+        (a string's body: ~80 bytes, most of the vocabulary) is kept per vocabulary: every
+        schema's rows inside strings ask for the same one."""
         bb, bs = self.by_byte, self.byte_start
-        if not bytes_in:
-            return np.zeros(0, dtype=np.int64)
-        return np.concatenate([bb[bs[b]: bs[b + 1]] for b in bytes_in])
+        if len(bytes_in) < 8:
+            return (np.concatenate([bb[bs[b]: bs[b + 1]] for b in bytes_in]) if bytes_in
+                    else np.zeros(0, dtype=np.int64))
+        key = (id(bb), bytes(bytes_in))
+        hit = _TOKENS_OF.get(key)
+        if hit is not None and hit[0] is bb:
+            return hit[1]
+        toks = np.concatenate([bb[bs[b]: bs[b + 1]] for b in bytes_in])
+        toks.flags.writeable = False
+        drop_oldest(_TOKENS_OF, 16)
+        _TOKENS_OF[key] = (bb, toks)
+        return toks
 
     def walk_shared(self, groups: list[tuple[int, list[int]]]) -> None:
         """The shared walks of ``groups`` (state after the first byte, those first bytes),
@@ -477,6 +489,8 @@ def _nl_heads(buf: np.ndarray, n_terms: int, t: np.ndarray, k: np.ndarray,
 
 
 _GROUPS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+# (id of a vocabulary's by-byte order, the first bytes) → (that order, its tokens joined)
+_TOKENS_OF: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

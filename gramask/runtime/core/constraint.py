@@ -36,6 +36,7 @@ from ...errors import (
     NoCompletionError,
     TokenRejected,
 )
+from .arguments import bitmask_row_bytes, check_budget, token_int
 from .earley import EXPECTED
 from .lexing import walk
 from .masks import MaskBuilder
@@ -215,13 +216,11 @@ class Constraint(Generic[S]):
         ``i // 8``, the rest cleared). What servers' fills call: without a budget the packed
         mask is kept with the shared one, so a mask met before is one 16 KB copy."""
         v = len(self._vocab)
-        nb = _row_bytes(dest, v)
-        cls, base = type(self), Constraint
-        if self._finished or self._max_tokens is not None or (cls._view, cls._grammar_mask,
-                cls._complete) != (base._view, base._grammar_mask, base._complete):
+        nb = bitmask_row_bytes(dest, v)
+        if self._finished or self._max_tokens is not None or not _plain(type(self)):
             dest[:nb] = np.packbits(self.allowed(), bitorder="little")
         else:  # allowed() is the builder's shared mask and EOS: packed once, kept with it
-            q, carry, p = self._view(self._history[-1])
+            q, carry, p = cast(LexState, self._history[-1])  # (a plain class's state)
             eos = self._vocab.eos_token_id
             dest[:nb] = self._b.packed_mask(p, q, carry, -1 if eos is None or eos >= v else eos)
         if dest.shape[0] > nb:
@@ -249,7 +248,7 @@ class Constraint(Generic[S]):
         TypeError
             ``token_id`` is not an int or numpy integer.
         """
-        return self._try(_token_int(token_id)) is not None
+        return self._try(token_int(token_id)) is not None
 
     def _try(self, token_id: int) -> S | bool | None:
         if self._finished:
@@ -312,7 +311,7 @@ class Constraint(Generic[S]):
             ``token_id`` is not an int or numpy integer (``16.9`` and ``"16"`` are refused,
             not rounded or parsed).
         """
-        token_id = _token_int(token_id)
+        token_id = token_int(token_id)
         st = self._try(token_id)
         if st is None:
             raise self._rejection(token_id)
@@ -512,35 +511,18 @@ class Constraint(Generic[S]):
         return repr(v.token_bytes(token_id))
 
 
-def check_budget(max_tokens: object) -> int | None:
-    if max_tokens is None:
-        return None
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
-        raise TypeError(f"max_tokens must be an int or None, got {max_tokens!r}")
-    if max_tokens < 0:
-        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
-    return int(max_tokens)
+_PLAIN: dict[type, bool] = {}
 
 
-def _row_bytes(dest: object, v: int) -> int:
-    """The bytes a packed mask of ``v`` tokens takes, checked to fit in ``dest``."""
-    nb = (v + 7) // 8
-    if not isinstance(dest, np.ndarray) or dest.dtype != np.uint8 or dest.ndim != 1 or (
-            dest.shape[0] < nb):
-        raise ValueError(f"fill_bitmask needs a 1-D uint8 array of at least {nb} bytes")
-    return nb
-
-
-def _token_int(token_id: object) -> int:
-    """A token id as an int; anything else (None from ``vocab.token_id``, a float, a string)
-    is a TypeError that says what was passed, never silently converted."""
-    if isinstance(token_id, (int, np.integer)) and not isinstance(token_id, bool):
-        return int(token_id)
-    hint = (
-        " (vocab.token_id() returns None for text that is not exactly one token)"
-        if token_id is None else ""
-    )
-    raise TypeError(f"a token id must be an int, got {token_id!r}{hint}")
+def _plain(cls: type[Constraint[S]]) -> bool:
+    """Does ``cls`` keep this class's step states, masks and ends (its ``allowed()`` is the
+    builder's shared mask and EOS)? Asked per fill, answered once per class."""
+    r = _PLAIN.get(cls)
+    if r is None:
+        base = Constraint
+        r = _PLAIN[cls] = (cls._view, cls._grammar_mask, cls._complete) == (
+            base._view, base._grammar_mask, base._complete)
+    return r
 
 
 def starts_a_line(b: MaskBuilder) -> bool:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -223,9 +222,9 @@ class MaskBuilder:
         self._masks: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache)
         )
-        # id of a mask ``mask`` returned → (a weak reference to it, it packed): see
-        # ``packed_mask`` (weak: the mask memo alone decides how long a mask lives)
-        self._packed: BoundedMemo[int, tuple[weakref.ref[np.ndarray], np.ndarray]] = BoundedMemo(
+        # (parser state id, lexer state, carry, EOS id) → ``mask`` packed with its EOS bit:
+        # see ``packed_mask`` (a copy of this builder for another parser gets its own)
+        self._packed: BoundedMemo[tuple[int, int, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache))
         self.first_byte = wide_first_bytes(tables.first_byte)[0]
         self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
@@ -396,22 +395,23 @@ class MaskBuilder:
     def packed_mask(self, p: PState, q: int, carry: int, eos: int) -> np.ndarray:
         """:meth:`mask` with token ``eos`` set iff :meth:`complete` (``eos`` < 0: none), as
         little-endian packed bits (a bitmask row's bytes): ``allowed()`` packed. Shared,
-        never written: kept while the mask memo's entry lives, so a server's bitmask fill of
-        a configuration met before is one 16 KB copy, not a pack of 129k bools. Keyed by
-        the mask object (its id, checked against a weak reference): each mask belongs to one
-        (parser state, lexer state) of one builder, whose completeness does not depend on
-        the carry, and builders that share this memo (fill-in-the-middle's copies) never
-        read each other's entries."""
-        m = self.mask(p, q, carry)
-        e = self._packed.get(id(m))
-        if e is not None and e[0]() is m:
-            return e[1]
-        pk = np.packbits(m, bitorder="little")
-        if 0 <= eos < len(m):
+        never written: a server's bitmask fill of a configuration met before is one lookup
+        and a 16 KB copy, not a pack of 129k bools. Keyed like the mask memo (a mask and
+        its completeness are functions of the configuration), in a memo of its own, 1/8 of
+        the mask memo's size at most."""
+        key = (p[PUID], q, carry, eos)
+        pk = self._packed.young.get(key)
+        if pk is None:
+            pk = self._packed.get(key)
+        if pk is not None:
+            return pk
+        pk = np.packbits(self.mask(p, q, carry), bitorder="little")
+        if 0 <= eos < self.vocab_size:
             byte, bit = eos >> 3, 1 << (eos & 7)
             pk[byte] = (int(pk[byte]) | bit) if self.complete(p, q, carry) else (
                 int(pk[byte]) & ~bit & 0xFF)
-        self._packed.put(id(m), (weakref.ref(m), pk))
+        pk.flags.writeable = False
+        self._packed.put(key, pk)
         return pk
 
     def complete(self, p: PState, q: int, carry: int) -> bool:

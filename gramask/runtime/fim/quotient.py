@@ -273,4 +273,5 @@ def _builder_for(ob: MaskBuilder, aut: Automaton, markers: list[int],
     qb = copy.copy(ob)
     qb.ctx = ctx
     qb._masks = BoundedMemo(memo_size(aut.limits.mask_cache))
+    qb._packed = BoundedMemo(memo_size(aut.limits.mask_cache))  # keyed by parser state ids
     return qb
