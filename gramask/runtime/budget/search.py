@@ -99,7 +99,7 @@ class PlanSearch:
         )
         # (walk's function, k, state key) → :func:`cheapest_steps`' chunks and their states
         self._cheapest: BoundedMemo[tuple[object, int, tuple[int, ...]],
-                                    list[tuple[bytes, RunState]]] = BoundedMemo(
+                                    tuple[tuple[bytes, RunState], ...]] = BoundedMemo(
             memo_size(lim.mask_cache))
 
     def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
@@ -463,7 +463,7 @@ def cheapest_steps(search: PlanSearch, st: S, walk: Walk[S], view: View[S], k: i
     key = (getattr(walk, "__func__", walk), k, _memo_key(here[0], here[1], st))
     known = search._cheapest.get(key)
     if known is not None:
-        return cast("list[tuple[bytes, S]]", known)
+        return cast("list[tuple[bytes, S]]", list(known))
     costs = search.costs
     by_tokens = sorted((search.tok.count(chunk), i, chunk)
                        for i, chunk in enumerate(search._chunks(*here)))
@@ -480,7 +480,7 @@ def cheapest_steps(search: PlanSearch, st: S, walk: Walk[S], view: View[S], k: i
             best.sort(key=lambda e: (e[0], e[1]))
             del best[k:]
     out = [(chunk, nst) for _, _, chunk, nst in best]
-    search._cheapest.put(key, out)
+    search._cheapest.put(key, tuple(out))
     return out
 
 
