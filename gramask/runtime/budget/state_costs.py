@@ -291,6 +291,11 @@ class SearchEstimate(StateCosts):
         self.stacks: frozenset[BoundaryStack] = frozenset()
         self._k_by_levels: dict[tuple[int, ...], int] = {}
         self._dist: dict[tuple[int, ...], int] = {}
+        # (q, carry, parser uid) → the estimate: a search pushes every chunk's state and
+        # meets the same ones again (sibling chunks, the next step's searches); valid while
+        # the fields it reads are the same objects (``_of``)
+        self._memo: dict[tuple[int, int, int], int] = {}
+        self._of: tuple[int, ...] = ()
         self.mirror(bounds)
 
     def mirror(self, bounds: StateCosts) -> None:
@@ -309,6 +314,20 @@ class SearchEstimate(StateCosts):
         return k
 
     def state_cost(self, q: int, carry: int, p: PState) -> int:
+        of = (id(self.boundary), id(self.glued), id(self.end_check), id(self.stacks),
+              id(self.suffix_widths))
+        if of != self._of:
+            self._memo.clear()
+            self._of = of
+        key = (q, carry, p[PUID])
+        h = self._memo.get(key)
+        if h is None:
+            if len(self._memo) >= 1 << 16:
+                self._memo.clear()
+            h = self._memo[key] = self._state_cost(q, carry, p)
+        return h
+
+    def _state_cost(self, q: int, carry: int, p: PState) -> int:
         h = super().state_cost(q, carry, p)
         if h == 0 or not self.stacks or not self.has_indent:
             return h
