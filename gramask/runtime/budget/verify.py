@@ -71,12 +71,6 @@ class CompletionPool:
         # again); kept per constraint like the pool, so a mask depends only on its own
         # generation's history
         self.verified: dict[tuple[int, ...], tuple[int, ...]] = {}
-        # a state's key → the most tokens left with which its full checks (plan searches,
-        # detours, a retry: none cut short by a step's caps) found no completion from it: a
-        # later step with no more left gives it only the cheap checks (a walk or two). This
-        # only ever forbids: what is admitted is still walked. Real code revisits such
-        # states step after step (inside a comment, the same parser states below it)
-        self.failed: dict[tuple[int, ...], int] = {}
 
     def add(self, completion: tuple[int, ...]) -> None:
         if not completion:
@@ -437,18 +431,11 @@ class WalkedVerifier(Generic[S]):
         known = memo.get(k)
         if known is not None and len(known) <= self.left:
             return known
-        failed = self.pool.failed
-        if failed.get(k, -1) >= self.left:
-            return self.cheap(s, data, vertex)
         r = self._state(s, vertex, data, size)
         if r is not None and (known is None or len(r) < len(known)):
             if len(memo) >= 4096:
                 memo.clear()
             memo[k] = r
-        elif r is None and self.plans > 0 and self.retries > 0:
-            if len(failed) >= 4096:
-                failed.clear()
-            failed[k] = max(failed.get(k, -1), self.left)
         return r
 
     def _state(self, s: S, vertex: Hashable, data: bytes, size: int,
