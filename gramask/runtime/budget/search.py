@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -97,6 +97,10 @@ class PlanSearch:
         self._plans: BoundedMemo[tuple[int, ...], tuple[int, ...]] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
+        # (walk's function, k, state key) → :func:`cheapest_steps`' chunks and their states
+        self._cheapest: BoundedMemo[tuple[object, int, tuple[int, ...]],
+                                    tuple[tuple[bytes, RunState], ...]] = BoundedMemo(
+            memo_size(lim.mask_cache))
 
     def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
              search: int = SEARCH_NODES, escalate: bool = False) -> tuple[int, ...]:
@@ -445,13 +449,39 @@ class PlanSearch:
 def cheapest_steps(search: PlanSearch, st: S, walk: Walk[S], view: View[S], k: int
                    ) -> list[tuple[bytes, S]]:
     """The ``k`` chunks of :meth:`PlanSearch.search_text` from ``st`` that rank cheapest
-    (tokens of the chunk + the bound from where it leads, as the search orders them), each
-    with the state its walk reaches: the first steps of a short detour (an operand after
-    ``>=``, the ``)`` after ``(t``) before a route known to end is rejoined."""
-    ranked = [(c + h, i, chunk, nst) for i, (chunk, nst, c, h)
-              in enumerate(_moves(search, st, view(st), walk, view, search.costs))]
-    ranked.sort(key=lambda e: (e[0], e[1]))
-    return [(chunk, nst) for _, _, chunk, nst in ranked[:k]]
+    (tokens of the chunk + the bound from where it leads, as the search orders them; ties by
+    the order of :meth:`PlanSearch._chunks`), each with the state its walk reaches: the first
+    steps of a short detour (an operand after ``>=``, the ``)`` after ``(t``) before a route
+    known to end is rejoined.
+
+    The bound from a chunk's state (``state_cost``) is what a state's ranking costs; it is
+    never below 0, so the chunks are taken by their own tokens first and the bound is asked
+    only while a chunk's tokens alone could still rank among the ``k`` cheapest (the same
+    ``k`` chunks as ranking them all). Memoised per state (and ``walk``'s function: the
+    states are the constraint's own)."""
+    here = view(st)
+    key = (getattr(walk, "__func__", walk), k, _memo_key(here[0], here[1], st))
+    known = search._cheapest.get(key)
+    if known is not None:
+        return cast("list[tuple[bytes, S]]", list(known))
+    costs = search.costs
+    by_tokens = sorted((search.tok.count(chunk), i, chunk)
+                       for i, chunk in enumerate(search._chunks(*here)))
+    best: list[tuple[int, int, bytes, S]] = []  # (rank, order, chunk, state), the k cheapest
+    for c, i, chunk in by_tokens:
+        if c >= INF or (len(best) >= k and c > best[-1][0]):
+            break  # this chunk and all after it rank behind the k kept (bounds are >= 0)
+        nst = walk(st, chunk)
+        if isinstance(nst, int):
+            continue
+        rank = c + min(costs.state_cost(*view(nst)), _SEARCH_H_CAP)
+        if len(best) < k or (rank, i) < best[-1][:2]:
+            best.append((rank, i, chunk, nst))
+            best.sort(key=lambda e: (e[0], e[1]))
+            del best[k:]
+    out = [(chunk, nst) for _, _, chunk, nst in best]
+    search._cheapest.put(key, tuple(out))
+    return out
 
 
 def _moves(search: PlanSearch, st: S, here: tuple[int, int, PState], walk: Walk[S],

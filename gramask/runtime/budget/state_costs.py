@@ -72,6 +72,11 @@ class StateCosts:
             memo_size(max(64, lim.parser_states // 16)))
         self._nl_cost: dict[int, int] = {}
         self._k_by_top: dict[tuple[int, tuple[int, ...]], int] = {}
+        # (q, carry, parser uid) → :meth:`state_cost`: plan searches and detours ask it of
+        # every chunk's state and meet the same ones again; valid while the fields it reads
+        # are the same objects (:meth:`_memo_of`; they are replaced, never changed in place)
+        self._sc: dict[tuple[int, int, int], int] = {}
+        self._sc_of: tuple[int, ...] = ()
 
     def nl_cost(self, width: int) -> int:
         """Tokens that spell a newline followed by ``width`` spaces."""
@@ -204,7 +209,25 @@ class StateCosts:
         return v
 
     def state_cost(self, q: int, carry: int, p: PState) -> int:
-        """Upper bound on the tokens that complete the input from runtime state (q, carry, p)."""
+        """Upper bound on the tokens that complete the input from runtime state (q, carry, p).
+        Memoised."""
+        of = self._memo_of()
+        if of != self._sc_of:
+            self._sc.clear()
+            self._sc_of = of
+        key = (q, carry, p[PUID])
+        r = self._sc.get(key)
+        if r is None:
+            if len(self._sc) >= 1 << 16:
+                self._sc.clear()
+            r = self._sc[key] = self._state_cost(q, carry, p)
+        return r
+
+    def _memo_of(self) -> tuple[int, ...]:
+        """The identities of the fields :meth:`state_cost` reads besides its arguments."""
+        return id(self.boundary), id(self.glued), id(self.end_check)
+
+    def _state_cost(self, q: int, carry: int, p: PState) -> int:
         mb = self.mb
         if self.end_check(q, carry, p) if self.end_check is not None else mb.complete(p, q, carry):
             return 0
@@ -308,8 +331,11 @@ class SearchEstimate(StateCosts):
                 self.nl_cost(w) for w in {*levels, top + 1, *self.suffix_widths})
         return k
 
-    def state_cost(self, q: int, carry: int, p: PState) -> int:
-        h = super().state_cost(q, carry, p)
+    def _memo_of(self) -> tuple[int, ...]:
+        return (*super()._memo_of(), id(self.stacks), id(self.suffix_widths))
+
+    def _state_cost(self, q: int, carry: int, p: PState) -> int:
+        h = super()._state_cost(q, carry, p)
         if h == 0 or not self.stacks or not self.has_indent:
             return h
         levels = p[INDENT]
