@@ -198,7 +198,9 @@ def build_lexer_dfa(
 
     # A product state is the set of live (terminal, state) pairs, kept as the sorted tuple of
     # their global numbers (terminal offset + state: terminal order, as the pairs were); one
-    # row of ``table`` per byte class, one column per global state.
+    # row of ``table`` per byte class, one column per global state. State 0, the start, is
+    # never re-entered: a lexeme that leads back to the start's set (`` `` in ``/ *x/``) is
+    # begun, and the runtime reads state 0 as "no lexeme pending".
     sizes = np.array([d.num_states for d in dfas], dtype=np.int64)
     offset = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
     owner = np.repeat(np.arange(n_terms, dtype=np.int64), sizes)
@@ -276,7 +278,7 @@ def _explore_dense(
     with np.errstate(over="ignore"):  # odd multipliers of a hash (Fibonacci hashing)
         mult = (np.arange(1, n_t + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
                 | np.uint64(1)).view(np.int64)
-    index: dict[bytes, int] = {start.astype(np.int32).tobytes(): 0}
+    index: dict[bytes, int] = {}  # state 0 is "no lexeme begun": no move returns to it
     found = [start]
     succ: list[np.ndarray] = []
     lo = 0
@@ -345,7 +347,7 @@ def _explore_sparse(
                 for col in zip(*map(state_row, key), strict=True)]
 
     return explore(tuple(start[start >= 0].tolist()), successors, MAX_LEXER_STATES,
-                   on_limit)
+                   on_limit, fresh_start=True)
 
 
 def _too_many_lexer_states(

@@ -281,14 +281,18 @@ def explore(
     successors: Callable[[K], list[K | None]],
     limit: int,
     on_limit: Callable[[list[K]], None],
+    *,
+    fresh_start: bool = False,
 ) -> tuple[list[K], list[list[int]]]:
     """Worklist construction of a DFA whose states are hashable keys (subsets, tuples).
 
     States are numbered in discovery order, ``start`` = 0; ``rows[i][c]`` is the number of
     ``successors(order[i])[c]``, or -1 where that is None (dead). When the ``limit``-th state
-    is discovered, ``on_limit(states so far)`` is called: it must raise.
+    is discovered, ``on_limit(states so far)`` is called: it must raise. ``fresh_start``: no
+    move leads back to state 0; a move to the start's key gets a state of its own (a
+    lexer's state 0 means "no lexeme begun", which ``x`` in ``/ *x/`` has).
     """
-    index = {start: 0}
+    index = {} if fresh_start else {start: 0}
     order = [start]
     rows: list[list[int]] = []
     i = 0
