@@ -16,7 +16,8 @@ __all__ = ["grammar_from_choices", "grammar_from_regex"]
 
 
 def grammar_from_regex(pattern: str) -> GrammarParts:
-    """The language of ``pattern`` (Python ``re`` syntax), matched as a whole.
+    """The language of ``pattern`` (Python ``re`` syntax), matched as a whole. A pattern that
+    matches the empty string allows the empty output (end of sequence at once) beside the rest.
 
     Raises
     ------
@@ -44,34 +45,16 @@ def grammar_from_regex(pattern: str) -> GrammarParts:
     b = GrammarBuilder()
     if not re.fullmatch(body, ""):
         b.rule("start", (b.terminal(f"(?:{body})", hint="REGEX"),))
-    else:
-        # a lexer terminal never matches the empty string: X* is taken as ε | X+
-        nonempty = _without_empty(body)
+    else:  # a lexer terminal never matches the empty string: start is REGEX' | ε
+        from .regex_nonempty import nonempty_regex
+
+        nonempty = nonempty_regex(body)
         if nonempty is None:
             raise GrammarError(
-                f"regex {pattern!r} matches the empty string; gramask takes such a regex only "
-                "in the form X* or X? (the output may be empty)", name="REGEX")
+                f"regex {pattern!r} matches only the empty string (no output to constrain)",
+                name="REGEX")
         b.rule("start", (b.terminal(nonempty, hint="REGEX"),), ())
     return b.parts("start", source=f"<regex {pattern[:40]!r}>", lexer="basic")
-
-
-def _without_empty(body: str) -> str | None:
-    """``X*`` → ``(?:X)+``, ``X?`` → ``(?:X)`` (when X itself cannot be empty), else None."""
-    from re import _parser as sre_parse
-    items = list(sre_parse.parse(body))
-    if len(items) != 1 or str(items[0][0]) not in ("MAX_REPEAT", "MIN_REPEAT"):
-        return None
-    lo, hi, _sub = items[0][1]
-    if lo != 0:
-        return None
-    m = re.fullmatch(r"(.*?)(\*|\?|\{0,(\d*)\})\??", body, re.S)
-    if m is None:
-        return None
-    inner = m.group(1)
-    if re.fullmatch(inner, ""):
-        return None
-    rep = "+" if hi == sre_parse.MAXREPEAT else f"{{1,{hi}}}"
-    return f"(?:{inner}){rep}"
 
 
 def grammar_from_choices(choices: Sequence[str]) -> GrammarParts:
