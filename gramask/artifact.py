@@ -336,6 +336,7 @@ _TERMINAL = {
     "ignored": lambda x: isinstance(x, bool),
     "automaton": _opt(_is_str),  # JSON string terminals only (grammar.TerminalSpec)
     "first_match": _opt(lambda x: isinstance(x, bool)),  # lazy Lark terminals only
+    "unicode_categories": _opt(lambda x: isinstance(x, bool)),  # re's \d, \w, \s
 }
 _INDENT = {
     "newline": _is_str, "indent": _is_str, "dedent": _is_str, "open_brackets": _is_strs,

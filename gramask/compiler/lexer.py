@@ -123,15 +123,17 @@ def terminal_dfa(t: Terminal) -> ByteDFA:
 
         return spec_dfa(automaton)
     first = bool(getattr(t, "first_match", False))
-    key = ("literal:" if t.is_string else "first:" if first else "regex:") + t.pattern
+    uni = bool(getattr(t, "unicode_categories", False))
+    key = (("literal:" if t.is_string else "first:" if first else "regex:")
+           + ("unicode:" if uni else "") + t.pattern)
     got = _TERMINAL_DFAS.get(key)
     if got is None:  # an error names this terminal; a refused regex is not retried
         got = _literal_dfa(t.pattern) if t.is_string else None
         if got is None:
             from ..frontends.json_prebuilt import prebuilt  # JSON text's terminals ship built
 
-            got = (regex_to_byte_dfa(t.name, t.pattern, first_match=True) if first else
-                   prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern))
+            got = (None if first or uni else prebuilt("regex:" + t.pattern)) or (
+                regex_to_byte_dfa(t.name, t.pattern, first, uni))
         drop_oldest(_TERMINAL_DFAS, _TERMINAL_DFAS_KEPT)
         _TERMINAL_DFAS[key] = got
     return got

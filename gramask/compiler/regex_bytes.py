@@ -149,9 +149,11 @@ class ByteDFA:
         return bool(self.finals[s])
 
 
-def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False) -> ByteDFA:
+def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False,
+                      unicode_categories: bool = False) -> ByteDFA:
     """Compile one terminal's regex to a trimmed byte DFA (``first_match``: lexemes of its
-    lazy alternatives end at their first match, see :func:`build_byte_nfa`).
+    lazy alternatives end at their first match; ``unicode_categories``: ``\\d``, ``\\w``,
+    ``\\s`` as ``re`` reads them; see :func:`build_byte_nfa`).
 
     Raises
     ------
@@ -175,7 +177,7 @@ def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False) -> Byt
     if by_width > MAX_TERMINAL_STATES:
         _too_many_states(name, pattern, by_width)
     try:
-        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match)
+        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match, unicode_categories)
     except RecursionError:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
