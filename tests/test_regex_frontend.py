@@ -93,7 +93,7 @@ def test_regex_that_may_be_empty_is_whole_match(pattern: str) -> None:
 
 
 @pytest.mark.parametrize("pattern", NULLABLE)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(text=st.text(alphabet=ALPHABET + ".", max_size=6))
 def test_regex_that_may_be_empty_matches_like_re(pattern: str, text: str) -> None:
     assert _accepts(_compiled(pattern), text) == bool(re.fullmatch(pattern, text)), text
@@ -128,7 +128,7 @@ def test_json_schema_pattern_may_match_the_empty_string() -> None:
 
 @pytest.mark.parametrize("pattern", [r"\w+", r"[^\W\d]\w*", r"\d{1,2}\s?\S", r"(?a)\w+\s?",
                                      r"(?i)[\w-]+\D?"])
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(text=st.text(alphabet=ALPHABET + "_-\xa0\x1cß", min_size=1, max_size=5))
 def test_categories_are_re_s(pattern: str, text: str) -> None:
     """``re``'s syntax is ``from_regex``'s promise: ``\\w`` matches ``é``, ``\\d`` ``٣``."""
