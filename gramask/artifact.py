@@ -53,7 +53,7 @@ __all__ = [
     "write_artifact",
 ]
 
-FORMAT_VERSION = 7  # 7: contextual end classes kept apart by what may follow their ignored lexemes; 6: contextual tables for indentation grammars (lex_nl); 5: newline heads count tabs and spaces apart; 4: lexer mode, accepting
+FORMAT_VERSION = 8  # 8: the lexer never re-enters its start state (a lexeme leading back to the start set gets its own state); 7: contextual end classes kept apart by what may follow their ignored lexemes; 6: contextual tables for indentation grammars (lex_nl); 5: newline heads count tabs and spaces apart; 4: lexer mode, accepting
 # sets, contextual tables; 3: the checksum covers the header; 2: end classes past ignored terminals
 MAGIC = "gramask-artifact"
 HEADER = "__header__"
@@ -336,6 +336,7 @@ _TERMINAL = {
     "ignored": lambda x: isinstance(x, bool),
     "automaton": _opt(_is_str),  # JSON string terminals only (grammar.TerminalSpec)
     "first_match": _opt(lambda x: isinstance(x, bool)),  # lazy Lark terminals only
+    "unicode_categories": _opt(lambda x: isinstance(x, bool)),  # re's \d, \w, \s
 }
 _INDENT = {
     "newline": _is_str, "indent": _is_str, "dedent": _is_str, "open_brackets": _is_strs,

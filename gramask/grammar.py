@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .compiler.regex_features import has_lazy_repeat
+from .compiler.regex_features import has_category, has_lazy_repeat
 from .errors import GrammarError
 from .lark_errors import guess_line, import_error, lex_error, undefined_start, visit_error
 
@@ -39,6 +39,9 @@ class TerminalSpec:
     # the pattern holds a lazy repeat: as in Python's ``re`` (lark's lexers), a lexeme of
     # its lazy alternatives ends at its first match (``/\\/\\*(.|\\n)*?\\*\\//`` at the first ``*/``)
     first_match: bool = False
+    # \d, \w, \s read as Python's ``re`` reads them (Unicode; ASCII under the a flag), not
+    # as gramask's ASCII subset (set by ``from_regex``, and by ``from_lark`` on request)
+    unicode_categories: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ class Grammar:
         lexer: str = "contextual",
         reserved_keywords: bool = False,
         keywords_win: bool = True,
+        unicode_categories: bool = False,
     ) -> Grammar:
         """Load Lark grammar text.
 
@@ -119,6 +123,10 @@ class Grammar:
         string terminal) and a regex that matches its text, the keyword wins, as in lark's
         contextual lexer (``if (a) = c;`` is no call of ``if``); ``False`` keeps every match
         (llguidance's reading: the parser continues with whichever fits).
+
+        ``unicode_categories``: read ``\\d``, ``\\w``, ``\\s`` in terminals as lark (Python's
+        ``re``) does, as Unicode classes; off, they add ASCII characters only (fewer lexer
+        states: Unicode ``\\w`` alone is ~300), see docs/semantics.md.
 
         ``indentation``: ``None`` detects Python-style indentation (``%declare _INDENT _DEDENT``
         with a ``_NEWLINE`` or ``_NL`` terminal) read as lark's ``Indenter`` reads it (the text
@@ -212,6 +220,7 @@ class Grammar:
                     priority=int(t.priority),
                     ignored=t.name in ignore,
                     first_match=not is_string and has_lazy_repeat(regex),
+                    unicode_categories=unicode_categories and has_category(regex),
                 )
             )
         _check_terminals(terminals, text, source)
@@ -443,6 +452,8 @@ def _terminal_json(t: TerminalSpec) -> dict[str, Any]:
         del out["automaton"]
     if not t.first_match:
         del out["first_match"]
+    if not t.unicode_categories:
+        del out["unicode_categories"]
     return out
 
 

@@ -125,3 +125,16 @@ def test_negated_categories_take_away_what_re_takes_away() -> None:
                           (r"\D", "٣"), (r"\W", "é"), (r"[^\w]", "ß")]:
         assert not re.fullmatch(pattern, text)
         assert not _dfa(pattern).matches(text.encode("utf-8")), (pattern, text)
+
+
+@pytest.mark.parametrize("pattern", [r"\S+", r"[^\s]+", r"\W+", r"[^\w-]+", r"\D+", r"\s+", r"\w+",
+                                     r"\d+", r"[\W\d]+", r"[^\S]+", r"(?a:\w+)", r"(?a:\W\S)",
+                                     r"(?i:[\w]k)", r"[^\W\d]\w*"])
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(alphabet=CATEGORY_ALPHABET + "Kk", min_size=1, max_size=4))
+def test_unicode_categories_read_as_re_reads_them(pattern: str, text: str) -> None:
+    key = "unicode:" + pattern
+    if key not in _CACHE:
+        _CACHE[key] = regex_to_byte_dfa("T", pattern, unicode_categories=True)
+    got = _CACHE[key].matches(text.encode("utf-8"))  # type: ignore[attr-defined]
+    assert got == bool(re.fullmatch(pattern, text)), (pattern, text)

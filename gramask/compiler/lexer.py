@@ -127,15 +127,17 @@ def terminal_dfa(t: Terminal) -> ByteDFA:
 
         return spec_dfa(automaton)
     first = bool(getattr(t, "first_match", False))
-    key = ("literal:" if t.is_string else "first:" if first else "regex:") + t.pattern
+    uni = bool(getattr(t, "unicode_categories", False))
+    key = (("literal:" if t.is_string else "first:" if first else "regex:")
+           + ("unicode:" if uni else "") + t.pattern)
     got = _TERMINAL_DFAS.get(key)
     if got is None:  # an error names this terminal; a refused regex is not retried
         got = _literal_dfa(t.pattern) if t.is_string else None
         if got is None:
             from ..frontends.json_prebuilt import prebuilt  # JSON text's terminals ship built
 
-            got = (regex_to_byte_dfa(t.name, t.pattern, first_match=True) if first else
-                   prebuilt("regex:" + t.pattern) or regex_to_byte_dfa(t.name, t.pattern))
+            got = (None if first or uni else prebuilt("regex:" + t.pattern)) or (
+                regex_to_byte_dfa(t.name, t.pattern, first, uni))
         drop_oldest(_TERMINAL_DFAS, _TERMINAL_DFAS_KEPT)
         _TERMINAL_DFAS[key] = got
     return got
@@ -203,7 +205,9 @@ def build_lexer_dfa(
 
     # A product state is the set of live (terminal, state) pairs, kept as the sorted tuple of
     # their global numbers (terminal offset + state: terminal order, as the pairs were); one
-    # row of ``table`` per byte class, one column per global state.
+    # row of ``table`` per byte class, one column per global state. State 0, the start, is
+    # never re-entered: a lexeme that leads back to the start's set (`` `` in ``/ *x/``) is
+    # begun, and the runtime reads state 0 as "no lexeme pending".
     sizes = np.array([d.num_states for d in dfas], dtype=np.int64)
     offset = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
     owner = np.repeat(np.arange(n_terms, dtype=np.int64), sizes)
@@ -282,7 +286,7 @@ def _explore_dense(
     with np.errstate(over="ignore"):  # odd multipliers of a hash (Fibonacci hashing)
         mult = (np.arange(1, n_t + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
                 | np.uint64(1)).view(np.int64)
-    index: dict[bytes, int] = {start.astype(np.int32).tobytes(): 0}
+    index: dict[bytes, int] = {}  # state 0 is "no lexeme begun": no move returns to it
     found = [start]
     succ: list[np.ndarray] = []
     lo = 0
@@ -350,7 +354,8 @@ def _explore_sparse(
         return [tuple(x for x in col if x >= 0) or None
                 for col in zip(*map(state_row, key), strict=True)]
 
-    return explore(tuple(start[start >= 0].tolist()), successors, max_states, on_limit)
+    return explore(tuple(start[start >= 0].tolist()), successors, max_states, on_limit,
+                   fresh_start=True)
 
 
 def _too_many_lexer_states(

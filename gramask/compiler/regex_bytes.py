@@ -149,9 +149,11 @@ class ByteDFA:
         return bool(self.finals[s])
 
 
-def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False) -> ByteDFA:
+def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False,
+                      unicode_categories: bool = False) -> ByteDFA:
     """Compile one terminal's regex to a trimmed byte DFA (``first_match``: lexemes of its
-    lazy alternatives end at their first match, see :func:`build_byte_nfa`).
+    lazy alternatives end at their first match; ``unicode_categories``: ``\\d``, ``\\w``,
+    ``\\s`` as ``re`` reads them; see :func:`build_byte_nfa`).
 
     Raises
     ------
@@ -175,7 +177,7 @@ def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False) -> Byt
     if by_width > MAX_TERMINAL_STATES:
         _too_many_states(name, pattern, by_width)
     try:
-        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match)
+        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match, unicode_categories)
     except RecursionError:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
@@ -281,14 +283,18 @@ def explore(
     successors: Callable[[K], list[K | None]],
     limit: int,
     on_limit: Callable[[list[K]], None],
+    *,
+    fresh_start: bool = False,
 ) -> tuple[list[K], list[list[int]]]:
     """Worklist construction of a DFA whose states are hashable keys (subsets, tuples).
 
     States are numbered in discovery order, ``start`` = 0; ``rows[i][c]`` is the number of
     ``successors(order[i])[c]``, or -1 where that is None (dead). When the ``limit``-th state
-    is discovered, ``on_limit(states so far)`` is called: it must raise.
+    is discovered, ``on_limit(states so far)`` is called: it must raise. ``fresh_start``: no
+    move leads back to state 0; a move to the start's key gets a state of its own (a
+    lexer's state 0 means "no lexeme begun", which ``x`` in ``/ *x/`` has).
     """
-    index = {start: 0}
+    index = {} if fresh_start else {start: 0}
     order = [start]
     rows: list[list[int]] = []
     i = 0

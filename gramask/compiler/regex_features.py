@@ -18,7 +18,7 @@ try:  # Python ≥ 3.11
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
-__all__ = ["check_features", "has_lazy_repeat", "regex_ops"]
+__all__ = ["check_features", "has_category", "has_lazy_repeat", "regex_ops"]
 
 _UNSUPPORTED = {
     "ASSERT": "a lookahead/lookbehind",
@@ -58,6 +58,18 @@ def has_lazy_repeat(pattern: str) -> bool:
     except (re.error, RecursionError):
         return False
     return any(str(op) == "MIN_REPEAT" and av[0] != av[1] for op, av in regex_ops(parsed))
+
+
+def has_category(pattern: str) -> bool:
+    """Does ``pattern`` use ``\\d``, ``\\w``, ``\\s`` or their negations (where gramask's
+    ASCII reading and ``re``'s Unicode one can differ)? False for a pattern ``re`` cannot
+    parse."""
+    try:
+        parsed = _sre_parse.parse(pattern)
+    except (re.error, RecursionError):
+        return False
+    return any(str(op) == "IN" and any(str(iop) == "CATEGORY" for iop, _ in av)
+               for op, av in regex_ops(parsed))
 
 
 def regex_ops(items: Any) -> Iterator[tuple[Any, Any]]:

@@ -11,7 +11,10 @@ keep their languages: ``\\d``, ``\\w``, ``\\s`` are ASCII classes where they add
 and a class matches what it matches read both with them and with Python's Unicode classes:
 ``\\S``, ``\\W``, ``\\D``, ``[^\\s]`` take away all of ``re``'s characters (``\\S`` excludes
 ``\\x1c`` and ``\\xa0`` as ``re`` does), ``[\\s\\S]`` is any character, and the language is
-always within ``re``'s (a subset where ``re`` matches more, never a superset); ``.`` is any character
+always within ``re``'s (a subset where ``re`` matches more, never a superset). With
+``unicode_categories`` (``Grammar.from_regex``; ``from_lark`` on request) they are read as
+``re`` reads them instead: its Unicode sets, ASCII ones under the ``a`` flag (Unicode ``\\w``
+is ~300 byte-automaton states, ASCII ``\\w`` one). ``.`` is any character
 but ``\\n`` (any character with ``s``); case-insensitive characters match their lower and upper
 case (Python ``re``'s simple folding where the case mapping changes length, see
 :func:`~.charclass.case_variants`). Lazy repeats are the same language as greedy ones; a Lark
@@ -111,7 +114,8 @@ def _class_sequences(chars: CharSet) -> tuple[list[tuple[int, int]], ...]:
     return tuple(seq for lo, hi in chars for seq in utf8_sequences(lo, hi))
 
 
-def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False) -> ByteNFA:
+def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
+                   unicode_categories: bool = False) -> ByteNFA:
     """Thompson construction over bytes for ``pattern`` (a Python regex).
 
     ``first_match``: read lazy repeats as Python's ``re`` (and so lark's lexers) do: a
@@ -121,6 +125,9 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False) -> B
     threads where a subset reaches it. Alternatives that mix lazy and greedy repeats are
     read as the language they match (as without ``first_match``).
 
+    ``unicode_categories``: read ``\\d``, ``\\w``, ``\\s`` and their negations exactly as
+    ``re`` does (Unicode sets; ASCII ones under the ``a`` flag) instead of as both readings.
+
     Raises :class:`RegexNotRegular` for lookarounds, backreferences, anchors, atomic groups and
     possessive repeats, :class:`NFATooLarge` past ``max_nodes`` nodes, and ``re.error`` for
     a pattern ``re`` cannot parse.
@@ -128,7 +135,7 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False) -> B
     parsed = _sre_parse.parse(pattern)
     nfa = ByteNFA(max_nodes)
     start = nfa.node()
-    builder = _Builder(nfa)
+    builder = _Builder(nfa, unicode_categories)
     flags = int(parsed.state.flags)
     if not first_match:
         nfa.final = builder.seq(parsed, start, flags)
@@ -172,8 +179,9 @@ def _lazy_only(items: Any) -> bool:
 
 
 class _Builder:
-    def __init__(self, nfa: ByteNFA) -> None:
+    def __init__(self, nfa: ByteNFA, unicode_categories: bool = False) -> None:
         self.nfa = nfa
+        self.exact = unicode_categories
         # classes by parse node: a counted repeat wires the same atom once per copy
         self.classes: dict[tuple[int, int, int], CharSet] = {}
 
@@ -244,6 +252,10 @@ class _Builder:
                 cats.append(str(iav))
             else:  # pragma: no cover - re's parser produces nothing else inside []
                 raise RegexNotRegular(f"the class item {iop}")
+        if self.exact:  # re's reading: its Unicode sets, ASCII ones under the a flag
+            ascii_only = flags & _c.SRE_FLAG_ASCII or not cats
+            return self._class_set(parts, cats, negate, icase,
+                                   _ascii_category if ascii_only else _unicode_category)
         s = self._class_set(parts, cats, negate, icase, _ascii_category)
         if negate or any("_NOT_" in name for name in cats):  # else the ASCII reading is less
             s = complement(normalize([*complement(s), *complement(self._class_set(

@@ -48,13 +48,15 @@ class GrammarBuilder:
         self._last: set[str] = set()  # terminals that lose every tie (see terminal)
 
     def terminal(self, pattern: str, *, hint: str = "T", literal: bool = False,
-                 ignored: bool = False, automaton: str = "", last: bool = False) -> str:
+                 ignored: bool = False, automaton: str = "", last: bool = False,
+                 unicode_categories: bool = False) -> str:
         """The name of the terminal matching ``pattern`` (a Python regex; or, with
         ``automaton``, the JSON string spec it names), created once. ``last``: ranked after
         the others, so it loses the ties a greedy reading breaks — for terminals never
         expected beside the ones they overlap (a JSON object's keys and its string values:
         the contextual lexer never compares them, but the planner's costs follow the
-        greedy winner where it can, and would route a value around every key)."""
+        greedy winner where it can, and would route a value around every key).
+        ``unicode_categories``: see ``gramask.grammar.TerminalSpec``."""
         key = (automaton or pattern, ignored)
         name = self._terminal_of.get(key)
         if name is None:
@@ -62,7 +64,9 @@ class GrammarBuilder:
             name = f"{base}_{len(self.terminals)}" if not base[0].isdigit() else f"T_{base}"
             self._terminal_of[key] = name
             self.terminals.append({"name": name, "pattern": pattern, "is_string": literal,
-                                   "ignored": ignored, "automaton": automaton})
+                                   "ignored": ignored, "automaton": automaton,
+                                   **({"unicode_categories": True} if unicode_categories
+                                      else {})})
             if last:
                 self._last.add(name)
         return name

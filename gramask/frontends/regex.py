@@ -16,7 +16,10 @@ __all__ = ["grammar_from_choices", "grammar_from_regex"]
 
 
 def grammar_from_regex(pattern: str) -> GrammarParts:
-    """The language of ``pattern`` (Python ``re`` syntax), matched as a whole.
+    """The language of ``pattern`` (Python ``re`` syntax), matched as a whole, as
+    ``re.fullmatch`` reads it: ``\\d``, ``\\w``, ``\\s`` are Unicode classes (ASCII under
+    the ``a`` flag). A pattern that matches the empty string allows the empty output (end of
+    sequence at once) beside the rest.
 
     Raises
     ------
@@ -33,45 +36,34 @@ def grammar_from_regex(pattern: str) -> GrammarParts:
         re.compile(pattern)
     except re.error as e:
         raise InvalidRegexError(f"invalid regex {pattern!r}: {e}", name="REGEX") from None
-    body = pattern
+    # global flags (``(?i)`` first) hold for the whole pattern: they become a scoped group
+    # around it (as written, they cannot stand inside the group the terminal wraps it in)
+    m = re.match(r"(?:\(\?[aiLmsux]+\))*", pattern)
+    flags = "".join(dict.fromkeys(re.findall("[aiLmsux]", m.group()))) if m else ""
+    body = pattern[m.end():] if m else pattern
     # a leading ^ / trailing $ (or \A, \Z) is what whole-match means anyway
     body = re.sub(r"^(?:\^|\\A)", "", body)
     if re.search(r"(?<!\\)(?:\\\\)*(?:\$|\\Z)$", body):
         body = body[:-2] if body.endswith("\\Z") else body[:-1]
-    from ..compiler.regex_features import check_features
+    if flags:  # (a verbose pattern's last line may be a comment: the group closes below it)
+        body = f"(?{flags}:{body}\n)" if "x" in flags else f"(?{flags}:{body})"
+    from ..compiler.regex_features import check_features, has_category
 
     check_features("REGEX", body)
     b = GrammarBuilder()
+    uni = has_category(body)  # \d, \w, \s as re reads them (Unicode), the promise here
     if not re.fullmatch(body, ""):
-        b.rule("start", (b.terminal(f"(?:{body})", hint="REGEX"),))
-    else:
-        # a lexer terminal never matches the empty string: X* is taken as ε | X+
-        nonempty = _without_empty(body)
+        b.rule("start", (b.terminal(f"(?:{body})", hint="REGEX", unicode_categories=uni),))
+    else:  # a lexer terminal never matches the empty string: start is REGEX' | ε
+        from .regex_nonempty import nonempty_regex
+
+        nonempty = nonempty_regex(body)
         if nonempty is None:
             raise GrammarError(
-                f"regex {pattern!r} matches the empty string; gramask takes such a regex only "
-                "in the form X* or X? (the output may be empty)", name="REGEX")
-        b.rule("start", (b.terminal(nonempty, hint="REGEX"),), ())
+                f"regex {pattern!r} matches only the empty string (no output to constrain)",
+                name="REGEX")
+        b.rule("start", (b.terminal(nonempty, hint="REGEX", unicode_categories=uni),), ())
     return b.parts("start", source=f"<regex {pattern[:40]!r}>", lexer="basic")
-
-
-def _without_empty(body: str) -> str | None:
-    """``X*`` → ``(?:X)+``, ``X?`` → ``(?:X)`` (when X itself cannot be empty), else None."""
-    from re import _parser as sre_parse
-    items = list(sre_parse.parse(body))
-    if len(items) != 1 or str(items[0][0]) not in ("MAX_REPEAT", "MIN_REPEAT"):
-        return None
-    lo, hi, _sub = items[0][1]
-    if lo != 0:
-        return None
-    m = re.fullmatch(r"(.*?)(\*|\?|\{0,(\d*)\})\??", body, re.S)
-    if m is None:
-        return None
-    inner = m.group(1)
-    if re.fullmatch(inner, ""):
-        return None
-    rep = "+" if hi == sre_parse.MAXREPEAT else f"{{1,{hi}}}"
-    return f"(?:{inner}){rep}"
 
 
 def grammar_from_choices(choices: Sequence[str]) -> GrammarParts:

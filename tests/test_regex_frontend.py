@@ -1,0 +1,158 @@
+"""``Grammar.from_regex`` against Python's ``re.fullmatch``: regexes that may match the empty
+string (frontends/regex_nonempty.py), and a lexer whose start state a lexeme leads back to."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gramask
+from gramask import Grammar, GrammarError
+from gramask.errors import UnsupportedRegexError
+from gramask.frontends.regex_nonempty import nonempty_regex
+
+BYTES = gramask.Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b"</s>"],
+                                       eos_token_id=256, name="bytes")
+EOS = 256
+ALPHABET = "abxAé5\n٣\u3000"
+
+# regexes built from atoms that may be empty (``(|x)``, ``a{0}``) or not, with groups,
+# alternatives, counted and lazy repeats, and flags in groups
+_ATOMS = st.sampled_from(["a", "b", "x", "é", r"\d", r"\w", ".", "[a-c]", "[^a]", "(?i:A)",
+                          "(?s:.)", "", "a{0}", r"\n"])
+
+
+def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.lists(children, min_size=1, max_size=3).map(lambda xs: "(" + "|".join(xs) + ")"),
+        st.lists(children, min_size=2, max_size=3).map("".join),
+        st.tuples(children, st.sampled_from(["*", "+", "?", "{0,2}", "{1,3}", "{2}", "*?",
+                                             "??", "{0}"])).map(lambda t: f"(?:{t[0]}){t[1]}"),
+    )
+
+
+REGEXES = st.recursive(_ATOMS, _combine, max_leaves=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(REGEXES, st.lists(st.text(alphabet=ALPHABET, max_size=5), max_size=20))
+def test_nonempty_regex_is_the_language_without_the_empty_string(pattern: str,
+                                                                 texts: list[str]) -> None:
+    got = nonempty_regex(pattern)
+    if got is None:
+        assert re.fullmatch(pattern, "") and not any(
+            t and re.fullmatch(pattern, t) for t in [*texts, "a", "x", "é", "ab"])
+        return
+    assert not re.fullmatch(got, "")
+    for text in texts:
+        if text:
+            assert bool(re.fullmatch(got, text)) == bool(re.fullmatch(pattern, text)), text
+
+
+def test_flags_are_kept() -> None:
+    for pattern, text, matches in [("(?i)a?", "A", True), ("(?i:a)?b?", "A", True),
+                                   ("(?i:a?)b?", "B", False), ("(?s).?", "\n", True),
+                                   (".?", "\n", False), (r"(?a:\w?)", "é", False),
+                                   (r"\w?", "é", True), ("(?x) a ? # comment", "a", True)]:
+        got = nonempty_regex(pattern)
+        assert got is not None
+        assert bool(re.fullmatch(got, text)) == matches == bool(re.fullmatch(pattern, text))
+
+
+@functools.cache
+def _compiled(pattern: str) -> gramask.CompiledGrammar:
+    return gramask.compile(Grammar.from_regex(pattern), BYTES, cache=False, progress=False)
+
+
+def _accepts(cg: gramask.CompiledGrammar, text: str) -> bool:
+    c = cg.constraint()
+    for b in text.encode("utf-8"):
+        if not c.allowed()[b]:
+            return False
+        c.advance(b)
+    assert bool(c.allowed()[EOS]) == c.is_complete()
+    return c.is_complete()
+
+
+NULLABLE = [r"(\w?)+", r"^(?:(?:\.[^a])*)", "a?b?", "(|x)", r"^(a?|\d*[a-c]+)+$", "(5*b)?",
+            r"(?i:x?)(?:ab|)*", r"(\d{0,2}\.){0,3}", "a*?b??", "(?i)^(?:ab)?$"]
+
+
+@pytest.mark.parametrize("pattern", NULLABLE)
+def test_regex_that_may_be_empty_is_whole_match(pattern: str) -> None:
+    cg = _compiled(pattern)
+    c = cg.constraint()
+    assert c.is_complete() and c.allowed()[EOS]  # the empty output: end at once
+    assert not cg.constraint().shortest_completion().data
+
+
+@pytest.mark.parametrize("pattern", NULLABLE)
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(alphabet=ALPHABET + ".", max_size=6))
+def test_regex_that_may_be_empty_matches_like_re(pattern: str, text: str) -> None:
+    assert _accepts(_compiled(pattern), text) == bool(re.fullmatch(pattern, text)), text
+
+
+def test_only_the_empty_string_and_possessive_repeats_are_refused() -> None:
+    for pattern in ("a{0}", "(|)", "(?:)", "^$", "(a{0})*"):
+        with pytest.raises(GrammarError, match="only the empty string"):
+            Grammar.from_regex(pattern)
+    with pytest.raises(UnsupportedRegexError, match="possessive"):
+        Grammar.from_regex("(a?+)b?")
+
+
+def test_a_lexeme_back_at_the_lexer_s_start_is_still_pending() -> None:
+    """After ``x`` of ``/x*y/`` every terminal is where it started: the lexer must still
+    know a lexeme is pending (it ended the input there as if none were)."""
+    cg = gramask.compile(Grammar.from_lark("start: A+\nA: /x*y/\n"), BYTES, cache=False,
+                         progress=False)
+    for text, ok in (("xyx", False), ("xyxy", True), ("x", False), ("y", True)):
+        assert _accepts(cg, text) == ok, text
+    assert not _accepts(_compiled("(5*b)?"), "5")
+
+
+def test_json_schema_pattern_may_match_the_empty_string() -> None:
+    """A JSON Schema ``pattern`` is a search inside a string value (its own path): empty
+    strings pass where the pattern allows them."""
+    schema = json.dumps({"type": "string", "pattern": "^a?$"})
+    cg = gramask.compile(Grammar.from_json_schema(schema), BYTES, cache=False, progress=False)
+    for text, ok in (('""', True), ('"a"', True), ('"aa"', False), ('"b"', False)):
+        assert _accepts(cg, text) == ok, text
+
+
+@pytest.mark.parametrize("pattern", [r"\w+", r"[^\W\d]\w*", r"\d{1,2}\s?\S", r"(?a)\w+\s?",
+                                     r"(?i)[\w-]+\D?"])
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(alphabet=ALPHABET + "_-\xa0\x1cß", min_size=1, max_size=5))
+def test_categories_are_re_s(pattern: str, text: str) -> None:
+    """``re``'s syntax is ``from_regex``'s promise: ``\\w`` matches ``é``, ``\\d`` ``٣``."""
+    assert _accepts(_compiled(pattern), text) == bool(re.fullmatch(pattern, text)), text
+
+
+def test_unicode_categories_flag_and_its_artifact(tmp_path: Path) -> None:
+    plain = Grammar.from_regex("[a-z]+")  # no category: the fingerprint it always had
+    assert "unicode_categories" not in json.dumps(plain.to_json())
+    cg = _compiled(r"\w+")
+    assert cg.grammar.terminals[0].unicode_categories
+    cg.save(tmp_path / "w.gmask")
+    back = gramask.CompiledGrammar.load(tmp_path / "w.gmask")
+    assert back.grammar.fingerprint() == cg.grammar.fingerprint()
+    assert _accepts(back, "café") and not _accepts(back, "ca fé")
+
+
+def test_lark_terminals_read_categories_as_ascii_unless_asked() -> None:
+    text = "start: NAME+\nNAME: /\\w+/\n%ignore /\\s+/\n"
+    for uni in (False, True):
+        g = Grammar.from_lark(text, unicode_categories=uni)
+        cg = gramask.compile(g, BYTES, cache=False, progress=False)
+        assert _accepts(cg, "ab c1")
+        assert _accepts(cg, "café ٣") == uni
+        assert _accepts(cg, "a \u3000b") == uni  # \u3000 is whitespace to re
+        # (not "a\u3000b": a limit of the byte-level lexer, docs/semantics.md: a word does not
+        # end where the next character shares its first UTF-8 bytes with a word character)
