@@ -164,8 +164,9 @@ class _Compiler(TypeKeywords):
         if "not" in out:
             neg = negate(out.pop("not"), resolve, _ANNOTATIONS)
             if neg is None:
-                self.refuse("not", ptr, "supported over type, const/enum, required, properties "
-                                        "(and anyOf/allOf/$ref of those) only")
+                self.refuse("not", ptr, "supported over type, const/enum, required, properties, "
+                                        "number bounds, string lengths (and anyOf/allOf/$ref "
+                                        "of those) only")
             else:
                 parts.append(neg)
         if "if" in out:
@@ -173,8 +174,8 @@ class _Compiler(TypeKeywords):
             neg = negate(cond, resolve, _ANNOTATIONS)
             if neg is None:
                 self.refuse("if", ptr, "supported where the condition is over type, "
-                                       "const/enum, required, properties (and anyOf/allOf/$ref "
-                                       "of those) only")
+                                       "const/enum, required, properties, number bounds, string "
+                                       "lengths (and anyOf/allOf/$ref of those) only")
             else:
                 parts.append({"anyOf": [{"allOf": [cond, then]}, {"allOf": [neg, other]}]})
         if parts:

@@ -7,9 +7,8 @@ A context-free grammar has no complement in general, so only the schemas people 
 a listed object or array), ``required`` and ``properties`` whose values negate (the usual
 discriminator, ``{"properties": {"kind": {"const": "a"}}, "required": ["kind"]}``),
 number bounds, string lengths, ``anyOf``/``allOf``/``not`` of those, and local ``$ref`` to
-them. Anything else gives None,
-and the keyword is refused. Strings other than some words need a keyword JSON Schema lacks:
-:data:`EXCEPT`, read by the string compiler.
+them. Anything else gives None, and the keyword is refused. Strings other than some words need
+a keyword JSON Schema lacks: :data:`EXCEPT`, read by the string compiler.
 """
 
 from __future__ import annotations
