@@ -514,3 +514,16 @@ def test_contains() -> None:
           passing=[["a"], ["a", 1, None]], failing=[["a", "b"], [1], [], ["x", "b", "c"]])
     check({"contains": {"type": "null"}, "minContains": 0, "maxContains": 0},
           passing=[[], [1, 2]], failing=[[None], [1, None]])
+
+
+@pytest.mark.parametrize(("schema", "message"), [
+    ({"contains": 5}, "'contains' at #: must be a schema"),
+    ({"dependentSchemas": {"a": 4}}, "'dependentSchemas' at #: must map names to schemas"),
+    ({"dependencies": {"a": 4}}, "'dependencies' at #: must map names"),
+    ({"dependentRequired": {"a": [{}]}}, "'dependentRequired' at #: must map names"),
+    ({"propertyNames": {"pattern": "("}}, "'propertyNames' at #"),
+    ({"maxContains": -1, "contains": {}}, "'maxContains' at #: must be a non-negative"),
+])
+def test_this_rounds_keywords_name_bad_values(schema: Any, message: str) -> None:
+    with pytest.raises(GrammarError, match=re.escape(message)):
+        Grammar.from_json_schema(schema)

@@ -138,6 +138,8 @@ class _Compiler(TypeKeywords):
         if not isinstance(deps, dict) or not isinstance(schemas, dict):
             raise self.bad("dependencies" if not isinstance(deps, dict) else "dependentSchemas",
                            ptr, "must be an object")
+        if not all(isinstance(v, list | dict | bool) for v in deps.values()):
+            raise self.bad("dependencies", ptr, "must map names to arrays of names or schemas")
         names = out.get("dependentRequired", {})
         for k, v in deps.items():
             if isinstance(v, dict) and not set(v) - _ANNOTATIONS - {"required"}:
@@ -146,6 +148,8 @@ class _Compiler(TypeKeywords):
                 names = {**names, k: [*names.get(k, []), *v]}
             else:
                 schemas = {**schemas, k: {"allOf": [schemas[k], v]} if k in schemas else v}
+        if not all(isinstance(s, dict | bool) for s in schemas.values()):
+            raise self.bad("dependentSchemas", ptr, "must map names to schemas")
         if names:
             out["dependentRequired"] = names
         out["allOf"] = [*out.get("allOf", []), *(

@@ -74,8 +74,9 @@ class ObjectKeywords(SchemaCompilerBase):
             props.append((k, s, sp, k in required))
         deps_in = schema.get("dependentRequired", {})
         named = [*required, *(k for k, v in deps_in.items() for k in [k, *v])] \
-            if isinstance(deps_in, dict) and all(isinstance(v, list) for v in deps_in.values()) \
-            else required
+            if isinstance(deps_in, dict) and all(
+                isinstance(v, list) and all(isinstance(t, str) for t in v)
+                for v in deps_in.values()) else required  # (else refused below)
         for k in dict.fromkeys(named):  # keys other keywords name, beyond the properties:
             if k in props_in or not isinstance(k, str) or not name_ok(k):  # as optional ones
                 continue

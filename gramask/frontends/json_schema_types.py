@@ -283,6 +283,8 @@ class TypeKeywords(ObjectKeywords):
         where ``maxContains`` needs one, min, max); None without ``contains``."""
         if "contains" not in schema:
             return None
+        if not isinstance(schema["contains"], dict | bool):
+            raise self.bad("contains", ptr, "must be a schema (an object or a boolean)")
         bounds = self.counts(schema, ptr, "Contains")
         if bounds is None:  # no count fits: no array does
             return False, True, 1, 0
