@@ -97,6 +97,17 @@ def walk_comparing_masks(c: gramask.Constraint, lexer: object, reference: object
         c.advance(int(rnd.choice(ids)))
 
 
+def follow_along_the_masks(c: gramask.Constraint, token_ids: list[int]) -> None:
+    """Advance ``c`` by ``token_ids`` (a completion it planned), each allowed by the mask
+    and EOS allowed only at the end: the plan is reachable by masked decoding."""
+    eos = c.vocab.eos_token_id
+    for t in token_ids:
+        m = c.allowed()
+        assert m[t] and not m[eos]
+        c.advance(t)
+    assert c.is_complete() and c.allowed()[eos]
+
+
 def is_program(cg: gramask.CompiledGrammar, text: str) -> bool:
     """Does gramask call ``text`` a whole program (False where it is no prefix of one)?"""
     try:

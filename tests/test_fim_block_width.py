@@ -18,7 +18,7 @@ import pytest
 
 from gramask.runtime.budget.state_costs import stack_distance
 
-from ._support import compiled
+from ._support import compiled, follow_along_the_masks
 
 PREFIX = "def f(x):\n    return x"
 
@@ -31,17 +31,11 @@ PREFIX = "def f(x):\n    return x"
 ])
 def test_middle_opens_a_block_at_the_suffix_width(suffix: str, joined: bool) -> None:
     cg = compiled("python", "gpt2")
-    eos = cg.vocab.eos_token_id
     c = cg.constraint(PREFIX, suffix=suffix)
     sc = c.shortest_completion()
     assert sc.data.endswith(b"\\") == joined
     ast.parse(PREFIX + sc.text + suffix)
-    # the plan is reached along the masks, EOS only at its end
-    for t in sc.token_ids:
-        m = c.allowed()
-        assert m[t] and not m[eos]
-        c.advance(t)
-    assert c.is_complete() and c.allowed()[eos]
+    follow_along_the_masks(c, sc.token_ids)
 
 
 def test_stack_distance() -> None:

@@ -13,24 +13,18 @@ import pytest
 
 import gramask
 
-from ._support import compiled
+from ._support import compiled, follow_along_the_masks
 
 PREFIX, SUFFIX = "def f(x):\n    return x", "\n  y = 2\n      z = 3\n"
 
 
 def test_shortest_completion_ends_with_a_line_continuation() -> None:
     cg = compiled("python", "deepseek-v4")
-    eos = cg.vocab.eos_token_id
     c = cg.constraint(PREFIX, suffix=SUFFIX)
     sc = c.shortest_completion()
     assert sc.data.endswith(b"\\")
     ast.parse(PREFIX + sc.text + SUFFIX)
-    # EOS is reached along the masks
-    for t in sc.token_ids:
-        m = c.allowed()
-        assert m[t] and not m[eos]
-        c.advance(t)
-    assert c.is_complete() and c.allowed()[eos]
+    follow_along_the_masks(c, sc.token_ids)
 
 
 def test_a_budget_finds_the_same_minimum() -> None:
