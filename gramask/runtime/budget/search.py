@@ -273,7 +273,6 @@ class PlanSearch:
         indentation ``stacks`` it needs at the boundary (its branches' assumptions) order
         the search (:class:`SearchEstimate`), and their widths (without them, its lines'
         widths) are where the search's newlines open blocks besides the usual ones."""
-        self.estimate.stacks = stacks
         head = suffix.split(b"\n", 1)[0][:48]
         lead = 0
         for b in suffix:
@@ -281,9 +280,10 @@ class PlanSearch:
                 break
             lead = advance(lead, b)
         self.lead = lead if lead < BROKEN else 0
-        self.suffix_widths = self.estimate.suffix_widths = tuple(sorted(
+        self.suffix_widths = tuple(sorted(
             {w for below, w1, _, _ in stacks for w in (*below, w1) if w is not None}
             if stacks else _line_widths(suffix)))
+        self.estimate.for_suffix(stacks, self.suffix_widths)
         if not head:
             return
         trans = self.lex.trans

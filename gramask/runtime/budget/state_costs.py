@@ -316,6 +316,12 @@ class SearchEstimate(StateCosts):
         self._dist: dict[tuple[int, ...], int] = {}
         self.mirror(bounds)
 
+    def for_suffix(self, stacks: frozenset[BoundaryStack], widths: tuple[int, ...]) -> None:
+        """The suffix's stacks and widths; the memos derived from them are emptied."""
+        self.stacks, self.suffix_widths = stacks, widths
+        self._k_by_levels.clear()
+        self._dist.clear()
+
     def mirror(self, bounds: StateCosts) -> None:
         """Take the fill-in-the-middle fields the planner set on ``bounds``."""
         self.boundary, self.glued, self.end_check = bounds.boundary, bounds.glued, bounds.end_check
