@@ -200,8 +200,7 @@ class WalkedVerifier(Generic[S]):
         """The step plan's text (``tail``) if walking it from ``s`` ends complete."""
         if not self.tail or len(self.tail) > self.left:
             return None
-        end = self._walk_ids(s, self.tail)
-        return self.tail if end is not None and self.c._complete(end) else None
+        return self.tail if self._ends_complete(s, self.tail) else None
 
     def _by_rest(self, s: S, data: bytes) -> tuple[int, ...] | None:
         """The rest of the step plan's text after what the token's bytes ``data`` share
@@ -233,8 +232,7 @@ class WalkedVerifier(Generic[S]):
             for rest in self._rests[j]:
                 if len(rest) > self.left:
                     break
-                end = self._walk_ids(s, rest)
-                if end is not None and self.c._complete(end):
+                if self._ends_complete(s, rest):
                     return rest
         return None
 
@@ -263,8 +261,7 @@ class WalkedVerifier(Generic[S]):
             spelled = (self.planner.tok.tokenize(b" " * d + body) for d in range(9))
             self._pads = [ids for ids in spelled if ids and len(ids) <= self.left]
         for ids in self._pads:
-            end = self._walk_ids(s, ids)
-            if end is not None and self.c._complete(end):
+            if self._ends_complete(s, ids):
                 return ids
         return None
 
@@ -272,7 +269,7 @@ class WalkedVerifier(Generic[S]):
         """A short detour, then the step plan's text: after a token that opened what the
         plan's route does not close (``" >="`` where the plan was ``"then end"``: an operand
         first, ``"a then end"``; ``"(t"``: a ``")"`` first), the cheapest chunks the costs
-        rank from ``s`` (:meth:`~.search.PlanSearch.steps`), up to two in a row, each
+        rank from ``s`` (:func:`~.search.cheapest_steps`), up to two in a row, each
         followed by the plan's text or its text from one of its next lexemes on (each as it
         is, past its leading blanks, or after the separator), and those later texts alone,
         spelled in the fewest tokens and walked from ``s``. Tried where a group's own plan
@@ -288,10 +285,8 @@ class WalkedVerifier(Generic[S]):
             self._rejoins = self._rejoin_texts()
         for rejoin in self._rejoins[1:]:  # no detour: the plan's first lexemes skipped
             ids = pl.tok.tokenize(rejoin)
-            if ids and len(ids) <= self.left:
-                end = self._walk_ids(s, ids)
-                if end is not None and c._complete(end):
-                    return ids
+            if ids and len(ids) <= self.left and self._ends_complete(s, ids):
+                return ids
         level: list[tuple[bytes, S]] = [(b"", s)]
         for depth in range(_DETOUR_DEPTH):
             deeper: list[tuple[bytes, S]] = []
@@ -302,8 +297,7 @@ class WalkedVerifier(Generic[S]):
                         ids = pl.tok.tokenize(head + chunk + rejoin)
                         if not ids or len(ids) > self.left:
                             continue
-                        end = self._walk_ids(s, ids)
-                        if end is not None and c._complete(end):
+                        if self._ends_complete(s, ids):
                             return ids
                     deeper.append((head + chunk, nst))
             level = deeper
@@ -348,15 +342,12 @@ class WalkedVerifier(Generic[S]):
     def _by_pool(self, s: S) -> tuple[int, ...] | None:
         """A completion of the pool (:class:`CompletionPool`) whose walk from ``s`` ends
         complete within ``left``."""
-        c = self.c
         if self.pool is None:
             return None
         for cand in self.pool.items:
-            if len(cand) <= self.left:
-                end = self._walk_ids(s, cand)
-                if end is not None and c._complete(end):
-                    self.pool.add(cand)  # to the front: the next state likely ends so too
-                    return cand
+            if len(cand) <= self.left and self._ends_complete(s, cand):
+                self.pool.add(cand)  # to the front: the next state likely ends so too
+                return cand
         return None
 
     def _plan(self, s: S, search: int, pooled: bool = True, escalate: bool = False,
@@ -383,6 +374,11 @@ class WalkedVerifier(Generic[S]):
         if p is not None and self.pool is not None:
             self.pool.add(p)
         return p
+
+    def _ends_complete(self, s: S, ids: tuple[int, ...]) -> bool:
+        """Whether ``ids``, walked from ``s`` as a generation takes them, end complete."""
+        end = self._walk_ids(s, ids)
+        return end is not None and self.c._complete(end)
 
     def _walk_ids(self, s: S, ids: tuple[int, ...]) -> S | None:
         """The state after ``ids`` token by token, as a generation takes them (each token's
