@@ -23,7 +23,8 @@ from ..errors import GrammarError
 from .kept import drop_oldest
 from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa
 
-__all__ = ["MAX_LAZY_LEXER_STATES", "MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa", "terminal_dfa"]
+__all__ = ["MAX_LAZY_LEXER_STATES", "MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa",
+           "terminal_dfa"]
 
 
 class Terminal(Protocol):
