@@ -194,6 +194,25 @@ def test_pattern_properties_split_the_other_keys() -> None:
     check({"patternProperties": {"^a": False}}, passing=[{"b": 1}], failing=[{"a": 1}, {"ab": 1}])
 
 
+def test_defined_keys_read_patterns_as_ecma_does() -> None:
+    """A defined key is tested against ``patternProperties`` and ``propertyNames`` patterns
+    with ECMA 262's classes and anchors, as the key automata test every other key: ``\\d``
+    is ASCII, ``$`` does not match before a final newline (Python's ``re``, and so the
+    ``jsonschema`` oracle, read both otherwise; the texts are checked directly)."""
+    schema = {"properties": {"\u0663": {"type": "string"}, "a\n": {"type": "string"}},
+              "patternProperties": {"^\\d$": {"type": "integer"}, "^a$": {"type": "integer"}}}
+    cg = _compiled(json.dumps(schema))
+    for text, ok in (('{"\u0663":"x"}', True), ('{"\u0663":1}', False), ('{"a\\n":"x"}', True),
+                     ('{"a\\n":1}', False), ('{"7":1}', True), ('{"7":"x"}', False),
+                     ('{"a":1}', True), ('{"a":"x"}', False)):
+        assert accepts(cg, byte_ids(text)) == ok, text
+    names = {"properties": {"\u0663": {"type": "string"}, "7": {}},
+             "propertyNames": {"pattern": "^\\d$"}}
+    cg = _compiled(json.dumps(names))
+    assert accepts(cg, byte_ids('{"7":1}'))
+    assert not accepts(cg, byte_ids('{"\u0663":"x"}'))
+
+
 def test_recursion_through_merged_siblings() -> None:
     # SchemaStore's resjson: anyOf + $ref with a sibling keyword merges into a schema that
     # meets itself again with no $ref rule in between (it recursed without end)

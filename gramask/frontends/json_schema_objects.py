@@ -48,12 +48,16 @@ class ObjectKeywords(SchemaCompilerBase):
             self.refuse("patternProperties", ptr, f"more than {_MAX_PATTERNS} patterns are "
                                                   "not supported")
             pats = dict(list(pats.items())[:_MAX_PATTERNS])
-        pat_res = []
+        pat_res: list[Callable[[str], bool]] = []
         for p, _ in pats.items():
             try:
-                pat_res.append(re.compile(p))
+                re.compile(p)
             except re.error as e:
                 raise self.bad("patternProperties", ptr, f"invalid pattern {p!r}: {e}") from None
+            try:  # ECMA's reading, as the key automata read the other keys
+                pat_res.append(jt.pattern_test(p, _ptr_join(ptr, "patternProperties", p)))
+            except jt.PatternError:  # refused by pattern_regions below
+                pat_res.append(lambda k: False)
         names = self.property_names(schema.get("propertyNames", True), ptr)
         if names is None:  # no key is a valid name: only the empty object
             if required or schema.get("minProperties", 0):
@@ -67,8 +71,8 @@ class ObjectKeywords(SchemaCompilerBase):
             if not name_ok(k):
                 continue  # a key propertyNames refuses: never present
             sp = _ptr_join(ptr, "properties", k)
-            matched = [ps for (p, ps), rx in zip(pats.items(), pat_res, strict=True)
-                       if rx.search(k)]
+            matched = [ps for (p, ps), test in zip(pats.items(), pat_res, strict=True)
+                       if test(k)]
             if matched:
                 s = {"allOf": [s, *matched]}
             props.append((k, s, sp, k in required))
@@ -80,8 +84,8 @@ class ObjectKeywords(SchemaCompilerBase):
         for k in dict.fromkeys(named):  # keys other keywords name, beyond the properties:
             if k in props_in or not isinstance(k, str) or not name_ok(k):  # as optional ones
                 continue
-            matched = [ps for (p, ps), rx in zip(pats.items(), pat_res, strict=True)
-                       if rx.search(k)]
+            matched = [ps for (p, ps), test in zip(pats.items(), pat_res, strict=True)
+                       if test(k)]
             if matched or addl is not False or k in required:
                 s = {"allOf": matched} if matched else addl
                 props.append((k, s, _ptr_join(ptr, "additionalProperties"), k in required))
@@ -170,9 +174,8 @@ class ObjectKeywords(SchemaCompilerBase):
         tests: list[Callable[[str], bool]] = []
         try:
             if "pattern" in names:
-                rx = re.compile(names["pattern"])
                 regexes.append(jt.pattern_regex(names["pattern"], _ptr_join(where, "pattern")))
-                tests.append(lambda k: rx.search(k) is not None)
+                tests.append(jt.pattern_test(names["pattern"], _ptr_join(where, "pattern")))
             lo, hi = names.get("minLength", 0), names.get("maxLength")
             if lo or hi is not None:
                 if not isinstance(lo, int) or not isinstance(hi, int | None) or \

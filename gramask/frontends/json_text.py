@@ -7,7 +7,8 @@ code-point ranges. (String *terminals* are built as automata: :mod:`.json_string
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from re import _constants as _sre_c
 from re import _parser as _sre_parse
@@ -249,6 +250,15 @@ def pattern_regex(pattern: str, where: str) -> str:
     body = _seq(items, where)
     any_rep = f"{_ANY_DECODED}*"
     return ("" if start_anchor else any_rep) + body + ("" if end_anchor else any_rep)
+
+
+def pattern_test(pattern: str, where: str) -> Callable[[str], bool]:
+    """Whether a (decoded) string contains a match of the JSON Schema ``pattern``, by the
+    same ECMA 262 reading as :func:`pattern_regex` — not Python's (``\\d`` matching ``٣``,
+    ``$`` before a final newline), so a defined key is tested as the key automata test the
+    others. Raises :class:`PatternError` as :func:`pattern_regex` does."""
+    rx = re.compile(pattern_regex(pattern, where))
+    return lambda text: rx.fullmatch(text) is not None
 
 
 def _seq(items: Iterable[tuple[Any, Any]], where: str) -> str:
