@@ -12,7 +12,7 @@ from a lexer state be precomputed once, independent of the parser.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,10 +21,11 @@ import numpy as np
 from ..encoding import rows_of_bits
 from ..errors import GrammarError
 from .kept import drop_oldest
+from .reach_back import BITS, ReverseEdges, reach_back
 from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa
 
-__all__ = ["MAX_LAZY_LEXER_STATES", "MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa",
-           "terminal_dfa"]
+__all__ = ["MAX_LAZY_LEXER_STATES", "MAX_LEXER_STATES", "LexerDFA", "LexerRows", "Terminal",
+           "build_lexer_dfa", "terminal_dfa"]
 
 
 class Terminal(Protocol):
@@ -51,6 +52,33 @@ MAX_LEXER_STATES = 16_384
 MAX_LAZY_LEXER_STATES = 131_072
 
 
+class LexerRows(dict[int, list[int]]):
+    """A lexer's rows as Python lists, indexed like a list of them (``rows[q][byte]``, at
+    the cost of a dict lookup): each row is converted when first read, not all at once — a
+    request's lexer may have tens of thousands of states (a counted string beside a format),
+    of which its masks visit a few dozen, and converting all of them took seconds. ``len``
+    and iteration see every row, in order (converting them)."""
+
+    __slots__ = ("_trans",)
+
+    def __init__(self, trans: np.ndarray) -> None:
+        super().__init__()
+        self._trans = trans
+
+    def __missing__(self, q: int) -> list[int]:
+        if not 0 <= q < self._trans.shape[0]:
+            raise IndexError(f"lexer state {q} out of range")
+        row: list[int] = self._trans[q].tolist()
+        self[q] = row
+        return row
+
+    def __len__(self) -> int:
+        return int(self._trans.shape[0])
+
+    def __iter__(self) -> Iterator[list[int]]:  # type: ignore[override]
+        return (self[q] for q in range(len(self)))
+
+
 @dataclass
 class LexerDFA:
     """The combined lexer automaton; state 0 is "no byte of the lexeme read yet".
@@ -71,7 +99,7 @@ class LexerDFA:
     ignored: np.ndarray  # (T,) bool
     accepting: np.ndarray
 
-    _rows: list[list[int]] | None = field(default=None, init=False, repr=False, compare=False)
+    _rows: LexerRows | None = field(default=None, init=False, repr=False, compare=False)
     # :func:`gramask.compiler.ignored_follows.ignored_follows`, computed once for the compiler's
     # walks and the runtime built on the same automaton
     _follows: tuple[np.ndarray, list[frozenset[tuple[int, int]]]] | None = field(
@@ -81,11 +109,11 @@ class LexerDFA:
     def num_states(self) -> int:
         return int(self.trans.shape[0])
 
-    def rows(self) -> list[list[int]]:
-        """``trans`` as Python lists (what the runtime's byte walks index), converted once
-        for every runtime built on this automaton. Read only."""
+    def rows(self) -> LexerRows:
+        """``trans`` as Python lists (what the runtime's byte walks index), each row converted
+        on first use and kept for every runtime built on this automaton. Read only."""
         if self._rows is None:
-            self._rows = self.trans.tolist()
+            self._rows = LexerRows(self.trans)
         return self._rows
 
     @property
@@ -279,15 +307,85 @@ def _explore_dense(
     order their (state, class) pairs come, which is the order :func:`explore` numbers them
     in (it steps the same states in the same order), so the product is the same. Needs a
     terminal at least: a row of width 0 has no shape to step (the caller takes the sparse
-    path for a grammar without terminals)."""
+    path for a grammar without terminals).
+
+    The states found so far are looked up by a 64-bit hash of their row (the lookups and
+    the new states' numbers in bulk, not a Python step per successor: a request's lexer may
+    have 50,000 states), each hit checked against the row it names; a hash shared by two
+    rows (never seen) redoes the search with the rows' bytes as keys
+    (:func:`_explore_dense_exact`)."""
     n_t, n_cls = len(start), table.shape[1]
     assert n_t > 0
+    ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)]).astype(np.int32)
+    mult = _row_hash_multipliers(n_t)
+    index: dict[int, int] = {}  # state 0 is "no lexeme begun": no move returns to it
+    rows = np.empty((max(16, min(limit + 1, 1024)), n_t), dtype=np.int32)
+    rows[0] = start
+    n = 1
+    succ: list[np.ndarray] = []
+    lo = 0
+    while lo < n:
+        hi = min(n, lo + max(1, _DENSE_CHUNK // (n_cls * n_t)))
+        nxt = np.ascontiguousarray(ext[rows[lo:hi]].transpose(0, 2, 1)).reshape(-1, n_t)
+        ids = np.full(len(nxt), -1, dtype=np.int64)
+        alive = np.flatnonzero((nxt >= 0).any(axis=1))
+        if alive.size:
+            live = nxt[alive].astype(np.int64)
+            first, inv, h = _distinct_rows(live, mult)
+            if len(np.unique(h[first])) != len(first):  # two rows, one hash
+                return _explore_dense_exact(table, start, limit, on_limit)
+            order = np.argsort(first, kind="stable")  # in the order the pairs come
+            hk = h[first[order]].tolist()
+            got_o = np.array([-1 if q is None else q for q in map(index.get, hk)],
+                             dtype=np.int64)
+            hit = got_o >= 0
+            if hit.any() and not np.array_equal(rows[got_o[hit]],
+                                                live[first[order[hit]]]):
+                return _explore_dense_exact(table, start, limit, on_limit)
+            miss = np.flatnonzero(~hit)
+            new_ids = n + np.arange(len(miss), dtype=np.int64)
+            got_o[miss] = new_ids
+            if n + len(miss) > limit:  # the limit-th state's discovery: the states so far
+                rows = _grow(rows, limit + 1)
+                rows[n: limit + 1] = live[first[order[miss[: limit + 1 - n]]]]
+                on_limit([tuple(r[r >= 0].tolist()) for r in rows[: limit + 1]])
+            rows = _grow(rows, n + len(miss))
+            rows[n: n + len(miss)] = live[first[order[miss]]]
+            index.update(zip([hk[i] for i in miss.tolist()], new_ids.tolist(), strict=True))
+            n += len(miss)
+            got = np.empty(len(first), dtype=np.int64)
+            got[order] = got_o
+            ids[alive] = got[inv]
+        succ.append(ids.reshape(hi - lo, n_cls))
+        lo = hi
+    return rows[:n].astype(np.int64), np.concatenate(succ).astype(np.int32)
+
+
+def _grow(rows: np.ndarray, need: int) -> np.ndarray:
+    """``rows`` with room for ``need`` rows at least (doubling)."""
+    if need <= len(rows):
+        return rows
+    out = np.empty((max(need, 2 * len(rows)), rows.shape[1]), dtype=rows.dtype)
+    out[: len(rows)] = rows
+    return out
+
+
+def _row_hash_multipliers(n_t: int) -> np.ndarray:
+    with np.errstate(over="ignore"):  # odd multipliers of a hash (Fibonacci hashing)
+        return (np.arange(1, n_t + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                | np.uint64(1)).view(np.int64)
+
+
+def _explore_dense_exact(
+    table: np.ndarray, start: np.ndarray, limit: int,
+    on_limit: Callable[[list[tuple[int, ...]]], None],
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_explore_dense` with the rows' bytes as the keys of the states found."""
+    n_t, n_cls = len(start), table.shape[1]
     ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)])  # -1: dead
     width = 4 * n_t
-    with np.errstate(over="ignore"):  # odd multipliers of a hash (Fibonacci hashing)
-        mult = (np.arange(1, n_t + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-                | np.uint64(1)).view(np.int64)
-    index: dict[bytes, int] = {}  # state 0 is "no lexeme begun": no move returns to it
+    mult = _row_hash_multipliers(n_t)
+    index: dict[bytes, int] = {}
     found = [start]
     succ: list[np.ndarray] = []
     lo = 0
@@ -299,7 +397,7 @@ def _explore_dense(
         alive = np.flatnonzero((nxt >= 0).any(axis=1))
         if alive.size:
             live = nxt[alive]
-            first, inv = _distinct_rows(live, mult)
+            first, inv, _ = _distinct_rows(live, mult)
             got = np.empty(len(first), dtype=np.int64)
             keys = np.ascontiguousarray(live[first], dtype=np.int32).view(f"V{width}")
             for j in np.argsort(first, kind="stable").tolist():
@@ -311,17 +409,18 @@ def _explore_dense(
                     if q >= limit:
                         on_limit([tuple(r[r >= 0].tolist()) for r in found])
                 got[j] = q
-            ids[alive] = got[inv.reshape(-1)]
+            ids[alive] = got[inv]
         succ.append(ids.reshape(hi - lo, n_cls))
         lo = hi
     return np.stack(found), np.concatenate(succ).astype(np.int32)
 
 
-def _distinct_rows(rows: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(a first index of each distinct row, each row's distinct number), exact: rows are
-    grouped by a multiplicative hash (one sort of integers, not of byte strings) and the
-    grouping is checked against the rows themselves; a collision (never seen) falls back to
-    sorting the rows."""
+def _distinct_rows(rows: np.ndarray, mult: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a first index of each distinct row, each row's distinct number, each row's hash),
+    exact: rows are grouped by a multiplicative hash (one sort of integers, not of byte
+    strings) and the grouping is checked against the rows themselves; a collision (never
+    seen) falls back to sorting the rows."""
     with np.errstate(over="ignore"):
         h = rows @ mult  # wraps around: a hash
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
@@ -329,7 +428,7 @@ def _distinct_rows(rows: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.n
     if not np.array_equal(rows[first[inv]], rows):
         _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
-    return first, inv
+    return first, inv, h
 
 
 def _explore_sparse(
@@ -404,8 +503,17 @@ def _nonempty(d: ByteDFA) -> bool:
 
 
 def _winnable(cls_trans: np.ndarray, accept: np.ndarray, n_terms: int) -> np.ndarray:
-    """Backward closure of "this state's lexeme can end with terminal T" as int bitsets."""
+    """Backward closure of "this state's lexeme can end with terminal T" as int bitsets
+    (up to :data:`~gramask.compiler.reach_back.BITS` terminals: one uint64 per state,
+    pushed back a frontier at a time, :func:`~gramask.compiler.reach_back.reach_back`)."""
     n, n_cls = cls_trans.shape
+    if n_terms <= BITS:
+        seeds = np.zeros(n, dtype=np.uint64)
+        has = accept >= 0
+        seeds[has] = np.left_shift(np.uint64(1), accept[has].astype(np.uint64))
+        got = reach_back(ReverseEdges(cls_trans), seeds)
+        shifts = np.arange(n_terms, dtype=np.uint64)
+        return np.asarray((got[:, None] >> shifts[None, :]) & np.uint64(1), dtype=bool)
     # the reversed edges, deduplicated and grouped by head in one sort (the fixpoint does not
     # depend on the order predecessors are visited in)
     dst = cls_trans.reshape(-1).astype(np.int64)
