@@ -9,6 +9,7 @@ import pytest
 
 from gramask.compiler import lexer as lx
 from gramask.compiler.lexer import LexerRows
+from gramask.compiler.product_search import explore_dense, explore_dense_exact
 from gramask.compiler.reach_back import ReverseEdges, reach_back
 
 
@@ -80,8 +81,8 @@ def test_dense_search_numbers_states_as_the_exact_search(seed: int) -> None:
     def never(order: list[tuple[int, ...]]) -> None:
         raise AssertionError("limit")
 
-    fast = lx._explore_dense(table, start, 10**6, never)
-    exact = lx._explore_dense_exact(table, start, 10**6, never)
+    fast = explore_dense(table, start, 10**6, never)
+    exact = explore_dense_exact(table, start, 10**6, never)
     assert np.array_equal(fast[0], exact[0]) and np.array_equal(fast[1], exact[1])
 
 

@@ -66,7 +66,7 @@ def _ignored_follows(dfa: LexerDFA) -> tuple[np.ndarray, list[Pairs]]:
         )
     # the ignored ends each state reaches, BITS at a time as bit sets (reach_back), and per
     # distinct combination of them, the union of their pairs
-    edges = ReverseEdges(trans, by_columns=True)
+    edges = dfa._reverse or ReverseEdges(trans, by_columns=True)
     reach: list[np.ndarray] = []
     for lo in range(0, len(ign_acc), BITS):
         part = ign_acc[lo: lo + BITS]
