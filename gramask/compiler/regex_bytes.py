@@ -300,16 +300,20 @@ def explore(
     i = 0
     while i < len(order):
         row = []
+        prev: K | None = None  # a run of one key object (the byte classes of a range) is
+        j = -1  # looked up once, not hashed and compared per class
         for key in successors(order[i]):
             if key is None:
                 row.append(-1)
                 continue
-            j = index.get(key)
-            if j is None:
-                j = index[key] = len(order)
-                order.append(key)
-                if j >= limit:
-                    on_limit(order)
+            if key is not prev:
+                got = index.get(key)
+                if got is None:
+                    got = index[key] = len(order)
+                    order.append(key)
+                    if got >= limit:
+                        on_limit(order)
+                prev, j = key, got
             row.append(j)
         rows.append(row)
         i += 1
