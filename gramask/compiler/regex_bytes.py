@@ -299,9 +299,7 @@ def explore(
     rows: list[list[int]] = []
     i = 0
     while i < len(order):
-        row = []
-        prev: K | None = None  # a run of one key object (the byte classes of a range) is
-        j = -1  # looked up once, not hashed and compared per class
+        row, prev, j = [], None, -1  # (a run of one key object: looked up once)
         for key in successors(order[i]):
             if key is None:
                 row.append(-1)
