@@ -22,6 +22,7 @@ import numpy as np
 
 from ..encoding import bits_of_rows
 from .lexer import LexerDFA
+from .reach_back import BITS, ReverseEdges, reach_back
 
 __all__ = ["Pairs", "class_follows", "follow_vector", "follows_ok", "ignored_follows"]
 
@@ -48,11 +49,14 @@ def _ignored_follows(dfa: LexerDFA) -> tuple[np.ndarray, list[Pairs]]:
     if n == 0 or not ignored.any():
         return ids, table
     trans, accept = dfa.trans, dfa.accept
-    ign_acc = [s for s in range(n) if accept[s] >= 0 and ignored[accept[s]]]
+    ign_acc = np.flatnonzero((accept >= 0) & ignored[np.maximum(accept, 0)]).tolist()
     if not ign_acc:
         return ids, table
-    live = bits_of_rows(dfa.live)
     start_row = trans[0]
+    # (the live sets of the states read below only: a request's lexer may have 50,000)
+    need = np.unique(np.concatenate([start_row, trans[ign_acc].reshape(-1)]))
+    need = need[need >= 0]
+    live = dict(zip(need.tolist(), bits_of_rows(dfa.live[need]), strict=True))
     starts = [(b, live[int(start_row[b])]) for b in range(256) if start_row[b] >= 0]
     own: dict[int, Pairs] = {}
     for s in ign_acc:
@@ -60,44 +64,35 @@ def _ignored_follows(dfa: LexerDFA) -> tuple[np.ndarray, list[Pairs]]:
         own[s] = frozenset(
             (live[int(row[b])] if row[b] >= 0 else 0, sb) for b, sb in starts
         )
-    # predecessors as CSR arrays: one breadth-first search back from each ignored end
-    src, dst = np.nonzero(trans >= 0)
-    tgt = trans[src, dst]
-    order = np.argsort(tgt, kind="stable")
-    pred_src = src[order]
-    ptr = np.searchsorted(tgt[order], np.arange(n + 1))
-    acc: list[set[tuple[int, int]] | None] = [None] * n
-    for s in ign_acc:
-        seen = np.zeros(n, dtype=bool)
-        seen[s] = True
-        frontier = np.array([s])
-        reached = [frontier]
-        while frontier.size:
-            lo, hi = ptr[frontier], ptr[frontier + 1]
-            if not (hi > lo).any():
-                break
-            nxt = np.concatenate([pred_src[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])
-            nxt = np.unique(nxt[~seen[nxt]])
-            seen[nxt] = True
-            reached.append(nxt)
-            frontier = nxt
-        mine = own[s]
-        for x in np.concatenate(reached).tolist():
-            cur = acc[x]
-            if cur is None:
-                acc[x] = set(mine)
-            else:
-                cur |= mine
+    # the ignored ends each state reaches, BITS at a time as bit sets (reach_back), and per
+    # distinct combination of them, the union of their pairs
+    edges = dfa._reverse or ReverseEdges(trans, by_columns=True)
+    reach: list[np.ndarray] = []
+    for lo in range(0, len(ign_acc), BITS):
+        part = ign_acc[lo: lo + BITS]
+        seeds = np.zeros(n, dtype=np.uint64)
+        seeds[part] = np.left_shift(np.uint64(1), np.arange(len(part), dtype=np.uint64))
+        reach.append(reach_back(edges, seeds))
+    combo = np.stack(reach, axis=1)  # (n, chunks) uint64
+    reached = np.flatnonzero(combo.any(axis=1))
+    union: dict[tuple[int, ...], Pairs] = {}
     index: dict[Pairs, int] = {frozenset(): 0}
-    for q in range(n):
-        got = acc[q]
-        if got:
-            key = frozenset(got)
-            i = index.get(key)
+    for x, key in zip(reached.tolist(), map(tuple, combo[reached].tolist()), strict=True):
+        got = union.get(key)
+        if got is None:
+            pairs: set[tuple[int, int]] = set()
+            for c, word in enumerate(key):
+                while word:
+                    low = word & -word
+                    pairs |= own[ign_acc[c * BITS + low.bit_length() - 1]]
+                    word ^= low
+            got = union[key] = frozenset(pairs)
+        if got:  # (ids numbered in state order, as the states first show each set)
+            i = index.get(got)
             if i is None:
-                i = index[key] = len(table)
-                table.append(key)
-            ids[q] = i
+                i = index[got] = len(table)
+                table.append(got)
+            ids[x] = i
     return ids, table
 
 

@@ -12,7 +12,7 @@ from a lexer state be precomputed once, independent of the parser.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,10 +21,12 @@ import numpy as np
 from ..encoding import rows_of_bits
 from ..errors import GrammarError
 from .kept import drop_oldest
+from .product_search import explore_dense
+from .reach_back import BITS, ReverseEdges, reach_back
 from .regex_bytes import MAX_TERMINAL_STATES, ByteDFA, explore, regex_to_byte_dfa
 
-__all__ = ["MAX_LAZY_LEXER_STATES", "MAX_LEXER_STATES", "LexerDFA", "Terminal", "build_lexer_dfa",
-           "terminal_dfa"]
+__all__ = ["MAX_LAZY_LEXER_STATES", "MAX_LEXER_STATES", "LexerDFA", "LexerRows", "Terminal",
+           "build_lexer_dfa", "terminal_dfa"]
 
 
 class Terminal(Protocol):
@@ -51,6 +53,33 @@ MAX_LEXER_STATES = 16_384
 MAX_LAZY_LEXER_STATES = 131_072
 
 
+class LexerRows(dict[int, list[int]]):
+    """A lexer's rows as Python lists, indexed like a list of them (``rows[q][byte]``, at
+    the cost of a dict lookup): each row is converted when first read, not all at once — a
+    request's lexer may have tens of thousands of states (a counted string beside a format),
+    of which its masks visit a few dozen, and converting all of them took seconds. ``len``
+    and iteration see every row, in order (converting them)."""
+
+    __slots__ = ("_trans",)
+
+    def __init__(self, trans: np.ndarray) -> None:
+        super().__init__()
+        self._trans = trans
+
+    def __missing__(self, q: int) -> list[int]:
+        if not 0 <= q < self._trans.shape[0]:
+            raise IndexError(f"lexer state {q} out of range")
+        row: list[int] = self._trans[q].tolist()
+        self[q] = row
+        return row
+
+    def __len__(self) -> int:
+        return int(self._trans.shape[0])
+
+    def __iter__(self) -> Iterator[list[int]]:  # type: ignore[override]
+        return (self[q] for q in range(len(self)))
+
+
 @dataclass
 class LexerDFA:
     """The combined lexer automaton; state 0 is "no byte of the lexeme read yet".
@@ -71,21 +100,24 @@ class LexerDFA:
     ignored: np.ndarray  # (T,) bool
     accepting: np.ndarray
 
-    _rows: list[list[int]] | None = field(default=None, init=False, repr=False, compare=False)
+    _rows: LexerRows | None = field(default=None, init=False, repr=False, compare=False)
     # :func:`gramask.compiler.ignored_follows.ignored_follows`, computed once for the compiler's
     # walks and the runtime built on the same automaton
     _follows: tuple[np.ndarray, list[frozenset[tuple[int, int]]]] | None = field(
         default=None, init=False, repr=False, compare=False)
+    # the reversed edges, kept from the build for ignored_follows (None: built from trans)
+    _reverse: ReverseEdges | None = field(default=None, init=False, repr=False,
+                                          compare=False)
 
     @property
     def num_states(self) -> int:
         return int(self.trans.shape[0])
 
-    def rows(self) -> list[list[int]]:
-        """``trans`` as Python lists (what the runtime's byte walks index), converted once
-        for every runtime built on this automaton. Read only."""
+    def rows(self) -> LexerRows:
+        """``trans`` as Python lists (what the runtime's byte walks index), each row converted
+        on first use and kept for every runtime built on this automaton. Read only."""
         if self._rows is None:
-            self._rows = self.trans.tolist()
+            self._rows = LexerRows(self.trans)
         return self._rows
 
     @property
@@ -227,7 +259,7 @@ def build_lexer_dfa(
     start = np.array([offset[i] if _nonempty(dfas[i]) else -1 for i in range(n_terms)],
                      dtype=np.int64)
     if 0 < n_terms <= _DENSE_TERMINALS:  # (no terminal at all: the sparse path)
-        live_ids, cls_trans = _explore_dense(table, start, max_states, too_many)
+        live_ids, cls_trans = explore_dense(table, start, max_states, too_many)
         q_of, col = np.nonzero(live_ids >= 0)  # by state, then terminal: each key's order
         all_ids = live_ids[q_of, col]
         n = live_ids.shape[0]
@@ -250,9 +282,10 @@ def build_lexer_dfa(
     accept = np.where(best < n_terms, order_by_rank[np.minimum(best, n_terms - 1)],
                       -1).astype(np.int32) if n_terms else np.full(n, -1, dtype=np.int32)
 
-    winnable = _winnable(cls_trans, accept, n_terms)
+    reverse = ReverseEdges(cls_trans) if n_terms <= BITS else None
+    winnable = _winnable(cls_trans, accept, n_terms, reverse)
     ignored = np.array([t.ignored for t in terminals], dtype=bool)
-    return LexerDFA(
+    out = LexerDFA(
         trans=trans,
         accept=accept,
         live=live,
@@ -261,75 +294,16 @@ def build_lexer_dfa(
         ignored=ignored,
         accepting=accepting,
     )
+    out._reverse = reverse
+    return out
 
 
 # Up to this many terminals a product state is a dense row (a global state per terminal, -1
-# dead) and a whole level of the search steps at once; past it (thousands of keywords, few
-# live per state) sorted tuples of the live global states, one state at a time.
-_DENSE_TERMINALS = 64
-_DENSE_CHUNK = 1 << 22  # entries of (states x classes x terminals) stepped at once
-
-
-def _explore_dense(
-    table: np.ndarray, start: np.ndarray, limit: int,
-    on_limit: Callable[[list[tuple[int, ...]]], None],
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`explore` over dense rows, a level at a time: (the states' rows, their
-    successors per class). The states found while stepping a level are numbered in the
-    order their (state, class) pairs come, which is the order :func:`explore` numbers them
-    in (it steps the same states in the same order), so the product is the same. Needs a
-    terminal at least: a row of width 0 has no shape to step (the caller takes the sparse
-    path for a grammar without terminals)."""
-    n_t, n_cls = len(start), table.shape[1]
-    assert n_t > 0
-    ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)])  # -1: dead
-    width = 4 * n_t
-    with np.errstate(over="ignore"):  # odd multipliers of a hash (Fibonacci hashing)
-        mult = (np.arange(1, n_t + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-                | np.uint64(1)).view(np.int64)
-    index: dict[bytes, int] = {}  # state 0 is "no lexeme begun": no move returns to it
-    found = [start]
-    succ: list[np.ndarray] = []
-    lo = 0
-    while lo < len(found):
-        hi = min(len(found), lo + max(1, _DENSE_CHUNK // (n_cls * n_t)))
-        block = np.stack(found[lo:hi])
-        nxt = np.ascontiguousarray(ext[block].transpose(0, 2, 1)).reshape(-1, n_t)
-        ids = np.full(len(nxt), -1, dtype=np.int64)
-        alive = np.flatnonzero((nxt >= 0).any(axis=1))
-        if alive.size:
-            live = nxt[alive]
-            first, inv = _distinct_rows(live, mult)
-            got = np.empty(len(first), dtype=np.int64)
-            keys = np.ascontiguousarray(live[first], dtype=np.int32).view(f"V{width}")
-            for j in np.argsort(first, kind="stable").tolist():
-                key = keys[j].tobytes()
-                q = index.get(key)
-                if q is None:
-                    q = index[key] = len(found)
-                    found.append(nxt[alive[first[j]]])
-                    if q >= limit:
-                        on_limit([tuple(r[r >= 0].tolist()) for r in found])
-                got[j] = q
-            ids[alive] = got[inv.reshape(-1)]
-        succ.append(ids.reshape(hi - lo, n_cls))
-        lo = hi
-    return np.stack(found), np.concatenate(succ).astype(np.int32)
-
-
-def _distinct_rows(rows: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(a first index of each distinct row, each row's distinct number), exact: rows are
-    grouped by a multiplicative hash (one sort of integers, not of byte strings) and the
-    grouping is checked against the rows themselves; a collision (never seen) falls back to
-    sorting the rows."""
-    with np.errstate(over="ignore"):
-        h = rows @ mult  # wraps around: a hash
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    if not np.array_equal(rows[first[inv]], rows):
-        _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
-    return first, inv
+# dead) and a whole level of the search steps at once, over the terminals live in it (a
+# schema of 68-150 keys: 1.5-8x faster than the tuples below; one of 307, 1.6x slower); past
+# it (thousands of keywords, few live per state) sorted tuples of the live global states,
+# one state at a time.
+_DENSE_TERMINALS = 200
 
 
 def _explore_sparse(
@@ -403,9 +377,19 @@ def _nonempty(d: ByteDFA) -> bool:
     return bool(d.finals.any())
 
 
-def _winnable(cls_trans: np.ndarray, accept: np.ndarray, n_terms: int) -> np.ndarray:
-    """Backward closure of "this state's lexeme can end with terminal T" as int bitsets."""
+def _winnable(cls_trans: np.ndarray, accept: np.ndarray, n_terms: int,
+              reverse: ReverseEdges | None = None) -> np.ndarray:
+    """Backward closure of "this state's lexeme can end with terminal T" as int bitsets
+    (up to :data:`~gramask.compiler.reach_back.BITS` terminals: one uint64 per state,
+    pushed back a frontier at a time, :func:`~gramask.compiler.reach_back.reach_back`)."""
     n, n_cls = cls_trans.shape
+    if n_terms <= BITS:
+        seeds = np.zeros(n, dtype=np.uint64)
+        has = accept >= 0
+        seeds[has] = np.left_shift(np.uint64(1), accept[has].astype(np.uint64))
+        got = reach_back(reverse or ReverseEdges(cls_trans), seeds)
+        shifts = np.arange(n_terms, dtype=np.uint64)
+        return np.asarray((got[:, None] >> shifts[None, :]) & np.uint64(1), dtype=bool)
     # the reversed edges, deduplicated and grouped by head in one sort (the fixpoint does not
     # depend on the order predecessors are visited in)
     dst = cls_trans.reshape(-1).astype(np.int64)

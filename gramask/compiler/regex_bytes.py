@@ -299,17 +299,19 @@ def explore(
     rows: list[list[int]] = []
     i = 0
     while i < len(order):
-        row = []
+        row, prev, j = [], None, -1  # (a run of one key object: looked up once)
         for key in successors(order[i]):
             if key is None:
                 row.append(-1)
                 continue
-            j = index.get(key)
-            if j is None:
-                j = index[key] = len(order)
-                order.append(key)
-                if j >= limit:
-                    on_limit(order)
+            if key is not prev:
+                got = index.get(key)
+                if got is None:
+                    got = index[key] = len(order)
+                    order.append(key)
+                    if got >= limit:
+                        on_limit(order)
+                prev, j = key, got
             row.append(j)
         rows.append(row)
         i += 1

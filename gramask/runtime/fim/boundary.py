@@ -50,9 +50,9 @@ def _preds(ob: MaskBuilder) -> list[list[int]]:
     r: list[list[int]] | None = getattr(ob, "_boundary_preds", None)
     if r is None:
         rows = ob.trans_rows
-        r = [[] for _ in rows]
-        for s, row in enumerate(rows):
-            for d in set(row):
+        r = [[] for _ in range(len(rows))]
+        for s in range(len(rows)):
+            for d in set(rows[s]):
                 if d >= 0:
                     r[d].append(s)
         ob._boundary_preds = r  # type: ignore[attr-defined]

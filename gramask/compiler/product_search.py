@@ -1,0 +1,159 @@
+"""The dense search of a lexer's product automaton (``build_lexer_dfa`` of
+:mod:`gramask.compiler.lexer`, up to a few hundred terminals): a product state is a row of
+global states, one per terminal (-1 dead), and a whole level of the search steps at once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["explore_dense", "explore_dense_exact"]
+
+_DENSE_CHUNK = 1 << 22  # entries of (states x classes x terminals) stepped at once
+
+
+def explore_dense(
+    table: np.ndarray, start: np.ndarray, limit: int,
+    on_limit: Callable[[list[tuple[int, ...]]], None],
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gramask.compiler.regex_bytes.explore` over dense rows, a level at a time:
+    (the states' rows, their successors per class). The states found while stepping a
+    level are numbered in the order their (state, class) pairs come, which is the order
+    ``explore`` numbers them in (it steps the same states in the same order), so the
+    product is the same. Needs a terminal at least: a row of width 0 has no shape to step
+    (the caller takes the sparse path for a grammar without terminals).
+
+    The states found so far are looked up by a 64-bit hash of their row (the lookups and
+    the new states' numbers in bulk, not a Python step per successor: a request's lexer may
+    have 50,000 states), each hit checked against the row it names; a hash shared by two
+    rows (never seen) redoes the search with the rows' bytes as keys
+    (:func:`explore_dense_exact`)."""
+    n_t, n_cls = len(start), table.shape[1]
+    assert n_t > 0
+    ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)]).astype(np.int32)
+    mult = _row_hash_multipliers(n_t)
+    index: dict[int, int] = {}  # state 0 is "no lexeme begun": no move returns to it
+    rows = np.empty((max(16, min(limit + 1, 1024)), n_t), dtype=np.int32)
+    rows[0] = start
+    n = 1
+    succ: list[np.ndarray] = []
+    lo = 0
+    while lo < n:
+        hi = min(n, lo + max(1, _DENSE_CHUNK // (n_cls * n_t)))
+        block = rows[lo:hi]
+        # the terminals live in some state of the block (the others stay dead: their
+        # columns are -1 in every successor, and add a constant to every row's hash)
+        cols = np.flatnonzero((block >= 0).any(axis=0))
+        ids = np.full((hi - lo) * n_cls, -1, dtype=np.int64)
+        nxt = np.ascontiguousarray(ext[block[:, cols]].transpose(0, 2, 1)).reshape(
+            -1, len(cols)) if cols.size else np.zeros((len(ids), 0), dtype=np.int32)
+        alive = np.flatnonzero((nxt >= 0).any(axis=1))
+        if alive.size:
+            live = nxt[alive].astype(np.int64)
+            with np.errstate(over="ignore"):
+                dead_h = -(mult.sum() - mult[cols].sum())
+                first, inv, h = _distinct_rows(live, mult[cols])
+                h = h + dead_h
+            full = np.full((len(first), n_t), -1, dtype=np.int32)
+            full[:, cols] = live[first]
+            if len(np.unique(h[first])) != len(first):  # two rows, one hash
+                return explore_dense_exact(table, start, limit, on_limit)
+            order = np.argsort(first, kind="stable")  # in the order the pairs come
+            hk = h[first[order]].tolist()
+            got_o = np.array([-1 if q is None else q for q in map(index.get, hk)],
+                             dtype=np.int64)
+            hit = got_o >= 0
+            if hit.any() and not np.array_equal(rows[got_o[hit]], full[order[hit]]):
+                return explore_dense_exact(table, start, limit, on_limit)
+            miss = np.flatnonzero(~hit)
+            new_ids = n + np.arange(len(miss), dtype=np.int64)
+            got_o[miss] = new_ids
+            if n + len(miss) > limit:  # the limit-th state's discovery: the states so far
+                rows = _grow(rows, limit + 1)
+                rows[n: limit + 1] = full[order[miss[: limit + 1 - n]]]
+                on_limit([tuple(r[r >= 0].tolist()) for r in rows[: limit + 1]])
+            rows = _grow(rows, n + len(miss))
+            rows[n: n + len(miss)] = full[order[miss]]
+            index.update(zip([hk[i] for i in miss.tolist()], new_ids.tolist(), strict=True))
+            n += len(miss)
+            got = np.empty(len(first), dtype=np.int64)
+            got[order] = got_o
+            ids[alive] = got[inv]
+        succ.append(ids.reshape(hi - lo, n_cls))
+        lo = hi
+    return rows[:n], np.concatenate(succ).astype(np.int32)
+
+
+def _grow(rows: np.ndarray, need: int) -> np.ndarray:
+    """``rows`` with room for ``need`` rows at least (doubling)."""
+    if need <= len(rows):
+        return rows
+    out = np.empty((max(need, 2 * len(rows)), rows.shape[1]), dtype=rows.dtype)
+    out[: len(rows)] = rows
+    return out
+
+
+def _row_hash_multipliers(n_t: int) -> np.ndarray:
+    """Odd 64-bit multipliers of a row hash (``rows @ mult``, wrapping around), random
+    with a fixed seed: multiples of one constant (Fibonacci hashing) let rows that differ
+    by small offsets collide (``2·m₁ = m₂``), which sent the search to its exact fallback
+    in a few schemas of every hundred. What a hash groups is checked, so the numbers never
+    change the states found, only how fast."""
+    rng = np.random.default_rng(0x9E3779B97F4A7C15)
+    return rng.integers(0, 1 << 62, size=n_t, dtype=np.int64) * 2 + 1
+
+
+def explore_dense_exact(
+    table: np.ndarray, start: np.ndarray, limit: int,
+    on_limit: Callable[[list[tuple[int, ...]]], None],
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`explore_dense` with the rows' bytes as the keys of the states found."""
+    n_t, n_cls = len(start), table.shape[1]
+    ext = np.concatenate([table, np.full((1, n_cls), -1, dtype=np.int64)])  # -1: dead
+    width = 4 * n_t
+    mult = _row_hash_multipliers(n_t)
+    index: dict[bytes, int] = {}
+    found = [start]
+    succ: list[np.ndarray] = []
+    lo = 0
+    while lo < len(found):
+        hi = min(len(found), lo + max(1, _DENSE_CHUNK // (n_cls * n_t)))
+        block = np.stack(found[lo:hi])
+        nxt = np.ascontiguousarray(ext[block].transpose(0, 2, 1)).reshape(-1, n_t)
+        ids = np.full(len(nxt), -1, dtype=np.int64)
+        alive = np.flatnonzero((nxt >= 0).any(axis=1))
+        if alive.size:
+            live = nxt[alive]
+            first, inv, _ = _distinct_rows(live, mult)
+            got = np.empty(len(first), dtype=np.int64)
+            keys = np.ascontiguousarray(live[first], dtype=np.int32).view(f"V{width}")
+            for j in np.argsort(first, kind="stable").tolist():
+                key = keys[j].tobytes()
+                q = index.get(key)
+                if q is None:
+                    q = index[key] = len(found)
+                    found.append(nxt[alive[first[j]]])
+                    if q >= limit:
+                        on_limit([tuple(r[r >= 0].tolist()) for r in found])
+                got[j] = q
+            ids[alive] = got[inv]
+        succ.append(ids.reshape(hi - lo, n_cls))
+        lo = hi
+    return np.stack(found), np.concatenate(succ).astype(np.int32)
+
+
+def _distinct_rows(rows: np.ndarray, mult: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a first index of each distinct row, each row's distinct number, each row's hash),
+    exact: rows are grouped by a multiplicative hash (one sort of integers, not of byte
+    strings) and the grouping is checked against the rows themselves; a collision (never
+    seen) falls back to sorting the rows."""
+    with np.errstate(over="ignore"):
+        h = rows @ mult  # wraps around: a hash
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if not np.array_equal(rows[first[inv]], rows):
+        _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+    return first, inv, h
