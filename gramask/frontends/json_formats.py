@@ -13,6 +13,11 @@ def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def is_json_number(v: Any) -> bool:
+    """A decoded JSON number (``bool`` is an ``int`` subclass in Python, not a JSON number)."""
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
 def json_type(v: Any) -> str:
     """The JSON Schema type name of a decoded JSON value (a whole float is an integer)."""
     if v is None:

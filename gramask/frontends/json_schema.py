@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import GrammarError
 from .bnf import GrammarParts
 from .json_formats import disjoint as _disjoint
+from .json_formats import is_json_number
 from .json_formats import json_type as _json_type
 from .json_schema_base import (
     _ANNOTATIONS,
@@ -446,17 +447,14 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
     """The ``enum``/``const`` values that keyword ``kw`` beside them keeps; None where that
     is not decided here (a pattern, a format, ``multipleOf``, an object or array keyword, on
     values of the type it applies to)."""
-    def number(v: Any) -> bool:
-        return isinstance(v, int | float) and not isinstance(v, bool)
-
     applies: Callable[[Any], bool] = (
-        number if kw in _NUMBER_KW else (lambda v: isinstance(v, str)) if kw in _STRING_KW
+        is_json_number if kw in _NUMBER_KW else (lambda v: isinstance(v, str)) if kw in _STRING_KW
         else (lambda v: isinstance(v, dict)) if kw in _OBJECT_KW
         else (lambda v: isinstance(v, list)) if kw in (*_ARRAY_KW, "contains", "minContains",
                                                       "maxContains")
         else (lambda v: True))
     if not any(applies(v) for v in values):
         return values  # it constrains no value listed
-    if kw in _HOLDS and (number(arg) if kw in _NUMBER_KW else isinstance(arg, int)):
+    if kw in _HOLDS and (is_json_number(arg) if kw in _NUMBER_KW else isinstance(arg, int)):
         return [v for v in values if not applies(v) or _HOLDS[kw](v, arg)]
     return None

@@ -18,6 +18,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .json_formats import is_json_number
+
 __all__ = ["EXCEPT", "negate"]
 
 # internal keyword of a string schema: the string is none of these words (a key automaton's
@@ -87,7 +89,7 @@ _BOUNDS = {"minimum": "exclusiveMaximum", "exclusiveMinimum": "maximum",
 
 
 def _out_of_range(s: dict[str, Any]) -> Any:
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in s.values()):
+    if not all(is_json_number(v) for v in s.values()):
         return None
     parts = [{"type": "number", _BOUNDS[k]: v} for k, v in s.items()]
     return {"anyOf": parts} if parts else False
@@ -142,7 +144,7 @@ def _negate_values(values: list[Any]) -> Any:
         branches.append({"type": "boolean", "enum": bools})
     words = sorted({v for v in values if isinstance(v, str)})
     branches.append({"type": "string", EXCEPT: words} if words else {"type": "string"})
-    nums = sorted({v for v in values if isinstance(v, int | float) and not isinstance(v, bool)})
+    nums = sorted({v for v in values if is_json_number(v)})
     if not nums:
         branches.append({"type": "number"})
     else:  # the numbers around and between the listed ones (1 == 1.0, as JSON Schema says)
