@@ -20,7 +20,8 @@ refuses (a budget below the minimum, a suffix it cannot connect) are counted apa
 
 ``--lexer contextual`` walks the grammar in the contextual lexer mode (keywords reserved as
 the bundled grammar declares, see gramask.compiler.keywords) instead of its own basic mode;
-``--keywords W`` adds ``W`` to the draw weight of tokens that start with a hard keyword.
+``--keywords W`` adds ``W`` to the draw weight of tokens that start with a hard keyword;
+``--fstrings W`` to that of tokens that open an f-string or hold a brace.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import ast
 import collections
 import json
 import random
+import re
 import sys
 import sysconfig
 import time
@@ -60,12 +62,17 @@ def parse_error(text: str) -> str | None:
     return None
 
 
+_FSTRING_OPEN = re.compile(rb"(?<![A-Za-z0-9_])(?:[fF]|[rR][fF]|[fF][rR])[\"']")
+
+
 def token_weights(vocab: gramask.Vocabulary, nonascii: float = 20.0, rare: float = 3.0,
-                  keywords: float = 0.0) -> np.ndarray:
+                  keywords: float = 0.0, fstrings: float = 0.0) -> np.ndarray:
     """Draw weight per token: 1, plus ``nonascii`` if it has a non-ASCII byte, plus ``rare``
     if its id is in the upper half (BPE merges learnt late are the rare ones), plus
     ``keywords`` if its text starts with a hard keyword after blanks or a dot (``if``,
-    `` in``, ``.def``, ``intersect``: where a lexer that does not reserve them goes wrong)."""
+    `` in``, ``.def``, ``intersect``: where a lexer that does not reserve them goes wrong),
+    plus ``fstrings`` if it opens an f-string (``f"``, ``f'``, ``rf"``...) or holds a brace
+    (where replacement fields are written)."""
     import keyword
 
     kw = tuple(k.encode() for k in keyword.kwlist)
@@ -77,6 +84,8 @@ def token_weights(vocab: gramask.Vocabulary, nonascii: float = 20.0, rare: float
             w[t] += nonascii
         if keywords and b.lstrip(b" .").startswith(kw):
             w[t] += keywords
+        if fstrings and (_FSTRING_OPEN.search(b) or b"{" in b or b"}" in b):
+            w[t] += fstrings
     w[n // 2:] += rare
     return w
 
@@ -184,8 +193,8 @@ def walk(
 
 
 def run(cg: gramask.CompiledGrammar, cases: list[Case], steps: int, seed: int,
-        keywords: float = 0.0) -> Result:
-    weights = token_weights(cg.vocab, keywords=keywords)
+        keywords: float = 0.0, fstrings: float = 0.0) -> Result:
+    weights = token_weights(cg.vocab, keywords=keywords, fstrings=fstrings)
     rnd = random.Random(seed)
     res = Result()
     for case in cases:
@@ -204,6 +213,8 @@ def main() -> int:
                     help="lexer mode (default: the bundled grammar's own, basic)")
     ap.add_argument("--keywords", type=float, default=0.0,
                     help="extra draw weight for tokens that start with a hard keyword")
+    ap.add_argument("--fstrings", type=float, default=0.0,
+                    help="extra draw weight for tokens that open an f-string or hold a brace")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--failures", type=int, default=10, help="failures to print")
     args = ap.parse_args()
@@ -212,12 +223,13 @@ def main() -> int:
     cg = gramask.compile(gramask.grammars.load("python", lexer=args.lexer), vocab)
     t0 = time.time()
     cases = make_cases(stdlib_files(), args.cases, modes, args.seed)
-    res = run(cg, cases, args.steps, args.seed, args.keywords)
+    res = run(cg, cases, args.steps, args.seed, args.keywords, args.fstrings)
     report = {
         "python": sys.version.split()[0],
         "vocab": args.vocab,
         "lexer": cg.grammar.lexer,
         "keyword_weight": args.keywords,
+        "fstring_weight": args.fstrings,
         "seconds": round(time.time() - t0, 1),
         "modes": {
             m: {"walks": res.walks[m], "refused": res.refused[m], "complete_claims": res.claims[m],
