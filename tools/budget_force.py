@@ -201,6 +201,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip continuations longer than this (in true tokens)")
     ap.add_argument("--margin", type=int, default=4,
                     help="a step is slack when what is left ≥ its plan + this")
+    ap.add_argument("--only", default="",
+                    help="run only these cases (comma-separated indices in case order)")
+    ap.add_argument("--shuffle", type=int, default=None,
+                    help="run the cases in an order shuffled with this seed (masks must not "
+                    "depend on it: each is a function of its own request)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     ks = [int(x) for x in args.ks.split(",")]
@@ -216,7 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     stats = Stats(args.margin)
     t_start = time.perf_counter()
     c_start = time.process_time()
-    for case in cases(args.grammar, args.fim, args.cases, args.seed):
+    todo = list(enumerate(cases(args.grammar, args.fim, args.cases, args.seed)))
+    if args.only:
+        keep = {int(x) for x in args.only.split(",")}
+        todo = [ic for ic in todo if ic[0] in keep]
+    if args.shuffle is not None:
+        random.Random(args.shuffle).shuffle(todo)
+    for index, case in todo:
         cont = case.middle
         ids = encode(cont)
         if not ids or len(ids) > args.max_tokens:
@@ -232,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             if why is not None:
                 blocked[k] += 1
                 if args.verbose or k >= 4:
-                    print(f"  k={k} {case.source}:{case.start}-{case.end} "
+                    print(f"  k={k} #{index} {case.source}:{case.start}-{case.end} "
                           f"({len(ids)} tokens): {why}", file=sys.stderr)
         print(f"  after {runs} requests: "
               + ", ".join(f"k={k}: {blocked[k]}" for k in ks), file=sys.stderr, flush=True)

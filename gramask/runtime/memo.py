@@ -10,6 +10,7 @@ bookkeeping of an exact LRU (``OrderedDict.move_to_end``).
 from __future__ import annotations
 
 import enum
+import sys
 import threading
 from typing import Generic, TypeVar, overload
 
@@ -17,7 +18,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 D = TypeVar("D")
 
-__all__ = ["MISSING", "BoundedMemo"]
+__all__ = ["MISSING", "BoundedMemo", "InternTable"]
 
 _MISS = object()
 
@@ -75,6 +76,69 @@ class BoundedMemo(Generic[K, V]):
     def clear(self) -> None:
         self.young = {}
         self._old = {}
+
+    def __len__(self) -> int:
+        return len(self.young) + len(self._old)
+
+
+def _refcounts(d: dict[K, V]) -> list[int]:
+    """Each value's reference count as seen from here (the dict's reference, the loop's and
+    the call's included: :data:`_BASE` is that count for an object nothing else holds)."""
+    return [_getrefcount(v) for v in d.values()]
+
+
+_getrefcount = getattr(sys, "getrefcount", None) or (lambda _v: 0)
+_BASE = _refcounts({0: object()})[0]  # (0 where refcounts are unknown: nothing survives)
+
+
+class InternTable(Generic[K, V]):
+    """The hash-consing table of one kind of runtime object (Earley sets, parser states):
+    bounded like :class:`BoundedMemo`, except that a turnover keeps every old entry whose
+    object is still alive elsewhere (a constraint's history, another memo's value).
+
+    So hash-consing stays canonical — one object, one uid, per configuration for as long as
+    any object of it lives — and comparing objects by uid is comparing configurations. A
+    table that forgot a live object would build a second one for the same configuration,
+    with another uid: what is memoised or compared by uid would then depend on which
+    requests ran before (budget masks did). Only objects nothing else holds are forgotten;
+    memory stays bounded by what is alive plus two generations.
+
+    Writers (``put``) hold the caller's intern lock; old entries are handed out under this
+    table's own lock, so that a turnover never drops one a reader has just taken."""
+
+    __slots__ = ("_lock", "_old", "capacity", "young")
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"an intern table needs a capacity of at least 1, got {capacity}")
+        self.capacity = capacity
+        self.young: dict[K, V] = {}  # read directly by hot callers (a hit needs no lock)
+        self._old: dict[K, V] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        """The object interned for ``key`` (promoted if it was old), else None."""
+        r = self.young.get(key)
+        if r is not None:
+            return r
+        with self._lock:
+            r = self._old.get(key)
+            if r is not None:
+                self.young[key] = r  # promoted (a turnover moves young whole: it stays)
+            return r
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            young = self.young
+            if len(young) >= self.capacity:
+                old = self._old
+                counts = _refcounts(old)
+                kept = {k: v for (k, v), n in zip(old.items(), counts, strict=True)
+                        if n > _BASE}
+                kept.update(young)
+                self._old = kept  # before young empties: a reader finds it in one of them
+                self.young = young = {}
+            young[key] = value
 
     def __len__(self) -> int:
         return len(self.young) + len(self._old)

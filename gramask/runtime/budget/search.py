@@ -9,7 +9,6 @@ With a suffix (fill-in-the-middle) the search also knows the suffix's lexeme sta
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
@@ -22,7 +21,8 @@ from ..core.indentation import BROKEN, TAB_UNIT, advance, indent_text, space_pad
 from ..core.parse_state import DEPTH, ES, INDENT, PUID
 from ..limits import memo_size
 from ..memo import BoundedMemo
-from .runstate import Complete, LexState, RunState, View, Walk
+from .route import BoundsRoute, _plain_view
+from .runstate import Complete, RunState, View, Walk
 from .spelling import INF
 from .state_costs import SearchEstimate, StateCosts
 
@@ -36,11 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SEARCH_NODES", "PlanSearch", "Planner", "cheapest_steps"]
 
-_MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
 SEARCH_NODES = 4000  # states a plan's fallback search expands (see PlanSearch.search_text)
 _SEARCH_H_CAP = 64  # an INF estimate still orders its state (last), it does not drop it
 _NO_PLAN = "gramask found no completion of this state that the vocabulary can spell"
-_PADS = (*(b" " * i for i in range(1, 17)), b"\t")
 
 S = TypeVar("S", bound=RunState)
 
@@ -52,7 +50,7 @@ class Planner(Protocol):
              search: int = SEARCH_NODES, escalate: bool = False) -> tuple[int, ...]: ...
 
 
-class PlanSearch:
+class PlanSearch(BoundsRoute):
     """Shortest completions of runtime states, walked and memoised."""
 
     def __init__(self, mb: MaskBuilder, vocab: Vocabulary, tok: TokenCounter,
@@ -71,7 +69,11 @@ class PlanSearch:
         # use), whose glued markers are in ``costs.glued`` (here they are free ends after any
         # lexeme; see ``budget.quotient_planner``)
         self.strict: Callable[[], Planner] | None = None
-        self._strict: Planner | None = None
+        self._strict: Planner | None = None  # built on first use
+        # does the strict planner lead (tried first)? Decided once, by this planner's first
+        # plan (a request's setup plans its initial state): a switch later on would make a
+        # mask depend on which states other steps (or clones) happened to plan before it
+        self._strict_leads: bool | None = None
         # fill-in-the-middle, for the fallback search: lexeme starts that the suffix's first
         # line continues (a comment opener when the suffix starts inside a comment), and the
         # width of the suffix's leading blanks (a newline ending the middle is continued)
@@ -89,12 +91,14 @@ class PlanSearch:
         nl = mb.nl_live
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
         lim = mb.limits
+        # per state: the largest search (states expanded) that found no plan of these costs
         self._failed: BoundedMemo[tuple[int, ...], int] = BoundedMemo(memo_size(lim.mask_cache))
-        # (parser uid, lexer state before) → the cheapest next lexeme (plans from sibling
-        # states mostly end the same way: their tails hit this)
+        # (see BoundsRoute)
         self._next: BoundedMemo[tuple[int, int], tuple[bytes | None, int]] = BoundedMemo(
             memo_size(lim.mask_cache))
-        self._plans: BoundedMemo[tuple[int, ...], tuple[int, ...]] = BoundedMemo(
+        # per state: the plan of these costs and the states its search expanded to find it
+        # (0: the bounds' own choices): a search of fewer states finds none (see _own_plan)
+        self._plans: BoundedMemo[tuple[int, ...], tuple[tuple[int, ...], int]] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
         # (walk's function, k, state key) → :func:`cheapest_steps`' chunks and their states
@@ -106,12 +110,17 @@ class PlanSearch:
              search: int = SEARCH_NODES, escalate: bool = False) -> tuple[int, ...]:
         """Token ids of a shortest completion from runtime state ``st``, checked by walking
         them (``walk``/``complete`` are the constraint's own; ``view(st)`` gives its lexer
-        state, carry and parser state, for constraints with wider states). Memoised. Where
-        following the bounds' choices fails (fill-in-the-middle: the quotient's costs can be
+        state, carry and parser state, for constraints with wider states). Where following
+        the bounds' choices fails (fill-in-the-middle: the quotient's costs can be
         optimistic), a best-first search of up to ``search`` states looks further; then, for
         a full search (``search`` ≥ ``SEARCH_NODES``) or with ``escalate`` (a token's check
-        searching again), the ``strict`` planner, if any — which from then on is tried
-        first (these costs led nowhere with this suffix).
+        searching again), the ``strict`` planner, if any. Where these costs led nowhere at
+        this planner's first plan, the strict planner leads from then on (tried first).
+
+        The answer is a function of (``st``, ``search``, ``escalate``) and what the planner
+        was built with, never of the plans asked before (a planner is shared by every
+        constraint of a compiled grammar, and a budget mask must depend only on its own
+        request): memoised per state with the size of the search that found it.
 
         Raises
         ------
@@ -120,36 +129,68 @@ class PlanSearch:
             reach one).
         """
         view = view or _plain_view
+        full = search >= SEARCH_NODES  # a step's own plan, not a token's check
+        leads = self._strict_leads
+        ids = None
+        if leads:
+            # these costs led nowhere with this suffix: the strict planner leads
+            ids = self._strict_plan(st, walk, complete, view, search)
+        if ids is None and (not leads or full):
+            ids = self._own_plan(st, walk, complete, view, search)
+        if ids is None and not leads and self.strict is not None and (full or escalate):
+            # the strict planner's costs, where these were too optimistic to lead anywhere
+            ids = self._strict_plan(st, walk, complete, view, search)
+            if leads is None:
+                self._strict_leads = True  # (the first plan: from now on it leads)
+        if self._strict_leads is None:
+            self._strict_leads = False
+        if ids is None:
+            raise NoCompletionError(_NO_PLAN)
+        return ids
+
+    def _strict_plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S],
+                     search: int) -> tuple[int, ...] | None:
+        """The strict planner's plan (built on first use), or None."""
+        if self.strict is None:
+            return None
+        sp = self._strict
+        if sp is None:
+            sp = self._strict = self.strict()
+        try:
+            return sp.plan(st, walk, complete, view, search)
+        except NoCompletionError:
+            return None
+
+    def _own_plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S],
+                  search: int) -> tuple[int, ...] | None:
+        """The plan these costs find (the bounds' choices, else a search of at most
+        ``search`` states), or None. Memoised per state as a function of ``search``: the
+        best-first search pops states in an order that does not depend on its limit, so it
+        finds its first completion after the same number of states whatever the limit; a
+        plan found after ``n`` states is the answer for every ``search`` ≥ ``n`` and none
+        below, and a search that found none answers none for every smaller one."""
         q, carry, _ = view(st)
         key = _memo_key(q, carry, st)
         r = self._plans.get(key)
         if r is not None:
-            return r
+            return r[0] if r[1] <= search else None
         failed = self._failed.get(key)
         if failed is not None and failed >= search:
-            raise NoCompletionError(_NO_PLAN)
-        ids = None
-        full = search >= SEARCH_NODES  # a step's own plan, not a token's check
-        sp = self._strict
-        if sp is not None:
-            # these costs once led nowhere with this suffix: the strict planner leads
-            with contextlib.suppress(NoCompletionError):
-                ids = sp.plan(st, walk, complete, view, search)
-        if ids is None and (sp is None or full):
-            ids = self._checked(st, self.completion_text(st, walk, complete, view), walk,
-                                complete)
-            if ids is None and search > 0:
-                text = self.search_text(st, walk, complete, view, search)
-                ids = self._checked(st, text, walk, complete)
-        if ids is None and sp is None and self.strict is not None and (full or escalate):
-            # the strict planner's costs, where these were too optimistic to lead anywhere
-            self._strict = sp = self.strict()
-            with contextlib.suppress(NoCompletionError):
-                ids = sp.plan(st, walk, complete, view, search)
+            return None
+        ids = self._checked(st, self.completion_text(st, walk, complete, view), walk, complete)
+        need = 0
+        if ids is None and search > 0:
+            text, need = self.search_text(st, walk, complete, view, search)
+            ids = self._checked(st, text, walk, complete)
+            if ids is None and text is not None:
+                # the search ends at its first completion, whatever its limit: that one
+                # does not spell, so no search of these costs finds one
+                self._failed.put(key, INF)
+                return None
         if ids is None:
-            self._failed.put(key, search)
-            raise NoCompletionError(_NO_PLAN)
-        self._plans.put(key, ids)
+            self._failed.put(key, max(search, need, failed or 0))
+            return None
+        self._plans.put(key, (ids, need))
         return ids
 
     def _checked(self, st: S, text: bytes | None, walk: Walk[S], complete: Complete[S],
@@ -168,22 +209,25 @@ class PlanSearch:
 
     def search_text(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None,
                     limit: int,
-                    ) -> bytes | None:
+                    ) -> tuple[bytes | None, int]:
         """Best-first search for bytes that complete the input from ``st``: a state's
         children are the chunks the greedy planner chooses among (the lexeme in progress
         finished as each terminal, each expected next lexeme glued on, newlines at the open
         levels, the suffix's boundary lexemes, indentation pads), walked exactly; the order
         is tokens so far + the bound from the child (an estimate here, not a promise). At
-        most ``limit`` states are expanded; None if no completion is found."""
+        most ``limit`` states are expanded. Returns the completion (None if none was found)
+        and how many states were popped to find it (INF: none is found by any limit): the
+        pops do not depend on ``limit``, so any limit from that number on finds the same
+        completion."""
         view = view or _plain_view
         est = self.estimate
         est.mirror(self.costs)
         tick = 0
         heap: list[tuple[int, int, int, bytes, S]] = [(0, 0, 0, b"", st)]
         seen: set[tuple[int, ...]] = set()
-        for _ in range(limit):
+        for n in range(1, limit + 1):
             if not heap:
-                return None
+                return None, INF  # every state expanded: no limit finds one
             _, ng, _, text, cur = heapq.heappop(heap)
             g = -ng
             q, carry, p = view(cur)
@@ -192,11 +236,11 @@ class PlanSearch:
                 continue
             seen.add(key)
             if complete(cur):
-                return text
+                return text, n
             for chunk, nst, c, h in _moves(self, cur, (q, carry, p), walk, view, est):
                 tick += 1
                 heapq.heappush(heap, (g + c + h, -g - c, tick, text + chunk, nst))
-        return None
+        return None, limit
 
     def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
         """The byte strings :meth:`search_text` tries from (q, carry, p), deterministic."""
@@ -301,151 +345,6 @@ class PlanSearch:
         self.openers = sorted((c for c in alive if len(c) == 1 or c[:1] not in ones),
                               key=lambda c: (len(c), c))[:8]
 
-    def completion_text(self, st: S, walk: Walk[S], complete: Complete[S],
-                        view: View[S] | None = None,
-                        ) -> bytes | None:
-        """Bytes that complete the input from runtime state ``st``, following the bounds'
-        choices (see :meth:`plan` for the arguments); None if that fails."""
-        view = view or _plain_view
-        mb = self.mb
-        lex = self.lex
-        out = bytearray()
-        last = INF + 1
-        for _ in range(_MAX_PLAN_LEXEMES):
-            q, carry, p = view(st)
-            if complete(st):
-                return bytes(out)
-            if q != 0 and self.markers and self._nl_live[q]:
-                # fill-in-the-middle: the suffix may continue this newline lexeme (its
-                # indentation): a few spaces more may be all the middle needs
-                for pad in _PADS:
-                    nst = walk(st, pad)
-                    if not isinstance(nst, int) and complete(nst):
-                        return bytes(out + pad)
-            if q != 0:
-                # finish the lexeme in progress as the cheapest terminal
-                best, choice = INF, -1
-                for t, f in lex.fin_list[q]:
-                    extra = (self.costs.newline_cost(p, carry) if t == self.nl_t and f == 0
-                             else self.costs.after_finishing(q, t, p))
-                    if f + extra < best:
-                        best, choice = f + extra, t
-                bcost, btext = self.costs.boundary_cost(q, p) if self.costs.boundary else (INF, b"")
-                if bcost < best:
-                    nst = walk(st, btext) if btext else st
-                    if not isinstance(nst, int) and complete(nst):
-                        return bytes(out + btext)
-                if choice < 0:
-                    return None
-                w = lex.witness(q, choice)
-                if choice == self.nl_t:
-                    now = text_carry(w, carry)
-                    w += self._nl_pad(p, now)
-                if w:
-                    nst = walk(st, w)
-                    if isinstance(nst, int):
-                        return None
-                    out += w
-                    st = nst
-                q, carry, p = view(st)
-                if complete(st):
-                    return bytes(out)
-                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
-                if glued is not None:
-                    return bytes(out + glued)
-                p2 = mb.lexeme_end(p, q, carry)  # ended by the next lexeme's first byte
-                if p2 is None:
-                    return None
-                p = p2
-            elif mb.complete(p, q, carry):
-                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
-                return None if glued is None else bytes(out + glued)
-            nxt, cost = self._next_lexeme(p, q)
-            if nxt is None or cost >= last:
-                return None  # no way on, or the costs stopped decreasing (inconsistent)
-            last = cost
-            nst = walk(st, nxt)
-            if isinstance(nst, int):
-                return None
-            out += nxt
-            st = nst
-        return None
-
-    def _glue_to_suffix(self, st: S, q: int, carry: int, p: PState, walk: Walk[S],
-                        complete: Complete[S]) -> bytes | None:
-        """Where the quotient says the middle may end but the suffix's first byte would
-        continue the middle's last lexeme: the separator that keeps them apart, if that
-        completes the program (a marker's cost counts it, see ``quotient_planner``)."""
-        sep = self.lex.separator
-        if not self.markers or sep is None or not self.mb.complete(p, q, carry):
-            return None
-        st2 = walk(st, sep)
-        if isinstance(st2, int) or not complete(st2):
-            return None
-        return sep
-
-    def _nl_pad(self, p: PState, carry: int) -> bytes:
-        """The bytes that end a newline lexeme at ``carry`` the cheapest way."""
-        if p[DEPTH] > 0:
-            return b""
-        return min(self.costs.newline_options(p, carry), default=(INF, b""))[1]
-
-    def _next_lexeme(self, p: PState, prev: int) -> tuple[bytes | None, int]:
-        """The cheapest next lexeme at a boundary after a lexeme that ended in lexer state
-        ``prev``: its bytes, separator included (None if there is none), and the tokens to
-        complete that it leads to, its own included. Memoised (the suffix's boundary
-        markers are fixed when the planner is built)."""
-        key = (p[PUID], prev)
-        r = self._next.get(key)
-        if r is None:
-            r = self._next_lexeme_uncached(p, prev)
-            self._next.put(key, r)
-        return r
-
-    def _next_lexeme_uncached(self, p: PState, prev: int) -> tuple[bytes | None, int]:
-        lex = self.lex
-        best, text = INF, None
-        k = self.costs.k_newline(p)
-        exp = p[ES][EXPECTED]
-        for t in range(lex.num_terminals):
-            if not (exp >> t) & 1 and not (t == self.nl_t and p[DEPTH] > 0):
-                continue
-            if t == self.nl_t:
-                if p[DEPTH] > 0 or (prev and lex.trans[prev, 10] >= 0):
-                    continue
-                for width in sorted({*p[INDENT], p[INDENT][-1] + 1}):
-                    q = self.ctx.newline(p, width)
-                    if q is None:
-                        continue
-                    c = self.costs.nl_cost(width) + self.costs.parser_cost(q)
-                    if c < best:
-                        best, text = c, b"\n" + indent_text(width)
-                continue
-            if lex.ignored[t]:
-                continue
-            glued = lex.glue(prev, t)
-            if glued is None:
-                continue
-            c = self.tok.count(glued) + self.costs.grammar.shifted_cost(p[ES], t, k)
-            if c < best:
-                best, text = c, glued
-        for m, d in self.costs.boundary.items():
-            if d[0] >= INF:
-                continue
-            w = lex.path(0, d)
-            if not w:
-                continue  # the suffix's head alone: a plain boundary, not this marker
-            glued = w if not prev or lex.trans[prev, w[0]] < 0 else (
-                None if lex.separator is None else lex.separator + w)
-            if glued is None:
-                continue
-            c = self.tok.count(glued) + self.costs.marker_rest(p, m)
-            if c < best:
-                best, text = c, glued
-        return text, best
-
-
-
 def cheapest_steps(search: PlanSearch, st: S, walk: Walk[S], view: View[S], k: int
                    ) -> list[tuple[bytes, S]]:
     """The ``k`` chunks of :meth:`PlanSearch.search_text` from ``st`` that rank cheapest
@@ -513,10 +412,6 @@ def _line_widths(suffix: bytes, most: int = 8) -> set[int]:
                 if len(out) >= most:
                     break
     return out
-
-
-def _plain_view(st: RunState) -> LexState:
-    return st[0], st[1], st[2]
 
 
 def _memo_key(q: int, carry: int, st: RunState) -> tuple[int, ...]:

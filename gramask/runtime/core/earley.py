@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 from ...errors import LimitExceededError
 from ..limits import RuntimeLimits, memo_size
-from ..memo import MISSING, BoundedMemo
+from ..memo import MISSING, BoundedMemo, InternTable
 
 if TYPE_CHECKING:
     from ...compiler.parse_tables import ParseTables
@@ -115,7 +115,8 @@ class Automaton:
         self.live_state = [
             bool(self.goto_t[s] or self.goto_n[s] or self.accepting[s]) for s in range(n)
         ]
-        self._interned: BoundedMemo[tuple[int, ...], EarleySet] = BoundedMemo(
+        # canonical while alive (see InternTable): sets are compared and memoised by uid
+        self._interned: InternTable[tuple[int, ...], EarleySet] = InternTable(
             memo_size(limits.interned_sets)
         )
         # (set uid, terminal) → next set. Kept here, bounded, not on the sets: a set holding
@@ -278,7 +279,7 @@ class Automaton:
                 accepts = True
         es: EarleySet = (next(self._uids), expected, accepts, base + n,
                          bytearray(array("i", states)), *[items[k] for k in keys])
-        self._interned.put(set_key, es)  # sharing is an optimisation; forgotten sets stay valid
+        self._interned.put(set_key, es)  # forgotten only once nothing else holds it
         return es
 
     def cut(self, es: EarleySet, depth: int) -> EarleySet:

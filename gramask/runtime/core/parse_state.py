@@ -16,7 +16,7 @@ from typing import Final, TypeAlias
 import numpy as np
 
 from ..limits import memo_size
-from ..memo import MISSING, BoundedMemo
+from ..memo import MISSING, BoundedMemo, InternTable
 from .earley import ACCEPTS, EXPECTED, UID, Automaton, EarleySet
 from .indentation import columns
 
@@ -67,8 +67,9 @@ class ParserContext:
         # neither (lark's Indenter): see ``IndentationSpec.cpython_ends``
         self.cpython_ends = cpython_ends
         n = automaton.limits.parser_states
-        self._interned: BoundedMemo[tuple[int, tuple[int, ...], int, bool], PState] = (
-            BoundedMemo(memo_size(n))
+        # canonical while alive (see InternTable): states are compared and memoised by uid
+        self._interned: InternTable[tuple[int, tuple[int, ...], int, bool], PState] = (
+            InternTable(memo_size(n))
         )
         self._next: BoundedMemo[tuple[int, int], PState | None] = BoundedMemo(
             memo_size(2 * n)

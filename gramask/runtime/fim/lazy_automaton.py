@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar, cast
 from ...compiler.parse_tables import past_nullable
 from ..core.earley import Automaton
 from ..limits import RuntimeLimits, memo_size
-from ..memo import BoundedMemo
+from ..memo import BoundedMemo, InternTable
 
 if TYPE_CHECKING:
     from .quotient_base import _Base
@@ -88,7 +88,7 @@ class LazyAutomaton(Automaton):
         self.term_bits, self.completed = lz[3].as_list(), lz[4].as_list()
         self.nonkernel, self.accepting, self.live_state = (
             lz[5].as_list(), lz[6].as_list(), lz[7].as_list())
-        self._interned = BoundedMemo(memo_size(limits.interned_sets))
+        self._interned = InternTable(memo_size(limits.interned_sets))  # see Automaton
         self._next = BoundedMemo(memo_size(limits.step_memo))
         self._uids = itertools.count(1)  # as Automaton's: atomic, 0 is "this set"
         self._intern_lock = threading.Lock()

@@ -1,0 +1,195 @@
+"""Budget plans by following the bounds' choices: from a runtime state, finish the lexeme in
+progress as the terminal the costs rank cheapest, then add the cheapest next lexeme, until the
+input is complete (:meth:`BoundsRoute.completion_text`). Most plans are found this way; where
+it fails, :class:`~.search.PlanSearch` searches."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from ..core.earley import EXPECTED
+from ..core.indentation import indent_text, text_carry
+from ..core.parse_state import DEPTH, ES, INDENT, PUID
+from ..memo import BoundedMemo
+from .runstate import Complete, LexState, RunState, View, Walk
+from .spelling import INF
+
+if TYPE_CHECKING:
+    from ..core.masks import MaskBuilder
+    from ..core.parse_state import ParserContext, PState
+    from .lexeme_costs import LexemeCosts
+    from .spelling import TokenCounter
+    from .state_costs import StateCosts
+
+__all__ = ["BoundsRoute"]
+
+_MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
+_PADS = (*(b" " * i for i in range(1, 17)), b"\t")
+
+S = TypeVar("S", bound=RunState)
+
+
+class BoundsRoute:
+    """The bounds' own route to a completion (a base of :class:`~.search.PlanSearch`, which
+    sets these fields)."""
+
+    mb: MaskBuilder
+    ctx: ParserContext
+    tok: TokenCounter
+    lex: LexemeCosts
+    costs: StateCosts
+    markers: dict[int, int]
+    nl_t: int
+    _nl_live: np.ndarray
+    # (parser uid, lexer state before) → the cheapest next lexeme (plans from sibling
+    # states mostly end the same way: their tails hit this)
+    _next: BoundedMemo[tuple[int, int], tuple[bytes | None, int]]
+
+    def completion_text(self, st: S, walk: Walk[S], complete: Complete[S],
+                        view: View[S] | None = None,
+                        ) -> bytes | None:
+        """Bytes that complete the input from runtime state ``st``, following the bounds'
+        choices (see :meth:`~.search.PlanSearch.plan` for the arguments); None if that fails."""
+        view = view or _plain_view
+        mb = self.mb
+        lex = self.lex
+        out = bytearray()
+        last = INF + 1
+        for _ in range(_MAX_PLAN_LEXEMES):
+            q, carry, p = view(st)
+            if complete(st):
+                return bytes(out)
+            if q != 0 and self.markers and self._nl_live[q]:
+                # fill-in-the-middle: the suffix may continue this newline lexeme (its
+                # indentation): a few spaces more may be all the middle needs
+                for pad in _PADS:
+                    nst = walk(st, pad)
+                    if not isinstance(nst, int) and complete(nst):
+                        return bytes(out + pad)
+            if q != 0:
+                # finish the lexeme in progress as the cheapest terminal
+                best, choice = INF, -1
+                for t, f in lex.fin_list[q]:
+                    extra = (self.costs.newline_cost(p, carry) if t == self.nl_t and f == 0
+                             else self.costs.after_finishing(q, t, p))
+                    if f + extra < best:
+                        best, choice = f + extra, t
+                bcost, btext = self.costs.boundary_cost(q, p) if self.costs.boundary else (INF, b"")
+                if bcost < best:
+                    nst = walk(st, btext) if btext else st
+                    if not isinstance(nst, int) and complete(nst):
+                        return bytes(out + btext)
+                if choice < 0:
+                    return None
+                w = lex.witness(q, choice)
+                if choice == self.nl_t:
+                    now = text_carry(w, carry)
+                    w += self._nl_pad(p, now)
+                if w:
+                    nst = walk(st, w)
+                    if isinstance(nst, int):
+                        return None
+                    out += w
+                    st = nst
+                q, carry, p = view(st)
+                if complete(st):
+                    return bytes(out)
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                if glued is not None:
+                    return bytes(out + glued)
+                p2 = mb.lexeme_end(p, q, carry)  # ended by the next lexeme's first byte
+                if p2 is None:
+                    return None
+                p = p2
+            elif mb.complete(p, q, carry):
+                glued = self._glue_to_suffix(st, q, carry, p, walk, complete)
+                return None if glued is None else bytes(out + glued)
+            nxt, cost = self._next_lexeme(p, q)
+            if nxt is None or cost >= last:
+                return None  # no way on, or the costs stopped decreasing (inconsistent)
+            last = cost
+            nst = walk(st, nxt)
+            if isinstance(nst, int):
+                return None
+            out += nxt
+            st = nst
+        return None
+
+    def _glue_to_suffix(self, st: S, q: int, carry: int, p: PState, walk: Walk[S],
+                        complete: Complete[S]) -> bytes | None:
+        """Where the quotient says the middle may end but the suffix's first byte would
+        continue the middle's last lexeme: the separator that keeps them apart, if that
+        completes the program (a marker's cost counts it, see ``quotient_planner``)."""
+        sep = self.lex.separator
+        if not self.markers or sep is None or not self.mb.complete(p, q, carry):
+            return None
+        st2 = walk(st, sep)
+        if isinstance(st2, int) or not complete(st2):
+            return None
+        return sep
+
+    def _nl_pad(self, p: PState, carry: int) -> bytes:
+        """The bytes that end a newline lexeme at ``carry`` the cheapest way."""
+        if p[DEPTH] > 0:
+            return b""
+        return min(self.costs.newline_options(p, carry), default=(INF, b""))[1]
+
+    def _next_lexeme(self, p: PState, prev: int) -> tuple[bytes | None, int]:
+        """The cheapest next lexeme at a boundary after a lexeme that ended in lexer state
+        ``prev``: its bytes, separator included (None if there is none), and the tokens to
+        complete that it leads to, its own included. Memoised (the suffix's boundary
+        markers are fixed when the planner is built)."""
+        key = (p[PUID], prev)
+        r = self._next.get(key)
+        if r is None:
+            r = self._next_lexeme_uncached(p, prev)
+            self._next.put(key, r)
+        return r
+
+    def _next_lexeme_uncached(self, p: PState, prev: int) -> tuple[bytes | None, int]:
+        lex = self.lex
+        best, text = INF, None
+        k = self.costs.k_newline(p)
+        exp = p[ES][EXPECTED]
+        for t in range(lex.num_terminals):
+            if not (exp >> t) & 1 and not (t == self.nl_t and p[DEPTH] > 0):
+                continue
+            if t == self.nl_t:
+                if p[DEPTH] > 0 or (prev and lex.trans[prev, 10] >= 0):
+                    continue
+                for width in sorted({*p[INDENT], p[INDENT][-1] + 1}):
+                    q = self.ctx.newline(p, width)
+                    if q is None:
+                        continue
+                    c = self.costs.nl_cost(width) + self.costs.parser_cost(q)
+                    if c < best:
+                        best, text = c, b"\n" + indent_text(width)
+                continue
+            if lex.ignored[t]:
+                continue
+            glued = lex.glue(prev, t)
+            if glued is None:
+                continue
+            c = self.tok.count(glued) + self.costs.grammar.shifted_cost(p[ES], t, k)
+            if c < best:
+                best, text = c, glued
+        for m, d in self.costs.boundary.items():
+            if d[0] >= INF:
+                continue
+            w = lex.path(0, d)
+            if not w:
+                continue  # the suffix's head alone: a plain boundary, not this marker
+            glued = w if not prev or lex.trans[prev, w[0]] < 0 else (
+                None if lex.separator is None else lex.separator + w)
+            if glued is None:
+                continue
+            c = self.tok.count(glued) + self.costs.marker_rest(p, m)
+            if c < best:
+                best, text = c, glued
+        return text, best
+
+
+def _plain_view(st: RunState) -> LexState:
+    return st[0], st[1], st[2]
