@@ -141,3 +141,46 @@ def run_threads(*targets: Callable[[], Any]) -> list[BaseException]:
     for t in ts:
         t.join()
     return errors
+
+
+class ExactFewest:
+    """Fewest tokens that complete the input from a runtime state, by breadth-first search
+    over an unbudgeted constraint's own walks: the exact answer a budget is judged against,
+    for a small vocabulary (its EOS the last id)."""
+
+    def __init__(self, cg: gramask.CompiledGrammar) -> None:
+        assert cg.vocab.eos_token_id == len(cg.vocab) - 1
+        self.c = cg.constraint()
+        self.tokens = [cg.vocab.token_bytes(i) for i in range(len(cg.vocab) - 1)]
+        self.memo: dict[tuple[int, int, int], int | None] = {}
+
+    def within(self, st: tuple[Any, ...], k: int) -> bool:
+        """Does some sequence of at most ``k`` tokens from ``st`` end complete?"""
+        need = self.fewest(st, 6)
+        return need is not None and need <= k
+
+    def fewest(self, st: tuple[Any, ...], cap: int = 10) -> int | None:
+        """The fewest tokens from ``st`` to a complete input; None beyond ``cap``."""
+        from gramask.runtime.core.parse_state import PUID
+
+        key = (st[0], st[1], st[2][PUID])
+        if key in self.memo:
+            return self.memo[key]
+        frontier, seen, out = [st], {key}, None
+        for d in range(cap + 1):
+            if any(self.c._complete(s) for s in frontier):
+                out = d
+                break
+            nxt = []
+            for s in frontier:
+                for t in self.tokens:
+                    r = self.c._walk(s, t)
+                    if isinstance(r, int):
+                        continue
+                    k = (r[0], r[1], r[2][PUID])
+                    if k not in seen:
+                        seen.add(k)
+                        nxt.append(r)
+            frontier = nxt
+        self.memo[key] = out
+        return out

@@ -21,6 +21,7 @@ import gramask
 from gramask.grammar import Grammar
 from gramask.runtime.core.parse_state import PUID
 
+from ._support import ExactFewest
 from .test_budget import _walk_budget
 from .test_contextual import ASSIGN, BINARY, CONFIG, KEYWORDS
 
@@ -38,45 +39,7 @@ def _compile_small(grammar: str, tokens: list[str]) -> gramask.CompiledGrammar:
                            progress=False)
 
 
-class _Exact:
-    """Fewest tokens that complete the input from a state, by breadth-first search over the
-    unbudgeted contextual constraint's walks (the exact answer for a small vocabulary)."""
-
-    def __init__(self, cg: gramask.CompiledGrammar) -> None:
-        self.c = cg.constraint()
-        self.tokens = [cg.vocab.token_bytes(i) for i in range(len(cg.vocab) - 1)]
-        self.memo: dict[tuple[int, int, int], int | None] = {}
-
-    def within(self, st: tuple, k: int) -> bool:
-        """Does some sequence of at most ``k`` tokens from ``st`` end complete?"""
-        need = self.fewest(st, 6)
-        return need is not None and need <= k
-
-    def fewest(self, st: tuple, cap: int) -> int | None:
-        key = (st[0], st[1], st[2][PUID])
-        if key in self.memo:
-            return self.memo[key]
-        frontier, seen, out = [st], {key}, None
-        for d in range(cap + 1):
-            if any(self.c._complete(s) for s in frontier):
-                out = d
-                break
-            nxt = []
-            for s in frontier:
-                for t in self.tokens:
-                    r = self.c._walk(s, t)
-                    if isinstance(r, int):
-                        continue
-                    k = (r[0], r[1], r[2][PUID])
-                    if k not in seen:
-                        seen.add(k)
-                        nxt.append(r)
-            frontier = nxt
-        self.memo[key] = out
-        return out
-
-
-def _exact_walk(cg: gramask.CompiledGrammar, ex: _Exact, prefix: str, budget: int,
+def _exact_walk(cg: gramask.CompiledGrammar, ex: ExactFewest, prefix: str, budget: int,
                 rnd: random.Random) -> tuple[int, int, str]:
     """A random budget walk; every step the mask ⊆ the exact one, EOS exact, never empty;
     it ends complete. Returns (tokens the exact masks allow, of them the ones forbidden, the
@@ -126,7 +89,7 @@ def test_contextual_budget_masks_are_sound_and_mostly_exact(grammar: str,
     """Small grammars that lex differently in the two modes: the budget masks never admit a
     token after which no completion fits (exact search), and forbid few that fit."""
     cg = _compile_small(grammar, tokens)
-    ex = _Exact(cg)
+    ex = ExactFewest(cg)
     parser = lark.Lark(grammar, parser="lalr", lexer="contextual")
     rnd = random.Random(0)
     allowed = forbidden = walks = parsed = 0
@@ -180,7 +143,7 @@ def test_contextual_budget_with_indentation_is_sound() -> None:
     toks = ["a", "b", ":", "\n", "  ", "\n  ", " ", "a:", ":\n", "\n    ", "if", " if"]
     cg = _compile_small(INDENTED, toks)
     assert cg.grammar.indentation is not None
-    ex = _Exact(cg)
+    ex = ExactFewest(cg)
     rnd = random.Random(0)
     allowed = forbidden = walks = 0
     for _ in range(30):

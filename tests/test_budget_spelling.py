@@ -24,7 +24,8 @@ import pytest
 
 import gramask
 from gramask.grammar import Grammar
-from gramask.runtime.core.parse_state import PUID
+
+from ._support import ExactFewest
 
 GRAMMAR = r"""
 start: stmt+
@@ -40,43 +41,13 @@ TOKENS = ["a", "b", "ab", "a=", "=b", "=(", "1", "12", "1;", "b;", ";a", ";", "(
 PREFIXES = ["", "a", "ab", "a=", "a = (", "a=1;b", "b = 12", "a=(("]
 
 
-class _Exact:
-    """Fewest tokens of this vocabulary that complete the input from a state (BFS)."""
-
-    def __init__(self, cg: gramask.CompiledGrammar) -> None:
-        self.c = cg.constraint()
-        self.memo: dict[tuple[int, int, int], int | None] = {}
-
-    def fewest(self, st: tuple, cap: int = 10) -> int | None:
-        key = (st[0], st[1], st[2][PUID])
-        if key not in self.memo:
-            frontier, seen, out = [st], {key}, None
-            for d in range(cap + 1):
-                if any(self.c._complete(s) for s in frontier):
-                    out = d
-                    break
-                nxt = []
-                for s in frontier:
-                    for t in TOKENS:
-                        r = self.c._walk(s, t.encode())
-                        if isinstance(r, int):
-                            continue
-                        k = (r[0], r[1], r[2][PUID])
-                        if k not in seen:
-                            seen.add(k)
-                            nxt.append(r)
-                frontier = nxt
-            self.memo[key] = out
-        return self.memo[key]
-
-
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 def test_budgets_plan_and_admit_only_what_this_vocabulary_spells(lexer: str) -> None:
     vocab = gramask.Vocabulary.from_tokens([*TOKENS, "</s>"], eos_token_id=len(TOKENS))
     cg = gramask.compile(Grammar.from_lark(GRAMMAR, lexer=lexer), vocab, cache=False,
                          progress=False)
     eos = len(TOKENS)
-    ex = _Exact(cg)
+    ex = ExactFewest(cg)
     walks = 0
     for prefix in PREFIXES:
         for budget in range(1, 9):

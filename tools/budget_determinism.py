@@ -68,18 +68,9 @@ def load(args: argparse.Namespace) -> tuple[gramask.CompiledGrammar, list[tuple[
     vocab = gramask.Vocabulary.bundled(args.vocab)
     grammar = gramask.grammars.load(args.grammar, lexer=args.lexer)
     cg = gramask.compile(grammar, vocab)
-    reqs = []
-    for i, case in enumerate(budget_force.cases(args.grammar, args.fim, args.cases, args.seed)):
-        ids = encode(case.middle)
-        if not ids or len(ids) > args.max_tokens:
-            continue
-        suffix = case.suffix if args.fim else None
-        try:
-            cg.constraint(case.prefix, suffix=suffix)
-        except gramask.GramaskError:
-            continue
-        reqs.append((i, case.prefix, suffix, ids))
-    return cg, reqs
+    todo = list(enumerate(budget_force.cases(args.grammar, args.fim, args.cases, args.seed)))
+    return cg, [(i, case.prefix, suffix, ids) for i, case, suffix, ids
+                in budget_force.runnable(cg, todo, encode, args.fim, args.max_tokens)]
 
 
 def main(argv: list[str] | None = None) -> int:

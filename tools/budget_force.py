@@ -129,6 +129,24 @@ def cases(grammar: str, fim: bool, n: int, seed: int) -> Iterator[fim_eval.FimCa
     return doc_prefix_cases(docs, grammar, n, seed)
 
 
+def runnable(cg: gramask.CompiledGrammar, todo: list[tuple[int, fim_eval.FimCase]],
+             encode: Callable[[str], list[int]], fim: bool, max_tokens: int,
+             ) -> Iterator[tuple[int, fim_eval.FimCase, str | None, list[int]]]:
+    """(index, case, suffix, true token ids) of the cases a request can be made of: a
+    continuation of 1 to ``max_tokens`` tokens, and a prefix (and suffix) the grammar takes
+    (the bundled grammars' known gaps are skipped; fim_eval counts them)."""
+    for index, case in todo:
+        ids = encode(case.middle)
+        if not ids or len(ids) > max_tokens:
+            continue
+        suffix = case.suffix if fim else None
+        try:
+            cg.constraint(case.prefix, suffix=suffix)
+        except gramask.GramaskError:
+            continue
+        yield index, case, suffix, ids
+
+
 class Stats:
     """Per-step figures of the forced walks: CPU time of the plain mask (no budget, same
     state) and of the budgeted one; and, at steps where the budget is slack (what is left
@@ -227,16 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         todo = [ic for ic in todo if ic[0] in keep]
     if args.shuffle is not None:
         random.Random(args.shuffle).shuffle(todo)
-    for index, case in todo:
-        cont = case.middle
-        ids = encode(cont)
-        if not ids or len(ids) > args.max_tokens:
-            continue
-        suffix = case.suffix if args.fim else None
-        try:
-            cg.constraint(case.prefix, suffix=suffix)
-        except gramask.GramaskError:
-            continue  # the bundled grammar's known gaps (fim_eval counts them)
+    for index, case, suffix, ids in runnable(cg, todo, encode, args.fim, args.max_tokens):
         runs += 1
         for k in ks:
             why = force(cg, case.prefix, suffix, ids, len(ids) + k, times, stats)
