@@ -50,6 +50,7 @@ class TokenWalker:
         self.n_states, n_terms = dfa.num_states, dfa.num_terminals
         self.n_terms = n_terms
         self.trans = dfa.trans
+        self.trans_flat = np.ascontiguousarray(dfa.trans).reshape(-1)
         self.contextual = contextual
         self.nl_terminal = nl_terminal
         # end classes: what the lexeme a token stops inside can still lead to
@@ -263,6 +264,8 @@ class TokenWalker:
         byte is assumed to continue the lexeme (``first``: the states after it, given
         instead of ``q_start``). Returns node ids (-1 dead)."""
         trans, buf, lens, state_class = self.trans, self.buf, self.lens, self.state_class
+        # (a step's gather in one flat index: numpy's two-index gather costs about three)
+        trans_flat, width = self.trans_flat, trans.shape[1]
         contextual, interner = self.contextual, self.interner
         n_terms, nl_terminal = self.n_terms, self.nl_terminal
         accept, ignored = self.dfa.accept, self.dfa.ignored
@@ -294,37 +297,53 @@ class TokenWalker:
                 self.runs.skip(act, cur, idx, k, first is not None and np.ndim(k0) == 0
                                and int(k0) == 0)
                 entry = False
-            done = k[act] >= tl[act]
+            ka = k[act]
+            done = ka >= tl[act]
             if done.any():
                 d = act[done]
                 out[d] = state_class[cur[d]]
-                act = act[~done]
+                act, ka = act[~done], ka[~done]
             if not act.size:
                 break
+            # the walks that step now (most iterations: all of them, and every step goes
+            # on; the copies and scatters of a subset are then skipped)
+            every = True
             if skip:  # (iterations where every walk waits are passed over)
-                rel = k[act] - (int(k0) if uniform else lex_start[act])
+                rel = ka - (int(k0) if uniform else lex_start[act])
                 it = int(rel.min())
-                due = rel == it
+                every = it == int(rel.max())
+            if every:
+                step, ks = act, ka
             else:
-                due = np.ones(len(act), dtype=bool)
-            step = act[due]
-            ks = k[step]
-            nb = trans[cur[step], flat[at[step] + ks]]
+                due = rel == it
+                step, ks = act[due], ka[due]
+            cs = cur[step]
+            nb = trans_flat[cs * width + flat[at[step] + ks]]
             cont = nb >= 0
+            all_cont = bool(cont.all())
             if contextual:
-                ca, nbc = step[cont], nb[cont]
-                sh = state_class[nbc] != state_class[cur[ca]]
+                ca, nbc, cca = ((step, nb, cs) if all_cont
+                                else (step[cont], nb[cont], cs[cont]))
+                sh = state_class[nbc] != state_class[cca]
                 if sh.any():
                     w = ca[sh]
                     cw = state_class[nbc[sh]]
                     recs.append((w, cw, self.lex_alt(cur[w], idx[w], k[w], cw,
                                                       lex_start[w], from_start)))
-            moved = step[cont]
-            cur[moved] = nb[cont]
-            k[moved] = ks[cont] + 1
-            due[due] = ~cont  # now: the walks that stop here
-            act = act[~due]
-            stop = step[~cont]
+            if all_cont:
+                cur[step] = nb
+                k[step] = ks + 1
+                stop = step[:0]
+            else:
+                moved = step[cont]
+                cur[moved] = nb[cont]
+                k[moved] = ks[cont] + 1
+                if every:
+                    act = moved
+                else:
+                    due[due] = ~cont  # now: the walks that stop here
+                    act = act[~due]
+                stop = step[~cont]
             if stop.size and contextual:
                 ends = stop[self.acc_any[cur[stop]]]
                 if ends.size:
