@@ -91,10 +91,10 @@ _getrefcount = getattr(sys, "getrefcount", None) or (lambda _v: 0)
 _BASE = _refcounts({0: object()})[0]  # (0 where refcounts are unknown: nothing survives)
 
 
-class InternTable(Generic[K, V]):
-    """The hash-consing table of one kind of runtime object (Earley sets, parser states):
-    bounded like :class:`BoundedMemo`, except that a turnover keeps every old entry whose
-    object is still alive elsewhere (a constraint's history, another memo's value).
+class InternTable(BoundedMemo[K, V]):
+    """The hash-consing table of one kind of runtime object (Earley sets, parser states): a
+    :class:`BoundedMemo` whose turnover keeps every old entry whose object is still alive
+    elsewhere (a constraint's history, another memo's value).
 
     So hash-consing stays canonical — one object, one uid, per configuration for as long as
     any object of it lives — and comparing objects by uid is comparing configurations. A
@@ -106,25 +106,22 @@ class InternTable(Generic[K, V]):
     Writers (``put``) hold the caller's intern lock; old entries are handed out under this
     table's own lock, so that a turnover never drops one a reader has just taken."""
 
-    __slots__ = ("_lock", "_old", "capacity", "young")
+    __slots__ = ()
 
-    def __init__(self, capacity: int) -> None:
-        if capacity < 1:
-            raise ValueError(f"an intern table needs a capacity of at least 1, got {capacity}")
-        self.capacity = capacity
-        self.young: dict[K, V] = {}  # read directly by hot callers (a hit needs no lock)
-        self._old: dict[K, V] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        """The object interned for ``key`` (promoted if it was old), else None."""
-        r = self.young.get(key)
-        if r is not None:
+    @overload
+    def get(self, key: K) -> V | None: ...
+    @overload
+    def get(self, key: K, default: D) -> V | D: ...
+    def get(self, key: K, default: object = None) -> object:
+        """The object interned for ``key`` (promoted if it was old), else ``default``."""
+        r = self.young.get(key, _MISS)
+        if r is not _MISS:
             return r
         with self._lock:
-            r = self._old.get(key)
-            if r is not None:
-                self.young[key] = r  # promoted (a turnover moves young whole: it stays)
+            r = self._old.get(key, _MISS)
+            if r is _MISS:
+                return default
+            self.young[key] = r  # type: ignore[assignment]  # promoted (r came from _old)
             return r
 
     def put(self, key: K, value: V) -> None:
@@ -139,6 +136,3 @@ class InternTable(Generic[K, V]):
                 self._old = kept  # before young empties: a reader finds it in one of them
                 self.young = young = {}
             young[key] = value
-
-    def __len__(self) -> int:
-        return len(self.young) + len(self._old)
