@@ -75,7 +75,7 @@ class StateCosts:
         # (q, carry, parser uid) → :meth:`state_cost`: plan searches and detours ask it of
         # every chunk's state and meet the same ones again; valid while the fields it reads
         # are the same objects (:meth:`_memo_of`; they are replaced, never changed in place)
-        self._sc: dict[tuple[int, int, int], int] = {}
+        self._sc: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(1 << 16)
         self._sc_of: tuple[int, ...] = ()
 
     def nl_cost(self, width: int) -> int:
@@ -218,9 +218,8 @@ class StateCosts:
         key = (q, carry, p[PUID])
         r = self._sc.get(key)
         if r is None:
-            if len(self._sc) >= 1 << 16:
-                self._sc.clear()
-            r = self._sc[key] = self._state_cost(q, carry, p)
+            r = self._state_cost(q, carry, p)
+            self._sc.put(key, r)
         return r
 
     def _memo_of(self) -> tuple[int, ...]:
