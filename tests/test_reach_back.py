@@ -56,13 +56,14 @@ def test_reverse_edges_by_columns_keeps_the_distinct_edges() -> None:
             assert preds == sorted({s for s in range(30) if (wide[s] == t).any()})
 
 
+@pytest.mark.parametrize("many", [False, True])  # bit sets of one uint64, or the worklist
 @pytest.mark.parametrize("seed", range(4))
-def test_winnable_matches_the_closure_of_accepting_states(seed: int) -> None:
+def test_winnable_matches_the_closure_of_accepting_states(seed: int, many: bool) -> None:
     rng = np.random.default_rng(100 + seed)
-    n, n_terms = int(rng.integers(2, 80)), int(rng.integers(1, 20))
+    n, n_terms = int(rng.integers(2, 80)), int(rng.integers(1, 20)) + (64 if many else 0)
     cls_trans = _random_table(rng, n, 6, 0.6)
     accept = np.where(rng.random(n) < 0.3, rng.integers(0, n_terms, size=n), -1)
-    got = lx._winnable(cls_trans, accept, n_terms)
+    got = lx._winnable(accept, n_terms, ReverseEdges(cls_trans))
     for q in range(n):
         want = {int(accept[r]) for r in _reaches(cls_trans, q) if accept[r] >= 0}
         assert set(np.flatnonzero(got[q]).tolist()) == want

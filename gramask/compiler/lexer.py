@@ -282,8 +282,8 @@ def build_lexer_dfa(
     accept = np.where(best < n_terms, order_by_rank[np.minimum(best, n_terms - 1)],
                       -1).astype(np.int32) if n_terms else np.full(n, -1, dtype=np.int32)
 
-    reverse = ReverseEdges(cls_trans) if n_terms <= BITS else None
-    winnable = _winnable(cls_trans, accept, n_terms, reverse)
+    reverse = ReverseEdges(cls_trans)  # (kept: ignored_follows reads the same edges)
+    winnable = _winnable(accept, n_terms, reverse)
     ignored = np.array([t.ignored for t in terminals], dtype=bool)
     out = LexerDFA(
         trans=trans,
@@ -377,27 +377,22 @@ def _nonempty(d: ByteDFA) -> bool:
     return bool(d.finals.any())
 
 
-def _winnable(cls_trans: np.ndarray, accept: np.ndarray, n_terms: int,
-              reverse: ReverseEdges | None = None) -> np.ndarray:
-    """Backward closure of "this state's lexeme can end with terminal T" as int bitsets
-    (up to :data:`~gramask.compiler.reach_back.BITS` terminals: one uint64 per state,
-    pushed back a frontier at a time, :func:`~gramask.compiler.reach_back.reach_back`)."""
-    n, n_cls = cls_trans.shape
+def _winnable(accept: np.ndarray, n_terms: int, reverse: ReverseEdges) -> np.ndarray:
+    """Backward closure of "this state's lexeme can end with terminal T" over the lexer's
+    reversed edges ``reverse``: up to :data:`~gramask.compiler.reach_back.BITS` terminals
+    as one uint64 per state, pushed back a frontier at a time
+    (:func:`~gramask.compiler.reach_back.reach_back`); more as Python int bitsets, by a
+    worklist (the fixpoint does not depend on the order predecessors are visited in)."""
+    n = reverse.n
     if n_terms <= BITS:
         seeds = np.zeros(n, dtype=np.uint64)
         has = accept >= 0
         seeds[has] = np.left_shift(np.uint64(1), accept[has].astype(np.uint64))
-        got = reach_back(reverse or ReverseEdges(cls_trans), seeds)
+        got = reach_back(reverse, seeds)
         shifts = np.arange(n_terms, dtype=np.uint64)
         return np.asarray((got[:, None] >> shifts[None, :]) & np.uint64(1), dtype=bool)
-    # the reversed edges, deduplicated and grouped by head in one sort (the fixpoint does not
-    # depend on the order predecessors are visited in)
-    dst = cls_trans.reshape(-1).astype(np.int64)
-    src = np.repeat(np.arange(n, dtype=np.int64), n_cls)
-    ok = dst >= 0
-    pairs = np.unique(dst[ok] * n + src[ok])
-    tails = (pairs % n).tolist()
-    bounds = np.searchsorted(pairs // n, np.arange(n + 1)).tolist()
+    tails = reverse.pred.tolist()
+    bounds = reverse.ptr.tolist()
     bits = [(1 << int(a)) if a >= 0 else 0 for a in accept.tolist()]
     work = [q for q in range(n) if bits[q]]
     while work:
