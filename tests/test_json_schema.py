@@ -484,6 +484,9 @@ def test_property_names() -> None:
     check({"propertyNames": {"enum": ["a", "b"]}, "patternProperties": {"^b": {"type": "string"}}},
           passing=[{"a": 1}, {"a": 1, "b": "x"}], failing=[{"c": 1}, {"b": 1}])
     check({"propertyNames": False}, passing=[{}, 1, "x"], failing=[{"a": 1}])
+    # enum and const together: the enum's values equal to the const
+    check({"propertyNames": {"enum": ["a", "b"], "const": "a"}, "properties": {"b": {}}},
+          passing=[{}, {"a": 1}], failing=[{"b": 1}, {"a": 1, "b": 2}, {"c": 1}])
     check({"required": ["zz"], "propertyNames": {"maxLength": 1}}, passing=[[]],
           failing=[{}, {"zz": 1}, {"z": 1}])
 

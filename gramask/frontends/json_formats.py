@@ -13,6 +13,16 @@ def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def listed_values(schema: dict[str, Any]) -> Any:
+    """The values a schema's ``enum`` and ``const`` leave: with both, the enum's values equal
+    to the const. An ``enum`` that is not a list is returned as it is (the caller names the
+    error)."""
+    values = schema["enum"] if "enum" in schema else [schema["const"]]
+    if "const" in schema and "enum" in schema and isinstance(values, list):
+        values = [v for v in values if _canon(v) == _canon(schema["const"])]
+    return values
+
+
 def is_json_number(v: Any) -> bool:
     """A decoded JSON number (``bool`` is an ``int`` subclass in Python, not a JSON number)."""
     return isinstance(v, int | float) and not isinstance(v, bool)

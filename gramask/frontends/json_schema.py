@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import GrammarError
 from .bnf import GrammarParts
 from .json_formats import disjoint as _disjoint
-from .json_formats import is_json_number
+from .json_formats import is_json_number, listed_values
 from .json_formats import json_type as _json_type
 from .json_schema_base import (
     _ANNOTATIONS,
@@ -381,9 +381,7 @@ class _Compiler(TypeKeywords):
     def enumerated(self, schema: dict[str, Any], ptr: str, types: set[str], name: str) -> str:
         if "enum" in schema and not isinstance(schema["enum"], list):
             raise self.bad("enum", ptr, "must be an array")
-        values = list(schema["enum"]) if "enum" in schema else [schema["const"]]
-        if "const" in schema and "enum" in schema:
-            values = [v for v in values if _canon(v) == _canon(schema["const"])]
+        values = list(listed_values(schema))
         if EXCEPT in schema:  # a complement's "none of these strings" (json_schema_negation)
             values = [v for v in values if not (isinstance(v, str) and v in schema[EXCEPT])]
         others = set(schema) - _ANNOTATIONS - {"type", "enum", "const", EXCEPT}

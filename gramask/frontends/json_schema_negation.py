@@ -14,11 +14,10 @@ a keyword JSON Schema lacks: :data:`EXCEPT`, read by the string compiler.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable
 from typing import Any
 
-from .json_formats import is_json_number
+from .json_formats import is_json_number, listed_values
 
 __all__ = ["EXCEPT", "negate"]
 
@@ -65,9 +64,7 @@ def negate(schema: Any, resolve: Callable[[str], Any], annotations: frozenset[st
     if set(s) == {"type"}:
         return _negate_type(s["type"])
     if set(s) <= {"const", "enum"}:
-        values = s["enum"] if "enum" in s else [s["const"]]
-        if "const" in s and "enum" in s:
-            values = [v for v in values if _same(v, s["const"])]
+        values = listed_values(s)
         return _negate_values(values) if isinstance(values, list) else None
     if _object_only(s):  # holds for every non-object: its complement is objects only
         return _negate_object(s, resolve, annotations, depth)
@@ -126,10 +123,6 @@ def _negate_type(t: Any) -> Any:
         types.add("integer")
     rest = [x for x in _ALL_TYPES if x not in types]
     return {"type": rest} if rest else False
-
-
-def _same(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _negate_values(values: list[Any]) -> Any:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import json_text as jt
+from .json_formats import listed_values
 from .json_keys import key_region, region_empty
 from .json_schema_base import _ANNOTATIONS, SchemaCompilerBase, _ptr_join
 
@@ -184,7 +185,7 @@ class ObjectKeywords(SchemaCompilerBase):
                 regexes.append(f"[\\s\\S]{{{lo},{'' if hi is None else hi}}}")
                 tests.append(lambda k: lo <= len(k) and (hi is None or len(k) <= hi))
             if "enum" in names or "const" in names:
-                words = names["enum"] if "enum" in names else [names["const"]]
+                words = listed_values(names)
                 if not isinstance(words, list):
                     raise jt.PatternError("enum must be an array")
                 words = [w for w in words if isinstance(w, str)]

@@ -14,6 +14,7 @@ from ..errors import GrammarError
 from . import json_text as jt
 from .json_formats import FORMATS as _FORMATS
 from .json_formats import json_type as _json_type
+from .json_formats import listed_values
 from .json_schema_base import (
     _ANNOTATIONS,
     _MAX_BOUND,
@@ -46,11 +47,9 @@ def finite_items(schema: dict[str, Any]) -> list[Any] | None:
             "enum" not in items and "const" not in items) or (
             set(items) - _ANNOTATIONS - {"type", "enum", "const"}):
         return None
-    values = items["enum"] if "enum" in items else [items["const"]]
+    values = listed_values(items)
     if not isinstance(values, list):
         return None
-    if "const" in items:
-        values = [v for v in values if _canon(v) == _canon(items["const"])]
     if "type" in items:
         t = items["type"]
         types = set(t if isinstance(t, list) else [t])
