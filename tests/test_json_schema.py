@@ -257,6 +257,8 @@ def test_compact_whitespace() -> None:
     ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "oneOf", "#"),
     ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#"),
     ({"type": "number", "minimum": 1e-120}, "minimum", "#"),
+    ({"properties": {"a": {"items": {"enum": ["x", "y"]}, "uniqueItems": True,
+                           "contains": {"const": "x"}}}}, "contains", "#/properties/a"),
 ])
 def test_unsupported_keywords_are_refused(schema: Any, keyword: str, pointer: str) -> None:
     with pytest.raises(GrammarError) as e:

@@ -218,6 +218,8 @@ class TypeKeywords(ObjectKeywords):
         if schema.get("uniqueItems") is True:  # kept only for a few finite items
             values = finite_items(schema)
             assert values is not None
+            if "contains" in schema:
+                self.refuse("contains", ptr, "not supported beside uniqueItems")
             return self.unique_array(values, lo, hi)
         cap = max(len(prefix), lo, hi if hi is not None else 0, 1)
         if cap > 10_000:
