@@ -59,16 +59,18 @@ def trace(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: lis
     return out
 
 
-def load(args: argparse.Namespace) -> tuple[gramask.CompiledGrammar, list[tuple[int, str, str | None,
-                                                                           list[int]]]]:
-    """The compiled grammar and the runnable requests: (index, prefix, suffix, ids)."""
+def load(args: argparse.Namespace, only: int | None = None,
+         ) -> tuple[gramask.CompiledGrammar, list[tuple[int, str, str | None, list[int]]]]:
+    """The compiled grammar and the runnable requests: (index, prefix, suffix, ids); with
+    ``only``, that request alone (no other request's setup runs in the process)."""
     from tests._support import hf_tokenizer  # type: ignore[import-not-found, unused-ignore]
 
     encode = hf_tokenizer(args.vocab)
     vocab = gramask.Vocabulary.bundled(args.vocab)
     grammar = gramask.grammars.load(args.grammar, lexer=args.lexer)
     cg = gramask.compile(grammar, vocab)
-    todo = list(enumerate(budget_force.cases(args.grammar, args.fim, args.cases, args.seed)))
+    todo = [ic for ic in enumerate(budget_force.cases(args.grammar, args.fim, args.cases,
+                                                      args.seed)) if only in (None, ic[0])]
     return cg, [(i, case.prefix, suffix, ids) for i, case, suffix, ids
                 in budget_force.runnable(cg, todo, encode, args.fim, args.max_tokens)]
 
@@ -89,11 +91,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run each request alone in a fresh process")
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # (a fresh run)
     args = ap.parse_args(argv)
-    cg, reqs = load(args)
+    cg, reqs = load(args, args.one)
     if args.one is not None:
-        for i, prefix, suffix, ids in reqs:
-            if i == args.one:
-                print(json.dumps(trace(cg, prefix, suffix, ids, len(ids) + args.k)))
+        for _, prefix, suffix, ids in reqs:
+            print(json.dumps(trace(cg, prefix, suffix, ids, len(ids) + args.k)))
         return 0
     runs: dict[str, dict[int, Trace]] = {}
     for order in args.orders.split(","):
