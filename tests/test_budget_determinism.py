@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 import gramask
-from gramask.grammar import Grammar
 from gramask.runtime.budget.search import SEARCH_NODES
 from gramask.runtime.core.parse_state import ES
 from gramask.runtime.memo import InternTable
+
+from ._support import tiny
 
 # C-like, with %ignored line and block comments
 GRAMMAR = r"""
@@ -54,9 +55,7 @@ TINY = dict(interned_sets=16, parser_states=16, step_memo=16)
 
 
 def _compiled(lexer: str) -> gramask.CompiledGrammar:
-    vocab = gramask.Vocabulary.from_tokens([*TOKENS, "</s>"], eos_token_id=len(TOKENS))
-    return gramask.compile(Grammar.from_lark(GRAMMAR, lexer=lexer), vocab, cache=False,
-                           progress=False)
+    return tiny(GRAMMAR, TOKENS, lexer=lexer)[0]
 
 
 def _digest(c: gramask.Constraint) -> str:

@@ -23,9 +23,8 @@ import numpy as np
 import pytest
 
 import gramask
-from gramask.grammar import Grammar
 
-from ._support import ExactFewest
+from ._support import ExactFewest, follow_along_the_masks, tiny
 
 GRAMMAR = r"""
 start: stmt+
@@ -43,9 +42,7 @@ PREFIXES = ["", "a", "ab", "a=", "a = (", "a=1;b", "b = 12", "a=(("]
 
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 def test_budgets_plan_and_admit_only_what_this_vocabulary_spells(lexer: str) -> None:
-    vocab = gramask.Vocabulary.from_tokens([*TOKENS, "</s>"], eos_token_id=len(TOKENS))
-    cg = gramask.compile(Grammar.from_lark(GRAMMAR, lexer=lexer), vocab, cache=False,
-                         progress=False)
+    cg, _ = tiny(GRAMMAR, TOKENS, lexer=lexer)
     eos = len(TOKENS)
     ex = ExactFewest(cg)
     walks = 0
@@ -67,10 +64,8 @@ def test_budgets_plan_and_admit_only_what_this_vocabulary_spells(lexer: str) -> 
                 plan = c.shortest_completion().token_ids
                 need = ex.fewest(st)
                 assert need is not None and need <= len(plan) == c.min_tokens_to_complete()
-                follow = c.clone()
-                for t in plan:  # the plan is this vocabulary's tokens and ends complete
-                    follow.advance(t)
-                assert follow.is_complete()
+                # the plan is this vocabulary's tokens, allowed one by one, and ends complete
+                follow_along_the_masks(c.clone(), list(plan))
                 m = c.allowed()
                 assert m.any()
                 for t in np.flatnonzero(m[:eos]).tolist():
