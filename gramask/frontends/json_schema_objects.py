@@ -18,7 +18,7 @@ from typing import Any
 from . import json_text as jt
 from .json_formats import listed_values
 from .json_keys import key_region, region_empty
-from .json_schema_base import _ANNOTATIONS, SchemaCompilerBase, _ptr_join
+from .json_schema_base import _ANNOTATIONS, MAX_COUNTED_LENGTH, SchemaCompilerBase, _ptr_join
 
 __all__ = ["ObjectKeywords"]
 
@@ -56,7 +56,8 @@ class ObjectKeywords(SchemaCompilerBase):
             except re.error as e:
                 raise self.bad("patternProperties", ptr, f"invalid pattern {p!r}: {e}") from None
             try:  # ECMA's reading, as the key automata read the other keys
-                pat_res.append(jt.pattern_test(p, _ptr_join(ptr, "patternProperties", p)))
+                pat_res.append(jt.pattern_test(
+                    jt.pattern_regex(p, _ptr_join(ptr, "patternProperties", p))))
             except jt.PatternError:  # refused by pattern_regions below
                 pat_res.append(lambda k: False)
         names = self.property_names(schema.get("propertyNames", True), ptr)
@@ -159,7 +160,7 @@ class ObjectKeywords(SchemaCompilerBase):
         """``propertyNames``: (regexes every other key must match, a test of a defined key),
         or None where no key is valid (``false``). Taken: ``true``, and a schema of
         ``type`` ``string`` (every key is one), ``pattern``, ``minLength``/``maxLength``
-        (up to 64), ``enum``/``const`` of strings; anything else is refused."""
+        (up to ``MAX_COUNTED_LENGTH``), ``enum``/``const`` of strings; anything else is refused."""
         if names is True:
             return [], lambda k: True
         if names is False:
@@ -171,19 +172,16 @@ class ObjectKeywords(SchemaCompilerBase):
             self.refuse("propertyNames", ptr, "supported: true, false, and a schema of type "
                         "string, pattern, minLength/maxLength and enum/const")
             return [], lambda k: True
-        regexes: list[str] = []
-        tests: list[Callable[[str], bool]] = []
+        regexes: list[str] = []  # (a defined key is tested against them, as the others)
         try:
             if "pattern" in names:
                 regexes.append(jt.pattern_regex(names["pattern"], _ptr_join(where, "pattern")))
-                tests.append(jt.pattern_test(names["pattern"], _ptr_join(where, "pattern")))
             lo, hi = names.get("minLength", 0), names.get("maxLength")
             if lo or hi is not None:
                 if not isinstance(lo, int) or not isinstance(hi, int | None) or \
-                        max(lo, hi or 0) > 64:
-                    raise jt.PatternError("lengths up to 64 are supported")
+                        max(lo, hi or 0) > MAX_COUNTED_LENGTH:
+                    raise jt.PatternError(f"lengths up to {MAX_COUNTED_LENGTH} are supported")
                 regexes.append(f"[\\s\\S]{{{lo},{'' if hi is None else hi}}}")
-                tests.append(lambda k: lo <= len(k) and (hi is None or len(k) <= hi))
             if "enum" in names or "const" in names:
                 words = listed_values(names)
                 if not isinstance(words, list):
@@ -192,7 +190,7 @@ class ObjectKeywords(SchemaCompilerBase):
                 if not words:
                     return None
                 regexes.append("|".join(f"(?:{re.escape(w)})" for w in words))
-                tests.append(lambda k: k in words)
+            tests = [jt.pattern_test(r) for r in regexes]
         except (re.error, TypeError, jt.PatternError) as e:
             self.refuse("propertyNames", ptr, str(e))
             return [], lambda k: True

@@ -252,12 +252,11 @@ def pattern_regex(pattern: str, where: str) -> str:
     return ("" if start_anchor else any_rep) + body + ("" if end_anchor else any_rep)
 
 
-def pattern_test(pattern: str, where: str) -> Callable[[str], bool]:
-    """Whether a (decoded) string contains a match of the JSON Schema ``pattern``, by the
-    same ECMA 262 reading as :func:`pattern_regex` — not Python's (``\\d`` matching ``٣``,
-    ``$`` before a final newline), so a defined key is tested as the key automata test the
-    others. Raises :class:`PatternError` as :func:`pattern_regex` does."""
-    rx = re.compile(pattern_regex(pattern, where))
+def pattern_test(regex: str) -> Callable[[str], bool]:
+    """Whether a (decoded) string is in ``regex``, a :func:`pattern_regex` translation: the
+    ECMA 262 reading of its pattern, not Python's (``\\d`` matching ``٣``, ``$`` before a
+    final newline), so a defined key is tested as the key automata test the others."""
+    rx = re.compile(regex)
     return lambda text: rx.fullmatch(text) is not None
 
 
