@@ -43,7 +43,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT, negate
+from .json_schema_negation import EXCEPT
 from .json_schema_types import MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
 
 __all__ = ["JsonSchemaOptions", "SchemaWarning", "grammar_from_json_schema", "json_value_grammar"]
@@ -162,12 +162,9 @@ class _Compiler(TypeKeywords):
     def complements(self, out: dict[str, Any], ptr: str) -> None:
         """``not`` and ``if``/``then``/``else`` as ``allOf`` parts, through the complement
         :func:`negate` writes; refused where it writes none."""
-        def resolve(ref: str) -> Any:
-            return self.resolve(ref, ptr)[0]
-
         parts: list[Any] = []
         if "not" in out:
-            neg = negate(out.pop("not"), resolve, _ANNOTATIONS)
+            neg = self.complement(out.pop("not"), ptr)
             if neg is None:
                 self.refuse("not", ptr, "supported over type, const/enum, required, properties, "
                                         "number bounds, string lengths (and anyOf/allOf/$ref "
@@ -176,7 +173,7 @@ class _Compiler(TypeKeywords):
                 parts.append(neg)
         if "if" in out:
             cond, then, other = out.pop("if"), out.pop("then", True), out.pop("else", True)
-            neg = negate(cond, resolve, _ANNOTATIONS)
+            neg = self.complement(cond, ptr)
             if neg is None:
                 self.refuse("if", ptr, "supported where the condition is over type, "
                                        "const/enum, required, properties, number bounds, string "
@@ -219,7 +216,7 @@ class _Compiler(TypeKeywords):
     def exactly_one(self, subs: list[tuple[Any, str]], ptr: str) -> list[tuple[Any, str]]:
         """``oneOf`` branches that may overlap, as ``anyOf`` branches: each one with the
         complements of the others (:func:`negate`); refused where one has no complement."""
-        negs = [negate(a, lambda ref: self.resolve(ref, ptr)[0], _ANNOTATIONS) for a, _ in subs]
+        negs = [self.complement(a, ptr) for a, _ in subs]
         if any(n is None for n in negs) or len(subs) > 8:
             self.refuse("oneOf", ptr, "its branches may overlap, and gramask cannot write the "
                                       "complement of each of them (see not), or there are "

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from ..errors import GrammarError
 from . import json_text as jt
 from .bnf import GrammarBuilder
-from .json_schema_negation import EXCEPT
+from .json_schema_negation import EXCEPT, negate
 
 __all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions",
            "SchemaCompilerBase", "SchemaWarning"]
@@ -224,6 +224,11 @@ class SchemaCompilerBase:
             else:
                 raise self.bad("$ref", ptr, f"{ref!r} points to nothing in the schema")
         return target, "#" + path
+
+    def complement(self, schema: Any, ptr: str) -> Any:
+        """The complement :func:`~.json_schema_negation.negate` writes for ``schema`` (its
+        ``$ref`` resolved from ``ptr``), or None where it writes none."""
+        return negate(schema, lambda ref: self.resolve(ref, ptr)[0], _ANNOTATIONS)
 
     def ref_rule(self, ref: str, ptr: str) -> str:
         target, tptr = self.resolve(ref, ptr)

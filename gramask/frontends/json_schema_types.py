@@ -24,7 +24,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT, negate
+from .json_schema_negation import EXCEPT
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
@@ -292,7 +292,7 @@ class TypeKeywords(ObjectKeywords):
         lo, hi = schema.get("minContains", 1), bounds[1]
         neg: Any = None
         if hi is not None:
-            neg = negate(schema["contains"], lambda ref: self.resolve(ref, ptr)[0], _ANNOTATIONS)
+            neg = self.complement(schema["contains"], ptr)
             if neg is None:
                 self.refuse("maxContains", ptr, "supported where the contains schema has a "
                             "complement gramask can write (see not)")
