@@ -18,15 +18,30 @@ try:  # Python ≥ 3.11
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
-__all__ = ["check_features", "has_category", "has_lazy_repeat", "regex_ops"]
+__all__ = ["NOT_REGULAR", "check_features", "has_category", "has_lazy_repeat",
+           "not_regular", "regex_ops"]
 
-_UNSUPPORTED = {
+# the parse-tree operations with no finite automaton, as a message names them
+NOT_REGULAR = {
     "ASSERT": "a lookahead/lookbehind",
     "ASSERT_NOT": "a negative lookahead/lookbehind",
     "GROUPREF": "a backreference",
     "GROUPREF_EXISTS": "a conditional group",
     "AT": "an anchor (^, $, \\b, \\A, \\Z)",
+    "ATOMIC_GROUP": "an atomic group",
+    "POSSESSIVE_REPEAT": "a possessive repeat",
 }
+# those refused before any automaton is built (the NFA builder refuses the others)
+_UNSUPPORTED = ("ASSERT", "ASSERT_NOT", "GROUPREF", "GROUPREF_EXISTS", "AT")
+
+
+def not_regular(name: str, pattern: str, op: object) -> UnsupportedRegexError:
+    """The error for terminal ``name`` whose regex ``pattern`` uses parse-tree operation
+    ``op``, which has no finite automaton."""
+    what = NOT_REGULAR.get(str(op), str(op))
+    return UnsupportedRegexError(
+        f"terminal {name}: regex /{pattern}/ uses {what}, which has no finite automaton; "
+        "rewrite it as a plain regular expression", name=name)
 
 
 def check_features(name: str, pattern: str) -> None:
@@ -39,14 +54,9 @@ def check_features(name: str, pattern: str) -> None:
             f"terminal {name}: invalid regex /{pattern}/: {e}", name=name
         ) from None
 
-    feature = next((_UNSUPPORTED[str(op)] for op, _ in regex_ops(parsed)
-                    if str(op) in _UNSUPPORTED), None)
-    if feature is not None:
-        raise UnsupportedRegexError(
-            f"terminal {name}: regex /{pattern}/ uses {feature}, which has no finite "
-            "automaton; rewrite it as a plain regular expression",
-            name=name,
-        )
+    op = next((op for op, _ in regex_ops(parsed) if str(op) in _UNSUPPORTED), None)
+    if op is not None:
+        raise not_regular(name, pattern, op)
 
 
 def has_lazy_repeat(pattern: str) -> bool:

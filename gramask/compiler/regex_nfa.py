@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .charclass import CharSet, case_variants, complement, fold_case, normalize, utf8_sequences
-from .regex_features import regex_ops
+from .regex_features import NOT_REGULAR, regex_ops
 
 __all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa"]
 
@@ -302,13 +302,4 @@ class _Builder:
             cur = self.copies(sub, cur, flags, hi - lo, end)
             nfa.eps[cur].append(end)
             return end
-        names = {
-            "ASSERT": "a lookahead/lookbehind",
-            "ASSERT_NOT": "a negative lookahead/lookbehind",
-            "GROUPREF": "a backreference",
-            "GROUPREF_EXISTS": "a conditional group",
-            "AT": "an anchor (^, $, \\b, \\A, \\Z)",
-            "ATOMIC_GROUP": "an atomic group",
-            "POSSESSIVE_REPEAT": "a possessive repeat",
-        }
-        raise RegexNotRegular(names.get(str(op), str(op)))
+        raise RegexNotRegular(NOT_REGULAR.get(str(op), str(op)))

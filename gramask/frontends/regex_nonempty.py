@@ -15,6 +15,7 @@ from re import _constants as _c  # re's own parser (3.11+), as the regex compile
 from re import _parser as _sre_parse
 from typing import Any
 
+from ..compiler.regex_features import not_regular
 from ..errors import UnsupportedRegexError
 
 __all__ = ["nonempty_regex"]
@@ -25,12 +26,6 @@ _CATEGORY = {
 }
 # the flags that change what a regex without anchors matches (x and m do not; u is the default)
 _FLAGS = ((_c.SRE_FLAG_IGNORECASE, "i"), (_c.SRE_FLAG_DOTALL, "s"), (_c.SRE_FLAG_ASCII, "a"))
-_REFUSED = {
-    "ATOMIC_GROUP": "an atomic group", "POSSESSIVE_REPEAT": "a possessive repeat",
-    "AT": "an anchor (^, $, \\b, \\A, \\Z)", "ASSERT": "a lookahead/lookbehind",
-    "ASSERT_NOT": "a negative lookahead/lookbehind", "GROUPREF": "a backreference",
-    "GROUPREF_EXISTS": "a conditional group",
-}
 
 
 def nonempty_regex(pattern: str, name: str = "REGEX") -> str | None:
@@ -72,10 +67,7 @@ class _Writer:
         self.pattern = pattern
 
     def refuse(self, op: Any) -> UnsupportedRegexError:
-        what = _REFUSED.get(str(op), str(op))
-        return UnsupportedRegexError(
-            f"terminal {self.name}: regex /{self.pattern}/ uses {what}, which has no finite "
-            "automaton; rewrite it as a plain regular expression", name=self.name)
+        return not_regular(self.name, self.pattern, op)
 
     # ------------------------------------------------------------------ which can be empty
     def nullable(self, items: list[Any]) -> bool:
