@@ -184,3 +184,28 @@ class ExactFewest:
             frontier = nxt
         self.memo[key] = out
         return out
+
+
+# a vocabulary of the 256 single bytes (and EOS 256): a text is forced byte by byte
+BYTES = gramask.Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b"</s>"],
+                                       eos_token_id=256, name="bytes")
+
+
+def accepts(cg: gramask.CompiledGrammar, ids: list[int]) -> bool:
+    """Force ``ids``; True iff every token is allowed (mask and advance agree) and the
+    result is complete (EOS allowed)."""
+    c = cg.constraint()
+    for t in ids:
+        mask = c.allowed()
+        if not mask[t]:
+            with pytest.raises(gramask.TokenRejected):
+                c.advance(t)
+            return False
+        c.advance(t)
+    mask = c.allowed()
+    assert bool(mask[cg.vocab.eos_token_id]) == c.is_complete()
+    return c.is_complete()
+
+
+def byte_ids(text: str) -> list[int]:
+    return list(text.encode("utf-8", "surrogatepass"))

@@ -22,38 +22,15 @@ import gramask
 from gramask import Grammar
 from gramask.errors import GrammarError
 
-from ._support import hf_tokenizer
+from ._support import BYTES, accepts, byte_ids, hf_tokenizer
 
 jsonschema = pytest.importorskip("jsonschema")
-
-BYTES = gramask.Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b"</s>"],
-                                       eos_token_id=256, name="bytes")
 
 
 @functools.cache
 def _compiled(schema_text: str, whitespace: str = "flexible") -> gramask.CompiledGrammar:
     g = Grammar.from_json_schema(schema_text, whitespace=whitespace)
     return gramask.compile(g, BYTES, cache=False, progress=False)
-
-
-def accepts(cg: gramask.CompiledGrammar, ids: list[int]) -> bool:
-    """Force ``ids``; True iff every token is allowed (mask and advance agree) and the
-    result is complete (EOS allowed)."""
-    c = cg.constraint()
-    for t in ids:
-        mask = c.allowed()
-        if not mask[t]:
-            with pytest.raises(gramask.TokenRejected):
-                c.advance(t)
-            return False
-        c.advance(t)
-    mask = c.allowed()
-    assert bool(mask[cg.vocab.eos_token_id]) == c.is_complete()
-    return c.is_complete()
-
-
-def byte_ids(text: str) -> list[int]:
-    return list(text.encode("utf-8", "surrogatepass"))
 
 
 def valid(schema: Any, instance: Any) -> bool:

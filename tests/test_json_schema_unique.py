@@ -12,7 +12,8 @@ import pytest
 from gramask import Grammar
 from gramask.errors import GrammarError
 
-from .test_json_schema import _compiled, accepts, byte_ids, valid
+from ._support import accepts, byte_ids
+from .test_json_schema import _compiled, valid
 
 VALUES: list[Any] = ["a", "é", 1, True, None]
 

@@ -17,8 +17,8 @@ from gramask import Grammar, GrammarError
 from gramask.errors import UnsupportedRegexError
 from gramask.frontends.regex_nonempty import nonempty_regex
 
-BYTES = gramask.Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b"</s>"],
-                                       eos_token_id=256, name="bytes")
+from ._support import BYTES, accepts, byte_ids
+
 EOS = 256
 ALPHABET = "abxAé5\n٣\u3000"
 
@@ -71,13 +71,7 @@ def _compiled(pattern: str) -> gramask.CompiledGrammar:
 
 
 def _accepts(cg: gramask.CompiledGrammar, text: str) -> bool:
-    c = cg.constraint()
-    for b in text.encode("utf-8"):
-        if not c.allowed()[b]:
-            return False
-        c.advance(b)
-    assert bool(c.allowed()[EOS]) == c.is_complete()
-    return c.is_complete()
+    return accepts(cg, byte_ids(text))
 
 
 NULLABLE = [r"(\w?)+", r"^(?:(?:\.[^a])*)", "a?b?", "(|x)", r"^(a?|\d*[a-c]+)+$", "(5*b)?",
