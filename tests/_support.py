@@ -209,3 +209,39 @@ def accepts(cg: gramask.CompiledGrammar, ids: list[int]) -> bool:
 
 def byte_ids(text: str) -> list[int]:
     return list(text.encode("utf-8", "surrogatepass"))
+
+
+# tokens a JSON grammar's random test model is biased towards (see biased_json_gpt2)
+STRUCTURE = ["{", "}", "[", "]", ",", ":", "1", "0", " true", " null", "true"]
+
+
+def biased_json_gpt2(cg: gramask.CompiledGrammar) -> Any:
+    """A 1-layer GPT-2 with random weights (seed 1234) at the vocabulary size of ``cg``; its
+    output layer gets a bias towards JSON punctuation and EOS, so that short complete
+    documents are likely and AdapTrack's search stays small."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(1234)
+    eos = cg.vocab.eos_token_id
+    v = len(cg.vocab)
+    config = GPT2Config(n_layer=1, n_head=2, n_embd=32, n_positions=256, vocab_size=v,
+                        bos_token_id=eos, eos_token_id=eos)
+    m = GPT2LMHeadModel(config).eval()
+    head = torch.nn.Linear(32, v, bias=True)
+    with torch.no_grad():
+        head.weight.copy_(m.transformer.wte.weight)
+        head.bias.zero_()
+        for t in STRUCTURE:
+            i = cg.vocab.token_id(t)
+            assert i is not None, t
+            head.bias[i] = 8.0
+        head.bias[eos] = 9.0
+    m.lm_head = head
+    return m
+
+
+def decode(cg: gramask.CompiledGrammar, ids: list[int], prefix: str = "") -> str:
+    """``prefix`` and the text of token ids ``ids``."""
+    return prefix + b"".join(cg.vocab.token_bytes(i) for i in ids).decode("utf-8")
+

@@ -25,7 +25,7 @@ from gramask.torch import (
     fill_next_token_bitmask,
 )
 
-from ._support import compiled
+from ._support import biased_json_gpt2, compiled, decode
 
 DEVICE = os.environ.get("GRAMASK_TEST_DEVICE") or ("cuda" if torch.cuda.is_available() else "")
 pytestmark = pytest.mark.skipif(
@@ -33,7 +33,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 PREFIXES = ["", '{"a": ', "[1, ", '{"k": [tr', '"str', "[[{}, "]
-STRUCTURE = ["{", "}", "[", "]", ",", ":", "1", "0", " true", " null", "true"]
 
 
 @pytest.fixture(scope="module")
@@ -43,31 +42,8 @@ def cg() -> gramask.CompiledGrammar:
 
 @pytest.fixture(scope="module")
 def model(cg):
-    """A 1-layer random GPT-2 at the real vocabulary size on the device, biased towards JSON
-    punctuation and EOS so that short complete documents are likely."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(1234)
-    eos = cg.vocab.eos_token_id
-    config = GPT2Config(n_layer=1, n_head=2, n_embd=32, n_positions=256,
-                        vocab_size=len(cg.vocab), bos_token_id=eos, eos_token_id=eos)
-    m = GPT2LMHeadModel(config).eval()
-    with torch.no_grad():
-        bias = torch.zeros(len(cg.vocab))
-        for t in STRUCTURE:
-            i = cg.vocab.token_id(t)
-            assert i is not None, t
-            bias[i] = 8.0
-        bias[eos] = 9.0
-        head = torch.nn.Linear(32, len(cg.vocab), bias=True)
-        head.weight.copy_(m.transformer.wte.weight)
-        head.bias.copy_(bias)
-    m.lm_head = head
-    return m.to(DEVICE)
-
-
-def decode(cg: gramask.CompiledGrammar, ids: list[int], prefix: str = "") -> str:
-    return prefix + b"".join(cg.vocab.token_bytes(i) for i in ids).decode("utf-8")
+    """The biased random GPT-2 of tests/test_sampling.py, on the device."""
+    return biased_json_gpt2(cg).to(DEVICE)
 
 
 def check_sample(cg: gramask.CompiledGrammar, ids: list[int], prefix: str, ended: bool) -> None:

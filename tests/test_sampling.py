@@ -36,6 +36,7 @@ from gramask.sampling import (
     sample_batch,
 )
 
+from ._support import biased_json_gpt2, decode
 from .conftest import compiled
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -310,33 +311,9 @@ def cg() -> gramask.CompiledGrammar:
     return compiled("json", "gpt2")
 
 
-STRUCTURE = ["{", "}", "[", "]", ",", ":", "1", "0", " true", " null", "true"]
-
-
 @pytest.fixture(scope="module")
 def model(cg):
-    """A 1-layer GPT-2 with random weights at the real vocabulary size; its output layer gets
-    a bias towards JSON punctuation and EOS, so that short complete documents are likely and
-    AdapTrack's search stays small."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(1234)
-    eos = cg.vocab.eos_token_id
-    v = len(cg.vocab)
-    config = GPT2Config(n_layer=1, n_head=2, n_embd=32, n_positions=256, vocab_size=v,
-                        bos_token_id=eos, eos_token_id=eos)
-    m = GPT2LMHeadModel(config).eval()
-    head = torch.nn.Linear(32, v, bias=True)
-    with torch.no_grad():
-        head.weight.copy_(m.transformer.wte.weight)
-        head.bias.zero_()
-        for t in STRUCTURE:
-            i = cg.vocab.token_id(t)
-            assert i is not None, t
-            head.bias[i] = 8.0
-        head.bias[eos] = 9.0
-    m.lm_head = head
-    return m
+    return biased_json_gpt2(cg)
 
 
 def from_scratch(model):
@@ -347,10 +324,6 @@ def from_scratch(model):
             return model(input_ids=torch.tensor([ids])).logits[0, -1]
 
     return lm
-
-
-def decode(cg, ids: list[int], prefix: str = "") -> str:
-    return prefix + b"".join(cg.vocab.token_bytes(i) for i in ids).decode("utf-8")
 
 
 def test_e2e_adaptrack_json_valid_and_cache_matches_scratch(cg, model):
