@@ -15,6 +15,7 @@ import pytest
 
 import gramask
 from gramask.grammar import Grammar
+from gramask.runtime.core.parse_state import PUID
 
 # A small grammar with nesting, two terminals that share no prefix, and an ignored space.
 PARENS = r"""
@@ -161,8 +162,6 @@ class ExactFewest:
 
     def fewest(self, st: tuple[Any, ...], cap: int = 10) -> int | None:
         """The fewest tokens from ``st`` to a complete input; None beyond ``cap``."""
-        from gramask.runtime.core.parse_state import PUID
-
         key = (st[0], st[1], st[2][PUID])
         if key in self.memo:
             return self.memo[key]
