@@ -88,3 +88,39 @@ def test_clean_ends_ask_only_for_the_terminals_that_can_follow(lexer: str) -> No
     oracle = lark.Lark(UNFOLLOWED, parser="earley", lexer="basic")
     _completions_are_larks(cg, oracle, ["", "a", "bc", "abca"])
     assert cg.constraint("").min_tokens_to_complete() == 2  # 'a;'
+
+
+# The only text that keeps two lexemes apart has a line break: a grammar that ignores
+# NEWLINE and no spaces, and a rest-of-line terminal (not ignored) that only a line break
+# ends, its follower glued after an ignored WS. shortest_completion() raised
+# NoCompletionError for every prefix of both (the planner's separator excluded line breaks).
+NEWLINE_APART = r"""
+start: T0 T0 T0
+T0: /[a-c][a-c0-9]*/
+%import common.SH_COMMENT
+%ignore SH_COMMENT
+%import common.NEWLINE
+%ignore NEWLINE
+"""
+REST_OF_LINE = r"""
+start: "abc" T0 T1
+T0: /#[^\n]*/
+T1: /[xy]*z/
+%import common.WS
+%ignore WS
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("grammar", "prefixes"), [
+    (NEWLINE_APART, ["", "a", "cb4a\n\nc", "#x", "a\n#x"]),
+    (REST_OF_LINE, ["", "ab", "abc", "abc\n#x", "abc#y z"]),
+])
+def test_completion_separates_lexemes_with_a_line_break(grammar: str, prefixes: list[str],
+                                                        lexer: str) -> None:
+    cg, _ = tiny(grammar, [*"abc04#xyz \n"], lexer=lexer)
+    oracle = lark.Lark(grammar, parser="earley", lexer="basic")
+    _completions_are_larks(cg, oracle, prefixes)
+    for prefix in prefixes:  # and a budget finds the same route
+        c = cg.constraint(prefix, max_tokens=40)
+        assert c.min_tokens_to_complete() <= 40

@@ -68,6 +68,7 @@ class LexemeCosts:
         # first pass: ends = every accepting state; then the clean ones (see class docstring)
         self.ends = [self.accepting_states(t) for t in range(T)]
         self.spell = self._spellings()
+        self.separators = self._separators()
         self.separator = self._separator()
         for _ in range(2):
             self.ends = [self._clean_ends(a) for a in range(T)]
@@ -183,20 +184,27 @@ class LexemeCosts:
     def glue(self, q: int, b: int) -> bytes | None:
         """The bytes of a lexeme of ``b`` right after a lexeme that ended in state ``q``
         (``q`` = 0: none before): its spelling, or the separator and its spelling, or else
-        the shortest lexeme of ``b`` whose first byte ends the one at ``q``."""
+        the shortest lexeme of ``b`` whose first byte ends the one at ``q``, or else a
+        separator with a line break and its spelling."""
         w = self.spell[b]
         if not w:
             return None
         if q == 0 or self.trans[q, w[0]] < 0:
             return w
-        sep = self.separator
-        if sep is not None and self.trans[q, sep[0]] < 0:
-            s = 0
-            for x in sep:
-                s = int(self.trans[s, x])
-            if self.trans[s, w[0]] < 0:
+        breaks = []
+        for sep in self.separators:
+            if b"\n" in sep:
+                breaks.append(sep)
+            elif self.trans[q, sep[0]] < 0 and self.trans[self.end_state(0, sep), w[0]] < 0:
                 return sep + w
-        return self._spell_after(q, b)
+        after = self._spell_after(q, b)
+        a = int(self.accept[q])
+        if after is not None or (a >= 0 and self.ignored[a]):
+            return after  # (an ignored lexeme a line break ends has its closer: _closers)
+        for sep in breaks:
+            if self.trans[q, sep[0]] < 0 and self.trans[self.end_state(0, sep), w[0]] < 0:
+                return sep + w
+        return None
 
     def _spell_after(self, q: int, b: int) -> bytes | None:
         """The shortest lexeme of ``b`` whose first byte kills the lexeme at ``q``: two
@@ -290,8 +298,33 @@ class LexemeCosts:
             q = int(self.trans[q, x])
         return q
 
+    def _separators(self) -> tuple[bytes, ...]:
+        """Lexemes of ignored terminals that can keep two lexemes apart, cheapest first: a
+        space or a tab, the ignored terminals' spellings without a line break, then those
+        with one — never the indentation newline or a line continuation. ``glue`` takes the
+        first that ends the lexeme before and is ended by the one after: a grammar that
+        ignores only NEWLINE has no other, and a rest-of-line lexeme (``/#[^\n]*/``, not
+        ignored) only a line break ends."""
+        skip = (self.nl_t, self.continuation_t)
+        spelled = [w for t, w in enumerate(self.spell) if w and self.ignored[t]]
+        cands = [b" ", b"\t", *sorted(spelled, key=lambda w: (b"\n" in w, len(w), w)),
+                 b"\n", b"\r\n"]
+        out: list[bytes] = []
+        for w in dict.fromkeys(cands):
+            q = 0
+            for x in w:
+                q = int(self.trans[q, x])
+                if q < 0:
+                    break
+            if q >= 0 and self.accept[q] >= 0 and self.ignored[self.accept[q]] and (
+                    int(self.accept[q]) not in skip):
+                out.append(w)
+        return tuple(out)
+
     def _separator(self) -> bytes | None:
-        """The cheapest lexeme of an ignored terminal that is not a newline (a space)."""
+        """The cheapest lexeme of an ignored terminal that is not a newline (a space); where
+        there is none, one with a line break (an ignored NEWLINE that is not the
+        indentation newline)."""
         for cand in (b" ", b"\t"):
             q = int(self.trans[0, cand[0]])
             if q >= 0 and self.accept[q] >= 0 and self.ignored[self.accept[q]] and (
@@ -304,4 +337,4 @@ class LexemeCosts:
                 b"\n" not in w
             ):
                 return w
-        return None
+        return self.separators[0] if self.separators else None
