@@ -96,15 +96,10 @@ class ObjectKeywords(SchemaCompilerBase):
                 s = {"allOf": matched} if matched else addl
                 props.append((k, s, _ptr_join(ptr, "additionalProperties"), k in required))
         defined = [k for k, *_ in props]
-        if pats:
+        if pats or name_regexes:  # (no patterns: one region, the keys names allow)
             extra = self.pattern_regions(pats, pat_rx, addl, defined, ptr, name_regexes)
         elif addl is False:
             extra = []
-        elif name_regexes:
-            extra = [] if region_empty(key_region(defined, name_regexes, [])) else [(
-                self.string_terminal(jt.JSON_STRING, hint="KEY_NAMED", key=True,
-                                     match=name_regexes, nomatch=[], **{"except": defined}),
-                self.value(addl, _ptr_join(ptr, "additionalProperties")))]
         else:
             extra = [(self.string_terminal(jt.JSON_STRING, hint="KEY", key=True,
                                            **{"except": defined})
@@ -228,9 +223,10 @@ class ObjectKeywords(SchemaCompilerBase):
         """(key terminal, value nonterminal) per region of the keys ``properties`` does not
         define: the keys matching exactly the patterns of a subset (their schemas all
         apply), and those matching none (``additionalProperties``); every key also matches
-        ``names`` (``propertyNames``). Empty regions, and those whose schemas include
-        ``false``, are left out. ``translated``: per pattern, its ``pattern_regex`` or the
-        error that refuses it (the first is refused here, where the regions are built)."""
+        ``names`` (``propertyNames``; with no patterns the one region is the keys it
+        allows). Empty regions, and those whose schemas include ``false``, are left out.
+        ``translated``: per pattern, its ``pattern_regex`` or the error that refuses it (the
+        first is refused here, where the regions are built)."""
         where = [_ptr_join(ptr, "patternProperties", p) for p in pats]
         regexes = []
         for rx in translated:
@@ -239,6 +235,7 @@ class ObjectKeywords(SchemaCompilerBase):
                 return []
             regexes.append(rx)
         schemas = list(pats.values())
+        hint = "KEY_PATTERN" if pats else "KEY_NAMED"
         out: list[tuple[str, str]] = []
         for subset in range(1 << len(pats)):
             inside = [i for i in range(len(pats)) if subset >> i & 1]
@@ -256,7 +253,7 @@ class ObjectKeywords(SchemaCompilerBase):
             nomatch = [r for i, r in enumerate(regexes) if i not in inside]
             if region_empty(key_region(defined, match, nomatch)):
                 continue
-            key_t = self.string_terminal(jt.JSON_STRING, hint="KEY_PATTERN", key=True,
+            key_t = self.string_terminal(jt.JSON_STRING, hint=hint, key=True,
                                          match=match, nomatch=nomatch, **{"except": defined})
             out.append((key_t, self.value(value, vptr)))
         return out
