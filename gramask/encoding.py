@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["BROKEN", "TAB_UNIT", "bits_of_rows", "decode_nl", "nl_code", "rows_of_bits",
-           "unique_rows", "words_of_bits"]
+__all__ = ["BROKEN", "TAB_UNIT", "bits_of_rows", "decode_nl", "distinct_columns", "nl_code",
+           "rows_of_bits", "unique_rows", "words_of_bits"]
 
 _WORD = 0xFFFFFFFFFFFFFFFF
 TAB_UNIT = 1 << 20  # what a tab adds to the indentation carry (a space adds 1)
@@ -93,6 +93,19 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     inv = np.empty(n, dtype=np.int64)
     inv[order] = np.cumsum(new) - 1
     return srt[new], inv
+
+
+def distinct_columns(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the first index of each distinct column of the 2-D ``table``, ascending; each
+    column's number among them), the distinct columns numbered by where they first occur.
+    A dict of the columns' bytes: exact, one pass, and the order a transition table's
+    columns already have (``unique_rows`` would renumber them lexicographically)."""
+    seen: dict[bytes, int] = {}
+    number = np.array([seen.setdefault(c.tobytes(), len(seen))
+                       for c in np.ascontiguousarray(table.T)], dtype=np.int64)
+    first = np.zeros(len(seen), dtype=np.int64)
+    first[number[::-1]] = np.arange(len(number) - 1, -1, -1)
+    return first, number
 
 
 def _unique_bool_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .compiler.regex_features import has_category, has_lazy_repeat
+from .compiler.regex_features import has_category, has_lazy_repeat, parse_regex
 from .errors import GrammarError
 from .lark_errors import guess_line, import_error, lex_error, undefined_start, visit_error
 
@@ -212,6 +212,7 @@ class Grammar:
             flags = "".join(sorted(f for f in pat.flags if f in "ismx"))
             if flags:
                 regex = f"(?{flags}:{regex})"
+            parsed = None if is_string else parse_regex(regex)  # (a string has neither)
             terminals.append(
                 TerminalSpec(
                     name=t.name,
@@ -219,8 +220,8 @@ class Grammar:
                     is_string=is_string,
                     priority=int(t.priority),
                     ignored=t.name in ignore,
-                    first_match=not is_string and has_lazy_repeat(regex),
-                    unicode_categories=unicode_categories and has_category(regex),
+                    first_match=has_lazy_repeat(parsed),
+                    unicode_categories=unicode_categories and has_category(parsed),
                 )
             )
         _check_terminals(terminals, text, source)

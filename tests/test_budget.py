@@ -20,7 +20,7 @@ import gramask
 from gramask.grammar import Grammar
 
 from . import _fim_reference as ref
-from ._support import compiled, tiny
+from ._support import compiled, follow_along_the_masks, tiny
 
 BALANCED_LARK = 'start: | "0" start "1"\n'
 
@@ -344,9 +344,7 @@ def test_shortest_completion_finishes_the_program() -> None:
         c = cg.constraint(pre)
         sc = c.shortest_completion()
         assert len(sc.token_ids) == c.min_tokens_to_complete()
-        for t in sc.token_ids:
-            c.advance(t)
-        assert c.is_complete()
+        follow_along_the_masks(c, list(sc.token_ids))
         _parses(pre + sc.text)
     assert cg.constraint("x = 1\n").min_tokens_to_complete() == 0
 
@@ -435,9 +433,7 @@ def test_python_fim_shortest_completion_and_budget_error() -> None:
     sc = c.shortest_completion()
     assert len(sc.token_ids) == c.min_tokens_to_complete() >= 1
     _parses(pre + sc.text + suf)
-    for t in sc.token_ids:
-        c.advance(t)
-    assert c.is_complete()
+    follow_along_the_masks(c, list(sc.token_ids))
     need = len(sc.token_ids)
     with pytest.raises(gramask.BudgetError) as e:
         cg.constraint(pre, suffix=suf, max_tokens=need - 1)

@@ -11,6 +11,8 @@ import pytest
 import gramask
 from gramask.runtime.fim.contextual import ContextualFimConstraint
 
+from ._support import follow_along_the_masks
+
 GRAMMAR = r"""
 start: "let" NAME "=" expr ";"
 ?expr: atom | expr "-" atom
@@ -37,7 +39,4 @@ def test_a_small_group_that_fits_gets_a_plan_before_large_ones_that_do_not(
     m = c.allowed()
     assert not m[TOKENS.index(b"(((1")]  # ")))" does not fit in 2
     assert m[TOKENS.index(b"f(")]
-    for t in middle:
-        assert c.allowed()[TOKENS.index(t)], t
-        c.advance(TOKENS.index(t))
-    assert c.is_complete()
+    follow_along_the_masks(c, [TOKENS.index(t) for t in middle])

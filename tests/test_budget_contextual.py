@@ -21,7 +21,7 @@ import gramask
 from gramask.grammar import Grammar
 from gramask.runtime.core.parse_state import PUID
 
-from ._support import ExactFewest
+from ._support import ExactFewest, follow_along_the_masks
 from .test_budget import _walk_budget
 from .test_contextual import ASSIGN, BINARY, CONFIG, KEYWORDS
 
@@ -266,9 +266,7 @@ def test_contextual_budget_error_and_shortest_completion(name: str, case: int) -
     sc = c.shortest_completion()
     need = c.min_tokens_to_complete()
     assert len(sc.token_ids) == need >= 2
-    for t in sc.token_ids:
-        c.advance(t)
-    assert c.is_complete()
+    follow_along_the_masks(c, list(sc.token_ids))
     assert _lark_accepts(_lark(name), cg, pre + sc.text)
     with pytest.raises(gramask.BudgetError) as e:
         cg.constraint(pre, max_tokens=need - 1)

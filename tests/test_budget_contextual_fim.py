@@ -19,6 +19,7 @@ import pytest
 import gramask
 from gramask.runtime.core.parse_state import PUID
 
+from ._support import follow_along_the_masks
 from .test_budget_contextual import _compile_small, _contextual, _lark, _lark_accepts
 from .test_contextual import ASSIGN, KEYWORDS
 
@@ -156,7 +157,4 @@ def test_contextual_fim_budget_error_names_the_minimum() -> None:
         cg.constraint('{"a": ', suffix="}", max_tokens=need - 1)
     assert e.value.minimum == need
     b = cg.constraint('{"a": ', suffix="}", max_tokens=need)
-    sc = b.shortest_completion()
-    for t in sc.token_ids:
-        b.advance(t)
-    assert b.is_complete()
+    follow_along_the_masks(b, list(b.shortest_completion().token_ids))

@@ -13,6 +13,8 @@ import pytest
 
 import gramask
 
+from ._support import follow_along_the_masks
+
 GRAMMAR = 'start: X ";"\nX: /a{4}|b{8}/\n'
 TOKENS = ["a", "b", "bbbbbbbb", ";", "</s>"]
 
@@ -48,7 +50,5 @@ def test_budget_error_minimum_is_an_honest_upper_bound(lexer: str, prefix: str,
     # exactly the reported minimum is admitted, and its plan ends a program in time
     c = cg.constraint(prefix, suffix=suffix, max_tokens=reported)
     assert c.min_tokens_to_complete() == reported
-    for t in c.shortest_completion().token_ids:
-        assert c.allowed()[t]
-        c.advance(t)
-    assert c.is_complete() and c.remaining_tokens == 0
+    follow_along_the_masks(c, list(c.shortest_completion().token_ids))
+    assert c.remaining_tokens == 0

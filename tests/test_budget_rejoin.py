@@ -19,6 +19,8 @@ import pytest
 
 import gramask
 
+from ._support import follow_along_the_masks
+
 GRAMMAR = r"""
 start: "if" exp "then" stat* "end"
 stat: NAME "=" exp
@@ -51,10 +53,7 @@ def test_true_middle_passes_with_every_plan_spent(compiled: gramask.CompiledGram
     for k in range(5):
         c = cg.constraint("if x", suffix=suffix, max_tokens=len(middle) + k)
         c.MAX_PLANS = 0  # as if the step's larger groups spent them
-        for t in middle:
-            assert c.allowed()[TOKENS.index(t)], (k, t, c.text)
-            c.advance(TOKENS.index(t))
-        assert c.is_complete(), (k, c.text)
+        follow_along_the_masks(c, [TOKENS.index(t) for t in middle])
 
 
 C_GRAMMAR = r"""
@@ -81,7 +80,4 @@ def test_a_keyword_token_rejoins_the_plan_after_its_lexeme(lexer: str) -> None:
     for k in range(5):
         c = cg.constraint("int f", suffix="}", max_tokens=len(middle) + k)
         c.MAX_PLANS = 0  # as if the step's larger groups spent them
-        for t in middle:
-            assert c.allowed()[C_TOKENS.index(t)], (k, t, c.text)
-            c.advance(C_TOKENS.index(t))
-        assert c.is_complete(), (k, c.text)
+        follow_along_the_masks(c, [C_TOKENS.index(t) for t in middle])

@@ -10,6 +10,8 @@ import pytest
 
 import gramask
 
+from ._support import follow_along_the_masks
+
 GRAMMAR = r"""
 start: (NAME "=" value _NL)*
 ?value: BOOL | INT
@@ -30,7 +32,4 @@ def test_the_plan_rest_after_a_blank_is_tried(lexer: str) -> None:
                          progress=False)
     middle = [b" =", b" tru"]
     c = cg.constraint("k", suffix="e\n", max_tokens=len(middle))  # k = 0
-    for t in middle:
-        assert c.allowed()[TOKENS.index(t)], t
-        c.advance(TOKENS.index(t))
-    assert c.is_complete()
+    follow_along_the_masks(c, [TOKENS.index(t) for t in middle])

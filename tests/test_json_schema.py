@@ -190,6 +190,30 @@ def test_defined_keys_read_patterns_as_ecma_does() -> None:
     assert not accepts(cg, byte_ids('{"\u0663":"x"}'))
 
 
+def test_a_pattern_property_with_no_automaton_is_refused_with_its_pointer() -> None:
+    """Refused (lenient: ignored with a warning) naming the pattern's JSON pointer, after a
+    refused ``propertyNames``; not at all where the object can hold no other key."""
+    from gramask.frontends.json_schema import SchemaWarning
+
+    obj = {"type": "object", "properties": {"ab": {}},
+           "patternProperties": {"^a": {"type": "integer"}, "x(?!y)": {}}}
+    why = (r"'patternProperties' at #/properties/o: "
+           r"#/properties/o/patternProperties/x\(\?!y\): .*lookaround")
+    with pytest.raises(GrammarError, match=why) as e:
+        Grammar.from_json_schema({"properties": {"o": obj}})
+    assert e.value.name == "patternProperties"
+    with pytest.warns(SchemaWarning, match=why):
+        g = Grammar.from_json_schema({"properties": {"o": obj}}, lenient=True)
+    cg = gramask.compile(g, BYTES, cache=False, progress=False)
+    assert accepts(cg, byte_ids('{"o":{"ab":1}}'))
+    assert not accepts(cg, byte_ids('{"o":{"ab":"s"}}'))  # ("^a" still holds for "ab")
+    with pytest.raises(GrammarError, match="'propertyNames'"):
+        Grammar.from_json_schema({**obj, "propertyNames": {"format": "email"}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Grammar.from_json_schema({**obj, "propertyNames": False}, lenient=True)
+
+
 def test_recursion_through_merged_siblings() -> None:
     # SchemaStore's resjson: anyOf + $ref with a sibling keyword merges into a schema that
     # meets itself again with no $ref rule in between (it recursed without end)

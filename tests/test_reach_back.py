@@ -11,6 +11,7 @@ from gramask.compiler import lexer as lx
 from gramask.compiler.lexer import LexerRows
 from gramask.compiler.product_search import explore_dense, explore_dense_exact
 from gramask.compiler.reach_back import ReverseEdges, reach_back
+from gramask.encoding import distinct_columns
 
 
 def _random_table(rng: np.random.Generator, n: int, width: int, dead: float) -> np.ndarray:
@@ -54,6 +55,18 @@ def test_reverse_edges_by_columns_keeps_the_distinct_edges() -> None:
         for t in range(30):
             preds = sorted(e.pred[e.ptr[t]: e.ptr[t + 1]].tolist())
             assert preds == sorted({s for s in range(30) if (wide[s] == t).any()})
+
+
+@pytest.mark.parametrize("width", [0, 1, 7, 256])
+def test_distinct_columns_numbers_columns_by_first_occurrence(width: int) -> None:
+    rng = np.random.default_rng(width)
+    table = _random_table(rng, 12, 4, 0.5)[:, rng.integers(0, 4, size=width)]
+    first, number = distinct_columns(table)
+    cols = [tuple(table[:, i].tolist()) for i in range(width)]
+    want_first = [i for i in range(width) if cols[i] not in cols[:i]]
+    assert first.tolist() == want_first
+    assert number.tolist() == [want_first.index(cols.index(c)) for c in cols]
+    assert (table[:, first][:, number] == table).all()
 
 
 @pytest.mark.parametrize("many", [False, True])  # bit sets of one uint64, or the worklist

@@ -30,7 +30,7 @@ import numpy as np
 import gramask
 from gramask.compiler.lexer import build_lexer_dfa, terminal_dfa
 from gramask.compiler.pipeline import build
-from gramask.compiler.regex_features import has_category
+from gramask.compiler.regex_features import has_category, parse_regex
 from gramask.compiler.regex_nfa import _unicode_category
 from gramask.grammar import Grammar
 
@@ -61,7 +61,7 @@ def _timed(f: Callable[[], object], repeat: int) -> tuple[float, float]:
 def _flagged(g: Grammar) -> Grammar:
     """``g`` with its regex terminals read with re's categories (as ``from_lark`` sets them)."""
     terms = tuple(dataclasses.replace(
-        t, unicode_categories=not t.is_string and has_category(t.pattern)) for t in g.terminals)
+        t, unicode_categories=not t.is_string and has_category(parse_regex(t.pattern))) for t in g.terminals)
     return dataclasses.replace(g, terminals=terms)
 
 

@@ -44,18 +44,13 @@ def trace(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: lis
         c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
     except (gramask.BudgetError, gramask.NoCompletionError) as e:
         return [f"refused:{type(e).__name__}"]
-    eos = cg.vocab.eos_token_id
     out: Trace = []
-    for t in [*ids, eos]:
-        m = c.allowed()
+    for step in budget_force.forced_walk(c, ids, cg.vocab.eos_token_id):
         try:
             need = str(c.min_tokens_to_complete())
         except gramask.GramaskError:
             need = "-"
-        out.append(f"{hashlib.sha256(np.packbits(m).tobytes()).hexdigest()[:12]}:{need}")
-        if t is None or not m[t] or t == eos:
-            break
-        c.advance(t)
+        out.append(f"{hashlib.sha256(np.packbits(step.mask).tobytes()).hexdigest()[:12]}:{need}")
     return out
 
 

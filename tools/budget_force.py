@@ -28,6 +28,7 @@ import sysconfig
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -163,6 +164,41 @@ class Stats:
         self.slack_allowed = 0  # grammar-allowed tokens at slack steps
 
 
+class Step(NamedTuple):
+    """One step of :func:`forced_walk`."""
+
+    index: int
+    token: int | None  # the true token (EOS after the last; None: the vocabulary has none)
+    mask: np.ndarray  # the budgeted constraint's allowed()
+    wall: float  # its wall-clock seconds
+    cpu: float  # its CPU seconds
+    plain: np.ndarray | None  # ``ref``'s allowed() in the same state, read first
+    plain_cpu: float  # its CPU seconds
+
+
+def forced_walk(c: gramask.Constraint, ids: list[int], eos: int | None,
+                ref: gramask.Constraint | None = None) -> Iterator[Step]:
+    """Force ``ids`` then ``eos`` through ``c`` (and ``ref``, the same request without the
+    budget, in step), a :class:`Step` per token; the walk ends with the step whose token
+    the mask forbids, or with EOS."""
+    for i, t in enumerate([*ids, eos]):
+        g, plain_cpu = None, 0.0
+        if ref is not None:
+            t0 = time.process_time()
+            g = ref.allowed()
+            plain_cpu = time.process_time() - t0
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        m = c.allowed()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        yield Step(i, t, m, wall, cpu, g, plain_cpu)
+        if t is None or not m[t] or t == eos:
+            return
+        c.advance(t)
+        if ref is not None:
+            ref.advance(t)
+
+
 def force(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: list[int],
           budget: int, times: list[float], stats: Stats | None = None) -> str | None:
     """Walk ``ids`` then EOS under ``budget``; None if every token was allowed, else why not."""
@@ -173,36 +209,26 @@ def force(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: lis
     except (gramask.BudgetError, gramask.NoCompletionError) as e:
         return f"refused at setup: {type(e).__name__}"
     eos = vocab.eos_token_id
-    for i, t in enumerate([*ids, eos]):
-        if ref is not None and stats is not None:
-            t0 = time.process_time()
-            g = ref.allowed()
-            stats.plain.append(time.process_time() - t0)
-        t0 = time.perf_counter()
-        c0 = time.process_time()
-        m = c.allowed()
-        times.append(time.perf_counter() - t0)
-        if ref is not None and stats is not None:
-            stats.budget.append(time.process_time() - c0)
+    for step in forced_walk(c, ids, eos, ref):
+        m, t = step.mask, step.token
+        times.append(step.wall)
+        if step.plain is not None and stats is not None:
+            stats.plain.append(step.plain_cpu)
+            stats.budget.append(step.cpu)
             left = c.remaining_tokens
             assert left is not None
             if left >= c.min_tokens_to_complete() + stats.margin:
-                cut = int((g & ~m).sum())
+                cut = int((step.plain & ~m).sum())
                 stats.slack_steps += 1
                 stats.slack_cut += cut
                 stats.slack_cut_steps += cut > 0
-                stats.slack_allowed += int(g.sum())
+                stats.slack_allowed += int(step.plain.sum())
         if t is None or not m[t]:
             what = "EOS" if t == eos else repr(vocab.token_bytes(t))
             need = "?"
             with contextlib.suppress(gramask.GramaskError):
                 need = str(c.min_tokens_to_complete())
-            return f"step {i}: {what} forbidden, {c.remaining_tokens} left, plan {need}"
-        if t == eos:
-            return None
-        c.advance(t)
-        if ref is not None:
-            ref.advance(t)
+            return f"step {step.index}: {what} forbidden, {c.remaining_tokens} left, plan {need}"
     return None
 
 

@@ -264,7 +264,7 @@ def build_lexer_dfa(
         all_ids = live_ids[q_of, col]
         n = live_ids.shape[0]
     else:
-        order, rows = _explore_sparse(table, start, too_many, max_states)
+        order, rows = _explore_sparse(table, start, max_states, too_many)
         cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), n_cls)
         n = len(order)
         q_of = np.repeat(np.arange(n), [len(key) for key in order])
@@ -307,8 +307,8 @@ _DENSE_TERMINALS = 200
 
 
 def _explore_sparse(
-    table: np.ndarray, start: np.ndarray,
-    on_limit: Callable[[list[tuple[int, ...]]], None], max_states: int = MAX_LEXER_STATES,
+    table: np.ndarray, start: np.ndarray, max_states: int,
+    on_limit: Callable[[list[tuple[int, ...]]], None],
 ) -> tuple[list[tuple[int, ...]], list[list[int]]]:
     """:func:`explore` over sorted tuples of live global states (many terminals)."""
     n_cls = table.shape[1]
@@ -334,8 +334,7 @@ def _explore_sparse(
 
 
 def _too_many_lexer_states(
-    terminals: Sequence[Terminal], order: list[tuple[tuple[int, int], ...]],
-    max_states: int = MAX_LEXER_STATES,
+    terminals: Sequence[Terminal], order: list[tuple[tuple[int, int], ...]], max_states: int,
 ) -> None:
     """Name the terminals with the most distinct states in the product: they interact."""
     per: dict[int, set[int]] = {}

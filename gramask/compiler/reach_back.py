@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..encoding import distinct_columns
+
 __all__ = ["BITS", "ReverseEdges", "reach_back"]
 
 BITS = 63  # targets per pass (one uint64 per state; the top bit left clear)
@@ -29,7 +31,7 @@ class ReverseEdges:
         n = int(table.shape[0])
         self.n = n
         if by_columns and n:
-            table = table[:, _distinct_columns(table)]
+            table = table[:, distinct_columns(table)[0]]
         succ = np.sort(table, axis=1)
         keep = succ >= 0
         keep[:, 1:] &= succ[:, 1:] != succ[:, :-1]
@@ -66,12 +68,3 @@ def reach_back(edges: ReverseEdges, seeds: np.ndarray) -> np.ndarray:
         front = np.unique(p)
     return bits
 
-
-def _distinct_columns(table: np.ndarray) -> np.ndarray:
-    """The first index of each distinct column of ``table``, ascending (a dict of the
-    columns' bytes: exact, and one pass over the table)."""
-    cols = np.ascontiguousarray(table.T)
-    first: dict[bytes, int] = {}
-    for i in range(cols.shape[0]):
-        first.setdefault(cols[i].tobytes(), i)
-    return np.array(sorted(first.values()), dtype=np.int64)

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from ..encoding import unique_rows
+from ..encoding import distinct_columns, unique_rows
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
 from .charclass import utf8_sequences
 from .regex_features import check_features
@@ -325,16 +325,12 @@ def _trim(trans: np.ndarray, finals: np.ndarray) -> ByteDFA:
     return _trim_classes(np.asarray(trans, dtype=np.int64), np.arange(256), finals)
 
 
-def _distinct_columns(t: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_classes(t: np.ndarray, byte_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct columns of ``t``, each byte's among them) for the table whose byte ``b``
     column is ``t[:, byte_class[b]]`` (``byte_class`` numbered by first byte): the columns
     numbered by their first byte, as a 256-wide table's would be."""
-    seen: dict[bytes, int] = {}
-    dedup = np.array([seen.setdefault(c.tobytes(), len(seen))
-                      for c in np.ascontiguousarray(t.T)], dtype=np.int64)
-    first = np.zeros(len(seen), dtype=np.int64)
-    first[dedup[::-1]] = np.arange(len(dedup) - 1, -1, -1)
-    return np.ascontiguousarray(t[:, first]), dedup[byte_class]
+    first, number = distinct_columns(t)
+    return np.ascontiguousarray(t[:, first]), number[byte_class]
 
 
 def _trim_classes(trans: np.ndarray, byte_class: np.ndarray, finals: np.ndarray, *,
@@ -346,7 +342,7 @@ def _trim_classes(trans: np.ndarray, byte_class: np.ndarray, finals: np.ndarray,
     live and seed the minimisation (a path to acceptance runs through live states only, so
     dropping states does not change them)."""
     n = trans.shape[0]
-    t, byte_class = _distinct_columns(np.asarray(trans, dtype=np.int64), byte_class)
+    t, byte_class = _distinct_classes(np.asarray(trans, dtype=np.int64), byte_class)
     dist = _distances(t, finals)
     alive = dist >= 0
     if not alive[0]:
@@ -365,7 +361,7 @@ def _trim_classes(trans: np.ndarray, byte_class: np.ndarray, finals: np.ndarray,
     f2 = finals[keep].copy()
     quick = _minimize_by_distance(t2, f2, dist=dist[keep])
     m_trans, m_finals = quick if quick is not None else minimize(t2, f2)
-    m_cls, m_class = _distinct_columns(m_trans, byte_class)  # merged states: columns may meet
+    m_cls, m_class = _distinct_classes(m_trans, byte_class)  # merged states: columns may meet
     return ByteDFA.of_classes(m_cls.astype(np.int32), m_class, m_finals)
 
 

@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
 __all__ = ["NOT_REGULAR", "check_features", "has_category", "has_lazy_repeat",
-           "not_regular", "regex_ops"]
+           "not_regular", "parse_regex", "regex_ops"]
 
 # the parse-tree operations with no finite automaton, as a message names them
 NOT_REGULAR = {
@@ -44,9 +44,10 @@ def not_regular(name: str, pattern: str, op: object) -> UnsupportedRegexError:
         "rewrite it as a plain regular expression", name=name)
 
 
-def check_features(name: str, pattern: str) -> None:
+def check_features(name: str, pattern: str) -> Any:
     """Refuse what has no finite automaton (lookarounds, backreferences, anchors), naming
-    the terminal; a pattern ``re`` cannot parse is an :class:`InvalidRegexError`."""
+    the terminal; a pattern ``re`` cannot parse is an :class:`InvalidRegexError`. Returns
+    ``re``'s parse tree of the pattern (for :func:`has_category` and the like)."""
     try:
         parsed = _sre_parse.parse(pattern)
     except re.error as e:
@@ -57,29 +58,33 @@ def check_features(name: str, pattern: str) -> None:
     op = next((op for op, _ in regex_ops(parsed) if str(op) in _UNSUPPORTED), None)
     if op is not None:
         raise not_regular(name, pattern, op)
+    return parsed
 
 
-def has_lazy_repeat(pattern: str) -> bool:
-    """Does ``pattern`` hold a lazy repeat (``*?``, ``+?``, ``??``, ``{m,n}?``)? Such a
-    terminal's lazy alternatives end at their first match (see ``build_byte_nfa``). False for a
+def parse_regex(pattern: str) -> Any:
+    """``re``'s parse tree of ``pattern``, parsed once for the questions below; None for a
     pattern ``re`` cannot parse (refused elsewhere, with its own message)."""
     try:
-        parsed = _sre_parse.parse(pattern)
+        return _sre_parse.parse(pattern)
     except (re.error, RecursionError):
-        return False
-    return any(str(op) == "MIN_REPEAT" and av[0] != av[1] for op, av in regex_ops(parsed))
+        return None
 
 
-def has_category(pattern: str) -> bool:
-    """Does ``pattern`` use ``\\d``, ``\\w``, ``\\s`` or their negations (where gramask's
-    ASCII reading and ``re``'s Unicode one can differ)? False for a pattern ``re`` cannot
-    parse."""
-    try:
-        parsed = _sre_parse.parse(pattern)
-    except (re.error, RecursionError):
-        return False
-    return any(str(op) == "IN" and any(str(iop) == "CATEGORY" for iop, _ in av)
-               for op, av in regex_ops(parsed))
+def has_lazy_repeat(parsed: Any) -> bool:
+    """Does the pattern parsed as ``parsed`` (:func:`parse_regex`) hold a lazy repeat
+    (``*?``, ``+?``, ``??``, ``{m,n}?``)? Such a terminal's lazy alternatives end at their
+    first match (see ``build_byte_nfa``). False for None (a pattern ``re`` cannot parse)."""
+    return parsed is not None and any(
+        str(op) == "MIN_REPEAT" and av[0] != av[1] for op, av in regex_ops(parsed))
+
+
+def has_category(parsed: Any) -> bool:
+    """Does the pattern parsed as ``parsed`` (:func:`parse_regex`) use ``\\d``, ``\\w``,
+    ``\\s`` or their negations (where gramask's ASCII reading and ``re``'s Unicode one can
+    differ)? False for None (a pattern ``re`` cannot parse)."""
+    return parsed is not None and any(
+        str(op) == "IN" and any(str(iop) == "CATEGORY" for iop, _ in av)
+        for op, av in regex_ops(parsed))
 
 
 def regex_ops(items: Any) -> Iterator[tuple[Any, Any]]:

@@ -50,16 +50,20 @@ class ObjectKeywords(SchemaCompilerBase):
                                                   "not supported")
             pats = dict(list(pats.items())[:_MAX_PATTERNS])
         pat_res: list[Callable[[str], bool]] = []
-        for p, _ in pats.items():
+        pat_rx: list[str | jt.PatternError] = []  # each pattern translated once, for both
+        for p in pats:
             try:
                 re.compile(p)
             except re.error as e:
                 raise self.bad("patternProperties", ptr, f"invalid pattern {p!r}: {e}") from None
             try:  # ECMA's reading, as the key automata read the other keys
-                pat_res.append(jt.pattern_test(
-                    jt.pattern_regex(p, _ptr_join(ptr, "patternProperties", p))))
-            except jt.PatternError:  # refused by pattern_regions below
+                rx = jt.pattern_regex(p, _ptr_join(ptr, "patternProperties", p))
+            except jt.PatternError as e:  # refused by pattern_regions below
+                pat_rx.append(e)
                 pat_res.append(lambda k: False)
+            else:
+                pat_rx.append(rx)
+                pat_res.append(jt.pattern_test(rx))
         names = self.property_names(schema.get("propertyNames", True), ptr)
         if names is None:  # no key is a valid name: only the empty object
             if required or schema.get("minProperties", 0):
@@ -92,15 +96,10 @@ class ObjectKeywords(SchemaCompilerBase):
                 s = {"allOf": matched} if matched else addl
                 props.append((k, s, _ptr_join(ptr, "additionalProperties"), k in required))
         defined = [k for k, *_ in props]
-        if pats:
-            extra = self.pattern_regions(pats, addl, defined, ptr, name_regexes)
+        if pats or name_regexes:  # (no patterns: one region, the keys names allow)
+            extra = self.pattern_regions(pats, pat_rx, addl, defined, ptr, name_regexes)
         elif addl is False:
             extra = []
-        elif name_regexes:
-            extra = [] if region_empty(key_region(defined, name_regexes, [])) else [(
-                self.string_terminal(jt.JSON_STRING, hint="KEY_NAMED", key=True,
-                                     match=name_regexes, nomatch=[], **{"except": defined}),
-                self.value(addl, _ptr_join(ptr, "additionalProperties")))]
         else:
             extra = [(self.string_terminal(jt.JSON_STRING, hint="KEY", key=True,
                                            **{"except": defined})
@@ -224,22 +223,25 @@ class ObjectKeywords(SchemaCompilerBase):
             return {}
         return out
 
-    def pattern_regions(self, pats: dict[str, Any], addl: Any, defined: list[str], ptr: str,
+    def pattern_regions(self, pats: dict[str, Any], translated: list[str | jt.PatternError],
+                        addl: Any, defined: list[str], ptr: str,
                         names: list[str]) -> list[tuple[str, str]]:
         """(key terminal, value nonterminal) per region of the keys ``properties`` does not
         define: the keys matching exactly the patterns of a subset (their schemas all
         apply), and those matching none (``additionalProperties``); every key also matches
-        ``names`` (``propertyNames``). Empty regions, and those whose schemas include
-        ``false``, are left out."""
+        ``names`` (``propertyNames``; with no patterns the one region is the keys it
+        allows). Empty regions, and those whose schemas include ``false``, are left out.
+        ``translated``: per pattern, its ``pattern_regex`` or the error that refuses it (the
+        first is refused here, where the regions are built)."""
         where = [_ptr_join(ptr, "patternProperties", p) for p in pats]
         regexes = []
-        for p, w in zip(pats, where, strict=True):
-            try:
-                regexes.append(jt.pattern_regex(p, w))
-            except jt.PatternError as e:
-                self.refuse("patternProperties", ptr, str(e))
+        for rx in translated:
+            if isinstance(rx, jt.PatternError):
+                self.refuse("patternProperties", ptr, str(rx))
                 return []
+            regexes.append(rx)
         schemas = list(pats.values())
+        hint = "KEY_PATTERN" if pats else "KEY_NAMED"
         out: list[tuple[str, str]] = []
         for subset in range(1 << len(pats)):
             inside = [i for i in range(len(pats)) if subset >> i & 1]
@@ -257,7 +259,7 @@ class ObjectKeywords(SchemaCompilerBase):
             nomatch = [r for i, r in enumerate(regexes) if i not in inside]
             if region_empty(key_region(defined, match, nomatch)):
                 continue
-            key_t = self.string_terminal(jt.JSON_STRING, hint="KEY_PATTERN", key=True,
+            key_t = self.string_terminal(jt.JSON_STRING, hint=hint, key=True,
                                          match=match, nomatch=nomatch, **{"except": defined})
             out.append((key_t, self.value(value, vptr)))
         return out

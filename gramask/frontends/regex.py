@@ -49,9 +49,9 @@ def grammar_from_regex(pattern: str) -> GrammarParts:
         body = f"(?{flags}:{body}\n)" if "x" in flags else f"(?{flags}:{body})"
     from ..compiler.regex_features import check_features, has_category
 
-    check_features("REGEX", body)
+    parsed = check_features("REGEX", body)
     b = GrammarBuilder()
-    uni = has_category(body)  # \d, \w, \s as re reads them (Unicode), the promise here
+    uni = has_category(parsed)  # \d, \w, \s as re reads them (Unicode), the promise here
     if not re.fullmatch(body, ""):
         b.rule("start", (b.terminal(f"(?:{body})", hint="REGEX", unicode_categories=uni),))
     else:  # a lexer terminal never matches the empty string: start is REGEX' | ε

@@ -173,6 +173,12 @@ class MaskBuilder:
     """Shared by every constraint of one compiled grammar (and by their threads: see the
     runtime contract in :mod:`gramask.runtime.core.constraint`)."""
 
+    # (parser state id, lexer state, carry) → ``mask``
+    _masks: BoundedMemo[tuple[int, int, int], np.ndarray]
+    # (parser state id, lexer state, carry, EOS id) → ``mask`` packed with its EOS bit: see
+    # ``packed_mask``
+    _packed: BoundedMemo[tuple[int, int, int, int], np.ndarray]
+
     def __init__(
         self, tables: TokenTables, dfa: LexerDFA, ctx: ParserContext, vocab_size: int,
         continuation_terminal: int = -1,
@@ -219,19 +225,22 @@ class MaskBuilder:
         # share the vocabulary-sized scatter (returned copied: callers write to masks)
         self._selected: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(
             memo_size(limits.row_cache))
-        self._masks: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
-            memo_size(limits.mask_cache)
-        )
-        # (parser state id, lexer state, carry, EOS id) → ``mask`` packed with its EOS bit:
-        # see ``packed_mask`` (a copy of this builder for another parser gets its own)
-        self._packed: BoundedMemo[tuple[int, int, int, int], np.ndarray] = BoundedMemo(
-            memo_size(limits.mask_cache))
+        self.forget_masks()
         self.first_byte = wide_first_bytes(tables.first_byte)[0]
         self._bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see expand_row
         # expected terminals → class vectors: (if the input may not end here, if it may; None
         # when the same) (see ``class_vector``)
         self._class_vecs: BoundedMemo[int, tuple[np.ndarray, np.ndarray | None]] = (
             BoundedMemo(4096))
+
+    def forget_masks(self) -> None:
+        """Fresh, empty memos of masks. They are keyed by parser state ids, which are per
+        parser context, and hold what a boundary filter let through: a copy of this builder
+        for another parser (the quotient of fill-in-the-middle) or with a boundary filter
+        calls this, and keeps sharing the lexer-side tables and memos."""
+        n = memo_size(self.limits.mask_cache)
+        self._masks = BoundedMemo(n)
+        self._packed = BoundedMemo(n)
 
     # ------------------------------------------------------------------ tables
     def row(self, q: int) -> _TrieRow:

@@ -413,11 +413,11 @@ def with_boundary(qb: MaskBuilder, f: BoundaryFilter | None) -> MaskBuilder:
         ncx.boundary = f
         ncx._codes_memo = BoundedMemo(memo_n)
         qb.contextual = ncx
-        qb._packed = BoundedMemo(memo_n)  # (packed masks are keyed by configuration)
+        qb.forget_masks()  # (packed masks are keyed by configuration)
         return qb
     nb = BoundaryMaskBuilder.__new__(BoundaryMaskBuilder)
     nb.__dict__.update(qb.__dict__)
     nb.boundary = f
     nb._codes_memo = BoundedMemo(memo_n)
-    nb._packed = BoundedMemo(memo_n)
+    nb.forget_masks()
     return nb

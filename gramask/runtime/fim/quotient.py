@@ -40,8 +40,6 @@ from ...grammar import Grammar
 from ..core.earley import ACCEPTS, EXPECTED, UID, Automaton, EarleySet, set_items
 from ..core.masks import MaskBuilder
 from ..core.parse_state import ES, PUID, ParserContext, PState
-from ..limits import memo_size
-from ..memo import BoundedMemo
 from .lazy_automaton import LazyAutomaton
 from .quotient_base import base_for
 from .suffix_lexing import Branch
@@ -272,6 +270,5 @@ def _builder_for(ob: MaskBuilder, aut: Automaton, markers: list[int],
     ctx._expects = {}
     qb = copy.copy(ob)
     qb.ctx = ctx
-    qb._masks = BoundedMemo(memo_size(aut.limits.mask_cache))
-    qb._packed = BoundedMemo(memo_size(aut.limits.mask_cache))  # keyed by parser state ids
+    qb.forget_masks()  # (keyed by parser state ids; aut.limits are the original's)
     return qb
