@@ -28,6 +28,7 @@ from .interner import Interner
 from .kept import drop_oldest
 from .lexer import LexerDFA
 from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
+from .plain_chars import plain_tokens
 from .suffix_memo import SuffixMemo
 from .walk_inputs import LoopRuns, end_classes, token_matrix, token_starts
 
@@ -96,6 +97,7 @@ class TokenWalker:
         self.assembled: dict[int, None] = {}  # rows other than 0 assembled in full, in order
         self.small_local: np.ndarray | None = None  # states a local walk can serve (full build)
         self.succ = Successors(self.trans)  # what the searches for local automata share
+        self.uniform: dict[int, int] = {}  # state -> its plain characters' one next state
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ memos
@@ -179,13 +181,18 @@ class TokenWalker:
                     self._keep(s_after, bytes_in, stop.value)
                 else:  # no shared local walk: walked below, all such groups in one walk
                     solo.append((s_after, bytes_in, toks))
-        if solo:
-            sizes = [len(x[2]) for x in solo]
-            nodes = self.walk(None, np.concatenate([x[2] for x in solo]), 0, False,
-                              first=np.repeat([x[0] for x in solo], sizes))
-            for (s_after, bytes_in, _), part in zip(solo, np.split(nodes, np.cumsum(sizes)[:-1]),
-                                                    strict=True):
-                self._keep(s_after, bytes_in, part)
+        if solo:  # (the tokens inside a chain of uniform states: no walk, see plain_chars)
+            fast = [plain_tokens(self, s, toks) for s, _, toks in solo]
+            rest = [toks[~f] for (_, _, toks), f in zip(solo, fast, strict=True)]
+            sizes = [len(x) for x in rest]
+            nodes = (self.walk(None, np.concatenate(rest), 0, False,
+                               first=np.repeat([x[0] for x in solo], sizes))
+                     if sum(sizes) else np.zeros(0, dtype=np.int64))
+            for (s_after, bytes_in, _), f, part in zip(
+                    solo, fast, np.split(nodes, np.cumsum(sizes)[:-1]), strict=True):
+                full = np.full(len(f), int(self.state_class[s_after]), dtype=np.int64)
+                full[~f] = part
+                self._keep(s_after, bytes_in, full)
         if not pending:
             return
         tails = self.suffix(np.concatenate([p[3][0] for p in pending]),

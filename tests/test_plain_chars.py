@@ -1,0 +1,212 @@
+"""Tokens inside a string's body decided by their character count (compiler.plain_chars):
+the count against Python's UTF-8 decoder, the rows against the walk they replace, and
+counted strings forced at every length boundary against ``jsonschema``."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+
+import jsonschema
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gramask
+from gramask import Grammar
+from gramask.compiler import token_walk
+from gramask.compiler.lexer import LexerDFA
+from gramask.compiler.pipeline import build
+from gramask.compiler.plain_chars import chain_length, plain_needs, uniform_step
+from gramask.compiler.walk_inputs import token_matrix
+from gramask.frontends.json_strings import length_string_dfa
+from tests._support import hf_tokenizer
+
+# bytes that make the cases: plain ASCII, a quote, a backslash, controls, UTF-8 leads with
+# their edge second bytes, continuations, bytes no UTF-8 text holds
+_EDGE = [0x41, 0x20, 0x7E, 0x7F, 0x22, 0x5C, 0x0A, 0x00, 0xC2, 0xC3, 0xDF, 0xA9, 0x80, 0xBF,
+         0xE0, 0xA0, 0x9F, 0xE2, 0x82, 0xAC, 0xED, 0xEF, 0xF0, 0x90, 0x8F, 0xF1, 0xF4, 0xC0,
+         0xC1, 0xF5, 0xFF]
+
+
+def _expected(token: bytes) -> int:
+    """The characters of ``token[1:]`` (a cut last one counted) if they are plain, else -1:
+    Python's strict decoder, and a cut tail valid when some continuation completes it."""
+    body = token[1:]
+    for cut in range(min(3, len(body)) + 1):
+        head, tail = body[: len(body) - cut], body[len(body) - cut:]
+        try:
+            text = head.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if any(c in '"\\' or ord(c) < 0x20 for c in text):
+            return -1
+        if not tail:
+            return len(text)
+        for k in range(1, 4):
+            for a in range(0x80, 0xC0):
+                whole = tail + bytes([a]) + b"\x80" * (k - 1)
+                try:
+                    if len(whole.decode("utf-8")) == 1:
+                        return len(text) + 1
+                except UnicodeDecodeError:
+                    pass
+        return -1
+    return -1
+
+
+def _needs(tokens: list[bytes]) -> np.ndarray:
+    lens, buf, _ = token_matrix(tokens, np.zeros(len(tokens), dtype=bool))
+    return plain_needs(lens, buf)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_EDGE), min_size=1, max_size=8).map(bytes),
+                min_size=1, max_size=300))
+def test_plain_needs_match_the_decoder(tokens: list[bytes]) -> None:
+    got = _needs(tokens)
+    assert got.tolist() == [_expected(t) for t in tokens]
+
+
+def test_plain_needs_cut_characters() -> None:
+    euro, clef = "€".encode(), "𝄞".encode()
+    tokens = [b"x", b"xab", b"x" + euro, b"x" + euro[:2], b"x" + clef[:1], b"xa" + clef[:3],
+              b"x" + euro[1:], b"x" + euro[:1] + b"a", b'xa"', b"xa\\", b"\xe2\x82", b"xa\n",
+              b"x\xed\xa0\x80", b"x\xe0\x80\x80", b"x\xf4\x90\x80\x80", b"x\xc0\xaf"]
+    assert _needs(tokens).tolist() == [0, 2, 1, 1, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                       -1]
+
+
+def _counted_lexer(lo: int, hi: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """A counted string's automaton as a lexer's (states x 256) table, one end class."""
+    d = length_string_dfa(lo, hi)
+    table, byte_class = d.classes()
+    return table[:, byte_class].astype(np.int64), np.zeros(table.shape[0], dtype=np.int32)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0, 5), (3, 7), (2, None), (0, None)])
+def test_uniform_chain_of_a_counted_string(lo: int, hi: int | None) -> None:
+    trans, cls = _counted_lexer(lo, hi)
+    after_quote = int(trans[0, 0x22])
+    memo: dict[int, int] = {}
+    got = chain_length(trans, cls, memo, after_quote, 100)
+    # every count below the bound steps on by one character; the bound only closes
+    assert got == (hi if hi is not None else 100)
+    cls2 = cls.copy()
+    cls2[trans[after_quote, 0xC3]] = 1  # inside a character: another class, no chain
+    assert uniform_step(trans, cls2, after_quote) == -1
+    trans2 = trans.copy()
+    trans2[after_quote, ord("q")] = -1  # one character dies: no chain
+    assert uniform_step(trans2, cls, after_quote) == -1
+
+
+@functools.cache
+def _mixed() -> gramask.Vocabulary:
+    """Every byte, and tokens with UTF-8 split across them, escapes, quotes, long runs."""
+    rng = random.Random(3)
+    text = "aé€𝄞 Zürich ☃ x" * 3
+    data = text.encode()
+    toks = {bytes([b]) for b in range(256)}
+    for _ in range(800):
+        i = rng.randrange(len(data))
+        toks.add(data[i: i + rng.randint(2, 12)])
+    toks |= {b'a"', b'"a', b'\\n', b'a\\', b'\\u00e9', b'":"', b'"}', b'aaaaaaaa', b'\xc3',
+             b'\xa9a', b'\xe2\x82', b'\xac"', b'  ', b'" ', b'abc"}'}
+    ordered = sorted(toks)
+    return gramask.Vocabulary.from_tokens([*ordered, b"</s>"], eos_token_id=len(ordered),
+                                          name="plain-mixed")
+
+
+_SCHEMAS = [
+    {"type": "string", "minLength": 2, "maxLength": 20},
+    {"type": "object", "properties": {"a": {"type": "string", "maxLength": 16},
+                                      "b": {"type": "string", "minLength": 3},
+                                      "c": {"type": "string", "format": "uuid"}}},
+    {"type": "array", "items": {"type": "string", "minLength": 12, "maxLength": 14}},
+]
+
+
+@pytest.mark.parametrize("schema", _SCHEMAS)
+def test_rows_match_the_walk(schema: dict[str, object], monkeypatch: pytest.MonkeyPatch
+                             ) -> None:
+    """Every row of the lexer, built with the character counts and walked in full (the
+    counted strings are long enough that their rows share no local walk)."""
+    vocab = _mixed()
+    g = Grammar.from_json_schema(schema)
+    fast = build(g, vocab, progress=False, lazy=True).tables.walker
+    assert fast is not None
+    dfa: LexerDFA = fast.dfa
+    rows = [fast.row(q) for q in range(dfa.num_states)]
+    monkeypatch.setattr(token_walk, "plain_tokens",
+                        lambda w, s, toks: np.zeros(len(toks), dtype=bool))
+    slow = build(g, vocab, progress=False, lazy=True).tables.walker
+    assert slow is not None
+    for q, (a_idx, a_node) in enumerate(rows):
+        b_idx, b_node = slow.row(q)
+        assert np.array_equal(a_idx, b_idx), q
+        # the same outcomes (ids may be numbered in another order where the walks differ)
+        pairs = set(zip(a_node.tolist(), b_node.tolist(), strict=True))
+        assert len({a for a, _ in pairs}) == len(pairs) == len({b for _, b in pairs}), q
+    assert max(fast.uniform.values(), default=-1) >= 0  # the fast path ran
+
+
+def _forced(cg: gramask.CompiledGrammar, ids: list[int]) -> bool:
+    c = cg.constraint()
+    for t in ids:
+        if not c.allowed()[t]:
+            return False
+        c.advance(t)
+    return bool(c.allowed()[cg.vocab.eos_token_id]) and c.is_complete()
+
+
+def _boundary_texts(lo: int, hi: int) -> list[str]:
+    """Strings of every length around the bounds: ASCII, 2-, 3-, 4-byte characters mixed
+    (a byte-level vocabulary splits them), escapes."""
+    parts = ["a", "é", "€", "𝄞", "\n", '"', "\\", "/", "Z", "☃"]
+    out = []
+    for n in sorted({max(lo - 1, 0), lo, hi, hi + 1, (lo + hi) // 2}):
+        for shift in range(3):
+            out.append("".join(parts[(i + shift) % len(parts)] for i in range(n)))
+    return out
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0, 1), (2, 5), (3, 9)])
+def test_counted_boundaries_tiny_vocabulary(lo: int, hi: int) -> None:
+    vocab = _mixed()
+    schema = {"type": "object", "properties": {"s": {"type": "string", "minLength": lo,
+                                                     "maxLength": hi},
+                                               "u": {"type": "string", "format": "uuid"}}}
+    cg = gramask.compile(Grammar.from_json_schema(schema), vocab, cache=False,
+                         progress=False)
+    index = {t: i for i, t in enumerate(vocab.tokens) if i != vocab.eos_token_id}
+    rng = random.Random(lo * 31 + hi)
+    for s in _boundary_texts(lo, hi):
+        data = json.dumps({"s": s}, ensure_ascii=False).encode()
+        ids, i = [], 0
+        while i < len(data):  # random cuts: characters split across tokens
+            n = rng.randint(1, 12)
+            while data[i: i + n] not in index:
+                n -= 1
+            ids.append(index[data[i: i + n]])
+            i += n
+        assert _forced(cg, ids) == jsonschema.Draft202012Validator(schema).is_valid(
+            {"s": s}), (s, ids)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(1, 20), (5, 40)])
+def test_counted_boundaries_real_vocabulary(lo: int, hi: int) -> None:
+    vocab = gramask.Vocabulary.bundled("deepseek-v4")
+    encode = hf_tokenizer("deepseek-v4")
+    schema = {"type": "object", "properties": {"s": {"type": "string", "minLength": lo,
+                                                     "maxLength": hi},
+                                               "h": {"type": "string", "format": "hostname"}}}
+    cg = gramask.compile(Grammar.from_json_schema(schema), vocab, cache=False,
+                         progress=False)
+    for s in _boundary_texts(lo, hi):
+        for ensure_ascii in (False, True):
+            inst = {"s": s}
+            ids = encode(json.dumps(inst, ensure_ascii=ensure_ascii))
+            assert _forced(cg, ids) == jsonschema.Draft202012Validator(schema).is_valid(
+                inst), (s, ensure_ascii)
