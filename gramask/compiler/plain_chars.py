@@ -67,31 +67,40 @@ def plain_needs(lens: np.ndarray, buf: np.ndarray) -> np.ndarray:
     if hit is not None and hit[0] is lens:
         return hit[1]
     flat, starts = token_starts(lens, buf)
-    v, n = len(lens), len(flat)
-    tok = np.repeat(np.arange(v, dtype=np.int64), lens)
-    at = np.arange(n, dtype=np.int64)
-    body = at > starts[tok]  # the bytes after each token's first
+    n = len(flat)
+    pos = np.arange(n, dtype=np.int32) - np.repeat(starts.astype(np.int32), lens)  # in its token
+
+    def back(a: np.ndarray, d: int, fill: int | bool) -> np.ndarray:
+        """``a`` shifted ``d`` places on: element i is a[i - d]."""
+        out = np.empty_like(a)
+        out[:d] = fill
+        out[d:] = a[:-d] if d else a
+        return out
+
     kind = _KIND[flat]
-    head = body & (kind != _CONT)  # where a character begins
-    owner = np.maximum.accumulate(np.where(head, at, -1))  # its character's first byte
-    cont = body & (kind == _CONT)
-    lead_ok = owner >= starts[tok] + 1  # (-1, or a byte of an earlier token: orphan)
-    own = np.where(lead_ok, owner, 0)
-    off = at - own
-    width = _KIND[flat[own]].astype(np.int64)  # of the owner: 2, 3, 4 (a lead); else none
-    second = flat.astype(np.int16)
-    wrong = cont & (~lead_ok | (width < 2) | (width > 4) | (off >= width)
-                    | ((off == 1) & ((second < _SECOND_LO[flat[own]])
-                                     | (second > _SECOND_HI[flat[own]]))))
-    wrong |= body & (kind == _BAD)
-    got = np.bincount(own[cont & ~wrong], minlength=n)  # continuation bytes per lead
-    need = np.where(head & (kind >= 2), kind.astype(np.int64) - 1, 0)
-    short = head & (got < need)  # a character cut: only the token's last may be
-    ends = starts[tok] + lens[tok]
-    wrong |= short & (at + 1 + got < ends)
-    bad_tok = np.bincount(tok[wrong], minlength=v) > 0
-    count = np.bincount(tok[head], minlength=v)  # each character, whole or cut, once
-    out = np.where(bad_tok, -1, count).astype(np.int64)
+    k1, k2, k3 = (back(kind, d, _BAD) for d in (1, 2, 3))
+    body, cont, ascii_ = pos >= 1, kind == _CONT, kind == _ASCII
+    # a continuation byte is valid one, two or three places after its lead (the lead in the
+    # body: after the first byte), the second byte within its lead's range
+    b1 = back(flat, 1, 0)
+    second = (flat >= _SECOND_LO[b1]) & (flat <= _SECOND_HI[b1])
+    at1 = cont & (pos >= 2) & (k1 >= 2) & (k1 <= 4) & second
+    at2 = cont & (pos >= 3) & ((k2 == 3) | (k2 == 4)) & back(at1, 1, False)
+    at3 = cont & (pos >= 4) & (k3 == 4) & back(at2, 1, False)
+    # ... and a character begins only where the one before it is whole (its last byte is
+    # ASCII, or the last continuation its lead asks for); the token's last may be cut
+    whole = ascii_ | (cont & (((k1 == 2) & at1) | ((k2 == 3) & at2) | ((k3 == 4) & at3)))
+    head = body & ~cont
+    wrong = body & ((kind == _BAD) | (cont & ~(at1 | at2 | at3))
+                    | (head & (pos >= 2) & ~back(whole, 1, False)))
+
+    def per_token(a: np.ndarray) -> np.ndarray:
+        c = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(a, dtype=np.int32, out=c[1:])
+        sums: np.ndarray = c[starts + lens] - c[starts]
+        return sums
+
+    out = np.where(per_token(wrong) > 0, -1, per_token(head)).astype(np.int64)
     out[lens == 0] = -1
     out.flags.writeable = False
     drop_oldest(_NEEDS, 4)
