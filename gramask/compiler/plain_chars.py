@@ -14,14 +14,13 @@ past the chain: the few that reach the bound) are walked.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
 from .kept import drop_oldest
 from .walk_inputs import token_starts
 
-__all__ = ["chain_length", "plain_needs", "plain_tokens", "uniform_step"]
+__all__ = ["Finisher", "PlainChains", "chain_length", "plain_needs", "plain_rest",
+           "uniform_step"]
 
 # byte kinds: a plain ASCII character, a continuation byte, the lead of a 2-, 3-, 4-byte
 # character, anything else (a control byte, ``"``, ``\\``, a byte no UTF-8 text holds)
@@ -42,33 +41,25 @@ _SECONDS = {n: (np.arange(0x80, 0xC0)[None, :] >= _SECOND_LO[lo:hi, None])
             & (np.arange(0x80, 0xC0)[None, :] <= _SECOND_HI[lo:hi, None])
             for n, lo, hi in ((3, 0xE0, 0xF0), (4, 0xF0, 0xF5))}
 
+# the steps of a walk after which the tokens still walking are no longer looked at
+_STEPS = 4
 
-class Walker(Protocol):
-    """What :func:`plain_tokens` reads of a :class:`~gramask.compiler.token_walk.TokenWalker`
-    (named by its shape: that module imports this one)."""
-
-    lens: np.ndarray
-    buf: np.ndarray
-    trans: np.ndarray
-    state_class: np.ndarray
-    uniform: dict[int, int]
-    nl_terminal: int
+_RESTS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
-_NEEDS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-
-def plain_needs(lens: np.ndarray, buf: np.ndarray) -> np.ndarray:
-    """Per token: how many uniform states a walk of its bytes after the first crosses — its
-    whole characters, plus one for a cut last character —, or -1 where those bytes are not
-    plain characters (a quote, a backslash, a control byte, invalid UTF-8, a continuation
-    byte with no lead after the first byte). Kept per vocabulary."""
-    hit = _NEEDS.get(id(lens))
+def plain_rest(lens: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """Per byte of :func:`~gramask.compiler.walk_inputs.token_starts`' concatenation, after
+    its token's first: how many uniform states a walk of the token from that byte on crosses
+    — its whole characters, plus one for a cut last character —, or -1 where the byte begins
+    no character or the rest is not plain characters (a quote, a backslash, a control byte,
+    invalid UTF-8). Kept per vocabulary."""
+    hit = _RESTS.get(id(lens))
     if hit is not None and hit[0] is lens:
         return hit[1]
     flat, starts = token_starts(lens, buf)
     n = len(flat)
-    pos = np.arange(n, dtype=np.int32) - np.repeat(starts.astype(np.int32), lens)  # in its token
+    first = np.repeat(starts.astype(np.int32), lens)
+    pos = np.arange(n, dtype=np.int32) - first  # in its token
 
     def back(a: np.ndarray, d: int, fill: int | bool) -> np.ndarray:
         """``a`` shifted ``d`` places on: element i is a[i - d]."""
@@ -91,20 +82,33 @@ def plain_needs(lens: np.ndarray, buf: np.ndarray) -> np.ndarray:
     # ASCII, or the last continuation its lead asks for); the token's last may be cut
     whole = ascii_ | (cont & (((k1 == 2) & at1) | ((k2 == 3) & at2) | ((k3 == 4) & at3)))
     head = body & ~cont
-    wrong = body & ((kind == _BAD) | (cont & ~(at1 | at2 | at3))
+    bad = kind == _BAD
+    wrong = body & (bad | (cont & ~(at1 | at2 | at3))
                     | (head & (pos >= 2) & ~back(whole, 1, False)))
-
-    def per_token(a: np.ndarray) -> np.ndarray:
-        c = np.zeros(n + 1, dtype=np.int32)
-        np.cumsum(a, dtype=np.int32, out=c[1:])
-        sums: np.ndarray = c[starts + lens] - c[starts]
-        return sums
-
-    out = np.where(per_token(wrong) > 0, -1, per_token(head)).astype(np.int64)
-    out[lens == 0] = -1
+    cw = np.zeros(n + 1, dtype=np.int32)
+    ch = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(wrong, dtype=np.int32, out=cw[1:])
+    np.cumsum(head, dtype=np.int32, out=ch[1:])
+    end = first + np.repeat(lens.astype(np.int32), lens)
+    at = np.arange(n, dtype=np.int32)
+    # (a wrong byte before this one, or this one's "the character before is cut", is not
+    # this rest's)
+    ok = head & ~bad & (cw[end] == cw[np.minimum(at + 1, n)])
+    out = np.where(ok, ch[end] - ch[at], -1).astype(np.int16)
     out.flags.writeable = False
-    drop_oldest(_NEEDS, 4)
-    _NEEDS[id(lens)] = (lens, out)
+    drop_oldest(_RESTS, 4)
+    _RESTS[id(lens)] = (lens, out)
+    return out
+
+
+def plain_needs(lens: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """Per token: :func:`plain_rest` from its second byte (0 for a one-byte token, -1 for an
+    empty one)."""
+    _, starts = token_starts(lens, buf)
+    rest = plain_rest(lens, buf)
+    two = lens >= 2
+    out = np.where(lens == 1, 0, -1).astype(np.int64)
+    out[two] = rest[starts[two] + 1]
     return out
 
 
@@ -159,14 +163,87 @@ def chain_length(trans: np.ndarray, state_class: np.ndarray, memo: dict[int, int
     return j
 
 
-def plain_tokens(w: Walker, s_after: int, toks: np.ndarray) -> np.ndarray:
-    """(len(toks),) bool: the tokens whose bytes after the first are plain characters along a
-    chain of uniform states from ``s_after`` (:func:`chain_length`): each one's node is
-    ``s_after``'s end class, without a walk."""
-    need = plain_needs(w.lens, w.buf)[toks]
-    most = int(need.max(initial=-1))
-    if w.nl_terminal >= 0 or most < 1:  # (a width counted across lexemes; nothing to gain)
-        return np.zeros(len(toks), dtype=bool)
-    j = chain_length(w.trans, w.state_class, w.uniform, s_after, most)
-    fast: np.ndarray = (need >= 0) & (need <= j)
-    return fast
+class PlainChains:
+    """A lexer's uniform chains (per state, how many uniform states follow one another from
+    it, up to the longest token's length) and the vocabulary's plain characters: what the
+    walks read to finish the tokens that stay on a chain (:meth:`tokens`, :class:`Finisher`)."""
+
+    def __init__(self, trans: np.ndarray, state_class: np.ndarray, lens: np.ndarray,
+                 buf: np.ndarray) -> None:
+        self.trans, self.state_class, self.lens, self.buf = trans, state_class, lens, buf
+        self.cap = buf.shape[1]
+        self.length = np.full(trans.shape[0], -1, dtype=np.int16)  # -1: not known yet
+        self.step: dict[int, int] = {}  # state -> uniform_step, as looked up
+        self._rest: np.ndarray | None = None  # plain_rest and plain_needs, on first use
+        self._needs: np.ndarray | None = None
+
+    def lengths(self, states: np.ndarray) -> np.ndarray:
+        """:func:`chain_length` of each of ``states`` (up to :attr:`cap`), memoised."""
+        got: np.ndarray = self.length[states]
+        unknown = states[got < 0]
+        if unknown.size:
+            for s in np.unique(unknown).tolist():
+                self.length[s] = chain_length(self.trans, self.state_class, self.step, s,
+                                              self.cap)
+            got = self.length[states]
+        return got
+
+    def rest(self) -> np.ndarray:
+        """:func:`plain_rest` of the vocabulary."""
+        if self._rest is None:
+            self._rest = plain_rest(self.lens, self.buf)
+        return self._rest
+
+    def tokens(self, s_after: int, toks: np.ndarray) -> np.ndarray:
+        """(len(toks),) bool: the tokens whose bytes after the first are plain characters
+        along the chain from ``s_after``, the state after their first byte: each one's node
+        is ``s_after``'s end class, without a walk."""
+        if self._needs is None:
+            self._needs = plain_needs(self.lens, self.buf)
+        need = self._needs[toks]
+        if not len(toks) or int(need.max()) < 1:  # (nothing to gain)
+            return np.zeros(len(toks), dtype=bool)
+        fast: np.ndarray = (need >= 0) & (need <= int(self.lengths(np.array([s_after]))[0]))
+        return fast
+
+    def begin(self, second: bool) -> Finisher:
+        """A walk's :class:`Finisher`; ``second``: every walk is at its token's second byte,
+        the tokens that :meth:`tokens` decides taken out already."""
+        return Finisher(self, second)
+
+
+class Finisher:
+    """The tokens of one walk that reach a uniform chain in their first few bytes (after a
+    format's or a key's automaton dies beside a counted string) end there (:meth:`finish`)."""
+
+    __slots__ = ("calls", "chains")
+
+    def __init__(self, chains: PlainChains, second: bool) -> None:
+        self.chains = chains
+        self.calls = -int(second)  # (the first step's check done by PlainChains.tokens)
+
+    def finish(self, act: np.ndarray, ka: np.ndarray, cur: np.ndarray, at: np.ndarray,
+               out: np.ndarray) -> tuple[np.ndarray, np.ndarray, Finisher | None]:
+        """The walks ``act`` (next byte at offset ``ka`` of their token, whose bytes begin at
+        ``at[act]`` in the concatenation; state ``cur[act]``) whose rest is plain characters
+        along a uniform chain from their state end there: their state's end class is
+        written to ``out``. Returns the other walks, and this object, or None once looking
+        on is not worth it: after :data:`_STEPS` steps, or a step where none ended (a
+        grammar without counted strings)."""
+        self.calls += 1
+        if self.calls <= 0:
+            return act, ka, self
+        ch = self.chains
+        go = self if self.calls < _STEPS else None
+        need = ch.rest()[at[act] + ka]
+        cand = np.flatnonzero(need >= 0)
+        if not cand.size:
+            return act, ka, None
+        ok = need[cand] <= ch.lengths(cur[act[cand]])
+        if not ok.any():
+            return act, ka, None
+        done = act[cand[ok]]
+        out[done] = ch.state_class[cur[done]]
+        keep = np.ones(len(act), dtype=bool)
+        keep[cand[ok]] = False
+        return act[keep], ka[keep], go
