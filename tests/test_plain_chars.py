@@ -125,14 +125,15 @@ def test_uniform_chain_of_a_counted_string(lo: int, hi: int | None) -> None:
 
 @functools.cache
 def _mixed() -> gramask.Vocabulary:
-    """Every byte, and tokens with UTF-8 split across them, escapes, quotes, long runs."""
+    """Every byte, and tokens with UTF-8 split across them, escapes, quotes, long runs (up
+    to 40 bytes: longer than the chains of the rows that share no local walk)."""
     rng = random.Random(3)
-    text = "aé€𝄞 Zürich ☃ x" * 3
+    text = "aé€𝄞 Zürich ☃ x" * 8
     data = text.encode()
     toks = {bytes([b]) for b in range(256)}
     for _ in range(800):
         i = rng.randrange(len(data))
-        toks.add(data[i: i + rng.randint(2, 12)])
+        toks.add(data[i: i + rng.randint(2, 40)])
     toks |= {b'a"', b'"a', b'\\n', b'a\\', b'\\u00e9', b'":"', b'"}', b'aaaaaaaa', b'\xc3',
              b'\xa9a', b'\xe2\x82', b'\xac"', b'  ', b'" ', b'abc"}'}
     ordered = sorted(toks)

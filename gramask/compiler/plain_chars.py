@@ -182,7 +182,9 @@ class PlainChains:
         got: np.ndarray = self.length[states]
         unknown = states[got < 0]
         if unknown.size:
-            for s in np.unique(unknown).tolist():
+            seen = np.zeros(len(self.length), dtype=bool)  # (a bitmap: no sort of a walk)
+            seen[unknown] = True
+            for s in np.flatnonzero(seen).tolist():
                 self.length[s] = chain_length(self.trans, self.state_class, self.step, s,
                                               self.cap)
             got = self.length[states]
@@ -194,16 +196,21 @@ class PlainChains:
             self._rest = plain_rest(self.lens, self.buf)
         return self._rest
 
+    def needs(self) -> np.ndarray:
+        """:func:`plain_needs` of the vocabulary."""
+        if self._needs is None:
+            self._needs = plain_needs(self.lens, self.buf)
+        return self._needs
+
     def tokens(self, s_after: int, toks: np.ndarray) -> np.ndarray:
         """(len(toks),) bool: the tokens whose bytes after the first are plain characters
         along the chain from ``s_after``, the state after their first byte: each one's node
         is ``s_after``'s end class, without a walk."""
-        if self._needs is None:
-            self._needs = plain_needs(self.lens, self.buf)
-        need = self._needs[toks]
-        if not len(toks) or int(need.max()) < 1:  # (nothing to gain)
+        length = int(self.lengths(np.array([s_after]))[0])
+        if not length or not len(toks):  # (no chain: nothing to gain)
             return np.zeros(len(toks), dtype=bool)
-        fast: np.ndarray = (need >= 0) & (need <= int(self.lengths(np.array([s_after]))[0]))
+        need = self.needs()[toks]
+        fast: np.ndarray = (need >= 0) & (need <= length)
         return fast
 
     def begin(self, second: bool) -> Finisher:
@@ -235,15 +242,16 @@ class Finisher:
             return act, ka, self
         ch = self.chains
         go = self if self.calls < _STEPS else None
-        need = ch.rest()[at[act] + ka]
-        cand = np.flatnonzero(need >= 0)
-        if not cand.size:
+        length = ch.lengths(cur[act])  # (the rests are read where a chain begins only)
+        on = np.flatnonzero(length > 0)
+        if not on.size:
             return act, ka, None
-        ok = need[cand] <= ch.lengths(cur[act[cand]])
-        if not ok.any():
+        need = ch.rest()[at[act[on]] + ka[on]]
+        hit = on[(need >= 0) & (need <= length[on])]
+        if not hit.size:
             return act, ka, None
-        done = act[cand[ok]]
+        done = act[hit]
         out[done] = ch.state_class[cur[done]]
         keep = np.ones(len(act), dtype=bool)
-        keep[cand[ok]] = False
+        keep[hit] = False
         return act[keep], ka[keep], go
