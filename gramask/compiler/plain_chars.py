@@ -9,7 +9,9 @@ same next state (the next count), through states of the same end class. Along a 
 such *uniform* states a token made of plain characters (its last one possibly cut, a
 byte-level vocabulary splits UTF-8) cannot die nor fork: its node is the chain's end class,
 read off its character count, and only the other tokens (a quote, an escape, a character
-past the chain: the few that reach the bound) are walked.
+past the chain: the few that reach the bound) are walked. A walk that reaches a chain
+within its first few bytes (a ``format``'s or a key's automaton beside the counted string
+dies on a character it does not allow) ends there the same way.
 """
 
 from __future__ import annotations
