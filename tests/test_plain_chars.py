@@ -25,6 +25,7 @@ from gramask.compiler.plain_chars import (
     plain_needs,
     plain_rest,
     uniform_step,
+    uniform_steps,
 )
 from gramask.compiler.walk_inputs import token_matrix
 from gramask.frontends.json_strings import length_string_dfa
@@ -123,6 +124,35 @@ def test_uniform_chain_of_a_counted_string(lo: int, hi: int | None) -> None:
     assert uniform_step(trans2, cls, after_quote) == -1
 
 
+@pytest.mark.parametrize("char", ["é", "ࠀ", "€", "\uffff", "𐀀", "\U0010ffff", "𝄞"])
+def test_uniform_step_reads_every_byte_of_a_character(char: str) -> None:
+    """A character whose bytes pass a state of another class, or end elsewhere, or die,
+    breaks the chain (also past its lead: at every byte of a 3- and 4-byte character)."""
+    trans, cls = _counted_lexer(0, None)
+    s = int(trans[0, 0x22])
+    nxt = uniform_step(trans, cls, s)
+    assert nxt >= 0
+    data = char.encode()
+    for depth in range(len(data)):
+        path = [s]
+        for b in data[: depth + 1]:
+            path.append(int(trans[path[-1], b]))
+        q = path[-1]  # the state after depth + 1 bytes of the character
+        other = np.append(cls, 0).copy()[: len(cls)]
+        other[q] = 1
+        assert uniform_step(trans, other, s) == -1, depth
+        bent = trans.copy()
+        bent[path[-2], data[depth]] = -1
+        assert uniform_step(bent, cls, s) == -1, depth
+    # the whole character leads elsewhere: its last byte's state cloned (states inside
+    # characters are shared by many) and the clone's last step bent
+    bent = np.vstack([trans, trans[path[-2]]])
+    bent[-1, data[-1]] = int(trans[s, 0x22])
+    bent[path[-3], data[-2]] = len(trans)
+    assert uniform_step(bent, np.append(cls, 0), s) == -1
+    assert (uniform_steps(trans, cls, np.array([s, s, 0])) == [nxt, nxt, -1]).all()
+
+
 @functools.cache
 def _mixed() -> gramask.Vocabulary:
     """Every byte, and tokens with UTF-8 split across them, escapes, quotes, long runs (up
@@ -148,6 +178,39 @@ _SCHEMAS = [
                                       "c": {"type": "string", "format": "uuid"}}},
     {"type": "array", "items": {"type": "string", "minLength": 12, "maxLength": 14}},
 ]
+
+
+def _one_step(trans: np.ndarray, cls: np.ndarray, s: int) -> int:
+    """uniform_step spelled out character by character: every plain character (printable
+    ASCII but a quote and a backslash, every UTF-8 character by its bytes) leads to one
+    state, through states of ``s``'s class."""
+    seen: set[int] = set()
+    for cp in [*(c for c in range(0x20, 0x80) if c not in (0x22, 0x5C)),
+               *range(0x80, 0x800, 7), *range(0x800, 0xD800, 61), *range(0xE000, 0x10000, 31),
+               *range(0x10000, 0x110000, 997), 0x7FF, 0xFFFF, 0x10FFFF]:
+        q = s
+        for b in chr(cp).encode():
+            q = int(trans[q, b])
+            if q < 0 or cls[q] != cls[s]:
+                return -1
+        seen.add(q)
+    return seen.pop() if len(seen) == 1 else -1
+
+
+@pytest.mark.parametrize("schema", _SCHEMAS)
+def test_uniform_steps_match_the_characters(schema: dict[str, object]) -> None:
+    w = build(Grammar.from_json_schema(schema), _mixed(), progress=False,
+              lazy=True).tables.walker
+    assert w is not None
+    states = np.arange(w.dfa.num_states)
+    got = uniform_steps(w.trans, w.state_class, states)
+    want = [_one_step(w.trans, w.state_class, s) for s in states.tolist()]
+    # (the sampled characters see every lead; a state that the sample calls uniform but the
+    # full check does not differs on some unsampled character)
+    assert all(g == x or (g == -1 and x >= 0) for g, x in zip(got.tolist(), want, strict=True))
+    assert (got >= 0).sum() > 10
+    assert [uniform_step(w.trans, w.state_class, s) for s in states[:50].tolist()] == got[
+        :50].tolist()
 
 
 @pytest.mark.parametrize("schema", _SCHEMAS)

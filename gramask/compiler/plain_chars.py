@@ -22,7 +22,7 @@ from .kept import drop_oldest
 from .walk_inputs import token_starts
 
 __all__ = ["Finisher", "PlainChains", "chain_length", "plain_needs", "plain_rest",
-           "uniform_step"]
+           "uniform_step", "uniform_steps"]
 
 # byte kinds: a plain ASCII character, a continuation byte, the lead of a 2-, 3-, 4-byte
 # character, anything else (a control byte, ``"``, ``\\``, a byte no UTF-8 text holds)
@@ -35,6 +35,7 @@ _KIND[0xC2:0xE0] = 2
 _KIND[0xE0:0xF0] = 3
 _KIND[0xF0:0xF5] = 4
 _PLAIN_ASCII = np.flatnonzero(_KIND == _ASCII)
+_CONTS = np.arange(0x80, 0xC0)
 # the second bytes a lead allows (no overlong form, no surrogate, nothing past U+10FFFF)
 _SECOND_LO = np.full(256, 0x80, dtype=np.int16)
 _SECOND_HI = np.full(256, 0xBF, dtype=np.int16)
@@ -114,51 +115,88 @@ def plain_needs(lens: np.ndarray, buf: np.ndarray) -> np.ndarray:
     return out
 
 
+def _settle(trans: np.ndarray, state_class: np.ndarray, x: np.ndarray, d: int) -> np.ndarray:
+    """Per state of ``x`` (-1: none), the one state that every ``d`` continuation bytes lead
+    to from it through states of its end class, else -1."""
+    if d == 0:
+        return x
+    seen = np.zeros(len(trans) + 1, dtype=bool)  # the distinct states (a bitmap, not a sort)
+    seen[x] = True  # (-1: the extra last entry)
+    u = np.flatnonzero(seen[:-1])
+    where = np.full(len(trans) + 1, len(u), dtype=np.int64)  # -1 → the extra last value
+    where[u] = np.arange(len(u))
+    ch = trans[u, 0x80:0xC0].astype(np.int64)
+    good = (ch >= 0) & (state_class[np.maximum(ch, 0)] == state_class[u][:, None])
+    after = _settle(trans, state_class, np.where(good, ch, -1), d - 1)
+    val = np.append(np.where(good.all(axis=1) & (after == after[:, :1]).all(axis=1),
+                             after[:, 0], -1), -1)
+    out: np.ndarray = val[where[x]]
+    return out
+
+
+def uniform_steps(trans: np.ndarray, state_class: np.ndarray, states: np.ndarray
+                  ) -> np.ndarray:
+    """Per state of ``states``, the state every plain character leads to from it, through
+    states of its end class only; -1 where the characters do not all lead to one state, or
+    one dies or changes class on the way. (Several states at once: a chain's candidates.)"""
+    states = np.asarray(states, dtype=np.int64)
+    row = trans[states].astype(np.int64)
+    cls = state_class[states]
+    a = row[:, _PLAIN_ASCII]
+    t = a[:, 0]
+    ok = (t >= 0) & (a == t[:, None]).all(axis=1) & (state_class[np.maximum(t, 0)] == cls)
+
+    def alive(x: np.ndarray) -> np.ndarray:
+        """States of ``x`` (a lead's, or one byte further) alive in their state's class."""
+        c = cls.reshape((-1,) + (1,) * (x.ndim - 1))
+        live: np.ndarray = (x >= 0) & (state_class[np.maximum(x, 0)] == c)
+        return live
+
+    x2 = row[:, 0xC2:0xE0]  # the 2-byte leads' states: one continuation byte to go
+    ok &= alive(x2).all(axis=1)
+    ok &= (_settle(trans, state_class, np.where(alive(x2), x2, -1), 1) == t[:, None]).all(
+        axis=1)
+    for lo, hi, width in ((0xE0, 0xF0, 3), (0xF0, 0xF5, 4)):
+        x = row[:, lo:hi]
+        ok &= alive(x).all(axis=1)
+        valid = _SECONDS[width][None]  # the second bytes each lead allows
+        y = trans[np.maximum(x, 0)[:, :, None], _CONTS].astype(np.int64)
+        ly = alive(y) | ~valid
+        ok &= ly.all(axis=(1, 2))
+        rest = _settle(trans, state_class, np.where(ly & valid, y, -1), width - 2)
+        ok &= ((rest == t[:, None, None]) | ~valid).all(axis=(1, 2))
+    out: np.ndarray = np.where(ok, t, -1)
+    return out
+
+
 def uniform_step(trans: np.ndarray, state_class: np.ndarray, s: int) -> int:
-    """The state every plain character leads to from ``s``, through states of ``s``'s end
-    class only; -1 where the characters do not all lead to one state, or one dies or
-    changes class on the way."""
-    row = trans[s]
-    a = row[_PLAIN_ASCII]
-    t = int(a[0])
-    if t < 0 or (a != t).any():
-        return -1
-    cls = state_class[s]
-    inner = [np.array([t])]
-    r2 = row[0xC2:0xE0]  # the leads' states, then the states inside the characters
-    if (r2 < 0).any() or (trans[r2, 0x80:0xC0] != t).any():
-        return -1
-    inner.append(r2)
-    for width in (3, 4):
-        lo = 0xE0 if width == 3 else 0xF0
-        r = row[lo: lo + (16 if width == 3 else 5)]
-        if (r < 0).any():
-            return -1
-        inner.append(r)
-        nxt = trans[r, 0x80:0xC0][_SECONDS[width]]
-        for _ in range(width - 2):
-            if (nxt < 0).any():
-                return -1
-            r = np.unique(nxt)
-            inner.append(r)
-            nxt = trans[r, 0x80:0xC0].reshape(-1)
-        if (nxt != t).any():
-            return -1
-    if (state_class[np.concatenate(inner)] != cls).any():
-        return -1
-    return t
+    """:func:`uniform_steps` of one state."""
+    return int(uniform_steps(trans, state_class, np.array([s]))[0])
 
 
 def chain_length(trans: np.ndarray, state_class: np.ndarray, memo: dict[int, int], s: int,
                  most: int) -> int:
-    """How many uniform states (:func:`uniform_step`) follow one another from ``s``, up to
+    """How many uniform states (:func:`uniform_steps`) follow one another from ``s``, up to
     ``most``. ``memo``: each state's step, kept by the caller (the rows of a counted string
-    walk the same chain, each from one count further)."""
+    walk the same chain, each from one count further). The states not looked at yet are
+    looked at together: those that ``a`` leads to from ``s`` on (along a chain, every plain
+    character leads there)."""
     j, cur = 0, s
     while j < most:
         nxt = memo.get(cur)
         if nxt is None:
-            nxt = memo[cur] = uniform_step(trans, state_class, cur)
+            cand, c = [cur], cur
+            seen = {cur}
+            while len(cand) < most - j:
+                c = int(trans[c, 0x61])
+                if c < 0 or c in seen or c in memo:
+                    break
+                cand.append(c)
+                seen.add(c)
+            for q, v in zip(cand, uniform_steps(trans, state_class, np.array(cand)).tolist(),
+                            strict=True):
+                memo[q] = v
+            nxt = memo[cur]
         if nxt < 0:
             break
         cur, j = nxt, j + 1
