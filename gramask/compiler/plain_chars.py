@@ -145,6 +145,11 @@ def uniform_steps(trans: np.ndarray, state_class: np.ndarray, states: np.ndarray
     a = row[:, _PLAIN_ASCII]
     t = a[:, 0]
     ok = (t >= 0) & (a == t[:, None]).all(axis=1) & (state_class[np.maximum(t, 0)] == cls)
+    if not ok.all():  # (most states of a grammar's lexer: the rest only for the others)
+        some = np.full(len(states), -1, dtype=np.int64)
+        if ok.any():
+            some[ok] = uniform_steps(trans, state_class, states[ok])
+        return some
 
     def alive(x: np.ndarray) -> np.ndarray:
         """States of ``x`` (a lead's, or one byte further) alive in their state's class."""
@@ -224,8 +229,13 @@ class PlainChains:
         if unknown.size:
             seen = np.zeros(len(self.length), dtype=bool)  # (a bitmap: no sort of a walk)
             seen[unknown] = True
-            for s in np.flatnonzero(seen).tolist():
-                self.length[s] = chain_length(self.trans, self.state_class, self.step, s,
+            fresh = [q for q in np.flatnonzero(seen).tolist() if q not in self.step]
+            for i in range(0, len(fresh), 256):  # their first steps together (a grammar's
+                part = fresh[i: i + 256]  # lexer: hundreds of states, most not uniform)
+                steps = uniform_steps(self.trans, self.state_class, np.array(part))
+                self.step.update(zip(part, steps.tolist(), strict=True))
+            for q in np.flatnonzero(seen).tolist():
+                self.length[q] = chain_length(self.trans, self.state_class, self.step, q,
                                               self.cap)
             got = self.length[states]
         return got
@@ -242,16 +252,19 @@ class PlainChains:
             self._needs = plain_needs(self.lens, self.buf)
         return self._needs
 
-    def tokens(self, s_after: int, toks: np.ndarray) -> np.ndarray:
-        """(len(toks),) bool: the tokens whose bytes after the first are plain characters
-        along the chain from ``s_after``, the state after their first byte: each one's node
-        is ``s_after``'s end class, without a walk."""
-        length = int(self.lengths(np.array([s_after]))[0])
-        if not length or not len(toks):  # (no chain: nothing to gain)
-            return np.zeros(len(toks), dtype=bool)
-        need = self.needs()[toks]
-        fast: np.ndarray = (need >= 0) & (need <= length)
-        return fast
+    def tokens(self, groups: list[tuple[int, np.ndarray]]) -> list[np.ndarray]:
+        """Per group (``s_after``, tokens), (len(tokens),) bool: the tokens whose bytes after
+        the first are plain characters along the chain from ``s_after``, the state after
+        their first byte: each one's node is ``s_after``'s end class, without a walk."""
+        length = self.lengths(np.array([s for s, _ in groups], dtype=np.int64)).tolist()
+        out = []
+        for (_, toks), n in zip(groups, length, strict=True):
+            if not n or not len(toks):  # (no chain: nothing to gain)
+                out.append(np.zeros(len(toks), dtype=bool))
+                continue
+            need = self.needs()[toks]
+            out.append((need >= 0) & (need <= n))
+        return out
 
     def begin(self, second: bool) -> Finisher:
         """A walk's :class:`Finisher`; ``second``: every walk is at its token's second byte,

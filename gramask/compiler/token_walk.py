@@ -182,7 +182,7 @@ class TokenWalker:
                 else:  # no shared local walk: walked below, all such groups in one walk
                     solo.append((s_after, bytes_in, toks))
         if solo:  # (the tokens inside a chain of uniform states: no walk, see plain_chars)
-            fast = [self.chains.tokens(s, toks) for s, _, toks in solo]
+            fast = self.chains.tokens([(s, toks) for s, _, toks in solo])
             rest = [toks[~f] for (_, _, toks), f in zip(solo, fast, strict=True)]
             sizes = [len(x) for x in rest]
             nodes = self.walk(None, np.concatenate(rest), 0, False,
