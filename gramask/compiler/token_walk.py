@@ -28,6 +28,7 @@ from .interner import Interner
 from .kept import drop_oldest
 from .lexer import LexerDFA
 from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
+from .plain_chars import PlainChains
 from .suffix_memo import SuffixMemo
 from .walk_inputs import LoopRuns, end_classes, token_matrix, token_starts
 
@@ -96,6 +97,7 @@ class TokenWalker:
         self.assembled: dict[int, None] = {}  # rows other than 0 assembled in full, in order
         self.small_local: np.ndarray | None = None  # states a local walk can serve (full build)
         self.succ = Successors(self.trans)  # what the searches for local automata share
+        self.chains = PlainChains(self.trans, self.state_class, self.lens, self.buf)
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ memos
@@ -179,13 +181,17 @@ class TokenWalker:
                     self._keep(s_after, bytes_in, stop.value)
                 else:  # no shared local walk: walked below, all such groups in one walk
                     solo.append((s_after, bytes_in, toks))
-        if solo:
-            sizes = [len(x[2]) for x in solo]
-            nodes = self.walk(None, np.concatenate([x[2] for x in solo]), 0, False,
+        if solo:  # (the tokens inside a chain of uniform states: no walk, see plain_chars)
+            fast = self.chains.tokens([(s, toks) for s, _, toks in solo])
+            rest = [toks[~f] for (_, _, toks), f in zip(solo, fast, strict=True)]
+            sizes = [len(x) for x in rest]
+            nodes = self.walk(None, np.concatenate(rest), 0, False,
                               first=np.repeat([x[0] for x in solo], sizes))
-            for (s_after, bytes_in, _), part in zip(solo, np.split(nodes, np.cumsum(sizes)[:-1]),
-                                                    strict=True):
-                self._keep(s_after, bytes_in, part)
+            for (s_after, bytes_in, _), f, part in zip(
+                    solo, fast, np.split(nodes, np.cumsum(sizes)[:-1]), strict=True):
+                full = np.full(len(f), int(self.state_class[s_after]), dtype=np.int64)
+                full[~f] = part
+                self._keep(s_after, bytes_in, full)
         if not pending:
             return
         tails = self.suffix(np.concatenate([p[3][0] for p in pending]),
@@ -285,6 +291,7 @@ class TokenWalker:
         # the runtime's: the lexeme at q ends there, like a kill byte, when the next state's
         # live class meets nothing allowed)
         recs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        chains = self.chains.begin(first is not None) if nl_terminal < 0 else None
         k += 1
         act = np.arange(len(idx))
         # A walk that jumps over a run waits for the iteration of its offset: the steps that
@@ -303,6 +310,8 @@ class TokenWalker:
                 d = act[done]
                 out[d] = state_class[cur[d]]
                 act, ka = act[~done], ka[~done]
+            if chains is not None and act.size:  # plain characters on a uniform chain
+                act, ka, chains = chains.finish(act, ka, cur, at, out)
             if not act.size:
                 break
             # the walks that step now (most iterations: all of them, and every step goes
