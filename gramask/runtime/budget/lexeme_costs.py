@@ -68,7 +68,9 @@ class LexemeCosts:
         # first pass: ends = every accepting state; then the clean ones (see class docstring)
         self.ends = [self.accepting_states(t) for t in range(T)]
         self.spell = self._spellings()
-        self.separators = self._separators()
+        seps = self._separators()  # (lexeme, its end state): see glue
+        self._seps_plain = [(w, q) for w, q in seps if b"\n" not in w]
+        self._seps_break = [(w, q) for w, q in seps if b"\n" in w]
         self.separator = self._separator()
         for _ in range(2):
             self.ends = [self._clean_ends(a) for a in range(T)]
@@ -191,18 +193,15 @@ class LexemeCosts:
             return None
         if q == 0 or self.trans[q, w[0]] < 0:
             return w
-        breaks = []
-        for sep in self.separators:
-            if b"\n" in sep:
-                breaks.append(sep)
-            elif self.trans[q, sep[0]] < 0 and self.trans[self.end_state(0, sep), w[0]] < 0:
+        for sep, end in self._seps_plain:
+            if self.trans[q, sep[0]] < 0 and self.trans[end, w[0]] < 0:
                 return sep + w
         after = self._spell_after(q, b)
         a = int(self.accept[q])
         if after is not None or (a >= 0 and self.ignored[a]):
             return after  # (an ignored lexeme a line break ends has its closer: _closers)
-        for sep in breaks:
-            if self.trans[q, sep[0]] < 0 and self.trans[self.end_state(0, sep), w[0]] < 0:
+        for sep, end in self._seps_break:
+            if self.trans[q, sep[0]] < 0 and self.trans[end, w[0]] < 0:
                 return sep + w
         return None
 
@@ -293,12 +292,14 @@ class LexemeCosts:
         return w
 
     def end_state(self, q: int, data: bytes) -> int:
-        """The lexer state after ``data`` from ``q`` within one lexeme."""
+        """The lexer state after ``data`` from ``q`` within one lexeme (-1: it dies)."""
         for x in data:
             q = int(self.trans[q, x])
+            if q < 0:
+                return -1
         return q
 
-    def _separators(self) -> tuple[bytes, ...]:
+    def _separators(self) -> list[tuple[bytes, int]]:
         """Lexemes of ignored terminals that can keep two lexemes apart, cheapest first: a
         space or a tab, the ignored terminals' spellings without a line break, then those
         with one — never the indentation newline or a line continuation. ``glue`` takes the
@@ -309,17 +310,13 @@ class LexemeCosts:
         spelled = [w for t, w in enumerate(self.spell) if w and self.ignored[t]]
         cands = [b" ", b"\t", *sorted(spelled, key=lambda w: (b"\n" in w, len(w), w)),
                  b"\n", b"\r\n"]
-        out: list[bytes] = []
+        out: list[tuple[bytes, int]] = []
         for w in dict.fromkeys(cands):
-            q = 0
-            for x in w:
-                q = int(self.trans[q, x])
-                if q < 0:
-                    break
+            q = self.end_state(0, w)
             if q >= 0 and self.accept[q] >= 0 and self.ignored[self.accept[q]] and (
                     int(self.accept[q]) not in skip):
-                out.append(w)
-        return tuple(out)
+                out.append((w, q))
+        return out
 
     def _separator(self) -> bytes | None:
         """The cheapest lexeme of an ignored terminal that is not a newline (a space); where
@@ -337,4 +334,4 @@ class LexemeCosts:
                 b"\n" not in w
             ):
                 return w
-        return self.separators[0] if self.separators else None
+        return self._seps_break[0][0] if self._seps_break else None
