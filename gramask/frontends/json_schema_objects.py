@@ -110,7 +110,8 @@ class ObjectKeywords(SchemaCompilerBase):
         if bounds is None:
             return ""
         lo, hi = bounds
-        if extra and lo > 1 + sum(1 for *_, r in props if r):
+        req = [r for *_, r in props]
+        if extra and lo > 1 + sum(req):
             # members beyond the defined properties may repeat a key: a parsed object keeps
             # one, so counting members does not count properties past the required ones + 1
             self.refuse("minProperties", ptr, "keys outside 'properties' may repeat in JSON "
@@ -118,7 +119,7 @@ class ObjectKeywords(SchemaCompilerBase):
                         "+ 1 where other keys are allowed")
         cap = max(lo, hi if hi is not None else 0, 1)
         n = len(props)
-        reach = _reachable_debts(n, deps, [r for *_, r in props])
+        reach = _reachable_debts(n, deps, req)
         if sum(map(len, reach)) * (cap + 1) > self.opt.max_rules:
             raise self.bad("maxProperties" if hi else "minProperties", ptr,
                            "too many property-count states")
