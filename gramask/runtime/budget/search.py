@@ -101,6 +101,14 @@ class PlanSearch(BoundsRoute):
         self._plans: BoundedMemo[tuple[int, ...], tuple[tuple[int, ...], int]] = BoundedMemo(
             memo_size(lim.mask_cache)
         )
+        # (walk's function, state key) → :func:`_moves` from that state, as the search
+        # expands it: searches of one step start from neighbouring states, and about half
+        # the states a search expands were expanded by an earlier one (a pure function of
+        # the state and the estimate's fields; emptied when those are replaced)
+        self._expanded: BoundedMemo[tuple[object, tuple[int, ...]],
+                                    tuple[tuple[bytes, RunState, int, int], ...]] = BoundedMemo(
+            memo_size(max(64, lim.parser_states // 16)))
+        self._expanded_of: tuple[int, ...] = ()
         # (walk's function, k, state key) → :func:`cheapest_steps`' chunks and their states
         self._cheapest: BoundedMemo[tuple[object, int, tuple[int, ...]],
                                     tuple[tuple[bytes, RunState], ...]] = BoundedMemo(
@@ -237,10 +245,26 @@ class PlanSearch(BoundsRoute):
             seen.add(key)
             if complete(cur):
                 return text, n
-            for chunk, nst, c, h in _moves(self, cur, (q, carry, p), walk, view, est):
+            for chunk, nst, c, h in self._expand(cur, key, (q, carry, p), walk, view):
                 tick += 1
                 heapq.heappush(heap, (g + c + h, -g - c, tick, text + chunk, nst))
         return None, limit
+
+    def _expand(self, st: S, key: tuple[int, ...], here: tuple[int, int, PState],
+                walk: Walk[S], view: View[S]) -> tuple[tuple[bytes, S, int, int], ...]:
+        """:func:`_moves` from ``st`` (whose memo key is ``key``) with the search's
+        estimate, memoised (``_expanded``)."""
+        est = self.estimate
+        of = est._memo_of()
+        if of != self._expanded_of:
+            self._expanded.clear()
+            self._expanded_of = of
+        mk = (getattr(walk, "__func__", walk), key)
+        r = self._expanded.get(mk)
+        if r is None:
+            r = tuple(_moves(self, st, here, walk, view, est))
+            self._expanded.put(mk, r)
+        return cast("tuple[tuple[bytes, S, int, int], ...]", r)
 
     def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
         """The byte strings :meth:`search_text` tries from (q, carry, p), deterministic."""
