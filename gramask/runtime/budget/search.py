@@ -110,9 +110,12 @@ class PlanSearch(BoundsRoute):
             memo_size(max(64, lim.parser_states // 16)))
         self._expanded_of: tuple[int, ...] = ()
         # (walk's function, k, state key) → :func:`cheapest_steps`' chunks and their states
+        # (a few small tuples each: sized by the parser states, not by the whole masks — at
+        # the masks' 256 it forgot two thirds of the states the detours of a C request
+        # asked for again)
         self._cheapest: BoundedMemo[tuple[object, int, tuple[int, ...]],
                                     tuple[tuple[bytes, RunState], ...]] = BoundedMemo(
-            memo_size(lim.mask_cache))
+            memo_size(max(64, lim.parser_states // 4)))
 
     def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
              search: int = SEARCH_NODES, escalate: bool = False) -> tuple[int, ...]:
