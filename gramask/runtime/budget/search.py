@@ -91,20 +91,31 @@ class PlanSearch(BoundsRoute):
         nl = mb.nl_live
         self._nl_live = np.array(nl if nl is not None else [False] * mb.dfa.num_states, bool)
         lim = mb.limits
+        # the per-state memos below hold a few small tuples per entry: sized by the parser
+        # states, not by the whole-mask cache (at its 256 a C request in the contextual mode
+        # planned a fifth of its states again after they were forgotten)
+        small = memo_size(max(64, lim.parser_states // 4))
         # per state: the largest search (states expanded) that found no plan of these costs
-        self._failed: BoundedMemo[tuple[int, ...], int] = BoundedMemo(memo_size(lim.mask_cache))
+        self._failed: BoundedMemo[tuple[int, ...], int] = BoundedMemo(small)
         # (see BoundsRoute)
-        self._next: BoundedMemo[tuple[int, int], tuple[bytes | None, int]] = BoundedMemo(
-            memo_size(lim.mask_cache))
+        self._next: BoundedMemo[tuple[int, int], tuple[bytes | None, int]] = BoundedMemo(small)
         # per state: the plan of these costs and the states its search expanded to find it
         # (0: the bounds' own choices): a search of fewer states finds none (see _own_plan)
         self._plans: BoundedMemo[tuple[int, ...], tuple[tuple[int, ...], int]] = BoundedMemo(
-            memo_size(lim.mask_cache)
-        )
+            small)
+        # (walk's function, state key) → :func:`_moves` from that state, as the search
+        # expands it: searches of one step start from neighbouring states, and about half
+        # the states a search expands were expanded by an earlier one (a pure function of
+        # the state and the estimate's fields; emptied when those are replaced)
+        self._expanded: BoundedMemo[tuple[object, tuple[int, ...]],
+                                    tuple[tuple[bytes, RunState, int, int], ...]] = BoundedMemo(
+            memo_size(max(64, lim.parser_states // 16)))
+        self._expanded_of: tuple[int, ...] = ()
         # (walk's function, k, state key) → :func:`cheapest_steps`' chunks and their states
+        # (at the masks' 256 it forgot two thirds of the states the detours of a C request
+        # asked for again)
         self._cheapest: BoundedMemo[tuple[object, int, tuple[int, ...]],
-                                    tuple[tuple[bytes, RunState], ...]] = BoundedMemo(
-            memo_size(lim.mask_cache))
+                                    tuple[tuple[bytes, RunState], ...]] = BoundedMemo(small)
 
     def plan(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None = None,
              search: int = SEARCH_NODES, escalate: bool = False) -> tuple[int, ...]:
@@ -237,10 +248,26 @@ class PlanSearch(BoundsRoute):
             seen.add(key)
             if complete(cur):
                 return text, n
-            for chunk, nst, c, h in _moves(self, cur, (q, carry, p), walk, view, est):
+            for chunk, nst, c, h in self._expand(cur, key, (q, carry, p), walk, view):
                 tick += 1
                 heapq.heappush(heap, (g + c + h, -g - c, tick, text + chunk, nst))
         return None, limit
+
+    def _expand(self, st: S, key: tuple[int, ...], here: tuple[int, int, PState],
+                walk: Walk[S], view: View[S]) -> tuple[tuple[bytes, S, int, int], ...]:
+        """:func:`_moves` from ``st`` (whose memo key is ``key``) with the search's
+        estimate, memoised (``_expanded``)."""
+        est = self.estimate
+        of = est._memo_of()
+        if of != self._expanded_of:
+            self._expanded.clear()
+            self._expanded_of = of
+        mk = (getattr(walk, "__func__", walk), key)
+        r = self._expanded.get(mk)
+        if r is None:
+            r = tuple(_moves(self, st, here, walk, view, est))
+            self._expanded.put(mk, r)
+        return cast("tuple[tuple[bytes, S, int, int], ...]", r)
 
     def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
         """The byte strings :meth:`search_text` tries from (q, carry, p), deterministic."""

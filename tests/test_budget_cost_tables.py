@@ -1,0 +1,76 @@
+"""The budget planner's grammar cost tables: the one-pass algorithms (Knuth's generalisation of
+Dijkstra's for cheapest derivations, Dijkstra for the tail and header costs) against the plain
+fixpoint iteration they replace, on random grammars."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gramask.runtime.budget.grammar_costs import _cheapest_derivations, _shortest
+from gramask.runtime.budget.spelling import INF
+
+
+def _naive_derivations(cost: list[int], rules: list[tuple[int, tuple[int, ...]]]) -> list[int]:
+    cost = list(cost)
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            s = 0
+            for x in rhs:
+                s += cost[x]
+                if s >= INF:
+                    break
+            if s < cost[lhs]:
+                cost[lhs] = s
+                changed = True
+    return cost
+
+
+def _random_grammar(rnd: random.Random, nt: int, nn: int,
+                    ) -> tuple[list[int], list[tuple[int, tuple[int, ...]]]]:
+    cost = [rnd.choice([0, 1, 1, 2, 3, 7, INF]) for _ in range(nt)] + [INF] * nn
+    rules = []
+    for _ in range(rnd.randint(1, 3 * nn)):
+        lhs = rnd.randrange(nt, nt + nn)
+        rhs = tuple(rnd.randrange(nt + nn) for _ in range(rnd.choice([0, 1, 1, 2, 2, 3, 4])))
+        rules.append((lhs, rhs))
+    return cost, rules
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_cheapest_derivations_match_the_fixpoint(seed: int) -> None:
+    rnd = random.Random(seed)
+    cost, rules = _random_grammar(rnd, rnd.randint(1, 6), rnd.randint(1, 12))
+    uses: list[list[int]] = [[] for _ in cost]
+    for r, (_lhs, rhs) in enumerate(rules):
+        for x in rhs:
+            uses[x].append(r)
+    got = list(cost)
+    _cheapest_derivations(got, rules, uses)
+    assert got == _naive_derivations(cost, rules)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_shortest_matches_the_fixpoint(seed: int) -> None:
+    rnd = random.Random(seed)
+    n = rnd.randint(1, 15)
+    dist = [rnd.choice([0, 2, 5, INF, INF, INF]) for _ in range(n)]
+    edges: dict[int, list[tuple[int, int]]] = {}
+    for _ in range(rnd.randint(0, 3 * n)):
+        edges.setdefault(rnd.randrange(n), []).append((rnd.choice([0, 0, 1, 3, 9]),
+                                                       rnd.randrange(n)))
+    want = list(dist)
+    changed = True
+    while changed:
+        changed = False
+        for a, out in edges.items():
+            for w, b in out:
+                if want[a] + w < want[b]:
+                    want[b] = want[a] + w
+                    changed = True
+    got = list(dist)
+    _shortest(got, edges)
+    assert got == want
