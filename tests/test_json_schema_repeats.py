@@ -111,3 +111,18 @@ def test_counts_once_refused_are_exact(schema: dict[str, Any], keys: list[str]) 
                 assert frozenset(combo) in accepted or any(
                     accepts(cg, byte_ids(json.dumps({k: i for i, k in enumerate(p)}))) for p in
                     itertools.permutations(combo)), obj
+
+
+@pytest.mark.parametrize(("regex", "limit", "want"), [
+    ("a|bc|", 16, ["", "a", "bc"]),
+    ("[a-c]x?", 16, ["a", "ax", "b", "bx", "c", "cx"]),
+    ("[a-c]x?", 5, None),  # more than the limit
+    ("a+", 16, None),  # a loop: infinitely many
+    ("[\\s\\S]", 16, None),
+])
+def test_finite_words_lists_a_few_keys_or_none(regex: str, limit: int,
+                                               want: list[str] | None) -> None:
+    from gramask.frontends.json_keys import finite_words, key_region
+    assert finite_words(key_region([], [regex], []), limit) == want
+    if want:  # keys already defined are not among them
+        assert finite_words(key_region(want[:1], [regex], []), limit) == want[1:]
