@@ -224,25 +224,9 @@ class ObjectKeywords(SchemaCompilerBase):
         few (or a pattern is refused, which :meth:`pattern_regions` says)."""
         if not (pats or names) or any(isinstance(rx, jt.PatternError) for rx in translated):
             return None
-        regexes = [rx for rx in translated if isinstance(rx, str)]
-        schemas = list(pats.values())
-        where = [_ptr_join(ptr, "patternProperties", p) for p in pats]
         out: list[tuple[str, Any, str]] = []
-        for subset in range(1 << len(pats)):
-            inside = [i for i in range(len(pats)) if subset >> i & 1]
-            if subset:
-                if any(schemas[i] is False for i in inside):
-                    continue
-                value = (schemas[inside[0]] if len(inside) == 1
-                         else {"allOf": [schemas[i] for i in inside]})
-                vptr = where[inside[0]]
-            elif addl is False:
-                continue
-            else:
-                value, vptr = addl, _ptr_join(ptr, "additionalProperties")
-            nomatch = [r for i, r in enumerate(regexes) if i not in inside]
-            words = finite_words(key_region(defined, [regexes[i] for i in inside] + names,
-                                            nomatch), _MAX_FREE_KEYS - len(out))
+        for match, nomatch, value, vptr in _regions(pats, translated, addl, ptr, names):
+            words = finite_words(key_region(defined, match, nomatch), _MAX_FREE_KEYS - len(out))
             if words is None:
                 return None
             out += [(w, value, vptr) for w in words]
@@ -280,36 +264,44 @@ class ObjectKeywords(SchemaCompilerBase):
         allows). Empty regions, and those whose schemas include ``false``, are left out.
         ``translated``: per pattern, its ``pattern_regex`` or the error that refuses it (the
         first is refused here, where the regions are built)."""
-        where = [_ptr_join(ptr, "patternProperties", p) for p in pats]
-        regexes = []
         for rx in translated:
             if isinstance(rx, jt.PatternError):
                 self.refuse("patternProperties", ptr, str(rx))
                 return []
-            regexes.append(rx)
-        schemas = list(pats.values())
         hint = "KEY_PATTERN" if pats else "KEY_NAMED"
         out: list[tuple[str, str]] = []
-        for subset in range(1 << len(pats)):
-            inside = [i for i in range(len(pats)) if subset >> i & 1]
-            if subset:
-                if any(schemas[i] is False for i in inside):
-                    continue
-                value = (schemas[inside[0]] if len(inside) == 1
-                         else {"allOf": [schemas[i] for i in inside]})
-                vptr = where[inside[0]]
-            elif addl is False:
-                continue
-            else:
-                value, vptr = addl, _ptr_join(ptr, "additionalProperties")
-            match = [regexes[i] for i in inside] + names
-            nomatch = [r for i, r in enumerate(regexes) if i not in inside]
+        for match, nomatch, value, vptr in _regions(pats, translated, addl, ptr, names):
             if region_empty(key_region(defined, match, nomatch)):
                 continue
             key_t = self.string_terminal(jt.JSON_STRING, hint=hint, key=True,
                                          match=match, nomatch=nomatch, **{"except": defined})
             out.append((key_t, self.value(value, vptr)))
         return out
+
+
+def _regions(pats: dict[str, Any], translated: list[str | jt.PatternError], addl: Any,
+             ptr: str, names: list[str]) -> list[tuple[list[str], list[str], Any, str]]:
+    """(regexes its keys match, those they do not, value schema, its pointer) per region of
+    the other keys that ``patternProperties`` and ``additionalProperties`` allow (regions may
+    be empty); ``translated``: the patterns' regexes (none refused)."""
+    regexes = [rx for rx in translated if isinstance(rx, str)]
+    schemas = list(pats.values())
+    out: list[tuple[list[str], list[str], Any, str]] = []
+    for subset in range(1 << len(pats)):
+        inside = [i for i in range(len(pats)) if subset >> i & 1]
+        if subset:
+            if any(schemas[i] is False for i in inside):
+                continue
+            value = (schemas[inside[0]] if len(inside) == 1
+                     else {"allOf": [schemas[i] for i in inside]})
+            vptr = _ptr_join(ptr, "patternProperties", list(pats)[inside[0]])
+        elif addl is False:
+            continue
+        else:
+            value, vptr = addl, _ptr_join(ptr, "additionalProperties")
+        out.append(([regexes[i] for i in inside] + names,
+                    [r for i, r in enumerate(regexes) if i not in inside], value, vptr))
+    return out
 
 
 def _step(i: int, debts: _Debts, deps: dict[int, frozenset[int]]
