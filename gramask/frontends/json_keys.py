@@ -15,7 +15,7 @@ import numpy as np
 from ..compiler.regex_bytes import ByteDFA, _trim
 from .json_chardfa import CharDFA, with_gaps
 
-__all__ = ["key_region", "plain", "region_empty", "words_dfa"]
+__all__ = ["finite_words", "key_region", "plain", "region_empty", "words_dfa"]
 
 
 def plain(words: list[str]) -> bool:
@@ -106,3 +106,29 @@ def region_empty(cdfa: CharDFA) -> bool:
                 seen.add(t)
                 todo.append(t)
     return True
+
+
+def finite_words(cdfa: CharDFA, limit: int) -> list[str] | None:
+    """Every string ``cdfa`` accepts, in code-point order, where they are at most ``limit``;
+    None where there are more (a loop on the way to a final state: infinitely many)."""
+    live = cdfa.trimmed()
+    out: list[str] = []
+    on_path: set[int] = set()
+
+    def walk(q: int, prefix: str) -> bool:
+        if q in on_path:
+            return False
+        if live.finals[q]:
+            out.append(prefix)
+        on_path.add(q)
+        for lo, hi, t in live.edges[q]:
+            if t < 0:
+                continue
+            if len(out) + hi - lo + 1 > limit:
+                return False
+            if not all(walk(t, prefix + chr(c)) for c in range(lo, hi + 1)):
+                return False
+        on_path.discard(q)
+        return len(out) <= limit
+
+    return out if walk(0, "") else None

@@ -17,13 +17,15 @@ from typing import Any
 
 from . import json_text as jt
 from .json_formats import listed_values
-from .json_keys import key_region, region_empty
+from .json_keys import finite_words, key_region, region_empty
 from .json_schema_base import _ANNOTATIONS, MAX_COUNTED_LENGTH, SchemaCompilerBase, _ptr_join
 
 __all__ = ["ObjectKeywords"]
 
 # patternProperties split the other keys into 2**n regions, each a key automaton
 _MAX_PATTERNS = 4
+# the other keys, where few, are taken as optional properties (each then comes once)
+_MAX_FREE_KEYS = 16
 # dependentRequired: the properties it can owe or miss are part of each state (2**n of them)
 _MAX_DEPENDENCY_TARGETS = 8
 
@@ -96,6 +98,17 @@ class ObjectKeywords(SchemaCompilerBase):
                 s = {"allOf": matched} if matched else addl
                 props.append((k, s, _ptr_join(ptr, "additionalProperties"), k in required))
         defined = [k for k, *_ in props]
+        deps = self.dependencies(schema, ptr, defined)
+        bounds = self.counts(schema, ptr, "Properties")
+        req = [r for *_, r in props]
+        if bounds is not None and bounds[0] > 1 + _fewest_present(len(props), deps, req) and (
+                free := self.free_keys(pats, pat_rx, addl, defined, name_regexes, ptr)):
+            # the other keys are a few words: as optional properties (after the others) each
+            # comes once, so the count is exact; their order is then fixed, so only here, where
+            # the count is refused otherwise (none of them is a dependency's key: same indices)
+            props += [(k, s, sp, False) for k, s, sp in free]
+            defined = [k for k, *_ in props]
+            req = [r for *_, r in props]
         if pats or name_regexes:  # (no patterns: one region, the keys names allow)
             extra = self.pattern_regions(pats, pat_rx, addl, defined, ptr, name_regexes)
         elif addl is False:
@@ -105,18 +118,17 @@ class ObjectKeywords(SchemaCompilerBase):
                                            **{"except": defined})
                       if defined else self.string_terminal(jt.JSON_STRING),
                       self.value(addl, _ptr_join(ptr, "additionalProperties")))]
-        deps = self.dependencies(schema, ptr, defined)
-        bounds = self.counts(schema, ptr, "Properties")
         if bounds is None:
             return ""
         lo, hi = bounds
-        req = [r for *_, r in props]
-        if extra and lo > 1 + sum(req):
+        if extra and lo > 1 + _fewest_present(len(props), deps, req):
             # members beyond the defined properties may repeat a key: a parsed object keeps
-            # one, so counting members does not count properties past the required ones + 1
+            # one, so counting members does not count properties past the fewest defined
+            # ones an object can have (required, or owed to a dependency) + 1
             self.refuse("minProperties", ptr, "keys outside 'properties' may repeat in JSON "
                         "text, so gramask can count properties only up to the required ones "
-                        "+ 1 where other keys are allowed")
+                        "(and those dependentRequired makes present) + 1 where other keys "
+                        "are allowed")
         cap = max(lo, hi if hi is not None else 0, 1)
         n = len(props)
         reach = _reachable_debts(n, deps, req)
@@ -202,6 +214,24 @@ class ObjectKeywords(SchemaCompilerBase):
             return [], lambda k: True
         return regexes, lambda k: all(t(k) for t in tests)
 
+    def free_keys(self, pats: dict[str, Any], translated: list[str | jt.PatternError],
+                  addl: Any, defined: list[str], names: list[str], ptr: str
+                  ) -> list[tuple[str, Any, str]] | None:
+        """The keys outside ``defined`` an object may hold, where they are a few words
+        (``propertyNames``' enum, patterns such as ``^(a|b)$`` with no other keys allowed):
+        (key, value schema, its pointer) per key, in the order of the regions
+        :meth:`pattern_regions` builds, each in code-point order; None where they are not
+        few (or a pattern is refused, which :meth:`pattern_regions` says)."""
+        if not (pats or names) or any(isinstance(rx, jt.PatternError) for rx in translated):
+            return None
+        out: list[tuple[str, Any, str]] = []
+        for match, nomatch, value, vptr in _regions(pats, translated, addl, ptr, names):
+            words = finite_words(key_region(defined, match, nomatch), _MAX_FREE_KEYS - len(out))
+            if words is None:
+                return None
+            out += [(w, value, vptr) for w in words]
+        return out
+
     def dependencies(self, schema: dict[str, Any], ptr: str, defined: list[str]
                      ) -> dict[int, frozenset[int]]:
         """``dependentRequired`` (and draft 7's ``dependencies`` that name keys) over the
@@ -234,36 +264,44 @@ class ObjectKeywords(SchemaCompilerBase):
         allows). Empty regions, and those whose schemas include ``false``, are left out.
         ``translated``: per pattern, its ``pattern_regex`` or the error that refuses it (the
         first is refused here, where the regions are built)."""
-        where = [_ptr_join(ptr, "patternProperties", p) for p in pats]
-        regexes = []
         for rx in translated:
             if isinstance(rx, jt.PatternError):
                 self.refuse("patternProperties", ptr, str(rx))
                 return []
-            regexes.append(rx)
-        schemas = list(pats.values())
         hint = "KEY_PATTERN" if pats else "KEY_NAMED"
         out: list[tuple[str, str]] = []
-        for subset in range(1 << len(pats)):
-            inside = [i for i in range(len(pats)) if subset >> i & 1]
-            if subset:
-                if any(schemas[i] is False for i in inside):
-                    continue
-                value = (schemas[inside[0]] if len(inside) == 1
-                         else {"allOf": [schemas[i] for i in inside]})
-                vptr = where[inside[0]]
-            elif addl is False:
-                continue
-            else:
-                value, vptr = addl, _ptr_join(ptr, "additionalProperties")
-            match = [regexes[i] for i in inside] + names
-            nomatch = [r for i, r in enumerate(regexes) if i not in inside]
+        for match, nomatch, value, vptr in _regions(pats, translated, addl, ptr, names):
             if region_empty(key_region(defined, match, nomatch)):
                 continue
             key_t = self.string_terminal(jt.JSON_STRING, hint=hint, key=True,
                                          match=match, nomatch=nomatch, **{"except": defined})
             out.append((key_t, self.value(value, vptr)))
         return out
+
+
+def _regions(pats: dict[str, Any], translated: list[str | jt.PatternError], addl: Any,
+             ptr: str, names: list[str]) -> list[tuple[list[str], list[str], Any, str]]:
+    """(regexes its keys match, those they do not, value schema, its pointer) per region of
+    the other keys that ``patternProperties`` and ``additionalProperties`` allow (regions may
+    be empty); ``translated``: the patterns' regexes (none refused)."""
+    regexes = [rx for rx in translated if isinstance(rx, str)]
+    schemas = list(pats.values())
+    out: list[tuple[list[str], list[str], Any, str]] = []
+    for subset in range(1 << len(pats)):
+        inside = [i for i in range(len(pats)) if subset >> i & 1]
+        if subset:
+            if any(schemas[i] is False for i in inside):
+                continue
+            value = (schemas[inside[0]] if len(inside) == 1
+                     else {"allOf": [schemas[i] for i in inside]})
+            vptr = _ptr_join(ptr, "patternProperties", list(pats)[inside[0]])
+        elif addl is False:
+            continue
+        else:
+            value, vptr = addl, _ptr_join(ptr, "additionalProperties")
+        out.append(([regexes[i] for i in inside] + names,
+                    [r for i, r in enumerate(regexes) if i not in inside], value, vptr))
+    return out
 
 
 def _step(i: int, debts: _Debts, deps: dict[int, frozenset[int]]
@@ -303,3 +341,19 @@ def _reachable_debts(n: int, deps: dict[int, frozenset[int]], required: list[boo
             if skipped is not None and not required[i]:
                 reach[i + 1].add(skipped)
     return reach
+
+
+def _fewest_present(n: int, deps: dict[int, frozenset[int]], required: list[bool]) -> int:
+    """The fewest defined properties an accepted object holds: the required ones and those
+    ``dependentRequired`` then owes (a lower bound: values are taken as satisfiable)."""
+    best: dict[_Debts, int] = {(frozenset(), frozenset()): 0}
+    for i in range(n):
+        nxt: dict[_Debts, int] = {}
+        for debts, k in best.items():
+            present, skipped = _step(i, debts, deps)
+            if present is not None:
+                nxt[present] = min(nxt.get(present, n), k + 1)
+            if skipped is not None and not required[i]:
+                nxt[skipped] = min(nxt.get(skipped, n), k)
+        best = nxt
+    return min(best.values(), default=n)
