@@ -9,6 +9,7 @@ import json
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -46,6 +47,26 @@ def random_steps(c: gramask.Constraint, eos: int, rnd: random.Random, steps: int
         if not len(ids):
             break
         c.advance(int(rnd.choice(ids)))
+
+
+Walk = Callable[[gramask.CompiledGrammar, str, random.Random, int], tuple[str, str | None]]
+
+
+def walk_case(walk: Walk, cg: gramask.CompiledGrammar, s: str, pre: str, rnd: random.Random,
+              steps: int, accepts: Callable[[str], bool], oracle: str
+              ) -> tuple[str, str, str] | None:
+    """A random masked walk (``walk``) from ``pre``, a prefix of the text ``s``, checked:
+    (kind, text, detail) of what went wrong, or None. ``accepts``: the oracle (named
+    ``oracle``) on the walk's text."""
+    try:
+        text, why = walk(cg, pre, rnd, steps)
+    except gramask.InvalidPrefixError:
+        return "prefix", pre, f"prefix of {s!r} refused"
+    except Exception as e:
+        return "crash", pre, f"{type(e).__name__}: {e}"
+    if why is None and not accepts(text):
+        why = f"{oracle} rejects the walk's text"
+    return None if why is None else ("walk", text, why)
 
 
 def write_cases(out: TextIO, cases: list[dict[str, object]], grammar_id: str, tag: str) -> None:

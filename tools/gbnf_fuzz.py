@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gbnf_fuzz_gen as gen
-from fuzz_common import common_args, complete, random_steps, summary, write_cases
+from fuzz_common import common_args, complete, random_steps, summary, walk_case, write_cases
 from lark_fuzz import Slow, _alarm, force, shrink, small_vocab
 
 import gramask
@@ -202,18 +202,9 @@ def run_grammar(gg: gen.GenGrammar, vocab: gramask.Vocabulary,
         pre = s[: rnd.randint(0, len(s))]
         STAGE[0] = f"walk from {pre!r}"
         stats["walks (a)"] += 1
-        try:
-            text, why = walk(cg, pre, rnd, a.steps)
-        except gramask.InvalidPrefixError:
-            pending.append(("prefix", pre, f"prefix of {s!r} refused"))
-            continue
-        except Exception as e:
-            pending.append(("crash", pre, f"{type(e).__name__}: {e}"))
-            continue
-        if why is None and not o.accepts(text):
-            why = "XGrammar rejects the walk's text"
-        if why is not None:
-            pending.append(("walk", text, why))
+        problem = walk_case(walk, cg, s, pre, rnd, a.steps, o.accepts, "XGrammar")
+        if problem is not None:
+            pending.append(problem)
     seen: set[str] = set()
     for kind, t, detail in pending:
         if kind in seen:

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import lark_fuzz_gen as gen
-from fuzz_common import common_args, complete, random_steps, summary, write_cases
+from fuzz_common import common_args, complete, random_steps, summary, walk_case, write_cases
 
 import gramask
 from gramask.errors import GramaskError
@@ -263,18 +263,9 @@ def run_grammar(gg: gen.GenGrammar, mode: str, vocab: gramask.Vocabulary,
         s = rnd.choice(good)
         pre = s[: rnd.randint(0, len(s))]
         stats[f"{mode}: walks (c)"] += 1
-        try:
-            text, why = walk(cg, pre, rnd, a.steps)
-        except gramask.InvalidPrefixError:
-            pending.append(("prefix", pre, f"prefix of {s!r} refused"))
-            continue
-        except Exception as e:
-            pending.append(("crash", pre, f"{type(e).__name__}: {e}"))
-            continue
-        if why is None and not accepts(p, text):
-            why = "lark rejects the walk's text"
-        if why is not None:
-            pending.append(("walk", text, why))
+        problem = walk_case(walk, cg, s, pre, rnd, a.steps, lambda t: accepts(p, t), "lark")
+        if problem is not None:
+            pending.append(problem)
     seen: set[str] = set()
     small = small_vocab()
     for kind, t, detail in pending:
