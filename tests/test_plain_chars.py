@@ -24,7 +24,6 @@ from gramask.compiler.plain_chars import (
     chain_length,
     plain_needs,
     plain_rest,
-    uniform_step,
     uniform_steps,
 )
 from gramask.compiler.walk_inputs import token_matrix
@@ -99,6 +98,11 @@ def test_plain_needs_cut_characters() -> None:
               b"x\xed\xa0\x80", b"x\xe0\x80\x80", b"x\xf4\x90\x80\x80", b"x\xc0\xaf"]
     assert _needs(tokens).tolist() == [0, 2, 1, 1, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                        -1]
+
+
+def uniform_step(trans: np.ndarray, state_class: np.ndarray, s: int) -> int:
+    """:func:`uniform_steps` of one state."""
+    return int(uniform_steps(trans, state_class, np.array([s]))[0])
 
 
 def _counted_lexer(lo: int, hi: int | None) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import os
 import random
@@ -44,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gbnf_fuzz_gen as gen
+from fuzz_common import common_args, complete, random_steps, summary, walk_case, write_cases
 from lark_fuzz import Slow, _alarm, force, shrink, small_vocab
 
 import gramask
@@ -83,24 +83,12 @@ def compile_(text: str, vocab: gramask.Vocabulary) -> gramask.CompiledGrammar:
         return gramask.compile(g, vocab, cache=False, progress=False)
 
 
-def complete(cg: gramask.CompiledGrammar, text: str) -> bool:
-    try:
-        return cg.constraint(text).is_complete()
-    except gramask.InvalidPrefixError:
-        return False
-
-
 def walk(cg: gramask.CompiledGrammar, prefix: str, rnd: random.Random,
          steps: int) -> tuple[str, str | None]:
     """A random masked walk from ``prefix``: (text, problem or None)."""
     c = cg.constraint(prefix)
     eos = cg.vocab.eos_token_id
-    for _ in range(rnd.randint(0, steps)):
-        ids = c.allowed().nonzero()[0]
-        ids = ids[ids != eos]
-        if not len(ids):
-            break
-        c.advance(int(rnd.choice(ids)))
+    random_steps(c, eos, rnd, steps)
     stem = prefix + c.data.decode(errors="replace")
     try:
         for t in c.shortest_completion().token_ids:
@@ -214,18 +202,9 @@ def run_grammar(gg: gen.GenGrammar, vocab: gramask.Vocabulary,
         pre = s[: rnd.randint(0, len(s))]
         STAGE[0] = f"walk from {pre!r}"
         stats["walks (a)"] += 1
-        try:
-            text, why = walk(cg, pre, rnd, a.steps)
-        except gramask.InvalidPrefixError:
-            pending.append(("prefix", pre, f"prefix of {s!r} refused"))
-            continue
-        except Exception as e:
-            pending.append(("crash", pre, f"{type(e).__name__}: {e}"))
-            continue
-        if why is None and not o.accepts(text):
-            why = "XGrammar rejects the walk's text"
-        if why is not None:
-            pending.append(("walk", text, why))
+        problem = walk_case(walk, cg, s, pre, rnd, a.steps, o.accepts, "XGrammar")
+        if problem is not None:
+            pending.append(problem)
     seen: set[str] = set()
     for kind, t, detail in pending:
         if kind in seen:
@@ -254,16 +233,8 @@ def run_grammar(gg: gen.GenGrammar, vocab: gramask.Vocabulary,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--grammars", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--vocab", default="gpt2")
-    ap.add_argument("--texts", type=int, default=30, help="samples (and mutations) each")
-    ap.add_argument("--force", type=int, default=8, help="texts forced through the mask each")
-    ap.add_argument("--walks", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--timeout", type=int, default=60, help="seconds per grammar")
-    ap.add_argument("--out", type=Path, default=Path("gbnf_fuzz.jsonl"))
-    ap.add_argument("--no-minimise", dest="minimise", action="store_false")
+    common_args(ap, grammars=100, walks=8, texts_help="samples (and mutations) each",
+                timeout_help="seconds per grammar", out="gbnf_fuzz.jsonl")
     a = ap.parse_args(argv)
     logging.disable(logging.WARNING)  # lexer diagnostics: expected on these grammars
     vocab = gramask.Vocabulary.bundled(a.vocab)
@@ -288,15 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[grammar {a.seed}:{k}] done at {time.time() - t0:.0f} s: "
                   + ", ".join(f"{key} {v}" for key, v in sorted(stats.items())
                               if not key.startswith(" ")), flush=True)
-            for case in found[n:]:
-                print(f"[grammar {a.seed}:{k}] {case['kind']}: {case.get('detail', '')}",
-                      flush=True)
-                out.write(json.dumps({"grammar_id": f"{a.seed}:{k}", **case}) + "\n")
-                out.flush()
-    for key, v in sorted(stats.items()):
-        print(f"{key}: {v}")
-    print(f"cases written to {a.out}: {len(found)}; wall {time.time() - t0:.1f} s, "
-          f"CPU {time.process_time() - c0:.1f} s")
+            write_cases(out, found[n:], f"{a.seed}:{k}", f"grammar {a.seed}:{k}")
+    summary(stats, a.out, len(found), t0, c0)
     return 0
 
 

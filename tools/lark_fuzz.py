@@ -25,7 +25,6 @@ allowed set against the union of Earley items, ...): the report classifies by ha
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import random
 import signal
@@ -42,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import lark_fuzz_gen as gen
+from fuzz_common import common_args, complete, random_steps, summary, walk_case, write_cases
 
 import gramask
 from gramask.errors import GramaskError
@@ -103,13 +103,6 @@ def small_vocab() -> gramask.Vocabulary:
     return gramask.Vocabulary.from_tokens([*toks, b"</s>"], eos_token_id=len(toks))
 
 
-def complete(cg: gramask.CompiledGrammar, text: str) -> bool:
-    try:
-        return cg.constraint(text).is_complete()
-    except gramask.InvalidPrefixError:
-        return False
-
-
 def force(cg: gramask.CompiledGrammar, ids: list[int]) -> str | None:
     """None if the mask takes every token of ``ids`` and then EOS; else what failed."""
     c = cg.constraint()
@@ -129,13 +122,7 @@ def walk(cg: gramask.CompiledGrammar, prefix: str, rnd: random.Random,
     """A random masked walk from ``prefix``: (text, problem or None)."""
     c = cg.constraint(prefix)
     eos = cg.vocab.eos_token_id
-    for _ in range(rnd.randint(0, steps)):
-        m = c.allowed()
-        ids = m.nonzero()[0]
-        ids = ids[ids != eos]
-        if not len(ids):
-            break
-        c.advance(int(rnd.choice(ids)))
+    random_steps(c, eos, rnd, steps)
     try:
         for t in c.shortest_completion().token_ids:
             c.advance(t)
@@ -276,18 +263,9 @@ def run_grammar(gg: gen.GenGrammar, mode: str, vocab: gramask.Vocabulary,
         s = rnd.choice(good)
         pre = s[: rnd.randint(0, len(s))]
         stats[f"{mode}: walks (c)"] += 1
-        try:
-            text, why = walk(cg, pre, rnd, a.steps)
-        except gramask.InvalidPrefixError:
-            pending.append(("prefix", pre, f"prefix of {s!r} refused"))
-            continue
-        except Exception as e:
-            pending.append(("crash", pre, f"{type(e).__name__}: {e}"))
-            continue
-        if why is None and not accepts(p, text):
-            why = "lark rejects the walk's text"
-        if why is not None:
-            pending.append(("walk", text, why))
+        problem = walk_case(walk, cg, s, pre, rnd, a.steps, lambda t: accepts(p, t), "lark")
+        if problem is not None:
+            pending.append(problem)
     seen: set[str] = set()
     small = small_vocab()
     for kind, t, detail in pending:
@@ -333,17 +311,9 @@ def _alarm(_sig: int, _frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--grammars", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--vocab", default="gpt2")
+    common_args(ap, grammars=50, walks=6, texts_help="derivations (and mutations) each",
+                timeout_help="seconds per grammar and mode", out="lark_fuzz.jsonl")
     ap.add_argument("--modes", default="contextual,basic")
-    ap.add_argument("--texts", type=int, default=30, help="derivations (and mutations) each")
-    ap.add_argument("--force", type=int, default=8, help="texts forced through the mask each")
-    ap.add_argument("--walks", type=int, default=6)
-    ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--timeout", type=int, default=60, help="seconds per grammar and mode")
-    ap.add_argument("--out", type=Path, default=Path("lark_fuzz.jsonl"))
-    ap.add_argument("--no-minimise", dest="minimise", action="store_false")
     a = ap.parse_args(argv)
     vocab = gramask.Vocabulary.bundled(a.vocab)
     tok = hf_tokenizer(a.vocab)
@@ -365,16 +335,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[grammar {a.seed}:{k} {mode}] timed out", flush=True)
             finally:
                 signal.alarm(0)
-            for case in found[n:]:
-                print(f"[grammar {a.seed}:{k} {mode}] {case['kind']}: "
-                      f"{case.get('detail', case.get('error'))}", flush=True)
-                out.write(json.dumps({"grammar_id": f"{a.seed}:{k}", **case}) + "\n")
-                out.flush()
+            write_cases(out, found[n:], f"{a.seed}:{k}", f"grammar {a.seed}:{k} {mode}")
     out.close()
-    for key, v in sorted(stats.items()):
-        print(f"{key}: {v}")
-    print(f"cases written to {a.out}: {len(found)}; wall {time.time() - t0:.1f} s, "
-          f"CPU {time.process_time() - c0:.1f} s")
+    summary(stats, a.out, len(found), t0, c0)
     return 0
 
 

@@ -22,7 +22,7 @@ from .kept import drop_oldest
 from .walk_inputs import token_starts
 
 __all__ = ["Finisher", "PlainChains", "chain_length", "plain_needs", "plain_rest",
-           "uniform_step", "uniform_steps"]
+           "uniform_steps"]
 
 # byte kinds: a plain ASCII character, a continuation byte, the lead of a 2-, 3-, 4-byte
 # character, anything else (a control byte, ``"``, ``\\``, a byte no UTF-8 text holds)
@@ -140,16 +140,26 @@ def uniform_steps(trans: np.ndarray, state_class: np.ndarray, states: np.ndarray
     states of its end class only; -1 where the characters do not all lead to one state, or
     one dies or changes class on the way. (Several states at once: a chain's candidates.)"""
     states = np.asarray(states, dtype=np.int64)
-    row = trans[states].astype(np.int64)
-    cls = state_class[states]
-    a = row[:, _PLAIN_ASCII]
+    row = trans[states]
+    a = row[:, _PLAIN_ASCII].astype(np.int64)
     t = a[:, 0]
-    ok = (t >= 0) & (a == t[:, None]).all(axis=1) & (state_class[np.maximum(t, 0)] == cls)
-    if not ok.all():  # (most states of a grammar's lexer: the rest only for the others)
-        some = np.full(len(states), -1, dtype=np.int64)
-        if ok.any():
-            some[ok] = uniform_steps(trans, state_class, states[ok])
-        return some
+    ok = (t >= 0) & (a == t[:, None]).all(axis=1) & (
+        state_class[np.maximum(t, 0)] == state_class[states])
+    out = np.full(len(states), -1, dtype=np.int64)
+    # (most states of a grammar's lexer fail here: the rest only for the others)
+    pick = np.flatnonzero(ok)
+    if pick.size:
+        out[pick] = _non_ascii(trans, state_class, row[pick].astype(np.int64),
+                               state_class[states[pick]], t[pick])
+    return out
+
+
+def _non_ascii(trans: np.ndarray, state_class: np.ndarray, row: np.ndarray, cls: np.ndarray,
+               t: np.ndarray) -> np.ndarray:
+    """:func:`uniform_steps` of the states of rows ``row`` (classes ``cls``), whose plain
+    ASCII characters all lead to ``t`` through their class: ``t`` where every UTF-8
+    character does the same, else -1."""
+    ok = np.ones(len(row), dtype=bool)
 
     def alive(x: np.ndarray) -> np.ndarray:
         """States of ``x`` (a lead's, or one byte further) alive in their state's class."""
@@ -172,11 +182,6 @@ def uniform_steps(trans: np.ndarray, state_class: np.ndarray, states: np.ndarray
         ok &= ((rest == t[:, None, None]) | ~valid).all(axis=(1, 2))
     out: np.ndarray = np.where(ok, t, -1)
     return out
-
-
-def uniform_step(trans: np.ndarray, state_class: np.ndarray, s: int) -> int:
-    """:func:`uniform_steps` of one state."""
-    return int(uniform_steps(trans, state_class, np.array([s]))[0])
 
 
 def chain_length(trans: np.ndarray, state_class: np.ndarray, memo: dict[int, int], s: int,
@@ -219,8 +224,7 @@ class PlainChains:
         self.cap = buf.shape[1]
         self.length = np.full(trans.shape[0], -1, dtype=np.int16)  # -1: not known yet
         self.step: dict[int, int] = {}  # state -> uniform_step, as looked up
-        self._rest: np.ndarray | None = None  # plain_rest and plain_needs, on first use
-        self._needs: np.ndarray | None = None
+        self._needs: np.ndarray | None = None  # plain_needs, on first use
 
     def lengths(self, states: np.ndarray) -> np.ndarray:
         """:func:`chain_length` of each of ``states`` (up to :attr:`cap`), memoised."""
@@ -241,10 +245,9 @@ class PlainChains:
         return got
 
     def rest(self) -> np.ndarray:
-        """:func:`plain_rest` of the vocabulary."""
-        if self._rest is None:
-            self._rest = plain_rest(self.lens, self.buf)
-        return self._rest
+        """:func:`plain_rest` of the vocabulary (kept there per vocabulary, evicted like the
+        :func:`~gramask.compiler.walk_inputs.token_starts` that every walk reads)."""
+        return plain_rest(self.lens, self.buf)
 
     def needs(self) -> np.ndarray:
         """:func:`plain_needs` of the vocabulary."""
