@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..core.constraint import Constraint, Explanation, TokenBudget
+from ..core.parse_state import PUID
 from ..core.step_state import LexState, StepState
+from ..limits import memo_size
+from ..memo import MISSING, BoundedMemo
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
@@ -21,7 +24,10 @@ if TYPE_CHECKING:
     from ..core.parse_state import PState
     from .suffix_lexing import Branch
 
-__all__ = ["FimBase", "gc_paused", "prefix_meets_suffix"]
+__all__ = ["FimBase", "QuotientEnds", "gc_paused", "prefix_meets_suffix"]
+
+# (lexer state, indentation carry, quotient parser state uid) → the quotient's end verdict
+QuotientEnds = BoundedMemo[tuple[int, int, int], int]
 
 F = TypeVar("F", bound=StepState)
 
@@ -85,8 +91,16 @@ class FimBase(Constraint[F]):
         _ends_at: dict[tuple[int, int], tuple[bool]] | None = None,
         _alive: list[PState] | None = None,
         _plans: list[tuple[int, ...] | None] | None = None,
+        _qends: QuotientEnds | None = None,
     ) -> None:
         self._ob = ob
+        # the quotient's end verdicts, shared by the clones: a verdict depends on the step's
+        # quotient view and on what a constraint family never changes (quotient builder,
+        # suffix, branches), and the same views are asked again and again (every budget
+        # step's cost estimates and completion walks)
+        self._qends: QuotientEnds = (
+            _qends if _qends is not None
+            else BoundedMemo(memo_size(qb.limits.step_memo)))
         self._branches = _branches if _branches is not None else []
         self._glue: dict[tuple[int, int], tuple[int, int, int] | None] = (
             _glue if _glue is not None else {})
@@ -106,6 +120,24 @@ class FimBase(Constraint[F]):
     def _view(self, st: F) -> LexState:
         """The quotient parser's view of a step: what masks and budgets work on."""
         return st[0], st[1], st[2]
+
+    def _quotient_end(self, st: F) -> int:
+        """The quotient's verdict on ending the middle here (:meth:`_quotient_verdict`),
+        memoised per quotient view: exact, the view is all it reads."""
+        q, carry, pq = st[0], st[1], st[2]
+        key = (q, carry, pq[PUID])
+        memo = self._qends
+        v = memo.young.get(key, MISSING)  # one lookup on a hit: the hot path
+        if v is MISSING:
+            v = memo.get(key, MISSING)
+            if v is MISSING:
+                v = self._quotient_verdict(q, carry, pq)
+                memo.put(key, v)
+        return v
+
+    def _quotient_verdict(self, q: int, carry: int, pq: PState) -> int:
+        """Can the middle end at this quotient view (0: no; more: see the subclass)?"""
+        raise NotImplementedError
 
     @property
     def suffix(self) -> bytes:

@@ -172,12 +172,11 @@ class FimConstraint(FimBase[FimState]):
         self._glue[key] = res
         return res
 
-    def _quotient_end(self, st: FimState) -> int:
+    def _quotient_verdict(self, q: int, carry: int, pq: PState) -> int:
         """Can the middle end here, per the quotient (cost independent of |S|)? 0: no;
         2: yes, exactly (a branch whose assumptions about the boundary — bracket depth,
         indentation — hold here accepts); 1: only branches whose assumptions do not hold
-        accept (the suffix must be walked to know)."""
-        q, carry, pq, _ = st
+        accept (the suffix must be walked to know). Memoised: :meth:`_quotient_end`."""
         b = self._b
         adv = b.ctx.automaton.advance
         verdict = 0
@@ -339,7 +338,7 @@ class FimConstraint(FimBase[FimState]):
             max_tokens=self._max_tokens, budget=self._budget,
             _history=list(self._history), _chunks=list(self._chunks), _plans=list(self._plans),
             _finished=self._finished, _shared=self._ends, _branches=self._branches,
-            _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive,
+            _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive, _qends=self._qends,
         )
         c._prefix = self._prefix
         return c

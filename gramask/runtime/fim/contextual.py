@@ -109,11 +109,11 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
             self._ends[key] = r
         return r
 
-    def _quotient_end(self, st: CtxFimState) -> int:
+    def _quotient_verdict(self, q: int, carry: int, pq: PState) -> int:
         """1 if, per the quotient, the middle may end here; 0 if it cannot. A necessary
         condition only (the lexeme continued into ``S[:k]`` is walked on the lexer DFA without
-        the allowed-set rule); :meth:`_suffix_completes` decides."""
-        q, carry, pq = st[0], st[1], st[2]
+        the allowed-set rule); :meth:`_suffix_completes` decides. Memoised:
+        :meth:`_quotient_end`."""
         b = self._b
         cx = _cx(b)
         adv = b.ctx.automaton.advance
@@ -312,7 +312,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
             max_tokens=self._max_tokens, budget=self._budget, _plans=list(self._plans),
             _history=list(self._history), _chunks=list(self._chunks),
             _finished=self._finished, _shared=self._ends, _branches=self._branches,
-            _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive,
+            _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive, _qends=self._qends,
         )
         c._prefix = self._prefix
         c._orig_planner = self._orig_planner
