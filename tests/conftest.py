@@ -6,8 +6,15 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from ._support import compiled, hf_tokenizer  # noqa: F401  (older test modules import them here)
+
+# CI runs each property test on the same examples every time (a red CI is then a finding that
+# reproduces, not a draw); a developer's runs keep drawing new ones
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session", autouse=True)
