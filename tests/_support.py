@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import lark
+import numpy as np
 import pytest
 
 import gramask
@@ -244,3 +245,37 @@ def decode(cg: gramask.CompiledGrammar, ids: list[int], prefix: str = "") -> str
     """``prefix`` and the text of token ids ``ids``."""
     return prefix + b"".join(cg.vocab.token_bytes(i) for i in ids).decode("utf-8")
 
+
+
+def budget_walk_digests(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None,
+                        budget: int, tokens: list[int] | None, seed: int,
+                        limits: gramask.RuntimeLimits | None = None,
+                        ) -> tuple[list[int], list[str]]:
+    """Digests of the masks (and each step's fewest tokens to complete) along a walk under
+    ``budget``: of ``tokens`` (a replay), else of random allowed tokens (EOS half the time once
+    allowed); and the tokens taken. Two runs that must agree compare these."""
+    rnd = random.Random(seed)
+    c = cg.constraint(prefix, suffix=suffix, max_tokens=budget, limits=limits)
+    eos = cg.vocab.eos_token_id
+    out: list[str] = []
+    taken: list[int] = []
+    for step in range(budget + 1):
+        m = c.allowed()
+        out.append(f"{hash(np.packbits(m).tobytes())}:{c.min_tokens_to_complete()}")
+        if tokens is not None:
+            if step == len(tokens):
+                break
+            t = tokens[step]
+        else:
+            if m[eos] and (rnd.random() < 0.5 or m.sum() == 1):
+                break
+            m[eos] = False
+            if not m.any():
+                break
+            t = int(rnd.choice(np.flatnonzero(m)))
+        if not c.is_allowed(t):
+            out.append(f"forbidden {t}")
+            break
+        c.advance(t)
+        taken.append(t)
+    return taken, out

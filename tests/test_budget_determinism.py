@@ -21,7 +21,7 @@ from gramask.runtime.budget.search import SEARCH_NODES
 from gramask.runtime.core.parse_state import ES
 from gramask.runtime.memo import InternTable
 
-from ._support import tiny
+from ._support import budget_walk_digests, tiny
 
 # C-like, with %ignored line and block comments
 GRAMMAR = r"""
@@ -58,40 +58,6 @@ def _compiled(lexer: str) -> gramask.CompiledGrammar:
     return tiny(GRAMMAR, TOKENS, lexer=lexer)[0]
 
 
-def _digest(c: gramask.Constraint) -> str:
-    m = c.allowed()
-    return f"{hash(np.packbits(m).tobytes())}:{c.min_tokens_to_complete()}"
-
-
-def _walk(cg: gramask.CompiledGrammar, limits: gramask.RuntimeLimits, prefix: str,
-          suffix: str | None, budget: int, tokens: list[int] | None, seed: int,
-          ) -> tuple[list[int], list[str]]:
-    """The masks' digests along a walk under ``budget``: of ``tokens`` if given (a replay),
-    else of random allowed tokens (EOS once complete and half the time); and its tokens."""
-    rnd = random.Random(seed)
-    c = cg.constraint(prefix, suffix=suffix, max_tokens=budget, limits=limits)
-    eos = cg.vocab.eos_token_id
-    out, taken = [], []
-    for step in range(budget + 1):
-        out.append(_digest(c))
-        if tokens is not None:
-            if step == len(tokens):
-                break
-            t = tokens[step]
-        else:
-            m = c.allowed()
-            if m[eos] and (rnd.random() < 0.5 or m.sum() == 1):
-                break
-            m[eos] = False
-            t = int(rnd.choice(np.flatnonzero(m)))
-        if not c.is_allowed(t):
-            out.append(f"forbidden {t}")
-            break
-        c.advance(t)
-        taken.append(t)
-    return taken, out
-
-
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 def test_budget_masks_do_not_depend_on_other_requests(lexer: str) -> None:
     cg = _compiled(lexer)
@@ -100,12 +66,14 @@ def test_budget_masks_do_not_depend_on_other_requests(lexer: str) -> None:
         for budget in (6, 12, 30):
             # the reference: a runtime of its own (a new RuntimeLimits value builds one)
             own = gramask.RuntimeLimits(mask_cache=1000 + len(runs))
-            taken, ref = _walk(cg, own, prefix, suffix, budget, None, seed=7 * i + budget)
+            taken, ref = budget_walk_digests(cg, prefix, suffix, budget, None,
+                                             seed=7 * i + budget, limits=own)
             runs.append((prefix, suffix, budget, taken, ref))
     shared = gramask.RuntimeLimits(**TINY)
     for order in (runs, runs[::-1]):
         for prefix, suffix, budget, taken, ref in order:
-            _, got = _walk(cg, shared, prefix, suffix, budget, taken, seed=0)
+            _, got = budget_walk_digests(cg, prefix, suffix, budget, taken, seed=0,
+                                         limits=shared)
             assert got == ref, (prefix, suffix, budget)
 
 

@@ -6,14 +6,9 @@ plan lengths, with the runtime's default limits (the tables keep what they learn
 
 from __future__ import annotations
 
-import random
-
-import numpy as np
 import pytest
 
-import gramask
-
-from ._support import tiny
+from ._support import budget_walk_digests, tiny
 
 GRAMMAR = r"""
 start: item*
@@ -43,55 +38,20 @@ REQUESTS = [  # (prefix, suffix)
 ]
 
 
-def _digest(c: gramask.Constraint) -> str:
-    m = c.allowed()
-    return f"{hash(np.packbits(m).tobytes())}:{c.min_tokens_to_complete()}"
-
-
-def _walk(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, budget: int,
-          tokens: list[int] | None, seed: int) -> tuple[list[int], list[str]]:
-    """Digests of the masks along a walk under ``budget``: of ``tokens`` (a replay), else of
-    random allowed tokens (EOS half the time once allowed); and the tokens taken."""
-    rnd = random.Random(seed)
-    c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
-    eos = cg.vocab.eos_token_id
-    out: list[str] = []
-    taken: list[int] = []
-    for step in range(budget + 1):
-        out.append(_digest(c))
-        if tokens is not None:
-            if step == len(tokens):
-                break
-            t = tokens[step]
-        else:
-            m = c.allowed()
-            if m[eos] and (rnd.random() < 0.5 or m.sum() == 1):
-                break
-            m[eos] = False
-            if not m.any():
-                break
-            t = int(rnd.choice(np.flatnonzero(m)))
-        if not c.is_allowed(t):
-            out.append(f"forbidden {t}")
-            break
-        c.advance(t)
-        taken.append(t)
-    return taken, out
-
-
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 def test_warm_shared_tables_give_the_masks_of_a_fresh_grammar(lexer: str) -> None:
     runs = []
     for i, (prefix, suffix) in enumerate(REQUESTS):
         for budget in (5, 9, 24):
             fresh = tiny(GRAMMAR, TOKENS, lexer=lexer)[0]  # cold: a grammar of its own
-            taken, ref = _walk(fresh, prefix, suffix, budget, None, seed=11 * i + budget)
+            taken, ref = budget_walk_digests(fresh, prefix, suffix, budget, None,
+                                             seed=11 * i + budget)
             assert ref and not ref[-1].startswith("forbidden")
             runs.append((prefix, suffix, budget, taken, ref))
     warm = tiny(GRAMMAR, TOKENS, lexer=lexer)[0]
     for order in (runs, runs[::-1]):
         for prefix, suffix, budget, taken, ref in order:
-            _, got = _walk(warm, prefix, suffix, budget, taken, seed=0)
+            _, got = budget_walk_digests(warm, prefix, suffix, budget, taken, seed=0)
             assert got == ref, (prefix, suffix, budget)
     # the shared tables were in use: the grammar's cost tables and plans were kept
     planner = warm._planner(warm._runtime())
