@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from gramask.runtime.budget.grammar_costs import _cheapest_derivations, _shortest
+from gramask.compiler.analysis import cheapest_derivations, rule_uses
+from gramask.runtime.budget.grammar_costs import _shortest
 from gramask.runtime.budget.spelling import INF
 
 
@@ -44,12 +45,8 @@ def _random_grammar(rnd: random.Random, nt: int, nn: int,
 def test_cheapest_derivations_match_the_fixpoint(seed: int) -> None:
     rnd = random.Random(seed)
     cost, rules = _random_grammar(rnd, rnd.randint(1, 6), rnd.randint(1, 12))
-    uses: list[list[int]] = [[] for _ in cost]
-    for r, (_lhs, rhs) in enumerate(rules):
-        for x in rhs:
-            uses[x].append(r)
     got = list(cost)
-    _cheapest_derivations(got, rules, uses)
+    cheapest_derivations(got, rules, rule_uses(rules, len(cost)), INF)
     assert got == _naive_derivations(cost, rules)
 
 

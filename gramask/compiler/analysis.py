@@ -24,10 +24,12 @@ from ..errors import GrammarError
 
 __all__ = [
     "GrammarWarning",
+    "cheapest_derivations",
     "min_lengths",
     "productive_symbols",
     "prune",
     "reachable_symbols",
+    "rule_uses",
 ]
 
 
@@ -54,38 +56,59 @@ def productive_symbols(rules: Sequence[R], terminals: Iterable[str]) -> set[str]
 
 
 def min_lengths(rules: Sequence[R], terminals: Iterable[str]) -> dict[str, int]:
-    """Per productive symbol, the fewest terminals it derives (a terminal counts 1).
+    """Per productive symbol, the fewest terminals it derives (a terminal counts 1)."""
+    ids: dict[str, int] = {}
+    for t in terminals:
+        ids.setdefault(t, len(ids))
+    n_terms = len(ids)
+    coded = [(ids.setdefault(r.lhs, len(ids)), [ids.setdefault(s, len(ids)) for s in r.rhs])
+             for r in rules]
+    unknown = 1 << 62  # (no derivation yet: above any sum of lengths)
+    cost = [1] * n_terms + [unknown] * (len(ids) - n_terms)
+    cheapest_derivations(cost, coded, rule_uses(coded, len(ids)), unknown)
+    return {s: cost[i] for s, i in ids.items() if cost[i] < unknown}
 
-    Knuth's generalisation of Dijkstra's algorithm to grammars ("A generalization of
-    Dijkstra's algorithm", 1977): a rule's length is final once all its symbols' are.
-    """
-    dist: dict[str, int] = {t: 1 for t in terminals}
-    waiting: dict[str, list[int]] = {}
-    missing = [0] * len(rules)
-    total = [0] * len(rules)
-    heap: list[tuple[int, str]] = []
-    for i, r in enumerate(rules):
-        unknown = {s for s in r.rhs if s not in dist}
-        missing[i] = len(unknown)
-        total[i] = sum(dist[s] for s in r.rhs if s in dist)
-        for s in unknown:
-            waiting.setdefault(s, []).append(i)
-        if not unknown:
-            heapq.heappush(heap, (total[i], r.lhs))
-    done: set[str] = set()
+
+def rule_uses(rules: Sequence[tuple[int, Sequence[int]]], nsym: int) -> list[list[int]]:
+    """Per symbol, the rules whose right-hand side holds it (once per occurrence): what
+    :func:`cheapest_derivations` reads, kept by a caller that prices the same rules often."""
+    uses: list[list[int]] = [[] for _ in range(nsym)]
+    for r, (_lhs, rhs) in enumerate(rules):
+        for x in rhs:
+            uses[x].append(r)
+    return uses
+
+
+def cheapest_derivations(cost: list[int], rules: Sequence[tuple[int, Sequence[int]]],
+                         uses: Sequence[Sequence[int]], inf: int) -> None:
+    """Lower ``cost`` in place to each symbol's cheapest complete derivation: the least
+    fixpoint of ``cost[lhs] ≤ Σ cost[rhs]`` from the prices set (``inf``: none yet), found
+    in one pass by Knuth's generalisation of Dijkstra's algorithm to grammars (Donald E.
+    Knuth, "A generalization of Dijkstra's algorithm", 1977): a rule fires once the last
+    symbol of its right-hand side is final, symbols made final cheapest first, instead of
+    sweeping every rule until nothing changes. ``uses``: :func:`rule_uses` of ``rules``."""
+    left = [len(rhs) for _, rhs in rules]
+    acc = [0] * len(rules)
+    heap = [(c, x) for x, c in enumerate(cost) if c < inf]
+    for lhs, rhs in rules:
+        if not rhs and cost[lhs] > 0:
+            cost[lhs] = 0
+            heap.append((0, lhs))
+    heapq.heapify(heap)
+    done = [False] * len(cost)
     while heap:
-        d, a = heapq.heappop(heap)
-        if a in done:
+        d, x = heapq.heappop(heap)
+        if done[x] or d != cost[x]:
             continue
-        done.add(a)
-        dist[a] = d
-        for i in waiting.pop(a, ()):
-            r = rules[i]
-            total[i] += d * sum(1 for s in r.rhs if s == a)
-            missing[i] -= 1
-            if missing[i] == 0 and r.lhs not in done:
-                heapq.heappush(heap, (total[i], r.lhs))
-    return dist
+        done[x] = True
+        for r in uses[x]:
+            acc[r] += d
+            left[r] -= 1
+            if not left[r]:
+                lhs = rules[r][0]
+                if acc[r] < cost[lhs]:
+                    cost[lhs] = acc[r]
+                    heapq.heappush(heap, (acc[r], lhs))
 
 
 def reachable_symbols(rules: Sequence[R], start: str) -> set[str]:

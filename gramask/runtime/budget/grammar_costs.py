@@ -13,6 +13,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from ...compiler.analysis import cheapest_derivations, rule_uses
 from ..core.earley import UID, set_items
 from ..limits import memo_size
 from ..memo import BoundedMemo
@@ -134,21 +135,16 @@ class GrammarCosts:
                 cost[self.indent_t] = 0
             if self.dedent_t >= 0:
                 cost[self.dedent_t] = 0
-        _cheapest_derivations(cost, self.rules, self._rule_uses())
+        cheapest_derivations(cost, self.rules, self._rule_uses(), INF)
         self._sym_costs[k] = cost
         return cost
 
     def _rule_uses(self) -> list[list[int]]:
-        """Per symbol, the rules whose right-hand side holds it (once per occurrence); built
-        once, read by every ``k``'s :meth:`symbol_costs`."""
-        u = self._uses
-        if u is None:
-            u = [[] for _ in range(self.nsym)]
-            for r, (_lhs, rhs) in enumerate(self.rules):
-                for x in rhs:
-                    u[x].append(r)
-            self._uses = u
-        return u
+        """:func:`~gramask.compiler.analysis.rule_uses`, built once, read by every ``k``'s
+        :meth:`symbol_costs`."""
+        if self._uses is None:
+            self._uses = rule_uses(self.rules, self.nsym)
+        return self._uses
 
     def header_cost(self) -> int:
         """Fewest tokens of a block header (newlines free): what a rule spells before a
@@ -406,37 +402,6 @@ class GrammarCosts:
         self._shifted.put(key, r)
         return r
 
-
-
-def _cheapest_derivations(cost: list[int], rules: Rules, uses: list[list[int]]) -> None:
-    """Lower ``cost`` (the terminals' prices set, the rest INF) to each symbol's cheapest
-    complete derivation, in place: the least fixpoint of ``cost[lhs] ≤ Σ cost[rhs]``, found
-    in one pass (Donald E. Knuth, "A generalization of Dijkstra's algorithm": a rule fires
-    once the last symbol of its right-hand side is final, symbols made final cheapest
-    first), not by sweeping every rule until nothing changes (~15 sweeps of ~4k rules per
-    newline price on a fill-in-the-middle quotient)."""
-    left = [len(rhs) for _, rhs in rules]
-    acc = [0] * len(rules)
-    heap = [(c, x) for x, c in enumerate(cost) if c < INF]
-    for lhs, rhs in rules:
-        if not rhs and cost[lhs] > 0:
-            cost[lhs] = 0
-            heap.append((0, lhs))
-    heapq.heapify(heap)
-    done = [False] * len(cost)
-    while heap:
-        d, x = heapq.heappop(heap)
-        if done[x] or d != cost[x]:
-            continue
-        done[x] = True
-        for r in uses[x]:
-            acc[r] += d
-            left[r] -= 1
-            if not left[r]:
-                lhs = rules[r][0]
-                if acc[r] < cost[lhs]:
-                    cost[lhs] = acc[r]
-                    heapq.heappush(heap, (acc[r], lhs))
 
 
 def _shortest(dist: list[int], edges: dict[int, list[tuple[int, int]]]) -> None:
