@@ -19,7 +19,6 @@ the same rule.
 from __future__ import annotations
 
 import copy
-import itertools
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -33,6 +32,7 @@ from ...compiler.walk_inputs import wide_first_bytes
 from ...encoding import bits_of_rows
 from ..limits import memo_size
 from ..memo import BoundedMemo
+from .contextual_plan import SMALL, Plan, plan_nodes
 from .contextual_rule import ContextualRule
 from .contextual_trie import trie_mask
 from .earley import EXPECTED, BelowCut
@@ -45,24 +45,22 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextualLexer"]
 
-_SMALL = 128  # node sets planned in plain Python (numpy's per-call cost dominates below)
 # How the lexemes after a token's first are decided (see ``_eval``): first from the parser
 # state cut to its top, ``_TOP`` sets down its origins (here: its own items only; their
 # origins are cut), cut again every ``_RECUT`` lexemes; where that meets a phrase completed
-# below the cut, again from the exact state. Modes of ``_eval``: ``_TRY`` (an exact state:
-# try cut first), ``_EXACT`` (an exact state under a cut that failed: go exact, the cut
-# would fail again), k >= 0 (a cut state, k lexemes since its cut)
+# below the cut, again from the exact state: where the first lexeme itself did (an operator
+# after a name, a closing bracket), its tails are tried cut again from the state it leads
+# to (``if (x) {`` shares ``) {`` with every other if); where a later lexeme did, they go
+# exact. Deeper cuts (2 to 4 sets) shared less than they cost on C-, Lua- and JS-like
+# grammars. Modes of ``_eval``: ``_TRY`` (an exact state: try cut first), ``_EXACT`` (an
+# exact state under a cut that failed past its first lexeme: go exact, the cut would fail
+# again), k >= 0 (a cut state, k lexemes since its cut)
 _TOP, _RECUT = 1, 3
 _TRY, _EXACT = -1, -2
 _NONE = np.zeros(0, dtype=np.int64)  # an empty token or node list, read-only
 _NONE.flags.writeable = False
 _DEEPER = np.zeros(0, dtype=bool)  # memoised: "from this cut state, the cut was too shallow"
 
-# How a node set is decided under one allowed set: the verdicts that need no parser step
-# (END nodes; False where a node dies), and per group of LEX nodes with the same winning
-# terminals: (the significant winners to shift, 0 if only ignored ones won; the positions;
-# the distinct tails' key and nodes; each position's index into them)
-_Plan = tuple[np.ndarray, tuple[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray], ...]]
 
 
 class ContextualLexer(ContextualRule):
@@ -135,11 +133,11 @@ class ContextualLexer(ContextualRule):
             # (parser state, distinct tail nodes) → verdicts: the lexemes after a token's
             # first completed one meet the same parser states again and again
             self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
-            # (row or tail set, allowed set, follows) → its plan (see ``_plan``)
-            self._plans: BoundedMemo[tuple[int | bytes | bool, ...], _Plan] = BoundedMemo(8192)
-            self._big_plans: BoundedMemo[tuple[int | bytes | bool, ...], _Plan] = (
+            # (row or tail set, allowed set, follows) → its plan (see ``plan_nodes``)
+            self._plans: BoundedMemo[tuple[int | bytes | bool, ...], Plan] = BoundedMemo(8192)
+            self._big_plans: BoundedMemo[tuple[int | bytes | bool, ...], Plan] = (
                 BoundedMemo(memo_size(4 * limits.row_cache)))
-            # large row or tail set → (its nodes' heads, BRANCH positions), see ``_plan``
+            # large row or tail set → (its nodes' heads, BRANCH positions), see ``plan_nodes``
             self._static: BoundedMemo[int | bytes, tuple[np.ndarray, np.ndarray]] = (
                 BoundedMemo(memo_size(4 * limits.row_cache)))
             # (allowed set, follows) → class vectors (see ``_class_vectors``)
@@ -285,12 +283,12 @@ class ContextualLexer(ContextualRule):
         extra = self._plan_extra(p)
         pk = (key, a, fl) if extra is None else (key, a, fl, extra)
         # large plans (a row's: tens of KB each) are bounded apart, by the row-cache bound
-        plans = self._plans if len(nodes) <= _SMALL else self._big_plans
+        plans = self._plans if len(nodes) <= SMALL else self._big_plans
         plan = plans.young.get(pk)
         if plan is None:
             plan = plans.get(pk)
         if plan is None:
-            plan = _plan(self, key, nodes, a, fl, extra)
+            plan = plan_nodes(self, key, nodes, a, fl, extra)
             plans.put(pk, plan)
         base, groups = plan
         if not groups:
@@ -314,9 +312,14 @@ class ContextualLexer(ContextualRule):
                 if top is None:
                     top = self.ctx.cut(p, _TOP)
                 try:
-                    sub = self._after(top, sh, tkey, ut, 0)
-                except BelowCut:
-                    sub = self._after(p, sh, tkey, ut, _EXACT)
+                    self.ctx.shift_any(top, sh)  # (memoised: ``_after`` repeats it for free)
+                except BelowCut:  # the lexeme completes a phrase below: its tails cut again
+                    sub = self._after(p, sh, tkey, ut, _TRY)
+                else:
+                    try:
+                        sub = self._after(top, sh, tkey, ut, 0)
+                    except BelowCut:  # a later lexeme did: a cut would fail again
+                        sub = self._after(p, sh, tkey, ut, _EXACT)
             else:
                 sub = self._after(p, sh, tkey, ut, mode if mode >= 0 else _EXACT)
             if sub is not None:
@@ -457,93 +460,3 @@ class ContextualLexer(ContextualRule):
             self._kills.put(key, out)
         return out
 
-
-def _plan(cx: ContextualLexer, key: int | bytes, nodes: np.ndarray, a: int, fl: bool,
-          extra: bytes | None = None) -> _Plan:
-    """How ``nodes`` are decided under allowed set ``a`` (see :data:`_Plan`).
-
-    Everything but the parser steps depends only on (``a``, ``fl``): which way each
-    BRANCH goes, the END verdicts, each LEX node's winning terminals and the grouping
-    of the tails by them. So this is built once per (node set, allowed set) and shared
-    by every parser state with that allowed set; LEX nodes with the same winners are
-    merged into one group (one parser step, one sub-evaluation)."""
-    cont, ends, sets = cx._class_vectors(a, fl, extra)
-    if cx.closes:
-        a = cx.close(a)  # the terminals that compete (``a``: what the parser takes)
-    base = np.zeros(len(nodes), dtype=bool)
-    by_w: dict[int, tuple[list[int], list[int]]] = {}
-    groups: list[tuple[int, np.ndarray, bytes, np.ndarray, np.ndarray]] = []
-    acc_bits, ign = cx.acc_bits, cx.ignored_bits
-    if len(nodes) <= _SMALL:  # numpy costs more than it saves on a few nodes
-        head, tail, alt = cx.head_l, cx.tail_l, cx.alt_l
-        for i, n in enumerate(nodes.tolist()):
-            m = n
-            while m >= 0 and head[m] <= -2:
-                m = tail[m] if cont[-2 - head[m]] else alt[m]
-            if m < 0:
-                continue
-            h = head[m]
-            if h == -1:
-                base[i] = ends[tail[m]]
-            elif sets[h]:
-                pos, tails = by_w.setdefault(cx._lex_key(h, a), ([], []))
-                pos.append(i)
-                tails.append(tail[m])
-        for w, (pos, tails) in by_w.items():
-            ut = sorted(set(tails))
-            where = {t: j for j, t in enumerate(ut)}
-            uta = np.array(ut, dtype=np.int64)
-            groups.append((w & ~ign, np.array(pos, dtype=np.int64), uta.tobytes(), uta,
-                           np.array([where[t] for t in tails], dtype=np.int64)))
-        return base, tuple(groups)
-    head_a, tail_a, alt_a = cx.head, cx.tail, cx.alt
-    st = cx._static.get(key)
-    if st is None:  # what does not depend on the allowed set: heads, BRANCH positions
-        h0 = head_a[nodes]
-        st = (h0, np.flatnonzero(h0 <= -2))
-        cx._static.put(key, st)
-    h, br0 = st
-    cur = nodes
-    if br0.size:  # follow each BRANCH the way the allowed set sends it
-        cur = nodes.astype(np.int64, copy=True)
-        br = br0
-        while br.size:
-            c = cur[br]
-            nxt = np.where(cont[-2 - head_a[c]], tail_a[c], alt_a[c])
-            cur[br] = nxt
-            br = br[(nxt >= 0) & (head_a[nxt] <= -2)]
-        h = h.copy()
-        cb = cur[br0]
-        h[br0] = np.where(cb >= 0, head_a[cb], -3)
-    e = np.flatnonzero(h == -1)
-    if e.size:
-        base[e] = ends[tail_a[cur[e]]]
-    lx = np.flatnonzero(h >= 0)
-    if lx.size:
-        lx = lx[sets[h[lx]]]
-    if lx.size:
-        gid = h[lx]  # LEX heads are accepting-set ids
-        present = np.zeros(len(acc_bits), dtype=bool)
-        present[gid] = True
-        ug = np.flatnonzero(present).tolist()
-        wins = [cx._lex_key(g, a) for g in ug]
-        uw = sorted(set(wins))
-        wmap = {w: k for k, w in enumerate(uw)}
-        lut = np.zeros(len(acc_bits), dtype=np.int64)
-        lut[ug] = [wmap[w] for w in wins]
-        wid = lut[gid]
-        # one sort by (winners, tail) for all groups, not a np.unique per group
-        comb = wid * len(head_a) + tail_a[cur[lx]]
-        order = np.argsort(comb)
-        cs = comb[order]
-        ws = wid[order]
-        ts = cs - ws * len(head_a)
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = cs[1:] != cs[:-1]
-        uid = np.cumsum(first) - 1  # index of each position's distinct (winners, tail)
-        cuts = [0, *(np.flatnonzero(ws[1:] != ws[:-1]) + 1).tolist(), len(order)]
-        for lo, hi in itertools.pairwise(cuts):
-            uniq = ts[lo:hi][first[lo:hi]]
-            groups.append((uw[ws[lo]] & ~ign, lx[order[lo:hi]], uniq.tobytes(), uniq,
-                           uid[lo:hi] - uid[lo]))
-    return base, tuple(groups)

@@ -325,11 +325,17 @@ class Automaton:
         if r is MISSING:
             r = memo.get(mkey, MISSING)
         if r is not MISSING:
+            if r is _BELOW:
+                raise BelowCut
             return r
         seeds: list[tuple[int, EarleySet | None]] = [(t, es if o is None else o)
                  for t, o in zip(self._moves(es, terminal, self.goto_t), es[ORIGINS:], strict=True)
                  if t is not None]
-        res = self._close(seeds, es[TOTAL])
+        try:
+            res = self._close(seeds, es[TOTAL])
+        except BelowCut:  # remembered: a cut set is tried again and again (see ``cut``)
+            memo.put(mkey, _BELOW)
+            raise
         memo.put(mkey, res)
         return res
 
@@ -344,13 +350,19 @@ class Automaton:
         mkey = (es[UID], -1 - terminals)
         r = self._next.get(mkey, MISSING)
         if r is not MISSING:
+            if r is _BELOW:
+                raise BelowCut
             return r
         seeds: list[tuple[int, EarleySet | None]] = []
         for s, o in zip(array("i", es[STATES]), es[ORIGINS:], strict=True):
             for term, t in self.goto_t[s].items():
                 if (terminals >> term) & 1:
                     seeds.append((t, es if o is None else o))
-        res = self._close(seeds)
+        try:
+            res = self._close(seeds)
+        except BelowCut:
+            self._next.put(mkey, _BELOW)
+            raise
         self._next.put(mkey, res)
         return res
 
