@@ -258,10 +258,7 @@ class PlanSearch(BoundsRoute):
         """:func:`_moves` from ``st`` (whose memo key is ``key``) with the search's
         estimate, memoised (``_expanded``)."""
         est = self.estimate
-        of = est._memo_of()
-        if of != self._expanded_of:
-            self._expanded.clear()
-            self._expanded_of = of
+        self._expanded_of = est.refresh(self._expanded, self._expanded_of)
         mk = (getattr(walk, "__func__", walk), key)
         r = self._expanded.get(mk)
         if r is None:

@@ -11,7 +11,7 @@ suffix (fill-in-the-middle) the lexeme in progress may also be the one the suffi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from ..core.parse_state import BOL, DEPTH, ES, INDENT, PUID
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .spelling import INF
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 if TYPE_CHECKING:
     from ..core.masks import MaskBuilder
@@ -211,10 +214,7 @@ class StateCosts:
     def state_cost(self, q: int, carry: int, p: PState) -> int:
         """Upper bound on the tokens that complete the input from runtime state (q, carry, p).
         Memoised."""
-        of = self._memo_of()
-        if of != self._sc_of:
-            self._sc.clear()
-            self._sc_of = of
+        self._sc_of = self.refresh(self._sc, self._sc_of)
         key = (q, carry, p[PUID])
         r = self._sc.get(key)
         if r is None:
@@ -225,6 +225,16 @@ class StateCosts:
     def _memo_of(self) -> tuple[int, ...]:
         """The identities of the fields :meth:`state_cost` reads besides its arguments."""
         return id(self.boundary), id(self.glued), id(self.end_check)
+
+    def refresh(self, memo: BoundedMemo[K, V], was: tuple[int, ...]) -> tuple[int, ...]:
+        """Empty ``memo``, filled while those fields had the identities ``was``, if they
+        were replaced since; returns their identities now (to keep as the new ``was``). The
+        one rule for every memo whose entries read them: this one's bounds, a plan
+        search's expansions."""
+        of = self._memo_of()
+        if of != was:
+            memo.clear()
+        return of
 
     def _state_cost(self, q: int, carry: int, p: PState) -> int:
         mb = self.mb
