@@ -150,3 +150,37 @@ def test_lark_terminals_read_categories_as_ascii_unless_asked() -> None:
         assert _accepts(cg, "a \u3000b") == uni  # \u3000 is whitespace to re
         # (not "a\u3000b": a limit of the byte-level lexer, docs/semantics.md: a word does not
         # end where the next character shares its first UTF-8 bytes with a word character)
+
+
+# characters re folds beyond their own lower and upper case (re._casefix, same simple lower
+# case), ASCII letters, and letters that have a case only outside ASCII
+_FOLDS = "kKsSiIıİσςΣµμΜßẞåÅÅéÉǅǄǆθϑΘ\u212a\u017f\u1e9e\u1e61\u1e9bⒶⓐ_5"
+
+
+@pytest.mark.parametrize("pattern", ["(?i)k", "(?i)s", "(?i)ı", "(?i:i)", "(?i)σ", "(?i)µ",
+                                     "(?i)ẛ", "(?i)[k-m]", "(?i)[^k]", "(?i)[\\u212a]",
+                                     "(?i)[^\\u212a]", "(?i)[^\\W\\d]", "(?ai)k", "(?ai)é",
+                                     "(?a)(?i:[é])", "(?ai)[a-z]", "(?ia)\\u212a", "(?i)ǅ",
+                                     "(?i)[θ-λ]"])
+def test_case_folding_is_re_s(pattern: str) -> None:
+    """``(?i)`` matches what ``re`` matches: ``/k/i`` the Kelvin sign, ``/s/i`` ``ſ`` (it
+    matched only the pattern character's own lower and upper case); under the ``a`` flag only
+    ASCII letters have a case (``/é/ai`` matched ``É``)."""
+    cg = _compiled(pattern)
+    for ch in _FOLDS:
+        assert _accepts(cg, ch) == bool(re.fullmatch(pattern, ch)), ch
+
+
+def test_lark_case_insensitive_literal_folds_as_lark() -> None:
+    import lark
+
+    text = 'start: KW\nKW: "sk"i\n'
+    cg = gramask.compile(Grammar.from_lark(text), BYTES, cache=False, progress=False)
+    parser = lark.Lark(text, parser="lalr")
+    for word in ("sk", "SK", "\u017f\u212a", "\u017fk", "sK", "ss"):
+        try:
+            parser.parse(word)
+            ok = True
+        except lark.exceptions.LarkError:
+            ok = False
+        assert _accepts(cg, word) == ok, word

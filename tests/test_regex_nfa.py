@@ -18,9 +18,10 @@ PATTERNS = [
     r"(?i:straße)", r"(?i:ßx)", r"x{0,3}y{2}",
     r"(?:\U0001f600|é|a)+", r"[^\x00-\x7f]{1,2}", r"a+?b*?", "(?x: a b # comment\n c)",
 ]
-# Case-insensitive characters whose case mapping keeps one character match their lower and
-# upper case only (docs/semantics.md): re also folds ſ with s and K (Kelvin) with k.
-FOLD_DIFFERENCES = [("(?i:k)", "\u212a", False), ("(?i:s)", "ſ", False), ("(?i:[^k])", "\u212a", True)]
+# Case-insensitive characters fold as re folds them (docs/semantics.md): ſ with s, K (Kelvin)
+# with k, beyond their own lower and upper case; under the a flag ASCII letters only.
+FOLD_DIFFERENCES = [("(?i:k)", "\u212a", True), ("(?i:s)", "ſ", True), ("(?i:[^k])", "\u212a", False),
+                    ("(?ai:k)", "\u212a", False), ("(?ai:é)", "É", False)]
 ALPHABET = "abckxyKsSſßẞé\u0100\u212a😀.\n İı"
 
 

@@ -79,40 +79,50 @@ def _re_variants(ch: str) -> frozenset[str]:
     return frozenset(chr(c) for c in out)
 
 
-def case_variants(ch: str) -> frozenset[str]:
-    """The characters a case-insensitive pattern character ``ch`` matches.
-
-    ``ch`` with its one-character lower and upper case (what gramask has always compiled, so
-    existing grammars keep their languages); where case mapping changes the length (``ß`` →
-    ``SS``, ``ﬁ`` → ``FI``, ``İ`` → ``i̇``) the answer is Python ``re``'s, which never does:
-    ``/ß/i`` matches ``ß`` and ``ẞ``, as in lark.
+def case_variants(ch: str, ascii_only: bool = False) -> frozenset[str]:
+    """The characters a case-insensitive pattern character ``ch`` matches, as Python ``re``
+    reads it (so lark, whose terminals are ``re`` patterns, too): every character with the
+    same simple lower case, plus ``re._casefix``'s extra cases: ``/k/i`` matches the KELVIN
+    SIGN, ``/s/i`` ``ſ``, ``/σ/i`` ``ς``, ``/i/i`` ``ı`` and ``İ``, ``/ß/i`` ``ẞ`` (never a
+    mapping that changes the length, ``ß`` → ``SS``). ``ascii_only`` (the ``a`` flag): only
+    ASCII letters have a case (``/é/ai`` is ``é`` alone, ``/k/ai`` not the Kelvin sign).
     """
-    lower, upper = ch.lower(), ch.upper()
-    if len(lower) == 1 and len(upper) == 1:
-        return frozenset((ch, lower, upper))
+    if ascii_only:
+        if ch.isascii() and ch.isalpha():
+            return frozenset((ch, ch.swapcase()))
+        return frozenset((ch,))
     return _re_variants(ch)
 
 
 @functools.lru_cache(maxsize=1)
 def _cased() -> tuple[tuple[int, frozenset[str]], ...]:
-    """Every code point with a case variant other than itself, with its variants."""
+    """Every code point with a case variant other than itself (to ``re``), with its
+    variants."""
+    from re import _casefix  # type: ignore[attr-defined]
+
+    cps: set[int] = set(_casefix._EXTRA_CASES)
+    for members in _lower_classes().values():
+        cps.update(members)
     out = []
-    for cp in range(MAX_CODEPOINT + 1):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        ch = chr(cp)
-        if ch.lower() != ch or ch.upper() != ch:
-            out.append((cp, case_variants(ch)))
+    for cp in sorted(cps):
+        variants = _re_variants(chr(cp))
+        if len(variants) > 1:
+            out.append((cp, variants))
     return tuple(out)
 
 
-def fold_case(ranges: CharSet) -> CharSet:
-    """``ranges`` plus every case variant of its members (a case-insensitive class)."""
+_ASCII_CASED = tuple((cp, case_variants(chr(cp), True))
+                     for cp in [*range(0x41, 0x5B), *range(0x61, 0x7B)])
+
+
+def fold_case(ranges: CharSet, ascii_only: bool = False) -> CharSet:
+    """``ranges`` plus every case variant of its members (a case-insensitive class; under
+    the ``a`` flag, ``ascii_only``: ASCII letters only)."""
     import bisect
 
     los = [lo for lo, _ in ranges]
     extra: list[tuple[int, int]] = []
-    for cp, variants in _cased():
+    for cp, variants in _ASCII_CASED if ascii_only else _cased():
         i = bisect.bisect_right(los, cp) - 1
         if i >= 0 and ranges[i][1] >= cp:
             extra.extend((ord(v), ord(v)) for v in variants)
