@@ -184,3 +184,20 @@ def test_lark_case_insensitive_literal_folds_as_lark() -> None:
         except lark.exceptions.LarkError:
             ok = False
         assert _accepts(cg, word) == ok, word
+
+
+@pytest.mark.parametrize("pattern", [r"^a$|^b\d$", r"(?x) ^ a b $ ", r"(^a|b)$", r"^(?:^x|\Ay)z\Z",
+                                     r"(?m)^ab$|^c", r"^$|^a+$", r"(a|(b$))", r"\A(?i:^k)|é$"])
+def test_anchors_at_the_edges_of_alternatives(pattern: str) -> None:
+    """Whole-match makes a ``^`` that begins a top-level alternative (through groups) and a
+    ``$`` that ends one true: they compiled only as the pattern's first and last character."""
+    cg = _compiled(pattern)
+    for text in ("", "a", "b", "b5", "ab", "c", "xz", "yz", "xyz", "az", "aa", "K", "é", "a\n",
+                 "ab\n", "b$", "aab"):
+        assert _accepts(cg, text) == bool(re.fullmatch(pattern, text)), text
+
+
+@pytest.mark.parametrize("pattern", [r"a^b", r"(a$)*", r"a$\n", r"\bfoo", r"x|\b", r"(?:^a)+"])
+def test_anchors_inside_are_refused(pattern: str) -> None:
+    with pytest.raises(UnsupportedRegexError, match="anchor"):
+        Grammar.from_regex(pattern)
