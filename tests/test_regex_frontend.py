@@ -99,6 +99,12 @@ def test_only_the_empty_string_and_possessive_repeats_are_refused() -> None:
             Grammar.from_regex(pattern)
     with pytest.raises(UnsupportedRegexError, match="possessive"):
         Grammar.from_regex("(a?+)b?")
+    # refused by Grammar.from_regex itself, naming REGEX, not by compile as REGEX_0
+    with pytest.raises(UnsupportedRegexError, match=r"REGEX: .*possessive") as e:
+        Grammar.from_regex("x(a*+)b")
+    assert e.value.name == "REGEX"
+    with pytest.raises(UnsupportedRegexError, match=r"REGEX: .*atomic group"):
+        Grammar.from_regex("(?>ab|a)c")
 
 
 def test_a_lexeme_back_at_the_lexer_s_start_is_still_pending() -> None:
