@@ -207,3 +207,23 @@ def test_anchors_at_the_edges_of_alternatives(pattern: str) -> None:
 def test_anchors_inside_are_refused(pattern: str) -> None:
     with pytest.raises(UnsupportedRegexError, match="anchor"):
         Grammar.from_regex(pattern)
+
+
+@pytest.mark.parametrize("pattern", [r"\ud800", r"[\ud800-\udfff]+", r"a\udfff", "x\ud800",
+                                     r"[^\s\S]", r"a[^\x00-\U0010ffff]"])
+def test_regex_that_spells_nothing_is_refused(pattern: str) -> None:
+    """Only lone surrogates or an empty class: the mask was empty at the start (not even
+    EOS), a dead end before the first token."""
+    with pytest.raises(GrammarError, match="matches no text"):
+        Grammar.from_regex(pattern)
+    with pytest.raises(GrammarError, match="only the empty string"):
+        Grammar.from_regex(f"(?:{pattern})?")
+
+
+def test_lone_surrogate_characters() -> None:
+    """Written as a character (not an escape) a surrogate crashed on UTF-8 encoding."""
+    cg = _compiled("a|\udfff|[b\ud800]")
+    assert _accepts(cg, "a") and _accepts(cg, "b") and not _accepts(cg, "")
+    for choices in (["a", "\ud800"], ["x\udc00y"]):
+        with pytest.raises(GrammarError, match="lone surrogate"):
+            Grammar.from_choices(choices)
