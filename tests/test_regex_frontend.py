@@ -193,17 +193,21 @@ def test_lark_case_insensitive_literal_folds_as_lark() -> None:
 
 
 @pytest.mark.parametrize("pattern", [r"^a$|^b\d$", r"(?x) ^ a b $ ", r"(^a|b)$", r"^(?:^x|\Ay)z\Z",
-                                     r"(?m)^ab$|^c", r"^$|^a+$", r"(a|(b$))", r"\A(?i:^k)|é$"])
+                                     r"(?m)^ab$|^c", r"^$|^a+$", r"(a|(b$))", r"\A(?i:^k)|é$",
+                                     r"\bab\b", r"^\b(?:a|b\d)+\b$", r"\b[a-c]\w*\b|-", r"\bé|c",
+                                     r"(?i)\b[^\W\d]+\b", r"(\bc|b)\b"])
 def test_anchors_at_the_edges_of_alternatives(pattern: str) -> None:
     """Whole-match makes a ``^`` that begins a top-level alternative (through groups) and a
-    ``$`` that ends one true: they compiled only as the pattern's first and last character."""
+    ``$`` that ends one true, and a ``\\b`` there beside word characters only: they compiled
+    only as the pattern's first and last character (``\\b`` not at all)."""
     cg = _compiled(pattern)
     for text in ("", "a", "b", "b5", "ab", "c", "xz", "yz", "xyz", "az", "aa", "K", "é", "a\n",
-                 "ab\n", "b$", "aab"):
+                 "ab\n", "b$", "aab", "-", "ab1", "abc", "Éa", "b5a", "a-"):
         assert _accepts(cg, text) == bool(re.fullmatch(pattern, text)), text
 
 
-@pytest.mark.parametrize("pattern", [r"a^b", r"(a$)*", r"a$\n", r"\bfoo", r"x|\b", r"(?:^a)+"])
+@pytest.mark.parametrize("pattern", [r"a^b", r"(a$)*", r"a$\n", r"\b(a|-)", r"x|\b", r"(?:^a)+",
+                                     r"\b\d*", r"a-\b", r"(?a)\bé", r"\Bfoo", r"a\bb"])
 def test_anchors_inside_are_refused(pattern: str) -> None:
     with pytest.raises(UnsupportedRegexError, match="anchor"):
         Grammar.from_regex(pattern)

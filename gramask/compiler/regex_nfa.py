@@ -35,7 +35,7 @@ import numpy as np
 from .charclass import CharSet, case_variants, complement, fold_case, normalize, utf8_sequences
 from .regex_features import NOT_REGULAR, regex_ops
 
-__all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa"]
+__all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa", "char_set", "word_chars"]
 
 _DIGIT = normalize([(0x30, 0x39)])
 _WORD = normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
@@ -156,6 +156,18 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     for end in ends:
         nfa.eps[end].append(nfa.final)
     return nfa
+
+
+def char_set(op: Any, av: Any, flags: int) -> CharSet:
+    """The characters one parse-tree character item (``re``'s LITERAL, NOT_LITERAL, ANY or
+    IN) matches under ``flags``, as ``re`` reads it (Unicode categories, case folding)."""
+    return _Builder(ByteNFA(0), True).charset(op, av, flags)
+
+
+def word_chars(ascii_only: bool) -> CharSet:
+    """What ``\\w`` (and so ``\\b``) counts as a word character: ``re``'s Unicode set, or
+    ASCII under the ``a`` flag."""
+    return _WORD if ascii_only else _unicode_category("CATEGORY_WORD")
 
 
 def _top_alternatives(parsed: Any, flags: int) -> list[tuple[Any, int]]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from ..errors import GrammarError, InvalidRegexError
 from .bnf import GrammarBuilder, GrammarParts
+from .regex_anchors import without_edge_anchors
 
 __all__ = ["grammar_from_choices", "grammar_from_regex"]
 
@@ -53,7 +53,7 @@ def grammar_from_regex(pattern: str) -> GrammarParts:
         body = f"(?{flags}:{body}\n)" if "x" in flags else f"(?{flags}:{body})"
     from ..compiler.regex_features import check_features, has_category, not_regular, regex_ops
 
-    body = _without_edge_anchors(body)
+    body = without_edge_anchors(body)
     parsed = check_features("REGEX", body)
     # refused here, not at compile time under the terminal's internal name (REGEX_0)
     late = next((op for op, _ in regex_ops(parsed)
@@ -105,45 +105,6 @@ def _spells_nothing(pattern: str, uni: bool) -> bool:
                 seen.add(m)
                 todo.append(m)
     return True
-
-
-_AT_START = ("AT_BEGINNING", "AT_BEGINNING_STRING")  # ^ and \A
-_AT_END = ("AT_END", "AT_END_STRING")  # $ and \Z
-
-
-def _without_edge_anchors(body: str) -> str:
-    """``body`` without the anchors whole-match makes true: a ``^``/``\\A`` that begins a
-    top-level alternative (through groups, not repeats) stands at the start of the text, a
-    ``$``/``\\Z`` that ends one at its end (``^a$|^b$``, ``(?x) ^ a $``, ``(^a|b)$``). Only
-    a pattern with anchors is written again; one left elsewhere (``a^b``, ``(a$)*``) is
-    refused by ``check_features``, naming it."""
-    from ..compiler.regex_features import parse_regex, regex_ops
-    from .regex_nonempty import write_regex
-
-    parsed = parse_regex(body)
-    if parsed is None or not any(str(op) == "AT" for op, _ in regex_ops(parsed)):
-        return body
-    items = _strip(_strip(list(parsed), 0, _AT_START), -1, _AT_END)
-    if any(str(op) == "AT" for op, _ in regex_ops(items)):
-        return body
-    return write_regex(items, int(parsed.state.flags), body)
-
-
-def _strip(items: list[Any], end: int, kinds: tuple[str, ...]) -> list[Any]:
-    """``items`` without the anchors of ``kinds`` at their ``end`` (0: first, -1: last),
-    inside the groups and alternatives there too."""
-    from re import _constants as _c
-
-    items = list(items)
-    while items and str(items[end][0]) == "AT" and str(items[end][1]) in kinds:
-        items.pop(end)
-    if items:
-        op, av = items[end]
-        if op is _c.SUBPATTERN:
-            items[end] = (op, (av[0], av[1], av[2], _strip(list(av[3]), end, kinds)))
-        elif op is _c.BRANCH:
-            items[end] = (op, (av[0], [_strip(list(alt), end, kinds) for alt in av[1]]))
-    return items
 
 
 def grammar_from_choices(choices: Sequence[str]) -> GrammarParts:
