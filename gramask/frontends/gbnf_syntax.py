@@ -139,11 +139,16 @@ class _Parser:
 
     def alternatives(self, nested: bool) -> Alt:
         alts = [self.sequence(nested)]
-        while self.pos < len(self.text) and self.text[self.pos] == "|":
+        while True:
+            end = self.pos
+            if not nested:  # a line that begins with '|' goes on with the rule (as XGrammar
+                self.skip(True)  # reads it; llama.cpp wants the '|' at the end of the line)
+            if self.pos >= len(self.text) or self.text[self.pos] != "|":
+                self.pos = end
+                return Alt(tuple(alts))
             self.pos += 1
             self.skip(True)
             alts.append(self.sequence(nested))
-        return Alt(tuple(alts))
 
     def sequence(self, nested: bool) -> Node:
         t = self.text
