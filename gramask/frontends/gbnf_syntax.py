@@ -67,6 +67,11 @@ ANY = Cls(((0, MAX_CODEPOINT),))
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 _SIMPLE_ESCAPES = {"t": "\t", "r": "\r", "n": "\n", "\\": "\\", '"': '"', "[": "[", "]": "]"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+# beyond llama.cpp's escapes, those XGrammar reads too: C's control escapes and three
+# punctuation marks anywhere, and regex punctuation inside a class ([a\-z], [\^a], [\.])
+_MORE_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "v": "\v",
+                 "'": "'", "/": "/", "?": "?"}
+_CLASS_PUNCTUATION = set("$()*+-./?^{|}")
 
 
 class _Parser:
@@ -227,9 +232,12 @@ class _Parser:
             self.pos += 1
             return ord(c)
         e = t[self.pos + 1: self.pos + 2]
-        if e in _SIMPLE_ESCAPES:
+        if e in _SIMPLE_ESCAPES or e in _MORE_ESCAPES:
             self.pos += 2
-            return ord(_SIMPLE_ESCAPES[e])
+            return ord(_SIMPLE_ESCAPES.get(e) or _MORE_ESCAPES[e])
+        if end == "]" and e in _CLASS_PUNCTUATION:
+            self.pos += 2
+            return ord(e)
         if e in _HEX_ESCAPES:
             n = _HEX_ESCAPES[e]
             digits = t[self.pos + 2: self.pos + 2 + n]
