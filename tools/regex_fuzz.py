@@ -170,7 +170,7 @@ def run_regex(g: gen.GenRegex, vocabs: Vocabs, rnd: random.Random, a: argparse.N
         empty_only = "only the empty string" in msg
         if g.not_regular and not empty_only:
             stats["refused, no automaton (expected)"] += 1
-            what = re.search(r" uses (.*?), which", msg)
+            what = re.search(r" uses (.*?), which", msg, re.S)
             stats[f"  refused: {what.group(1) if what else msg[:50]}"] += 1
         elif empty_only and not any(s and oracle(s) for s in samples):
             stats["refused, only the empty string"] += 1
