@@ -88,9 +88,12 @@ def _spells_nothing(pattern: str, uni: bool) -> bool:
     would leave the mask empty at the start: no output, not even EOS. Its byte NFA, which
     leaves surrogates out, is searched for a path to its end; one too large to build is left
     for the compiler to refuse."""
-    from ..compiler.regex_bytes import MAX_NFA_NODES
+    from ..compiler.regex_bytes import MAX_NFA_NODES, MAX_TERMINAL_STATES
     from ..compiler.regex_nfa import NFATooLarge, RegexNotRegular, build_byte_nfa
+    from ..compiler.regex_size import dfa_states_from_width
 
+    if dfa_states_from_width(pattern) > MAX_TERMINAL_STATES:
+        return False  # (no NFA built for what the compiler refuses by its length alone)
     try:
         nfa = build_byte_nfa(pattern, MAX_NFA_NODES, False, uni)
     except (NFATooLarge, RegexNotRegular, RecursionError):
