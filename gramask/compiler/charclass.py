@@ -17,6 +17,7 @@ __all__ = [
     "case_variants",
     "complement",
     "fold_case",
+    "fold_class",
     "normalize",
     "utf8_sequences",
 ]
@@ -127,6 +128,62 @@ def fold_case(ranges: CharSet, ascii_only: bool = False) -> CharSet:
         if i >= 0 and ranges[i][1] >= cp:
             extra.extend((ord(v), ord(v)) for v in variants)
     return normalize((*ranges, *extra)) if extra else ranges
+
+
+def _intersect(a: CharSet, b: CharSet) -> CharSet:
+    return complement(normalize((*complement(a), *complement(b))))
+
+
+def _member(s: CharSet, los: list[int], cp: int) -> bool:
+    import bisect
+
+    i = bisect.bisect_right(los, cp) - 1
+    return i >= 0 and s[i][1] >= cp
+
+
+@functools.lru_cache(maxsize=2)
+def _lowering(ascii_only: bool) -> tuple[dict[int, int], CharSet, tuple[int, ...]]:
+    """(code point → its ``re`` lower case, for those it changes; those code points as a set;
+    the code points ``re`` counts as cased), under the ``a`` flag or not."""
+    import _sre
+
+    if ascii_only:
+        low = {cp: cp + 32 for cp in range(0x41, 0x5B)}
+        return low, normalize((c, c) for c in low), (*range(0x41, 0x5B), *range(0x61, 0x7B))
+    low = {cp: lo for lo, members in _lower_classes().items() for cp in members if cp != lo}
+    cased = tuple(cp for cp in range(MAX_CODEPOINT + 1)
+                  if not 0xD800 <= cp <= 0xDFFF and _sre.unicode_iscased(cp))
+    return low, normalize((c, c) for c in low), cased
+
+
+def fold_class(parts: CharSet, cats: CharSet, ascii_only: bool = False) -> CharSet:
+    """What a case-insensitive class with characters and ranges ``parts`` and categories
+    ``cats`` (``\\w``, ``\\s``… as sets) matches, as ``re`` compiles it: where no part has a
+    case the class is matched as written (``(?i)\\W`` is ``\\W``: it does not take the
+    capital Ι because the combining ypogegrammeni ``\\u0345``, a non-word character, folds
+    with it); else a character matches where its lower case is among the parts' lower cases
+    (with ``re._casefix``'s extra cases) or in the categories. ``ascii_only``: the ``a`` flag,
+    where only ASCII letters have a case."""
+    import bisect
+
+    low, changed, cased = _lowering(ascii_only)
+    plos = [lo for lo, _ in parts]
+    if not any((i := bisect.bisect_left(cased, lo)) < len(cased) and cased[i] <= hi
+               for lo, hi in parts):
+        return normalize((*parts, *cats))
+    lowered = [(low[cp], low[cp]) for cp in low if _member(parts, plos, cp)]
+    m = normalize((*parts, *lowered))
+    if not ascii_only:
+        from re import _casefix  # type: ignore[attr-defined]
+
+        mlos = [lo for lo, _ in m]
+        m = normalize((*m, *((k, k) for cp, extra in _casefix._EXTRA_CASES.items()
+                              if _member(m, mlos, cp) for k in extra)))
+    m = normalize((*m, *cats))
+    mlos = [lo for lo, _ in m]
+    keep = _intersect(m, complement(changed))  # unchanged by lowering: in iff in m
+    folded = [(cp, cp) for cp, lo in low.items() if _member(m, mlos, lo)]
+    return normalize((*keep, *folded))
 
 
 def _utf8(cp: int) -> bytes:

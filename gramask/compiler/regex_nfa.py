@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .charclass import CharSet, case_variants, complement, fold_case, normalize, utf8_sequences
+from .charclass import CharSet, case_variants, complement, fold_class, normalize, utf8_sequences
 from .regex_features import NOT_REGULAR, regex_ops
 
 __all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa", "char_set", "word_chars"]
@@ -281,13 +281,14 @@ class _Builder:
     @staticmethod
     def _class_set(parts: list[tuple[int, int]], cats: list[str], negate: bool, icase: bool,
                    category: Any, ascii_case: bool) -> CharSet:
-        ranges = list(parts)
+        ranges: list[tuple[int, int]] = []
         for name in cats:
             cat = category(name.replace("_NOT", ""))
             ranges.extend(complement(cat) if "_NOT_" in name else cat)
-        s = normalize(ranges)
-        if icase:
-            s = fold_case(s, ascii_case)
+        if icase:  # the categories are not folded (re folds the text's character instead)
+            s = fold_class(normalize(parts), normalize(ranges), ascii_case)
+        else:
+            s = normalize([*parts, *ranges])
         return complement(s) if negate else s
 
     def atom(self, op: Any, av: Any, cur: int, flags: int) -> int:
