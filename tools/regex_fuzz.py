@@ -166,11 +166,11 @@ def run_regex(g: gen.GenRegex, vocabs: Vocabs, rnd: random.Random, a: argparse.N
         grammar = gramask.Grammar.from_regex(g.pattern)
         first = compile_(grammar, vocabs[0][1])
     except gramask.GrammarError as e:
-        msg = str(e).splitlines()[0]
+        msg = str(e)  # (a verbose pattern's message spans lines)
         empty_only = "only the empty string" in msg
         if g.not_regular and not empty_only:
             stats["refused, no automaton (expected)"] += 1
-            what = re.search(r" uses (.*?), which", msg, re.S)
+            what = re.search(r"/ uses (.*?), which", msg, re.S)
             stats[f"  refused: {what.group(1) if what else msg[:50]}"] += 1
         elif empty_only and not any(s and oracle(s) for s in samples):
             stats["refused, only the empty string"] += 1
