@@ -268,6 +268,28 @@ def test_escapes_and_any() -> None:
     assert not is_program(cg, "Aé😀\tz\n")
 
 
+def test_escapes_xgrammar_reads_too() -> None:
+    """C's control escapes, ``\\'`` ``\\/`` ``\\?``, and regex punctuation escaped inside a
+    class (``[a\\-z]`` is three characters, ``[\\^a]`` not negated) were "unknown escape"."""
+    cg = _compiled('root ::= "\\0\\a\\b\\e\\f\\v\\\'\\/\\?" [a\\-z]+ [\\^\\.]\n')
+    assert is_program(cg, "\0\a\b\x1b\f\v'/?a-z^")
+    assert is_program(cg, "\0\a\b\x1b\f\v'/?-.")
+    assert not is_program(cg, "\0\a\b\x1b\f\v'/?b^")
+    with pytest.raises(GrammarError, match="unknown escape"):
+        gramask.Grammar.from_gbnf('root ::= "\\-"\n')  # outside a class: still refused
+
+
+def test_a_line_that_begins_with_a_bar_goes_on_with_the_rule() -> None:
+    """``|`` at the start of the next line (XGrammar reads it so; it was "expected a rule
+    name"); a comment or blank line between is skipped, the next rule still starts a rule."""
+    text = 'root ::= "a"\n    | "b" # one\n\n    | x\nx ::= "c"\n  | "d"\n'
+    cg = _compiled(text)
+    for s, ok in (("a", True), ("b", True), ("c", True), ("d", True), ("ab", False)):
+        assert is_program(cg, s) == ok, s
+    with pytest.raises(GrammarError, match="expected a rule name"):
+        gramask.Grammar.from_gbnf('root ::= "a"\n"b"\n')
+
+
 # ----------------------------------------------------------------------------- errors
 @pytest.mark.parametrize(
     ("text", "needle", "line"),

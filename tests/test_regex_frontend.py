@@ -99,6 +99,12 @@ def test_only_the_empty_string_and_possessive_repeats_are_refused() -> None:
             Grammar.from_regex(pattern)
     with pytest.raises(UnsupportedRegexError, match="possessive"):
         Grammar.from_regex("(a?+)b?")
+    # refused by Grammar.from_regex itself, naming REGEX, not by compile as REGEX_0
+    with pytest.raises(UnsupportedRegexError, match=r"REGEX: .*possessive") as e:
+        Grammar.from_regex("x(a*+)b")
+    assert e.value.name == "REGEX"
+    with pytest.raises(UnsupportedRegexError, match=r"REGEX: .*atomic group"):
+        Grammar.from_regex("(?>ab|a)c")
 
 
 def test_a_lexeme_back_at_the_lexer_s_start_is_still_pending() -> None:
@@ -150,3 +156,78 @@ def test_lark_terminals_read_categories_as_ascii_unless_asked() -> None:
         assert _accepts(cg, "a \u3000b") == uni  # \u3000 is whitespace to re
         # (not "a\u3000b": a limit of the byte-level lexer, docs/semantics.md: a word does not
         # end where the next character shares its first UTF-8 bytes with a word character)
+
+
+# characters re folds beyond their own lower and upper case (re._casefix, same simple lower
+# case), ASCII letters, and letters that have a case only outside ASCII
+_FOLDS = "kKsSiIıİσςΣµμΜßẞåÅÅéÉǅǄǆθϑΘ\u212a\u017f\u1e9e\u1e61\u1e9bⒶⓐ_5"
+
+
+@pytest.mark.parametrize("pattern", ["(?i)k", "(?i)s", "(?i)ı", "(?i:i)", "(?i)σ", "(?i)µ",
+                                     "(?i)ẛ", "(?i)[k-m]", "(?i)[^k]", "(?i)[\\u212a]",
+                                     "(?i)[^\\u212a]", "(?i)[^\\W\\d]", "(?ai)k", "(?ai)é",
+                                     "(?a)(?i:[é])", "(?ai)[a-z]", "(?ia)\\u212a", "(?i)ǅ",
+                                     "(?i)[θ-λ]"])
+def test_case_folding_is_re_s(pattern: str) -> None:
+    """``(?i)`` matches what ``re`` matches: ``/k/i`` the Kelvin sign, ``/s/i`` ``ſ`` (it
+    matched only the pattern character's own lower and upper case); under the ``a`` flag only
+    ASCII letters have a case (``/é/ai`` matched ``É``)."""
+    cg = _compiled(pattern)
+    for ch in _FOLDS:
+        assert _accepts(cg, ch) == bool(re.fullmatch(pattern, ch)), ch
+
+
+def test_lark_case_insensitive_literal_folds_as_lark() -> None:
+    import lark
+
+    text = 'start: KW\nKW: "sk"i\n'
+    cg = gramask.compile(Grammar.from_lark(text), BYTES, cache=False, progress=False)
+    parser = lark.Lark(text, parser="lalr")
+    for word in ("sk", "SK", "\u017f\u212a", "\u017fk", "sK", "ss"):
+        try:
+            parser.parse(word)
+            ok = True
+        except lark.exceptions.LarkError:
+            ok = False
+        assert _accepts(cg, word) == ok, word
+
+
+@pytest.mark.parametrize("pattern", [r"^a$|^b\d$", r"(?x) ^ a b $ ", r"(^a|b)$", r"^(?:^x|\Ay)z\Z",
+                                     r"(?m)^ab$|^c", r"^$|^a+$", r"(a|(b$))", r"\A(?i:^k)|é$",
+                                     r"\bab\b", r"^\b(?:a|b\d)+\b$", r"\b[a-c]\w*\b|-", r"\bé|c",
+                                     r"(?i)\b[^\W\d]+\b", r"(\bc|b)\b"])
+def test_anchors_at_the_edges_of_alternatives(pattern: str) -> None:
+    """Whole-match makes a ``^`` that begins a top-level alternative (through groups) and a
+    ``$`` that ends one true, and a ``\\b`` there beside word characters only: they compiled
+    only as the pattern's first and last character (``\\b`` not at all)."""
+    cg = _compiled(pattern)
+    for text in ("", "a", "b", "b5", "ab", "c", "xz", "yz", "xyz", "az", "aa", "K", "é", "a\n",
+                 "ab\n", "b$", "aab", "-", "ab1", "abc", "Éa", "b5a", "a-"):
+        assert _accepts(cg, text) == bool(re.fullmatch(pattern, text)), text
+
+
+@pytest.mark.parametrize("pattern", [r"a^b", r"(a$)*", r"a$\n", r"\b(a|-)", r"x|\b", r"(?:^a)+",
+                                     r"\b\d*", r"a-\b", r"(?a)\bé", r"\Bfoo", r"a\bb"])
+def test_anchors_inside_are_refused(pattern: str) -> None:
+    with pytest.raises(UnsupportedRegexError, match="anchor"):
+        Grammar.from_regex(pattern)
+
+
+@pytest.mark.parametrize("pattern", [r"\ud800", r"[\ud800-\udfff]+", r"a\udfff", "x\ud800",
+                                     r"[^\s\S]", r"a[^\x00-\U0010ffff]"])
+def test_regex_that_spells_nothing_is_refused(pattern: str) -> None:
+    """Only lone surrogates or an empty class: the mask was empty at the start (not even
+    EOS), a dead end before the first token."""
+    with pytest.raises(GrammarError, match="matches no text"):
+        Grammar.from_regex(pattern)
+    with pytest.raises(GrammarError, match="only the empty string"):
+        Grammar.from_regex(f"(?:{pattern})?")
+
+
+def test_lone_surrogate_characters() -> None:
+    """Written as a character (not an escape) a surrogate crashed on UTF-8 encoding."""
+    cg = _compiled("a|\udfff|[b\ud800]")
+    assert _accepts(cg, "a") and _accepts(cg, "b") and not _accepts(cg, "")
+    for choices in (["a", "\ud800"], ["x\udc00y"]):
+        with pytest.raises(GrammarError, match="lone surrogate"):
+            Grammar.from_choices(choices)

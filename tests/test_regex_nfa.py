@@ -18,9 +18,10 @@ PATTERNS = [
     r"(?i:straße)", r"(?i:ßx)", r"x{0,3}y{2}",
     r"(?:\U0001f600|é|a)+", r"[^\x00-\x7f]{1,2}", r"a+?b*?", "(?x: a b # comment\n c)",
 ]
-# Case-insensitive characters whose case mapping keeps one character match their lower and
-# upper case only (docs/semantics.md): re also folds ſ with s and K (Kelvin) with k.
-FOLD_DIFFERENCES = [("(?i:k)", "\u212a", False), ("(?i:s)", "ſ", False), ("(?i:[^k])", "\u212a", True)]
+# Case-insensitive characters fold as re folds them (docs/semantics.md): ſ with s, K (Kelvin)
+# with k, beyond their own lower and upper case; under the a flag ASCII letters only.
+FOLD_DIFFERENCES = [("(?i:k)", "\u212a", True), ("(?i:s)", "ſ", True), ("(?i:[^k])", "\u212a", False),
+                    ("(?ai:k)", "\u212a", False), ("(?ai:é)", "É", False)]
 ALPHABET = "abckxyKsSſßẞé\u0100\u212a😀.\n İı"
 
 
@@ -138,3 +139,32 @@ def test_unicode_categories_read_as_re_reads_them(pattern: str, text: str) -> No
         _CACHE[key] = regex_to_byte_dfa("T", pattern, unicode_categories=True)
     got = _CACHE[key].matches(text.encode("utf-8"))  # type: ignore[attr-defined]
     assert got == bool(re.fullmatch(pattern, text)), (pattern, text)
+
+
+# every code point up to U+2200 (Latin, Greek, Cyrillic, Latin Extended Additional, Greek
+# Extended, the letterlike symbols with the Kelvin sign) and Deseret's cased block
+_FOLD_TEXT = [chr(c) for c in [*range(0x2200), *range(0x10400, 0x10450)]]
+
+
+@pytest.mark.parametrize("pattern", [r"(?i)\W", r"(?i)[a\W]", r"(?i)[^a\w]", r"(?i)[^k\d]",
+                                     r"(?i)[ι]", r"(?i)[^\u0345]", r"(?i)[Ͱ-Ͽ]", r"(?ai)[a-z\W]",
+                                     r"(?i)[^ΙK]", r"(?i)[ſ]", r"(?i)[^β\s]", r"(?i)[A-Z]",
+                                     r"(?i)[\u1e00-\u1fff]", r"(?ai)é", r"(?ai)[^k]",
+                                     r"(?i)[\U00010400-\U0001044f]"])
+def test_case_insensitive_class_is_re_s_on_every_character(pattern: str) -> None:
+    """A class folds as re's compiler reads it: categories are not folded, and where no
+    character of the class has a case it is matched as written (``(?i)\\W`` took the capital
+    Ι, because the non-word ``\\u0345`` folds with it)."""
+    import bisect
+    from re import _parser
+
+    from gramask.compiler.regex_nfa import char_set
+
+    parsed = _parser.parse(pattern)
+    ((op, av),) = list(parsed)
+    s = char_set(op, av, int(parsed.state.flags))
+    los = [lo for lo, _ in s]
+    rx = re.compile(pattern)
+    for ch in _FOLD_TEXT:
+        i = bisect.bisect_right(los, ord(ch)) - 1
+        assert (i >= 0 and s[i][1] >= ord(ch)) == bool(rx.fullmatch(ch)), hex(ord(ch))

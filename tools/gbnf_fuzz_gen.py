@@ -159,8 +159,11 @@ def grammar(rnd: random.Random) -> GenGrammar:
     rules = {n: g.alt(0) for n in names}
     lines = []
     for n, a in rules.items():
-        # alternatives continued on the next line after '|', and comments, now and then
-        sep = " |\n    " if rnd.random() < 0.2 else " | "
+        # alternatives continued on the next line after '|' (or before it, as XGrammar
+        # reads it), and comments, now and then (one draw, as before: old seeds keep their
+        # grammars but for where the '|' stands)
+        r = rnd.random()
+        sep = " |\n    " if r < 0.1 else "\n    | " if r < 0.2 else " | "
         note = "  # a comment \"x\" [y]" if rnd.random() < 0.15 else ""
         lines.append(f"{n} ::= " + sep.join(render(s, rnd) for s in a.items) + note)
     return GenGrammar(rules, "\n".join(lines) + "\n", sorted(g.feats))

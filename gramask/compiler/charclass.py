@@ -17,6 +17,7 @@ __all__ = [
     "case_variants",
     "complement",
     "fold_case",
+    "fold_class",
     "normalize",
     "utf8_sequences",
 ]
@@ -79,44 +80,110 @@ def _re_variants(ch: str) -> frozenset[str]:
     return frozenset(chr(c) for c in out)
 
 
-def case_variants(ch: str) -> frozenset[str]:
-    """The characters a case-insensitive pattern character ``ch`` matches.
-
-    ``ch`` with its one-character lower and upper case (what gramask has always compiled, so
-    existing grammars keep their languages); where case mapping changes the length (``ß`` →
-    ``SS``, ``ﬁ`` → ``FI``, ``İ`` → ``i̇``) the answer is Python ``re``'s, which never does:
-    ``/ß/i`` matches ``ß`` and ``ẞ``, as in lark.
+def case_variants(ch: str, ascii_only: bool = False) -> frozenset[str]:
+    """The characters a case-insensitive pattern character ``ch`` matches, as Python ``re``
+    reads it (so lark, whose terminals are ``re`` patterns, too): every character with the
+    same simple lower case, plus ``re._casefix``'s extra cases: ``/k/i`` matches the KELVIN
+    SIGN, ``/s/i`` ``ſ``, ``/σ/i`` ``ς``, ``/i/i`` ``ı`` and ``İ``, ``/ß/i`` ``ẞ`` (never a
+    mapping that changes the length, ``ß`` → ``SS``). ``ascii_only`` (the ``a`` flag): only
+    ASCII letters have a case (``/é/ai`` is ``é`` alone, ``/k/ai`` not the Kelvin sign).
     """
-    lower, upper = ch.lower(), ch.upper()
-    if len(lower) == 1 and len(upper) == 1:
-        return frozenset((ch, lower, upper))
+    if ascii_only:
+        if ch.isascii() and ch.isalpha():
+            return frozenset((ch, ch.swapcase()))
+        return frozenset((ch,))
     return _re_variants(ch)
 
 
 @functools.lru_cache(maxsize=1)
 def _cased() -> tuple[tuple[int, frozenset[str]], ...]:
-    """Every code point with a case variant other than itself, with its variants."""
+    """Every code point with a case variant other than itself (to ``re``), with its
+    variants."""
+    from re import _casefix  # type: ignore[attr-defined]
+
+    cps: set[int] = set(_casefix._EXTRA_CASES)
+    for members in _lower_classes().values():
+        cps.update(members)
     out = []
-    for cp in range(MAX_CODEPOINT + 1):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        ch = chr(cp)
-        if ch.lower() != ch or ch.upper() != ch:
-            out.append((cp, case_variants(ch)))
+    for cp in sorted(cps):
+        variants = _re_variants(chr(cp))
+        if len(variants) > 1:
+            out.append((cp, variants))
     return tuple(out)
 
 
-def fold_case(ranges: CharSet) -> CharSet:
-    """``ranges`` plus every case variant of its members (a case-insensitive class)."""
+_ASCII_CASED = tuple((cp, case_variants(chr(cp), True))
+                     for cp in [*range(0x41, 0x5B), *range(0x61, 0x7B)])
+
+
+def fold_case(ranges: CharSet, ascii_only: bool = False) -> CharSet:
+    """``ranges`` plus every case variant of its members (a case-insensitive class; under
+    the ``a`` flag, ``ascii_only``: ASCII letters only)."""
     import bisect
 
     los = [lo for lo, _ in ranges]
     extra: list[tuple[int, int]] = []
-    for cp, variants in _cased():
+    for cp, variants in _ASCII_CASED if ascii_only else _cased():
         i = bisect.bisect_right(los, cp) - 1
         if i >= 0 and ranges[i][1] >= cp:
             extra.extend((ord(v), ord(v)) for v in variants)
     return normalize((*ranges, *extra)) if extra else ranges
+
+
+def _intersect(a: CharSet, b: CharSet) -> CharSet:
+    return complement(normalize((*complement(a), *complement(b))))
+
+
+def _member(s: CharSet, los: list[int], cp: int) -> bool:
+    import bisect
+
+    i = bisect.bisect_right(los, cp) - 1
+    return i >= 0 and s[i][1] >= cp
+
+
+@functools.lru_cache(maxsize=2)
+def _lowering(ascii_only: bool) -> tuple[dict[int, int], CharSet, tuple[int, ...]]:
+    """(code point → its ``re`` lower case, for those it changes; those code points as a set;
+    the code points ``re`` counts as cased), under the ``a`` flag or not."""
+    import _sre
+
+    if ascii_only:
+        low = {cp: cp + 32 for cp in range(0x41, 0x5B)}
+        return low, normalize((c, c) for c in low), (*range(0x41, 0x5B), *range(0x61, 0x7B))
+    low = {cp: lo for lo, members in _lower_classes().items() for cp in members if cp != lo}
+    cased = tuple(cp for cp in range(MAX_CODEPOINT + 1)
+                  if not 0xD800 <= cp <= 0xDFFF and _sre.unicode_iscased(cp))
+    return low, normalize((c, c) for c in low), cased
+
+
+def fold_class(parts: CharSet, cats: CharSet, ascii_only: bool = False) -> CharSet:
+    """What a case-insensitive class with characters and ranges ``parts`` and categories
+    ``cats`` (``\\w``, ``\\s``… as sets) matches, as ``re`` compiles it: where no part has a
+    case the class is matched as written (``(?i)\\W`` is ``\\W``: it does not take the
+    capital Ι because the combining ypogegrammeni ``\\u0345``, a non-word character, folds
+    with it); else a character matches where its lower case is among the parts' lower cases
+    (with ``re._casefix``'s extra cases) or in the categories. ``ascii_only``: the ``a`` flag,
+    where only ASCII letters have a case."""
+    import bisect
+
+    low, changed, cased = _lowering(ascii_only)
+    plos = [lo for lo, _ in parts]
+    if not any((i := bisect.bisect_left(cased, lo)) < len(cased) and cased[i] <= hi
+               for lo, hi in parts):
+        return normalize((*parts, *cats))
+    lowered = [(low[cp], low[cp]) for cp in low if _member(parts, plos, cp)]
+    m = normalize((*parts, *lowered))
+    if not ascii_only:
+        from re import _casefix  # type: ignore[attr-defined]
+
+        mlos = [lo for lo, _ in m]
+        m = normalize((*m, *((k, k) for cp, extra in _casefix._EXTRA_CASES.items()
+                              if _member(m, mlos, cp) for k in extra)))
+    m = normalize((*m, *cats))
+    mlos = [lo for lo, _ in m]
+    keep = _intersect(m, complement(changed))  # unchanged by lowering: in iff in m
+    folded = [(cp, cp) for cp, lo in low.items() if _member(m, mlos, lo)]
+    return normalize((*keep, *folded))
 
 
 def _utf8(cp: int) -> bytes:

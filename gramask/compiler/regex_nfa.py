@@ -16,7 +16,8 @@ always within ``re``'s (a subset where ``re`` matches more, never a superset). W
 ``re`` reads them instead: its Unicode sets, ASCII ones under the ``a`` flag (Unicode ``\\w``
 is ~300 byte-automaton states, ASCII ``\\w`` one). ``.`` is any character
 but ``\\n`` (any character with ``s``); case-insensitive characters match their lower and upper
-case (Python ``re``'s simple folding where the case mapping changes length, see
+case as ``re`` folds them (the same simple lower case, ``re._casefix``'s extra cases: ``/k/i``
+matches the Kelvin sign; ASCII letters only under the ``a`` flag; see
 :func:`~.charclass.case_variants`). Lazy repeats are the same language as greedy ones; a Lark
 terminal's lexemes end at their first match where its lazy repeats say so (``first_match``).
 """
@@ -31,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from .charclass import CharSet, case_variants, complement, fold_case, normalize, utf8_sequences
+from .charclass import CharSet, case_variants, complement, fold_class, normalize, utf8_sequences
 from .regex_features import NOT_REGULAR, regex_ops
 
-__all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa"]
+__all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa", "char_set", "word_chars"]
 
 _DIGIT = normalize([(0x30, 0x39)])
 _WORD = normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
@@ -157,6 +158,18 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     return nfa
 
 
+def char_set(op: Any, av: Any, flags: int) -> CharSet:
+    """The characters one parse-tree character item (``re``'s LITERAL, NOT_LITERAL, ANY or
+    IN) matches under ``flags``, as ``re`` reads it (Unicode categories, case folding)."""
+    return _Builder(ByteNFA(0), True).charset(op, av, flags)
+
+
+def word_chars(ascii_only: bool) -> CharSet:
+    """What ``\\w`` (and so ``\\b``) counts as a word character: ``re``'s Unicode set, or
+    ASCII under the ``a`` flag."""
+    return _WORD if ascii_only else _unicode_category("CATEGORY_WORD")
+
+
 def _top_alternatives(parsed: Any, flags: int) -> list[tuple[Any, int]]:
     """The pattern's top-level alternatives (inside the groups that wrap it: lark joins a
     terminal's alternatives as ``(?:a|b)``, flags as ``(?s:...)``), with their flags."""
@@ -233,7 +246,8 @@ class _Builder:
             negate = op is _c.NOT_LITERAL
             ranges: list[tuple[int, int]] = [(av, av)]
             if icase:
-                ranges = [(ord(v), ord(v)) for ch in chars for v in case_variants(ch)]
+                ascii_only = bool(flags & _c.SRE_FLAG_ASCII)
+                ranges = [(ord(v), ord(v)) for ch in chars for v in case_variants(ch, ascii_only)]
             s = normalize(ranges)
             return complement(s) if negate else s
         # IN: read once with the ASCII categories and once with re's Unicode ones; the class
@@ -255,23 +269,26 @@ class _Builder:
         if self.exact:  # re's reading: its Unicode sets, ASCII ones under the a flag
             ascii_only = flags & _c.SRE_FLAG_ASCII or not cats
             return self._class_set(parts, cats, negate, icase,
-                                   _ascii_category if ascii_only else _unicode_category)
-        s = self._class_set(parts, cats, negate, icase, _ascii_category)
+                                   _ascii_category if ascii_only else _unicode_category,
+                                   bool(flags & _c.SRE_FLAG_ASCII))
+        a_flag = bool(flags & _c.SRE_FLAG_ASCII)
+        s = self._class_set(parts, cats, negate, icase, _ascii_category, a_flag)
         if negate or any("_NOT_" in name for name in cats):  # else the ASCII reading is less
             s = complement(normalize([*complement(s), *complement(self._class_set(
-                parts, cats, negate, icase, _unicode_category))]))
+                parts, cats, negate, icase, _unicode_category, a_flag))]))
         return s
 
     @staticmethod
     def _class_set(parts: list[tuple[int, int]], cats: list[str], negate: bool, icase: bool,
-                   category: Any) -> CharSet:
-        ranges = list(parts)
+                   category: Any, ascii_case: bool) -> CharSet:
+        ranges: list[tuple[int, int]] = []
         for name in cats:
             cat = category(name.replace("_NOT", ""))
             ranges.extend(complement(cat) if "_NOT_" in name else cat)
-        s = normalize(ranges)
-        if icase:
-            s = fold_case(s)
+        if icase:  # the categories are not folded (re folds the text's character instead)
+            s = fold_class(normalize(parts), normalize(ranges), ascii_case)
+        else:
+            s = normalize([*parts, *ranges])
         return complement(s) if negate else s
 
     def atom(self, op: Any, av: Any, cur: int, flags: int) -> int:

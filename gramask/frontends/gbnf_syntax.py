@@ -67,6 +67,11 @@ ANY = Cls(((0, MAX_CODEPOINT),))
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 _SIMPLE_ESCAPES = {"t": "\t", "r": "\r", "n": "\n", "\\": "\\", '"': '"', "[": "[", "]": "]"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+# beyond llama.cpp's escapes, those XGrammar reads too: C's control escapes and three
+# punctuation marks anywhere, and regex punctuation inside a class ([a\-z], [\^a], [\.])
+_MORE_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "v": "\v",
+                 "'": "'", "/": "/", "?": "?"}
+_CLASS_PUNCTUATION = set("$()*+-./?^{|}")
 
 
 class _Parser:
@@ -139,11 +144,16 @@ class _Parser:
 
     def alternatives(self, nested: bool) -> Alt:
         alts = [self.sequence(nested)]
-        while self.pos < len(self.text) and self.text[self.pos] == "|":
+        while True:
+            end = self.pos
+            if not nested:  # a line that begins with '|' goes on with the rule (as XGrammar
+                self.skip(True)  # reads it; llama.cpp wants the '|' at the end of the line)
+            if self.pos >= len(self.text) or self.text[self.pos] != "|":
+                self.pos = end
+                return Alt(tuple(alts))
             self.pos += 1
             self.skip(True)
             alts.append(self.sequence(nested))
-        return Alt(tuple(alts))
 
     def sequence(self, nested: bool) -> Node:
         t = self.text
@@ -222,9 +232,12 @@ class _Parser:
             self.pos += 1
             return ord(c)
         e = t[self.pos + 1: self.pos + 2]
-        if e in _SIMPLE_ESCAPES:
+        if e in _SIMPLE_ESCAPES or e in _MORE_ESCAPES:
             self.pos += 2
-            return ord(_SIMPLE_ESCAPES[e])
+            return ord(_SIMPLE_ESCAPES.get(e) or _MORE_ESCAPES[e])
+        if end == "]" and e in _CLASS_PUNCTUATION:
+            self.pos += 2
+            return ord(e)
         if e in _HEX_ESCAPES:
             n = _HEX_ESCAPES[e]
             digits = t[self.pos + 2: self.pos + 2 + n]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from ..errors import GrammarError, InvalidRegexError
 from .bnf import GrammarBuilder, GrammarParts
+from .regex_anchors import without_edge_anchors
 
 __all__ = ["grammar_from_choices", "grammar_from_regex"]
 
@@ -32,6 +33,9 @@ def grammar_from_regex(pattern: str) -> GrammarParts:
     """
     if not isinstance(pattern, str):
         raise GrammarError(f"a regex must be a string, not {type(pattern).__name__}")
+    # a lone surrogate written as a character (not as \\ud800) becomes its escape: the
+    # pattern must be UTF-8 text (what it matches of it is decided below)
+    pattern = _SURROGATE.sub(lambda m: f"{m.group(1)}\\u{ord(m.group(2)):04x}", pattern)
     try:
         re.compile(pattern)
     except re.error as e:
@@ -47,23 +51,63 @@ def grammar_from_regex(pattern: str) -> GrammarParts:
         body = body[:-2] if body.endswith("\\Z") else body[:-1]
     if flags:  # (a verbose pattern's last line may be a comment: the group closes below it)
         body = f"(?{flags}:{body}\n)" if "x" in flags else f"(?{flags}:{body})"
-    from ..compiler.regex_features import check_features, has_category
+    from ..compiler.regex_features import check_features, has_category, not_regular, regex_ops
 
+    body = without_edge_anchors(body)
     parsed = check_features("REGEX", body)
+    # refused here, not at compile time under the terminal's internal name (REGEX_0)
+    late = next((op for op, _ in regex_ops(parsed)
+                 if str(op) in ("ATOMIC_GROUP", "POSSESSIVE_REPEAT")), None)
+    if late is not None:
+        raise not_regular("REGEX", pattern, late)
     b = GrammarBuilder()
     uni = has_category(parsed)  # \d, \w, \s as re reads them (Unicode), the promise here
     if not re.fullmatch(body, ""):
+        if _spells_nothing(f"(?:{body})", uni):
+            raise GrammarError(
+                f"regex {pattern!r} matches no text that UTF-8 output can spell (only lone "
+                "surrogates, or an empty class): no output would be allowed", name="REGEX")
         b.rule("start", (b.terminal(f"(?:{body})", hint="REGEX", unicode_categories=uni),))
     else:  # a lexer terminal never matches the empty string: start is REGEX' | ε
         from .regex_nonempty import nonempty_regex
 
         nonempty = nonempty_regex(body)
-        if nonempty is None:
+        if nonempty is None or _spells_nothing(nonempty, uni):
             raise GrammarError(
                 f"regex {pattern!r} matches only the empty string (no output to constrain)",
                 name="REGEX")
         b.rule("start", (b.terminal(nonempty, hint="REGEX", unicode_categories=uni),), ())
     return b.parts("start", source=f"<regex {pattern[:40]!r}>", lexer="basic")
+
+
+_SURROGATE = re.compile(r"(?<!\\)((?:\\\\)*)\\?([\ud800-\udfff])")
+
+
+def _spells_nothing(pattern: str, uni: bool) -> bool:
+    """Does ``pattern`` match no UTF-8 text (``\\ud800``, ``[^\\s\\S]``)? A terminal of it
+    would leave the mask empty at the start: no output, not even EOS. Its byte NFA, which
+    leaves surrogates out, is searched for a path to its end; one too large to build is left
+    for the compiler to refuse."""
+    from ..compiler.regex_bytes import MAX_NFA_NODES, MAX_TERMINAL_STATES
+    from ..compiler.regex_nfa import NFATooLarge, RegexNotRegular, build_byte_nfa
+    from ..compiler.regex_size import dfa_states_from_width
+
+    if dfa_states_from_width(pattern) > MAX_TERMINAL_STATES:
+        return False  # (no NFA built for what the compiler refuses by its length alone)
+    try:
+        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, False, uni)
+    except (NFATooLarge, RegexNotRegular, RecursionError):
+        return False
+    seen, todo = {0}, [0]
+    while todo:
+        n = todo.pop()
+        if n == nfa.final:
+            return False
+        for m in [*nfa.eps[n], *(t for _, _, t in nfa.moves[n])]:
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return True
 
 
 def grammar_from_choices(choices: Sequence[str]) -> GrammarParts:
@@ -81,6 +125,10 @@ def grammar_from_choices(choices: Sequence[str]) -> GrammarParts:
     for i, c in enumerate(choices):
         if not isinstance(c, str):
             raise GrammarError(f"choices[{i}] must be a string, not {type(c).__name__}")
+        if (bad := _SURROGATE.search(c)) is not None:
+            raise GrammarError(
+                f"choices[{i}] holds a lone surrogate (U+{ord(bad.group(2)):04X}), which no "
+                "UTF-8 output can spell")
     nonempty = sorted({c for c in choices if c})
     if not nonempty:
         raise GrammarError("choices: only the empty string (no output to constrain)")

@@ -18,7 +18,7 @@ from typing import Any
 from ..compiler.regex_features import not_regular
 from ..errors import UnsupportedRegexError
 
-__all__ = ["nonempty_regex"]
+__all__ = ["nonempty_regex", "write_regex"]
 
 _CATEGORY = {
     "CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D", "CATEGORY_WORD": r"\w",
@@ -43,6 +43,20 @@ def nonempty_regex(pattern: str, name: str = "REGEX") -> str | None:
         return None
     flags = _letters(int(parsed.state.flags))
     return f"(?{flags}){body}" if flags else body
+
+
+def write_regex(items: list[Any], flags: int, pattern: str, name: str = "REGEX") -> str:
+    """``re``'s parse-tree ``items`` (of ``pattern``, parsed with global ``flags``) written
+    back as a regex of the same language (groups non-capturing).
+
+    Raises
+    ------
+    UnsupportedRegexError
+        ``items`` hold a construct with no finite automaton (named, with ``name``).
+    """
+    body = _Writer(name, pattern).seq(items)
+    letters = _letters(flags)
+    return f"(?{letters}){body}" if letters else body
 
 
 def _letters(flags: int) -> str:
