@@ -79,7 +79,7 @@ def texts_of(p: lark.Lark, gg: gen.GenGrammar, rnd: random.Random, n: int) -> li
         t = der.text(names, rnd, spaced=rnd.choice([0.0, 0.3, 1.0]))
         if t is not None and len(t) < 300:
             out.append(t)
-    return [t for t in dict.fromkeys(out) if lf.accepts(p, t)]
+    return [t for t in dict.fromkeys(out) if chk.lark_accepts(p, t)]
 
 
 def build(gg: gen.GenGrammar, mode: str, vocab: gramask.Vocabulary
@@ -113,8 +113,10 @@ def run_grammar(gg: gen.GenGrammar, mode: str, vocab: gramask.Vocabulary,
     p, cg = built
     stats[f"{mode}: grammars"] += 1
     slack = [int(k) for k in a.slack.split(",") if k]
-    env = chk.Env(cg, lambda t: lf.accepts(p, t), tok, rnd, a.steps, stats, mode)
+    env = chk.Env(cg, lambda t: chk.lark_accepts(p, t, stats), tok, rnd, a.steps, stats,
+                  mode)
     good = texts_of(p, gg, rnd, a.texts)
+    env.pieces = chk.pieces(good)
     cuts = [cut_at(rnd.choice(good), rnd) for _ in range(a.cuts if good else 0)]
     pending: list[tuple[chk.Problem, chk.Cut]] = []
     for cut in cuts:
@@ -139,7 +141,8 @@ def run_grammar(gg: gen.GenGrammar, mode: str, vocab: gramask.Vocabulary,
         case: dict[str, object] = {"mode": mode, "kind": pr.kind, "grammar": gg.text,
                                    "prefix": cut.prefix, "middle": cut.middle,
                                    "suffix": cut.suffix, "detail": pr.detail,
-                                   "walked": pr.middle, "features": gg.features}
+                                   "walked": pr.middle, "witness": pr.witness,
+                                   "features": gg.features}
         if a.minimise:
             minimise_case(case, pr, cut, gg, mode, vocab, tok, a.timeout)
         found.append(case)
@@ -151,7 +154,7 @@ def minimise_case(case: dict[str, object], pr: chk.Problem, cut: chk.Cut,
     """Minimise ``case`` in place where its kind can be replayed (``fim_fuzz_min``)."""
     import fim_fuzz_min as mn
 
-    bad = mn.replay(pr.kind, mode, vocab, tok, gg.indent)
+    bad = mn.replay(pr.kind, mode, vocab, tok, gg.indent, pr.witness)
     if bad is None:
         return
     if pr.middle is not None:
@@ -164,6 +167,7 @@ def minimise_case(case: dict[str, object], pr: chk.Problem, cut: chk.Cut,
         g, c = mn.minimise(gg.text, cut, bad)
         case.update(min_grammar=g, min_prefix=c.prefix, min_middle=c.middle,
                     min_suffix=c.suffix)
+        print(f"  minimised: {g!r} {c.prefix!r} {c.middle!r} {c.suffix!r}", flush=True)
     except lf.Slow:
         case["min"] = "minimisation timed out"
     finally:

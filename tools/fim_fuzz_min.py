@@ -22,7 +22,7 @@ def _env(g: str, mode: str, vocab: gramask.Vocabulary, tok: Callable[[str], list
          indent: bool) -> chk.Env:
     p = lf.oracle(g, mode, gen.Indenter() if indent else None)
     cg = lf.compile_(g, mode, vocab)
-    return chk.Env(cg, lambda t: lf.accepts(p, t), tok, random.Random(0), 0, Counter(), mode)
+    return chk.Env(cg, lambda t: chk.lark_accepts(p, t), tok, random.Random(0), 0, Counter(), mode)
 
 
 def _walk_to(env: chk.Env, c: gramask.Constraint, text: str) -> bool:
@@ -38,7 +38,7 @@ def _whole(env: chk.Env, cut: chk.Cut) -> bool:
     return env.accepts(cut.text) and chk.gramask_complete(env.cg, cut.text)
 
 
-def _check(kind: str, env: chk.Env, cut: chk.Cut) -> bool:
+def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
     budget = None
     if kind.startswith("budget-k"):
         k, _, kind = kind[len("budget-k"):].partition("-")
@@ -53,6 +53,13 @@ def _check(kind: str, env: chk.Env, cut: chk.Cut) -> bool:
         return _whole(env, cut) and chk.force(env, c, env.tok(cut.middle)) is not None
     if not _walk_to(env, c, cut.middle):
         return False
+    if kind == "completion-missed":  # no completion found, the cut's suffix completes
+        try:
+            c.shortest_completion()
+        except gramask.NoCompletionError:
+            done = cut.prefix + cut.middle + witness + cut.suffix
+            return env.accepts(done) and chk.gramask_complete(env.cg, done)
+        return False
     if kind.startswith("dead-end"):
         p = chk.dead_end(env, chk.Cut(cut.prefix, "", cut.suffix), c)
         return p is not None and p.kind == kind
@@ -62,12 +69,12 @@ def _check(kind: str, env: chk.Env, cut: chk.Cut) -> bool:
     return False
 
 
-REPLAYED = ("force", "suffix-refused", "suffix-refused-connectable", "prefix-refused",
+REPLAYED = ("force", "completion-missed", "suffix-refused", "suffix-refused-connectable", "prefix-refused",
             "dead-end", "dead-end-empty", "dead-end-lexer", "walk-unsound")
 
 
 def replay(kind: str, mode: str, vocab: gramask.Vocabulary, tok: Callable[[str], list[int]],
-           indent: bool) -> Bad | None:
+           indent: bool, witness: str | None = None) -> Bad | None:
     """Does (grammar, cut) still show ``kind``? None for kinds that are not replayed (a
     random budgeted walk, a crash)."""
     base = kind.partition("-")[2].partition("-")[2] if kind.startswith("budget-k") else kind
@@ -76,7 +83,7 @@ def replay(kind: str, mode: str, vocab: gramask.Vocabulary, tok: Callable[[str],
 
     def bad(g: str, cut: chk.Cut) -> bool:
         try:
-            return _check(kind, _env(g, mode, vocab, tok, indent), cut)
+            return _check(kind, _env(g, mode, vocab, tok, indent), cut, witness or "")
         except (lark.exceptions.LarkError, GramaskError, RecursionError):
             return False
 
