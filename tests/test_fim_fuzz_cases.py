@@ -1,0 +1,89 @@
+"""Cases found by ``tools/fim_fuzz.py`` (fill-in-the-middle and budgets on random Lark
+grammars), minimised, with lark as the oracle. The ones marked xfail are open (strict: a fix
+turns them red, and then the mark goes)."""
+
+from __future__ import annotations
+
+import lark
+import pytest
+
+import gramask
+from tests._support import lark_accepts, tiny
+
+CHARS = [*"abc.=# \t\n*", "aa", " ba", " #"]
+
+
+def _walk(c: gramask.Constraint, vocab: gramask.Vocabulary, pieces: list[str]) -> None:
+    for piece in pieces:
+        t = vocab.token_id(piece)
+        assert t is not None and c.is_allowed(t), (piece, c.text)
+        c.advance(t)
+
+
+# The lexeme in progress (``a.``, a whole T2) must run on (``a.ab``) before the next T2 can
+# start with ``a``: the completion planner spells terminals one after another by their
+# shortest lexemes, and ``a.`` ``a.`` lex as ``a.a`` ``.``; the masks (exact) allow the
+# middle, the planner finds no completion of it, with the suffix and without.
+DOTS = r"""
+start: T2 start | T0
+T0: "="
+T1: /(ab|a)c?/
+T2: T1 "." T1?
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="the planner does not respell the lexeme in progress "
+                   "to let the next one start (budget planner; reported)")
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_completion_found_where_the_lexeme_in_progress_must_run_on(lexer: str) -> None:
+    cg, vocab = tiny(DOTS, CHARS, lexer=lexer)
+    oracle = lark.Lark(DOTS, parser="earley", lexer="basic")
+    assert lark_accepts(oracle, "a.aa.=")
+    c = cg.constraint("", suffix=".=")
+    _walk(c, vocab, ["a", "."])
+    done = c.shortest_completion()
+    assert lark_accepts(oracle, "a." + done.text + ".=")
+
+
+def test_a_middle_that_completes_through_the_suffix_is_found() -> None:
+    """The masks' side of the case above: the middle ``a.aa`` is allowed token by token and
+    ends where EOS is allowed, in a text lark takes (both modes)."""
+    oracle = lark.Lark(DOTS, parser="earley", lexer="basic")
+    for lexer in ("basic", "contextual"):
+        cg, vocab = tiny(DOTS, CHARS, lexer=lexer)
+        c = cg.constraint("", suffix=".=")
+        _walk(c, vocab, [*"a.aa"])
+        assert c.is_complete() and lark_accepts(oracle, "a.aa.=")
+
+
+# A block alternative with an empty body (``_INDENT _DEDENT``) makes the basic mode's budget
+# refuse a first line's leading tab (lark's Indenter reads it as ignored blanks), where the
+# same constraint without a budget allows it and its shortest completion is two tokens.
+EMPTY_BLOCK = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | _INDENT _DEDENT
+simple: "aa"
+_SP: /[ \t]+/
+%ignore _SP
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="budget planner, basic mode (reported to runtime/budget)")
+@pytest.mark.parametrize("suffix", [None, ""])
+def test_budget_takes_a_first_line_tab_before_an_empty_block_alternative(
+        suffix: str | None) -> None:
+    cg, vocab = tiny(EMPTY_BLOCK, CHARS, lexer="basic")
+    assert cg.constraint("\t").shortest_completion().text == "aa\n"
+    c = cg.constraint("", suffix=suffix, max_tokens=8)
+    assert c.is_allowed(vocab.token_id("\t"))
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_empty_block_alternative_first_line_tab_without_budget(lexer: str) -> None:
+    cg, vocab = tiny(EMPTY_BLOCK, CHARS, lexer=lexer)
+    c = cg.constraint("", suffix="")
+    _walk(c, vocab, ["\t", "aa", "\n"])
+    assert c.is_complete()
