@@ -87,3 +87,35 @@ def test_empty_block_alternative_first_line_tab_without_budget(lexer: str) -> No
     c = cg.constraint("", suffix="")
     _walk(c, vocab, ["\t", "aa", "\n"])
     assert c.is_complete()
+
+
+# A token that ends an ignored lexeme inside itself (`` ba``: a blank, then ``ba``) stops in a
+# lexer state the contextual tables do not name; its class allowed it, though ``ba`` cannot be
+# the lexeme the suffix ``a`` continues (``b`` can): the mask after it was empty. Across an
+# ignored lexeme the parser, so the allowed set, stays: the state is known, and checked.
+BLANK_THEN_BOUNDARY = r"""
+start: T0 "ba"
+T0: "*"
+%ignore " "
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_token_ending_a_blank_then_overrunning_the_boundary_lexeme_is_refused(
+        lexer: str) -> None:
+    cg, vocab = tiny(BLANK_THEN_BOUNDARY, [*"ab* ", " ba", " b", "  b", "ba"], lexer=lexer)
+    oracle = lark.Lark(BLANK_THEN_BOUNDARY, parser="earley", lexer="basic")
+    c = cg.constraint("*", suffix="a")
+    m = c.allowed()
+    for piece, ok in [(" ba", False), ("ba", False), (" b", True), ("  b", True), ("b", True)]:
+        t = vocab.token_id(piece)
+        assert t is not None
+        assert bool(m[t]) == ok == c.is_allowed(t), piece
+        assert lark_accepts(oracle, "*" + piece + "a") == ok, piece
+        if not ok:
+            with pytest.raises(gramask.TokenRejected):
+                c.clone().advance(t)
+            continue
+        c2 = c.clone()
+        c2.advance(t)
+        assert c2.is_complete() and c2.allowed().any(), piece
