@@ -119,3 +119,44 @@ def test_token_ending_a_blank_then_overrunning_the_boundary_lexeme_is_refused(
         c2 = c.clone()
         c2.advance(t)
         assert c2.is_complete() and c2.allowed().any(), piece
+
+
+# The middle opens a block one column in (``if:\n ``), the suffix's first line opens another
+# (``if:\n   18``): the end of input closes both. The assumed stack below the suffix's first
+# line was the prefix's levels, or the gap filled on the prefix's step (4), which a gap of 3
+# columns does not fit: no branch counted the middle's block, so the quotient refused the end
+# of a program (EOS forbidden after the true middle, both modes).
+NARROW_BLOCKS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: DIGIT DIGIT |
+%import common.DIGIT
+_NEWLINE: (/\r?\n[\t ]*/ | /#[^\n]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("", "if:\n ", "if:\n   18\n"),
+    ("if:\n ", "73\nif:\n i", "f:\n   18\n   59\n"),
+    ("", "if:\n if:\n  ", "if:\n   18\n"),
+    ("", "if:\n  if:\n   ", "18\n"),
+])
+def test_blocks_the_middle_opens_in_a_gap_narrower_than_the_step_close_at_the_end(
+        lexer: str, prefix: str, middle: str, suffix: str) -> None:
+    from lark.indenter import Indenter
+
+    class Ind(Indenter):
+        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
+        OPEN_PAREN_types: list[str] = []  # noqa: RUF012 (lark's own attribute)
+        CLOSE_PAREN_types: list[str] = []  # noqa: RUF012
+
+    oracle = lark.Lark(NARROW_BLOCKS, parser="lalr", postlex=Ind())
+    assert lark_accepts(oracle, prefix + middle + suffix)
+    cg, vocab = tiny(NARROW_BLOCKS, [*"0123456789if: \n"], lexer=lexer)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, list(middle))
+    assert c.is_complete()
+    assert c.allowed()[vocab.eos_token_id]
