@@ -192,3 +192,31 @@ def test_budget_keeps_the_newline_a_comment_with_blanks_needs(lexer: str,
     assert c.remaining_tokens == 1
     assert c.is_allowed(vocab.token_id("\n"))
     assert not c.is_allowed(vocab.token_id(" f"))  # (then nothing completes it in time)
+
+
+# The basic mode's budget at the very start of a grammar with lark's indentation: of the tokens
+# that start a number (``7``, ``3``, ``73``), only ``3`` is kept under a budget of 10, with no
+# suffix or an empty one (the contextual mode keeps all three; so does a suffix ``\n``).
+BLOCKS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: T3
+T3: /[0-9]+/
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", [
+    pytest.param("basic", marks=pytest.mark.xfail(strict=True, reason="budget, basic mode: "
+                                                  "reported to runtime/budget")),
+    "contextual"])
+@pytest.mark.parametrize("suffix", [None, ""])
+def test_budget_keeps_every_token_that_starts_a_short_program(lexer: str,
+                                                              suffix: str | None) -> None:
+    cg, vocab = tiny(BLOCKS, [*"73 \n", "73", "if", ":"], lexer=lexer)
+    free = cg.constraint("", suffix=suffix).allowed()
+    assert free[vocab.token_id("73")] and free[vocab.token_id("7")]
+    m = cg.constraint("", suffix=suffix, max_tokens=10).allowed()
+    assert m[vocab.token_id("73")] and m[vocab.token_id("7")]
