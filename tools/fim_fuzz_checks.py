@@ -144,6 +144,11 @@ def dead_end(env: Env, cut: Cut, c: gramask.Constraint) -> Problem | None:
         return None
     except gramask.NoCompletionError:
         pass
+    ignored = {t.name for t in env.cg.grammar.terminals if t.ignored}
+    could = c.explain()["lexeme_could_be"]
+    if could and set(could) <= ignored:  # docs/semantics.md, "Where exactness is traded away"
+        return Problem("dead-end-ignored", f"after {c.data!r}: an ignored lexeme in progress "
+                       "that the suffix would continue (documented)", walked(c))
     if prefix_stuck(env.cg, cut.prefix + walked(c)):  # sep's class
         return Problem("dead-end-lexer", f"after {c.data!r}: the prefix-only constraint is "
                        "stuck too", walked(c))

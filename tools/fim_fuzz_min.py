@@ -70,7 +70,7 @@ def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
 
 
 REPLAYED = ("force", "completion-missed", "suffix-refused", "suffix-refused-connectable", "prefix-refused",
-            "dead-end", "dead-end-empty", "dead-end-lexer", "walk-unsound")
+            "dead-end", "dead-end-empty", "dead-end-lexer", "dead-end-ignored", "walk-unsound")
 
 
 def replay(kind: str, mode: str, vocab: gramask.Vocabulary, tok: Callable[[str], list[int]],
