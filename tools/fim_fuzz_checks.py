@@ -72,6 +72,10 @@ def lark_accepts(p: lark.Lark, text: str, stats: Counter[str] | None = None) -> 
         if stats is not None:
             stats["lark's indenter fails on a newline lexeme without a line break"] += 1
         return True
+    except AssertionError:  # its indenter on a closing bracket that nothing opened
+        if stats is not None:
+            stats["lark's indenter fails on an unopened closing bracket (rejected)"] += 1
+        return False
     return True
 
 
