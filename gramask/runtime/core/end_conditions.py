@@ -38,12 +38,13 @@ LIMIT = 500  # pairs (parser state, end group) one search may meet before it giv
 class EndConditions:
     """Per end class to decide: the (terminal, end groups) its lexeme can still reach."""
 
-    __slots__ = ("_memo", "classes", "delta", "gave_up", "nl_t")
+    __slots__ = ("_memo", "classes", "delta", "gave_up", "n_lex", "nl_t")
 
     def __init__(self, adj: Adjacency, state_class: np.ndarray, class_winnable: np.ndarray,
                  nl_terminal: int = -1) -> None:
         self.delta = adj.delta
         self.nl_t = nl_terminal
+        self.n_lex = class_winnable.shape[1] - 1  # parser terminals past it have no lexeme
         bits = bits_of_rows(class_winnable[:, :-1])
         ign_end = class_winnable[:, -1]
         seen: dict[int, int] = {}
@@ -122,10 +123,10 @@ class EndConditions:
                 exp ^= low
                 b = low.bit_length() - 1
                 nxt = self.delta.get((g1, b))
-                if not nxt:
+                if not nxt and b < self.n_lex:
                     continue
-                if b == self.nl_t:  # its step needs the width: not searched
-                    found = True
+                if b == self.nl_t or b >= self.n_lex:  # a newline (its step needs the
+                    found = True  # width) or an indenter's _INDENT: not searched through
                     break
                 try:
                     p2 = ctx.shift(p1, b)
