@@ -201,7 +201,7 @@ def test_random_grammars_have_no_dead_ends(seed: int) -> None:
         _walk_without_dead_ends(cg, vocab, rnd, 4, 6)
     except AssertionError:
         ec = cg._build_runtime(None).end_conditions
-        assume(ec is not None and ec.gave_up)  # the documented give-up
+        assume(ec is None or not ec.gave_up)  # (a search gave up: documented, not tested)
         raise
 
 

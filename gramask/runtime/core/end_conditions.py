@@ -134,7 +134,7 @@ class EndConditions:
                     self.gave_up += 1
                     found = True
                     break
-                if p2 is not None:
+                if p2 is not None and nxt:
                     queue.extend((p2, g2) for g2 in nxt)
         if len(memo) > 100_000:
             memo.clear()
