@@ -118,6 +118,8 @@ class CompiledGrammar:
             )
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
+            if self.grammar.lexer != "contextual":
+                builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables)
             if self.grammar.lexer == "contextual":
                 from .compiler.keywords import reserved_pairs
                 from .runtime.core.contextual_lexer import ContextualLexer
@@ -361,3 +363,15 @@ def _lark_lines_suffix(grammar: Grammar, suffix: bytes) -> bytes | None:
             "with indentation=True for CPython's reading)", position=len(suffix))
     return suffix
 
+
+def _end_conditions(grammar: Grammar, dfa: LexerDFA, tables: TokenTables) -> Any:
+    """The runtime's lexeme-adjacency search (None where every terminal can start after
+    every end: every bundled grammar), see :mod:`gramask.runtime.core.end_conditions`."""
+    from .compiler.separable import Adjacency, all_separable, lexeme_next
+    from .runtime.core.end_conditions import EndConditions
+
+    nl = grammar.newline_terminal
+    if all_separable(dfa, lexeme_next(dfa), nl):
+        return None
+    ec = EndConditions(Adjacency(dfa), tables.state_class, tables.class_winnable, nl)
+    return ec if ec.classes else None

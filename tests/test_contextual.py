@@ -140,6 +140,7 @@ def _forced_verdict(cg, toks: list[str], text: str) -> bool:
 ALPHABET = "".join(sorted({c for g, t, *_ in CASES for c in t} | set("abcdefghinortvxyz=+-*;\n ")))
 
 
+@pytest.mark.filterwarnings("ignore:.*can never be followed by:UserWarning")  # basic: KEY=VALUE
 @pytest.mark.parametrize(("grammar", "text", "ctx", "basic"), CASES)
 def test_verdicts_in_both_modes(grammar: str, text: str, ctx: bool, basic: bool) -> None:
     for mode, want in (("contextual", ctx), ("basic", basic)):
@@ -283,6 +284,7 @@ def test_basic_tables_have_no_contextual_nodes() -> None:
 # --------------------------------------------------------------------------- command line
 
 
+@pytest.mark.filterwarnings("ignore:.*can never be followed by:UserWarning")  # basic: KEY=VALUE
 def test_cli_compile_lexer_flag_and_inspect(tmp_path, capsys) -> None:
     from gramask.cli import main
 

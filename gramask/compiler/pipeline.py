@@ -38,6 +38,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     t0 = time.perf_counter()
     from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
     from .diagnostics import check_lexer
+    from .separable_check import check_separable
 
     dfa = build_lexer_dfa(grammar.terminals, progress=progress,
                           max_states=MAX_LAZY_LEXER_STATES if lazy else MAX_LEXER_STATES)
@@ -52,9 +53,10 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     tokens, special = vocab.token_tuple, vocab.special_mask
     contextual = grammar.lexer == "contextual"
     tab_len = grammar.indentation.tab_len if grammar.indentation else 8
+    end_ids = check_separable(grammar, dfa)  # raises where the language is empty
     if lazy:
         tables = lazy_token_tables(dfa, tokens, special, nl_terminal=grammar.newline_terminal,
-                                   tab_len=tab_len, contextual=contextual)
+                                   tab_len=tab_len, contextual=contextual, end_ids=end_ids)
         cg = CompiledGrammar(grammar, vocab, dfa, tables, pt, _info(t0, diagnostics))
         if defer:
             del cg.info["lexer_diagnostics"]
@@ -73,6 +75,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
             tab_len=tab_len,
             progress=bar.update,
             contextual=contextual,
+            end_ids=end_ids,
         )
     return CompiledGrammar(grammar, vocab, dfa, tables, pt, _info(t0, diagnostics))
 

@@ -225,6 +225,7 @@ def build_token_tables(
     tab_len: int = 8,
     progress: Callable[[int], None] | None = None,
     contextual: bool = False,
+    end_ids: np.ndarray | None = None,
 ) -> TokenTables:
     """Walk every token from every lexer state (vectorised over tokens).
 
@@ -240,7 +241,7 @@ def build_token_tables(
     (``lex_nl``), so the runtime can feed the parser that width.
     """
     w = TokenWalker(dfa, tokens, special, nl_terminal=nl_terminal, tab_len=tab_len,
-                    contextual=contextual)
+                    contextual=contextual, end_ids=end_ids)
     # suffix walks from the start state, longest offsets first
     w.all_suffixes()
     # per-state rows: tokens whose first byte continues the current lexeme. After that
@@ -284,12 +285,12 @@ def _all_shared(w: TokenWalker, progress: Callable[[int], None] | None = None) -
 
 def lazy_token_tables(
     dfa: LexerDFA, tokens: Sequence[bytes], special: np.ndarray, *, nl_terminal: int = -1,
-    tab_len: int = 8, contextual: bool = False,
+    tab_len: int = 8, contextual: bool = False, end_ids: np.ndarray | None = None,
 ) -> TokenTables:
     """The tables of :func:`build_token_tables` with no row walked yet: each is walked when
     first read (a grammar compiled per request visits a few of its lexer states)."""
     w = TokenWalker(dfa, tokens, special, nl_terminal=nl_terminal, tab_len=tab_len,
-                    contextual=contextual)
+                    contextual=contextual, end_ids=end_ids)
     empty = np.zeros(0, dtype=np.int32)
     return TokenTables(
         rows_indptr=np.zeros(1, dtype=np.int64), rows_indices=empty, rows_data=empty,

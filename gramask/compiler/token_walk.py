@@ -30,7 +30,7 @@ from .lexer import LexerDFA
 from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
 from .plain_chars import PlainChains
 from .suffix_memo import SuffixMemo
-from .walk_inputs import LoopRuns, end_classes, token_matrix, token_starts
+from .walk_inputs import LoopRuns, end_classes, split_classes, token_matrix, token_starts
 
 __all__ = ["TokenWalker"]
 
@@ -45,8 +45,8 @@ class TokenWalker:
     def __init__(
         self, dfa: LexerDFA, tokens: Sequence[bytes], special: np.ndarray, *,
         nl_terminal: int = -1, tab_len: int = 8, contextual: bool = False,
+        end_ids: np.ndarray | None = None,
     ) -> None:
-
         self.dfa = dfa
         self.n_states, n_terms = dfa.num_states, dfa.num_terminals
         self.n_terms = n_terms
@@ -71,8 +71,8 @@ class TokenWalker:
                 pairs, state_class = unique_rows(
                     np.stack([state_class.reshape(-1), follow_ids], axis=1))
                 classes = classes[pairs[:, 0]]
-        else:
-            classes, state_class = unique_rows(end_classes(dfa))
+        else:  # (split by the ends each state reaches, where some cannot be followed)
+            classes, state_class = split_classes(*unique_rows(end_classes(dfa)), end_ids)
         self.classes = classes
         self.state_class = state_class.reshape(-1).astype(np.int32)
         self.acc_any: np.ndarray = np.asarray(dfa.accepting.any(axis=1))

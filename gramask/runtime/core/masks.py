@@ -29,6 +29,7 @@ from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_lexer import ContextualLexer
 from .earley import EXPECTED, BelowCut
+from .end_conditions import EndConditions
 from .indentation import newline_width
 from .parse_state import ES, PUID, ParserContext, PState
 
@@ -210,6 +211,9 @@ class MaskBuilder:
         self.continuation_t = continuation_terminal
         # set for grammars in the contextual lexer mode: it then answers walks and masks
         self.contextual: ContextualLexer | None = None
+        # lexemes that can end only where some follower cannot start (set by the compiled
+        # grammar: gramask.runtime.core.end_conditions)
+        self.end_conditions: EndConditions | None = None
         # token budgets' planner (gramask.runtime.budget.planner), built on the first budget
         self.planner: object = None
         self.nl_live = dfa.live[:, self.nl_t].tolist() if self.nl_t >= 0 else None
@@ -325,6 +329,8 @@ class MaskBuilder:
                 self._class_vecs.put(bits, vecs)
             r0, ends = vecs
             r = ends if ends is not None and self.ctx.finish(p) else r0
+            if self.end_conditions is not None:  # (none for the bundled grammars)
+                r = self.end_conditions.refine(self.ctx, p, bits, r)
             memo.put(p[PUID], r)
         return r
 

@@ -1,0 +1,294 @@
+"""Which terminals can start right after a lexeme, as the greedy lexer splits text.
+
+The greedy lexer (longest match, no backtracking: docs/semantics.md) ends a lexeme only where
+the next byte kills it. So a lexeme that ends in lexer state ``q`` can be followed only by a
+lexeme whose first byte kills ``q`` — or by ignored lexemes (blanks, comments) first, each
+ended the same way. With ``T0: /[a-z]+/`` and ``T2: "ba"`` no lexeme of T2 can ever follow
+one of T0 (``ab`` + ``ba`` is one T0), and with ``A: /[a-z]+|[0-9]+/``, ``B: "b"``, B can
+follow an A of digits but not one of letters.
+
+:func:`lexeme_next` gives, per accepting state, the significant terminals that can begin the
+next lexeme; :func:`all_separable` says whether every terminal can start after every end (then
+nothing more is asked: every bundled grammar); :func:`dead_terminals` joins it with the
+terminals the grammar puts next (:func:`terminal_follows`) for the compile-time answer;
+:class:`Adjacency` is the whole relation, an automaton over lexeme ends that the runtime
+searches together with the parser (:mod:`gramask.runtime.core.end_conditions`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..encoding import bits_of_rows
+from ..grammar import Grammar
+from .lexer import LexerDFA
+from .reach_back import BITS, ReverseEdges, reach_back
+
+__all__ = ["Adjacency", "all_separable", "dead_terminals", "lexeme_next", "terminal_follows"]
+
+def terminal_follows(grammar: Grammar) -> tuple[list[int | None], int]:
+    """Per terminal (lexer index), the terminals the grammar can put right after it, as a bit
+    set (None: unknown — something without a lexeme of its own, an indenter's ``_INDENT``,
+    can follow, or the terminal is the indentation newline), and the bit set of terminals
+    that can end a text. Ignored terminals are left out: they may stand anywhere."""
+    names = [t.name for t in grammar.terminals]
+    nt = len(names)
+    sym = {n: i for i, n in enumerate(names)}
+    for r in grammar.rules:
+        for s in (r.lhs, *r.rhs):
+            sym.setdefault(s, len(sym))
+    # bit sets over symbols: a terminal's FIRST is itself, END is the bit past the symbols
+    n = len(sym)
+    end = 1 << n
+    rules = [(sym[r.lhs], [sym[s] for s in r.rhs]) for r in grammar.rules]
+    is_nt = [False] * n
+    for lhs, _ in rules:
+        is_nt[lhs] = True
+    first = [0 if is_nt[x] else 1 << x for x in range(n)]
+    nullable = [False] * n
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            acc = first[lhs]
+            for x in rhs:
+                acc |= first[x]
+                if not nullable[x]:
+                    break
+            else:
+                if not nullable[lhs]:
+                    nullable[lhs] = changed = True
+            if acc != first[lhs]:
+                first[lhs] = acc
+                changed = True
+    follow = [0] * n
+    if grammar.start in sym:
+        follow[sym[grammar.start]] = end
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            trail = follow[lhs]
+            for x in reversed(rhs):
+                if trail & ~follow[x]:
+                    follow[x] |= trail
+                    changed = True
+                trail = (first[x] | trail) if nullable[x] else first[x]
+    ind = grammar.indentation
+    nl = sym.get(ind.newline, -1) if ind is not None else -1
+    sig = sum(1 << i for i, t in enumerate(grammar.terminals) if not t.ignored)
+    others = ((1 << n) - 1) & ~((1 << nt) - 1)  # symbols with no lexeme (``_INDENT``)
+    out: list[int | None] = []
+    last = 0
+    for i in range(nt):
+        f = follow[i]
+        if f & end:
+            last |= 1 << i
+        out.append(None if f & others or i == nl else f & sig)
+    return out, last
+
+
+def lexeme_next(dfa: LexerDFA) -> dict[int, int]:
+    """Per accepting lexer state ``q``: the significant terminals whose lexeme can begin
+    right after a lexeme that ended at ``q`` (first a byte that kills ``q``, maybe after
+    ignored lexemes each ended alike), as a bit set."""
+    trans, accept, ignored = dfa.trans, dfa.accept, dfa.ignored
+    n, nt = dfa.num_states, dfa.num_terminals
+    out: dict[int, int] = {}
+    if n == 0:
+        return out
+    ign_bits = sum(1 << t for t in range(nt) if ignored[t])
+    s0 = trans[0]
+    starts = [b for b in range(256) if s0[b] >= 0]
+    win = bits_of_rows(dfa.winnable[np.maximum(s0, 0)])
+    direct = [win[b] & ~ign_bits if s0[b] >= 0 else 0 for b in range(256)]
+    acc = np.flatnonzero(accept >= 0)
+    ign_acc = [int(s) for s in acc if ignored[accept[s]]]
+    # per start byte, the ignored ends its lexeme can reach
+    via: list[list[int]] = [[] for _ in range(256)]
+    if ign_acc:
+        edges = dfa._reverse or ReverseEdges(trans, by_columns=True)
+        for lo in range(0, len(ign_acc), BITS):
+            part = ign_acc[lo: lo + BITS]
+            seeds = np.zeros(n, dtype=np.uint64)
+            seeds[part] = np.left_shift(np.uint64(1), np.arange(len(part), dtype=np.uint64))
+            reach = reach_back(edges, seeds)
+            for b in starts:
+                word = int(reach[s0[b]])
+                while word:
+                    low = word & -word
+                    via[b].append(part[low.bit_length() - 1])
+                    word ^= low
+    # states alike in the bytes that kill them share their answer
+    kills: dict[bytes, list[int]] = {}
+    for q in acc.tolist():
+        kills.setdefault(np.packbits(trans[q] < 0).tobytes(), []).append(q)
+    kill_bytes = {k: [b for b in starts if trans[qs[0], b] < 0] for k, qs in kills.items()}
+    nxt = {q: 0 for q in acc.tolist()}
+    changed = True
+    while changed:  # a least fixpoint over the ignored ends (blanks after blanks)
+        changed = False
+        for k, qs in kills.items():
+            v = 0
+            for b in kill_bytes[k]:
+                v |= direct[b]
+                for g in via[b]:
+                    v |= nxt[g]
+            for q in qs:
+                if nxt[q] != v:
+                    nxt[q] = v
+                    changed = True
+    out.update(nxt)
+    return out
+
+
+def all_separable(dfa: LexerDFA, nxt: dict[int, int], nl_terminal: int = -1) -> bool:
+    """Can every significant terminal start after every end of every other (the newline
+    aside)? Then nothing else need be asked (every bundled grammar: a cheap first test)."""
+    sig = sum(1 << t for t in range(dfa.num_terminals) if not dfa.ignored[t])
+    accept, ignored = dfa.accept, dfa.ignored
+    return all(not sig & ~v for q, v in nxt.items()
+               if not ignored[accept[q]] and accept[q] != nl_terminal)
+
+
+class Adjacency:
+    """The greedy lexer's lexeme adjacency as a finite automaton over lexeme ends.
+
+    A lexeme end is abstracted to its *group*: the accepting states with the same bytes that
+    kill them (all that decides what may start after them). ``delta[(k, b)]``: the groups
+    of the ends of the lexemes of ``b`` that can start right after an end of group ``k``
+    (the next lexeme's first byte kills it; ignored lexemes may stand between); group 0 is
+    the start of the text. ``ids[q]``: per lexer state, the id of ``table[id]``, the pairs
+    (terminal, groups of its ends the lexeme in progress at ``q`` can still reach), for its
+    significant terminals; states alike share an id (0: none). A sequence of lexemes is how
+    the lexer splits some text iff it is a path of ``delta`` (exactly: the lexer ends a
+    lexeme only where the next byte kills it)."""
+
+    __slots__ = ("delta", "group", "ids", "table")
+
+    def __init__(self, dfa: LexerDFA) -> None:
+        n, trans, accept, ignored = dfa.num_states, dfa.trans, dfa.accept, dfa.ignored
+        acc = np.flatnonzero(accept >= 0).tolist()
+        sigs: dict[bytes, int] = {}
+        group: dict[int, int] = {}
+        self.group = np.zeros(n, dtype=np.int64)  # per state, its end group (0: none)
+        for q in acc:
+            group[q] = sigs.setdefault(np.packbits(trans[q] < 0).tobytes(), len(sigs) + 1)
+            self.group[q] = group[q]
+        kill_of = {k: np.unpackbits(np.frombuffer(sg, dtype=np.uint8)).astype(bool)
+                   for sg, k in sigs.items()}
+        kill_of[0] = np.ones(256, dtype=bool)  # the start of the text: any byte
+        # per state, the (terminal, group) pairs of the ends it can reach (itself included)
+        pairs = sorted({(int(accept[q]), group[q]) for q in acc})
+        pid = {x: i for i, x in enumerate(pairs)}
+        reached: list[list[int]] = [[] for _ in range(n)]
+        edges = dfa._reverse or ReverseEdges(trans, by_columns=True)
+        seed_of = np.array([pid[(int(accept[q]), group[q])] for q in acc], dtype=np.int64)
+        acc_a = np.array(acc, dtype=np.int64)
+        for lo in range(0, len(pairs), BITS):
+            sel = (seed_of >= lo) & (seed_of < lo + BITS)
+            seeds = np.zeros(n, dtype=np.uint64)
+            np.bitwise_or.at(seeds, acc_a[sel],
+                             np.left_shift(np.uint64(1), (seed_of[sel] - lo).astype(np.uint64)))
+            reach = reach_back(edges, seeds)
+            for x in np.flatnonzero(reach).tolist():
+                word = int(reach[x])
+                while word:
+                    low = word & -word
+                    reached[x].append(lo + low.bit_length() - 1)
+                    word ^= low
+        s0 = trans[0]
+        # delta without the ignored lexemes first, then closed over them (a least fixpoint)
+        step: dict[int, dict[int, set[int]]] = {}  # group -> terminal -> groups
+        for k, kill in kill_of.items():
+            out: dict[int, set[int]] = {}
+            for x in np.flatnonzero(kill & (s0 >= 0)).tolist():
+                for i in reached[int(s0[x])]:
+                    a, g = pairs[i]
+                    out.setdefault(a, set()).add(g)
+            step[k] = out
+        ign = [t for t in range(dfa.num_terminals) if ignored[t]]
+        changed = True
+        while changed:
+            changed = False
+            for out in step.values():
+                for t in ign:
+                    for g in list(out.get(t, ())):
+                        for b, gs in step[g].items():
+                            have = out.setdefault(b, set())
+                            if not gs <= have:
+                                have |= gs
+                                changed = True
+        self.delta: dict[tuple[int, int], tuple[int, ...]] = {
+            (k, b): tuple(sorted(gs)) for k, out in step.items() for b, gs in out.items()
+            if not ignored[b]}
+        self.ids = np.zeros(n, dtype=np.int64)
+        self.table: list[tuple[tuple[int, tuple[int, ...]], ...]] = [()]
+        index: dict[tuple[tuple[int, tuple[int, ...]], ...], int] = {(): 0}
+        for x in range(n):
+            per: dict[int, set[int]] = {}
+            for i in reached[x]:
+                a, g = pairs[i]
+                if not ignored[a]:
+                    per.setdefault(a, set()).add(g)
+            key = tuple((a, tuple(sorted(gs))) for a, gs in sorted(per.items()))
+            got = index.get(key)
+            if got is None:
+                got = index[key] = len(self.table)
+                self.table.append(key)
+            self.ids[x] = got
+
+
+def dead_terminals(dfa: LexerDFA, follows: Sequence[int | None], last: int,
+                   nl_terminal: int = -1, *, alone: bool = False,
+                   nxt: dict[int, int] | None = None) -> dict[int, int]:
+    """Significant terminals none of whose lexemes can be followed by anything the grammar
+    puts after them (nor end the text) → their grammar followers (all of which can never
+    start after them). ``alone``: as the contextual lexer reads a lexeme lexed with only its
+    own terminal and the ignored ones competing (the fewest it can have, so the most bytes
+    end it: what is dead then is dead under every allowed set); any ignored lexeme that can
+    start there counts as letting everything follow."""
+    ends: dict[int, int] = {}
+    if alone:
+        ends = _next_alone(dfa)
+    else:
+        for q, v in (lexeme_next(dfa) if nxt is None else nxt).items():
+            a = int(dfa.accept[q])
+            ends[a] = ends.get(a, 0) | v
+    out: dict[int, int] = {}
+    for a in range(dfa.num_terminals):
+        f = follows[a] if a < len(follows) else None
+        if dfa.ignored[a] or a == nl_terminal or f is None or (last >> a) & 1:
+            continue
+        if f and not f & ends.get(a, 0) and dfa.accepting[:, a].any():
+            out[a] = f
+    return out
+
+
+def _next_alone(dfa: LexerDFA) -> dict[int, int]:
+    """Per significant terminal: :func:`dead_terminals`' followers that can start after one
+    of its lexemes, with it and the ignored terminals alone in the allowed set (-1: any)."""
+    trans, live, ignored = dfa.trans, dfa.live, dfa.ignored
+    s0 = trans[0]
+    start_live = live[np.maximum(s0, 0)] & (s0 >= 0)[:, None]  # (256, T)
+    start_bits = bits_of_rows(start_live & ~ignored[None, :])
+    start_ign = start_live[:, ignored].any(axis=1)
+    out: dict[int, int] = {}
+    for a in range(dfa.num_terminals):
+        if ignored[a]:
+            continue
+        qs = np.flatnonzero(dfa.accepting[:, a])
+        if not qs.size:
+            continue
+        allowed = ignored.copy()
+        allowed[a] = True
+        nxt = trans[qs]  # (n, 256)
+        cont = (nxt >= 0) & live[np.maximum(nxt, 0)][:, :, allowed].any(axis=2)
+        kills = np.flatnonzero(((~cont) & (s0 >= 0)[None, :]).any(axis=0))
+        v = 0
+        for b in kills.tolist():
+            v |= -1 if start_ign[b] else start_bits[b]
+        out[a] = v
+    return out

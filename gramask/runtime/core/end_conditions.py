@@ -1,0 +1,146 @@
+"""Lexemes in progress that can end only where nothing the parser can take may follow
+(basic lexer mode), decided by a search over the lexeme adjacency and the parser.
+
+In a grammar where some terminal cannot start after some end of another
+(:func:`gramask.compiler.separable.all_separable` is false; no bundled grammar) the compiler
+splits the end classes by the ends each state can still reach
+(:class:`gramask.compiler.separable.Adjacency`). A class is then allowed at parser state ``p``
+only if the lexeme can end as an expected terminal ``a`` at an end from which a path of
+lexemes leads to a state where the text may end: a search over pairs (parser state, end
+group), each step a terminal the parser expects whose lexeme can start after the end
+(``Adjacency.delta``). That is exact — a token is refused iff no text completes the
+parse as the lexer splits it — except where the search meets more than ``LIMIT`` pairs (a
+grammar whose parser states keep growing along the way) or a parse past the runtime limits,
+or the indentation newline (whose parser step needs the width): there the token is allowed,
+as before.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...compiler.separable import Adjacency
+from ...encoding import bits_of_rows
+from ...errors import LimitExceededError
+from .parse_state import PUID
+
+if TYPE_CHECKING:
+    from .parse_state import ParserContext, PState
+
+__all__ = ["LIMIT", "EndConditions"]
+
+LIMIT = 500  # pairs (parser state, end group) one search may meet before it gives up
+
+
+class EndConditions:
+    """Per end class to decide: the (terminal, end groups) its lexeme can still reach."""
+
+    __slots__ = ("_memo", "classes", "delta", "gave_up", "n_lex", "nl_t")
+
+    def __init__(self, adj: Adjacency, state_class: np.ndarray, class_winnable: np.ndarray,
+                 nl_terminal: int = -1) -> None:
+        self.delta = adj.delta
+        self.nl_t = nl_terminal
+        self.n_lex = class_winnable.shape[1] - 1  # parser terminals past it have no lexeme
+        bits = bits_of_rows(class_winnable[:, :-1])
+        ign_end = class_winnable[:, -1]
+        seen: dict[int, int] = {}
+        mixed: set[int] = set()
+        for x in range(len(state_class)):
+            c = int(state_class[x])
+            if seen.setdefault(c, int(adj.ids[x])) != int(adj.ids[x]):
+                mixed.add(c)  # (tables built before the split: keep the old verdict)
+        self.classes: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        for c, i in seen.items():
+            ends = adj.table[i]
+            # a lexeme that can also end as an ignored one, or as the newline: as before
+            if c in mixed or ign_end[c] or not ends or any(a == nl_terminal for a, _ in ends):
+                continue
+            if sum(1 << a for a, _ in ends) != bits[c]:
+                continue  # (the class's terminals are not its own ends': as before)
+            self.classes[c] = ends
+        # per parser context (fill-in-the-middle's quotient has its own parser states):
+        # (context, its (parser state id, group) → verdict)
+        self.gave_up = 0  # searches that met LIMIT pairs (their tokens were allowed)
+        self._memo: dict[int, tuple[ParserContext, dict[tuple[int, int], bool]]] = {}
+
+    def refine(self, ctx: ParserContext, p: PState, bits: int, r: np.ndarray) -> np.ndarray:
+        """``r`` (the class verdicts at ``p``, expected terminals ``bits``) with the classes
+        to decide decided; a copy where one changes."""
+        out = r
+        for c, ends in self.classes.items():
+            if not r[c]:
+                continue
+            ok = False
+            for a, groups in ends:
+                if not (bits >> a) & 1:
+                    continue
+                p2 = ctx.shift(p, a)
+                if p2 is not None and any(self.viable(ctx, p2, g) for g in groups):
+                    ok = True
+                    break
+            if not ok:
+                if out is r:
+                    out = r.copy()
+                out[c] = False
+        return out
+
+    def viable(self, ctx: ParserContext, p: PState, g: int) -> bool:
+        """Can the text be completed from parser state ``p`` after a lexeme end of group
+        ``g``? (True also where the search gives up.)"""
+        held = self._memo.get(id(ctx))
+        if held is None:
+            if len(self._memo) > 8:
+                self._memo.clear()
+            held = self._memo[id(ctx)] = (ctx, {})  # (holds ctx: its id stays its own)
+        memo = held[1]
+        key = (p[PUID], g)
+        got = memo.get(key)
+        if got is not None:
+            return got
+        queue = deque([(p, g)])  # breadth first: the shortest completions, the shallowest parses
+        seen: set[tuple[int, int]] = set()
+        found = False
+        while queue and not found:
+            p1, g1 = queue.popleft()
+            k1 = (p1[PUID], g1)
+            if k1 in seen:
+                continue
+            seen.add(k1)
+            if memo.get(k1) or ctx.finish(p1):
+                found = True
+                break
+            if len(seen) > LIMIT:
+                self.gave_up += 1
+                found = True
+                break
+            exp = ctx.expects(p1) & ~ctx.ignored_bits
+            while exp:
+                low = exp & -exp
+                exp ^= low
+                b = low.bit_length() - 1
+                nxt = self.delta.get((g1, b))
+                if not nxt and b < self.n_lex:
+                    continue
+                if b == self.nl_t or b >= self.n_lex:  # a newline (its step needs the
+                    found = True  # width) or an indenter's _INDENT: not searched through
+                    break
+                try:
+                    p2 = ctx.shift(p1, b)
+                except LimitExceededError:  # a parse too large to search through
+                    self.gave_up += 1
+                    found = True
+                    break
+                if p2 is not None and nxt:
+                    queue.extend((p2, g2) for g2 in nxt)
+        if len(memo) > 100_000:
+            memo.clear()
+        if found:
+            memo[key] = True
+        else:  # the search was complete: nothing it met can be completed
+            for k in seen:
+                memo[k] = False
+        return found
