@@ -67,14 +67,14 @@ class ConflictError(lark.exceptions.GrammarError):
     """lark's LALR table has a shift/reduce conflict (see :class:`Conflicts`)."""
 
 
-def oracle(text: str, mode: str) -> lark.Lark:
+def oracle(text: str, mode: str, postlex: lark.lark.PostLex | None = None) -> lark.Lark:
     """lark's parser for ``mode``; ConflictError for an LALR table with conflicts."""
     h = Conflicts()
     log = lark.logger
     handlers, level = log.handlers, log.level
     log.handlers, log.level = [h], logging.DEBUG
     try:
-        p = lark.Lark(text, **ORACLE[mode])  # type: ignore[arg-type]
+        p = lark.Lark(text, postlex=postlex, **ORACLE[mode])  # type: ignore[arg-type]
     finally:
         log.handlers, log.level = handlers, level
     if h.count:

@@ -14,8 +14,10 @@ import random
 import re
 import string
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import lark
+import lark.indenter
 
 try:  # Python 3.11+
     from re import _constants as sre_c  # type: ignore[attr-defined]
@@ -57,10 +59,12 @@ class GenGrammar:
     text: str
     alphabet: str
     features: list[str] = field(default_factory=list)
+    indent: bool = False  # lark parses it with :class:`Indenter` as postlex
 
 
-def grammar(rnd: random.Random) -> GenGrammar:
-    """One random grammar (not checked: lark decides whether it builds)."""
+def grammar(rnd: random.Random, ignores: list[tuple[str, str]] | None = None) -> GenGrammar:
+    """One random grammar (not checked: lark decides whether it builds); ``ignores``: the
+    ``%ignore`` blocks to choose from (default :data:`IGNORES`)."""
     feats: list[str] = []
     lines: list[str] = []
     terms: list[str] = []
@@ -161,11 +165,41 @@ def grammar(rnd: random.Random) -> GenGrammar:
     ign = ""
     alphabet = "".join(sorted(set("".join(WORDS)))) + "az09_ \n"
     if rnd.random() < 0.7:
-        ign, extra = rnd.choice(IGNORES)
+        ign, extra = rnd.choice(IGNORES if ignores is None else ignores)
         alphabet += extra
         feats.append("ignore")
     text = "\n".join(body + lines) + "\n" + ign
     return GenGrammar(text, alphabet, sorted(set(feats)))
+
+
+class Indenter(lark.indenter.Indenter):
+    """lark's indenter for :func:`indented_grammar` (the names gramask detects)."""
+
+    NL_type = "_NEWLINE"
+    OPEN_PAREN_types: ClassVar[list[str]] = ["LPAR", "LSQB", "LBRACE"]
+    CLOSE_PAREN_types: ClassVar[list[str]] = ["RPAR", "RSQB", "RBRACE"]
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 8
+
+
+# blanks that keep newlines for the indenter
+INLINE_IGNORES = [i for i in IGNORES if "\n" not in i[1]]
+NEWLINES = ["(/\\r?\\n[\\t ]*/)+", "(/\\r?\\n[\\t ]*/ | /#[^\\n]*/)+"]
+
+
+def indented_grammar(rnd: random.Random) -> GenGrammar:
+    """A random grammar (:func:`grammar`'s, its start rule as one line's body) inside
+    Python-style blocks: ``_NEWLINE``, ``%declare _INDENT _DEDENT``, for lark's
+    :class:`Indenter` and gramask's indentation."""
+    inner = grammar(rnd, INLINE_IGNORES)
+    body = re.sub(r"\bstart\b", "simple", inner.text)
+    head = rnd.choice(['"if"', '"do" T_ARG', '/[a-z]+/ "(" ")"'])
+    if "T_ARG" in head:
+        body += 'T_ARG: /[0-9]+/\n'
+    text = (f"start: stmt+\nstmt: simple _NEWLINE\n    | {head} \":\" _NEWLINE _INDENT stmt+ "
+            f"_DEDENT\n{body}_NEWLINE: {rnd.choice(NEWLINES)}\n%declare _INDENT _DEDENT\n")
+    return GenGrammar(text, inner.alphabet + "\n:", [*inner.features, "indenter"], True)
 
 
 # ------------------------------------------------------------------ texts
@@ -262,6 +296,8 @@ class Deriver:
             self.rules.setdefault(r.origin.name, []).append(list(r.expansion))
         self.terms = {t.name: t for t in parser.terminals}
         self.ignore = list(parser.ignore_tokens)
+        self.declared = [n for r in self.rules.values() for a in r for s in a
+                         if s.is_term and s.name not in self.terms for n in [s.name]]
         inf = 10**9
         cost = {n: inf for n in self.rules}
         changed = True
@@ -300,7 +336,13 @@ class Deriver:
         """The terminals spelled out, with ignored text between them now and then."""
         parts: list[str] = []
         gaps = [self.terms[n] for n in self.ignore if n in self.terms]
-        for n in names:
+        widths = [0]  # the open blocks' widths, for an indenter's _NEWLINE
+        for i, n in enumerate(names):
+            if n in ("_INDENT", "_DEDENT"):
+                continue
+            if n == "_NEWLINE" and {"_INDENT", "_DEDENT"} <= set(self.declared):
+                parts.append(self._newline(names, i, widths, rnd))
+                continue
             if n not in self.terms:
                 return None  # a %declare'd terminal: no text
             if gaps and rnd.random() < spaced:
@@ -309,6 +351,20 @@ class Deriver:
         if gaps and rnd.random() < spaced / 3:
             parts.append(terminal_text(rnd.choice(gaps), rnd))
         return "".join(parts)
+
+
+    @staticmethod
+    def _newline(names: list[str], i: int, widths: list[int], rnd: random.Random) -> str:
+        """An indenter's newline at ``names[i]``: blank lines now and then, then the width
+        the ``_INDENT``/``_DEDENT``s after it give (``widths`` updated)."""
+        j = i + 1
+        while j < len(names) and names[j] in ("_INDENT", "_DEDENT"):
+            if names[j] == "_INDENT":
+                widths.append(widths[-1] + rnd.choice([1, 2, 4]))
+            elif len(widths) > 1:
+                widths.pop()
+            j += 1
+        return "\n" + rnd.choice(["", "", "", "\n", "  \n"]) + " " * widths[-1]
 
 
 def mutate(text: str, alphabet: str, rnd: random.Random) -> str:

@@ -202,6 +202,7 @@ class ContextualRule:
         q, carry, p = st
         rows, live, allowed = self.rows, self.live, self.allowed
         lex_start = 0
+        quiet = True  # every lexeme ended after the first byte was an ignored one
         for i, byte in enumerate(data):
             nq = rows[q][byte]
             if nq < 0 or not live[nq] & allowed(p):
@@ -210,6 +211,8 @@ class ContextualRule:
                 p2 = self.lexeme_end(p, q, carry)
                 if p2 is None:
                     return lex_start
+                # (a lexeme the first byte ends: the rest reads as a fresh walk from p2)
+                quiet = i == 0 or (quiet and p2 is p)
                 p, carry, lex_start = p2, 0, i
                 nq = rows[0][byte]
                 if nq < 0 or not live[nq] & allowed(p):
@@ -217,11 +220,12 @@ class ContextualRule:
             q = nq
             if byte <= 32:
                 carry = advance(carry, byte)
-        if q != 0 and not self._walk_end_ok(p, q, lex_start == 0):
+        if q != 0 and not self._walk_end_ok(p, q, lex_start == 0 or quiet):
             return lex_start
         return (q, carry, p)
 
     def _walk_end_ok(self, p: PState, q: int, whole: bool) -> bool:
         """``end_ok`` at the end of a walk; ``whole``: its last lexeme began at the walk's
-        first byte or before (fill-in-the-middle checks that case more closely)."""
+        first byte or before, or every lexeme the walk ended was an ignored one
+        (fill-in-the-middle checks those cases more closely)."""
         return self.end_ok(p, q)

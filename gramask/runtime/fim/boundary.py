@@ -38,6 +38,7 @@ from .suffix_lexing import Branch
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
+    from ..core.contextual_rule import ContextualRule
 
 __all__ = ["BoundaryContextualLexer", "BoundaryFilter", "BoundaryMaskBuilder", "boundary_filter",
            "reach_sets", "with_boundary"]
@@ -154,6 +155,7 @@ class BoundaryFilter:
             memo = BoundedMemo(memo_size(ob.limits.row_cache))
             ob._boundary_finals = memo  # type: ignore[attr-defined]
         self._finals = memo
+        self._quiet: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # see _under
 
     def expected(self, p: PState) -> tuple[int, ...]:
         """The boundary markers ``p`` expects."""
@@ -218,6 +220,56 @@ class BoundaryFilter:
             cur[act] = nq
         self._finals.put(key, cur)
         return cur
+
+    def quiet_finals(self, cx: ContextualRule, a: int, q: int, toks: np.ndarray
+                     ) -> np.ndarray:
+        """Contextual mode: the lexer state each token stops in, walked from ``q`` under the
+        allowed set ``a``, where every lexeme it ends is an ignored one (the parser state,
+        so ``a``, stays); -1 where it ends a significant lexeme (the parser moves: the
+        tables do not say where the next allowed set ends lexemes) or dies."""
+        key = (-1 - q, a)  # (the basic walks' keys have q >= 0)
+        r = self._finals.get(key)
+        if r is not None and len(r) == len(toks):
+            return r
+        alive, quiet = self._under(cx, a)
+        flat, starts, lens = _token_bytes(self._ob, self._vocab)
+        trans = self.trans
+        cur = np.full(len(toks), q, dtype=np.int64)
+        ln, st = lens[toks], starts[toks]
+        for j in range(int(ln.max()) if ln.size else 0):
+            act = np.flatnonzero((ln > j) & (cur >= 0))
+            if not act.size:
+                break
+            b = flat[st[act] + j]
+            was = cur[act]
+            nq = trans[was, b].astype(np.int64)
+            dead = nq < 0
+            dead[~dead] = ~alive[nq[~dead]]
+            if dead.any():  # the lexeme ends: an ignored one lets the next start afresh
+                fresh = trans[0, b[dead]].astype(np.int64)
+                ok = quiet[was[dead]] & (fresh >= 0)
+                ok[ok] = alive[fresh[ok]]
+                nq[dead] = np.where(ok, fresh, -1)
+            cur[act] = nq
+        self._finals.put(key, cur)
+        return cur
+
+    def _under(self, cx: ContextualRule, a: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per lexer state, under the allowed set ``a``: is some allowed terminal alive; does
+        a lexeme ending there end as ignored terminals only (the start state: no)."""
+        r = self._quiet.get(a)
+        if r is None:
+            dfa = self._ob.dfa
+            cols = [t for t in range(dfa.live.shape[1]) if (a >> t) & 1]
+            alive = np.asarray(dfa.live[:, cols].any(axis=1)) if cols else np.zeros(
+                dfa.live.shape[0], dtype=bool)
+            ign = cx.ignored_bits
+            quiet = np.array([bool(w) and not w & ~ign
+                              for w in (cx._winners(acc & a) for acc in cx.accepting)],
+                             dtype=bool)
+            quiet[0] = False
+            r = self._quiet[a] = (alive, quiet)
+        return r
 
     def refine(self, m: np.ndarray, q: int, nodes: np.ndarray, offsets: np.ndarray,
                counts: np.ndarray, toks: np.ndarray, pos: np.ndarray, codes: np.ndarray
@@ -325,7 +377,8 @@ class BoundaryContextualLexer(ContextualLexer):
 
     def _walk_end_ok(self, p: PState, q: int, whole: bool) -> bool:
         """As the mask decides: by ``q`` itself when the walk's last lexeme began at its first
-        byte or before (the tables pin that state down), else by ``q``'s class."""
+        byte or before, or the lexemes it ended were all ignored ones (the state is then
+        known), else by ``q``'s class."""
         if not self.end_ok(p, q):
             return False
         c = self._codes(p)
@@ -367,7 +420,26 @@ class BoundaryContextualLexer(ContextualLexer):
         if pos.size:
             offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
             self.boundary.refine(m, q, nodes, offsets, counts, toks, pos, c[tail[cur[pos]]])
+        self._refine_quiet(m, p, q, toks, c)
         return m
+
+    def _refine_quiet(self, m: np.ndarray, p: PState, q: int, toks: np.ndarray,
+                      c: np.ndarray) -> None:
+        """Clear from ``m`` the tokens that end only ignored lexemes inside themselves (a
+        blank, then the start of the boundary lexeme) and stop in a state outside their
+        class's reach set: the parser, so the allowed set, stays across an ignored lexeme,
+        so the state they stop in is known (as :meth:`_walk_end_ok` checks it)."""
+        live = toks[m[toks]]
+        if not live.size:
+            return
+        fin = self.boundary.quiet_finals(self, self.allowed(p), q, toks)[m[toks]]
+        known = fin >= 0
+        live, fin = live[known], fin[known]
+        v = c[self.state_class[fin]]
+        for code in np.unique(v[v > 1]).tolist():
+            sel = v == code
+            bad = ~self.boundary.rsets[code - 2][fin[sel]]
+            m[live[sel][bad]] = False
 
 
 def boundary_filter(ob: MaskBuilder, vocab: Vocabulary, suffix: bytes,

@@ -89,13 +89,17 @@ class _Indenter:
 
     def _bases(self, w: int) -> list[tuple[int, ...]]:
         """The stacks assumed after a first line of width ``w``: the prefix's levels below
-        it (and that gap filled on the prefix's step), topped by ``w``."""
+        it (and that gap filled on the prefix's step, or, off that step, with one or two
+        levels of the middle's own), topped by ``w``."""
         base = [e for e in self.prefix if e < w]
         out = [(*base, w)]
         if base and w < TAB_UNIT:
             filled = (*base, *range(base[-1] + self.unit, w, self.unit), w)
             if filled != out[0]:
                 out.insert(0, filled)
+            elif (w - base[-1]) % self.unit:  # a gap off the step (suffix_lexing._expand)
+                out += [(*base, *range(base[-1] + 1, base[-1] + j + 1), w)
+                        for j in range(1, MAX_EXTRA_DEDENTS + 1) if base[-1] + j < w]
         return out
 
     def step(self, s: State, t: int, i: int, j: int) -> list[tuple[Emit, State]]:

@@ -14,7 +14,9 @@ the end of input counts as a newline of width 0). Lines after that are resolved 
 assumed stack: the prefix's indentation levels below the first line's width, plus the width
 itself, plus any lower level the suffix later returns to (the middle must have opened it);
 a second hypothesis also fills the gap between the prefix's top level and the first line's
-width on the prefix's indentation step (the middle opened those blocks).
+width on the prefix's indentation step (the middle opened those blocks), or, where the gap is
+no multiple of that step, with one or two levels of a step of the middle's own (``if:\n ``
+then the suffix ``if:\n   x\n``: the end of input closes the middle's block too).
 That assumption can only lose middles that re-indent the levels below (it never adds
 programs: the end of a middle is confirmed exactly, see :mod:`gramask.runtime.fim.constraint`).
 """
@@ -271,6 +273,9 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
         filled = [*base, *range(base[-1] + unit, w, unit)]
         if filled != base:
             bases.insert(0, filled)
+        elif (w - base[-1]) % unit:  # a gap off the step: the middle's blocks, on its own
+            bases += [[*base, *range(base[-1] + 1, base[-1] + j + 1)]
+                      for j in range(1, MAX_EXTRA_DEDENTS + 1) if base[-1] + j < w]
     outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
     if top is not None and first < len(raw) and top < w:
         # the stack tops out at ``top``, below the first line: that line opens a block

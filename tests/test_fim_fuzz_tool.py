@@ -1,0 +1,59 @@
+"""``tools/fim_fuzz.py`` itself: its random indented grammars give texts lark's Indenter
+takes, cuts split a text exactly, and a short run counts what it checked."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
+sys.path.insert(0, str(TOOLS))
+
+import fim_fuzz  # noqa: E402
+import fim_fuzz_checks as chk  # noqa: E402
+import lark_fuzz as lf  # noqa: E402
+import lark_fuzz_gen as gen  # noqa: E402
+
+
+def test_indented_grammars_derive_texts_lark_s_indenter_takes() -> None:
+    built = taken = 0
+    for seed in range(60):
+        rnd = random.Random(seed)
+        gg = gen.indented_grammar(rnd)
+        assert gg.indent and "%declare _INDENT _DEDENT" in gg.text
+        try:
+            p = lf.oracle(gg.text, "basic", gen.Indenter())
+        except Exception:
+            continue
+        built += 1
+        texts = fim_fuzz.texts_of(p, gg, rnd, 10)
+        taken += bool(texts)
+        assert all("\n" in t for t in texts)  # every statement ends a line
+    assert built >= 5 and taken >= 3, (built, taken)
+
+
+def test_cuts_and_pieces() -> None:
+    rnd = random.Random(0)
+    for _ in range(200):
+        s = "".join(rnd.choice("ab \n") for _ in range(rnd.randint(0, 9)))
+        cut = fim_fuzz.cut_at(s, rnd)
+        assert cut.text == s
+    ps = chk.pieces(["abc", "bcd"], longest=2)
+    assert ps[0] == "" and set(ps) == {"", "a", "b", "c", "d", "ab", "bc", "cd"}
+
+
+@pytest.mark.slow
+def test_a_short_run_writes_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
+    out = tmp_path / "fim.jsonl"
+    assert fim_fuzz.main(["--grammars", "6", "--seed", "0", "--cuts", "2", "--walks", "1",
+                          "--broken", "1", "--slack", "4", "--no-minimise",
+                          "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "grammars:" in printed and "forced tokens:" in printed
+    for line in out.read_text().splitlines():
+        assert {"grammar_id", "mode", "kind"} <= set(json.loads(line))
