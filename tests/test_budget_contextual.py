@@ -322,3 +322,26 @@ def test_vectorised_grouping_matches_real_walks(name: str) -> None:
                 break
             c.advance(int(rnd.choice(ids)))
     assert checked > 200
+
+
+# A GBNF grammar (found by tools/gbnf_fuzz.py) whose rule ``r2`` nests through ``r1``: each
+# backslash opens one more ``r2`` that must be closed. The bounds' route ended a lexeme ``a``
+# and found no next one it could glue on (``abc`` would run into it for the basic lexer),
+# leaving the plan to the fallback search, which gave up from the sixth level on: a false
+# "no completion". The contextual lexer ends ``a`` there, and the route now tries it.
+NESTED_GBNF = r'''root ::= [0-9a-c]{1} [b]+ ("b" | "a") | r2+ "b"? "\u00e9"{0,3} | "b" r2 r2
+r0 ::= "abc"+ "\\"
+r1 ::= [0-9a-z ] | r2 "("
+r2 ::= "\\" ((r1+ [a-cb] "(") [a-z]+) ((r0{2} "xy"* r2 | [(-*a-z] r0{1,4})+ "+"? [a-cx-z]{2})+
+'''
+
+
+@pytest.mark.parametrize("depth", [1, 5, 6, 9])
+def test_gbnf_nested_rule_completion_found_at_any_depth(depth: int) -> None:
+    tokens = [*map(chr, range(32, 127)), "\n"]
+    vocab = gramask.Vocabulary.from_tokens([*tokens, "</s>"], eos_token_id=len(tokens))
+    cg = gramask.compile(gramask.Grammar.from_gbnf(NESTED_GBNF), vocab, cache=False)
+    prefix = "b" + "\\" * depth
+    done = cg.constraint(prefix).shortest_completion()
+    c = cg.constraint(prefix + done.text)
+    assert c.is_complete()

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...errors import LimitExceededError, NoCompletionError
 from .runstate import RunState
+from .spelling import INF
 
 if TYPE_CHECKING:
     from ..core.constraint import Constraint
@@ -75,12 +76,20 @@ class BoundedBudget(Generic[S]):
             # The bounds spell lexemes one by one; groups just over them may still fit once
             # tokens that span lexemes are used ("):" closing two): plan the states they
             # lead to (a few per step, each shared by many tokens).
+            # With indentation the bounds also price every newline lexeme at the dearest
+            # width a completion might use (``StateCosts.k_newline``): with few blanks per
+            # token that is far over what a short program needs (a number then a newline
+            # at width 0 bounded at 65), so there any group over is planned, the near ones
+            # first (a bound of INF is no completion at all, never planned).
+            slack = INF - left if planner.costs.has_indent else _REFINE_SLACK
             cut = np.flatnonzero(over)
-            near = [i for i in cut.tolist() if units.costs[i] <= left - 1 + _REFINE_SLACK
+            near = [i for i in cut.tolist() if units.costs[i] <= left - 1 + slack
                     and not units.nl_live[units.finals[i]]]
-            # the largest groups first (one plan decides the most tokens), then the least
-            # over, then the group id (the order the per-token version had)
-            near.sort(key=lambda i: (-int(units.sizes[i]), int(units.costs[i]),
+            # the groups within the usual slack first, then the largest groups (one plan
+            # decides the most tokens), then the least over, then the group id (the order
+            # the per-token version had)
+            near.sort(key=lambda i: (int(units.costs[i]) > left - 1 + _REFINE_SLACK,
+                                     -int(units.sizes[i]), int(units.costs[i]),
                                      int(units.gids[i])))
             for i in near[:_REFINE_MAX]:
                 try:

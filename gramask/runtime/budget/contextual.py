@@ -107,6 +107,26 @@ class _ContextualPlanSearch(PlanSearch):
                 out.append(w)
         return out
 
+    def _next_lexeme_uncached(self, p: PState, prev: int) -> tuple[bytes | None, int]:
+        """The bounds' next lexeme; where none is glued on (the basic lexer would read each
+        one's first byte into the lexeme before), the cheapest expected one with no
+        separator, as ``_chunks`` tries it: the contextual lexer may end the one before
+        there, and the route's walk decides (else the plan was left to the search, which
+        gives up on long ones: a sixth nested GBNF rule)."""
+        text, best = super()._next_lexeme_uncached(p, prev)
+        if text is not None:
+            return text, best
+        lex, exp = self.lex, p[ES][EXPECTED]
+        k = self.costs.k_newline(p)
+        for t in range(lex.num_terminals):
+            w = lex.spell[t]
+            if not w or not (exp >> t) & 1 or lex.ignored[t] or t == self.nl_t:
+                continue
+            c = self.tok.count(w) + self.costs.grammar.shifted_cost(p[ES], t, k)
+            if c < best:
+                best, text = c, w
+        return text, best
+
 
 # tokens grouped by the state they lead to: (lexer state, carry, parser state, members)
 _Groups = list[tuple[int, int, "PState", np.ndarray]]

@@ -275,6 +275,17 @@ class PlanSearch(BoundsRoute):
                 w = lex.witness(q, t)
                 if w:
                     out.append(w)
+            # the lexeme in progress one byte longer than its shortest ending, one byte per
+            # lexer state it can reach (the smallest): where the next lexeme's spelling
+            # would run into it (``a.`` then ``a.``, read ``a.a`` ``.``), the lexeme must run
+            # on first (``a.a`` then ``a.``)
+            row = lex.trans[q]
+            reached: set[int] = set()
+            for b in np.flatnonzero(row >= 0).tolist():
+                q2 = int(row[b])
+                if q2 not in reached and lex.fin_list[q2]:
+                    reached.add(q2)
+                    out.append(bytes((b,)))
             if self._ignored_end[q] < INF:
                 # the end of input ends any lexeme: an ignored one that nothing after it can
                 # end (a '#' comment with no ignored newline) may still be the last

@@ -203,7 +203,12 @@ class StateCosts:
         """``state_costs`` of one lexer state ``f`` (with no known indentation carry)."""
         if f == 0:
             return self.parser_cost(p)
-        if self.mb.complete(p, f, 0):  # the text may end right here
+        # The text may end right here; but where it ends in a newline lexeme whose width
+        # counts at the end (lark's Indenter, not CPython's end of input: a comment that is
+        # one, its blanks the width), only at some widths, and the carry a token leaves
+        # there is not known here: the loop below takes the worst.
+        open_width = self.mb.accept[f] == self.nl_t >= 0 and not self.ctx.cpython_ends
+        if not open_width and self.mb.complete(p, f, 0):
             return 0
         v = self.boundary_cost(f, p)[0] if self.boundary else INF
         for t, c in self.lex.fin_list[f]:
