@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import lark
+from fuzz_common import complete  # gramask's prefix-only verdict: the reference
 
 import gramask
 from gramask.errors import GramaskError
@@ -87,15 +88,6 @@ def pieces(texts: list[str], most: int = 1500, longest: int = 6) -> list[str]:
     return list(out)[:most]
 
 
-def gramask_complete(cg: gramask.CompiledGrammar, text: str) -> bool:
-    """gramask's prefix-only verdict on a whole text (the FIM checks' reference: where it
-    disagrees with lark, that is lark_fuzz's class, not FIM's)."""
-    try:
-        return cg.constraint(text).is_complete()
-    except gramask.InvalidPrefixError:
-        return False
-
-
 def prefix_stuck(cg: gramask.CompiledGrammar, text: str) -> bool:
     """Is ``text``, read without a suffix, a prefix gramask refuses or cannot complete? A FIM
     dead end that the prefix-only constraint shares is the greedy lexer's (helper sep's
@@ -158,7 +150,7 @@ def dead_end(env: Env, cut: Cut, c: gramask.Constraint) -> Problem | None:
                        "stuck too", walked(c))
     here = cut.prefix + walked(c)
     x = next((x for x in env.pieces if env.accepts(here + x + cut.suffix)
-              and gramask_complete(env.cg, here + x + cut.suffix)), None)
+              and complete(env.cg, here + x + cut.suffix)), None)
     if x is not None:  # the state is no dead end: the search missed a completion
         return Problem("completion-missed", f"none found after {c.data!r}, but {x!r} completes",
                        walked(c), x)
@@ -193,7 +185,7 @@ def walk(env: Env, cut: Cut, c: gramask.Constraint) -> Problem | None:
         return Problem("walk-eos", f"EOS forbidden after the shortest completion {c.data!r}",
                        walked(c))
     if not env.accepts(text):
-        if not gramask_complete(env.cg, text):
+        if not complete(env.cg, text):
             return Problem("walk-unsound", f"EOS allowed, neither lark nor gramask takes "
                            f"{text!r}", walked(c))
         env.count("lark differences (walk text, gramask's prefix mode agrees with FIM)")
@@ -225,7 +217,7 @@ def budget_walk(env: Env, cut: Cut, c: gramask.Constraint) -> Problem | None:
     if not c.is_complete():
         return Problem("incomplete", f"EOS allowed, not complete after {c.data!r}", walked(c))
     text = finish_text(cut, c)
-    if not env.accepts(text) and not gramask_complete(env.cg, text):
+    if not env.accepts(text) and not complete(env.cg, text):
         return Problem("unsound", f"neither lark nor gramask takes {text!r}", walked(c))
     return None
 
@@ -290,7 +282,7 @@ def check_broken_suffix(env: Env, cut: Cut, middles: list[str]) -> list[Problem]
     a text lark takes (or, where none is found, no middle of ``middles`` may exist)."""
     witness = next((m for m in middles
                     if env.accepts(cut.prefix + m + cut.suffix)
-                    and gramask_complete(env.cg, cut.prefix + m + cut.suffix)), None)
+                    and complete(env.cg, cut.prefix + m + cut.suffix)), None)
     c = setup(env, cut)
     if isinstance(c, Problem):
         env.count(f"broken suffix: {c.kind}")
@@ -314,7 +306,7 @@ def check_broken_suffix(env: Env, cut: Cut, middles: list[str]) -> list[Problem]
     text = finish_text(cut, c)
     if not c.is_complete():
         return [Problem("broken-incomplete", f"{done.text!r}", walked(c))]
-    if not env.accepts(text) and not gramask_complete(env.cg, text):
+    if not env.accepts(text) and not complete(env.cg, text):
         return [Problem("broken-unsound", f"neither lark nor gramask takes {text!r}",
                         walked(c))]
     env.count("broken suffix: taken, completed")

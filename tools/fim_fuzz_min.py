@@ -11,6 +11,7 @@ import fim_fuzz_checks as chk
 import lark
 import lark_fuzz as lf
 import lark_fuzz_gen as gen
+from fuzz_common import complete
 
 import gramask
 from gramask.errors import GramaskError
@@ -35,7 +36,7 @@ def _walk_to(env: chk.Env, c: gramask.Constraint, text: str) -> bool:
 
 
 def _whole(env: chk.Env, cut: chk.Cut) -> bool:
-    return env.accepts(cut.text) and chk.gramask_complete(env.cg, cut.text)
+    return env.accepts(cut.text) and complete(env.cg, cut.text)
 
 
 def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
@@ -58,14 +59,14 @@ def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
             c.shortest_completion()
         except gramask.NoCompletionError:
             done = cut.prefix + cut.middle + witness + cut.suffix
-            return env.accepts(done) and chk.gramask_complete(env.cg, done)
+            return env.accepts(done) and complete(env.cg, done)
         return False
     if kind.startswith("dead-end"):
         p = chk.dead_end(env, chk.Cut(cut.prefix, "", cut.suffix), c)
         return p is not None and p.kind == kind
     if kind == "walk-unsound":
         return bool(c.allowed()[env.eos]) and not env.accepts(cut.text) and \
-            not chk.gramask_complete(env.cg, cut.text)
+            not complete(env.cg, cut.text)
     return False
 
 
