@@ -105,6 +105,11 @@ def test_only_the_empty_string_and_possessive_repeats_are_refused() -> None:
     assert e.value.name == "REGEX"
     with pytest.raises(UnsupportedRegexError, match=r"REGEX: .*atomic group"):
         Grammar.from_regex("(?>ab|a)c")
+    # a Lark terminal with them fails at load too, naming the terminal and its line
+    for pattern, what in (("(?>ab)c", "atomic group"), ("xa*+", "possessive repeat")):
+        with pytest.raises(UnsupportedRegexError, match=f"terminal A: .*{what}") as e:
+            Grammar.from_lark(f"start: A\nA: /{pattern}/\n")
+        assert (e.value.name, e.value.line) == ("A", 2)
 
 
 def test_a_lexeme_back_at_the_lexer_s_start_is_still_pending() -> None:

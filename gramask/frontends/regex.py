@@ -51,15 +51,10 @@ def grammar_from_regex(pattern: str) -> GrammarParts:
         body = body[:-2] if body.endswith("\\Z") else body[:-1]
     if flags:  # (a verbose pattern's last line may be a comment: the group closes below it)
         body = f"(?{flags}:{body}\n)" if "x" in flags else f"(?{flags}:{body})"
-    from ..compiler.regex_features import check_features, has_category, not_regular, regex_ops
+    from ..compiler.regex_features import check_features, has_category
 
     body = without_edge_anchors(body)
-    parsed = check_features("REGEX", body)
-    # refused here, not at compile time under the terminal's internal name (REGEX_0)
-    late = next((op for op, _ in regex_ops(parsed)
-                 if str(op) in ("ATOMIC_GROUP", "POSSESSIVE_REPEAT")), None)
-    if late is not None:
-        raise not_regular("REGEX", pattern, late)
+    parsed = check_features("REGEX", body)  # here, naming REGEX, not REGEX_0 at compile time
     b = GrammarBuilder()
     uni = has_category(parsed)  # \d, \w, \s as re reads them (Unicode), the promise here
     if not re.fullmatch(body, ""):
