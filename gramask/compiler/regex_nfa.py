@@ -158,10 +158,11 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     return nfa
 
 
-def char_set(op: Any, av: Any, flags: int) -> CharSet:
+def char_set(op: Any, av: Any, flags: int, unicode_categories: bool = True) -> CharSet:
     """The characters one parse-tree character item (``re``'s LITERAL, NOT_LITERAL, ANY or
-    IN) matches under ``flags``, as ``re`` reads it (Unicode categories, case folding)."""
-    return _Builder(ByteNFA(0), True).charset(op, av, flags)
+    IN) matches under ``flags``, as ``re`` reads it (Unicode categories, case folding), or,
+    not ``unicode_categories``, as :func:`build_byte_nfa` reads it then."""
+    return _Builder(ByteNFA(0), unicode_categories).charset(op, av, flags)
 
 
 def word_chars(ascii_only: bool) -> CharSet:
