@@ -3,6 +3,7 @@ grammar and cut (the walk's tokens replaced by the real tokenizer's tokens of it
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -82,9 +83,13 @@ def replay(kind: str, mode: str, vocab: gramask.Vocabulary, tok: Callable[[str],
     if base not in REPLAYED:
         return None
 
+    @functools.lru_cache(maxsize=4)  # the cut shrinks under one grammar: built once
+    def env_of(g: str) -> chk.Env:  # (nothing here reads its rnd or stats)
+        return _env(g, mode, vocab, tok, indent)
+
     def bad(g: str, cut: chk.Cut) -> bool:
         try:
-            return _check(kind, _env(g, mode, vocab, tok, indent), cut, witness or "")
+            return _check(kind, env_of(g), cut, witness or "")
         except (lark.exceptions.LarkError, GramaskError, RecursionError):
             return False
 

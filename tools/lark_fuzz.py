@@ -25,6 +25,7 @@ allowed set against the union of Earley items, ...): the report classifies by ha
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import random
 import signal
@@ -163,10 +164,13 @@ def failing(kind: str, mode: str, vocab: gramask.Vocabulary,
             tok: Callable[[str], list[int]]) -> Callable[[str, str], bool]:
     """Does (grammar, text) still show a disagreement of ``kind``?"""
 
+    @functools.lru_cache(maxsize=4)  # the text shrinks under one grammar: built once
+    def built(g: str) -> tuple[lark.Lark, gramask.CompiledGrammar]:
+        return oracle(g, mode), compile_(g, mode, vocab)
+
     def bad(g: str, t: str) -> bool:
         try:
-            p = oracle(g, mode)
-            cg = compile_(g, mode, vocab)
+            p, cg = built(g)
             if kind == "complete":
                 return complete(cg, t) != accepts(p, t)
             if kind == "force":
