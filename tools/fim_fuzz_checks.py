@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import lark
-from fuzz_common import complete  # gramask's prefix-only verdict: the reference
+from fuzz_common import complete, force_into  # complete: gramask's prefix-only verdict
 
 import gramask
 from gramask.errors import GramaskError
@@ -118,15 +118,14 @@ def setup(env: Env, cut: Cut, max_tokens: int | None = None
         return Problem("crash", f"setup {type(e).__name__}: {e}")
 
 
-def force(env: Env, c: gramask.Constraint, ids: list[int]) -> str | None:
+def force(c: gramask.Constraint, ids: list[int]) -> str | None:
     """None if every token of ``ids`` and then EOS is allowed; else what failed."""
-    for k, t in enumerate(ids):
-        if not c.allowed()[t]:
-            return f"token {k} {env.cg.vocab.token_bytes(t)!r} forbidden after {c.data!r}"
-        c.advance(t)
-    if not c.allowed()[env.eos]:
-        return "EOS forbidden after the whole middle"
-    return None
+    return force_into(c, ids, "after the whole middle")
+
+
+def both_take(env: Env, text: str) -> bool:
+    """Do lark and gramask's prefix-only constraint both take the whole ``text``?"""
+    return env.accepts(text) and complete(env.cg, text)
 
 
 def walked(c: gramask.Constraint) -> str:
@@ -149,8 +148,7 @@ def dead_end(env: Env, cut: Cut, c: gramask.Constraint) -> Problem | None:
         return Problem("dead-end-lexer", f"after {c.data!r}: the prefix-only constraint is "
                        "stuck too", walked(c))
     here = cut.prefix + walked(c)
-    x = next((x for x in env.pieces if env.accepts(here + x + cut.suffix)
-              and complete(env.cg, here + x + cut.suffix)), None)
+    x = next((x for x in env.pieces if both_take(env, here + x + cut.suffix)), None)
     if x is not None:  # the state is no dead end: the search missed a completion
         return Problem("completion-missed", f"none found after {c.data!r}, but {x!r} completes",
                        walked(c), x)
@@ -240,7 +238,7 @@ def check_cut(env: Env, cut: Cut, walks: int, slack: list[int]) -> list[Problem]
     env.count("cuts set up")
     ids = env.tok(cut.middle)
     env.count("forced tokens", len(ids))
-    why = guarded("force", lambda: force(env, c.clone(), ids))
+    why = guarded("force", lambda: force(c.clone(), ids))
     if why is not None:
         out.append(why if isinstance(why, Problem) else Problem("force", why))
     for _ in range(walks):
@@ -263,7 +261,7 @@ def check_budget(env: Env, cut: Cut, ids: list[int], k: int) -> list[Problem]:
             return []  # the plan's bound is above the true middle's tokens (documented)
         return [Problem(f"budget-k{k}-{c.kind}", c.detail)]
     out: list[Problem] = []
-    why = guarded("force", lambda: force(env, c.clone(), ids))
+    why = guarded("force", lambda: force(c.clone(), ids))
     env.count(f"budget k={k}: forced tokens", len(ids))
     if why is not None:
         env.count(f"budget k={k}: true middle forbidden")
@@ -280,9 +278,7 @@ def check_broken_suffix(env: Env, cut: Cut, middles: list[str]) -> list[Problem]
     """A mutated suffix: if setup refuses it, no middle of ``middles`` may connect it (by
     lark and by gramask's prefix mode); if setup takes it, the shortest completion must end in
     a text lark takes (or, where none is found, no middle of ``middles`` may exist)."""
-    witness = next((m for m in middles
-                    if env.accepts(cut.prefix + m + cut.suffix)
-                    and complete(env.cg, cut.prefix + m + cut.suffix)), None)
+    witness = next((m for m in middles if both_take(env, cut.prefix + m + cut.suffix)), None)
     c = setup(env, cut)
     if isinstance(c, Problem):
         env.count(f"broken suffix: {c.kind}")

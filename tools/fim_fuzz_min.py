@@ -36,10 +36,6 @@ def _walk_to(env: chk.Env, c: gramask.Constraint, text: str) -> bool:
     return True
 
 
-def _whole(env: chk.Env, cut: chk.Cut) -> bool:
-    return env.accepts(cut.text) and complete(env.cg, cut.text)
-
-
 def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
     budget = None
     if kind.startswith("budget-k"):
@@ -48,11 +44,11 @@ def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
     c = chk.setup(env, cut, budget)
     if kind in ("suffix-refused", "suffix-refused-connectable", "prefix-refused"):
         want = "suffix-refused" if kind.startswith("suffix") else kind
-        return isinstance(c, chk.Problem) and c.kind == want and _whole(env, cut)
+        return isinstance(c, chk.Problem) and c.kind == want and chk.both_take(env, cut.text)
     if isinstance(c, chk.Problem):
         return False
     if kind == "force":
-        return _whole(env, cut) and chk.force(env, c, env.tok(cut.middle)) is not None
+        return chk.both_take(env, cut.text) and chk.force(c, env.tok(cut.middle)) is not None
     if not _walk_to(env, c, cut.middle):
         return False
     if kind == "completion-missed":  # no completion found, the cut's suffix completes
@@ -60,7 +56,7 @@ def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
             c.shortest_completion()
         except gramask.NoCompletionError:
             done = cut.prefix + cut.middle + witness + cut.suffix
-            return env.accepts(done) and complete(env.cg, done)
+            return chk.both_take(env, done)
         return False
     if kind.startswith("dead-end"):
         p = chk.dead_end(env, chk.Cut(cut.prefix, "", cut.suffix), c)

@@ -42,7 +42,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import lark_fuzz_gen as gen
-from fuzz_common import common_args, complete, random_steps, summary, walk_case, write_cases
+from fuzz_common import (
+    common_args,
+    complete,
+    force_into,
+    random_steps,
+    summary,
+    walk_case,
+    write_cases,
+)
 
 import gramask
 from gramask.errors import GramaskError
@@ -105,17 +113,9 @@ def small_vocab() -> gramask.Vocabulary:
 
 
 def force(cg: gramask.CompiledGrammar, ids: list[int]) -> str | None:
-    """None if the mask takes every token of ``ids`` and then EOS; else what failed."""
-    c = cg.constraint()
-    eos = cg.vocab.eos_token_id
-    for k, t in enumerate(ids):
-        m = c.allowed()
-        if not m[t]:
-            return f"token {k} {cg.vocab.token_bytes(t)!r} forbidden after {c.data!r}"
-        c.advance(t)
-    if not c.allowed()[eos]:  # type: ignore[index]
-        return "EOS forbidden at the end"
-    return None
+    """None if the mask takes every token of ``ids`` from the start and then EOS; else what
+    failed."""
+    return force_into(cg.constraint(), ids)
 
 
 def walk(cg: gramask.CompiledGrammar, prefix: str, rnd: random.Random,
