@@ -513,8 +513,7 @@ def _regular_equivalent(regex: str) -> str:
     structure: each pattern and its equivalent begin and end with the same kind of atom (a
     quote, or a group)."""
     for pattern, equivalent in _REGULAR_EQUIVALENTS.items():
-        if pattern in regex:
-            regex = regex.replace(pattern, equivalent)
+        regex = regex.replace(pattern, equivalent)
     return regex
 
 

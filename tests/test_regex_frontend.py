@@ -105,6 +105,11 @@ def test_only_the_empty_string_and_possessive_repeats_are_refused() -> None:
     assert e.value.name == "REGEX"
     with pytest.raises(UnsupportedRegexError, match=r"REGEX: .*atomic group"):
         Grammar.from_regex("(?>ab|a)c")
+    # a Lark terminal with them fails at load too, naming the terminal and its line
+    for pattern, what in (("(?>ab)c", "atomic group"), ("xa*+", "possessive repeat")):
+        with pytest.raises(UnsupportedRegexError, match=f"terminal A: .*{what}") as e:
+            Grammar.from_lark(f"start: A\nA: /{pattern}/\n")
+        assert (e.value.name, e.value.line) == ("A", 2)
 
 
 def test_a_lexeme_back_at_the_lexer_s_start_is_still_pending() -> None:
@@ -214,7 +219,8 @@ def test_anchors_inside_are_refused(pattern: str) -> None:
 
 
 @pytest.mark.parametrize("pattern", [r"\ud800", r"[\ud800-\udfff]+", r"a\udfff", "x\ud800",
-                                     r"[^\s\S]", r"a[^\x00-\U0010ffff]"])
+                                     r"[^\s\S]", r"a[^\x00-\U0010ffff]", r"(?i:a[^\w\W])",
+                                     r"(?a:b+[^\d\D])"])
 def test_regex_that_spells_nothing_is_refused(pattern: str) -> None:
     """Only lone surrogates or an empty class: the mask was empty at the start (not even
     EOS), a dead end before the first token."""
@@ -222,6 +228,15 @@ def test_regex_that_spells_nothing_is_refused(pattern: str) -> None:
         Grammar.from_regex(pattern)
     with pytest.raises(GrammarError, match="only the empty string"):
         Grammar.from_regex(f"(?:{pattern})?")
+
+
+@pytest.mark.parametrize("pattern", [r"a(?:\ud800){0}b", r"(?:\ud800|a)+", r"x[^\s\S]?",
+                                     r"(?i:[^\W\D])"])
+def test_an_item_that_spells_nothing_where_the_rest_spells_something(pattern: str) -> None:
+    """Not refused: the regex matches text all the same (``re`` is the oracle)."""
+    cg = _compiled(pattern)
+    text = next(t for t in ("ab", "a", "x", "7") if re.fullmatch(pattern, t))
+    assert _accepts(cg, text)
 
 
 def test_lone_surrogate_characters() -> None:

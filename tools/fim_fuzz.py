@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import fim_fuzz_checks as chk
 import lark_fuzz as lf
 import lark_fuzz_gen as gen
-from fuzz_common import common_args, summary, write_cases
+from fuzz_common import common_args, complete, summary, write_cases
 
 import gramask
 from gramask.errors import GramaskError
@@ -129,16 +129,18 @@ def run_grammar(gg: gen.GenGrammar, mode: str, vocab: gramask.Vocabulary,
     env.pieces = chk.pieces(good)
     cuts = [cut_at(rnd.choice(good), rnd) for _ in range(a.cuts if good else 0)]
     pending: list[tuple[chk.Problem, chk.Cut]] = []
+    taken: list[chk.Cut] = []  # the cuts whose whole text gramask's prefix mode takes
     for cut in cuts:
         stats[f"{mode}: cuts"] += 1
         for k in (len(cut.prefix), len(cut.prefix) + len(cut.middle)):
             stats[f"{mode}: cut offsets {where(p, cut.text, k)}"] += 1
-        if not chk.gramask_complete(cg, cut.text):
+        if not complete(cg, cut.text):
             stats[f"{mode}: lark differences (gramask's prefix mode refuses the text)"] += 1
             continue
+        taken.append(cut)
         pending += [(pr, cut) for pr in chk.check_cut(env, cut, a.walks, slack)]
     middles = [c.middle for c in cuts]
-    for cut in [c for c in cuts if chk.gramask_complete(cg, c.text)][: a.broken]:
+    for cut in taken[: a.broken]:
         bad = chk.Cut(cut.prefix, "", gen.mutate(cut.suffix, gg.alphabet, rnd))
         stats[f"{mode}: broken suffixes"] += 1
         pending += [(pr, bad) for pr in chk.check_broken_suffix(env, bad, middles)]

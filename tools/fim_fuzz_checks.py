@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import lark
+from fuzz_common import complete, force_into  # complete: gramask's prefix-only verdict
 
 import gramask
 from gramask.errors import GramaskError
@@ -87,15 +88,6 @@ def pieces(texts: list[str], most: int = 1500, longest: int = 6) -> list[str]:
     return list(out)[:most]
 
 
-def gramask_complete(cg: gramask.CompiledGrammar, text: str) -> bool:
-    """gramask's prefix-only verdict on a whole text (the FIM checks' reference: where it
-    disagrees with lark, that is lark_fuzz's class, not FIM's)."""
-    try:
-        return cg.constraint(text).is_complete()
-    except gramask.InvalidPrefixError:
-        return False
-
-
 def prefix_stuck(cg: gramask.CompiledGrammar, text: str) -> bool:
     """Is ``text``, read without a suffix, a prefix gramask refuses or cannot complete? A FIM
     dead end that the prefix-only constraint shares is the greedy lexer's (helper sep's
@@ -126,15 +118,14 @@ def setup(env: Env, cut: Cut, max_tokens: int | None = None
         return Problem("crash", f"setup {type(e).__name__}: {e}")
 
 
-def force(env: Env, c: gramask.Constraint, ids: list[int]) -> str | None:
+def force(c: gramask.Constraint, ids: list[int]) -> str | None:
     """None if every token of ``ids`` and then EOS is allowed; else what failed."""
-    for k, t in enumerate(ids):
-        if not c.allowed()[t]:
-            return f"token {k} {env.cg.vocab.token_bytes(t)!r} forbidden after {c.data!r}"
-        c.advance(t)
-    if not c.allowed()[env.eos]:
-        return "EOS forbidden after the whole middle"
-    return None
+    return force_into(c, ids, "after the whole middle")
+
+
+def both_take(env: Env, text: str) -> bool:
+    """Do lark and gramask's prefix-only constraint both take the whole ``text``?"""
+    return env.accepts(text) and complete(env.cg, text)
 
 
 def walked(c: gramask.Constraint) -> str:
@@ -157,8 +148,7 @@ def dead_end(env: Env, cut: Cut, c: gramask.Constraint) -> Problem | None:
         return Problem("dead-end-lexer", f"after {c.data!r}: the prefix-only constraint is "
                        "stuck too", walked(c))
     here = cut.prefix + walked(c)
-    x = next((x for x in env.pieces if env.accepts(here + x + cut.suffix)
-              and gramask_complete(env.cg, here + x + cut.suffix)), None)
+    x = next((x for x in env.pieces if both_take(env, here + x + cut.suffix)), None)
     if x is not None:  # the state is no dead end: the search missed a completion
         return Problem("completion-missed", f"none found after {c.data!r}, but {x!r} completes",
                        walked(c), x)
@@ -193,7 +183,7 @@ def walk(env: Env, cut: Cut, c: gramask.Constraint) -> Problem | None:
         return Problem("walk-eos", f"EOS forbidden after the shortest completion {c.data!r}",
                        walked(c))
     if not env.accepts(text):
-        if not gramask_complete(env.cg, text):
+        if not complete(env.cg, text):
             return Problem("walk-unsound", f"EOS allowed, neither lark nor gramask takes "
                            f"{text!r}", walked(c))
         env.count("lark differences (walk text, gramask's prefix mode agrees with FIM)")
@@ -225,7 +215,7 @@ def budget_walk(env: Env, cut: Cut, c: gramask.Constraint) -> Problem | None:
     if not c.is_complete():
         return Problem("incomplete", f"EOS allowed, not complete after {c.data!r}", walked(c))
     text = finish_text(cut, c)
-    if not env.accepts(text) and not gramask_complete(env.cg, text):
+    if not env.accepts(text) and not complete(env.cg, text):
         return Problem("unsound", f"neither lark nor gramask takes {text!r}", walked(c))
     return None
 
@@ -248,7 +238,7 @@ def check_cut(env: Env, cut: Cut, walks: int, slack: list[int]) -> list[Problem]
     env.count("cuts set up")
     ids = env.tok(cut.middle)
     env.count("forced tokens", len(ids))
-    why = guarded("force", lambda: force(env, c.clone(), ids))
+    why = guarded("force", lambda: force(c.clone(), ids))
     if why is not None:
         out.append(why if isinstance(why, Problem) else Problem("force", why))
     for _ in range(walks):
@@ -271,7 +261,7 @@ def check_budget(env: Env, cut: Cut, ids: list[int], k: int) -> list[Problem]:
             return []  # the plan's bound is above the true middle's tokens (documented)
         return [Problem(f"budget-k{k}-{c.kind}", c.detail)]
     out: list[Problem] = []
-    why = guarded("force", lambda: force(env, c.clone(), ids))
+    why = guarded("force", lambda: force(c.clone(), ids))
     env.count(f"budget k={k}: forced tokens", len(ids))
     if why is not None:
         env.count(f"budget k={k}: true middle forbidden")
@@ -288,9 +278,7 @@ def check_broken_suffix(env: Env, cut: Cut, middles: list[str]) -> list[Problem]
     """A mutated suffix: if setup refuses it, no middle of ``middles`` may connect it (by
     lark and by gramask's prefix mode); if setup takes it, the shortest completion must end in
     a text lark takes (or, where none is found, no middle of ``middles`` may exist)."""
-    witness = next((m for m in middles
-                    if env.accepts(cut.prefix + m + cut.suffix)
-                    and gramask_complete(env.cg, cut.prefix + m + cut.suffix)), None)
+    witness = next((m for m in middles if both_take(env, cut.prefix + m + cut.suffix)), None)
     c = setup(env, cut)
     if isinstance(c, Problem):
         env.count(f"broken suffix: {c.kind}")
@@ -314,7 +302,7 @@ def check_broken_suffix(env: Env, cut: Cut, middles: list[str]) -> list[Problem]
     text = finish_text(cut, c)
     if not c.is_complete():
         return [Problem("broken-incomplete", f"{done.text!r}", walked(c))]
-    if not env.accepts(text) and not gramask_complete(env.cg, text):
+    if not env.accepts(text) and not complete(env.cg, text):
         return [Problem("broken-unsound", f"neither lark nor gramask takes {text!r}",
                         walked(c))]
     env.count("broken suffix: taken, completed")

@@ -3,6 +3,7 @@ grammar and cut (the walk's tokens replaced by the real tokenizer's tokens of it
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -11,6 +12,7 @@ import fim_fuzz_checks as chk
 import lark
 import lark_fuzz as lf
 import lark_fuzz_gen as gen
+from fuzz_common import complete
 
 import gramask
 from gramask.errors import GramaskError
@@ -34,10 +36,6 @@ def _walk_to(env: chk.Env, c: gramask.Constraint, text: str) -> bool:
     return True
 
 
-def _whole(env: chk.Env, cut: chk.Cut) -> bool:
-    return env.accepts(cut.text) and chk.gramask_complete(env.cg, cut.text)
-
-
 def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
     budget = None
     if kind.startswith("budget-k"):
@@ -46,11 +44,11 @@ def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
     c = chk.setup(env, cut, budget)
     if kind in ("suffix-refused", "suffix-refused-connectable", "prefix-refused"):
         want = "suffix-refused" if kind.startswith("suffix") else kind
-        return isinstance(c, chk.Problem) and c.kind == want and _whole(env, cut)
+        return isinstance(c, chk.Problem) and c.kind == want and chk.both_take(env, cut.text)
     if isinstance(c, chk.Problem):
         return False
     if kind == "force":
-        return _whole(env, cut) and chk.force(env, c, env.tok(cut.middle)) is not None
+        return chk.both_take(env, cut.text) and chk.force(c, env.tok(cut.middle)) is not None
     if not _walk_to(env, c, cut.middle):
         return False
     if kind == "completion-missed":  # no completion found, the cut's suffix completes
@@ -58,14 +56,14 @@ def _check(kind: str, env: chk.Env, cut: chk.Cut, witness: str) -> bool:
             c.shortest_completion()
         except gramask.NoCompletionError:
             done = cut.prefix + cut.middle + witness + cut.suffix
-            return env.accepts(done) and chk.gramask_complete(env.cg, done)
+            return chk.both_take(env, done)
         return False
     if kind.startswith("dead-end"):
         p = chk.dead_end(env, chk.Cut(cut.prefix, "", cut.suffix), c)
         return p is not None and p.kind == kind
     if kind == "walk-unsound":
         return bool(c.allowed()[env.eos]) and not env.accepts(cut.text) and \
-            not chk.gramask_complete(env.cg, cut.text)
+            not complete(env.cg, cut.text)
     return False
 
 
@@ -81,9 +79,13 @@ def replay(kind: str, mode: str, vocab: gramask.Vocabulary, tok: Callable[[str],
     if base not in REPLAYED:
         return None
 
+    @functools.lru_cache(maxsize=4)  # the cut shrinks under one grammar: built once
+    def env_of(g: str) -> chk.Env:  # (nothing here reads its rnd or stats)
+        return _env(g, mode, vocab, tok, indent)
+
     def bad(g: str, cut: chk.Cut) -> bool:
         try:
-            return _check(kind, _env(g, mode, vocab, tok, indent), cut, witness or "")
+            return _check(kind, env_of(g), cut, witness or "")
         except (lark.exceptions.LarkError, GramaskError, RecursionError):
             return False
 

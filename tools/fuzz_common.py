@@ -1,5 +1,6 @@
 """What the differential fuzzers (``tools/lark_fuzz.py``, ``tools/gbnf_fuzz.py``) share: their
-common options, gramask's verdict on a whole text, a walk's random allowed tokens, and the
+common options, gramask's verdict on a whole text, tokens forced through the mask, a walk's
+random allowed tokens, and the
 report of the cases found, so that both read and print the same way."""
 
 from __future__ import annotations
@@ -37,6 +38,19 @@ def complete(cg: gramask.CompiledGrammar, text: str) -> bool:
         return cg.constraint(text).is_complete()
     except gramask.InvalidPrefixError:
         return False
+
+
+def force_into(c: gramask.Constraint, ids: list[int], eos_where: str = "at the end"
+               ) -> str | None:
+    """None if the mask of ``c`` takes every token of ``ids`` in turn and then EOS; else
+    what failed (``eos_where``: where EOS was refused, in words)."""
+    for k, t in enumerate(ids):
+        if not c.allowed()[t]:
+            return f"token {k} {c.vocab.token_bytes(t)!r} forbidden after {c.data!r}"
+        c.advance(t)
+    if not c.allowed()[c.vocab.eos_token_id]:
+        return f"EOS forbidden {eos_where}"
+    return None
 
 
 def random_steps(c: gramask.Constraint, eos: int, rnd: random.Random, steps: int) -> None:

@@ -25,6 +25,7 @@ allowed set against the union of Earley items, ...): the report classifies by ha
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import random
 import signal
@@ -41,7 +42,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import lark_fuzz_gen as gen
-from fuzz_common import common_args, complete, random_steps, summary, walk_case, write_cases
+from fuzz_common import (
+    common_args,
+    complete,
+    force_into,
+    random_steps,
+    summary,
+    walk_case,
+    write_cases,
+)
 
 import gramask
 from gramask.errors import GramaskError
@@ -104,17 +113,9 @@ def small_vocab() -> gramask.Vocabulary:
 
 
 def force(cg: gramask.CompiledGrammar, ids: list[int]) -> str | None:
-    """None if the mask takes every token of ``ids`` and then EOS; else what failed."""
-    c = cg.constraint()
-    eos = cg.vocab.eos_token_id
-    for k, t in enumerate(ids):
-        m = c.allowed()
-        if not m[t]:
-            return f"token {k} {cg.vocab.token_bytes(t)!r} forbidden after {c.data!r}"
-        c.advance(t)
-    if not c.allowed()[eos]:  # type: ignore[index]
-        return "EOS forbidden at the end"
-    return None
+    """None if the mask takes every token of ``ids`` from the start and then EOS; else what
+    failed."""
+    return force_into(cg.constraint(), ids)
 
 
 def walk(cg: gramask.CompiledGrammar, prefix: str, rnd: random.Random,
@@ -163,10 +164,13 @@ def failing(kind: str, mode: str, vocab: gramask.Vocabulary,
             tok: Callable[[str], list[int]]) -> Callable[[str, str], bool]:
     """Does (grammar, text) still show a disagreement of ``kind``?"""
 
+    @functools.lru_cache(maxsize=4)  # the text shrinks under one grammar: built once
+    def built(g: str) -> tuple[lark.Lark, gramask.CompiledGrammar]:
+        return oracle(g, mode), compile_(g, mode, vocab)
+
     def bad(g: str, t: str) -> bool:
         try:
-            p = oracle(g, mode)
-            cg = compile_(g, mode, vocab)
+            p, cg = built(g)
             if kind == "complete":
                 return complete(cg, t) != accepts(p, t)
             if kind == "force":

@@ -298,6 +298,7 @@ class Deriver:
         self.ignore = list(parser.ignore_tokens)
         self.declared = [n for r in self.rules.values() for a in r for s in a
                          if s.is_term and s.name not in self.terms for n in [s.name]]
+        self.indented = {"_INDENT", "_DEDENT"} <= set(self.declared)  # an indenter's grammar
         inf = 10**9
         cost = {n: inf for n in self.rules}
         changed = True
@@ -340,7 +341,7 @@ class Deriver:
         for i, n in enumerate(names):
             if n in ("_INDENT", "_DEDENT"):
                 continue
-            if n == "_NEWLINE" and {"_INDENT", "_DEDENT"} <= set(self.declared):
+            if n == "_NEWLINE" and self.indented:
                 parts.append(self._newline(names, i, widths, rnd))
                 continue
             if n not in self.terms:

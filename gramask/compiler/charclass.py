@@ -3,7 +3,8 @@
 Why ranges: a class such as ``[\\U00010000-\\U0010ffff]`` or Python's identifier characters
 (PEP 3131: ~130,000 code points in ~770 ranges) must become a byte automaton without listing
 its code points one by one. Every operation here is linear in the number of ranges; only case
-folding looks at single characters, and only at the ~2,900 that have case variants.
+folding looks at single characters: once over every code point to learn ``re``'s lower cases
+(cached), then per class only at the ~1,400 that lowering changes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ __all__ = [
     "CharSet",
     "case_variants",
     "complement",
-    "fold_case",
     "fold_class",
     "normalize",
     "utf8_sequences",
@@ -93,41 +93,6 @@ def case_variants(ch: str, ascii_only: bool = False) -> frozenset[str]:
             return frozenset((ch, ch.swapcase()))
         return frozenset((ch,))
     return _re_variants(ch)
-
-
-@functools.lru_cache(maxsize=1)
-def _cased() -> tuple[tuple[int, frozenset[str]], ...]:
-    """Every code point with a case variant other than itself (to ``re``), with its
-    variants."""
-    from re import _casefix  # type: ignore[attr-defined]
-
-    cps: set[int] = set(_casefix._EXTRA_CASES)
-    for members in _lower_classes().values():
-        cps.update(members)
-    out = []
-    for cp in sorted(cps):
-        variants = _re_variants(chr(cp))
-        if len(variants) > 1:
-            out.append((cp, variants))
-    return tuple(out)
-
-
-_ASCII_CASED = tuple((cp, case_variants(chr(cp), True))
-                     for cp in [*range(0x41, 0x5B), *range(0x61, 0x7B)])
-
-
-def fold_case(ranges: CharSet, ascii_only: bool = False) -> CharSet:
-    """``ranges`` plus every case variant of its members (a case-insensitive class; under
-    the ``a`` flag, ``ascii_only``: ASCII letters only)."""
-    import bisect
-
-    los = [lo for lo, _ in ranges]
-    extra: list[tuple[int, int]] = []
-    for cp, variants in _ASCII_CASED if ascii_only else _cased():
-        i = bisect.bisect_right(los, cp) - 1
-        if i >= 0 and ranges[i][1] >= cp:
-            extra.extend((ord(v), ord(v)) for v in variants)
-    return normalize((*ranges, *extra)) if extra else ranges
 
 
 def _intersect(a: CharSet, b: CharSet) -> CharSet:

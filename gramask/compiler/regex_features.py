@@ -1,7 +1,8 @@
 """Which regex features a terminal may use: the ones with a finite automaton.
 
-A lookaround, a backreference or an anchor cannot be compiled into the lexer's DFA; they are
-refused before any automaton is built, with the terminal's name (the Lark, GBNF and regex
+A lookaround, a backreference, an anchor, an atomic group or a possessive repeat cannot be
+compiled into the lexer's DFA; they are refused before any automaton is built, with the
+terminal's name (the Lark, GBNF and regex
 front ends check their patterns here too).
 """
 
@@ -31,8 +32,9 @@ NOT_REGULAR = {
     "ATOMIC_GROUP": "an atomic group",
     "POSSESSIVE_REPEAT": "a possessive repeat",
 }
-# those refused before any automaton is built (the NFA builder refuses the others)
-_UNSUPPORTED = ("ASSERT", "ASSERT_NOT", "GROUPREF", "GROUPREF_EXISTS", "AT")
+# refused before any automaton is built (the NFA builder refuses them too, and what else it
+# cannot read)
+_UNSUPPORTED = tuple(NOT_REGULAR)
 
 
 def not_regular(name: str, pattern: str, op: object) -> UnsupportedRegexError:
@@ -45,8 +47,8 @@ def not_regular(name: str, pattern: str, op: object) -> UnsupportedRegexError:
 
 
 def check_features(name: str, pattern: str) -> Any:
-    """Refuse what has no finite automaton (lookarounds, backreferences, anchors), naming
-    the terminal; a pattern ``re`` cannot parse is an :class:`InvalidRegexError`. Returns
+    """Refuse what has no finite automaton (lookarounds, backreferences, anchors, atomic
+    groups, possessive repeats), naming the terminal; a pattern ``re`` cannot parse is an :class:`InvalidRegexError`. Returns
     ``re``'s parse tree of the pattern (for :func:`has_category` and the like)."""
     try:
         parsed = _sre_parse.parse(pattern)

@@ -158,10 +158,11 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     return nfa
 
 
-def char_set(op: Any, av: Any, flags: int) -> CharSet:
+def char_set(op: Any, av: Any, flags: int, unicode_categories: bool = True) -> CharSet:
     """The characters one parse-tree character item (``re``'s LITERAL, NOT_LITERAL, ANY or
-    IN) matches under ``flags``, as ``re`` reads it (Unicode categories, case folding)."""
-    return _Builder(ByteNFA(0), True).charset(op, av, flags)
+    IN) matches under ``flags``, as ``re`` reads it (Unicode categories, case folding), or,
+    not ``unicode_categories``, as :func:`build_byte_nfa` reads it then."""
+    return _Builder(ByteNFA(0), unicode_categories).charset(op, av, flags)
 
 
 def word_chars(ascii_only: bool) -> CharSet:
@@ -239,6 +240,7 @@ class _Builder:
 
     def charset(self, op: Any, av: Any, flags: int) -> CharSet:
         icase = bool(flags & _c.SRE_FLAG_IGNORECASE)
+        a_flag = bool(flags & _c.SRE_FLAG_ASCII)
         if op is _c.ANY:
             return complement(()) if flags & _c.SRE_FLAG_DOTALL else complement(_NEWLINE)
         if op is _c.LITERAL or op is _c.NOT_LITERAL:
@@ -246,8 +248,7 @@ class _Builder:
             negate = op is _c.NOT_LITERAL
             ranges: list[tuple[int, int]] = [(av, av)]
             if icase:
-                ascii_only = bool(flags & _c.SRE_FLAG_ASCII)
-                ranges = [(ord(v), ord(v)) for ch in chars for v in case_variants(ch, ascii_only)]
+                ranges = [(ord(v), ord(v)) for ch in chars for v in case_variants(ch, a_flag)]
             s = normalize(ranges)
             return complement(s) if negate else s
         # IN: read once with the ASCII categories and once with re's Unicode ones; the class
@@ -267,11 +268,9 @@ class _Builder:
             else:  # pragma: no cover - re's parser produces nothing else inside []
                 raise RegexNotRegular(f"the class item {iop}")
         if self.exact:  # re's reading: its Unicode sets, ASCII ones under the a flag
-            ascii_only = flags & _c.SRE_FLAG_ASCII or not cats
             return self._class_set(parts, cats, negate, icase,
-                                   _ascii_category if ascii_only else _unicode_category,
-                                   bool(flags & _c.SRE_FLAG_ASCII))
-        a_flag = bool(flags & _c.SRE_FLAG_ASCII)
+                                   _ascii_category if a_flag or not cats else _unicode_category,
+                                   a_flag)
         s = self._class_set(parts, cats, negate, icase, _ascii_category, a_flag)
         if negate or any("_NOT_" in name for name in cats):  # else the ASCII reading is less
             s = complement(normalize([*complement(s), *complement(self._class_set(

@@ -65,12 +65,13 @@ ANY = Cls(((0, MAX_CODEPOINT),))
 
 # --------------------------------------------------------------------------- parser
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
-_SIMPLE_ESCAPES = {"t": "\t", "r": "\r", "n": "\n", "\\": "\\", '"': '"', "[": "[", "]": "]"}
+# llama.cpp's escapes, then those XGrammar reads too: C's control escapes and three
+# punctuation marks anywhere (and, in _CLASS_PUNCTUATION, regex punctuation inside a class:
+# [a\-z], [\^a], [\.])
+_ESCAPES = {"t": "\t", "r": "\r", "n": "\n", "\\": "\\", '"': '"', "[": "[", "]": "]",
+            "0": "\0", "a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "v": "\v",
+            "'": "'", "/": "/", "?": "?"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
-# beyond llama.cpp's escapes, those XGrammar reads too: C's control escapes and three
-# punctuation marks anywhere, and regex punctuation inside a class ([a\-z], [\^a], [\.])
-_MORE_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "v": "\v",
-                 "'": "'", "/": "/", "?": "?"}
 _CLASS_PUNCTUATION = set("$()*+-./?^{|}")
 
 
@@ -232,9 +233,9 @@ class _Parser:
             self.pos += 1
             return ord(c)
         e = t[self.pos + 1: self.pos + 2]
-        if e in _SIMPLE_ESCAPES or e in _MORE_ESCAPES:
+        if e in _ESCAPES:
             self.pos += 2
-            return ord(_SIMPLE_ESCAPES.get(e) or _MORE_ESCAPES[e])
+            return ord(_ESCAPES[e])
         if end == "]" and e in _CLASS_PUNCTUATION:
             self.pos += 2
             return ord(e)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import GrammarError, InvalidRegexError
 from .bnf import GrammarBuilder, GrammarParts
@@ -51,15 +52,10 @@ def grammar_from_regex(pattern: str) -> GrammarParts:
         body = body[:-2] if body.endswith("\\Z") else body[:-1]
     if flags:  # (a verbose pattern's last line may be a comment: the group closes below it)
         body = f"(?{flags}:{body}\n)" if "x" in flags else f"(?{flags}:{body})"
-    from ..compiler.regex_features import check_features, has_category, not_regular, regex_ops
+    from ..compiler.regex_features import check_features, has_category
 
     body = without_edge_anchors(body)
-    parsed = check_features("REGEX", body)
-    # refused here, not at compile time under the terminal's internal name (REGEX_0)
-    late = next((op for op, _ in regex_ops(parsed)
-                 if str(op) in ("ATOMIC_GROUP", "POSSESSIVE_REPEAT")), None)
-    if late is not None:
-        raise not_regular("REGEX", pattern, late)
+    parsed = check_features("REGEX", body)  # here, naming REGEX, not REGEX_0 at compile time
     b = GrammarBuilder()
     uni = has_category(parsed)  # \d, \w, \s as re reads them (Unicode), the promise here
     if not re.fullmatch(body, ""):
@@ -85,13 +81,22 @@ _SURROGATE = re.compile(r"(?<!\\)((?:\\\\)*)\\?([\ud800-\udfff])")
 
 def _spells_nothing(pattern: str, uni: bool) -> bool:
     """Does ``pattern`` match no UTF-8 text (``\\ud800``, ``[^\\s\\S]``)? A terminal of it
-    would leave the mask empty at the start: no output, not even EOS. Its byte NFA, which
+    would leave the mask empty at the start: no output, not even EOS. Only a character item
+    that matches no character UTF-8 can spell makes it so (every regular construct over
+    items that match something matches something): where there is one, its byte NFA, which
     leaves surrogates out, is searched for a path to its end; one too large to build is left
     for the compiler to refuse."""
     from ..compiler.regex_bytes import MAX_NFA_NODES, MAX_TERMINAL_STATES
+    from ..compiler.regex_features import parse_regex
     from ..compiler.regex_nfa import NFATooLarge, RegexNotRegular, build_byte_nfa
     from ..compiler.regex_size import dfa_states_from_width
 
+    parsed = parse_regex(pattern)
+    try:
+        if parsed is not None and _items_spell(parsed, int(parsed.state.flags), uni):
+            return False
+    except (RegexNotRegular, RecursionError):
+        pass
     if dfa_states_from_width(pattern) > MAX_TERMINAL_STATES:
         return False  # (no NFA built for what the compiler refuses by its length alone)
     try:
@@ -107,6 +112,31 @@ def _spells_nothing(pattern: str, uni: bool) -> bool:
             if m not in seen:
                 seen.add(m)
                 todo.append(m)
+    return True
+
+
+def _items_spell(items: Any, flags: int, uni: bool) -> bool:
+    """Does every character item of the parsed ``items`` match a character that is no
+    surrogate (read under its group's flags, as ``build_byte_nfa`` reads it)? False for an
+    item it does not know."""
+    from ..compiler.regex_nfa import char_set
+
+    for op, av in items:
+        kind = str(op)
+        if kind in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            if all(lo >= 0xD800 and hi <= 0xDFFF for lo, hi in char_set(op, av, flags, uni)):
+                return False
+        elif kind == "SUBPATTERN":
+            if not _items_spell(av[3], (flags | av[1]) & ~av[2], uni):
+                return False
+        elif kind == "BRANCH":
+            if not all(_items_spell(alt, flags, uni) for alt in av[1]):
+                return False
+        elif kind in ("MAX_REPEAT", "MIN_REPEAT"):
+            if not _items_spell(av[2], flags, uni):
+                return False
+        else:
+            return False
     return True
 
 

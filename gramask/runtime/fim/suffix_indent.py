@@ -34,14 +34,13 @@ prefix's levels) may be masked, never wrongly called complete.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 
 from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import Automaton, EarleySet
 from ..core.indentation import TAB_UNIT, text_carry
 from .suffix_lattice import SuffixLattice, boundary_ends, lattice_edges
-from .suffix_lexing import MAX_DEPTH, MAX_EXTRA_DEDENTS, Branch
+from .suffix_lexing import MAX_DEPTH, MAX_EXTRA_DEDENTS, Branch, assumed_bases, indent_unit
 
 __all__ = ["parse_indented_lattice"]
 
@@ -62,8 +61,7 @@ class _Indenter:
         self.opens, self.closes = ctx.open_brackets, ctx.close_brackets
         self.ignored = cx.ignored_bits
         self.prefix = prefix_indent
-        steps = [b - a for a, b in itertools.pairwise(prefix_indent) if b > a]
-        self.unit = min(steps) if steps else 4
+        self.unit = indent_unit(prefix_indent)
 
     def width(self, i: int, j: int) -> int:
         """The width a newline lexeme ``S[i:j]`` leaves (0 where it runs to the end)."""
@@ -92,15 +90,7 @@ class _Indenter:
         it (and that gap filled on the prefix's step, or, off that step, with one or two
         levels of the middle's own), topped by ``w``."""
         base = [e for e in self.prefix if e < w]
-        out = [(*base, w)]
-        if base and w < TAB_UNIT:
-            filled = (*base, *range(base[-1] + self.unit, w, self.unit), w)
-            if filled != out[0]:
-                out.insert(0, filled)
-            elif (w - base[-1]) % self.unit:  # a gap off the step (suffix_lexing._expand)
-                out += [(*base, *range(base[-1] + 1, base[-1] + j + 1), w)
-                        for j in range(1, MAX_EXTRA_DEDENTS + 1) if base[-1] + j < w]
-        return out
+        return [(*b, w) for b in assumed_bases(base, w, self.unit)]
 
     def step(self, s: State, t: int, i: int, j: int) -> list[tuple[Emit, State]]:
         """The lexeme ``(t, i, j)`` read in state ``s``: (terminals it gives, next state)."""

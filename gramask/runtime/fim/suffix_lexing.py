@@ -234,6 +234,29 @@ def _readings(head: bytes, ends: frozenset[int], nl_t: int, prefix_indent: tuple
     return [(frozenset((nl_t,)), top), *([(rest, None)] if rest else [])]
 
 
+def indent_unit(prefix_indent: tuple[int, ...]) -> int:
+    """The prefix's indentation step (its smallest increase; 4 where it has none)."""
+    steps = [b - a for a, b in itertools.pairwise(prefix_indent) if b > a]
+    return min(steps) if steps else 4
+
+
+def assumed_bases(base: list[int], w: int, unit: int) -> list[list[int]]:
+    """The stacks (below ``w``) assumed under a first line of width ``w`` whose prefix
+    levels below it are ``base``: ``base`` itself, and, under :data:`TAB_UNIT`, the levels
+    the middle may have opened between, on the prefix's step ``unit`` ([0, 4] + first line
+    12 → 8 is assumed), or, where the gap is off that step, one or two levels of the
+    middle's own (the filled stack first)."""
+    bases = [base]
+    if base and w < TAB_UNIT:
+        filled = [*base, *range(base[-1] + unit, w, unit)]
+        if filled != base:
+            bases.insert(0, filled)
+        elif (w - base[-1]) % unit:
+            bases += [[*base, *range(base[-1] + 1, base[-1] + j + 1)]
+                      for j in range(1, MAX_EXTRA_DEDENTS + 1) if base[-1] + j < w]
+    return bases
+
+
 def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: tuple[int, ...],
             nl_t: int, indent_t: int, dedent_t: int, opens: frozenset[int],
             closes: frozenset[int], top: int | None = None,
@@ -264,18 +287,7 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
         at = raw[first][2]
     base = [e for e in prefix_indent if e < w]
     n_gt = sum(1 for e in prefix_indent if e > w)
-    bases = [base]
-    if base and w < TAB_UNIT:
-        # levels the middle may have opened between the prefix's and the first line's, on
-        # the prefix's indentation step (4 by default): [0, 4] + first line 12 → 8 is assumed
-        steps = [b - a for a, b in itertools.pairwise(prefix_indent) if b > a]
-        unit = min(steps) if steps else 4
-        filled = [*base, *range(base[-1] + unit, w, unit)]
-        if filled != base:
-            bases.insert(0, filled)
-        elif (w - base[-1]) % unit:  # a gap off the step: the middle's blocks, on its own
-            bases += [[*base, *range(base[-1] + 1, base[-1] + j + 1)]
-                      for j in range(1, MAX_EXTRA_DEDENTS + 1) if base[-1] + j < w]
+    bases = assumed_bases(base, w, indent_unit(prefix_indent))
     outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
     if top is not None and first < len(raw) and top < w:
         # the stack tops out at ``top``, below the first line: that line opens a block
