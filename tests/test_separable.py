@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 import gramask
 from gramask.compiler.analysis import GrammarWarning
 from gramask.compiler.lexer import build_lexer_dfa
-from gramask.compiler.separable import Adjacency, all_separable, lexeme_next
+from gramask.compiler.separable import (
+    Adjacency,
+    all_separable,
+    follows_separable,
+    lexeme_next,
+    terminal_follows,
+)
 from gramask.grammar import Grammar
 from tests._support import lark_accepts, tiny
 
@@ -96,6 +102,25 @@ def test_a_terminal_some_of_whose_ends_cannot_be_followed() -> None:
     assert c.allowed()[tok[b"b"]]
     _walk_without_dead_ends(cg, vocab, random.Random(0), 10, 6)
 
+
+
+@pytest.mark.parametrize(("grammar", "spared"), [
+    ('start: A ";" B\nA: /[a-z]+/\nB: "ba"\n', True),  # never side by side
+    ('start: A B\nA: /[a-z]+|[0-9]+/\nB: "b"\n', False),  # side by side, letters swallow it
+    # a comment runs on to no end a letter may follow, though the grammar puts a key after it
+    ('start: (N K)+\nN: /\\n/ | /#[^\\n]*/\nK: /[a-z]+/\n', False),
+    # ... but here the comment's own lexeme runs on to a line break a key may follow
+    ('start: (N K)+\nN: /(#[^\\n]*)?\\n/\nK: /[a-z]+/\n', True),
+])
+def test_the_search_is_spared_where_the_grammar_never_puts_an_unsplittable_pair_side_by_side(
+        grammar: str, spared: bool) -> None:
+    g = Grammar.from_lark(grammar, lexer="basic")
+    dfa = build_lexer_dfa(g.terminals)
+    nxt = lexeme_next(dfa)
+    assert not all_separable(dfa, nxt, g.newline_terminal)
+    assert follows_separable(dfa, nxt, terminal_follows(g)[0], g.newline_terminal) == spared
+    cg, vocab = tiny(grammar, [*CHARS, "#", "\n", ";"])
+    _walk_without_dead_ends(cg, vocab, random.Random(1), 10, 8)
 
 # tools/lark_fuzz.py --seed 25, grammar 44 (basic), minimised: ``T0 T2 T0`` can never be
 # lexed, so after ';/' a letter (which can only start that alternative) is a dead end

@@ -26,7 +26,8 @@ from ..grammar import Grammar
 from .lexer import LexerDFA
 from .reach_back import BITS, ReverseEdges, reach_back
 
-__all__ = ["Adjacency", "all_separable", "dead_terminals", "lexeme_next", "terminal_follows"]
+__all__ = ["Adjacency", "all_separable", "dead_terminals", "follows_separable", "lexeme_next",
+           "terminal_follows"]
 
 def terminal_follows(grammar: Grammar) -> tuple[list[int | None], int]:
     """Per terminal (lexer index), the terminals the grammar can put right after it, as a bit
@@ -151,6 +152,43 @@ def all_separable(dfa: LexerDFA, nxt: dict[int, int], nl_terminal: int = -1) -> 
     accept, ignored = dfa.accept, dfa.ignored
     return all(not sig & ~v for q, v in nxt.items()
                if not ignored[accept[q]] and accept[q] != nl_terminal)
+
+
+def follows_separable(dfa: LexerDFA, nxt: dict[int, int], follows: Sequence[int | None],
+                      nl_terminal: int = -1) -> bool:
+    """The second cheap test, where :func:`all_separable` fails: can every terminal the
+    grammar may put after a lexeme (``follows``, from :func:`terminal_follows`) start after
+    each of its ends, or after an end of the same terminal the lexeme can still run on to (a
+    comment held by a newline lexeme ends nowhere but after its line break)? Then no lexeme
+    in progress is a dead end, and the runtime's search is not needed."""
+    sig = sum(1 << t for t in range(dfa.num_terminals) if not dfa.ignored[t])
+    accept, ignored = dfa.accept, dfa.ignored
+    bad: list[int] = []
+    good = np.zeros(dfa.num_states, dtype=bool)
+    for q, v in nxt.items():
+        a = int(accept[q])
+        if ignored[a] or a == nl_terminal:
+            continue
+        need = follows[a]
+        if (sig if need is None else need) & ~v:
+            bad.append(q)
+        else:
+            good[q] = True
+    if not bad:
+        return True
+    # per state, the terminals of the good ends it can run on to (64 terminals per pass)
+    edges = dfa._reverse or ReverseEdges(dfa.trans, by_columns=True)
+    for lo in range(0, dfa.num_terminals, BITS):
+        mine = [(q, int(accept[q]) - lo) for q in bad if lo <= accept[q] < lo + BITS]
+        if not mine:
+            continue
+        seeds = np.zeros(dfa.num_states, dtype=np.uint64)
+        at = np.flatnonzero(good & (accept >= lo) & (accept < lo + BITS))
+        seeds[at] = np.left_shift(np.uint64(1), (accept[at] - lo).astype(np.uint64))
+        reach = reach_back(edges, seeds)
+        if any(not int(reach[q]) >> k & 1 for q, k in mine):
+            return False
+    return True
 
 
 class Adjacency:
