@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import fim_fuzz_checks as chk
 import lark_fuzz as lf
 import lark_fuzz_gen as gen
-from fuzz_common import common_args, complete, summary, write_cases
+from fuzz_common import common_args, complete, summary
 
 import gramask
 from gramask.errors import GramaskError
@@ -204,21 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     found: list[dict[str, object]] = []
     t0, c0 = time.time(), time.process_time()
     out = a.out.open("w")
-    signal.signal(signal.SIGALRM, lf._alarm)
     for k in range(a.grammars):
         rnd = random.Random(f"fim:{a.seed}:{k}")
         gg = gen.indented_grammar(rnd) if rnd.random() < a.indent else gen.grammar(rnd)
-        for mode in a.modes.split(","):
-            n = len(found)
-            signal.alarm(a.timeout)
-            try:
-                run_grammar(gg, mode, vocab, tok, rnd, a, stats, found)
-            except lf.Slow:
-                stats[f"{mode}: timed out"] += 1
-                print(f"[grammar {a.seed}:{k} {mode}] timed out", flush=True)
-            finally:
-                signal.alarm(0)
-            write_cases(out, found[n:], f"{a.seed}:{k}", f"grammar {a.seed}:{k} {mode}")
+        lf.run_modes(lambda mode, gg=gg, rnd=rnd:
+                     run_grammar(gg, mode, vocab, tok, rnd, a, stats, found),
+                     a.modes, a.timeout, stats, found, out, f"{a.seed}:{k}")
     out.close()
     summary(stats, a.out, len(found), t0, c0)
     return 0

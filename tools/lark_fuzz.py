@@ -35,6 +35,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 import lark
 
@@ -313,6 +314,23 @@ def _alarm(_sig: int, _frame: object) -> None:
     raise Slow
 
 
+def run_modes(run: Callable[[str], None], modes: str, timeout: int, stats: Counter[str],
+              found: list[dict[str, object]], out: TextIO, grammar_id: str) -> None:
+    """``run(mode)`` for each lexer mode within ``timeout`` seconds, its cases written."""
+    signal.signal(signal.SIGALRM, _alarm)
+    for mode in modes.split(","):
+        n = len(found)
+        signal.alarm(timeout)
+        try:
+            run(mode)
+        except Slow:
+            stats[f"{mode}: timed out"] += 1
+            print(f"[grammar {grammar_id} {mode}] timed out", flush=True)
+        finally:
+            signal.alarm(0)
+        write_cases(out, found[n:], grammar_id, f"grammar {grammar_id} {mode}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common_args(ap, grammars=50, walks=6, texts_help="derivations (and mutations) each",
@@ -328,18 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     for k in range(a.grammars):
         rnd = random.Random(f"{a.seed}:{k}")
         gg = gen.grammar(rnd)
-        for mode in a.modes.split(","):
-            n = len(found)
-            signal.signal(signal.SIGALRM, _alarm)
-            signal.alarm(a.timeout)
-            try:
-                run_grammar(gg, mode, vocab, tok, rnd, a, stats, found)
-            except Slow:
-                stats[f"{mode}: timed out"] += 1
-                print(f"[grammar {a.seed}:{k} {mode}] timed out", flush=True)
-            finally:
-                signal.alarm(0)
-            write_cases(out, found[n:], f"{a.seed}:{k}", f"grammar {a.seed}:{k} {mode}")
+        run_modes(lambda mode, gg=gg, rnd=rnd:
+                  run_grammar(gg, mode, vocab, tok, rnd, a, stats, found),
+                  a.modes, a.timeout, stats, found, out, f"{a.seed}:{k}")
     out.close()
     summary(stats, a.out, len(found), t0, c0)
     return 0
