@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gbnf_fuzz_gen as gen
 from fuzz_common import common_args, complete, random_steps, summary, walk_case, write_cases
-from lark_fuzz import Slow, _alarm, force, shrink, small_vocab
+from lark_fuzz import Slow, _alarm, force, minimised, shrink, small_vocab
 
 import gramask
 from gramask.errors import GramaskError
@@ -218,16 +218,11 @@ def run_grammar(gg: gen.GenGrammar, vocab: gramask.Vocabulary,
             mk = "stuck" if detail.startswith("no completion") else "complete"
         if a.minimise and mk is not None:
             v = small_vocab() if mk == "complete" else vocab
-            bad = failing(mk, v, tok)
-            signal.alarm(a.timeout)
-            try:
-                if bad(gg.text, t):
-                    mg, mt = minimise(gg.text, t, bad)
-                    case.update(min_kind=mk, min_grammar=mg, min_text=mt)
-                else:
-                    case["min_kind"] = f"{mk}: does not reproduce"
-            except Slow:
-                case["min_kind"] = f"{mk}: minimisation timed out"
+            got = minimised(failing(mk, v, tok), minimise, gg.text, t, a.timeout)
+            if isinstance(got, str):
+                case["min_kind"] = f"{mk}: {got}"
+            else:
+                case.update(min_kind=mk, min_grammar=got[0], min_text=got[1])
         found.append(case)
 
 

@@ -314,6 +314,21 @@ def _alarm(_sig: int, _frame: object) -> None:
     raise Slow
 
 
+def minimised(bad: Callable[[str, str], bool],
+              minimise: Callable[[str, str, Callable[[str, str], bool]], tuple[str, str]],
+              source: str, text: str, timeout: int) -> tuple[str, str] | str:
+    """The smallest (source, text) ``bad`` still holds for, within its own ``timeout`` (the
+    alarm is left running: what is left of it bounds the rest of the run), or why there is
+    none: "does not reproduce", "minimisation timed out"."""
+    signal.alarm(timeout)
+    try:
+        if not bad(source, text):
+            return "does not reproduce"
+        return minimise(source, text, bad)
+    except Slow:
+        return "minimisation timed out"
+
+
 def run_modes(run: Callable[[str], None], modes: str, timeout: int, stats: Counter[str],
               found: list[dict[str, object]], out: TextIO, grammar_id: str) -> None:
     """``run(mode)`` for each lexer mode within ``timeout`` seconds, its cases written."""

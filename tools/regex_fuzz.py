@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import regex_fuzz_gen as gen
 from fuzz_common import complete, summary, walk_case, write_cases
-from lark_fuzz import Slow, _alarm, force, shrink, walk
+from lark_fuzz import Slow, _alarm, force, minimised, shrink, walk
 
 import gramask
 from gramask.errors import GramaskError
@@ -197,18 +197,12 @@ def run_regex(g: gen.GenRegex, vocabs: Vocabs, rnd: random.Random, a: argparse.N
         if kind == "walk":
             mk = "stuck" if "no completion" in detail else "complete"
         if a.minimise and mk is not None:
-            bad = failing(mk, vocabs)
-            signal.alarm(a.timeout)
-            try:
-                if bad(g.pattern, t):
-                    mp, mt = minimise(g.pattern, t, bad)
-                    c.update(min_kind=mk, min_pattern=mp, min_text=mt)
-                else:
-                    c["min_kind"] = f"{mk}: does not reproduce"
-            except Slow:
-                c["min_kind"] = f"{mk}: minimisation timed out"
-            finally:
-                signal.alarm(0)
+            got = minimised(failing(mk, vocabs), minimise, g.pattern, t, a.timeout)
+            signal.alarm(0)
+            if isinstance(got, str):
+                c["min_kind"] = f"{mk}: {got}"
+            else:
+                c.update(min_kind=mk, min_pattern=got[0], min_text=got[1])
         found.append(c)
 
 
