@@ -208,7 +208,7 @@ class Grammar:
             pat = t.pattern
             is_string = pat.type == "str"
             regex = re.escape(pat.value) if is_string else pat.value
-            regex = regex if is_string else _regular_equivalent(regex)
+            regex = _REGULAR_EQUIVALENTS.get(regex, regex)
             flags = "".join(sorted(f for f in pat.flags if f in "ismx"))
             if flags:
                 regex = f"(?{flags}:{regex})"
@@ -505,16 +505,6 @@ _REGULAR_EQUIVALENTS = {
     # two numbers no Python rule puts side by side: refused by the parser instead)
     r"(?:0(?:(?:_)?0)*(?![1-9])|[1-9](?:(?:_)?[0-9])*)": r"(?:0(?:(?:_)?0)*|[1-9](?:(?:_)?[0-9])*)",
 }
-
-
-def _regular_equivalent(regex: str) -> str:
-    """``regex`` with each lookaround pattern above replaced wherever it occurs, also inside
-    a terminal built from it (``T: "a"+ ESCAPED_STRING``). A plain substitution keeps the
-    structure: each pattern and its equivalent begin and end with the same kind of atom (a
-    quote, or a group)."""
-    for pattern, equivalent in _REGULAR_EQUIVALENTS.items():
-        regex = regex.replace(pattern, equivalent)
-    return regex
 
 
 def _check_terminals(terminals: Sequence[TerminalSpec], text: str, source: str) -> None:
