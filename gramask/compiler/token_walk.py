@@ -63,14 +63,9 @@ class TokenWalker:
                 [dfa.live & ~ignored[None, :],
                  (dfa.live & ignored[None, :]).any(axis=1, keepdims=True)], axis=1
             )
-            classes, state_class = unique_rows(live_plus)
-            # ... and what may follow the ignored lexemes a state can still end as (a blank
-            # and a comment that only a newline ends are not alike): see ignored_follows
-            follow_ids = ignored_follows(dfa)[0]
-            if follow_ids.any():
-                pairs, state_class = unique_rows(
-                    np.stack([state_class.reshape(-1), follow_ids], axis=1))
-                classes = classes[pairs[:, 0]]
+            # ... split by what may follow the ignored lexemes a state can still end as (a
+            # blank and a comment that only a newline ends are not alike): see ignored_follows
+            classes, state_class = split_classes(*unique_rows(live_plus), ignored_follows(dfa)[0])
         else:  # (split by the ends each state reaches, where some cannot be followed)
             classes, state_class = split_classes(*unique_rows(end_classes(dfa)), end_ids)
         self.classes = classes

@@ -250,8 +250,9 @@ def split_classes(classes: np.ndarray, state_class: np.ndarray, ids: np.ndarray 
                   ) -> tuple[np.ndarray, np.ndarray]:
     """End classes (distinct rows, each state's row) split by a per-state id (0 for most):
     the basic mode's states whose lexeme ends where not every terminal can start
-    (:class:`gramask.compiler.separable.Adjacency`) keep apart what they can still reach;
-    with no ids (every bundled grammar) the classes are unchanged."""
+    (:class:`gramask.compiler.separable.Adjacency`) keep apart what they can still reach, the
+    contextual mode's what may follow their ignored lexemes (``ignored_follows``); with no
+    ids the classes are unchanged."""
     if ids is None or not ids.any():
         return classes, state_class
     pairs, split = unique_rows(np.stack([state_class.reshape(-1), ids], axis=1))
