@@ -206,9 +206,8 @@ def test_adjacency_follows_the_bytes_that_end_a_lexeme() -> None:
     assert (group(b";"), a) in adj.delta and (0, a) in adj.delta  # (0: the start)
 
 
-# Fixed examples (derandomize): a random draw can meet the documented gap of the runtime's
-# search (a lexeme in progress that can also end as an ignored one, docs/semantics.md), which
-# the strict xfail below pins; a fresh draw per run would make this test fail by chance.
+# Fixed examples (derandomize): a fresh draw per run would make a failure come by chance; new
+# draws belong in tools/ fuzzing (seed 9125, pinned below, was found here).
 @settings(max_examples=15, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(st.integers(0, 10**6))
@@ -219,10 +218,8 @@ def test_random_grammars_have_no_dead_ends(seed: int) -> None:
     _no_dead_ends(seed)
 
 
-@pytest.mark.xfail(strict=True, reason="documented gap: a lexeme in progress that can also end "
-                   "as an ignored one (a rest-of-line comment) is not searched")
 def test_no_dead_end_after_a_lexeme_that_may_be_an_ignored_comment() -> None:
-    _no_dead_ends(9125)  # '#' is allowed, after which nothing can follow
+    _no_dead_ends(9125)  # '#' was allowed (it may become a comment), after which nothing can follow
 
 
 def _no_dead_ends(seed: int) -> None:
@@ -258,3 +255,54 @@ T3: /[a-z]+/i
 def test_an_empty_language_as_lexed_is_a_grammar_error() -> None:
     with pytest.raises(gramask.GrammarError, match=r"_T2 can never be followed by _T2"):
         tiny(REST_OF_LINE, CHARS)
+
+
+# Hand-written grammars of seed 9125's shape: a lexeme in progress that may still end as an
+# ignored one (a rest-of-line comment), decided by lark's own parser on the texts at stake.
+# (grammar, tokens, (prefix, token, allowed) triples)
+COMMENT_SHAPED = [
+    # '#' only as a comment's start (nothing starts with the newline that ends one, and the
+    # text may not end at the start), or as "#" which only a comment's bytes can follow
+    (r"""
+start: "#" NAME | NAME ";"
+NAME: /[a-z]+/
+COMMENT: /#[^\n]*/
+%ignore COMMENT
+%ignore " "
+""", [*"#ab; \n"], [("", "#", False), ("ab;", "#", True), ("ab", "#", False)]),
+    # ... where the newline is ignored too, a comment may stand first
+    (r"""
+start: "#" NAME | NAME ";"
+NAME: /[a-z]+/
+COMMENT: /#[^\n]*/
+%ignore COMMENT
+%ignore /\n/
+""", [*"#ab;\n"], [("", "#", True), ("#", "a", True), ("#\n", "a", True)]),
+    # '/' as a division needs another: with a blank between ("/ /"), not side by side
+    # ("//" is a comment)
+    (r"""
+start: NUM | "/" "/"
+NUM: /[0-9]+/
+COMMENT: /\/\/[^\n]*/
+%ignore COMMENT
+%ignore " "
+""", [*"/01 \n"], [("", "/", True), ("/", "/", False), ("/", " ", True), ("/ ", "/", True),
+                   ("1", "/", True)]),
+]
+
+
+@pytest.mark.parametrize(("grammar", "chars", "cases"), COMMENT_SHAPED)
+def test_a_lexeme_that_may_still_become_a_comment_is_searched_both_ways(
+        grammar: str, chars: list[str], cases: list[tuple[str, str, bool]]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the first: "#" can never be followed by NAME)
+        cg, vocab = tiny(grammar, chars)
+    oracle = lark.Lark(grammar, parser="earley", lexer="basic")
+    tok = {t.decode(): i for i, t in enumerate(vocab.token_tuple)}
+    for prefix, t, allowed in cases:
+        assert bool(cg.constraint(prefix).allowed()[tok[t]]) == allowed, (prefix, t)
+        # the oracle: some short text after prefix + t is the language's
+        tails = ["", *chars, *(a + b for a in chars for b in chars),
+                 *(a + b + c for a in chars for b in chars for c in chars)]
+        assert any(lark_accepts(oracle, prefix + t + w) for w in tails) == allowed, (prefix, t)
+    _walk_without_dead_ends(cg, vocab, random.Random(3), 10, 6)

@@ -200,7 +200,9 @@ class Adjacency:
     (the next lexeme's first byte kills it; ignored lexemes may stand between); group 0 is
     the start of the text. ``ids[q]``: per lexer state, the id of ``table[id]``, the pairs
     (terminal, groups of its ends the lexeme in progress at ``q`` can still reach), for its
-    significant terminals; states alike share an id (0: none). A sequence of lexemes is how
+    significant terminals, and ``(-1, groups)`` for the ends of its ignored ones (a ``#``
+    that can still become a comment: the parser then stays where it is); states alike share
+    an id (0: none). A sequence of lexemes is how
     the lexer splits some text iff it is a path of ``delta`` (exactly: the lexer ends a
     lexeme only where the next byte kills it)."""
 
@@ -269,8 +271,7 @@ class Adjacency:
             per: dict[int, set[int]] = {}
             for i in reached[x]:
                 a, g = pairs[i]
-                if not ignored[a]:
-                    per.setdefault(a, set()).add(g)
+                per.setdefault(-1 if ignored[a] else a, set()).add(g)
             key = tuple((a, tuple(sorted(gs))) for a, gs in sorted(per.items()))
             got = index.get(key)
             if got is None:
