@@ -367,19 +367,11 @@ def _lark_lines_suffix(grammar: Grammar, suffix: bytes) -> bytes | None:
 def _end_conditions(grammar: Grammar, dfa: LexerDFA, tables: TokenTables) -> Any:
     """The runtime's lexeme-adjacency search (None where every terminal can start after
     every end, or every one the grammar puts side by side: every bundled grammar), see :mod:`gramask.runtime.core.end_conditions`."""
-    from .compiler.separable import (
-        Adjacency,
-        all_separable,
-        follows_separable,
-        lexeme_next,
-        terminal_follows,
-    )
+    from .compiler.separable import adjacency, needs_end_search
     from .runtime.core.end_conditions import EndConditions
 
-    nl = grammar.newline_terminal
-    nxt = lexeme_next(dfa)
-    if all_separable(dfa, nxt, nl) or follows_separable(
-            dfa, nxt, terminal_follows(grammar)[0], nl):
+    if not needs_end_search(grammar, dfa):  # (the compile split the end classes alike)
         return None
-    ec = EndConditions(Adjacency(dfa), tables.state_class, tables.class_winnable, nl)
+    ec = EndConditions(adjacency(dfa), tables.state_class, tables.class_winnable,
+                       grammar.newline_terminal)
     return ec if ec.classes else None

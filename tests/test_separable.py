@@ -23,8 +23,10 @@ from gramask.compiler.separable import (
     all_separable,
     follows_separable,
     lexeme_next,
+    needs_end_search,
     terminal_follows,
 )
+from gramask.compiler.separable_check import check_separable
 from gramask.grammar import Grammar
 from tests._support import lark_accepts, tiny
 
@@ -119,7 +121,11 @@ def test_the_search_is_spared_where_the_grammar_never_puts_an_unsplittable_pair_
     nxt = lexeme_next(dfa)
     assert not all_separable(dfa, nxt, g.newline_terminal)
     assert follows_separable(dfa, nxt, terminal_follows(g)[0], g.newline_terminal) == spared
+    # one answer for the compiler's split of the end classes and the runtime's search
+    assert needs_end_search(g, dfa) == (not spared)
+    assert (check_separable(g, dfa) is None) == spared
     cg, vocab = tiny(grammar, [*CHARS, "#", "\n", ";"])
+    assert (cg._build_runtime(None).end_conditions is None) == spared
     _walk_without_dead_ends(cg, vocab, random.Random(1), 10, 8)
 
 # tools/lark_fuzz.py --seed 25, grammar 44 (basic), minimised: ``T0 T2 T0`` can never be

@@ -26,8 +26,40 @@ from ..grammar import Grammar
 from .lexer import LexerDFA
 from .reach_back import BITS, ReverseEdges, reach_back
 
-__all__ = ["Adjacency", "all_separable", "dead_terminals", "follows_separable", "lexeme_next",
-           "terminal_follows"]
+__all__ = ["Adjacency", "adjacency", "all_separable", "dead_terminals", "follows_separable",
+           "lexeme_next", "needs_end_search", "next_of", "terminal_follows"]
+
+
+def next_of(dfa: LexerDFA) -> dict[int, int]:
+    """:func:`lexeme_next` of ``dfa``, computed once per automaton (the compiler's check and
+    the runtime built on the same automaton share it). Read only."""
+    got = dfa._ends.get("next")
+    if got is None:
+        got = dfa._ends["next"] = lexeme_next(dfa)
+    return got
+
+
+def adjacency(dfa: LexerDFA) -> Adjacency:
+    """:class:`Adjacency` of ``dfa``, built once per automaton (see :func:`next_of`)."""
+    got = dfa._ends.get("adjacency")
+    if got is None:
+        got = dfa._ends["adjacency"] = Adjacency(dfa)
+    return got
+
+
+def needs_end_search(grammar: Grammar, dfa: LexerDFA) -> bool:
+    """Does the grammar need the basic lexer mode's dead-end search? Not where every
+    terminal can start after every end (:func:`all_separable`: every bundled grammar), nor
+    where every terminal the grammar puts after a lexeme can start after one of the ends the
+    lexeme can still reach (:func:`follows_separable`). The one answer for the compiler
+    (which splits the end classes by :class:`Adjacency` where it is yes) and the runtime
+    (which then searches: :mod:`gramask.runtime.core.end_conditions`)."""
+    if grammar.lexer == "contextual":
+        return False
+    nl, nxt = grammar.newline_terminal, next_of(dfa)
+    return not (all_separable(dfa, nxt, nl)
+                or follows_separable(dfa, nxt, terminal_follows(grammar)[0], nl))
+
 
 def terminal_follows(grammar: Grammar) -> tuple[list[int | None], int]:
     """Per terminal (lexer index), the terminals the grammar can put right after it, as a bit
