@@ -134,6 +134,8 @@ class CompiledGrammar:
                     reserved=reserved_pairs(self.grammar, self.dfa),
                     close=self.grammar.reserved_keywords,
                 )
+                builder.contextual.dead_ends = _contextual_ends(
+                    self.grammar, self.dfa, self.parse_tables)
             self._builder = builder
         return self._builder
 
@@ -375,3 +377,15 @@ def _end_conditions(grammar: Grammar, dfa: LexerDFA, tables: TokenTables) -> Any
     ec = EndConditions(adjacency(dfa), tables.state_class, tables.class_winnable,
                        grammar.newline_terminal)
     return ec if ec.classes else None
+
+
+def _contextual_ends(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> Any:
+    """The contextual mode's search for tokens that lead into lexemes nothing can follow
+    (None where the cheap tests spare the grammar: every bundled grammar, and grammars whose
+    only unsplittable pairs the allowed sets or the parser keep apart), see
+    :mod:`gramask.runtime.core.contextual_ends` and
+    :func:`gramask.compiler.separable.needs_end_search`."""
+    from .compiler.separable import needs_end_search
+    from .runtime.core.contextual_ends import ContextualEnds
+
+    return ContextualEnds() if needs_end_search(grammar, dfa, pt) else None
