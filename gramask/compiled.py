@@ -119,7 +119,8 @@ class CompiledGrammar:
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
             if self.grammar.lexer != "contextual":
-                builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables)
+                builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables,
+                                                         self.parse_tables)
             if self.grammar.lexer == "contextual":
                 from .compiler.keywords import reserved_pairs
                 from .runtime.core.contextual_lexer import ContextualLexer
@@ -366,13 +367,14 @@ def _lark_lines_suffix(grammar: Grammar, suffix: bytes) -> bytes | None:
     return suffix
 
 
-def _end_conditions(grammar: Grammar, dfa: LexerDFA, tables: TokenTables) -> Any:
+def _end_conditions(grammar: Grammar, dfa: LexerDFA, tables: TokenTables,
+                    pt: ParseTables) -> Any:
     """The runtime's lexeme-adjacency search (None where every terminal can start after
     every end, or every one the grammar puts side by side: every bundled grammar), see :mod:`gramask.runtime.core.end_conditions`."""
     from .compiler.separable import adjacency, needs_end_search
     from .runtime.core.end_conditions import EndConditions
 
-    if not needs_end_search(grammar, dfa):  # (the compile split the end classes alike)
+    if not needs_end_search(grammar, dfa, pt):  # (the compile split the end classes alike)
         return None
     ec = EndConditions(adjacency(dfa), tables.state_class, tables.class_winnable,
                        grammar.newline_terminal)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import gramask
 from gramask.compiler.analysis import GrammarWarning
 from gramask.compiler.lexer import build_lexer_dfa
+from gramask.compiler.parse_tables import build_parse_tables
 from gramask.compiler.separable import (
     Adjacency,
     all_separable,
@@ -113,6 +114,8 @@ def test_a_terminal_some_of_whose_ends_cannot_be_followed() -> None:
     ('start: (N K)+\nN: /\\n/ | /#[^\\n]*/\nK: /[a-z]+/\n', False),
     # ... but here the comment's own lexeme runs on to a line break a key may follow
     ('start: (N K)+\nN: /(#[^\\n]*)?\\n/\nK: /[a-z]+/\n', True),
+    # ... or here the parser takes another N after every N: a line break
+    ('start: N* (K N+)* K?\nN: /\\n/ | /#[^\\n]*/\nK: /[a-z]+/\n', True),
 ])
 def test_the_search_is_spared_where_the_grammar_never_puts_an_unsplittable_pair_side_by_side(
         grammar: str, spared: bool) -> None:
@@ -120,10 +123,11 @@ def test_the_search_is_spared_where_the_grammar_never_puts_an_unsplittable_pair_
     dfa = build_lexer_dfa(g.terminals)
     nxt = lexeme_next(dfa)
     assert not all_separable(dfa, nxt, g.newline_terminal)
-    assert follows_separable(dfa, nxt, terminal_follows(g)[0], g.newline_terminal) == spared
+    pt = build_parse_tables(g)
+    assert follows_separable(dfa, nxt, terminal_follows(g)[0], g.newline_terminal, pt) == spared
     # one answer for the compiler's split of the end classes and the runtime's search
-    assert needs_end_search(g, dfa) == (not spared)
-    assert (check_separable(g, dfa) is None) == spared
+    assert needs_end_search(g, dfa, pt) == (not spared)
+    assert (check_separable(g, dfa, pt) is None) == spared
     cg, vocab = tiny(grammar, [*CHARS, "#", "\n", ";"])
     assert (cg._build_runtime(None).end_conditions is None) == spared
     _walk_without_dead_ends(cg, vocab, random.Random(1), 10, 8)
@@ -438,8 +442,6 @@ def test_random_grammars_have_no_dead_ends_contextual(seed: int) -> None:
 ])
 def test_the_contextual_search_is_spared_where_no_allowed_set_meets_an_unsplittable_pair(
         grammar: str, needed: bool) -> None:
-    from gramask.compiler.parse_tables import build_parse_tables
-
     g = Grammar.from_lark(grammar, lexer="contextual")
     dfa = build_lexer_dfa(g.terminals)
     assert not all_separable(dfa, lexeme_next(dfa), g.newline_terminal)

@@ -64,7 +64,7 @@ def needs_end_search(grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = N
     follows = terminal_follows(grammar)[0]
     if grammar.lexer == "contextual":
         return not contextual_separable(dfa, follows, nl, pt)
-    return not follows_separable(dfa, nxt, follows, nl)
+    return not follows_separable(dfa, nxt, follows, nl, pt)
 
 
 def always_after(pt: ParseTables, num_terminals: int) -> list[int]:
@@ -338,12 +338,13 @@ def all_separable(dfa: LexerDFA, nxt: dict[int, int], nl_terminal: int = -1) -> 
 
 
 def follows_separable(dfa: LexerDFA, nxt: dict[int, int], follows: Sequence[int | None],
-                      nl_terminal: int = -1) -> bool:
+                      nl_terminal: int = -1, pt: ParseTables | None = None) -> bool:
     """The second cheap test, where :func:`all_separable` fails: can every terminal the
     grammar may put after a lexeme (``follows``, from :func:`terminal_follows`) start after
     each of its ends, or after an end of the same terminal the lexeme can still run on to (a
     comment held by a newline lexeme ends nowhere but after its line break)? Then no lexeme
-    in progress is a dead end, and the runtime's search is not needed."""
+    in progress is a dead end, and the runtime's search is not needed. With the parse
+    tables ``pt``, an end is also rescued as in :func:`contextual_separable`."""
     sig = sum(1 << t for t in range(dfa.num_terminals) if not dfa.ignored[t])
     accept, ignored = dfa.accept, dfa.ignored
     bad: list[int] = []
@@ -359,8 +360,20 @@ def follows_separable(dfa: LexerDFA, nxt: dict[int, int], follows: Sequence[int 
             good[q] = True
     if not bad:
         return True
-    # per state, the terminals of the good ends it can run on to (64 terminals per pass)
     edges = dfa._reverse or ReverseEdges(dfa.trans, by_columns=True)
+    if pt is not None:
+        nt = dfa.num_terminals
+        good2 = np.zeros((dfa.num_states, nt), dtype=bool)
+        at = np.flatnonzero(good)
+        good2[at, accept[at]] = True
+        by_t: dict[int, list[int]] = {}
+        for q in bad:
+            by_t.setdefault(int(accept[q]), []).append(q)
+        left = _rescued(dfa, by_t, good2, always_after(pt, nt), nl_terminal, edges)
+        bad = [q for qs in left.values() for q in qs]
+        if not bad:
+            return True
+    # per state, the terminals of the good ends it can run on to (64 terminals per pass)
     for lo in range(0, dfa.num_terminals, BITS):
         mine = [(q, int(accept[q]) - lo) for q in bad if lo <= accept[q] < lo + BITS]
         if not mine:

@@ -17,6 +17,7 @@ from ..errors import GrammarError
 from ..grammar import Grammar
 from .analysis import GrammarWarning, productive_symbols
 from .lexer import LexerDFA
+from .parse_tables import ParseTables
 from .separable import (
     Adjacency,
     adjacency,
@@ -30,7 +31,8 @@ from .separable import (
 __all__ = ["check_separable", "shortest_lexeme"]
 
 
-def check_separable(grammar: Grammar, dfa: LexerDFA) -> np.ndarray | None:
+def check_separable(grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None
+                    ) -> np.ndarray | None:
     """Refuse or warn about dead terminals (see the module docstring); return the per-state
     ids the basic lexer mode's end classes are split by (None where the runtime does not
     search: :func:`~gramask.compiler.separable.needs_end_search`)."""
@@ -55,7 +57,7 @@ def check_separable(grammar: Grammar, dfa: LexerDFA) -> np.ndarray | None:
             "no text of it can be read back as its own lexemes (the greedy lexer cannot end "
             "a lexeme where the next one starts with a byte that continues it): "
             + "; ".join(pairs[:3]), name=grammar.start)
-    return adj.ids if needs_end_search(grammar, dfa) else None
+    return adj.ids if needs_end_search(grammar, dfa, pt) else None
 
 
 def lexable(grammar: Grammar, adj: Adjacency) -> bool:
