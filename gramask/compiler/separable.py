@@ -130,7 +130,8 @@ def contextual_separable(dfa: LexerDFA, follows: Sequence[int | None],
     terminal that loses every lexeme to another in the whole lexer (lark's ``FIELDSEP: ","
     | ";"`` beside ``COMMA: ","``) still starts a lexeme where it is allowed: what may start
     at a byte is every terminal alive after it, not only the winners (whether the parser's
-    terminal then wins its lexeme is the lexer diagnostics' question, not adjacency's). Each
+    terminal then wins its lexeme under its allowed set is not asked here: a gap
+    docs/semantics.md documents). Each
     end counts for every terminal it accepts, not only the whole lexer's winner.
 
     With the parse tables ``pt`` (:func:`always_after`): an end of ``a`` that not every follower can start
