@@ -119,7 +119,8 @@ class CompiledGrammar:
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
             if self.grammar.lexer != "contextual":
-                builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables)
+                builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables,
+                                                         self.parse_tables)
             if self.grammar.lexer == "contextual":
                 from .compiler.keywords import reserved_pairs
                 from .runtime.core.contextual_lexer import ContextualLexer
@@ -134,6 +135,8 @@ class CompiledGrammar:
                     reserved=reserved_pairs(self.grammar, self.dfa),
                     close=self.grammar.reserved_keywords,
                 )
+                builder.contextual.dead_ends = _contextual_ends(
+                    self.grammar, self.dfa, self.parse_tables)
             self._builder = builder
         return self._builder
 
@@ -364,22 +367,27 @@ def _lark_lines_suffix(grammar: Grammar, suffix: bytes) -> bytes | None:
     return suffix
 
 
-def _end_conditions(grammar: Grammar, dfa: LexerDFA, tables: TokenTables) -> Any:
+def _end_conditions(grammar: Grammar, dfa: LexerDFA, tables: TokenTables,
+                    pt: ParseTables) -> Any:
     """The runtime's lexeme-adjacency search (None where every terminal can start after
     every end, or every one the grammar puts side by side: every bundled grammar), see :mod:`gramask.runtime.core.end_conditions`."""
-    from .compiler.separable import (
-        Adjacency,
-        all_separable,
-        follows_separable,
-        lexeme_next,
-        terminal_follows,
-    )
+    from .compiler.separable import adjacency, needs_end_search
     from .runtime.core.end_conditions import EndConditions
 
-    nl = grammar.newline_terminal
-    nxt = lexeme_next(dfa)
-    if all_separable(dfa, nxt, nl) or follows_separable(
-            dfa, nxt, terminal_follows(grammar)[0], nl):
+    if not needs_end_search(grammar, dfa, pt):  # (the compile split the end classes alike)
         return None
-    ec = EndConditions(Adjacency(dfa), tables.state_class, tables.class_winnable, nl)
+    ec = EndConditions(adjacency(dfa), tables.state_class, tables.class_winnable,
+                       grammar.newline_terminal)
     return ec if ec.classes else None
+
+
+def _contextual_ends(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> Any:
+    """The contextual mode's search for tokens that lead into lexemes nothing can follow
+    (None where the cheap tests spare the grammar: every bundled grammar, and grammars whose
+    only unsplittable pairs the allowed sets or the parser keep apart), see
+    :mod:`gramask.runtime.core.contextual_ends` and
+    :func:`gramask.compiler.separable.needs_end_search`."""
+    from .compiler.separable import needs_end_search
+    from .runtime.core.contextual_ends import ContextualEnds
+
+    return ContextualEnds() if needs_end_search(grammar, dfa, pt) else None

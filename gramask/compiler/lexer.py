@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -105,6 +105,10 @@ class LexerDFA:
     # walks and the runtime built on the same automaton
     _follows: tuple[np.ndarray, list[frozenset[tuple[int, int]]]] | None = field(
         default=None, init=False, repr=False, compare=False)
+    # :func:`gramask.compiler.separable.lexeme_ends`' answers (lexeme_next, the adjacency),
+    # computed once for the compiler's dead-end check and the runtime's search
+    _ends: dict[str, Any] = field(default_factory=dict, init=False, repr=False,
+                                  compare=False)
     # the reversed edges, kept from the build for ignored_follows (None: built from trans)
     _reverse: ReverseEdges | None = field(default=None, init=False, repr=False,
                                           compare=False)

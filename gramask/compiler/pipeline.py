@@ -53,7 +53,7 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     tokens, special = vocab.token_tuple, vocab.special_mask
     contextual = grammar.lexer == "contextual"
     tab_len = grammar.indentation.tab_len if grammar.indentation else 8
-    end_ids = check_separable(grammar, dfa)  # raises where the language is empty
+    end_ids = check_separable(grammar, dfa, pt)  # raises where the language is empty
     if lazy:
         tables = lazy_token_tables(dfa, tokens, special, nl_terminal=grammar.newline_terminal,
                                    tab_len=tab_len, contextual=contextual, end_ids=end_ids)

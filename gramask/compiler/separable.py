@@ -24,10 +24,192 @@ import numpy as np
 from ..encoding import bits_of_rows
 from ..grammar import Grammar
 from .lexer import LexerDFA
+from .parse_tables import ParseTables
 from .reach_back import BITS, ReverseEdges, reach_back
 
-__all__ = ["Adjacency", "all_separable", "dead_terminals", "follows_separable", "lexeme_next",
-           "terminal_follows"]
+__all__ = ["Adjacency", "adjacency", "all_separable", "contextual_separable", "dead_terminals",
+           "follows_separable",
+           "lexeme_next", "needs_end_search", "next_of", "terminal_follows"]
+
+
+def next_of(dfa: LexerDFA) -> dict[int, int]:
+    """:func:`lexeme_next` of ``dfa``, computed once per automaton (the compiler's check and
+    the runtime built on the same automaton share it). Read only."""
+    got = dfa._ends.get("next")
+    if got is None:
+        got = dfa._ends["next"] = lexeme_next(dfa)
+    return got
+
+
+def adjacency(dfa: LexerDFA) -> Adjacency:
+    """:class:`Adjacency` of ``dfa``, built once per automaton (see :func:`next_of`)."""
+    got = dfa._ends.get("adjacency")
+    if got is None:
+        got = dfa._ends["adjacency"] = Adjacency(dfa)
+    return got
+
+
+def needs_end_search(grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None) -> bool:
+    """Does the grammar need the basic lexer mode's dead-end search? Not where every
+    terminal can start after every end (:func:`all_separable`: every bundled grammar), nor
+    where every terminal the grammar puts after a lexeme can start after one of the ends the
+    lexeme can still reach (:func:`follows_separable`). The one answer for the compiler
+    (which splits the end classes by :class:`Adjacency` where it is yes) and the runtime
+    (which then searches: :mod:`gramask.runtime.core.end_conditions`). In the contextual
+    mode (nothing split; the runtime searches where it is yes) the test is
+    :func:`contextual_separable`, sharper with the parse tables ``pt``."""
+    nl, nxt = grammar.newline_terminal, next_of(dfa)
+    if all_separable(dfa, nxt, nl):
+        return False
+    follows = terminal_follows(grammar)[0]
+    if grammar.lexer == "contextual":
+        return not contextual_separable(dfa, follows, nl, pt)
+    return not follows_separable(dfa, nxt, follows, nl, pt)
+
+
+def always_after(pt: ParseTables, num_terminals: int) -> list[int]:
+    """Per lexer terminal ``a``: the terminals the parser expects after every ``a`` (a bit
+    set). An Earley set holding LR(0) state ``t`` expects ``t``'s terminal moves and its
+    non-kernel partner's, and, for each rule ``X`` completed in ``t``, those of the state
+    its origin moves to over ``X`` (whichever state of the origin that is: their
+    intersection); a least fixpoint. After ``a``: the intersection over ``a``'s moves."""
+    gi, gs, gt = (x.tolist() for x in (pt.goto_indptr, pt.goto_symbol, pt.goto_target))
+    ci, cl, nk = pt.completed_indptr.tolist(), pt.completed_lhs.tolist(), pt.nonkernel.tolist()
+    n = len(gi) - 1
+    moves = [0] * n
+    go: list[dict[int, int]] = [{} for _ in range(n)]
+    for st in range(n):
+        for e in range(gi[st], gi[st + 1]):
+            go[st][gs[e]] = gt[e]
+            if gs[e] < num_terminals:
+                moves[st] |= 1 << gs[e]
+    partners = {x for x in nk if x >= 0}
+    # symbol -> per kernel state of a set (its non-kernel partner is there too): the
+    # targets of their moves over it, all in the set the move makes
+    into: dict[int, list[tuple[int, ...]]] = {}
+    for st in range(n):
+        if st in partners:
+            continue
+        both = [go[st], go[nk[st]] if nk[st] >= 0 else {}]
+        for x in {*both[0], *both[1]}:
+            into.setdefault(x, []).append(tuple(g[x] for g in both if x in g))
+    known = [moves[t] | (moves[nk[t]] if nk[t] >= 0 else 0) for t in range(n)]
+    full = (1 << num_terminals) - 1
+
+    def after(x: int) -> int:
+        w = full if x in into else 0
+        for group in into.get(x, ()):
+            v = 0
+            for u in group:
+                v |= known[u]
+            w &= v
+        return w
+
+    changed = True
+    while changed:
+        changed = False
+        for t in range(n):
+            v = known[t]
+            for x in cl[ci[t]: ci[t + 1]]:
+                v |= after(x)
+            if v != known[t]:
+                known[t] = v
+                changed = True
+    return [after(a) for a in range(num_terminals)]
+
+
+def contextual_separable(dfa: LexerDFA, follows: Sequence[int | None],
+                         nl_terminal: int = -1, pt: ParseTables | None = None) -> bool:
+    """The contextual lexer mode's cheap test (where :func:`all_separable` fails): can every
+    terminal the grammar may put after a terminal ``a`` start after each end of ``a`` (or
+    after an end of ``a`` the lexeme can still run on to that can)? Under any allowed set.
+
+    The contextual lexer lexes a lexeme under the terminals its parser state allows, fewer
+    than the whole lexer's: more bytes end a lexeme, never fewer, so the bytes that kill an
+    end in the whole automaton are a part of those that kill it under any set. And a
+    terminal that loses every lexeme to another in the whole lexer (lark's ``FIELDSEP: ","
+    | ";"`` beside ``COMMA: ","``) still starts a lexeme where it is allowed: what may start
+    at a byte is every terminal alive after it, not only the winners (whether the parser's
+    terminal then wins its lexeme under its allowed set is not asked here: a gap
+    docs/semantics.md documents). Each
+    end counts for every terminal it accepts, not only the whole lexer's winner.
+
+    With the parse tables ``pt`` (:func:`always_after`): an end of ``a`` that not every follower can start
+    after is still no dead end where a terminal ``c`` the parser always expects after ``a``
+    can start after it with a lexeme that runs on to an end every follower of ``c`` can start
+    after (a TOML comment, one alternative of the newline terminal ``_NL``, is followed only
+    by a line break: another ``_NL``, always allowed after one)."""
+    trans, accepting, ignored = dfa.trans, dfa.accepting, dfa.ignored
+    n, nt = dfa.num_states, dfa.num_terminals
+    sig = sum(1 << t for t in range(nt) if not ignored[t])
+    nxt = lexeme_next(dfa, alive=True)
+    bad: dict[int, list[int]] = {}  # terminal -> its ends some follower cannot start after
+    good = np.zeros((n, nt), dtype=bool)
+    for q, v in nxt.items():
+        for a in np.flatnonzero(accepting[q]).tolist():
+            if ignored[a] or a == nl_terminal:
+                continue
+            need = follows[a] if a < len(follows) else None
+            if (sig if need is None else need) & ~v:
+                bad.setdefault(a, []).append(q)
+            else:
+                good[q, a] = True
+    if not bad:
+        return True
+    # an end good only for some of the terminals it accepts is no safe place to run on to
+    # (another one may win the lexeme there under some allowed set)
+    for qs in bad.values():
+        good[qs] = False
+    edges = dfa._reverse or ReverseEdges(trans, by_columns=True)
+    if pt is not None:
+        bad = _rescued(dfa, bad, good, always_after(pt, nt), nl_terminal, edges)
+    # a bad end of ``a`` the lexeme can run on from to a good end of ``a`` (which keeps
+    # ``a`` alive, so under any set that allows it)
+    terms = sorted(bad)
+    for lo in range(0, len(terms), BITS):
+        part = terms[lo: lo + BITS]
+        seeds = np.zeros(n, dtype=np.uint64)
+        for k, a in enumerate(part):
+            seeds[good[:, a]] |= np.uint64(1 << k)
+        reach = reach_back(edges, seeds)
+        for k, a in enumerate(part):
+            if any(not int(reach[q]) >> k & 1 for q in bad[a]):
+                return False
+    return True
+
+def _rescued(dfa: LexerDFA, bad: dict[int, list[int]], good: np.ndarray,
+             after: Sequence[int], nl_terminal: int, edges: ReverseEdges
+             ) -> dict[int, list[int]]:
+    """``bad`` without the ends a terminal always expected after theirs can follow, with a
+    lexeme that starts at a byte that kills the end and runs on to a good end of its own
+    (see :func:`contextual_separable`)."""
+    trans, nt = dfa.trans, dfa.num_terminals
+    s0 = trans[0]
+    # per state, the terminals with a good end it can run on to (64 terminals per pass)
+    reach_good = [0] * dfa.num_states
+    for lo in range(0, nt, BITS):
+        seeds = np.zeros(dfa.num_states, dtype=np.uint64)
+        for k in range(lo, min(nt, lo + BITS)):
+            if k != nl_terminal:
+                seeds[good[:, k]] |= np.uint64(1 << (k - lo))
+        reach = reach_back(edges, seeds)
+        for x in np.flatnonzero(reach).tolist():
+            reach_good[x] |= int(reach[x]) << lo
+    out: dict[int, list[int]] = {}
+    kill_memo: dict[bytes, int] = {}
+    for a, qs in bad.items():
+        for q in qs:
+            key = np.packbits(trans[q] < 0).tobytes()
+            v = kill_memo.get(key)
+            if v is None:  # the terminals that start at a killing byte and reach a good end
+                v = 0
+                for b in np.flatnonzero((trans[q] < 0) & (s0 >= 0)).tolist():
+                    v |= reach_good[int(s0[b])]
+                kill_memo[key] = v
+            if not v & after[a]:
+                out.setdefault(a, []).append(q)
+    return out
+
 
 def terminal_follows(grammar: Grammar) -> tuple[list[int | None], int]:
     """Per terminal (lexer index), the terminals the grammar can put right after it, as a bit
@@ -91,10 +273,12 @@ def terminal_follows(grammar: Grammar) -> tuple[list[int | None], int]:
     return out, last
 
 
-def lexeme_next(dfa: LexerDFA) -> dict[int, int]:
+def lexeme_next(dfa: LexerDFA, *, alive: bool = False) -> dict[int, int]:
     """Per accepting lexer state ``q``: the significant terminals whose lexeme can begin
     right after a lexeme that ended at ``q`` (first a byte that kills ``q``, maybe after
-    ignored lexemes each ended alike), as a bit set."""
+    ignored lexemes each ended alike), as a bit set. ``alive``: a terminal begins at a byte
+    where it is alive after it, not only where it can win the lexeme (the contextual lexer:
+    :func:`contextual_separable`)."""
     trans, accept, ignored = dfa.trans, dfa.accept, dfa.ignored
     n, nt = dfa.num_states, dfa.num_terminals
     out: dict[int, int] = {}
@@ -103,7 +287,7 @@ def lexeme_next(dfa: LexerDFA) -> dict[int, int]:
     ign_bits = sum(1 << t for t in range(nt) if ignored[t])
     s0 = trans[0]
     starts = [b for b in range(256) if s0[b] >= 0]
-    win = bits_of_rows(dfa.winnable[np.maximum(s0, 0)])
+    win = bits_of_rows((dfa.live if alive else dfa.winnable)[np.maximum(s0, 0)])
     direct = [win[b] & ~ign_bits if s0[b] >= 0 else 0 for b in range(256)]
     acc = np.flatnonzero(accept >= 0)
     ign_acc = [int(s) for s in acc if ignored[accept[s]]]
@@ -155,12 +339,13 @@ def all_separable(dfa: LexerDFA, nxt: dict[int, int], nl_terminal: int = -1) -> 
 
 
 def follows_separable(dfa: LexerDFA, nxt: dict[int, int], follows: Sequence[int | None],
-                      nl_terminal: int = -1) -> bool:
+                      nl_terminal: int = -1, pt: ParseTables | None = None) -> bool:
     """The second cheap test, where :func:`all_separable` fails: can every terminal the
     grammar may put after a lexeme (``follows``, from :func:`terminal_follows`) start after
     each of its ends, or after an end of the same terminal the lexeme can still run on to (a
     comment held by a newline lexeme ends nowhere but after its line break)? Then no lexeme
-    in progress is a dead end, and the runtime's search is not needed."""
+    in progress is a dead end, and the runtime's search is not needed. With the parse
+    tables ``pt``, an end is also rescued as in :func:`contextual_separable`."""
     sig = sum(1 << t for t in range(dfa.num_terminals) if not dfa.ignored[t])
     accept, ignored = dfa.accept, dfa.ignored
     bad: list[int] = []
@@ -176,8 +361,20 @@ def follows_separable(dfa: LexerDFA, nxt: dict[int, int], follows: Sequence[int 
             good[q] = True
     if not bad:
         return True
-    # per state, the terminals of the good ends it can run on to (64 terminals per pass)
     edges = dfa._reverse or ReverseEdges(dfa.trans, by_columns=True)
+    if pt is not None:
+        nt = dfa.num_terminals
+        good2 = np.zeros((dfa.num_states, nt), dtype=bool)
+        at = np.flatnonzero(good)
+        good2[at, accept[at]] = True
+        by_t: dict[int, list[int]] = {}
+        for q in bad:
+            by_t.setdefault(int(accept[q]), []).append(q)
+        left = _rescued(dfa, by_t, good2, always_after(pt, nt), nl_terminal, edges)
+        bad = [q for qs in left.values() for q in qs]
+        if not bad:
+            return True
+    # per state, the terminals of the good ends it can run on to (64 terminals per pass)
     for lo in range(0, dfa.num_terminals, BITS):
         mine = [(q, int(accept[q]) - lo) for q in bad if lo <= accept[q] < lo + BITS]
         if not mine:
@@ -200,7 +397,9 @@ class Adjacency:
     (the next lexeme's first byte kills it; ignored lexemes may stand between); group 0 is
     the start of the text. ``ids[q]``: per lexer state, the id of ``table[id]``, the pairs
     (terminal, groups of its ends the lexeme in progress at ``q`` can still reach), for its
-    significant terminals; states alike share an id (0: none). A sequence of lexemes is how
+    significant terminals, and ``(-1, groups)`` for the ends of its ignored ones (a ``#``
+    that can still become a comment: the parser then stays where it is); states alike share
+    an id (0: none). A sequence of lexemes is how
     the lexer splits some text iff it is a path of ``delta`` (exactly: the lexer ends a
     lexeme only where the next byte kills it)."""
 
@@ -269,8 +468,7 @@ class Adjacency:
             per: dict[int, set[int]] = {}
             for i in reached[x]:
                 a, g = pairs[i]
-                if not ignored[a]:
-                    per.setdefault(a, set()).add(g)
+                per.setdefault(-1 if ignored[a] else a, set()).add(g)
             key = tuple((a, tuple(sorted(gs))) for a, gs in sorted(per.items()))
             got = index.get(key)
             if got is None:

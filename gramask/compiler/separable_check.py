@@ -17,17 +17,27 @@ from ..errors import GrammarError
 from ..grammar import Grammar
 from .analysis import GrammarWarning, productive_symbols
 from .lexer import LexerDFA
-from .separable import Adjacency, all_separable, dead_terminals, lexeme_next, terminal_follows
+from .parse_tables import ParseTables
+from .separable import (
+    Adjacency,
+    adjacency,
+    all_separable,
+    dead_terminals,
+    needs_end_search,
+    next_of,
+    terminal_follows,
+)
 
 __all__ = ["check_separable", "shortest_lexeme"]
 
 
-def check_separable(grammar: Grammar, dfa: LexerDFA) -> np.ndarray | None:
+def check_separable(grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None
+                    ) -> np.ndarray | None:
     """Refuse or warn about dead terminals (see the module docstring); return the per-state
-    ids the basic lexer mode's end classes are split by (None: every terminal can start
-    after every end, nothing to split: :class:`~gramask.compiler.separable.Adjacency`)."""
+    ids the basic lexer mode's end classes are split by (None where the runtime does not
+    search: :func:`~gramask.compiler.separable.needs_end_search`)."""
     nl = grammar.newline_terminal
-    nxt = lexeme_next(dfa)
+    nxt = next_of(dfa)
     if all_separable(dfa, nxt, nl):
         return None
     follows, last = terminal_follows(grammar)
@@ -39,7 +49,7 @@ def check_separable(grammar: Grammar, dfa: LexerDFA) -> np.ndarray | None:
         _answer(grammar, dfa, dead)
     if not basic:
         return None
-    adj = Adjacency(dfa)
+    adj = adjacency(dfa)
     if not lexable(grammar, adj):
         pairs = never_adjacent(grammar, dfa, nxt, follows)
         raise GrammarError(
@@ -47,7 +57,7 @@ def check_separable(grammar: Grammar, dfa: LexerDFA) -> np.ndarray | None:
             "no text of it can be read back as its own lexemes (the greedy lexer cannot end "
             "a lexeme where the next one starts with a byte that continues it): "
             + "; ".join(pairs[:3]), name=grammar.start)
-    return adj.ids
+    return adj.ids if needs_end_search(grammar, dfa, pt) else None
 
 
 def lexable(grammar: Grammar, adj: Adjacency) -> bool:

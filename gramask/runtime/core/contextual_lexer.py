@@ -32,6 +32,7 @@ from ...compiler.walk_inputs import wide_first_bytes
 from ...encoding import bits_of_rows
 from ..limits import memo_size
 from ..memo import BoundedMemo
+from .contextual_ends import ContextualEnds
 from .contextual_plan import SMALL, Plan, plan_nodes
 from .contextual_rule import ContextualRule
 from .contextual_trie import trie_mask
@@ -91,6 +92,8 @@ class ContextualLexer(ContextualRule):
         self._tokens = tokens
         self._special = special
         self._trie: VocabTrie | None = None
+        # tokens into dead ends behind unsplittable terminals (set by the compiled grammar)
+        self.dead_ends: ContextualEnds | None = None
         limits = ctx.automaton.limits  # the bounds every memo of this runtime follows
         self._masks: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache))
@@ -176,6 +179,7 @@ class ContextualLexer(ContextualRule):
             self._trie = VocabTrie(self._tokens, self._special)
         c = copy.copy(self)
         c.ctx = ctx
+        c.dead_ends = None  # (its text ends in a lexeme the suffix goes on with: not searched)
         limits = ctx.automaton.limits
         c._masks = BoundedMemo(memo_size(limits.mask_cache))
         if self.tables is not None:  # plans, class vectors, kills: per allowed set, shared
@@ -193,11 +197,12 @@ class ContextualLexer(ContextualRule):
             return m
         if self.tables is not None and (q != 0 or carry == 0):
             m = self._table_mask(p, q, carry)
-            self._masks.put(key, m)
-            return m
-        if self._trie is None:
-            self._trie = VocabTrie(self._tokens, self._special)
-        m = trie_mask(self, self._trie, p, q, carry, self.vocab_size)
+        else:
+            if self._trie is None:
+                self._trie = VocabTrie(self._tokens, self._special)
+            m = trie_mask(self, self._trie, p, q, carry, self.vocab_size)
+        if self.dead_ends is not None:  # (contextual_ends; none for the bundled grammars)
+            m = self.dead_ends.refine(self, self._tokens, p, q, carry, m)
         self._masks.put(key, m)
         return m
 

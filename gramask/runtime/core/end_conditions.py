@@ -5,8 +5,9 @@ In a grammar where some terminal cannot start after some end of another
 (:func:`gramask.compiler.separable.all_separable` is false; no bundled grammar) the compiler
 splits the end classes by the ends each state can still reach
 (:class:`gramask.compiler.separable.Adjacency`). A class is then allowed at parser state ``p``
-only if the lexeme can end as an expected terminal ``a`` at an end from which a path of
-lexemes leads to a state where the text may end: a search over pairs (parser state, end
+only if the lexeme can end as an expected terminal ``a`` (or as an ignored one, a ``#``
+that may still become a comment: the parser then stays at ``p``) at an end from which a
+path of lexemes leads to a state where the text may end: a search over pairs (parser state, end
 group), each step a terminal the parser expects whose lexeme can start after the end
 (``Adjacency.delta``). That is exact — a token is refused iff no text completes the
 parse as the lexer splits it — except where the search meets more than ``LIMIT`` pairs (a
@@ -53,15 +54,24 @@ class EndConditions:
             c = int(state_class[x])
             if seen.setdefault(c, int(adj.ids[x])) != int(adj.ids[x]):
                 mixed.add(c)  # (tables built before the split: keep the old verdict)
-        self.classes: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        # per class: its significant (terminal, end groups), and the groups of its ignored
+        # ends (a lexeme that can also end as a comment: the parser stays, the next lexeme
+        # starts after that end)
+        self.classes: dict[int, tuple[tuple[tuple[int, tuple[int, ...]], ...],
+                                      tuple[int, ...]]] = {}
         for c, i in seen.items():
             ends = adj.table[i]
-            # a lexeme that can also end as an ignored one, or as the newline: as before
-            if c in mixed or ign_end[c] or not ends or any(a == nl_terminal for a, _ in ends):
+            sig = tuple((a, gs) for a, gs in ends if a >= 0)
+            ign = tuple(sorted({g for a, gs in ends if a < 0 for g in gs}))
+            # a lexeme that can end as the newline (its step needs the width): as before
+            if c in mixed or not ends or any(a == nl_terminal for a, _ in sig):
                 continue
-            if sum(1 << a for a, _ in ends) != bits[c]:
-                continue  # (the class's terminals are not its own ends': as before)
-            self.classes[c] = ends
+            own = sum(1 << a for a, _ in sig)
+            # (the class's terminals are not its own ends' — with an ignored end, its own
+            # and those that may follow that end: as before)
+            if bool(ign) != bool(ign_end[c]) or (own & ~bits[c] if ign else own != bits[c]):
+                continue
+            self.classes[c] = (sig, ign)
         # per parser context (fill-in-the-middle's quotient has its own parser states):
         # (context, its (parser state id, group) → verdict)
         self.gave_up = 0  # searches that met LIMIT pairs (their tokens were allowed)
@@ -71,17 +81,17 @@ class EndConditions:
         """``r`` (the class verdicts at ``p``, expected terminals ``bits``) with the classes
         to decide decided; a copy where one changes."""
         out = r
-        for c, ends in self.classes.items():
+        for c, (ends, ign) in self.classes.items():
             if not r[c]:
                 continue
-            ok = False
+            ok = any(self.viable(ctx, p, g) for g in ign)
             for a, groups in ends:
+                if ok:
+                    break
                 if not (bits >> a) & 1:
                     continue
                 p2 = ctx.shift(p, a)
-                if p2 is not None and any(self.viable(ctx, p2, g) for g in groups):
-                    ok = True
-                    break
+                ok = p2 is not None and any(self.viable(ctx, p2, g) for g in groups)
             if not ok:
                 if out is r:
                     out = r.copy()

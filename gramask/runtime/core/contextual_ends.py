@@ -1,0 +1,212 @@
+"""Tokens that stop inside a lexeme which can end only where nothing the parser can take may
+follow (contextual lexer mode), decided by a search over the lexemes and the parser.
+
+The basic mode's answer (:mod:`gramask.runtime.core.end_conditions`) abstracts a lexeme end
+to the bytes that kill it in the whole lexer DFA. Under the contextual rule
+(:mod:`gramask.runtime.core.contextual_rule`) a lexeme lexed under the allowed set ``A`` ends
+where the next byte keeps no terminal of ``A`` alive, so what may follow it depends on ``A``
+too. The search here therefore runs over pairs (parser state, kill set): the kill set is the
+bytes that end the previous lexeme under the set it was lexed under. From a pair, the next
+lexeme is lexed under ``A = allowed(p)``: its first byte is one of the kill set, it goes on
+through the states that keep a terminal of ``A`` alive, and every state where it can end as
+``winners(q, A)`` gives the next pair (the parser shifted, or unchanged for an ignored
+lexeme; the kill set of that state under ``A``). The text may end at a pair whose parser
+state may finish. The lexer side of a step depends only on (``A``, start state) and is
+memoised on it.
+
+A token the contextual masks allow is refused when the runtime state it leads to (parser
+state, lexer state mid-lexeme) reaches no such pair: exact — a token is refused iff no text
+completes the parse as the contextual lexer splits it — except where the search meets more
+than ``LIMIT`` pairs, a parse past the runtime limits, the indentation newline (whose step
+needs the width) or a line continuation: there the token is allowed, as before. It walks
+every allowed token again, so only grammars that fail the cheap tests build it
+(:func:`gramask.compiler.separable.needs_end_search`: no bundled grammar; under the
+contextual rule more bytes end a lexeme, never fewer, so what those tests let through needs
+no search).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...errors import LimitExceededError
+from .parse_state import PUID
+
+if TYPE_CHECKING:
+    from .contextual_rule import ContextualRule
+    from .parse_state import ParserContext, PState
+
+__all__ = ["LIMIT", "ContextualEnds"]
+
+LIMIT = 500  # pairs (parser state, kill set) one search may meet before it gives up
+_ALL = (1 << 256) - 1  # the start of the text: any byte may begin the first lexeme
+
+
+class ContextualEnds:
+    """The search, shared by the masks of one compiled grammar (its lexer-side memos are per
+    allowed set; its verdicts per parser context, as fill-in-the-middle's quotient has its
+    own parser states)."""
+
+    __slots__ = ("_lex", "_memo", "_steps", "gave_up")
+
+    def __init__(self) -> None:
+        # (allowed set, start state) → the (winners, kill set) of the ends it can reach
+        self._lex: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
+        # (allowed set, kill set) → the same over every start the kill set allows
+        self._steps: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
+        self._memo: dict[int, tuple[ParserContext, dict[tuple[int, int], bool]]] = {}
+        self.gave_up = 0  # searches that gave up (their tokens were allowed)
+
+    # ------------------------------------------------------------------ lexer side
+    def _ends_from(self, rule: ContextualRule, a: int, s: int) -> frozenset[tuple[int, int]]:
+        """The (winners, kill set) pairs of the ends a lexeme at state ``s`` lexed under
+        ``a`` can reach (``s`` itself included)."""
+        key = (a, s)
+        got = self._lex.get(key)
+        if got is not None:
+            return got
+        rows, live = rule.rows, rule.live
+        out: set[tuple[int, int]] = set()
+        seen = {s}
+        todo = [s]
+        while todo:
+            x = todo.pop()
+            kill = 0
+            for b, y in enumerate(rows[x]):
+                if y >= 0 and live[y] & a:
+                    if y not in seen:
+                        seen.add(y)
+                        todo.append(y)
+                else:
+                    kill |= 1 << b
+            w = rule.winners(x, a)
+            if w:
+                out.add((w, kill))
+        r = self._lex[key] = frozenset(out)
+        return r
+
+    def _next(self, rule: ContextualRule, a: int, kill: int) -> frozenset[tuple[int, int]]:
+        """The lexemes that can follow an end with kill set ``kill``, lexed under ``a``."""
+        key = (a, kill)
+        got = self._steps.get(key)
+        if got is not None:
+            return got
+        s0, live = rule.rows[0], rule.live
+        out: set[tuple[int, int]] = set()
+        k = kill
+        while k:
+            low = k & -k
+            k ^= low
+            s = s0[low.bit_length() - 1]
+            if s >= 0 and live[s] & a:
+                out |= self._ends_from(rule, a, s)
+        r = self._steps[key] = frozenset(out)
+        return r
+
+    # ------------------------------------------------------------------ parser side
+    @staticmethod
+    def _end(rule: ContextualRule, p: PState, w: int) -> tuple[bool, PState | None]:
+        """(not searched through: the newline or a line continuation, the parser state after
+        a lexeme that ends as ``w``; None: the parser refuses it)."""
+        if (rule.nl_t >= 0 and (w >> rule.nl_t) & 1) or (
+                rule.cont_t >= 0 and (w >> rule.cont_t) & 1):
+            return True, None
+        sh = w & ~rule.ignored_bits
+        return False, (p if not sh else rule.ctx.shift_any(p, sh))
+
+    def ok_after(self, rule: ContextualRule, p: PState, q: int) -> bool:
+        """Can the text be completed from parser state ``p`` with a lexeme in progress at
+        lexer state ``q`` (lexed under ``allowed(p)``)? True also where the search gives
+        up."""
+        if q == 0:
+            return self.viable(rule, p, _ALL)
+        try:
+            for w, kill in self._ends_from(rule, rule.allowed(p), q):
+                stop, p2 = self._end(rule, p, w)
+                if stop or (p2 is not None and self.viable(rule, p2, kill)):
+                    return True
+        except LimitExceededError:
+            self.gave_up += 1
+            return True
+        return False
+
+    def viable(self, rule: ContextualRule, p: PState, kill: int) -> bool:
+        """Can the text be completed from parser state ``p`` after a lexeme end whose kill
+        set is ``kill``? (True also where the search gives up.)"""
+        ctx = rule.ctx
+        held = self._memo.get(id(ctx))
+        if held is None:
+            if len(self._memo) > 8:
+                self._memo.clear()
+            held = self._memo[id(ctx)] = (ctx, {})  # (holds ctx: its id stays its own)
+        memo = held[1]
+        key = (p[PUID], kill)
+        got = memo.get(key)
+        if got is not None:
+            return got
+        queue = deque([(p, kill)])  # breadth first: the shortest completions first
+        seen: set[tuple[int, int]] = set()
+        found = False
+        while queue and not found:
+            p1, k1 = queue.popleft()
+            key1 = (p1[PUID], k1)
+            if key1 in seen:
+                continue
+            seen.add(key1)
+            if memo.get(key1) or ctx.finish(p1):
+                found = True
+                break
+            if len(seen) > LIMIT:
+                self.gave_up += 1
+                found = True
+                break
+            for w, k2 in self._next(rule, rule.allowed(p1), k1):
+                try:
+                    stop, p2 = self._end(rule, p1, w)
+                except LimitExceededError:  # a parse too large to search through
+                    self.gave_up += 1
+                    stop = True
+                if stop:
+                    found = True
+                    break
+                if p2 is not None:
+                    queue.append((p2, k2))
+        if len(memo) > 100_000:
+            memo.clear()
+        if found:
+            memo[key] = True
+        else:  # the search was complete: nothing it met can be completed
+            for k in seen:
+                memo[k] = False
+        return found
+
+    # ------------------------------------------------------------------ masks
+    def refine(self, rule: ContextualRule, tokens: Sequence[bytes], p: PState, q: int,
+               carry: int, m: np.ndarray) -> np.ndarray:
+        """``m`` (the tokens the contextual masks allow at ``(p, q, carry)``) without those
+        whose walk ends where no text completes the parse; a copy where one goes."""
+        from .contextual_rule import ContextualRule as Rule
+
+        out = m
+        verdict: dict[tuple[int, int], bool] = {}
+        for t in np.flatnonzero(m).tolist():
+            data = tokens[t]
+            if not data:
+                continue
+            st = Rule.walk(rule, (q, carry, p), data)
+            if isinstance(st, int):
+                continue  # (the masks' verdict stands)
+            q2, _, p2 = st
+            k = (p2[PUID], q2)
+            v = verdict.get(k)
+            if v is None:
+                v = verdict[k] = self.ok_after(rule, p2, q2)
+            if not v:
+                if out is m:
+                    out = m.copy()
+                out[t] = False
+        return out
