@@ -1,0 +1,58 @@
+"""JSON Schema values found wrong by fuzzing and hand-written user schemas, ``jsonschema`` as
+the oracle: literals that spell alike once a terminal's name drops their punctuation.
+
+The literals were found by forcing hand-written function-calling schemas (``tools/json_schemas/user_tools.json``):
+``{"enum": [0, 0.5, 1, 2.5, -3, null]}`` beside an array of ``{"enum": [1, 2, 3]}`` rejected
+``-3`` — the literals ``-3`` and ``3`` were both named ``T_3``, and ``-1``/``1`` the same way,
+so one schema accepted ``{"l": 1}`` for ``{"const": -1}``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import gramask
+from gramask import Grammar
+
+from ._support import BYTES, accepts, byte_ids
+
+jsonschema = pytest.importorskip("jsonschema")
+
+# pairs of JSON literals whose text differs only in characters a terminal name cannot hold
+PAIRS = [(-1, 1), (-3, 3), (-0.5, 0.5), (1e-20, 1e20), (-2.5, 2.5), ("a-b", "a_b"), ("é", "_")]
+
+
+def _accepts(schema: Any, inst: Any) -> bool:
+    cg = gramask.compile(Grammar.from_json_schema(schema), BYTES, cache=False, progress=False)
+    return accepts(cg, byte_ids(json.dumps(inst, separators=(",", ":"))))
+
+
+def _valid(schema: Any, inst: Any) -> bool:
+    return bool(jsonschema.Draft202012Validator(schema).is_valid(inst))
+
+
+@pytest.mark.parametrize(("a", "b"), PAIRS)
+def test_two_properties_consts_that_name_alike_stay_apart(a: Any, b: Any) -> None:
+    schema = {"properties": {"l": {"const": a}, "w": {"const": b}}}
+    for inst in ({"l": a}, {"l": b}, {"w": a}, {"w": b}, {"l": a, "w": b}, {"l": b, "w": a}):
+        assert _accepts(schema, inst) == _valid(schema, inst), inst
+
+
+@pytest.mark.parametrize(("a", "b"), PAIRS)
+def test_tuple_of_consts_that_name_alike(a: Any, b: Any) -> None:
+    schema = {"type": "array", "prefixItems": [{"const": a}, {"const": b}], "items": False}
+    for inst in ([a, b], [a, a], [b, b], [b, a], [a]):
+        assert _accepts(schema, inst) == _valid(schema, inst), inst
+
+
+def test_enum_of_signed_numbers_beside_an_array_of_them() -> None:
+    schema = {"type": "object", "properties": {
+        "level": {"enum": [0, 0.5, 1, 2.5, -3, None]},
+        "weights": {"type": "array", "items": {"enum": [1, 2, 3]}}}}
+    for inst in ({"level": -3}, {"level": 3}, {"level": -3, "weights": [3, 1]},
+                 {"level": 1, "weights": [-3]}, {"level": -1}, {"level": None, "weights": [2]}):
+        assert _accepts(schema, inst) == _valid(schema, inst), inst
+
