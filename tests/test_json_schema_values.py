@@ -1,5 +1,6 @@
 """JSON Schema values found wrong by fuzzing and hand-written user schemas, ``jsonschema`` as
-the oracle: literals that spell alike once a terminal's name drops their punctuation.
+the oracle: literals that spell alike once a terminal's name drops their punctuation, and the
+``date`` format's years.
 
 The literals were found by forcing hand-written function-calling schemas (``tools/json_schemas/user_tools.json``):
 ``{"enum": [0, 0.5, 1, 2.5, -3, null]}`` beside an array of ``{"enum": [1, 2, 3]}`` rejected
@@ -56,3 +57,21 @@ def test_enum_of_signed_numbers_beside_an_array_of_them() -> None:
                  {"level": 1, "weights": [-3]}, {"level": -1}, {"level": None, "weights": [2]}):
         assert _accepts(schema, inst) == _valid(schema, inst), inst
 
+
+def test_date_format_agrees_with_pythons_date_on_every_year() -> None:
+    """jsonschema checks ``date`` with ``datetime.date``, which has no year 0000 (RFC 3339's
+    grammar does): found by ``tools/json_schema_fuzz.py --seed 29 --vocab deepseek-v4``."""
+    import datetime
+    import re
+
+    from gramask.frontends.json_formats import FORMATS
+
+    rx = re.compile(FORMATS["date"])
+    for y in range(10000):
+        for md in ("01-01", "02-28", "02-29", "12-31", "04-31", "00-10", "13-01"):
+            text = f"{y:04d}-{md}"
+            try:
+                ok = datetime.date.fromisoformat(text) is not None
+            except ValueError:
+                ok = False
+            assert bool(rx.fullmatch(text)) == ok, text
