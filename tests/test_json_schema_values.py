@@ -10,6 +10,7 @@ so one schema accepted ``{"l": 1}`` for ``{"const": -1}``.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -26,8 +27,14 @@ jsonschema = pytest.importorskip("jsonschema")
 PAIRS = [(-1, 1), (-3, 3), (-0.5, 0.5), (1e-20, 1e20), (-2.5, 2.5), ("a-b", "a_b"), ("é", "_")]
 
 
+@functools.cache
+def _compiled(schema_text: str) -> gramask.CompiledGrammar:
+    return gramask.compile(Grammar.from_json_schema(schema_text), BYTES, cache=False,
+                           progress=False)
+
+
 def _accepts(schema: Any, inst: Any) -> bool:
-    cg = gramask.compile(Grammar.from_json_schema(schema), BYTES, cache=False, progress=False)
+    cg = _compiled(json.dumps(schema))
     return accepts(cg, byte_ids(json.dumps(inst, separators=(",", ":"))))
 
 
@@ -75,3 +82,27 @@ def test_date_format_agrees_with_pythons_date_on_every_year() -> None:
             except ValueError:
                 ok = False
             assert bool(rx.fullmatch(text)) == ok, text
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "pattern": "^\\D$"}, {"type": "string", "pattern": "^\\W$"},
+    {"type": "string", "pattern": "^\\S$"}, {"type": "string", "pattern": "^\\s$"},
+    {"type": "string", "pattern": "^[^\\d]$"}, {"type": "string", "pattern": "^[\\d\\s]$"},
+    {"type": "object", "patternProperties": {"^.*$": {"type": "integer"}}},
+    {"type": "object", "patternProperties": {"^a$": {"type": "integer"}}},
+    {"type": "object", "patternProperties": {"\\d": {"type": "integer"}},
+     "additionalProperties": False},
+    {"type": "object", "propertyNames": {"pattern": "^\\W+$"}},
+])
+def test_patterns_accept_only_what_both_readings_call_valid(schema: Any) -> None:
+    """Where ECMA 262 and Python's ``re`` (jsonschema's reading) differ (``\\D`` and ``٣``,
+    ``\\S`` and U+001C, ``\\s`` and U+FEFF, ``$`` before a final newline: a key ``"\\n"``
+    matches ``^.*$`` for ``re``), a string is taken only where both readings agree, and a key
+    only where both put it in the same region: accepted ⇒ valid. Found by
+    ``tools/json_schema_fuzz.py --from tools/json_schemas/schemastore.json`` (dotnet-tools'
+    ``"^.*$"`` pattern property)."""
+    chars = ["٣", "é", "\u001c", "\ufeff", "\u2028", "\n", "a", "1", " ", "_", "a\n", "Ⅻ"]
+    cases = [*chars, *({c: 1} for c in chars), *({c: "x"} for c in chars)]
+    accepted = [i for i in cases if _accepts(schema, i)]
+    assert all(_valid(schema, i) for i in accepted), [i for i in accepted if not _valid(schema, i)]
+    assert accepted  # the ASCII cases the readings agree on stay
