@@ -20,6 +20,8 @@ from gramask.compiler.tables import walk_token
 from gramask.compiler.token_walk import TokenWalker
 from gramask.runtime.core import contextual_lexer
 
+from ._support import BYTES, byte_ids
+
 
 @functools.cache
 def _vocab() -> gramask.Vocabulary:
@@ -214,3 +216,34 @@ def test_lazy_diffs_rebuild_the_rows(monkeypatch: pytest.MonkeyPatch) -> None:
         cx.allowed()
         cx.advance(t)
     assert max(bases) >= 0
+
+
+def test_a_lazy_row_walked_again_against_another_base_gets_its_own_plan() -> None:
+    """A lazy row's diff memo holds few rows (``row_cache``); a row evicted and walked again
+    may be served against another base row, with other nodes. Its plan was keyed by the row
+    alone, so the old plan met the new nodes: a broadcast ``ValueError`` (or, at equal sizes,
+    another row's verdicts). Found forcing a schema with several non-ASCII patterns
+    (``tools/json_schemas/user_tools.json``'s ``unicode_patterns``) byte by byte."""
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-zÀ-ÖØ-öø-ÿ' -]+$", "maxLength": 30},
+        "greek": {"type": "string", "pattern": "^[Α-Ωα-ω]{2,4}$"},
+        "mood": {"type": "string", "pattern": "^[\U0001F600-\U0001F64F]+$"},
+        "handle": {"type": "string", "pattern": "^@[a-z0-9_]{3,15}$"},
+        "phone": {"type": "string", "pattern": "^\\+?\\d{1,3}[ -]?\\d{3,12}$"},
+        "bio": {"type": "string", "pattern": "ü"}}, "required": ["name"]}
+    texts = [json.dumps(i, indent="\t", separators=(" ,", " : ")) for i in (
+        {"name": "A", "greek": "Ωμε", "mood": "😀🙏", "handle": "@a_b1", "phone": "+47 12345678"},
+        {"name": "x y", "phone": "0123", "bio": "Müller"}, {"name": "Zoë2"}, {"name": "a" * 31})]
+    texts.append('{"name":"Ann","greek":"Ω"}')
+    g = Grammar.from_json_schema(schema)
+    eager = build(g, BYTES, progress=False)
+    lazy = build(g, BYTES, progress=False, lazy=True)
+    for text in texts:
+        ca, cb = eager.constraint(), lazy.constraint()
+        for t in [*byte_ids(text), None]:
+            ma, mb = ca.allowed(), cb.allowed()
+            assert np.array_equal(ma, mb), (text, np.flatnonzero(ma != mb)[:10])
+            if t is None or not ma[t]:
+                break
+            ca.advance(t)
+            cb.advance(t)

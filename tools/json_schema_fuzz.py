@@ -12,6 +12,7 @@ whose state has no completion is a dead end; any other exception is a crash. Pri
 counts and each failure with its schema::
 
     PYTHONPATH=. python tools/json_schema_fuzz.py [--seed 1] [--schemas 60] [--walks 8]
+        [--classic] [--from tools/json_schemas/user_tools.json]
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import random
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -33,13 +35,21 @@ PATTERNS = ["^x-", "b$", "^[a-c]+$", "[0-9]", "^n"]
 NUMBERS = [0, 1, -1, 2.5, 0.25, -0.5, 3, 10, 1.75, 100]
 FORMATS = ["date", "uuid", "ipv4", "email"]
 VALUES = [1, "a", None, True, 2.5, [1], {"a": 1}, "b"]
+CONSTS = [1, "a", None, {"a": [1]}, 0.5]
+# --wide (the default since seed 21): literals that differ only in a sign, an exponent's sign or
+# punctuation (terminal names drop those characters), zero, the empty string, non-ASCII
+WIDE_VALUES = [-1, -2.5, 1e-20, 1e20, 0, -0.5, "", "a-b", "a_b", "é", [-1, 1], {"b": -1}]
+WIDE_FORMATS = ["ipv6"]
 
 
 class SchemaGen:
     """Random schemas, depth-bounded."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, wide: bool = True) -> None:
         self.r = rng
+        self.values = VALUES + WIDE_VALUES if wide else VALUES
+        self.consts = CONSTS + WIDE_VALUES if wide else CONSTS
+        self.formats = FORMATS + WIDE_FORMATS if wide else FORMATS
 
     def schema(self, depth: int = 0) -> Any:
         r = self.r
@@ -55,9 +65,9 @@ class SchemaGen:
         if kind in ("anyOf", "allOf", "oneOf"):
             return {kind: [self.schema(depth + 1) for _ in range(r.randint(1, 3))]}
         if kind == "enum":
-            return {"enum": r.sample(VALUES, r.randint(1, 4))}
+            return {"enum": r.sample(self.values, r.randint(1, 4))}
         if kind == "const":
-            return {"const": r.choice([1, "a", None, {"a": [1]}, 0.5])}
+            return {"const": r.choice(self.consts)}
         if kind == "types":
             return {"type": r.sample(["string", "integer", "null", "boolean", "number"], 2)}
         return getattr(self, kind)(depth)
@@ -68,7 +78,7 @@ class SchemaGen:
         return r.choice([
             {"type": r.choice(["string", "null", ["number", "boolean"], "object"])},
             {"const": r.choice([1, "a", None, True])},
-            {"enum": r.sample(VALUES, min(2, len(VALUES)))},
+            {"enum": r.sample(self.values, 2)},
             {"required": r.sample(KEYS, 1)},
             {"properties": {r.choice(KEYS): {"const": r.choice(["a", 1, None])}},
              "required": r.sample(KEYS, r.randint(0, 1))},
@@ -133,7 +143,7 @@ class SchemaGen:
         if r.random() < .3:
             s["pattern"] = r.choice(PATTERNS)
         if r.random() < .2:
-            s["format"] = r.choice(FORMATS)
+            s["format"] = r.choice(self.formats)
         return s
 
     def integer(self, depth: int) -> dict[str, Any]:
@@ -178,16 +188,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--schemas", type=int, default=60)
     ap.add_argument("--walks", type=int, default=8)
     ap.add_argument("--vocab", default="gpt2")
+    ap.add_argument("--classic", dest="wide", action="store_false",
+                    help="the value pools of seeds 1-20 (no signed, exponent or punctuated "
+                         "literals, no ipv6), to rerun those seeds as recorded")
+    ap.add_argument("--from", dest="sets", type=Path, action="append", default=[],
+                    help="walk the schemas of a tools/json_schemas/*.json set file instead of "
+                         "random ones (repeatable; --schemas is then ignored)")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     rng = random.Random(args.seed)
-    gen = SchemaGen(rng)
+    gen = SchemaGen(rng, wide=args.wide)
+    given = [c["schema"] for f in args.sets for c in json.loads(f.read_text())]
     vocab = gramask.Vocabulary.bundled(args.vocab)
     eos = vocab.eos_token_id
     short = np.array([len(vocab.token_bytes(i)) <= 3 for i in range(len(vocab))])
     n = dict(schemas=0, refused=0, walks=0, dead=0, invalid=0, crash=0)
-    for _ in range(args.schemas):
-        schema = gen.schema()
+    for i in range(len(given) if given else args.schemas):
+        schema = given[i] if given else gen.schema()
         n["schemas"] += 1
         try:
             cg = gramask.compile(gramask.Grammar.from_json_schema(schema), vocab, cache=False,

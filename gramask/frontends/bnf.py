@@ -61,7 +61,11 @@ class GrammarBuilder:
         name = self._terminal_of.get(key)
         if name is None:
             base = re.sub(r"[^A-Z0-9_]", "_", hint.upper())[:24].strip("_") or "T"
-            name = f"{base}_{len(self.terminals)}" if not base[0].isdigit() else f"T_{base}"
+            if base[0].isdigit():
+                base = "T_" + base
+            # the index after the last "_" keeps names apart that share a base: literals
+            # "1" and "-1" (or "1e-20" and "1e+20") differ only in characters dropped above
+            name = f"{base}_{len(self.terminals)}"
             self._terminal_of[key] = name
             self.terminals.append({"name": name, "pattern": pattern, "is_string": literal,
                                    "ignored": ignored, "automaton": automaton,

@@ -52,20 +52,23 @@ class ObjectKeywords(SchemaCompilerBase):
                                                   "not supported")
             pats = dict(list(pats.items())[:_MAX_PATTERNS])
         pat_res: list[Callable[[str], bool]] = []
-        pat_rx: list[str | jt.PatternError] = []  # each pattern translated once, for both
+        # each pattern translated once, for both: (what a key matches for certain, what it
+        # must avoid to match in neither reading: ECMA 262's and Python re's, jsonschema's)
+        pat_rx: list[tuple[str, str] | jt.PatternError] = []
         for p in pats:
             try:
                 re.compile(p)
             except re.error as e:
                 raise self.bad("patternProperties", ptr, f"invalid pattern {p!r}: {e}") from None
-            try:  # ECMA's reading, as the key automata read the other keys
-                rx = jt.pattern_regex(p, _ptr_join(ptr, "patternProperties", p))
+            where = _ptr_join(ptr, "patternProperties", p)
+            try:  # as the key automata read the other keys
+                rx = (jt.pattern_regex(p, where), jt.pattern_regex(p, where, wide=True))
             except jt.PatternError as e:  # refused by pattern_regions below
                 pat_rx.append(e)
                 pat_res.append(lambda k: False)
             else:
                 pat_rx.append(rx)
-                pat_res.append(jt.pattern_test(rx))
+                pat_res.append(jt.pattern_test(rx[1]))  # a defined key: schema if either
         names = self.property_names(schema.get("propertyNames", True), ptr)
         if names is None:  # no key is a valid name: only the empty object
             if required or schema.get("minProperties", 0):
@@ -214,7 +217,8 @@ class ObjectKeywords(SchemaCompilerBase):
             return [], lambda k: True
         return regexes, lambda k: all(t(k) for t in tests)
 
-    def free_keys(self, pats: dict[str, Any], translated: list[str | jt.PatternError],
+    def free_keys(self, pats: dict[str, Any],
+                  translated: list[tuple[str, str] | jt.PatternError],
                   addl: Any, defined: list[str], names: list[str], ptr: str
                   ) -> list[tuple[str, Any, str]] | None:
         """The keys outside ``defined`` an object may hold, where they are a few words
@@ -254,7 +258,8 @@ class ObjectKeywords(SchemaCompilerBase):
             return {}
         return out
 
-    def pattern_regions(self, pats: dict[str, Any], translated: list[str | jt.PatternError],
+    def pattern_regions(self, pats: dict[str, Any],
+                        translated: list[tuple[str, str] | jt.PatternError],
                         addl: Any, defined: list[str], ptr: str,
                         names: list[str]) -> list[tuple[str, str]]:
         """(key terminal, value nonterminal) per region of the keys ``properties`` does not
@@ -279,12 +284,16 @@ class ObjectKeywords(SchemaCompilerBase):
         return out
 
 
-def _regions(pats: dict[str, Any], translated: list[str | jt.PatternError], addl: Any,
-             ptr: str, names: list[str]) -> list[tuple[list[str], list[str], Any, str]]:
+def _regions(pats: dict[str, Any], translated: list[tuple[str, str] | jt.PatternError],
+             addl: Any, ptr: str, names: list[str]
+             ) -> list[tuple[list[str], list[str], Any, str]]:
     """(regexes its keys match, those they do not, value schema, its pointer) per region of
     the other keys that ``patternProperties`` and ``additionalProperties`` allow (regions may
-    be empty); ``translated``: the patterns' regexes (none refused)."""
-    regexes = [rx for rx in translated if isinstance(rx, str)]
+    be empty); ``translated``: the patterns' regexes (none refused), narrow and wide: a key
+    in a region matches its patterns in both readings and the others in neither (a key the
+    readings tell apart is in none)."""
+    narrow = [rx[0] for rx in translated if isinstance(rx, tuple)]
+    wide = [rx[1] for rx in translated if isinstance(rx, tuple)]
     schemas = list(pats.values())
     out: list[tuple[list[str], list[str], Any, str]] = []
     for subset in range(1 << len(pats)):
@@ -299,8 +308,8 @@ def _regions(pats: dict[str, Any], translated: list[str | jt.PatternError], addl
             continue
         else:
             value, vptr = addl, _ptr_join(ptr, "additionalProperties")
-        out.append(([regexes[i] for i in inside] + names,
-                    [r for i, r in enumerate(regexes) if i not in inside], value, vptr))
+        out.append(([narrow[i] for i in inside] + names,
+                    [r for i, r in enumerate(wide) if i not in inside], value, vptr))
     return out
 
 

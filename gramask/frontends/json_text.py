@@ -192,28 +192,60 @@ _CATEGORIES = {
 }
 
 
+
+
+@functools.cache
+def _python_categories() -> dict[str, Ranges]:
+    """``\\d \\w \\s`` and their negations as Python's ``re`` reads them in a str pattern
+    (Unicode: what the ``jsonschema`` package tests ``pattern`` with)."""
+    every = "".join(map(chr, range(MAX_CP + 1)))
+    out: dict[str, Ranges] = {}
+    for name, rx in (("DIGIT", r"\d+"), ("WORD", r"\w+"), ("SPACE", r"\s+")):
+        ranges = _norm((m.start(), m.end() - 1) for m in re.finditer(rx, every))
+        out["CATEGORY_" + name] = intersect(ranges, _ALL)
+        out["CATEGORY_NOT_" + name] = complement(ranges)
+    return out
+
+
+def _union(a: Ranges, b: Ranges) -> Ranges:
+    return intersect(_norm([*a, *b]), _ALL)
+
+
+def _both(a: Ranges, b: Ranges) -> Ranges:
+    """``a`` ∩ ``b`` through complements (linear; ``intersect`` pairs every two ranges)."""
+    return complement(_norm([*complement(a), *complement(b)]))
+
+
 class PatternError(GrammarError):
     """A ``pattern`` that cannot be turned into a finite automaton over JSON text."""
 
 
-def _set_of(items: list[tuple[Any, Any]], where: str) -> Ranges:
-    out: Ranges = []
+def _set_of(items: list[tuple[Any, Any]], where: str, wide: bool) -> Ranges:
+    """A class's code points read both as ECMA 262 and as Python's ``re`` read them: those
+    both readings take (``wide`` False), or those either takes (True)."""
+    ecma: Ranges = []
+    py: Ranges = []
     negate = False
     for op, av in items:
         name = str(op)
         if name == "NEGATE":
             negate = True
         elif name == "LITERAL":
-            out.append((int(av), int(av)))
+            ecma.append((int(av), int(av)))
+            py.append(ecma[-1])
         elif name == "RANGE":
             lo, hi = av
-            out.append((int(lo), int(hi)))
+            ecma.append((int(lo), int(hi)))
+            py.append(ecma[-1])
         elif name == "CATEGORY":
-            out.extend(_CATEGORIES.get(str(av), []) or _bad(where, f"class {av}"))
+            ecma.extend(_CATEGORIES.get(str(av), []) or _bad(where, f"class {av}"))
+            py.extend(_python_categories()[str(av)])
         else:
             _bad(where, name)
-    ranges = _norm(out)
-    return complement(ranges) if negate else intersect(ranges, _ALL)
+    e, p = _norm(ecma), _norm(py)
+    if negate:  # wide: outside e or outside p; narrow: outside both
+        return _union(complement(e), complement(p)) if wide else complement(_norm([*e, *p]))
+    return _union(e, p) if wide else _both(e, p)
 
 
 def _bad(where: str, what: str) -> Ranges:
@@ -223,13 +255,16 @@ def _bad(where: str, what: str) -> Ranges:
 _ANY_DECODED = "(?:[^\\n]|\\n)"
 
 
-def pattern_regex(pattern: str, where: str) -> str:
+def pattern_regex(pattern: str, where: str, wide: bool = False) -> str:
     """A Python regex, over the *decoded* string and matched as a whole, for the strings
     that contain a match of the JSON Schema ``pattern`` (ECMA 262's unanchored search;
     ``^``/``$`` only at the ends of the whole pattern).
 
-    ``.`` excludes the ECMA line terminators; ``\\d``, ``\\w``, ``\\s`` are ECMA's
-    classes. Raises :class:`PatternError` (a GrammarError) naming ``where`` for a pattern
+    Where ECMA 262 and Python's ``re`` (the ``jsonschema`` package's reading) differ — ``.``
+    and the line terminators, ``\\d \\w \\s`` ASCII or Unicode, ``$`` before a final
+    newline — the strings both readings match (``wide`` False: what a string must be to
+    match for certain), or those either matches (True: what a key must not be to match
+    neither). Raises :class:`PatternError` (a GrammarError) naming ``where`` for a pattern
     with lookaround, backreferences, inline flags or anchors elsewhere.
     """
     try:
@@ -247,9 +282,10 @@ def pattern_regex(pattern: str, where: str) -> str:
     if items and str(items[-1][0]) == "AT" and str(items[-1][1]) in ("AT_END", "AT_END_STRING"):
         end_anchor = True
         items = items[:-1]
-    body = _seq(items, where)
+    body = _seq(items, where, wide)
     any_rep = f"{_ANY_DECODED}*"
-    return ("" if start_anchor else any_rep) + body + ("" if end_anchor else any_rep)
+    end = any_rep if not end_anchor else "\\n?" if wide else ""  # re reads $ before a final newline too
+    return ("" if start_anchor else any_rep) + body + end
 
 
 def pattern_test(regex: str) -> Callable[[str], bool]:
@@ -260,20 +296,20 @@ def pattern_test(regex: str) -> Callable[[str], bool]:
     return lambda text: rx.fullmatch(text) is not None
 
 
-def _seq(items: Iterable[tuple[Any, Any]], where: str) -> str:
-    return "".join(_item(op, av, where) for op, av in items)
+def _seq(items: Iterable[tuple[Any, Any]], where: str, wide: bool) -> str:
+    return "".join(_item(op, av, where, wide) for op, av in items)
 
 
-def _item(op: Any, av: Any, where: str) -> str:
+def _item(op: Any, av: Any, where: str, wide: bool) -> str:
     name = str(op)
     if name == "LITERAL":
         return _class([(int(av), int(av))])
     if name == "NOT_LITERAL":
         return _class(complement([(int(av), int(av))]))
-    if name == "ANY":
-        return _class(complement(_LINE_TERMINATORS))
+    if name == "ANY":  # ECMA: no line terminator; re: no \\n
+        return _class(complement([(0x0A, 0x0A)] if wide else _LINE_TERMINATORS))
     if name == "IN":
-        rx = _class(_set_of(av, where))
+        rx = _class(_set_of(av, where, wide))
         if not rx:
             _bad(where, "an empty character class")
         return rx
@@ -281,13 +317,13 @@ def _item(op: Any, av: Any, where: str) -> str:
         _group, add_flags, del_flags, sub = av
         if add_flags or del_flags:
             _bad(where, "inline flags")
-        return "(?:" + _seq(sub, where) + ")"
+        return "(?:" + _seq(sub, where, wide) + ")"
     if name == "BRANCH":
         _, alts = av
-        return "(?:" + "|".join(_seq(a, where) for a in alts) + ")"
+        return "(?:" + "|".join(_seq(a, where, wide) for a in alts) + ")"
     if name in ("MAX_REPEAT", "MIN_REPEAT"):
         lo, hi, sub = av
-        inner = "(?:" + _seq(sub, where) + ")"
+        inner = "(?:" + _seq(sub, where, wide) + ")"
         if hi == _sre_c.MAXREPEAT:
             return inner + ("*" if lo == 0 else "+" if lo == 1 else f"{{{lo},}}")
         return inner + (f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}")

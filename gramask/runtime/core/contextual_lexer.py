@@ -415,7 +415,9 @@ class ContextualLexer(ContextualRule):
             removed, nodes, counts, toks = self._diff(q)
         elif self.tables.walker is not None and q != 0:
             b, removed, nodes, counts, toks = self._lazy_diff(q)
-            key -= len(self.trans)
+            # a lazy row's diff depends on its base, which may differ once the row is walked
+            # again (its memo evicted, more rows assembled since): plans are keyed by both
+            key -= len(self.trans) * (b + 1)
         if b >= 0:
             m = self._row_tokens(p, b, carry)
             m[removed] = False
