@@ -92,8 +92,7 @@ class ContextualLexer(ContextualRule):
         self._tokens = tokens
         self._special = special
         self._trie: VocabTrie | None = None
-        # tokens into dead ends behind unsplittable terminals (set by the compiled grammar)
-        self.dead_ends: ContextualEnds | None = None
+        self.dead_ends: ContextualEnds | None = None  # set by CompiledGrammar where needed
         limits = ctx.automaton.limits  # the bounds every memo of this runtime follows
         self._masks: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache))
@@ -415,9 +414,7 @@ class ContextualLexer(ContextualRule):
             removed, nodes, counts, toks = self._diff(q)
         elif self.tables.walker is not None and q != 0:
             b, removed, nodes, counts, toks = self._lazy_diff(q)
-            # a lazy row's diff depends on its base, which may differ once the row is walked
-            # again (its memo evicted, more rows assembled since): plans are keyed by both
-            key -= len(self.trans) * (b + 1)
+            key -= len(self.trans) * (b + 1)  # a lazy row's diff may change base: key by both
         if b >= 0:
             m = self._row_tokens(p, b, carry)
             m[removed] = False
