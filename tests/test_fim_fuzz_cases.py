@@ -227,6 +227,9 @@ def test_budget_keeps_every_token_that_starts_a_short_program(lexer: str,
 # ``class A:\n`` + ``  def f(self):`` + ``\n    return 1\n``). And where the middle's last
 # newline runs on into the suffix (``\n`` + `` \n  s():``), the level it ends at was topped
 # on the prefix's levels alone, without the middle's (``\n n():``): no completion was found.
+# Where the prefix shows no step, the count of levels between matters, not their widths:
+# ``b():\n`` + ``  s():\n         01\n`` (levels 0, 2, 9) fit neither the gap filled on 4
+# (0, 4, 8, 9) nor none between (fim_fuzz --indent 1 --seed 62, basic mode).
 BLOCK_HEADERS = r"""
 start: stmt+
 stmt: simple _NEWLINE
@@ -255,6 +258,9 @@ def _indenter_oracle(grammar: str) -> lark.Lark:
     ("", "f():\n  01\n  z()", ":\n    01\n01\n"),
     ("b():", "\n n():\n", " \n  s():\n   01\n  p():\n   01\n"),
     ("b():\n ", "n():\n", " \n  s():\n   01\n"),
+    # the first line's width (9) off the step of 4 that fills the gap: one level between
+    ("b():\n", "", "  s():\n         01\n"),
+    ("b():", "\n  ", "      s():\n            01\n"),
 ])
 def test_blocks_the_middle_opens_when_the_prefix_shows_no_step_close_at_the_end(
         lexer: str, prefix: str, middle: str, suffix: str) -> None:

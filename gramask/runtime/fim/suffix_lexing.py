@@ -251,16 +251,22 @@ def assumed_bases(base: list[int], w: int, unit: int | None) -> list[list[int]]:
     12 → 8 is assumed; :data:`DEFAULT_UNIT` where the prefix shows no step), or, where the
     gap is off that step or the prefix shows none, one or two levels of the middle's own
     (the filled stack first): after ``class A:\n`` the middle ``  def f():`` and the suffix
-    ``\n    return 1\n`` (two-space steps) end by closing both blocks."""
+    ``\n    return 1\n`` (two-space steps) end by closing both blocks. Where the prefix
+    shows no step, every count of levels up to :data:`MAX_EXTRA_DEDENTS` is assumed (the
+    filled stack's count and the middle's own for the others: ``  c():\n         x`` after
+    ``b():\n`` has one level between, where a step of 4 fills two), as what the quotient
+    needs is how many blocks the suffix closes; their widths are checked at the end."""
     bases = [base]
     if base and w < TAB_UNIT:
         step = unit or DEFAULT_UNIT
         filled = [*base, *range(base[-1] + step, w, step)]
         if filled != base:
             bases.insert(0, filled)
-        elif (w - base[-1]) % step or unit is None:
+        if unit is None or (filled == base and (w - base[-1]) % step):
+            counts = {len(b) for b in bases}
             bases += [[*base, *range(base[-1] + 1, base[-1] + j + 1)]
-                      for j in range(1, MAX_EXTRA_DEDENTS + 1) if base[-1] + j < w]
+                      for j in range(1, MAX_EXTRA_DEDENTS + 1)
+                      if base[-1] + j < w and len(base) + j not in counts]
     return bases
 
 
