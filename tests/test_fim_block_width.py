@@ -18,7 +18,7 @@ import pytest
 
 from gramask.runtime.budget.state_costs import stack_distance
 
-from ._support import compiled, follow_along_the_masks
+from ._support import compiled, follow_along_the_masks, hf_tokenizer
 
 PREFIX = "def f(x):\n    return x"
 
@@ -36,6 +36,26 @@ def test_middle_opens_a_block_at_the_suffix_width(suffix: str, joined: bool) -> 
     assert sc.data.endswith(b"\\") == joined
     ast.parse(PREFIX + sc.text + suffix)
     follow_along_the_masks(c, sc.token_ids)
+
+
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("class A:\n", "  def f(self):", "\n    return 1\n"),
+    ("class A:\n", "  def f(self):\n", "    return 1\nx = 2\n"),
+    ("if x:\n", "  if y:", "\n    pass\n"),
+])
+def test_two_column_blocks_the_middle_opens_under_a_prefix_with_one_level(
+        prefix: str, middle: str, suffix: str) -> None:
+    """A prefix with one open level shows no indentation step; the middle's own step of 2
+    opens two blocks the suffix's end closes. EOS used to be forbidden after the true middle
+    (the stacks assumed below the suffix's first line filled the gap on a step of 4 only;
+    found by ``tools/fim_fuzz.py --indent 1 --seed 60``)."""
+    ast.parse(prefix + middle + suffix)
+    cg = compiled("python", "gpt2")
+    c = cg.constraint(prefix, suffix=suffix)
+    for t in hf_tokenizer("gpt2")(middle):
+        assert c.is_allowed(t)
+        c.advance(t)
+    assert c.is_complete()
 
 
 def test_stack_distance() -> None:

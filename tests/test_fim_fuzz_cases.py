@@ -216,3 +216,66 @@ def test_budget_keeps_every_token_that_starts_a_short_program(lexer: str,
     assert free[vocab.token_id("73")] and free[vocab.token_id("7")]
     m = cg.constraint("", suffix=suffix, max_tokens=10).allowed()
     assert m[vocab.token_id("73")] and m[vocab.token_id("7")]
+
+
+# A prefix with one open level shows no indentation step, and the step was then taken to be
+# 4: after ``f():\n`` the middle ``  01\n  z()`` (two-column steps) and the suffix
+# ``:\n    01\n`` close both of the middle's blocks at the end, but the stacks assumed below
+# the suffix's first line (width 4) were ``[0]`` and the gap filled on the step 4, also
+# ``[0]``: no branch counted the middle's level 2, so EOS was forbidden after the true middle
+# (fim_fuzz --indent 1 --seed 60, both modes; the bundled Python grammar refused the same way
+# ``class A:\n`` + ``  def f(self):`` + ``\n    return 1\n``). And where the middle's last
+# newline runs on into the suffix (``\n`` + `` \n  s():``), the level it ends at was topped
+# on the prefix's levels alone, without the middle's (``\n n():``): no completion was found.
+# Where the prefix shows no step, the count of levels between matters, not their widths:
+# ``b():\n`` + ``  s():\n         01\n`` (levels 0, 2, 9) fit neither the gap filled on 4
+# (0, 4, 8, 9) nor none between (fim_fuzz --indent 1 --seed 62, basic mode).
+BLOCK_HEADERS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | /[a-z]+/ "(" ")" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: "01"
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+def _indenter_oracle(grammar: str) -> lark.Lark:
+    from lark.indenter import Indenter
+
+    class Ind(Indenter):
+        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
+        OPEN_PAREN_types: list[str] = []  # noqa: RUF012 (lark's own attribute)
+        CLOSE_PAREN_types: list[str] = []  # noqa: RUF012
+
+    return lark.Lark(grammar, parser="lalr", postlex=Ind())
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("f():\n", "  01\n  z()", ":\n    01\n"),
+    ("f():\n", "  z()", ":\n    01\n"),
+    ("", "f():\n  01\n  z()", ":\n    01\n01\n"),
+    ("b():", "\n n():\n", " \n  s():\n   01\n  p():\n   01\n"),
+    ("b():\n ", "n():\n", " \n  s():\n   01\n"),
+    # the first line's width (9) off the step of 4 that fills the gap: one level between
+    ("b():\n", "", "  s():\n         01\n"),
+    ("b():", "\n  ", "      s():\n            01\n"),
+])
+def test_blocks_the_middle_opens_when_the_prefix_shows_no_step_close_at_the_end(
+        lexer: str, prefix: str, middle: str, suffix: str) -> None:
+    assert lark_accepts(_indenter_oracle(BLOCK_HEADERS), prefix + middle + suffix)
+    cg, vocab = tiny(BLOCK_HEADERS, [*"01fzbnsp(): \n"], lexer=lexer)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, list(middle))
+    assert c.is_complete()
+    assert c.allowed()[vocab.eos_token_id]
+    # the same middle less its last piece: the search finds a completion
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, list(middle[:-1]))
+    done = c.clone()
+    for t in done.shortest_completion().token_ids:
+        done.advance(t)
+    assert done.is_complete()
+    assert lark_accepts(_indenter_oracle(BLOCK_HEADERS),
+                        prefix + done.text + suffix)

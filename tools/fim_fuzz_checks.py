@@ -99,6 +99,21 @@ def prefix_stuck(cg: gramask.CompiledGrammar, text: str) -> bool:
     return False
 
 
+# docs/semantics.md: read as lark's Indenter reads it, a suffix must end with a newline (a
+# program whose suffix ends inside a trailing comment is refused, a documented restriction)
+NO_FINAL_NEWLINE = "adds no newline at the end of input"
+
+
+def no_final_newline(env: Env, pr: Problem) -> bool:
+    """Is ``pr`` the documented refusal of a suffix that does not end with a newline under
+    lark's Indenter (the text may still be a program: blanks or a comment after the last
+    newline)? Counted apart."""
+    if pr.kind == "suffix-refused" and NO_FINAL_NEWLINE in pr.detail:
+        env.count("suffix refused: no final newline under lark's Indenter (documented)")
+        return True
+    return False
+
+
 def setup(env: Env, cut: Cut, max_tokens: int | None = None
           ) -> gramask.Constraint | Problem:
     """The FIM constraint for ``cut``, or the problem that setting it up raised."""
@@ -233,6 +248,8 @@ def check_cut(env: Env, cut: Cut, walks: int, slack: list[int]) -> list[Problem]
     gramask's prefix mode takes (so some middle exists)."""
     c = setup(env, cut)
     if isinstance(c, Problem):
+        if no_final_newline(env, c):
+            return []
         return [c]
     out: list[Problem] = []
     env.count("cuts set up")
@@ -257,6 +274,8 @@ def check_budget(env: Env, cut: Cut, ids: list[int], k: int) -> list[Problem]:
     env.count(f"budget k={k}: cuts")
     if isinstance(c, Problem):
         env.count(f"budget k={k}: {c.kind}")
+        if no_final_newline(env, c):
+            return []
         if k < 4 and c.kind == "budget-refused":
             return []  # the plan's bound is above the true middle's tokens (documented)
         return [Problem(f"budget-k{k}-{c.kind}", c.detail)]
@@ -284,6 +303,8 @@ def check_broken_suffix(env: Env, cut: Cut, middles: list[str]) -> list[Problem]
         env.count(f"broken suffix: {c.kind}")
         if c.kind != "suffix-refused":
             return [Problem(f"broken-{c.kind}", c.detail)]
+        if witness is not None and no_final_newline(env, c):
+            return []
         if witness is not None:
             return [Problem("suffix-refused-connectable", f"middle {witness!r} connects; "
                             f"{c.detail}", witness)]

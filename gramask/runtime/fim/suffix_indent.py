@@ -72,8 +72,8 @@ class _Indenter:
         after the ``_NEWLINE``, the stack then). ``top`` (-1: unknown): the level the stack
         tops out at before it, known when the middle's last newline ends inside the suffix."""
         if top >= 0:  # the line before stands at ``top``: the outcome follows
-            if top < w:
-                return [((self.ind,), (*(e for e in self.prefix if e < top), top, w))]
+            if top < w:  # the levels below ``top`` assumed as below a first line's
+                return [((self.ind,), (*stack, w)) for stack in self._bases(top)]
             n_gt = sum(1 for e in self.prefix if e > w)
             cs = [0] if top == w else range(1, n_gt + MAX_EXTRA_DEDENTS + 1)
             return [((self.ded,) * c, stack) for c in cs for stack in self._bases(w)]

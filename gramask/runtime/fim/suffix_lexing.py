@@ -234,26 +234,39 @@ def _readings(head: bytes, ends: frozenset[int], nl_t: int, prefix_indent: tuple
     return [(frozenset((nl_t,)), top), *([(rest, None)] if rest else [])]
 
 
-def indent_unit(prefix_indent: tuple[int, ...]) -> int:
-    """The prefix's indentation step (its smallest increase; 4 where it has none)."""
+DEFAULT_UNIT = 4  # the indentation step assumed where the prefix shows none
+
+
+def indent_unit(prefix_indent: tuple[int, ...]) -> int | None:
+    """The prefix's indentation step (its smallest increase); None where it has none (one
+    open level: the middle's step is unknown)."""
     steps = [b - a for a, b in itertools.pairwise(prefix_indent) if b > a]
-    return min(steps) if steps else 4
+    return min(steps) if steps else None
 
 
-def assumed_bases(base: list[int], w: int, unit: int) -> list[list[int]]:
+def assumed_bases(base: list[int], w: int, unit: int | None) -> list[list[int]]:
     """The stacks (below ``w``) assumed under a first line of width ``w`` whose prefix
     levels below it are ``base``: ``base`` itself, and, under :data:`TAB_UNIT`, the levels
     the middle may have opened between, on the prefix's step ``unit`` ([0, 4] + first line
-    12 → 8 is assumed), or, where the gap is off that step, one or two levels of the
-    middle's own (the filled stack first)."""
+    12 → 8 is assumed; :data:`DEFAULT_UNIT` where the prefix shows no step), or, where the
+    gap is off that step or the prefix shows none, one or two levels of the middle's own
+    (the filled stack first): after ``class A:\n`` the middle ``  def f():`` and the suffix
+    ``\n    return 1\n`` (two-space steps) end by closing both blocks. Where the prefix
+    shows no step, every count of levels up to :data:`MAX_EXTRA_DEDENTS` is assumed (the
+    filled stack's count and the middle's own for the others: ``  c():\n         x`` after
+    ``b():\n`` has one level between, where a step of 4 fills two), as what the quotient
+    needs is how many blocks the suffix closes; their widths are checked at the end."""
     bases = [base]
     if base and w < TAB_UNIT:
-        filled = [*base, *range(base[-1] + unit, w, unit)]
+        step = unit or DEFAULT_UNIT
+        filled = [*base, *range(base[-1] + step, w, step)]
         if filled != base:
             bases.insert(0, filled)
-        elif (w - base[-1]) % unit:
+        if unit is None or (filled == base and (w - base[-1]) % step):
+            counts = {len(b) for b in bases}
             bases += [[*base, *range(base[-1] + 1, base[-1] + j + 1)]
-                      for j in range(1, MAX_EXTRA_DEDENTS + 1) if base[-1] + j < w]
+                      for j in range(1, MAX_EXTRA_DEDENTS + 1)
+                      if base[-1] + j < w and len(base) + j not in counts]
     return bases
 
 
@@ -287,11 +300,14 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
         at = raw[first][2]
     base = [e for e in prefix_indent if e < w]
     n_gt = sum(1 for e in prefix_indent if e > w)
-    bases = assumed_bases(base, w, indent_unit(prefix_indent))
+    unit = indent_unit(prefix_indent)
+    bases = assumed_bases(base, w, unit)
     outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
     if top is not None and first < len(raw) and top < w:
         # the stack tops out at ``top``, below the first line: that line opens a block
-        outcomes.append(([indent_t], [*(e for e in prefix_indent if e < top), top, w]))
+        # (the levels below ``top`` assumed as below ``w``: the middle may have opened some)
+        outcomes += [([indent_t], [*bb, top, w]) for bb in
+                     assumed_bases([e for e in prefix_indent if e < top], top, unit)]
         bases = []
     for bb in bases:
         if bb and (top is None or first == len(raw)):
