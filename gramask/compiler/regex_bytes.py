@@ -11,16 +11,18 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Hashable
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import numpy as np
 
 from ..encoding import distinct_columns, unique_rows
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
 from .charclass import utf8_sequences
+from .hopcroft import hopcroft as _hopcroft
 from .regex_features import check_features
 from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
 from .regex_size import dfa_states_from_width
+from .regex_utf8 import utf8_expand
 
 __all__ = ["ByteDFA", "explore", "regex_to_byte_dfa", "utf8_sequences"]
 
@@ -33,14 +35,18 @@ MAX_TERMINAL_STATES = 4096  # character-level DFA states of one terminal
 BYTE_FACTOR = 4  # byte-level subsets per character-level state allowed (multi-byte characters
 # add some, and a subset automaton runs up to ~3x the minimal one)
 MAX_BYTE_STATES = BYTE_FACTOR * MAX_TERMINAL_STATES  # byte-level states
+# byte states per character-level state allowed when a character automaton is expanded to
+# UTF-8 bytes: a copy of Unicode \w is ~300 byte states, so /\w{1,64}/ needs 19,777
+MAX_EXPANDED_FACTOR = 16
 MAX_NFA_NODES = 200_000  # byte NFA nodes of one terminal (counted repeats are expanded)
 
 
-def _too_many_states(name: str, pattern: str, n: int) -> None:
+def _too_many_states(name: str, pattern: str, n: int, kind: str = "") -> NoReturn:
     shown = pattern if len(pattern) <= 80 else f"{pattern[:60]}… ({len(pattern):,} characters)"
+    limit = MAX_EXPANDED_FACTOR * MAX_TERMINAL_STATES if kind else MAX_TERMINAL_STATES
     raise GrammarError(
-        f"terminal {name}: regex /{shown}/ needs at least {n:,} automaton states "
-        f"(limit {MAX_TERMINAL_STATES:,}); it is not practical to compile. Usually a bounded "
+        f"terminal {name}: regex /{shown}/ needs {'more than' if kind else 'at least'} {n:,} "
+        f"{kind}automaton states (limit {limit:,}); it is not practical to compile. Usually a bounded "
         "repeat after an unbounded one (like (a|b)*a(a|b){14}) or a large counted repeat of "
         "a character class; simplify it or move the check out of the grammar",
         name=name,
@@ -177,7 +183,8 @@ def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False,
     if by_width > MAX_TERMINAL_STATES:
         _too_many_states(name, pattern, by_width)
     try:
-        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match, unicode_categories)
+        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match, unicode_categories,
+                             chars=True)
     except RecursionError:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
@@ -205,7 +212,8 @@ def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False,
 def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     """Subset construction over byte classes: the bytes between consecutive range ends of the
     NFA's moves behave alike in every subset, so each subset's row has one entry per class,
-    not per byte (a few dozen instead of 256)."""
+    not per byte (a few dozen instead of 256). A :class:`CharNFA` beyond ASCII: over
+    code-point classes, minimised, then expanded to bytes (:func:`utf8_expand`)."""
     closure_of: dict[int, frozenset[int]] = {}
 
     def closure(node: int) -> frozenset[int]:
@@ -221,7 +229,8 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
             got = closure_of[node] = frozenset(seen)
         return got
 
-    cuts = sorted({0, 256} | {b for ms in nfa.moves for lo, hi, _ in ms for b in (lo, hi + 1)})
+    end = 0x110000 if nfa.chars and any(hi > 0x7F for ms in nfa.moves for _, hi, _ in ms) else 256
+    cuts = sorted({0, end} | {b for ms in nfa.moves for lo, hi, _ in ms for b in (lo, hi + 1)})
     cut_index = {c: i for i, c in enumerate(cuts)}
     n_cls = len(cuts) - 1
 
@@ -271,11 +280,21 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     # (the limit read now: tests lower MAX_TERMINAL_STATES)
     order, rows = explore(settle(closure(0)), successors, BYTE_FACTOR * MAX_TERMINAL_STATES,
                           too_many)
-    byte_class = np.repeat(np.arange(n_cls), np.diff(cuts))  # (numbered by first byte)
     trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)
-    ends = {nfa.final, *(end for _, _, end in nfa.first_ends)}
+    ends = {nfa.final, *(e for _, _, e in nfa.first_ends)}
     finals = np.array([not ends.isdisjoint(sub) for sub in order], dtype=bool)
-    return _trim_classes(trans, byte_class, finals, reachable=True)
+    if end == 256:  # (classes numbered by first byte)
+        return _trim_classes(trans, np.repeat(np.arange(n_cls), np.diff(cuts)), finals,
+                             reachable=True)
+    chars = _trim_classes(trans, np.arange(n_cls), finals, reachable=True)  # (minimal)
+    if not chars.finals.any():
+        return chars  # (the empty language, already as bytes)
+    limit = MAX_EXPANDED_FACTOR * MAX_TERMINAL_STATES
+    got = utf8_expand(*chars.classes(), cuts, chars.finals, limit)
+    if got is None:
+        _too_many_states(name, pattern, limit, "byte ")
+    b_cls, b_class = _distinct_classes(got[0], np.arange(256))  # (kept per class: smaller)
+    return ByteDFA.of_classes(b_cls.astype(np.int32), b_class, got[1])
 
 
 def explore(
@@ -478,52 +497,6 @@ def _moore(full: np.ndarray, finals: np.ndarray) -> list[int] | None:
             return out
         block, count = new.copy(), c
     return None
-
-
-def _hopcroft(full: np.ndarray, finals: np.ndarray) -> list[int]:
-    """The coarsest partition of ``full``'s states (the dead sink last) that respects
-    finality and transitions, as a block number per state."""
-    n, k = full.shape[0] - 1, full.shape[1]
-    preds: list[tuple[list[int], list[int]]] = []
-    for c in range(k):
-        col = full[:, c]
-        by_target = np.argsort(col, kind="stable")
-        preds.append((by_target.tolist(),
-                      np.searchsorted(col[by_target], np.arange(n + 2)).tolist()))
-    is_final = [*finals.tolist(), False]
-    blocks = [b for b in ({q for q in range(n + 1) if not is_final[q]},
-                          {q for q in range(n + 1) if is_final[q]}) if b]
-    block_of = [0] * (n + 1)
-    for i, members0 in enumerate(blocks):
-        for q in members0:
-            block_of[q] = i
-    smallest = min(range(len(blocks)), key=lambda i: len(blocks[i]))
-    work = {(smallest, c) for c in range(k)} if len(blocks) > 1 else set()
-    while work:
-        b, c = work.pop()
-        order, bounds = preds[c]
-        touched: dict[int, list[int]] = {}
-        for q in blocks[b]:
-            for p in order[bounds[q]:bounds[q + 1]]:
-                touched.setdefault(block_of[p], []).append(p)
-        for y, members in touched.items():
-            whole = blocks[y]
-            if len(members) == len(whole):
-                continue
-            part = set(members)
-            if 2 * len(part) > len(whole):
-                part = whole - part
-            whole -= part
-            new = len(blocks)
-            blocks.append(part)
-            for q in part:
-                block_of[q] = new
-            for c2 in range(k):
-                if (y, c2) in work:
-                    work.add((new, c2))
-                else:
-                    work.add((new, c2) if len(part) <= len(whole) else (y, c2))
-    return block_of
 
 
 def _quotient(trans: np.ndarray, finals: np.ndarray, block_of: list[int]
