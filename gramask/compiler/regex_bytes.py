@@ -391,13 +391,14 @@ def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray, rounds: int = 1
     states' distances from acceptance (equivalent states accept the same words, so the same
     shortest one; ``dist``: those distances if known): a counted chain such as
     ``/x{1000}[a-z]*/`` is then split from the start, where Hopcroft's refinement splits
-    one state per round. None when ``rounds`` rounds do not settle it (then
-    :func:`minimize`)."""
+    one state per round; and, where no state is on a cycle, from their longest words too
+    (``/[^"]{1,128}/`` as a JSON string: its counts share their shortest distance). None
+    when ``rounds`` rounds do not settle it (then :func:`minimize`)."""
     n = trans.shape[0]
     if dist is None:
         dist = _distances(trans, finals)
-    _, block = np.unique(dist * 2 + finals, return_inverse=True)
-    block = block.reshape(-1)
+    longest = _longest(trans)  # (a finite language: the longest words' lengths split too)
+    block = unique_rows(np.column_stack([dist, finals, dist if longest is None else longest]))[1]
     for _ in range(rounds):
         count = int(block.max()) + 1
         if count == n:
@@ -410,6 +411,29 @@ def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray, rounds: int = 1
         return None
     labels: list[int] = block.tolist()
     return _quotient(trans, finals, [*labels, len(labels)])  # the dead sink: a block alone
+
+
+def _longest(trans: np.ndarray) -> np.ndarray | None:
+    """Each state's longest word to acceptance in a trimmed DFA without cycles (Kahn's
+    order over the reversed edges), None where there is a cycle (an infinite language)."""
+    n = trans.shape[0]
+    src, col = np.nonzero(trans >= 0)
+    pairs = np.unique(trans[src, col] * n + src)  # distinct reversed edges
+    out_deg = np.bincount(pairs % n, minlength=n).tolist()
+    tails = (pairs % n).tolist()
+    bounds = np.searchsorted(pairs // n, np.arange(n + 1)).tolist()
+    longest = [0] * n
+    ready = [q for q in range(n) if not out_deg[q]]
+    done = 0
+    while ready:
+        q = ready.pop()
+        done += 1
+        for r in tails[bounds[q]:bounds[q + 1]]:
+            longest[r] = max(longest[r], longest[q] + 1)
+            out_deg[r] -= 1
+            if not out_deg[r]:
+                ready.append(r)
+    return np.array(longest, dtype=np.int64) if done == n else None
 
 
 def _distances(trans: np.ndarray, finals: np.ndarray) -> np.ndarray:
