@@ -22,7 +22,7 @@ from .hopcroft import hopcroft as _hopcroft
 from .regex_features import check_features
 from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
 from .regex_size import dfa_states_from_width
-from .regex_utf8 import utf8_expand
+from .regex_utf8 import utf8_expand, wide_moves
 
 __all__ = ["ByteDFA", "explore", "regex_to_byte_dfa", "utf8_sequences"]
 
@@ -185,6 +185,8 @@ def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False,
     try:
         nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match, unicode_categories,
                              chars=True)
+        if 0 < wide_moves(nfa) < _CHAR_PATH_RANGES:  # a few ranges past ASCII: bytes are cheaper
+            nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match, unicode_categories)
     except RecursionError:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
@@ -209,10 +211,15 @@ def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False,
     return _determinise(name, pattern, nfa)
 
 
+# Moves past ASCII from which a pattern is determinised over code points (its expansion
+# costs ~20 ms; a keyword's case variants, /k/i, are faster byte by byte; \w{1,64} is not)
+_CHAR_PATH_RANGES = 64
+
+
 def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     """Subset construction over byte classes: the bytes between consecutive range ends of the
     NFA's moves behave alike in every subset, so each subset's row has one entry per class,
-    not per byte (a few dozen instead of 256). A :class:`CharNFA` beyond ASCII: over
+    not per byte (a few dozen instead of 256). A :class:`CharNFA` past ASCII: over
     code-point classes, minimised, then expanded to bytes (:func:`utf8_expand`)."""
     closure_of: dict[int, frozenset[int]] = {}
 
@@ -229,7 +236,7 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
             got = closure_of[node] = frozenset(seen)
         return got
 
-    end = 0x110000 if nfa.chars and any(hi > 0x7F for ms in nfa.moves for _, hi, _ in ms) else 256
+    end = 0x110000 if nfa.chars and wide_moves(nfa) else 256
     cuts = sorted({0, end} | {b for ms in nfa.moves for lo, hi, _ in ms for b in (lo, hi + 1)})
     cut_index = {c: i for i, c in enumerate(cuts)}
     n_cls = len(cuts) - 1

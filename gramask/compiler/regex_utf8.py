@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["utf8_expand"]
+from .regex_nfa import ByteNFA
+
+__all__ = ["utf8_expand", "wide_moves"]
 
 _SPAN = 0x200000  # the code points four UTF-8 bytes could spell (past U+10FFFF: dead)
 _CONT = 64  # continuation bytes 0x80..0xBF
@@ -87,6 +89,12 @@ def utf8_expand(cls_trans: np.ndarray, atom_class: np.ndarray, cuts: list[int],
     out_finals = np.zeros(total, dtype=bool)
     out_finals[:n] = finals
     return trans, out_finals
+
+
+def wide_moves(nfa: ByteNFA) -> int:
+    """How many moves of a :class:`~gramask.compiler.regex_nfa.CharNFA` range past ASCII
+    (what decides between the two determinisations)."""
+    return sum(hi > 0x7F for ms in nfa.moves for _, hi, _ in ms)
 
 
 def _shifted(ids: np.ndarray, off: int) -> np.ndarray:
