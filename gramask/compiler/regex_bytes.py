@@ -35,9 +35,8 @@ MAX_TERMINAL_STATES = 4096  # character-level DFA states of one terminal
 BYTE_FACTOR = 4  # byte-level subsets per character-level state allowed (multi-byte characters
 # add some, and a subset automaton runs up to ~3x the minimal one)
 MAX_BYTE_STATES = BYTE_FACTOR * MAX_TERMINAL_STATES  # byte-level states
-# byte states per character-level state allowed when a character automaton is expanded to
-# UTF-8 bytes: a copy of Unicode \w is ~300 byte states, so /\w{1,64}/ needs 19,777
-MAX_EXPANDED_FACTOR = 16
+MAX_EXPANDED_FACTOR = 16  # byte states per MAX_TERMINAL_STATES a character automaton may
+# expand to (UTF-8: a copy of Unicode \w is ~300 byte states; /\w{1,64}/ needs 19,777)
 MAX_NFA_NODES = 200_000  # byte NFA nodes of one terminal (counted repeats are expanded)
 
 
@@ -257,10 +256,11 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     def moves(subset: frozenset[int]) -> list[frozenset[int] | None]:
         row: list[frozenset[int] | None] = [None] * n_cls
         movers = [ms for ms in map(nfa.moves.__getitem__, subset) if ms]
-        if len(movers) == 1 and len(movers[0]) == 1:  # one move (a chain: x{1000})
-            lo, hi, t = movers[0][0]
-            a, b = cut_index[lo], cut_index[hi + 1]
-            row[a:b] = [closure(t)] * (b - a)
+        if len(movers) == 1 and len({t for _, _, t in movers[0]}) == 1:  # x{9}, \w{64}
+            key = closure(movers[0][0][2])  # (one target: its ranges' classes get it)
+            for lo, hi, _ in movers[0]:
+                a, b = cut_index[lo], cut_index[hi + 1]
+                row[a:b] = [key] * (b - a)
             return row
         events: dict[int, list[tuple[int, int]]] = {}  # class → (+1 / -1, target)
         for ms in movers:
