@@ -246,3 +246,21 @@ def test_lone_surrogate_characters() -> None:
     for choices in (["a", "\ud800"], ["x\udc00y"]):
         with pytest.raises(GrammarError, match="lone surrogate"):
             Grammar.from_choices(choices)
+
+
+# long counted repeats of Unicode classes (usernames, ids, JSON Schema patterns): a copy of
+# Unicode \w is ~300 byte states, so these lexers have thousands of states
+LONG = [(r"\w{1,64}", 64), (r"\d{1,300}", 300), (r'[^"\s]{1,128}', 128), (r".{0,100}", 100),
+        (r"[\w.-]{3,64}@[\w.-]+", 64)]
+_LONG_CHARS = ["a", "é", "中", "😀", "٣", " ", '"', "\u0300"]
+
+
+@pytest.mark.parametrize(("pattern", "top"), LONG)
+def test_long_counted_unicode_classes_match_like_re(pattern: str, top: int) -> None:
+    cg = _compiled(pattern)
+    texts = [c * n for c in _LONG_CHARS for n in (0, 1, top, top + 1)]
+    texts += ["é中٣" * (top // 3) + tail for tail in ("", "a", "ab", "abc", " ")]
+    if "@" in pattern:
+        texts = [f"{a}@{b}" for a, b in zip(texts, reversed(texts), strict=True)]
+    for text in texts:
+        assert _accepts(cg, text) == bool(re.fullmatch(pattern, text)), text

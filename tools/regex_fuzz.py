@@ -3,7 +3,7 @@ against membership, on random patterns and choice lists (``tools/regex_fuzz_gen.
 
 Usage: python tools/regex_fuzz.py [--grammars N] [--choices N] [--seed S]
                                   [--vocab gpt2 --vocab deepseek-v4] [--texts N] [--walks N]
-                                  [--out FILE] [--no-minimise]
+                                  [--out FILE] [--no-minimise] [--long P]
 
 For each random regex (anchored or not, flags, lazy repeats, Unicode; rarely a construct with
 no finite automaton):
@@ -243,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=int, default=60, help="seconds per pattern")
     ap.add_argument("--out", type=Path, default=Path("regex_fuzz.jsonl"))
     ap.add_argument("--no-minimise", dest="minimise", action="store_false")
+    ap.add_argument("--long", type=float, default=0.0,
+                    help="chance of a long counted repeat of a class per node (\\w{1,64})")
     a = ap.parse_args(argv)
     logging.disable(logging.WARNING)
     vocabs = [(v, gramask.Vocabulary.bundled(v), hf_tokenizer(v))
@@ -255,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     with a.out.open("w") as out:
         for what, k in jobs:
             rnd = random.Random(f"{a.seed}:{what}:{k}")
-            item = gen.regex(rnd) if what == "regex" else gen.choices(rnd)
+            item = gen.regex(rnd, long=a.long) if what == "regex" else gen.choices(rnd)
             n = len(found)
             signal.alarm(a.timeout)
             try:

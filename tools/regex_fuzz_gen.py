@@ -85,13 +85,22 @@ def atom(r: random.Random) -> Node:
 
 QUANTS = [("*", 0, -1), ("+", 1, -1), ("?", 0, 1), ("{2}", 2, 2), ("{1,}", 1, -1),
           ("{0,2}", 0, 2), ("{1,3}", 1, 3), ("{,2}", 0, 2), ("{0}", 0, 0), ("{3,5}", 3, 5)]
+# long counted repeats of one class (usernames, ids, JSON Schema patterns: ``\w{1,64}``),
+# drawn only with ``long`` > 0 (the streams of the other seeds are unchanged)
+LONG_QUANTS = [("{1,64}", 1, 64), ("{1,300}", 1, 300), ("{0,100}", 0, 100), ("{3,64}", 3, 64),
+               ("{1,128}", 1, 128), ("{32}", 32, 32), ("{2,256}", 2, 256)]
 GROUPS = ["(", "(?:", "(?P<g{n}>", "(?i:", "(?s:", "(?a:", "(?-i:", "(?is:"]
 
 
-def node(r: random.Random, depth: int, bad: float, reps: int = 0) -> Node:
+def node(r: random.Random, depth: int, bad: float, reps: int = 0, long: float = 0.0) -> Node:
     """A random tree; ``bad``: the chance of a construct with no automaton at each node;
     ``reps``: the repeats around it (at most two deep: ``re`` backtracks exponentially on
-    deeper nested repeats, and the oracle would time out, not gramask)."""
+    deeper nested repeats, and the oracle would time out, not gramask); ``long``: the chance
+    of a long counted repeat of a class (:data:`LONG_QUANTS`) where no repeat is around."""
+    if long and not reps and r.random() < long:
+        q, lo, hi = r.choice(LONG_QUANTS)
+        kid = Node("atom", r.choice([".", *CLASSES, *CATEGORIES]))
+        return Node("repeat", q + ("?" if r.random() < 0.1 else ""), [kid], lo, hi)
     if depth <= 0 or r.random() < 0.3:
         return atom(r)
     if r.random() < bad:
@@ -99,9 +108,10 @@ def node(r: random.Random, depth: int, bad: float, reps: int = 0) -> Node:
         return Node("bad", bad_one, [node(r, depth - 1, 0, reps + 1)])
     k = r.random()
     if k < 0.35:
-        return Node("seq", kids=[node(r, depth - 1, bad, reps) for _ in range(r.randint(2, 3))])
+        return Node("seq", kids=[node(r, depth - 1, bad, reps, long)
+                                 for _ in range(r.randint(2, 3))])
     if k < 0.55:
-        kids = [node(r, depth - 1, bad, reps) for _ in range(r.randint(2, 3))]
+        kids = [node(r, depth - 1, bad, reps, long) for _ in range(r.randint(2, 3))]
         if r.random() < 0.1:
             kids.append(Node("seq"))  # an empty branch
         return Node("group", "(?:", [Node("alt", kids=kids)])
@@ -110,7 +120,7 @@ def node(r: random.Random, depth: int, bad: float, reps: int = 0) -> Node:
         return Node("repeat", q + ("?" if r.random() < 0.25 else ""),
                     [node(r, depth - 1, bad, reps + 1)], lo, hi)
     opening = r.choice(GROUPS).replace("{n}", str(r.randint(0, 999)))
-    return Node("group", opening, [node(r, depth - 1, bad, reps)])
+    return Node("group", opening, [node(r, depth - 1, bad, reps, long)])
 
 
 @dataclass
@@ -123,11 +133,11 @@ class GenRegex:
     not_regular: bool
 
 
-def regex(r: random.Random, depth: int = 4) -> GenRegex:
+def regex(r: random.Random, depth: int = 4, long: float = 0.0) -> GenRegex:
     """A random pattern that ``re`` compiles: the tree, then anchors and global flags
-    around it."""
+    around it (``long``: see :func:`node`)."""
     while True:
-        g = _regex(r, depth)
+        g = _regex(r, depth, long)
         try:
             re.compile(g.pattern)
         except re.error:
@@ -135,8 +145,8 @@ def regex(r: random.Random, depth: int = 4) -> GenRegex:
         return g
 
 
-def _regex(r: random.Random, depth: int) -> GenRegex:
-    tree = node(r, depth, bad=0.04)
+def _regex(r: random.Random, depth: int, long: float = 0.0) -> GenRegex:
+    tree = node(r, depth, bad=0.04, long=long)
     if r.random() < 0.1:  # ^A$|^B: anchors at the edges of top-level alternatives
         tree = Node("alt", kids=[Node("seq", kids=[Node("atom", r.choice(["", "^", "\\A"])), k,
                                                    Node("atom", r.choice(["", "$", "\\Z"]))])

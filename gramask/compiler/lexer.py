@@ -347,9 +347,12 @@ def _too_many_lexer_states(
             per.setdefault(term, set()).add(s)
     worst = sorted(per, key=lambda t: -len(per[t]))[:3]
     names = ", ".join(f"{terminals[t].name} ({len(per[t])} states)" for t in worst)
+    lazy = (f"; a compile without the cache (cache=False: each table row walked when a mask "
+            f"first needs it) allows {MAX_LAZY_LEXER_STATES:,}"
+            if max_states < MAX_LAZY_LEXER_STATES else "")
     raise GrammarError(
         f"the lexer needs more than {max_states:,} states (their combinations while "
-        f"lexing); the terminals taking part most: {names}. Simplify or merge them",
+        f"lexing); the terminals taking part most: {names}. Simplify or merge them{lazy}",
         name=terminals[worst[0]].name if worst else None,
     )
 

@@ -11,16 +11,18 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Hashable
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import numpy as np
 
 from ..encoding import distinct_columns, unique_rows
 from ..errors import GrammarError, InvalidRegexError, UnsupportedRegexError
 from .charclass import utf8_sequences
+from .hopcroft import hopcroft as _hopcroft
 from .regex_features import check_features
 from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
 from .regex_size import dfa_states_from_width
+from .regex_utf8 import utf8_expand, wide_moves
 
 __all__ = ["ByteDFA", "explore", "regex_to_byte_dfa", "utf8_sequences"]
 
@@ -33,14 +35,17 @@ MAX_TERMINAL_STATES = 4096  # character-level DFA states of one terminal
 BYTE_FACTOR = 4  # byte-level subsets per character-level state allowed (multi-byte characters
 # add some, and a subset automaton runs up to ~3x the minimal one)
 MAX_BYTE_STATES = BYTE_FACTOR * MAX_TERMINAL_STATES  # byte-level states
+MAX_EXPANDED_FACTOR = 16  # byte states per MAX_TERMINAL_STATES a character automaton may
+# expand to (UTF-8: a copy of Unicode \w is ~300 byte states; /\w{1,64}/ needs 19,777)
 MAX_NFA_NODES = 200_000  # byte NFA nodes of one terminal (counted repeats are expanded)
 
 
-def _too_many_states(name: str, pattern: str, n: int) -> None:
+def _too_many_states(name: str, pattern: str, n: int, kind: str = "") -> NoReturn:
     shown = pattern if len(pattern) <= 80 else f"{pattern[:60]}… ({len(pattern):,} characters)"
+    limit = MAX_EXPANDED_FACTOR * MAX_TERMINAL_STATES if kind else MAX_TERMINAL_STATES
     raise GrammarError(
-        f"terminal {name}: regex /{shown}/ needs at least {n:,} automaton states "
-        f"(limit {MAX_TERMINAL_STATES:,}); it is not practical to compile. Usually a bounded "
+        f"terminal {name}: regex /{shown}/ needs {'more than' if kind else 'at least'} {n:,} "
+        f"{kind}automaton states (limit {limit:,}); it is not practical to compile. Usually a bounded "
         "repeat after an unbounded one (like (a|b)*a(a|b){14}) or a large counted repeat of "
         "a character class; simplify it or move the check out of the grammar",
         name=name,
@@ -177,7 +182,10 @@ def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False,
     if by_width > MAX_TERMINAL_STATES:
         _too_many_states(name, pattern, by_width)
     try:
-        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match, unicode_categories)
+        nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match, unicode_categories,
+                             chars=True)
+        if 0 < wide_moves(nfa) < _CHAR_PATH_RANGES:  # a few ranges past ASCII: bytes are cheaper
+            nfa = build_byte_nfa(pattern, MAX_NFA_NODES, first_match, unicode_categories)
     except RecursionError:
         raise UnsupportedRegexError(
             f"terminal {name}: regex is nested too deeply to compile", name=name
@@ -202,10 +210,16 @@ def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False,
     return _determinise(name, pattern, nfa)
 
 
+# Moves past ASCII from which a pattern is determinised over code points (its expansion
+# costs ~20 ms; a keyword's case variants, /k/i, are faster byte by byte; \w{1,64} is not)
+_CHAR_PATH_RANGES = 64
+
+
 def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     """Subset construction over byte classes: the bytes between consecutive range ends of the
     NFA's moves behave alike in every subset, so each subset's row has one entry per class,
-    not per byte (a few dozen instead of 256)."""
+    not per byte (a few dozen instead of 256). A :class:`CharNFA` past ASCII: over
+    code-point classes, minimised, then expanded to bytes (:func:`utf8_expand`)."""
     closure_of: dict[int, frozenset[int]] = {}
 
     def closure(node: int) -> frozenset[int]:
@@ -221,7 +235,8 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
             got = closure_of[node] = frozenset(seen)
         return got
 
-    cuts = sorted({0, 256} | {b for ms in nfa.moves for lo, hi, _ in ms for b in (lo, hi + 1)})
+    end = 0x110000 if nfa.chars and wide_moves(nfa) else 256
+    cuts = sorted({0, end} | {b for ms in nfa.moves for lo, hi, _ in ms for b in (lo, hi + 1)})
     cut_index = {c: i for i, c in enumerate(cuts)}
     n_cls = len(cuts) - 1
 
@@ -241,10 +256,11 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     def moves(subset: frozenset[int]) -> list[frozenset[int] | None]:
         row: list[frozenset[int] | None] = [None] * n_cls
         movers = [ms for ms in map(nfa.moves.__getitem__, subset) if ms]
-        if len(movers) == 1 and len(movers[0]) == 1:  # one move (a chain: x{1000})
-            lo, hi, t = movers[0][0]
-            a, b = cut_index[lo], cut_index[hi + 1]
-            row[a:b] = [closure(t)] * (b - a)
+        if len(movers) == 1 and len({t for _, _, t in movers[0]}) == 1:  # x{9}, \w{64}
+            key = closure(movers[0][0][2])  # (one target: its ranges' classes get it)
+            for lo, hi, _ in movers[0]:
+                a, b = cut_index[lo], cut_index[hi + 1]
+                row[a:b] = [key] * (b - a)
             return row
         events: dict[int, list[tuple[int, int]]] = {}  # class → (+1 / -1, target)
         for ms in movers:
@@ -271,11 +287,21 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     # (the limit read now: tests lower MAX_TERMINAL_STATES)
     order, rows = explore(settle(closure(0)), successors, BYTE_FACTOR * MAX_TERMINAL_STATES,
                           too_many)
-    byte_class = np.repeat(np.arange(n_cls), np.diff(cuts))  # (numbered by first byte)
     trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)
-    ends = {nfa.final, *(end for _, _, end in nfa.first_ends)}
+    ends = {nfa.final, *(e for _, _, e in nfa.first_ends)}
     finals = np.array([not ends.isdisjoint(sub) for sub in order], dtype=bool)
-    return _trim_classes(trans, byte_class, finals, reachable=True)
+    if end == 256:  # (classes numbered by first byte)
+        return _trim_classes(trans, np.repeat(np.arange(n_cls), np.diff(cuts)), finals,
+                             reachable=True)
+    chars = _trim_classes(trans, np.arange(n_cls), finals, reachable=True)  # (minimal)
+    if not chars.finals.any():
+        return chars  # (the empty language, already as bytes)
+    limit = MAX_EXPANDED_FACTOR * MAX_TERMINAL_STATES
+    got = utf8_expand(*chars.classes(), cuts, chars.finals, limit)
+    if got is None:
+        _too_many_states(name, pattern, limit, "byte ")
+    b_cls, b_class = _distinct_classes(got[0], np.arange(256))  # (kept per class: smaller)
+    return ByteDFA.of_classes(b_cls.astype(np.int32), b_class, got[1])
 
 
 def explore(
@@ -372,13 +398,14 @@ def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray, rounds: int = 1
     states' distances from acceptance (equivalent states accept the same words, so the same
     shortest one; ``dist``: those distances if known): a counted chain such as
     ``/x{1000}[a-z]*/`` is then split from the start, where Hopcroft's refinement splits
-    one state per round. None when ``rounds`` rounds do not settle it (then
-    :func:`minimize`)."""
+    one state per round; and, where no state is on a cycle, from their longest words too
+    (``/[^"]{1,128}/`` as a JSON string: its counts share their shortest distance). None
+    when ``rounds`` rounds do not settle it (then :func:`minimize`)."""
     n = trans.shape[0]
     if dist is None:
         dist = _distances(trans, finals)
-    _, block = np.unique(dist * 2 + finals, return_inverse=True)
-    block = block.reshape(-1)
+    longest = _longest(trans)  # (a finite language: the longest words' lengths split too)
+    block = unique_rows(np.column_stack([dist, finals, dist if longest is None else longest]))[1]
     for _ in range(rounds):
         count = int(block.max()) + 1
         if count == n:
@@ -391,6 +418,29 @@ def _minimize_by_distance(trans: np.ndarray, finals: np.ndarray, rounds: int = 1
         return None
     labels: list[int] = block.tolist()
     return _quotient(trans, finals, [*labels, len(labels)])  # the dead sink: a block alone
+
+
+def _longest(trans: np.ndarray) -> np.ndarray | None:
+    """Each state's longest word to acceptance in a trimmed DFA without cycles (Kahn's
+    order over the reversed edges), None where there is a cycle (an infinite language)."""
+    n = trans.shape[0]
+    src, col = np.nonzero(trans >= 0)
+    pairs = np.unique(trans[src, col] * n + src)  # distinct reversed edges
+    out_deg = np.bincount(pairs % n, minlength=n).tolist()
+    tails = (pairs % n).tolist()
+    bounds = np.searchsorted(pairs // n, np.arange(n + 1)).tolist()
+    longest = [0] * n
+    ready = [q for q in range(n) if not out_deg[q]]
+    done = 0
+    while ready:
+        q = ready.pop()
+        done += 1
+        for r in tails[bounds[q]:bounds[q + 1]]:
+            longest[r] = max(longest[r], longest[q] + 1)
+            out_deg[r] -= 1
+            if not out_deg[r]:
+                ready.append(r)
+    return np.array(longest, dtype=np.int64) if done == n else None
 
 
 def _distances(trans: np.ndarray, finals: np.ndarray) -> np.ndarray:
@@ -478,52 +528,6 @@ def _moore(full: np.ndarray, finals: np.ndarray) -> list[int] | None:
             return out
         block, count = new.copy(), c
     return None
-
-
-def _hopcroft(full: np.ndarray, finals: np.ndarray) -> list[int]:
-    """The coarsest partition of ``full``'s states (the dead sink last) that respects
-    finality and transitions, as a block number per state."""
-    n, k = full.shape[0] - 1, full.shape[1]
-    preds: list[tuple[list[int], list[int]]] = []
-    for c in range(k):
-        col = full[:, c]
-        by_target = np.argsort(col, kind="stable")
-        preds.append((by_target.tolist(),
-                      np.searchsorted(col[by_target], np.arange(n + 2)).tolist()))
-    is_final = [*finals.tolist(), False]
-    blocks = [b for b in ({q for q in range(n + 1) if not is_final[q]},
-                          {q for q in range(n + 1) if is_final[q]}) if b]
-    block_of = [0] * (n + 1)
-    for i, members0 in enumerate(blocks):
-        for q in members0:
-            block_of[q] = i
-    smallest = min(range(len(blocks)), key=lambda i: len(blocks[i]))
-    work = {(smallest, c) for c in range(k)} if len(blocks) > 1 else set()
-    while work:
-        b, c = work.pop()
-        order, bounds = preds[c]
-        touched: dict[int, list[int]] = {}
-        for q in blocks[b]:
-            for p in order[bounds[q]:bounds[q + 1]]:
-                touched.setdefault(block_of[p], []).append(p)
-        for y, members in touched.items():
-            whole = blocks[y]
-            if len(members) == len(whole):
-                continue
-            part = set(members)
-            if 2 * len(part) > len(whole):
-                part = whole - part
-            whole -= part
-            new = len(blocks)
-            blocks.append(part)
-            for q in part:
-                block_of[q] = new
-            for c2 in range(k):
-                if (y, c2) in work:
-                    work.add((new, c2))
-                else:
-                    work.add((new, c2) if len(part) <= len(whole) else (y, c2))
-    return block_of
 
 
 def _quotient(trans: np.ndarray, finals: np.ndarray, block_of: list[int]

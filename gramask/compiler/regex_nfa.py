@@ -35,7 +35,8 @@ import numpy as np
 from .charclass import CharSet, case_variants, complement, fold_class, normalize, utf8_sequences
 from .regex_features import NOT_REGULAR, regex_ops
 
-__all__ = ["ByteNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa", "char_set", "word_chars"]
+__all__ = ["ByteNFA", "CharNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa", "char_set",
+           "word_chars"]
 
 _DIGIT = normalize([(0x30, 0x39)])
 _WORD = normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
@@ -72,6 +73,7 @@ class ByteNFA:
     """Nodes with epsilon moves and byte-range moves; node 0 is the start."""
 
     __slots__ = ("eps", "final", "first_ends", "limit", "moves")
+    chars = False  # moves over bytes (CharNFA: over code points)
 
     def __init__(self, limit: int) -> None:
         self.eps: list[list[int]] = []
@@ -108,6 +110,20 @@ class ByteNFA:
             self.moves[cur].append((*seq[-1], dst))
 
 
+class CharNFA(ByteNFA):
+    """The same automaton with moves over code points, not their UTF-8 bytes: a class is
+    one move per range. Its determinisation is character-level (a counted repeat of a
+    Unicode class is a chain of a few states, not of ~300 byte states per copy), then
+    expanded to bytes once (:func:`gramask.compiler.regex_utf8.utf8_expand`). An ASCII-only
+    pattern gives the same moves as :class:`ByteNFA`."""
+
+    __slots__ = ()
+    chars = True
+
+    def add_class(self, src: int, dst: int, chars: CharSet) -> None:
+        self.moves[src].extend((lo, hi, dst) for lo, hi in chars)
+
+
 @functools.lru_cache(maxsize=4096)
 def _class_sequences(chars: CharSet) -> tuple[list[tuple[int, int]], ...]:
     """The UTF-8 byte-range sequences of a class (memoised: a counted repeat wires the same
@@ -116,7 +132,7 @@ def _class_sequences(chars: CharSet) -> tuple[list[tuple[int, int]], ...]:
 
 
 def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
-                   unicode_categories: bool = False) -> ByteNFA:
+                   unicode_categories: bool = False, *, chars: bool = False) -> ByteNFA:
     """Thompson construction over bytes for ``pattern`` (a Python regex).
 
     ``first_match``: read lazy repeats as Python's ``re`` (and so lark's lexers) do: a
@@ -129,12 +145,14 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     ``unicode_categories``: read ``\\d``, ``\\w``, ``\\s`` and their negations exactly as
     ``re`` does (Unicode sets; ASCII ones under the ``a`` flag) instead of as both readings.
 
+    ``chars``: a :class:`CharNFA` (moves over code points) instead.
+
     Raises :class:`RegexNotRegular` for lookarounds, backreferences, anchors, atomic groups and
     possessive repeats, :class:`NFATooLarge` past ``max_nodes`` nodes, and ``re.error`` for
     a pattern ``re`` cannot parse.
     """
     parsed = _sre_parse.parse(pattern)
-    nfa = ByteNFA(max_nodes)
+    nfa = CharNFA(max_nodes) if chars else ByteNFA(max_nodes)
     start = nfa.node()
     builder = _Builder(nfa, unicode_categories)
     flags = int(parsed.state.flags)
@@ -214,11 +232,12 @@ class _Builder:
     def copies(self, sub: Any, cur: int, flags: int, times: int, skip_to: int | None) -> int:
         """``times`` copies of ``sub`` in a row from ``cur``, each copy's start with an
         epsilon move to ``skip_to`` first if given. A class of single bytes (``x{1000}``,
-        ``[0-9]{4}``) is wired in one go: the same nodes and moves as copy by copy."""
+        ``[0-9]{4}``; any class in a :class:`CharNFA`) is wired in one go: the same nodes
+        and moves as copy by copy."""
         nfa = self.nfa
         single = len(sub) == 1 and sub[0][0] in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN)
-        seqs = (_class_sequences(self.class_of(sub[0][0], sub[0][1], flags))
-                if single and times > 1 else ())
+        chars = self.class_of(sub[0][0], sub[0][1], flags) if single and times > 1 else ()
+        seqs = [[r] for r in chars] if nfa.chars else _class_sequences(chars)  # (moves)
         if not seqs or any(len(q) != 1 for q in seqs):
             for _ in range(times):
                 if skip_to is not None:
