@@ -31,7 +31,7 @@ import gramask
 from gramask.compiler.lexer import build_lexer_dfa, terminal_dfa
 from gramask.compiler.pipeline import build
 from gramask.compiler.regex_features import has_category, parse_regex
-from gramask.compiler.regex_nfa import _unicode_category
+from gramask.compiler.regex_nfa import unicode_category
 from gramask.grammar import Grammar
 
 # a small configuration language written the way users write Lark terminals
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     vocab = gramask.Vocabulary.bundled(a.vocab)
     for name in ("CATEGORY_WORD", "CATEGORY_DIGIT", "CATEGORY_SPACE"):
-        _unicode_category(name)
+        unicode_category(name)
     for name in a.grammars.split(","):
         bundled = name not in ("user", "regex")
         for uni in (False, True):

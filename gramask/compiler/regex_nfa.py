@@ -36,7 +36,7 @@ from .charclass import CharSet, case_variants, complement, fold_class, normalize
 from .regex_features import NOT_REGULAR, regex_ops
 
 __all__ = ["ByteNFA", "CharNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa", "char_set",
-           "word_chars"]
+           "unicode_category", "word_chars"]
 
 _DIGIT = normalize([(0x30, 0x39)])
 _WORD = normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
@@ -50,7 +50,7 @@ _NEWLINE: CharSet = ((0x0A, 0x0A),)
 
 
 @functools.cache
-def _unicode_category(name: str) -> CharSet:
+def unicode_category(name: str) -> CharSet:
     """The characters Python's ``re`` matches with the (positive) category ``name`` in a str
     pattern: Unicode digits, word characters or whitespace — as runs found by ``re`` itself
     in a string of every code point (~0.1 s, once)."""
@@ -186,7 +186,7 @@ def char_set(op: Any, av: Any, flags: int, unicode_categories: bool = True) -> C
 def word_chars(ascii_only: bool) -> CharSet:
     """What ``\\w`` (and so ``\\b``) counts as a word character: ``re``'s Unicode set, or
     ASCII under the ``a`` flag."""
-    return _WORD if ascii_only else _unicode_category("CATEGORY_WORD")
+    return _WORD if ascii_only else unicode_category("CATEGORY_WORD")
 
 
 def _top_alternatives(parsed: Any, flags: int) -> list[tuple[Any, int]]:
@@ -288,12 +288,12 @@ class _Builder:
                 raise RegexNotRegular(f"the class item {iop}")
         if self.exact:  # re's reading: its Unicode sets, ASCII ones under the a flag
             return self._class_set(parts, cats, negate, icase,
-                                   _ascii_category if a_flag or not cats else _unicode_category,
+                                   _ascii_category if a_flag or not cats else unicode_category,
                                    a_flag)
         s = self._class_set(parts, cats, negate, icase, _ascii_category, a_flag)
         if negate or any("_NOT_" in name for name in cats):  # else the ASCII reading is less
             s = complement(normalize([*complement(s), *complement(self._class_set(
-                parts, cats, negate, icase, _unicode_category, a_flag))]))
+                parts, cats, negate, icase, unicode_category, a_flag))]))
         return s
 
     @staticmethod

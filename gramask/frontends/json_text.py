@@ -16,6 +16,7 @@ from typing import Any
 
 from ..compiler.charclass import MAX_CODEPOINT as MAX_CP
 from ..compiler.charclass import complement as code_point_gaps
+from ..compiler.regex_nfa import unicode_category
 from ..errors import GrammarError
 
 __all__ = [
@@ -194,17 +195,11 @@ _CATEGORIES = {
 
 
 
-@functools.cache
-def _python_categories() -> dict[str, Ranges]:
-    """``\\d \\w \\s`` and their negations as Python's ``re`` reads them in a str pattern
-    (Unicode: what the ``jsonschema`` package tests ``pattern`` with)."""
-    every = "".join(map(chr, range(MAX_CP + 1)))
-    out: dict[str, Ranges] = {}
-    for name, rx in (("DIGIT", r"\d+"), ("WORD", r"\w+"), ("SPACE", r"\s+")):
-        ranges = _norm((m.start(), m.end() - 1) for m in re.finditer(rx, every))
-        out["CATEGORY_" + name] = intersect(ranges, _ALL)
-        out["CATEGORY_NOT_" + name] = complement(ranges)
-    return out
+def _python_category(name: str) -> Ranges:
+    """``\\d \\w \\s`` or a negation as Python's ``re`` reads it in a str pattern (Unicode:
+    what the ``jsonschema`` package tests ``pattern`` with)."""
+    positive = list(unicode_category(name.replace("NOT_", "")))
+    return complement(positive) if "NOT_" in name else intersect(positive, _ALL)
 
 
 def _union(a: Ranges, b: Ranges) -> Ranges:
@@ -239,7 +234,7 @@ def _set_of(items: list[tuple[Any, Any]], where: str, wide: bool) -> Ranges:
             py.append(ecma[-1])
         elif name == "CATEGORY":
             ecma.extend(_CATEGORIES.get(str(av), []) or _bad(where, f"class {av}"))
-            py.extend(_python_categories()[str(av)])
+            py.extend(_python_category(str(av)))
         else:
             _bad(where, name)
     e, p = _norm(ecma), _norm(py)
