@@ -53,7 +53,7 @@ __all__ = [
     "write_artifact",
 ]
 
-FORMAT_VERSION = 9  # 9: case-insensitive characters fold as Python re folds them (/k/i matches the Kelvin sign; ASCII only under the a flag), so a cached lexer of an (?i) terminal may differ; 8: the lexer never re-enters its start state (a lexeme leading back to the start set gets its own state); 7: contextual end classes kept apart by what may follow their ignored lexemes; 6: contextual tables for indentation grammars (lex_nl); 5: newline heads count tabs and spaces apart; 4: lexer mode, accepting
+FORMAT_VERSION = 10  # 10: the basic mode's end classes are split where a lexeme in progress may also end as an ignored one, and by one needs_end_search for compiler and runtime (a cached split of such a grammar may differ); Unicode-heavy terminals determinised over code points (the same automata, numbered differently); 9: case-insensitive characters fold as Python re folds them (/k/i matches the Kelvin sign; ASCII only under the a flag), so a cached lexer of an (?i) terminal may differ; 8: the lexer never re-enters its start state (a lexeme leading back to the start set gets its own state); 7: contextual end classes kept apart by what may follow their ignored lexemes; 6: contextual tables for indentation grammars (lex_nl); 5: newline heads count tabs and spaces apart; 4: lexer mode, accepting
 # sets, contextual tables; 3: the checksum covers the header; 2: end classes past ignored terminals
 MAGIC = "gramask-artifact"
 HEADER = "__header__"
