@@ -35,17 +35,17 @@ __all__ = ["Adjacency", "adjacency", "all_separable", "contextual_separable", "d
 def next_of(dfa: LexerDFA) -> dict[int, int]:
     """:func:`lexeme_next` of ``dfa``, computed once per automaton (the compiler's check and
     the runtime built on the same automaton share it). Read only."""
-    got = dfa._ends.get("next")
+    got = dfa._next
     if got is None:
-        got = dfa._ends["next"] = lexeme_next(dfa)
+        got = dfa._next = lexeme_next(dfa)
     return got
 
 
 def adjacency(dfa: LexerDFA) -> Adjacency:
     """:class:`Adjacency` of ``dfa``, built once per automaton (see :func:`next_of`)."""
-    got = dfa._ends.get("adjacency")
-    if got is None:
-        got = dfa._ends["adjacency"] = Adjacency(dfa)
+    got = dfa._adjacency
+    if not isinstance(got, Adjacency):
+        got = dfa._adjacency = Adjacency(dfa)
     return got
 
 

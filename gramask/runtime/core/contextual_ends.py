@@ -189,15 +189,13 @@ class ContextualEnds:
                carry: int, m: np.ndarray) -> np.ndarray:
         """``m`` (the tokens the contextual masks allow at ``(p, q, carry)``) without those
         whose walk ends where no text completes the parse; a copy where one goes."""
-        from .contextual_rule import ContextualRule as Rule
-
         out = m
         verdict: dict[tuple[int, int], bool] = {}
         for t in np.flatnonzero(m).tolist():
             data = tokens[t]
             if not data:
                 continue
-            st = Rule.walk(rule, (q, carry, p), data)
+            st = rule.walk((q, carry, p), data)
             if isinstance(st, int):
                 continue  # (the masks' verdict stands)
             q2, _, p2 = st
