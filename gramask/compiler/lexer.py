@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -105,10 +105,11 @@ class LexerDFA:
     # walks and the runtime built on the same automaton
     _follows: tuple[np.ndarray, list[frozenset[tuple[int, int]]]] | None = field(
         default=None, init=False, repr=False, compare=False)
-    # :func:`gramask.compiler.separable.lexeme_ends`' answers (lexeme_next, the adjacency),
-    # computed once for the compiler's dead-end check and the runtime's search
-    _ends: dict[str, Any] = field(default_factory=dict, init=False, repr=False,
-                                  compare=False)
+    # :func:`gramask.compiler.separable.next_of` and :func:`~gramask.compiler.separable.adjacency`'s
+    # answers, computed once for the compiler's dead-end check and the runtime's search (the
+    # adjacency is an ``object`` here: its class lives in separable, which imports this module)
+    _next: dict[int, int] | None = field(default=None, init=False, repr=False, compare=False)
+    _adjacency: object | None = field(default=None, init=False, repr=False, compare=False)
     # the reversed edges, kept from the build for ignored_follows (None: built from trans)
     _reverse: ReverseEdges | None = field(default=None, init=False, repr=False,
                                           compare=False)

@@ -24,7 +24,7 @@ import numpy as np
 from ..encoding import bits_of_rows
 from ..grammar import Grammar
 from .lexer import LexerDFA
-from .parse_tables import ParseTables
+from .parse_tables import ParseTables, build_parse_tables
 from .reach_back import BITS, ReverseEdges, reach_back
 
 __all__ = ["Adjacency", "adjacency", "all_separable", "contextual_separable", "dead_terminals",
@@ -35,17 +35,17 @@ __all__ = ["Adjacency", "adjacency", "all_separable", "contextual_separable", "d
 def next_of(dfa: LexerDFA) -> dict[int, int]:
     """:func:`lexeme_next` of ``dfa``, computed once per automaton (the compiler's check and
     the runtime built on the same automaton share it). Read only."""
-    got = dfa._ends.get("next")
+    got = dfa._next
     if got is None:
-        got = dfa._ends["next"] = lexeme_next(dfa)
+        got = dfa._next = lexeme_next(dfa)
     return got
 
 
 def adjacency(dfa: LexerDFA) -> Adjacency:
     """:class:`Adjacency` of ``dfa``, built once per automaton (see :func:`next_of`)."""
-    got = dfa._ends.get("adjacency")
-    if got is None:
-        got = dfa._ends["adjacency"] = Adjacency(dfa)
+    got = dfa._adjacency
+    if not isinstance(got, Adjacency):
+        got = dfa._adjacency = Adjacency(dfa)
     return got
 
 
@@ -57,11 +57,14 @@ def needs_end_search(grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = N
     (which splits the end classes by :class:`Adjacency` where it is yes) and the runtime
     (which then searches: :mod:`gramask.runtime.core.end_conditions`). In the contextual
     mode (nothing split; the runtime searches where it is yes) the test is
-    :func:`contextual_separable`, sharper with the parse tables ``pt``."""
+    :func:`contextual_separable`. Both are sharper with the parse tables ``pt`` (built here
+    where not given: every caller has them)."""
     nl, nxt = grammar.newline_terminal, next_of(dfa)
     if all_separable(dfa, nxt, nl):
         return False
     follows = terminal_follows(grammar)[0]
+    if pt is None:
+        pt = build_parse_tables(grammar)
     if grammar.lexer == "contextual":
         return not contextual_separable(dfa, follows, nl, pt)
     return not follows_separable(dfa, nxt, follows, nl, pt)
@@ -119,7 +122,7 @@ def always_after(pt: ParseTables, num_terminals: int) -> list[int]:
 
 
 def contextual_separable(dfa: LexerDFA, follows: Sequence[int | None],
-                         nl_terminal: int = -1, pt: ParseTables | None = None) -> bool:
+                         nl_terminal: int, pt: ParseTables) -> bool:
     """The contextual lexer mode's cheap test (where :func:`all_separable` fails): can every
     terminal the grammar may put after a terminal ``a`` start after each end of ``a`` (or
     after an end of ``a`` the lexeme can still run on to that can)? Under any allowed set.
@@ -139,14 +142,23 @@ def contextual_separable(dfa: LexerDFA, follows: Sequence[int | None],
     can start after it with a lexeme that runs on to an end every follower of ``c`` can start
     after (a TOML comment, one alternative of the newline terminal ``_NL``, is followed only
     by a line break: another ``_NL``, always allowed after one)."""
-    trans, accepting, ignored = dfa.trans, dfa.accepting, dfa.ignored
+    return _ends_separable(dfa, lexeme_next(dfa, alive=True), dfa.accepting, follows,
+                           nl_terminal, pt)
+
+
+def _ends_separable(dfa: LexerDFA, nxt: dict[int, int], acc: np.ndarray,
+                    follows: Sequence[int | None], nl_terminal: int, pt: ParseTables) -> bool:
+    """:func:`contextual_separable` and :func:`follows_separable`: each end ``q`` (a key of
+    ``nxt``, what can start after it) counts for the terminals ``acc[q]`` (a ``(states,
+    terminals)`` bool matrix); is every end of every terminal good, rescued, or one the
+    lexeme can run on from to a good end of the same terminal?"""
+    ignored = dfa.ignored
     n, nt = dfa.num_states, dfa.num_terminals
     sig = sum(1 << t for t in range(nt) if not ignored[t])
-    nxt = lexeme_next(dfa, alive=True)
     bad: dict[int, list[int]] = {}  # terminal -> its ends some follower cannot start after
     good = np.zeros((n, nt), dtype=bool)
     for q, v in nxt.items():
-        for a in np.flatnonzero(accepting[q]).tolist():
+        for a in np.flatnonzero(acc[q]).tolist():
             if ignored[a] or a == nl_terminal:
                 continue
             need = follows[a] if a < len(follows) else None
@@ -160,33 +172,20 @@ def contextual_separable(dfa: LexerDFA, follows: Sequence[int | None],
     # (another one may win the lexeme there under some allowed set)
     for qs in bad.values():
         good[qs] = False
-    edges = dfa._reverse or ReverseEdges(trans, by_columns=True)
-    if pt is not None:
-        bad = _rescued(dfa, bad, good, always_after(pt, nt), nl_terminal, edges)
+    edges = dfa._reverse or ReverseEdges(dfa.trans, by_columns=True)
+    reach_good = _reach_good(dfa, good, nl_terminal, edges)
+    bad = _rescued(dfa, bad, reach_good, always_after(pt, nt))
     # a bad end of ``a`` the lexeme can run on from to a good end of ``a`` (which keeps
     # ``a`` alive, so under any set that allows it)
-    terms = sorted(bad)
-    for lo in range(0, len(terms), BITS):
-        part = terms[lo: lo + BITS]
-        seeds = np.zeros(n, dtype=np.uint64)
-        for k, a in enumerate(part):
-            seeds[good[:, a]] |= np.uint64(1 << k)
-        reach = reach_back(edges, seeds)
-        for k, a in enumerate(part):
-            if any(not int(reach[q]) >> k & 1 for q in bad[a]):
-                return False
-    return True
+    return all(reach_good[q] >> a & 1 for a, qs in bad.items() for q in qs)
 
-def _rescued(dfa: LexerDFA, bad: dict[int, list[int]], good: np.ndarray,
-             after: Sequence[int], nl_terminal: int, edges: ReverseEdges
-             ) -> dict[int, list[int]]:
-    """``bad`` without the ends a terminal always expected after theirs can follow, with a
-    lexeme that starts at a byte that kills the end and runs on to a good end of its own
-    (see :func:`contextual_separable`)."""
-    trans, nt = dfa.trans, dfa.num_terminals
-    s0 = trans[0]
-    # per state, the terminals with a good end it can run on to (64 terminals per pass)
-    reach_good = [0] * dfa.num_states
+
+def _reach_good(dfa: LexerDFA, good: np.ndarray, nl_terminal: int, edges: ReverseEdges
+                ) -> list[int]:
+    """Per state, the terminals (the newline's aside) with a good end it can run on to, as
+    a bit set (64 terminals per pass)."""
+    nt = dfa.num_terminals
+    out = [0] * dfa.num_states
     for lo in range(0, nt, BITS):
         seeds = np.zeros(dfa.num_states, dtype=np.uint64)
         for k in range(lo, min(nt, lo + BITS)):
@@ -194,7 +193,17 @@ def _rescued(dfa: LexerDFA, bad: dict[int, list[int]], good: np.ndarray,
                 seeds[good[:, k]] |= np.uint64(1 << (k - lo))
         reach = reach_back(edges, seeds)
         for x in np.flatnonzero(reach).tolist():
-            reach_good[x] |= int(reach[x]) << lo
+            out[x] |= int(reach[x]) << lo
+    return out
+
+
+def _rescued(dfa: LexerDFA, bad: dict[int, list[int]], reach_good: list[int],
+             after: Sequence[int]) -> dict[int, list[int]]:
+    """``bad`` without the ends a terminal always expected after theirs can follow, with a
+    lexeme that starts at a byte that kills the end and runs on to a good end of its own
+    (``reach_good``: :func:`_reach_good`; see :func:`contextual_separable`)."""
+    trans = dfa.trans
+    s0 = trans[0]
     out: dict[int, list[int]] = {}
     kill_memo: dict[bytes, int] = {}
     for a, qs in bad.items():
@@ -339,53 +348,19 @@ def all_separable(dfa: LexerDFA, nxt: dict[int, int], nl_terminal: int = -1) -> 
 
 
 def follows_separable(dfa: LexerDFA, nxt: dict[int, int], follows: Sequence[int | None],
-                      nl_terminal: int = -1, pt: ParseTables | None = None) -> bool:
+                      nl_terminal: int, pt: ParseTables) -> bool:
     """The second cheap test, where :func:`all_separable` fails: can every terminal the
     grammar may put after a lexeme (``follows``, from :func:`terminal_follows`) start after
     each of its ends, or after an end of the same terminal the lexeme can still run on to (a
     comment held by a newline lexeme ends nowhere but after its line break)? Then no lexeme
     in progress is a dead end, and the runtime's search is not needed. With the parse
-    tables ``pt``, an end is also rescued as in :func:`contextual_separable`."""
-    sig = sum(1 << t for t in range(dfa.num_terminals) if not dfa.ignored[t])
-    accept, ignored = dfa.accept, dfa.ignored
-    bad: list[int] = []
-    good = np.zeros(dfa.num_states, dtype=bool)
-    for q, v in nxt.items():
-        a = int(accept[q])
-        if ignored[a] or a == nl_terminal:
-            continue
-        need = follows[a]
-        if (sig if need is None else need) & ~v:
-            bad.append(q)
-        else:
-            good[q] = True
-    if not bad:
-        return True
-    edges = dfa._reverse or ReverseEdges(dfa.trans, by_columns=True)
-    if pt is not None:
-        nt = dfa.num_terminals
-        good2 = np.zeros((dfa.num_states, nt), dtype=bool)
-        at = np.flatnonzero(good)
-        good2[at, accept[at]] = True
-        by_t: dict[int, list[int]] = {}
-        for q in bad:
-            by_t.setdefault(int(accept[q]), []).append(q)
-        left = _rescued(dfa, by_t, good2, always_after(pt, nt), nl_terminal, edges)
-        bad = [q for qs in left.values() for q in qs]
-        if not bad:
-            return True
-    # per state, the terminals of the good ends it can run on to (64 terminals per pass)
-    for lo in range(0, dfa.num_terminals, BITS):
-        mine = [(q, int(accept[q]) - lo) for q in bad if lo <= accept[q] < lo + BITS]
-        if not mine:
-            continue
-        seeds = np.zeros(dfa.num_states, dtype=np.uint64)
-        at = np.flatnonzero(good & (accept >= lo) & (accept < lo + BITS))
-        seeds[at] = np.left_shift(np.uint64(1), (accept[at] - lo).astype(np.uint64))
-        reach = reach_back(edges, seeds)
-        if any(not int(reach[q]) >> k & 1 for q, k in mine):
-            return False
-    return True
+    tables ``pt``, an end is also rescued as in :func:`contextual_separable`. Each end
+    counts only for the whole lexer's winner there."""
+    accept = dfa.accept
+    at = np.flatnonzero(accept >= 0)
+    winner = np.zeros((dfa.num_states, dfa.num_terminals), dtype=bool)
+    winner[at, accept[at]] = True
+    return _ends_separable(dfa, nxt, winner, follows, nl_terminal, pt)
 
 
 class Adjacency:

@@ -27,39 +27,37 @@ no search).
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import LimitExceededError
+from .end_search import LIMIT, EndSearch
 from .parse_state import PUID
 
 if TYPE_CHECKING:
     from .contextual_rule import ContextualRule
-    from .parse_state import ParserContext, PState
+    from .parse_state import PState
 
 __all__ = ["LIMIT", "ContextualEnds"]
 
-LIMIT = 500  # pairs (parser state, kill set) one search may meet before it gives up
 _ALL = (1 << 256) - 1  # the start of the text: any byte may begin the first lexeme
 
 
-class ContextualEnds:
-    """The search, shared by the masks of one compiled grammar (its lexer-side memos are per
-    allowed set; its verdicts per parser context, as fill-in-the-middle's quotient has its
-    own parser states)."""
+class ContextualEnds(EndSearch):
+    """The search over pairs (parser state, kill set) (:class:`EndSearch`'s), shared by the
+    masks of one compiled grammar (its lexer-side memos are per allowed set; its verdicts
+    per parser context, as fill-in-the-middle's quotient has its own parser states)."""
 
-    __slots__ = ("_lex", "_memo", "_steps", "gave_up")
+    __slots__ = ("_lex", "_steps_memo")
 
     def __init__(self) -> None:
+        super().__init__()
         # (allowed set, start state) → the (winners, kill set) of the ends it can reach
         self._lex: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
         # (allowed set, kill set) → the same over every start the kill set allows
-        self._steps: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
-        self._memo: dict[int, tuple[ParserContext, dict[tuple[int, int], bool]]] = {}
-        self.gave_up = 0  # searches that gave up (their tokens were allowed)
+        self._steps_memo: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
 
     # ------------------------------------------------------------------ lexer side
     def _ends_from(self, rule: ContextualRule, a: int, s: int) -> frozenset[tuple[int, int]]:
@@ -92,7 +90,7 @@ class ContextualEnds:
     def _next(self, rule: ContextualRule, a: int, kill: int) -> frozenset[tuple[int, int]]:
         """The lexemes that can follow an end with kill set ``kill``, lexed under ``a``."""
         key = (a, kill)
-        got = self._steps.get(key)
+        got = self._steps_memo.get(key)
         if got is not None:
             return got
         s0, live = rule.rows[0], rule.live
@@ -104,7 +102,7 @@ class ContextualEnds:
             s = s0[low.bit_length() - 1]
             if s >= 0 and live[s] & a:
                 out |= self._ends_from(rule, a, s)
-        r = self._steps[key] = frozenset(out)
+        r = self._steps_memo[key] = frozenset(out)
         return r
 
     # ------------------------------------------------------------------ parser side
@@ -137,67 +135,33 @@ class ContextualEnds:
     def viable(self, rule: ContextualRule, p: PState, kill: int) -> bool:
         """Can the text be completed from parser state ``p`` after a lexeme end whose kill
         set is ``kill``? (True also where the search gives up.)"""
-        ctx = rule.ctx
-        held = self._memo.get(id(ctx))
-        if held is None:
-            if len(self._memo) > 8:
-                self._memo.clear()
-            held = self._memo[id(ctx)] = (ctx, {})  # (holds ctx: its id stays its own)
-        memo = held[1]
-        key = (p[PUID], kill)
-        got = memo.get(key)
-        if got is not None:
-            return got
-        queue = deque([(p, kill)])  # breadth first: the shortest completions first
-        seen: set[tuple[int, int]] = set()
-        found = False
-        while queue and not found:
-            p1, k1 = queue.popleft()
-            key1 = (p1[PUID], k1)
-            if key1 in seen:
-                continue
-            seen.add(key1)
-            if memo.get(key1) or ctx.finish(p1):
-                found = True
-                break
-            if len(seen) > LIMIT:
-                self.gave_up += 1
-                found = True
-                break
-            for w, k2 in self._next(rule, rule.allowed(p1), k1):
-                try:
-                    stop, p2 = self._end(rule, p1, w)
-                except LimitExceededError:  # a parse too large to search through
-                    self.gave_up += 1
-                    stop = True
-                if stop:
-                    found = True
-                    break
-                if p2 is not None:
-                    queue.append((p2, k2))
-        if len(memo) > 100_000:
-            memo.clear()
-        if found:
-            memo[key] = True
-        else:  # the search was complete: nothing it met can be completed
-            for k in seen:
-                memo[k] = False
-        return found
+        return self.search(rule.ctx, p, kill, lambda p1, k1: self._steps(
+            rule, p1, self._next(rule, rule.allowed(p1), k1)))
+
+    def _steps(self, rule: ContextualRule, p1: PState,
+               nexts: frozenset[tuple[int, int]]) -> Iterator[tuple[PState, int] | None]:
+        """The search's step from parser state ``p1`` over the lexemes ``nexts`` (the
+        (winners, kill set) of each) that can follow."""
+        for w, k2 in nexts:
+            stop, p2 = self._end(rule, p1, w)
+            if stop:
+                yield None
+                return
+            if p2 is not None:
+                yield p2, k2
 
     # ------------------------------------------------------------------ masks
     def refine(self, rule: ContextualRule, tokens: Sequence[bytes], p: PState, q: int,
                carry: int, m: np.ndarray) -> np.ndarray:
         """``m`` (the tokens the contextual masks allow at ``(p, q, carry)``) without those
         whose walk ends where no text completes the parse; a copy where one goes."""
-        from .contextual_rule import ContextualRule as Rule
-
         out = m
         verdict: dict[tuple[int, int], bool] = {}
         for t in np.flatnonzero(m).tolist():
             data = tokens[t]
             if not data:
                 continue
-            st = Rule.walk(rule, (q, carry, p), data)
+            st = rule.walk((q, carry, p), data)
             if isinstance(st, int):
                 continue  # (the masks' verdict stands)
             q2, _, p2 = st

@@ -18,31 +18,30 @@ as before.
 
 from __future__ import annotations
 
-from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...compiler.separable import Adjacency
 from ...encoding import bits_of_rows
-from ...errors import LimitExceededError
-from .parse_state import PUID
+from .end_search import LIMIT, EndSearch
 
 if TYPE_CHECKING:
     from .parse_state import ParserContext, PState
 
 __all__ = ["LIMIT", "EndConditions"]
 
-LIMIT = 500  # pairs (parser state, end group) one search may meet before it gives up
 
+class EndConditions(EndSearch):
+    """Per end class to decide: the (terminal, end groups) its lexeme can still reach; the
+    search over pairs (parser state, end group) is :class:`EndSearch`'s."""
 
-class EndConditions:
-    """Per end class to decide: the (terminal, end groups) its lexeme can still reach."""
-
-    __slots__ = ("_memo", "classes", "delta", "gave_up", "n_lex", "nl_t")
+    __slots__ = ("classes", "delta", "n_lex", "nl_t")
 
     def __init__(self, adj: Adjacency, state_class: np.ndarray, class_winnable: np.ndarray,
                  nl_terminal: int = -1) -> None:
+        super().__init__()
         self.delta = adj.delta
         self.nl_t = nl_terminal
         self.n_lex = class_winnable.shape[1] - 1  # parser terminals past it have no lexeme
@@ -72,10 +71,6 @@ class EndConditions:
             if bool(ign) != bool(ign_end[c]) or (own & ~bits[c] if ign else own != bits[c]):
                 continue
             self.classes[c] = (sig, ign)
-        # per parser context (fill-in-the-middle's quotient has its own parser states):
-        # (context, its (parser state id, group) → verdict)
-        self.gave_up = 0  # searches that met LIMIT pairs (their tokens were allowed)
-        self._memo: dict[int, tuple[ParserContext, dict[tuple[int, int], bool]]] = {}
 
     def refine(self, ctx: ParserContext, p: PState, bits: int, r: np.ndarray) -> np.ndarray:
         """``r`` (the class verdicts at ``p``, expected terminals ``bits``) with the classes
@@ -101,56 +96,23 @@ class EndConditions:
     def viable(self, ctx: ParserContext, p: PState, g: int) -> bool:
         """Can the text be completed from parser state ``p`` after a lexeme end of group
         ``g``? (True also where the search gives up.)"""
-        held = self._memo.get(id(ctx))
-        if held is None:
-            if len(self._memo) > 8:
-                self._memo.clear()
-            held = self._memo[id(ctx)] = (ctx, {})  # (holds ctx: its id stays its own)
-        memo = held[1]
-        key = (p[PUID], g)
-        got = memo.get(key)
-        if got is not None:
-            return got
-        queue = deque([(p, g)])  # breadth first: the shortest completions, the shallowest parses
-        seen: set[tuple[int, int]] = set()
-        found = False
-        while queue and not found:
-            p1, g1 = queue.popleft()
-            k1 = (p1[PUID], g1)
-            if k1 in seen:
+        return self.search(ctx, p, g, lambda p1, g1: self._steps(
+            ctx, p1, g1, ctx.expects(p1) & ~ctx.ignored_bits))
+
+    def _steps(self, ctx: ParserContext, p1: PState, g1: int, exp: int
+               ) -> Iterator[tuple[PState, int] | None]:
+        """The search's step from ``(p1, g1)`` over the expected terminals ``exp``: a
+        terminal whose lexeme can start after an end of group ``g1``."""
+        while exp:
+            low = exp & -exp
+            exp ^= low
+            b = low.bit_length() - 1
+            nxt = self.delta.get((g1, b))
+            if not nxt and b < self.n_lex:
                 continue
-            seen.add(k1)
-            if memo.get(k1) or ctx.finish(p1):
-                found = True
-                break
-            if len(seen) > LIMIT:
-                self.gave_up += 1
-                found = True
-                break
-            exp = ctx.expects(p1) & ~ctx.ignored_bits
-            while exp:
-                low = exp & -exp
-                exp ^= low
-                b = low.bit_length() - 1
-                nxt = self.delta.get((g1, b))
-                if not nxt and b < self.n_lex:
-                    continue
-                if b == self.nl_t or b >= self.n_lex:  # a newline (its step needs the
-                    found = True  # width) or an indenter's _INDENT: not searched through
-                    break
-                try:
-                    p2 = ctx.shift(p1, b)
-                except LimitExceededError:  # a parse too large to search through
-                    self.gave_up += 1
-                    found = True
-                    break
-                if p2 is not None and nxt:
-                    queue.extend((p2, g2) for g2 in nxt)
-        if len(memo) > 100_000:
-            memo.clear()
-        if found:
-            memo[key] = True
-        else:  # the search was complete: nothing it met can be completed
-            for k in seen:
-                memo[k] = False
-        return found
+            if b == self.nl_t or b >= self.n_lex:  # a newline (its step needs the width)
+                yield None  # or an indenter's _INDENT: not searched through
+                return
+            p2 = ctx.shift(p1, b)
+            if p2 is not None and nxt:
+                yield from ((p2, g2) for g2 in nxt)
