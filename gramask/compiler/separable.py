@@ -24,7 +24,7 @@ import numpy as np
 from ..encoding import bits_of_rows
 from ..grammar import Grammar
 from .lexer import LexerDFA
-from .parse_tables import ParseTables, build_parse_tables
+from .parse_tables import ParseTables
 from .reach_back import BITS, ReverseEdges, reach_back
 
 __all__ = ["Adjacency", "adjacency", "all_separable", "contextual_separable", "dead_terminals",
@@ -49,7 +49,7 @@ def adjacency(dfa: LexerDFA) -> Adjacency:
     return got
 
 
-def needs_end_search(grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None) -> bool:
+def needs_end_search(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> bool:
     """Does the grammar need the basic lexer mode's dead-end search? Not where every
     terminal can start after every end (:func:`all_separable`: every bundled grammar), nor
     where every terminal the grammar puts after a lexeme can start after one of the ends the
@@ -57,14 +57,12 @@ def needs_end_search(grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = N
     (which splits the end classes by :class:`Adjacency` where it is yes) and the runtime
     (which then searches: :mod:`gramask.runtime.core.end_conditions`). In the contextual
     mode (nothing split; the runtime searches where it is yes) the test is
-    :func:`contextual_separable`. Both are sharper with the parse tables ``pt`` (built here
-    where not given: every caller has them)."""
+    :func:`contextual_separable`. Both read the parse tables ``pt`` (what the parser expects
+    after each terminal)."""
     nl, nxt = grammar.newline_terminal, next_of(dfa)
     if all_separable(dfa, nxt, nl):
         return False
     follows = terminal_follows(grammar)[0]
-    if pt is None:
-        pt = build_parse_tables(grammar)
     if grammar.lexer == "contextual":
         return not contextual_separable(dfa, follows, nl, pt)
     return not follows_separable(dfa, nxt, follows, nl, pt)

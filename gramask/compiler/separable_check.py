@@ -23,7 +23,7 @@ from .separable import (
     adjacency,
     all_separable,
     dead_terminals,
-    needs_end_search,
+    follows_separable,
     next_of,
     terminal_follows,
 )
@@ -31,8 +31,7 @@ from .separable import (
 __all__ = ["check_separable", "shortest_lexeme"]
 
 
-def check_separable(grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None
-                    ) -> np.ndarray | None:
+def check_separable(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> np.ndarray | None:
     """Refuse or warn about dead terminals (see the module docstring); return the per-state
     ids the basic lexer mode's end classes are split by (None where the runtime does not
     search: :func:`~gramask.compiler.separable.needs_end_search`)."""
@@ -57,7 +56,8 @@ def check_separable(grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = No
             "no text of it can be read back as its own lexemes (the greedy lexer cannot end "
             "a lexeme where the next one starts with a byte that continues it): "
             + "; ".join(pairs[:3]), name=grammar.start)
-    return adj.ids if needs_end_search(grammar, dfa, pt) else None
+    # (needs_end_search's answer here: all_separable failed above, the mode is basic)
+    return None if follows_separable(dfa, nxt, follows, nl, pt) else adj.ids
 
 
 def lexable(grammar: Grammar, adj: Adjacency) -> bool:
