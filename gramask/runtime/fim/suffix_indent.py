@@ -89,8 +89,7 @@ class _Indenter:
         """The stacks assumed after a first line of width ``w``: the prefix's levels below
         it (and that gap filled on the prefix's step, or, off that step, with one or two
         levels of the middle's own), topped by ``w``."""
-        base = [e for e in self.prefix if e < w]
-        return [(*b, w) for b in assumed_bases(base, w, self.unit)]
+        return [(*b, w) for b in assumed_bases(self.prefix, w, self.unit)]
 
     def step(self, s: State, t: int, i: int, j: int) -> list[tuple[Emit, State]]:
         """The lexeme ``(t, i, j)`` read in state ``s``: (terminals it gives, next state)."""

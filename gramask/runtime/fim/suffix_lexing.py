@@ -244,10 +244,10 @@ def indent_unit(prefix_indent: tuple[int, ...]) -> int | None:
     return min(steps) if steps else None
 
 
-def assumed_bases(base: list[int], w: int, unit: int | None) -> list[list[int]]:
-    """The stacks (below ``w``) assumed under a first line of width ``w`` whose prefix
-    levels below it are ``base``: ``base`` itself, and, under :data:`TAB_UNIT`, the levels
-    the middle may have opened between, on the prefix's step ``unit`` ([0, 4] + first line
+def assumed_bases(prefix_indent: tuple[int, ...], w: int, unit: int | None) -> list[list[int]]:
+    """The stacks (below ``w``) assumed under a first line of width ``w``: the prefix's
+    levels below it, and, under :data:`TAB_UNIT`, the levels the middle may have opened
+    between, on the prefix's step ``unit`` ([0, 4] + first line
     12 → 8 is assumed; :data:`DEFAULT_UNIT` where the prefix shows no step), or, where the
     gap is off that step or the prefix shows none, one or two levels of the middle's own
     (the filled stack first): after ``class A:\n`` the middle ``  def f():`` and the suffix
@@ -256,6 +256,7 @@ def assumed_bases(base: list[int], w: int, unit: int | None) -> list[list[int]]:
     filled stack's count and the middle's own for the others: ``  c():\n         x`` after
     ``b():\n`` has one level between, where a step of 4 fills two), as what the quotient
     needs is how many blocks the suffix closes; their widths are checked at the end."""
+    base = [e for e in prefix_indent if e < w]
     bases = [base]
     if base and w < TAB_UNIT:
         step = unit or DEFAULT_UNIT
@@ -298,17 +299,17 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
     else:
         w = raw[first][1]
         at = raw[first][2]
-    base = [e for e in prefix_indent if e < w]
     n_gt = sum(1 for e in prefix_indent if e > w)
     unit = indent_unit(prefix_indent)
-    bases = assumed_bases(base, w, unit)
     outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
     if top is not None and first < len(raw) and top < w:
         # the stack tops out at ``top``, below the first line: that line opens a block
         # (the levels below ``top`` assumed as below ``w``: the middle may have opened some)
-        outcomes += [([indent_t], [*bb, top, w]) for bb in
-                     assumed_bases([e for e in prefix_indent if e < top], top, unit)]
+        outcomes += [([indent_t], [*bb, top, w])
+                     for bb in assumed_bases(prefix_indent, top, unit)]
         bases = []
+    else:
+        bases = assumed_bases(prefix_indent, w, unit)
     for bb in bases:
         if bb and (top is None or first == len(raw)):
             outcomes.append(([indent_t], [*bb, w]))
