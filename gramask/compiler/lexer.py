@@ -264,7 +264,8 @@ def build_lexer_dfa(
     start = np.array([offset[i] if _nonempty(dfas[i]) else -1 for i in range(n_terms)],
                      dtype=np.int64)
     if 0 < n_terms <= _DENSE_TERMINALS:  # (no terminal at all: the sparse path)
-        live_ids, cls_trans = explore_dense(table, start, max_states, too_many)
+        class_ranks = np.stack([rank[reps] for rank, _ in (d.column_rank() for d in dfas)])
+        live_ids, cls_trans = explore_dense(table, start, max_states, too_many, class_ranks)
         q_of, col = np.nonzero(live_ids >= 0)  # by state, then terminal: each key's order
         all_ids = live_ids[q_of, col]
         n = live_ids.shape[0]
