@@ -138,9 +138,14 @@ def _row_hash_multipliers(n_t: int) -> np.ndarray:
     with a fixed seed: multiples of one constant (Fibonacci hashing) let rows that differ
     by small offsets collide (``2·m₁ = m₂``), which sent the search to its exact fallback
     in a few schemas of every hundred. What a hash groups is checked, so the numbers never
-    change the states found, only how fast."""
-    rng = np.random.default_rng(0x9E3779B97F4A7C15)
-    return rng.integers(0, 1 << 62, size=n_t, dtype=np.int64) * 2 + 1
+    change the states found, only how fast. The numbers are SplitMix64's (Steele, Lea and
+    Flood, "Fast splittable pseudorandom number generators"), a few numpy operations: a
+    generator of ``numpy.random`` costs its import, ~25 ms of a new process's first request."""
+    z = np.arange(1, n_t + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # (wraps)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(2)).astype(np.int64) * 2 + 1
 
 
 def explore_dense_exact(
