@@ -32,8 +32,22 @@ def bits_of_rows(rows: np.ndarray) -> list[int]:
     if rows.ndim != 2 or not rows.shape[1]:
         return [0] * len(rows)
     packed = np.packbits(rows, axis=1, bitorder="little")
+    if packed.shape[1] <= 8:  # up to 64 columns: one uint64 per row, made ints in C
+        word = np.zeros((len(packed), 8), dtype=np.uint8)
+        word[:, : packed.shape[1]] = packed
+        out: list[int] = word.view("<u8").reshape(-1).tolist()
+        return out
     frm = int.from_bytes
-    return [frm(r, "little") for r in map(bytes, packed)]
+    if len(packed) <= _FEW_ROWS:
+        return [frm(r, "little") for r in map(bytes, packed)]
+    # many rows (a counted string's lexer: 50,000 states), few distinct: each converted once
+    keys = np.ascontiguousarray(packed).view(f"V{packed.shape[1]}").reshape(-1)
+    uniq, inv = np.unique(keys, return_inverse=True)
+    vals = [frm(u.tobytes(), "little") for u in uniq]
+    return [vals[i] for i in inv.reshape(-1).tolist()]
+
+
+_FEW_ROWS = 1024
 
 
 def rows_of_bits(bits: Iterable[int], width: int) -> np.ndarray:

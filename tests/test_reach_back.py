@@ -100,6 +100,35 @@ def test_dense_search_numbers_states_as_the_exact_search(seed: int) -> None:
     assert np.array_equal(fast[0], exact[0]) and np.array_equal(fast[1], exact[1])
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_dense_search_by_groups_of_classes_numbers_states_as_the_exact_search(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one or two terminals whose tables repeat columns (classes they do not tell apart):
+    # a level steps one class per group, and the states come numbered as stepping each
+    import gramask.compiler.product_search as ps
+
+    monkeypatch.setattr(ps, "_GROUPED_ROWS", 1)  # every level, however small
+    rng = np.random.default_rng(300 + seed)
+    n_cls = 12
+    sizes = rng.integers(3, 30, size=int(rng.integers(1, 3)))
+    offset = np.concatenate([[0], np.cumsum(sizes)])
+    parts, ranks = [], []
+    for i, k in enumerate(sizes):
+        own = rng.integers(0, int(rng.integers(1, 5)), size=n_cls)  # class → own column
+        t = _random_table(rng, int(k), int(own.max()) + 1, 0.2)[:, own]
+        parts.append(np.where(t >= 0, t + offset[i], -1))
+        ranks.append(own)
+    table = np.concatenate(parts).astype(np.int64)
+    start = offset[:-1].astype(np.int64)
+
+    def never(order: list[tuple[int, ...]]) -> None:
+        raise AssertionError("limit")
+
+    fast = ps.explore_dense(table, start, 10**6, never, np.stack(ranks))
+    exact = explore_dense_exact(table, start, 10**6, never)
+    assert np.array_equal(fast[0], exact[0]) and np.array_equal(fast[1], exact[1])
+
+
 def test_lexer_rows_read_like_the_lists_of_the_table() -> None:
     trans = np.arange(12, dtype=np.int32).reshape(3, 4) - 1
     rows = LexerRows(trans)

@@ -264,7 +264,8 @@ def build_lexer_dfa(
     start = np.array([offset[i] if _nonempty(dfas[i]) else -1 for i in range(n_terms)],
                      dtype=np.int64)
     if 0 < n_terms <= _DENSE_TERMINALS:  # (no terminal at all: the sparse path)
-        live_ids, cls_trans = explore_dense(table, start, max_states, too_many)
+        class_ranks = np.stack([rank[reps] for rank, _ in (d.column_rank() for d in dfas)])
+        live_ids, cls_trans = explore_dense(table, start, max_states, too_many, class_ranks)
         q_of, col = np.nonzero(live_ids >= 0)  # by state, then terminal: each key's order
         all_ids = live_ids[q_of, col]
         n = live_ids.shape[0]
@@ -275,7 +276,7 @@ def build_lexer_dfa(
         q_of = np.repeat(np.arange(n), [len(key) for key in order])
         all_ids = np.fromiter((g for key in order for g in key), dtype=np.int64,
                               count=len(q_of))
-    trans = np.ascontiguousarray(cls_trans[:, byte_class])
+    trans = np.take(cls_trans, byte_class, axis=1)  # (2.5x faster than cls_trans[:, byte_class])
 
     live = np.zeros((n, n_terms), dtype=bool)
     live[q_of, owner[all_ids]] = True
