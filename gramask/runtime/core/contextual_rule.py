@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from ...compiler.contextual_wins import terminal_threats
 from ...compiler.ignored_follows import follows_ok, ignored_follows
 from ...encoding import bits_of_rows
+from ...errors import LimitExceededError
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .indentation import advance
@@ -154,6 +155,14 @@ class ContextualRule:
                 out |= low
         return out
 
+    def _shifts(self, p: PState, t: int) -> bool:
+        """Does the parser keep the shift of ``t`` at ``p``? (Kept where the step outgrows
+        the runtime limits: the walk that takes it answers then.)"""
+        try:
+            return self.ctx.shift(p, t) is not None
+        except LimitExceededError:
+            return True
+
     @staticmethod
     def kept_memo(ctx: ParserContext) -> BoundedMemo[int, int] | None:
         """A fresh memo for ``shiftable`` over ``ctx`` (None where its automaton refuses no
@@ -240,7 +249,7 @@ class ContextualRule:
             sig ^= low
             t = low.bit_length() - 1
             # (the newline's step needs its width, a continuation the next line: kept)
-            if t in (self.nl_t, self.cont_t) or self.ctx.shift(p, t) is not None:
+            if t in (self.nl_t, self.cont_t) or self._shifts(p, t):
                 out |= low
         kept.put(p[PUID], out)
         return out
