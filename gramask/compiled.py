@@ -113,16 +113,27 @@ class CompiledGrammar:
                     tab_len=ind.tab_len,
                     cpython_ends=ind.cpython_ends,
                 )
-            ctx = ParserContext(
-                Automaton(pt, self._limits), self.dfa.num_terminals, ignored_bits, **kw
-            )
+            aut = Automaton(pt, self._limits)
+            reserved: list[tuple[int, int]] = []
+            lost = None
+            if self.grammar.lexer == "contextual":
+                from .compiler.contextual_wins import lost_shifts
+                from .compiler.keywords import reserved_pairs
+                from .runtime.core.viability import Viability
+
+                reserved = reserved_pairs(self.grammar, self.dfa)
+                lost = lost_shifts(self.dfa, pt, [t.priority for t in self.grammar.terminals],
+                                   reserved, self.grammar.reserved_keywords,
+                                   self.grammar.newline_terminal)
+                if lost is not None:  # (no bundled grammar: their sets are all kept)
+                    aut.viable = Viability(aut, lost)
+            ctx = ParserContext(aut, self.dfa.num_terminals, ignored_bits, **kw)
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
             if self.grammar.lexer != "contextual":
                 builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables,
                                                          self.parse_tables)
             if self.grammar.lexer == "contextual":
-                from .compiler.keywords import reserved_pairs
                 from .runtime.core.contextual_lexer import ContextualLexer
 
                 tokens, special = self.vocab.token_tuple, self.vocab.special_mask  # shared
@@ -132,7 +143,7 @@ class CompiledGrammar:
                     nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
                     tab_len=ind.tab_len if ind is not None else 8,
                     tables=self.tables if self.tables.contextual else None,
-                    reserved=reserved_pairs(self.grammar, self.dfa),
+                    reserved=reserved,
                     close=self.grammar.reserved_keywords,
                 )
                 builder.contextual.dead_ends = _contextual_ends(

@@ -345,3 +345,33 @@ def test_gbnf_nested_rule_completion_found_at_any_depth(depth: int) -> None:
     done = cg.constraint(prefix).shortest_completion()
     c = cg.constraint(prefix + done.text)
     assert c.is_complete()
+
+
+# tools/lark_fuzz_gen.py grammar 61 (contextual), in small: T1's own lexemes (those the greedy
+# lexer reads as T1 and not as the WORD before it in the grammar) are only ``İ``, which the
+# vocabulary lacks, and after the T3 ``ab`` (a WORD too) an ``i`` would run on into it, so
+# only the ignored line break keeps them apart: ``ab\ni``. The planner spelled T1 as ``İ``
+# and, after the lexeme, put the unspellable ``İ`` before a line break it could spell:
+# no completion, and ``max_tokens`` raised where ``ab\ni`` is three tokens.
+SPELLED_APART = r"""
+start: WORD* T3 T1
+WORD: /[a-zA-Z]+/
+T3: /(ab|a)c?/
+T1: /i[nf]?/i
+%import common.NEWLINE
+%ignore NEWLINE
+"""
+
+
+@pytest.mark.parametrize("prefix", ["", "x\n", "ab", "ab\n"])
+def test_a_terminal_spelled_only_where_the_contextual_lexer_reads_it(prefix: str) -> None:
+    cg = _compile_small(SPELLED_APART, ["a", "b", "c", "i", "x", "\n", "ab"])
+    c = cg.constraint(prefix)
+    done = c.shortest_completion()
+    assert cg.constraint(prefix + done.text).is_complete()
+    # the walk of the plan's tokens ends complete, and a budget of that many tokens is met
+    b = cg.constraint(prefix, max_tokens=len(done.token_ids) + 1)
+    for i in done.token_ids:
+        assert b.allowed()[i]
+        b.advance(i)
+    assert b.is_complete()

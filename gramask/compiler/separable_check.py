@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import GrammarError
 from ..grammar import Grammar
 from .analysis import GrammarWarning, productive_symbols
+from .contextual_wins import check_wins
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
 from .separable import (
@@ -35,6 +36,8 @@ def check_separable(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> np.ndar
     """Refuse or warn about dead terminals (see the module docstring); return the per-state
     ids the basic lexer mode's end classes are split by (None where the runtime does not
     search: :func:`~gramask.compiler.separable.needs_end_search`)."""
+    if grammar.lexer == "contextual":
+        check_wins(grammar, dfa, pt)  # (terminals that lose every lexeme where expected)
     nl = grammar.newline_terminal
     nxt = next_of(dfa)
     if all_separable(dfa, nxt, nl):

@@ -35,7 +35,7 @@ from .grammar_costs import Rules
 from .lexeme_costs import LexemeCosts
 from .planner import BudgetPlanner
 from .search import PlanSearch
-from .spelling import TokenCounter
+from .spelling import INF, TokenCounter
 from .verify import WalkedVerifier, verified_step
 
 if TYPE_CHECKING:
@@ -65,12 +65,16 @@ class _ContextualView:
 class _ContextualLexemeCosts(LexemeCosts):
     """Lexer-side costs where a terminal the greedy lexer never produces (a ``BIT`` that
     the literals ``"0"`` and ``"1"`` shadow) may end wherever it accepts: the contextual
-    lexer reads it where the parser allows it and not the other one. (Every terminal's
-    accepting states instead made the costs of the others worse: more states to glue after.)"""
+    lexer reads it where the parser allows it and not the other one. So may a terminal
+    whose own lexemes the vocabulary cannot spell (``T1: /i[nf]?/i`` beside
+    ``WORD: /[a-zA-Z]+/`` is its own only as ``İ``: ``i`` is both, and where the parser
+    takes ``T1`` the contextual lexer reads it so). (Every terminal's accepting states
+    instead made the costs of the others worse: more states to glue after.)"""
 
     def accepting_states(self, t: int) -> np.ndarray:
         own = super().accepting_states(t)
-        return own if own.size else np.flatnonzero(self.accepting[:, t])
+        return own if own.size and t not in self._widened else np.flatnonzero(
+            self.accepting[:, t])
 
     def _clean_ends(self, a: int) -> np.ndarray:
         # none clean (every end of BIT starts the literal "00000"): any end, the contextual
@@ -81,7 +85,27 @@ class _ContextualLexemeCosts(LexemeCosts):
     def __init__(self, mb: MaskBuilder, tok: TokenCounter,
                  preds: list[set[int]] | None = None) -> None:
         self.accepting = np.asarray(mb.dfa.accepting, dtype=bool)
+        self._widened: frozenset[int] = frozenset()
         super().__init__(mb, tok, preds)
+        # the terminals whose own lexemes do not spell, where some other accepting state
+        # does: built again with those widened (only grammars that have such a terminal)
+        widen = frozenset(
+            t for t in range(self.num_terminals)
+            if not self.ignored[t] and self._unspelled(t)
+            and LexemeCosts.accepting_states(self, t).size and self._spells_widened(t))
+        if widen:
+            self._widened = widen
+            super().__init__(mb, tok, preds)
+
+    def _unspelled(self, t: int) -> bool:
+        """Can the vocabulary not spell ``t``'s lexeme?"""
+        w = self.spell[t]
+        return w is None or self.tok.count(w) >= INF
+
+    def _spells_widened(self, t: int) -> bool:
+        """Does the shortest lexeme ending where ``t`` accepts at all spell?"""
+        d = self.distances_to(self.accepting[:, t])
+        return bool(d[0] < INF) and self.tok.count(self.path(0, d)) < INF
 
 
 class _ContextualPlanSearch(PlanSearch):

@@ -198,12 +198,15 @@ class LexemeCosts:
                 return sep + w
         after = self._spell_after(q, b)
         a = int(self.accept[q])
-        if after is not None or (a >= 0 and self.ignored[a]):
+        if (after is not None and self.tok.count(after) < INF) or (
+                a >= 0 and self.ignored[a]):
             return after  # (an ignored lexeme a line break ends has its closer: _closers)
+        # (a lexeme the vocabulary cannot spell, ``İ`` of /i[nf]?/i after a name, is no
+        # answer where a line break keeps the spelling ``i`` apart)
         for sep, end in self._seps_break:
             if self.trans[q, sep[0]] < 0 and self.trans[end, w[0]] < 0:
                 return sep + w
-        return None
+        return after
 
     def _spell_after(self, q: int, b: int) -> bytes | None:
         """The shortest lexeme of ``b`` whose first byte kills the lexeme at ``q``: two

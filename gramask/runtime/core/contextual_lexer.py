@@ -61,6 +61,7 @@ _TRY, _EXACT = -1, -2
 _NONE = np.zeros(0, dtype=np.int64)  # an empty token or node list, read-only
 _NONE.flags.writeable = False
 _DEEPER = np.zeros(0, dtype=bool)  # memoised: "from this cut state, the cut was too shallow"
+_Vectors = tuple[np.ndarray, np.ndarray, np.ndarray]  # see ``_class_vectors``
 
 
 
@@ -143,8 +144,7 @@ class ContextualLexer(ContextualRule):
             self._static: BoundedMemo[int | bytes, tuple[np.ndarray, np.ndarray]] = (
                 BoundedMemo(memo_size(4 * limits.row_cache)))
             # (allowed set, follows) → class vectors (see ``_class_vectors``)
-            self._vecs: BoundedMemo[tuple[int, bool], tuple[np.ndarray, np.ndarray,
-                                                               np.ndarray]] = BoundedMemo(4096)
+            self._vecs: BoundedMemo[tuple[object, ...], _Vectors] = BoundedMemo(4096)
 
     def _load_nodes(self, tables: TokenTables) -> None:
         """The node arrays (again when a lazily built table's rows have added nodes). One
@@ -179,6 +179,7 @@ class ContextualLexer(ContextualRule):
         c = copy.copy(self)
         c.ctx = ctx
         c.dead_ends = None  # (its text ends in a lexeme the suffix goes on with: not searched)
+        c._kept = c.kept_memo(ctx)  # (keyed by the other parser's state ids)
         limits = ctx.automaton.limits
         c._masks = BoundedMemo(memo_size(limits.mask_cache))
         if self.tables is not None:  # plans, class vectors, kills: per allowed set, shared
@@ -224,7 +225,7 @@ class ContextualLexer(ContextualRule):
         something may follow an ignored lexeme). ``a`` is ``expects(p)``, before the reserved
         pairs close it. Memoised on (``a``, ``fl``), not on the parser state: thousands of
         states share a few hundred allowed sets."""
-        key = (a, fl)
+        key = (a, fl) if extra is None else (a, fl, extra)
         r = self._vecs.get(key)
         if r is None or len(r[2]) != len(self.acc_bits):  # a lazy table's LEX sets grew
             nw = self.class_sig_words.shape[1]
@@ -232,6 +233,8 @@ class ContextualLexer(ContextualRule):
             # a class's live terminals are its significant ones plus "some ignored one"
             sig = (self.class_sig_words & aw).any(axis=1)
             ends = sig
+            if extra is not None:  # (``_plan_extra``: only the shifts the parser keeps)
+                ends = (self.class_sig_words & words_of_int(self.unkept(extra), nw)).any(1)
             if self.closes:  # the lexeme goes on under A closed; it may stop under A
                 aw = words_of_int(self.close(a), nw)
                 sig = (self.class_sig_words & aw).any(axis=1)
@@ -250,9 +253,8 @@ class ContextualLexer(ContextualRule):
         return self.ctx.finish(p)
 
     def _plan_extra(self, p: PState) -> bytes | None:
-        """What else a plan at ``p`` depends on beyond (allowed set, ``_follows``): nothing
-        here; fill-in-the-middle's boundary check adds its per-class verdict codes."""
-        return None
+        """A plan's key beyond (allowed set, ``_follows``): ``kept_bytes`` (FIM: codes)."""
+        return self.kept_bytes(p)
 
     def _lex_key(self, s: int, a: int) -> int:
         """The winners of LEX set ``s`` under allowed set ``a``; when the indentation newline

@@ -31,10 +31,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...compiler.contextual_wins import terminal_threats
 from ...compiler.ignored_follows import follows_ok, ignored_follows
 from ...encoding import bits_of_rows
+from ...errors import LimitExceededError
+from ..limits import memo_size
 from ..memo import BoundedMemo
 from .indentation import advance
+from .parse_state import PUID
 from .step_state import LexState
 from .terminal_sets import int_of_row
 
@@ -88,6 +92,16 @@ class ContextualRule:
         self._partner_bits = sum(1 << t for t in self._partners)
         # A → A closed under the reserved pairs (a few hundred distinct sets recur)
         self._closed: BoundedMemo[int, int] = BoundedMemo(65536)
+        # parser state uid → its expected terminals the parser keeps a shift of, where the
+        # automaton refuses sets (see ``shiftable``; None: it keeps them all)
+        self._kept = self.kept_memo(ctx)
+        self._fragile = 0  # terminals that may lose every lexeme under some allowed set
+        self._wins: dict[int, int] = {}  # allowed set → its fragile terminals that can win
+        self._fragile_sets: list[int] = []  # the accepting sets holding one of them
+        if self._kept is not None:
+            self._fragile = sum(1 << t for t in terminal_threats(
+                dfa, priorities, self.reserved, nl_terminal))
+            self._fragile_sets = sorted({x for x in self.accepting if x & self._fragile})
 
     # ------------------------------------------------------------------ one lexeme
     def allowed(self, p: PState) -> int:
@@ -141,6 +155,46 @@ class ContextualRule:
                 out |= low
         return out
 
+    def _shifts(self, p: PState, t: int) -> bool:
+        """Does the parser keep the shift of ``t`` at ``p``? (Kept where the step outgrows
+        the runtime limits: the walk that takes it answers then.)"""
+        try:
+            return self.ctx.shift(p, t) is not None
+        except LimitExceededError:
+            return True
+
+    @staticmethod
+    def kept_memo(ctx: ParserContext) -> BoundedMemo[int, int] | None:
+        """A fresh memo for ``shiftable`` over ``ctx`` (None where its automaton refuses no
+        set: then every expected terminal is kept)."""
+        aut = ctx.automaton
+        return None if aut.viable is None else BoundedMemo(memo_size(aut.limits.parser_states))
+
+    def kept_bytes(self, p: PState) -> bytes | None:
+        """``shiftable(p)`` as bytes where it is less than ``expects(p)`` (else None): where
+        a token may stop inside a lexeme depends on it (the contextual tables' plans)."""
+        if self._kept is None:
+            return None
+        kept = self.shiftable(p)
+        if kept == self.ctx.expects(p):
+            return None
+        return kept.to_bytes((len(self.prio) + 8) // 8, "little")
+
+    @staticmethod
+    def unkept(kept: bytes) -> int:
+        """``kept_bytes``' terminals as a bit set."""
+        return int.from_bytes(kept, "little")
+
+    def _winnable(self, a: int) -> int:
+        """The fragile terminals that win some lexeme under allowed set ``a`` (memoised)."""
+        got = self._wins.get(a)
+        if got is None:
+            got = 0
+            for x in self._fragile_sets:
+                got |= self._winners(x & a)
+            got = self._wins[a] = got & self._fragile
+        return got
+
     def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
         """Parser state after the lexeme in progress at ``q`` ends here (None if it cannot)."""
         if q == 0:
@@ -161,16 +215,44 @@ class ContextualRule:
 
     def end_ok(self, p: PState, q: int) -> bool:
         """May the input stop mid-lexeme at ``q``? Some allowed terminal is still alive and
-        is either significant (the parser takes it: it is in ``expects(p)``) or ignored with
-        something able to follow it: the input's end, or a byte that ends it and starts a
-        lexeme the parser takes (:mod:`gramask.compiler.ignored_follows`)."""
+        is either significant (the parser takes it: it is in ``expects(p)``, and its shift
+        leads somewhere: ``shiftable``) or ignored with something able to follow it: the
+        input's end, or a byte that ends it and starts a lexeme the parser takes
+        (:mod:`gramask.compiler.ignored_follows`)."""
         live = self.live[q] & self.ctx.expects(p)  # (not the reserved pairs' extra ones)
-        if live & ~self.ignored_bits:
+        sig = live & ~self.ignored_bits
+        if sig and (self._kept is None or sig & self.shiftable(p)):
             return True
-        if not live:
+        if not live & self.ignored_bits:
             return False
         return self.ctx.finish(p) or follows_ok(
             self.follow_pairs[self.follow_ids[q]], self.allowed(p))
+
+    def shiftable(self, p: PState) -> int:
+        """``expects(p)`` without the significant terminals whose shift the parser refuses:
+        where the automaton refuses sets no shift that can happen leads on from
+        (:mod:`gramask.runtime.core.viability`), a lexeme that can only end as such a
+        terminal is a dead end, and a token may not stop inside it (memoised per state)."""
+        exp = self.ctx.expects(p)
+        kept = self._kept
+        if kept is None:
+            return exp
+        got = kept.get(p[PUID])
+        if got is not None:
+            return got
+        out = exp & self.ignored_bits
+        sig = exp & ~self.ignored_bits
+        if sig & self._fragile:  # (those that win no lexeme under the allowed set: none)
+            sig &= ~self._fragile | self._winnable(self.allowed(p))
+        while sig:
+            low = sig & -sig
+            sig ^= low
+            t = low.bit_length() - 1
+            # (the newline's step needs its width, a continuation the next line: kept)
+            if t in (self.nl_t, self.cont_t) or self._shifts(p, t):
+                out |= low
+        kept.put(p[PUID], out)
+        return out
 
     def complete(self, p: PState, q: int, carry: int) -> bool:
         if q != 0 and self.cont_t >= 0 and (self.accepting[q] >> self.cont_t) & 1:

@@ -17,7 +17,7 @@ import itertools
 import threading
 from array import array
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Final, Protocol, TypeAlias
 
 from ...errors import LimitExceededError
 from ..limits import RuntimeLimits, memo_size
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ...compiler.parse_tables import ParseTables
 
 __all__ = ["ACCEPTS", "EXPECTED", "ORIGINS", "STATES", "TOTAL", "UID", "Automaton",
-           "BelowCut", "EarleySet", "set_items"]
+           "BelowCut", "EarleySet", "SetFilter", "set_items"]
 
 _MEMO_DEPTH = 64  # nested completion memos built at once, far below Python's recursion limit
 
@@ -57,6 +57,12 @@ STATES: Final = 4
 ORIGINS: Final = 5
 
 
+class SetFilter(Protocol):
+    """What refuses Earley sets (:class:`gramask.runtime.core.viability.Viability`)."""
+
+    def ok(self, es: EarleySet) -> bool: ...
+
+
 class BelowCut(Exception):
     """A step from a cut set (see :meth:`Automaton.cut`) completed a phrase into an origin
     below the cut: its outcome depends on more of the parse than the cut keeps."""
@@ -74,6 +80,11 @@ def set_items(es: EarleySet) -> tuple[tuple[int, EarleySet | None], ...]:
 
 class Automaton:
     """Runtime view of :class:`ParseTables` plus the hash-consing table."""
+
+    # refuses sets no shift that can happen leads on from to the end (None: keeps them all;
+    # set by the runtime's builder where some shift never happens, see
+    # :mod:`gramask.runtime.core.viability`)
+    viable: SetFilter | None = None
 
     def __init__(self, pt: ParseTables, limits: RuntimeLimits | None = None) -> None:
         limits = limits if limits is not None else RuntimeLimits()
@@ -332,7 +343,9 @@ class Automaton:
                  for t, o in zip(self._moves(es, terminal, self.goto_t), es[ORIGINS:], strict=True)
                  if t is not None]
         try:
-            res = self._close(seeds, es[TOTAL])
+            made = self._close(seeds, es[TOTAL])
+            # (None for a set no shift that can happen leads on from)
+            res = None if self.viable is not None and not self.viable.ok(made) else made
         except BelowCut:  # remembered: a cut set is tried again and again (see ``cut``)
             memo.put(mkey, _BELOW)
             raise
@@ -359,7 +372,8 @@ class Automaton:
                 if (terminals >> term) & 1:
                     seeds.append((t, es if o is None else o))
         try:
-            res = self._close(seeds)
+            made = self._close(seeds)
+            res = None if self.viable is not None and not self.viable.ok(made) else made
         except BelowCut:
             self._next.put(mkey, _BELOW)
             raise

@@ -1,0 +1,317 @@
+"""Terminals the parser expects that can never win a lexeme under the contextual lexer.
+
+Under the contextual rule (:mod:`gramask.runtime.core.contextual_rule`) a lexeme is the
+terminals of the allowed set ``A`` that accept it, a keyword beating the regexes it is paired
+with, then only the highest priority among them. So a terminal ``t`` that the parser expects
+beside a higher-priority one matching every text of ``t`` never becomes a lexeme there
+(``"abc"`` beside ``T0.2: /\\w+/``): the items waiting for ``t`` can never move. Where every
+way to finish the parse runs through such a shift, a token that leads there is a dead end.
+
+:func:`lost_shifts` decides it per LR(0) state of the parse tables, once: the allowed set at
+run time holds at least the state's own terminals (and its non-kernel partner's, and the
+ignored ones), and a larger set only makes ``t`` lose more often — so a terminal that can win
+no lexeme under that lower bound never wins wherever the state is live. It is exact about the
+lexer side as far as it goes (a lexeme ``t`` wins under ``A`` ends somewhere), and
+conservative about the rest (a higher-priority terminal that a keyword might beat is not
+counted as beating ``t``). The runtime uses the answer to refuse Earley sets from which no
+path of shifts that can happen reaches the end (:mod:`gramask.runtime.core.viability`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..encoding import bits_of_rows
+from ..errors import GrammarError
+from ..grammar import Grammar
+from .analysis import GrammarWarning
+from .lexer import LexerDFA
+from .parse_tables import ParseTables
+
+__all__ = ["check_wins", "end_reach", "lost_shifts", "terminal_threats"]
+
+
+def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
+                reserved: Sequence[tuple[int, int]] = (), close: bool = False,
+                nl_terminal: int = -1) -> list[int] | None:
+    """Per LR(0) state of ``pt``, the lexer terminals it shifts that can win no lexeme under
+    any allowed set the state is in (a bit set); None where no state has one (then nothing
+    changes: every bundled grammar). ``reserved``: the (keyword, regex) pairs, a keyword
+    beating its regexes where both accept; ``close``: the allowed set is closed under them
+    (reserved keywords, :mod:`gramask.compiler.keywords`). The indentation newline
+    ``nl_terminal`` is left out (its lexeme is read as a newline, not shifted)."""
+    threats = terminal_threats(dfa, priorities, reserved, nl_terminal)
+    if not threats:
+        return None
+    nt = dfa.num_terminals
+    ign = sum(1 << t for t in range(nt) if dfa.ignored[t])
+    partners: dict[int, int] = {}
+    for s, r in reserved:
+        partners[s] = partners.get(s, 0) | 1 << r
+        partners[r] = partners.get(r, 0) | 1 << s
+    fragile = sum(1 << t for t in threats)
+    low = _always_expected(pt, nt)
+    if not any(v & fragile for v in low):
+        return None
+    memo: dict[tuple[int, int], bool] = {}
+    gi, gs = pt.goto_indptr.tolist(), pt.goto_symbol.tolist()
+    out = [0] * len(low)
+    for s in range(len(low)):
+        cand = 0
+        for e in range(gi[s], gi[s + 1]):
+            if gs[e] < nt:
+                cand |= 1 << gs[e]
+        cand &= fragile
+        if not cand:
+            continue
+        a = low[s] | ign
+        if close:
+            a = _closed(a, partners)
+        for t in _bits(cand):
+            key = (t, a)
+            lost = memo.get(key)
+            if lost is None:  # every lexeme of t has a sure winner over it under a
+                lost = memo[key] = all(keys & a or higher & a for keys, higher in threats[t])
+            if lost:
+                out[s] |= 1 << t
+    return out if any(out) else None
+
+
+def terminal_threats(dfa: LexerDFA, priorities: Sequence[int],
+                     reserved: Sequence[tuple[int, int]] = (), nl_terminal: int = -1,
+                     ) -> dict[int, list[tuple[int, int]]]:
+    """The significant terminals that may lose every lexeme under some allowed set, each
+    with, per accepting set holding it, what may beat it there: (the keywords that beat it,
+    the higher-priority terminals no keyword of that set can beat). A terminal some
+    accepting set of which holds nothing that could beat it is left out: it wins that lexeme
+    wherever it is allowed (no terminal of a grammar without priorities or keywords is
+    in)."""
+    ignored = dfa.ignored
+    beats: dict[int, int] = {}  # keyword -> the regexes it beats
+    for s, r in reserved:
+        beats[s] = beats.get(s, 0) | 1 << r
+    acc = np.flatnonzero(dfa.accepting.any(axis=1))
+    sets = sorted(set(bits_of_rows(dfa.accepting[acc])))  # the distinct accepting sets
+    threats: dict[int, list[tuple[int, int]]] = {}
+    safe = 0
+    for x in sets:
+        kw = [k for k in _bits(x) if k in beats]
+        removable = 0  # terminals a keyword of this set may beat (then they beat nothing)
+        for k in kw:
+            removable |= beats[k]
+        for t in _bits(x):
+            if ignored[t] or t == nl_terminal or safe >> t & 1:
+                continue
+            keys = sum(1 << k for k in kw if beats[k] >> t & 1)
+            higher = sum(1 << u for u in _bits(x & ~removable)
+                         if priorities[u] > priorities[t])
+            if not keys and not higher:
+                safe |= 1 << t
+                threats.pop(t, None)
+            else:
+                threats.setdefault(t, []).append((keys, higher))
+    return threats
+
+
+def end_reach(goto_t: Sequence[dict[int, int]], goto_n: Sequence[Sequence[tuple[int, int]]],
+              completed: Sequence[Sequence[int]], nonkernel: Sequence[int],
+              accepting: Sequence[bool], lost: Sequence[int]) -> tuple[list[int], list[bool]]:
+    """Over the LR(0) automaton without the ``lost`` shifts (per state: its terminal moves,
+    nonterminal moves, completed rules, non-kernel partner, accepting): per state, the
+    nonterminals an item of it can still complete (a bit set over symbols), and can it
+    reach the accepting item. Both least fixpoints; a nonterminal move counts where the
+    state's predictions (its partner's, or a non-kernel state's own) can derive it."""
+    n = len(nonkernel)
+    t_next = [[t for sym, t in goto_t[s].items() if not lost[s] >> sym & 1] for s in range(n)]
+    pred = [nonkernel[s] if nonkernel[s] >= 0 else s for s in range(n)]
+    comp = [sum(1 << x for x in completed[s]) for s in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for s in range(n):
+            v = comp[s]
+            for t in t_next[s]:
+                v |= comp[t]
+            derive = comp[pred[s]]
+            for sym, t in goto_n[s]:
+                if derive >> sym & 1:
+                    v |= comp[t]
+            if v != comp[s]:
+                comp[s] = v
+                changed = True
+    reach = [bool(a) for a in accepting]
+    changed = True
+    while changed:
+        changed = False
+        for s in range(n):
+            if reach[s]:
+                continue
+            derive = comp[pred[s]]
+            if any(reach[t] for t in t_next[s]) or any(
+                    reach[t] for sym, t in goto_n[s] if derive >> sym & 1):
+                reach[s] = changed = True
+    return comp, reach
+
+
+def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
+    """Contextual lexer mode, at compile time: a :class:`GrammarError` where every text of
+    the language needs a shift that never happens (:func:`lost_shifts`), naming the
+    terminals and what beats them; a :class:`GrammarWarning` for a terminal that never wins
+    where the parser expects it (masks refuse what leads only there). Nothing for a grammar
+    with no priorities and no keyword that a regex can lose every lexeme to."""
+    from .keywords import reserved_pairs
+
+    prio = [t.priority for t in grammar.terminals]
+    nl = grammar.newline_terminal
+    if not (len(set(prio)) > 1 and terminal_threats(dfa, prio, (), nl)) and not _keyword_bound(
+            grammar, dfa):
+        return  # (no terminal can lose every lexeme: every bundled grammar)
+    reserved = reserved_pairs(grammar, dfa)
+    lost = lost_shifts(dfa, pt, prio, reserved, grammar.reserved_keywords, nl)
+    if lost is None:
+        return
+    n, nt = pt.num_states, dfa.num_terminals
+    gi, gs, gt = (x.tolist() for x in (pt.goto_indptr, pt.goto_symbol, pt.goto_target))
+    goto_t: list[dict[int, int]] = [{} for _ in range(n)]
+    goto_n: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    shifted = 0
+    for s in range(n):
+        for e in range(gi[s], gi[s + 1]):
+            if gs[e] < pt.num_terminals:
+                goto_t[s][gs[e]] = gt[e]
+                shifted |= 1 << gs[e] if gs[e] < nt and not lost[s] >> gs[e] & 1 else 0
+            else:
+                goto_n[s].append((gs[e], gt[e]))
+    ci, cl = pt.completed_indptr.tolist(), pt.completed_lhs.tolist()
+    _, reach = end_reach(goto_t, goto_n, [cl[ci[s]: ci[s + 1]] for s in range(n)],
+                         pt.nonkernel.tolist(), pt.accepting.tolist(), lost)
+    names = [t.name for t in grammar.terminals]
+    never = sorted({t for v in lost for t in _bits(v)} - set(_bits(shifted)))
+    threats = terminal_threats(dfa, prio, reserved, nl)
+    why = "; ".join(
+        f"{names[t]} loses every lexeme to "
+        + ", ".join(sorted({names[u] + (f" (priority {prio[u]})" if prio[u] > prio[t]
+                                        else " (a keyword)")
+                            for keys, higher in threats[t] for u in _bits(keys | higher)}))
+        for t in (never or sorted({t for v in lost for t in _bits(v)}))[:4])
+    src = grammar.source or "<grammar>"
+    if not reach[pt.start_state]:
+        raise GrammarError(
+            f"{src}: the language is empty as the contextual lexer reads it: every text "
+            f"needs a terminal where the parser expects it beside one that always beats it "
+            f"(priorities, then keywords over the regexes matching them): {why}",
+            name=names[never[0]] if never else None)
+    if never:
+        import warnings
+
+        warnings.warn(
+            f"{src}: terminals that never win a lexeme where the parser expects them "
+            f"(contextual lexer); masks refuse what leads only to them: {why}",
+            GrammarWarning, stacklevel=4)
+
+
+def _keyword_bound(grammar: Grammar, dfa: LexerDFA) -> bool:
+    """Might a regex lose every lexeme to keywords? Only if every text it accepts some
+    string terminal accepts too (what :func:`~gramask.compiler.keywords.reserved_pairs`,
+    dearer, would pair it with)."""
+    if not (grammar.reserved_keywords or grammar.keywords_win):
+        return False
+    ts = grammar.terminals
+    strings = np.array([t.is_string and not t.ignored for t in ts], dtype=bool)
+    if not strings.any():
+        return False
+    acc = np.asarray(dfa.accepting, dtype=bool)
+    with_string = np.asarray(acc[:, strings].any(axis=1), dtype=bool)
+    for r, t in enumerate(ts):
+        if t.is_string or t.ignored:
+            continue
+        mine = acc[:, r]
+        if mine.any() and bool(with_string[mine].all()):
+            return True
+    return False
+
+
+def _always_expected(pt: ParseTables, nt: int) -> list[int]:
+    """Per LR(0) state ``u``: lexer terminals (below ``nt``) that every Earley set holding
+    ``u`` expects, as a bit set (a least fixpoint, so a lower bound). A set holding ``u``
+    holds ``u``'s non-kernel partner; for each rule ``X`` completed in ``u``, the targets of
+    its origin's moves over ``X`` (whichever origin state that is: the intersection over
+    them, as :func:`gramask.compiler.separable.always_after`); and what ``u`` came with: a
+    kernel state is the target of a move over some symbol of a kernel state and its partner,
+    which make their other targets together (``start: A B "c"`` after ``A B``: the item
+    waiting for ``"c"`` and the one that takes another ``B``); a non-kernel state is some
+    kernel state's partner."""
+    gi, gs, gt = (x.tolist() for x in (pt.goto_indptr, pt.goto_symbol, pt.goto_target))
+    ci, cl, nk = pt.completed_indptr.tolist(), pt.completed_lhs.tolist(), pt.nonkernel.tolist()
+    n = len(nk)
+    go: list[dict[int, int]] = [{} for _ in range(n)]
+    low = [0] * n
+    for st in range(n):
+        for e in range(gi[st], gi[st + 1]):
+            go[st][gs[e]] = gt[e]
+            if gs[e] < nt:
+                low[st] |= 1 << gs[e]
+    partners = {x for x in nk if x >= 0}
+    into: dict[int, list[tuple[int, ...]]] = {}  # symbol -> the groups its moves make
+    entry: list[list[tuple[int, ...]]] = [[] for _ in range(n)]  # state -> groups it is in
+    owners: list[list[int]] = [[] for _ in range(n)]  # non-kernel state -> its kernels
+    for st in range(n):
+        if st in partners:
+            continue
+        if nk[st] >= 0:
+            owners[nk[st]].append(st)
+        both = [go[st], go[nk[st]] if nk[st] >= 0 else {}]
+        for x in {*both[0], *both[1]}:
+            group = tuple(g[x] for g in both if x in g)
+            into.setdefault(x, []).append(group)
+            for u in group:
+                entry[u].append(group)
+
+    def meet(groups: list[tuple[int, ...]]) -> int:
+        w = -1
+        for group in groups:
+            v = 0
+            for u in group:
+                v |= low[u]
+            w &= v
+        return w if groups else 0
+
+    changed = True
+    while changed:
+        changed = False
+        for u in range(n):
+            v = low[u] | (low[nk[u]] if nk[u] >= 0 else 0) | meet(entry[u])
+            for x in cl[ci[u]: ci[u + 1]]:
+                v |= meet(into.get(x, []))
+            if owners[u]:
+                w = -1
+                for k in owners[u]:
+                    w &= low[k]
+                v |= w
+            if v != low[u]:
+                low[u] = v
+                changed = True
+    return low
+
+
+def _closed(a: int, partners: dict[int, int]) -> int:
+    """``a`` closed under the reserved pairs (as ``ContextualRule.close``)."""
+    todo = a
+    while todo:
+        low = todo & -todo
+        todo ^= low
+        new = partners.get(low.bit_length() - 1, 0) & ~a
+        a |= new
+        todo |= new
+    return a
+
+
+def _bits(x: int) -> list[int]:
+    out = []
+    while x:
+        low = x & -x
+        out.append(low.bit_length() - 1)
+        x ^= low
+    return out

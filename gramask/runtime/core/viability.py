@@ -1,0 +1,120 @@
+"""Earley sets from which no shift that can happen leads to the end (contextual lexer mode).
+
+Where a terminal the parser expects can win no lexeme beside the others its LR(0) state
+expects (:func:`gramask.compiler.contextual_wins.lost_shifts`: ``"abc"`` beside
+``T0.2: /\\w+/``), the items waiting for it never move, and a parse that can only finish
+through them is a dead end — however many lexemes it can still take (``T0 T0 T0 ...``: the
+dead-end search over parser states never runs out of new ones). The automaton then refuses
+such sets: stepping into one answers None, as for a terminal no item can shift, so masks,
+walks and plans refuse the token that leads there.
+
+The answer is read off the LR(0) automaton with those shifts removed, as two fixpoints over
+its states: ``comp[s]``, the nonterminals an item of state ``s`` can still complete (through
+shifts that can happen and nonterminals its predictions can derive), and ``reach[s]``, can
+``s`` reach the accepting item. An Earley set is live iff one of its items reaches the
+accepting item, or completes a nonterminal into its origin set that the origin's waiting
+items turn into a live item in turn (``goal``, per set, a least fixpoint over its own
+items, memoised: origin sets are shared). Exact about the shifts ``lost_shifts`` found: a
+refused set has no completion; one it keeps may still be a dead end for a reason it does not
+see (that is the dead-end search's, :mod:`gramask.runtime.core.contextual_ends`).
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import TYPE_CHECKING
+
+from ...compiler.contextual_wins import end_reach
+from ..limits import memo_size
+from ..memo import BoundedMemo
+from .earley import ORIGINS, STATES, UID, BelowCut
+
+if TYPE_CHECKING:
+    from .earley import Automaton, EarleySet
+
+__all__ = ["Viability"]
+
+
+class Viability:
+    """Which Earley sets of one automaton can still reach the end (see module)."""
+
+    __slots__ = ("_goals", "comp", "goto_n", "reach")
+
+    def __init__(self, aut: Automaton, lost: list[int]) -> None:
+        n = len(aut.nonkernel)
+        self.goto_n = [aut.goto_n[s] for s in range(n)]
+        self.comp, self.reach = end_reach(
+            [aut.goto_t[s] for s in range(n)], self.goto_n,
+            [aut.completed[s] for s in range(n)], list(aut.nonkernel),
+            [bool(aut.accepting[s]) for s in range(n)], lost)
+        # set uid → the nonterminals whose completion into it leads to the end (bit set)
+        self._goals: BoundedMemo[int, int] = BoundedMemo(
+            memo_size(aut.limits.interned_sets // 16))
+
+    def ok(self, es: EarleySet) -> bool:
+        """Can some item of ``es`` still lead to the end? Raises :class:`BelowCut` where
+        that depends on sets a cut set left out (see ``Automaton.cut``)."""
+        states = array("i", es[STATES])
+        reach, comp = self.reach, self.comp
+        if any(reach[s] for s in states):
+            return True
+        for s, o in zip(states, es[ORIGINS:], strict=True):
+            c = comp[s]
+            if c and c & self.goal(es if o is None else o):
+                return True
+        return False
+
+    def goal(self, o: EarleySet) -> int:
+        """The nonterminals whose completion into ``o`` leads to the end (memoised; the
+        sets it depends on, its items' origins, first, without recursion)."""
+        memo = self._goals
+        got = memo.get(o[UID])
+        if got is not None:
+            return got
+        local: dict[int, int] = {}
+        todo = [o]
+        while todo:
+            x = todo[-1]
+            if x[UID] < 0:
+                raise BelowCut  # a cut set's stand-in for what it left out
+            if x[UID] in local:
+                todo.pop()
+                continue
+            g = memo.get(x[UID])
+            if g is not None:
+                local[x[UID]] = g
+                todo.pop()
+                continue
+            missing: dict[int, EarleySet] = {}  # (sets are unhashable: keyed by uid)
+            for y in x[ORIGINS:]:
+                if y is not None and y[UID] not in local:
+                    gy = memo.get(y[UID]) if y[UID] >= 0 else None
+                    if gy is None:
+                        missing[y[UID]] = y
+                    else:
+                        local[y[UID]] = gy
+            if missing:
+                todo.extend(missing.values())
+                continue
+            local[x[UID]] = g = self._goal_of(x, local)
+            memo.put(x[UID], g)
+            todo.pop()
+        return local[o[UID]]
+
+    def _goal_of(self, x: EarleySet, known: dict[int, int]) -> int:
+        """``goal(x)``, its items' origins known: a least fixpoint over ``x``'s items (an
+        item predicted at ``x`` completes into ``x`` itself)."""
+        items = list(zip(array("i", x[STATES]), x[ORIGINS:], strict=True))
+        below = [-1 if o is None else known[o[UID]] for _, o in items]
+        reach, comp, goto_n = self.reach, self.comp, self.goto_n
+        g = 0
+        changed = True
+        while changed:
+            changed = False
+            for (s, _), b in zip(items, below, strict=True):
+                into = g if b < 0 else b
+                for sym, t in goto_n[s]:
+                    if not g >> sym & 1 and (reach[t] or comp[t] & into):
+                        g |= 1 << sym
+                        changed = True
+        return g
