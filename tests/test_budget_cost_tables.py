@@ -71,3 +71,24 @@ def test_shortest_matches_the_fixpoint(seed: int) -> None:
     got = list(dist)
     _shortest(got, edges)
     assert got == want
+
+
+def test_token_widths_match_the_per_token_reading() -> None:
+    """The vectorised indentation widths of the vocabulary (newline, carry after the last
+    newline, carry of all) equal the per-token loop's, on tokens mixing spaces, tabs, form
+    feeds and newlines in every order (a tab after a space breaks the carry)."""
+    from gramask.runtime.budget.grouping import token_widths_of
+
+    from ._support import tiny
+
+    rnd = random.Random(7)
+    pieces = [" ", "  ", "\t", "\n", "\f", "\r", "x", "ab", "#", "\u00e9"]
+    tokens = sorted({"".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 9)))
+                     for _ in range(600)} | {" ", "\t", "\n", "\n    ", "\n\t  ", "  \t"})
+    cg, vocab = tiny('start: "x"+\n%ignore " "\n', tokens)
+    c = cg.constraint("", max_tokens=4)
+    tm = c._budget_planner().tokens  # type: ignore[attr-defined]
+    has, after, total = tm.token_widths()
+    for i in range(len(vocab)):
+        got = (bool(has[i]), int(after[i]), int(total[i]))
+        assert got == token_widths_of(vocab.token_bytes(i)), vocab.token_bytes(i)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..core.indentation import TAB_UNIT, text_carry
+from ..core.indentation import FORMFEED, NEWLINE, TAB_UNIT, text_carry
 from ..core.masks import walk_row_trie
 from ..core.parse_state import PUID
 from ..limits import memo_size
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..core.parse_state import PState
     from .state_costs import StateCosts
 
-__all__ = ["StepGrouping", "StepUnits", "TokenGroups", "TokenMatrix"]
+__all__ = ["StepGrouping", "StepUnits", "TokenGroups", "TokenMatrix", "token_widths_of"]
 
 
 class TokenGroups(NamedTuple):
@@ -183,18 +183,27 @@ class TokenMatrix:
 
     def token_widths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per token: (holds a newline, width of the bytes after its last newline, width of
-        all its bytes) — the indentation carry it leaves (see :mod:`.lexing`). Built once."""
+        all its bytes) — the indentation carry it leaves (see :mod:`.lexing`). Built once,
+        a column of the byte matrix at a time (the first budgeted request of a process
+        paid ~0.4 s for a loop over the tokens); :func:`token_widths_of` is the same per
+        token."""
         r = self._widths
         if r is None:
-            toks = self.vocab.tokens
-            has = np.fromiter((b"\n" in t for t in toks), dtype=bool, count=len(toks))
-            tails = [t[t.rfind(b"\n") + 1:] for t in toks]
-            after = np.fromiter((min(text_carry(t), TAB_UNIT) for t in tails),
-                                dtype=np.int64, count=len(toks))
+            mat, _ = self.matrix()
+            has = (mat == NEWLINE).any(axis=1)
+            # the carry after the last reset (a newline or form feed): a tab there makes it
+            # TAB_UNIT or more (BROKEN after a space), so the capped width is TAB_UNIT; else
+            # it counts the spaces (padding and other bytes leave it alone)
+            reset = (mat == NEWLINE) | (mat == FORMFEED)
+            width = mat.shape[1]
+            last = np.where(reset.any(axis=1), width - 1 - reset[:, ::-1].argmax(axis=1), -1)
+            tail = np.arange(width)[None, :] > last[:, None]
+            after = np.where(((mat == 9) & tail).any(axis=1), TAB_UNIT,
+                             np.minimum(((mat == 32) & tail).sum(axis=1), TAB_UNIT))
             # a tab or form feed does not add to a carry: at least TAB_UNIT, which tells the
             # caller to walk the token
-            total = np.fromiter((t.count(b" ") if b"\t" not in t and b"\f" not in t
-                                 else TAB_UNIT for t in toks), dtype=np.int64, count=len(toks))
+            total = np.where(((mat == 9) | (mat == FORMFEED)).any(axis=1), TAB_UNIT,
+                             (mat == 32).sum(axis=1)).astype(np.int64)
             r = self._widths = (has, after, total)
         return r
 
@@ -371,3 +380,11 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     offs = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
     return offs + np.arange(total)
+
+
+def token_widths_of(t: bytes) -> tuple[bool, int, int]:
+    """:meth:`TokenMatrix.token_widths` of one token, as a loop reads it (the reference the
+    vectorised version is tested against)."""
+    after = min(text_carry(t[t.rfind(b"\n") + 1:]), TAB_UNIT)
+    total = t.count(b" ") if b"\t" not in t and b"\f" not in t else TAB_UNIT
+    return b"\n" in t, after, total

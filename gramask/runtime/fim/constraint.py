@@ -25,6 +25,7 @@ import numpy as np
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..budget.bounded import BoundedBudget
+from ..budget.carry_free import CarryClasses
 from ..budget.group_bounds import BoundaryPlans, GroupBounds
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, VerifiedTokens, WalkedVerifier, verified_step
@@ -253,37 +254,47 @@ class FimConstraint(FimBase[FimState]):
             order = np.argsort(-sizes, kind="stable")
             ver = WalkedVerifier(self, left - 1, _key, step_plan=rec.plan, pool=self._pool())
             vert = groups // (_CARRIES * tc.num_states)
+            vocab = self._vocab
+            # states that differ only in the carry (a comment's words) share a completion
+            cls = CarryClasses((self._b.trans_rows, self._ob.trans_rows), self._b.nl_live,
+                               tc.num_states, vocab.token_bytes, self._suffix[:64])
+            checked = cls.representatives(groups // _CARRIES, order[: self.MAX_GROUPS])
+            for i in checked:
+                self._check_group(st, ver, rec, toks, int(first[i]), int(sizes[i]),
+                                  int(vert[i]), cls, int(groups[i]) // _CARRIES)
             # the tokens no group pins down (they end inside a newline lexeme: "):\n", ",\n",
             # leading blanks — what real code takes at every line end) walked one by one,
             # grouped by the state they reach, and checked first: the groups' plans are
             # mostly shared per vertex, theirs mostly not
-            lone = lone[: self.MAX_LONE]
+            lone = cls.admit(rec, lone, tc.raw[lone])
             buckets: dict[tuple[int, ...], tuple[FimState, int, list[int]]] = {}
-            vocab = self._vocab
-            for t in lone.tolist():
+            for t in lone[: self.MAX_LONE].tolist():
                 s = self._walk(st, vocab.token_bytes(t))
                 if isinstance(s, int):
                     continue
                 b = buckets.get(_key(s))
                 if b is None:
-                    b = buckets[_key(s)] = (s, int(tc.raw[t]) // tc.num_states, [])
+                    b = buckets[_key(s)] = (s, int(tc.raw[t]), [])
                 b[2].append(t)
-            for s, vx, lone_members in sorted(buckets.values(), key=lambda b: -len(b[2])):
+            for s, raw, lone_members in sorted(buckets.values(), key=lambda b: -len(b[2])):
                 data = max((vocab.token_bytes(t) for t in lone_members[:64]),
                            key=ver.shared_prefix)
-                done = ver.state(s, vx, data, len(lone_members))
+                done = ver.state(s, raw // tc.num_states, data, len(lone_members))
                 if done is not None:
                     rec.add(lone_members, done)
+                    cls.learn(raw, done)
+            cls.admit(rec, lone[self.MAX_LONE:], tc.raw[lone[self.MAX_LONE:]])  # past the cap
             for i in order[: self.MAX_GROUPS].tolist():
-                a = int(first[i])
-                data = vocab.token_bytes(int(toks[a]))
-                s = self._walk(st, data)
-                done = (None if isinstance(s, int)
-                        else ver.state(s, int(vert[i]), data, int(sizes[i])))
-                if done is not None:
-                    rec.add(toks[a:a + int(sizes[i])], done)
+                if (known := cls.get(int(groups[i]) // _CARRIES)) is not None:
+                    rec.add(toks[int(first[i]):int(first[i]) + int(sizes[i])], known)
+                elif i not in checked:
+                    self._check_group(st, ver, rec, toks, int(first[i]), int(sizes[i]),
+                                      int(vert[i]))
             # the smaller groups beyond the cap: only the cheap checks (a walk or two)
             for i in order[self.MAX_GROUPS: self.MAX_GROUPS + self.MAX_CHEAP].tolist():
+                if (known := cls.get(int(groups[i]) // _CARRIES)) is not None:
+                    rec.add(toks[int(first[i]):int(first[i]) + int(sizes[i])], known)
+                    continue
                 a = int(first[i])
                 data = vocab.token_bytes(int(toks[a]))
                 s = self._walk(st, data)
@@ -291,6 +302,19 @@ class FimConstraint(FimBase[FimState]):
                 if done is not None:
                     rec.add(toks[a:a + int(sizes[i])], done)
         rec.apply(m, self._complete(st))
+
+    def _check_group(self, st: FimState, ver: WalkedVerifier[FimState], rec: VerifiedTokens,
+                     toks: np.ndarray, a: int, size: int, vertex: int,
+                     cls: CarryClasses | None = None, raw: int = -1) -> None:
+        """The walked check of the group ``toks[a:a + size]``; what it verifies is offered
+        to its carry class ``raw`` (with ``cls``)."""
+        data = self._vocab.token_bytes(int(toks[a]))
+        s = self._walk(st, data)
+        done = None if isinstance(s, int) else ver.state(s, vertex, data, size)
+        if done is not None:
+            rec.add(toks[a:a + size], done)
+            if cls is not None:
+                cls.learn(raw, done)
 
     _completion_pool: CompletionPool | None = None
     _boundary_plans: BoundaryPlans | None = None
