@@ -279,3 +279,31 @@ def test_blocks_the_middle_opens_when_the_prefix_shows_no_step_close_at_the_end(
     assert done.is_complete()
     assert lark_accepts(_indenter_oracle(BLOCK_HEADERS),
                         prefix + done.text + suffix)
+
+
+# T0 swallows every dot after it, so "T0 .." never lexes as those two: the basic mode's
+# dead-end search refuses T0's lexemes. The middle "." before the suffix "." is the start of
+# "..", which the suffix continues (a boundary lexeme): the search, which knew nothing of the
+# suffix, refused it too, so the true middle was forbidden and no completion was found
+# (fim_fuzz --seed 202, grammar 1, basic mode).
+SWALLOWED_DOTS = r"""
+start: [T0] ".."
+T0: /[^\s()]+/
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_middle_the_suffix_continues_is_not_refused_by_the_dead_end_search(
+        lexer: str) -> None:
+    with pytest.warns(gramask.GrammarWarning, match="T0 can never be followed"):
+        cg, vocab = tiny(SWALLOWED_DOTS, [".", "..", "...", "a"], lexer=lexer)
+    oracle = lark.Lark(SWALLOWED_DOTS, parser="earley", lexer="basic")
+    assert lark_accepts(oracle, "..")
+    c = cg.constraint("", suffix=".")
+    _walk(c, vocab, ["."])
+    assert c.is_allowed(vocab.eos_token_id)
+    assert cg.constraint("", suffix=".").shortest_completion().text == "."
+    if lexer == "basic":  # (the search's verdicts kept for what the suffix does not continue)
+        c = cg.constraint("", suffix=".")
+        assert not c.is_allowed(vocab.token_id(".."))  # "..." is one T0: no ".." after it
+        assert not c.is_allowed(vocab.token_id("a"))

@@ -37,6 +37,17 @@ NEWLINE: /\n/
 """
 
 
+# blanks the section name also matches: the whole lexer's tie goes to SECNAME (regexes in
+# grammar order), but after "]" only a newline may come, so there they are ignored blanks
+BLANKS_A_NAME_ALSO_TAKES = r"""
+start: section+
+section: SECNAME "]" NL
+SECNAME: /[a-z ]+/
+NL: "\n"
+%ignore / +/
+"""
+
+
 @functools.cache
 def _compiled(text: str) -> gramask.CompiledGrammar:
     return gramask.compile(gramask.Grammar.from_lark(text, lexer="contextual"),
@@ -76,7 +87,8 @@ def test_blanks_that_swallow_the_newline_are_refused_where_a_newline_is_due() ->
     assert is_program(cg, "- 5\n- 6\n")
 
 
-@pytest.mark.parametrize("text", [COMMENT_TO_EOL, BLANKS_EAT_NEWLINE])
+@pytest.mark.parametrize("text", [COMMENT_TO_EOL, BLANKS_EAT_NEWLINE,
+                                  BLANKS_A_NAME_ALSO_TAKES])
 def test_random_walks_never_meet_a_dead_end(text: str) -> None:
     cg = _compiled(text)
     eos = cg.vocab.eos_token_id
@@ -97,3 +109,17 @@ def test_random_walks_never_meet_a_dead_end(text: str) -> None:
             assert is_program(cg, done), done
             if text == COMMENT_TO_EOL:
                 assert lark_accepts(_lark(text), done), done
+
+
+def test_blanks_that_lose_the_whole_lexers_tie_end_as_ignored_where_the_winner_is_not_due(
+        ) -> None:
+    # (an INI-like grammar written by hand: the blanks after "]" were refused, as if they
+    # could only end as the section name, while "x] \n" itself was a program)
+    cg = _compiled(BLANKS_A_NAME_ALSO_TAKES)
+    oracle = _lark(BLANKS_A_NAME_ALSO_TAKES)
+    for prefix, piece in [("x]", " "), ("x] ", " "), ("a b]\n c]", " ")]:
+        assert _allows(cg, prefix, piece), (prefix, piece)
+        assert lark_accepts(oracle, prefix + piece + "\n")
+    assert is_program(cg, "x]  \ny z]\n")
+    assert not _allows(cg, "x] ", "y")  # (an ignored lexeme: no name may follow "]")
+    assert not lark_accepts(oracle, "x] y\n")

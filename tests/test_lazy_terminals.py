@@ -12,7 +12,7 @@ import re
 
 import lark
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import gramask
@@ -57,10 +57,61 @@ def test_a_lexeme_ends_where_re_match_ends(pattern: str, text: str) -> None:
 
 def test_mixed_and_greedy_patterns_keep_their_language() -> None:
     # a greedy repeat beside the lazy one: read as the language, as without first_match
-    for pattern in [r"#+.*?;", r"[a-z]+", r"(?:--\[\[[\s\S]*?\]\]|--[^\n]*)"]:
+    # (``#+(?:...|x)``: the repeat before the branch can match more than one way)
+    for pattern in [r"#+.*?;", r"[a-z]+", r"#+(?:\[[\s\S]*?\]|x)"]:
         a, b = _dfa(pattern, True), _dfa(pattern, False)
         assert a.num_states == b.num_states
         assert (a.trans == b.trans).all() and (a.finals == b.finals).all()
+
+
+# alternatives that start alike: re's parser moves the shared prefix out of the branch
+# (``--(?:\[\[...\]\]|[^\n]*)``); each is still a top-level alternative of its own
+SHARED_PREFIX = [
+    (r"(?:--\[\[[\s\S]*?\]\]|--[^\n]*)", [r"--\[\[[\s\S]*?\]\]", r"--[^\n]*"]),
+    (r"--\[\[(.|\n)*?\]\]|--[^\n]*", [r"--\[\[(.|\n)*?\]\]", r"--[^\n]*"]),
+    (r"--(\[\[.*?\]\]|-.*?;)", [r"--\[\[.*?\]\]", r"---.*?;"]),
+    (r"a(?:b.*?y|x+)", [r"ab.*?y", r"ax+"]),
+    (r"(?s:/\*.*?\*/|/[^*\n]*)", [r"(?s:/\*.*?\*/)", r"/[^*\n]*"]),
+]
+SHARED_PIECES = ["--", "[[", "]]", "-", ";", "\n", "x", "a", "b", "y", "/*", "*/", "/", "*"]
+
+
+@pytest.mark.parametrize(("pattern", "alternatives"), SHARED_PREFIX)
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(SHARED_PIECES), min_size=1, max_size=10).map("".join))
+@example(text="--[[\n]]\n]]").via("read greedily: the last ]]")
+@example(text="abyy").via("read greedily: the last y")
+@example(text="/*a*/*/").via("read greedily: the last */")
+def test_alternatives_with_a_shared_prefix_each_end_at_their_first_match(
+        pattern: str, alternatives: list[str], text: str) -> None:
+    # docs/semantics.md: first match per top-level alternative, the longest across them
+    ends = [m.end() for a in alternatives if (m := re.match(a, text)) is not None and m.end()]
+    assert _longest_end(_dfa(pattern, True), text.encode()) == max(ends, default=None)
+
+
+LUA_LIKE = r"""
+start: stat*
+stat: NAME "=" NAME | "return" NAME
+NAME: /[a-z]+/
+COMMENT: /--\[\[(.|\n)*?\]\]/ | /--[^\n]*/
+%ignore COMMENT
+%ignore /\s+/
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_block_comment_beside_a_line_comment_with_the_same_start_ends(lexer: str) -> None:
+    # both alternatives start with "--": read as one alternative, greedily, the block comment
+    # never ended, so "--[[" was refused wherever a name was expected (a Lua-like grammar)
+    cg = gramask.compile(gramask.Grammar.from_lark(LUA_LIKE, lexer=lexer),
+                         gramask.Vocabulary.bundled("gpt2"))
+    oracle = _lark(lexer, LUA_LIKE)
+    for text in ["return --[[\n]] x", "x = --[[ a\n b ]]\ny", "return --[[]]\nx",
+                 "return -- x\ny", "return --[[\n]] x ]]"]:
+        assert is_program(cg, text) == lark_accepts(oracle, text), text
+    c = cg.constraint("x = --[[")
+    sc = c.shortest_completion()
+    assert lark_accepts(oracle, "x = --[[" + sc.text)
 
 
 COMMENTS = r"""

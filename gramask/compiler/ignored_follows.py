@@ -48,8 +48,11 @@ def _ignored_follows(dfa: LexerDFA) -> tuple[np.ndarray, list[Pairs]]:
     ignored = dfa.ignored
     if n == 0 or not ignored.any():
         return ids, table
-    trans, accept = dfa.trans, dfa.accept
-    ign_acc = np.flatnonzero((accept >= 0) & ignored[np.maximum(accept, 0)]).tolist()
+    trans = dfa.trans
+    # every state where an ignored terminal accepts, also where it loses the whole lexer's
+    # tie (``accept``): under an allowed set without the winner (``/[a-z ]+/`` beside
+    # ``%ignore / +/``, where only a newline may come) the lexeme ends as the ignored one
+    ign_acc = np.flatnonzero((dfa.accepting & ignored).any(axis=1)).tolist()
     if not ign_acc:
         return ids, table
     start_row = trans[0]

@@ -197,9 +197,28 @@ def _top_alternatives(parsed: Any, flags: int) -> list[tuple[Any, int]]:
         _group, add, remove, sub = items[0][1]
         flags = (flags | add) & ~remove
         items = list(sub)
-    if len(items) == 1 and items[0][0] is _c.BRANCH:
-        return [(list(alt), flags) for alt in items[0][1][1]]
+    # re's parser moves a prefix that every alternative starts with out of the branch
+    # (``--\[\[.*?\]\]|--[^\n]*`` is parsed as ``--(?:\[\[.*?\]\]|[^\n]*)``); where the
+    # prefix matches one way only, ``re`` tries it followed by each alternative in turn, so
+    # those are the alternatives (else a lazy block comment beside a greedy line comment
+    # was one mixed alternative, read greedily: the block comment could never end)
+    *prefix, (op, av) = items or [(None, None)]
+    if op is _c.SUBPATTERN and len(av[3]) == 1 and av[3][0][0] is _c.BRANCH \
+            and _one_way(prefix):
+        group, add, remove, sub = av
+        return [([*prefix, (op, (group, add, remove,
+                                 _sre_parse.SubPattern(sub.state, list(alt))))], flags)
+                for alt in sub[0][1][1]]
+    if op is _c.BRANCH and _one_way(prefix):
+        return [([*prefix, *alt], flags) for alt in av[1]]
     return [(items, flags)]
+
+
+def _one_way(items: Any) -> bool:
+    """``items`` match at most one way where they match (no alternatives, no repeat of a
+    variable count): ``re`` never backtracks into them."""
+    return not any(op is _c.BRANCH or (op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and av[0] != av[1])
+                   for op, av in regex_ops(items))
 
 
 def _lazy_only(items: Any) -> bool:

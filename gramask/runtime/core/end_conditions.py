@@ -85,6 +85,9 @@ class EndConditions(EndSearch):
                     break
                 if not (bits >> a) & 1:
                     continue
+                if ctx.continues_into_suffix(p, a):
+                    ok = True  # (fill-in-the-middle: the boundary masks decide it exactly)
+                    break
                 p2 = ctx.shift(p, a)
                 ok = p2 is not None and any(self.viable(ctx, p2, g) for g in groups)
             if not ok:
@@ -112,6 +115,9 @@ class EndConditions(EndSearch):
                 continue
             if b == self.nl_t or b >= self.n_lex:  # a newline (its step needs the width)
                 yield None  # or an indenter's _INDENT: not searched through
+                return
+            if ctx.continues_into_suffix(p1, b):
+                yield None  # the lexeme the suffix continues: the boundary masks decide
                 return
             p2 = ctx.shift(p1, b)
             if p2 is not None and nxt:

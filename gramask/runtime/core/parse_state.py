@@ -218,3 +218,10 @@ class ParserContext:
         for _ in p[INDENT][1:]:
             es = self.automaton.advance(es, self.dedent_t) if es is not None else None
         return es is not None and es[ACCEPTS]
+
+    def continues_into_suffix(self, p: PState, a: int) -> bool:
+        """May a lexeme of terminal ``a`` ending here, at ``p``, be the one a suffix continues?
+        Only a fill-in-the-middle quotient's boundary markers say so (they stand for such a
+        lexeme, so ``p`` does not shift ``a`` itself): the dead-end searches count it as a
+        way on."""
+        return False

@@ -292,13 +292,17 @@ class BoundaryMaskBuilder(MaskBuilder):
     _codes_memo: BoundedMemo[int, np.ndarray]
 
     def _normal(self, p: PState) -> np.ndarray:
-        """``class_vector`` without the boundary markers' terminals."""
+        """``class_vector`` without the boundary markers' terminals (with the dead-end
+        search's verdicts where the grammar has one: ``class_vector`` counts a class that
+        may be the boundary lexeme as a way on, whatever else it may become)."""
         ctx = self.ctx
         bits = ParserContext.expects(ctx, p) & ~ctx.ignored_bits
         w = words_of_bits(bits, self.class_words.shape[1])
         r = np.asarray((self.class_words & w).any(axis=1))
         if ctx.finish(p):
             r = r | self.class_ignored_end
+        if self.end_conditions is not None:
+            r = self.end_conditions.refine(ctx, p, bits, r)
         return r
 
     def _verdicts(self, p: PState) -> np.ndarray:

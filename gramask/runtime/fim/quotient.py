@@ -66,6 +66,10 @@ class QuotientContext(ParserContext):
                     return True
         return False
 
+    def continues_into_suffix(self, p: PState, a: int) -> bool:
+        expected = p[ES][EXPECTED]
+        return any(b == a and (expected >> m) & 1 for m, b in self.boundary)
+
     def expects(self, p: PState) -> int:
         """As the original's, plus the terminal of each boundary marker ``p`` expects: a
         lexeme in progress that can become it may be the one the suffix continues.
