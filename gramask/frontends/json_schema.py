@@ -28,6 +28,7 @@ from .bnf import GrammarParts
 from .json_formats import disjoint as _disjoint
 from .json_formats import is_json_number, listed_values
 from .json_formats import json_type as _json_type
+from .json_numbers import decimal_lcm, decimal_of, is_multiple
 from .json_schema_base import (
     _ANNOTATIONS,
     _ARRAY_KW,
@@ -317,8 +318,12 @@ class _Compiler(TypeKeywords):
                     out["anyOf" if "anyOf" not in out else k] = out.pop(k)
             elif k == "items" and isinstance(cur, dict | bool) and isinstance(v, dict | bool):
                 out[k] = {"allOf": [cur, v]}
-            elif k == "multipleOf" and isinstance(cur, int) and isinstance(v, int):
-                out[k] = cur * v // math.gcd(cur, v)
+            elif k == "multipleOf" and _positive(cur) and _positive(v):
+                lcm = decimal_lcm(decimal_of(cur), decimal_of(v))
+                out[k] = (int(lcm) if lcm == lcm.to_integral_value() else float(lcm))
+                if decimal_of(out[k]) != lcm:  # (a float reads back as another decimal)
+                    self.refuse(k, ptr, f"the allOf branches' divisors {cur} and {v} have a "
+                                        f"least common multiple ({lcm}) no float spells")
             elif _canon(cur) != _canon(v):
                 self.refuse(k, ptr, "two allOf branches give it different values, which "
                                     "gramask cannot merge")
@@ -452,4 +457,11 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return values  # it constrains no value listed
     if kw in _HOLDS and (is_json_number(arg) if kw in _NUMBER_KW else isinstance(arg, int)):
         return [v for v in values if not applies(v) or _HOLDS[kw](v, arg)]
+    if kw == "multipleOf" and _positive(arg):  # exactly, as decimals (see json_numbers)
+        return [v for v in values if not applies(v)
+                or is_multiple(decimal_of(v), decimal_of(arg))]
     return None
+
+
+def _positive(v: Any) -> bool:
+    return is_json_number(v) and math.isfinite(v) and v > 0

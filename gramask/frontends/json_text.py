@@ -20,6 +20,7 @@ from ..compiler.regex_nfa import unicode_category
 from ..errors import GrammarError
 
 __all__ = [
+    "JSON_DECIMAL",
     "JSON_NUMBER",
     "JSON_STRING",
     "JSON_WS",
@@ -163,6 +164,7 @@ def digit_range_regex(lo: int, hi: int, width: int, base: int = 10) -> str:
 _LOOSE_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
 JSON_STRING = f'"{_LOOSE_CHAR}*"'
 JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+JSON_DECIMAL = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"  # a JSON number without an exponent
 JSON_WS = r"[ \t\n\r]+"  # insignificant whitespace (RFC 8259), one or more
 
 
@@ -453,12 +455,15 @@ def number_range_regex(lo: Decimal | int | None, lo_incl: bool, hi: Decimal | in
             parts += _magnitude_regex(zero, True, hi, hi_incl)
         else:
             parts += _magnitude_regex(lo, lo_incl, hi, hi_incl)
-    # negative values: magnitude in (max(-hi, 0), -lo]
+    # negative values: magnitude in (max(-hi, 0), -lo] (copy_negate: exact, where unary
+    # minus rounds to the context's 28 digits: -(10**30 - 1) became -10**30)
     if lo is None or lo < 0:
         if hi is None or hi >= 0:
-            mags = _magnitude_regex(zero, False, None if lo is None else -lo, lo_incl)
+            mags = _magnitude_regex(zero, False, None if lo is None else lo.copy_negate(),
+                                    lo_incl)
         else:
-            mags = _magnitude_regex(-hi, hi_incl, None if lo is None else -lo, lo_incl)
+            mags = _magnitude_regex(hi.copy_negate(), hi_incl,
+                                    None if lo is None else lo.copy_negate(), lo_incl)
         parts += ["-" + m for m in mags]
     if not parts:
         return ""
