@@ -171,6 +171,18 @@ def test_huge_divisor_refused_naming_it_or_listed_in_a_narrow_range() -> None:
         assert accepts(cg, byte_ids(text)) == exact(text, narrow), text
 
 
+def test_divisors_that_would_multiply_the_lexer_are_refused() -> None:
+    """The schema's number terminals share one lexer, which follows their residues at once:
+    coprime divisors multiply its states, so past a bound the last one is refused."""
+    props = {f"f{i}": {"type": "integer", "multipleOf": d} for i, d in enumerate((7, 11, 13))}
+    Grammar.from_json_schema({"properties": props})  # residues modulo 1,001
+    props["f3"] = {"type": "integer", "multipleOf": 17}
+    with pytest.raises(GrammarError, match=r"'multipleOf' at #/properties/f3: .*17,017"):
+        Grammar.from_json_schema({"properties": props})
+    props["f3"] = {"type": "number", "multipleOf": 0.7}  # residues modulo 7 again: kept
+    Grammar.from_json_schema({"properties": props})
+
+
 def test_listing_is_exact() -> None:
     for d, lo, hi, integer in ((Decimal("0.003"), Decimal("1e29"),
                                 Decimal("100000000000000000000000000000.01"), False),

@@ -43,8 +43,9 @@ from ..compiler.regex_bytes import (
 )
 from ..errors import GrammarError
 
-__all__ = ["MAX_EXPLORED_STATES", "decimal_lcm", "decimal_of", "is_multiple", "multiple_dfa", "multiple_spec",
-           "multiples_listed"]
+__all__ = ["MAX_EXPLORED_STATES", "MAX_NUMBER_STATES", "decimal_lcm", "decimal_of",
+           "is_multiple", "multiple_dfa", "multiple_spec", "multiples_listed",
+           "residue_modulus"]
 
 # product states explored before giving up (each costs a Python step per byte class)
 MAX_EXPLORED_STATES = 2 * MAX_BYTE_STATES
@@ -65,6 +66,11 @@ def is_multiple(value: Decimal, divisor: Decimal) -> bool:
     """Whether ``value`` is an integer multiple of ``divisor`` (> 0), exactly (as fractions:
     ``Decimal``'s remainder fails where the quotient has more digits than its context)."""
     return (Fraction(value) / Fraction(divisor)).denominator == 1
+
+
+def residue_modulus(divisor: Decimal) -> int:
+    """The modulus the automaton of ``divisor``'s multiples follows the digits' residue by."""
+    return _split(divisor)[0]
 
 
 def decimal_lcm(a: Decimal, b: Decimal) -> Decimal:

@@ -118,6 +118,9 @@ class SchemaCompilerBase:
         self.ref_rules: dict[str, str] = {}
         self.any_rule: str | None = None
         self.n_rules = 0
+        # the least common multiple of the residues multipleOf's terminals follow (they share
+        # the lexer, whose states follow all of them at once: json_schema_types.multiples)
+        self.residues = 1
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = any(d in str(schema_uri) for d in ("draft-03", "draft-04", "draft-06",
                                                              "draft-07", "draft/2019-09"))

@@ -15,7 +15,14 @@ from . import json_text as jt
 from .json_formats import FORMATS as _FORMATS
 from .json_formats import json_type as _json_type
 from .json_formats import listed_values
-from .json_numbers import decimal_lcm, decimal_of, multiple_spec, multiples_listed
+from .json_numbers import (
+    MAX_NUMBER_STATES,
+    decimal_lcm,
+    decimal_of,
+    multiple_spec,
+    multiples_listed,
+    residue_modulus,
+)
 from .json_schema_base import (
     _ANNOTATIONS,
     _MAX_BOUND,
@@ -206,6 +213,13 @@ class TypeKeywords(ObjectKeywords):
                                            f"{e}; bounds that hold at most {_MAX_LISTED:,} "
                                            "multiples would list them instead")
             return self.b.terminal(rx, hint="INTEGER" if integer else "NUMBER")
+        residues = math.lcm(self.residues, residue_modulus(divisor))
+        if residues > MAX_NUMBER_STATES:  # the lexer would follow every residue at once
+            self.refuse("multipleOf", ptr, f"{shown}: beside the schema's other divisors, "
+                        f"the lexer would follow the digits' residue modulo {residues:,} "
+                        f"(at most {MAX_NUMBER_STATES:,} are supported)")
+            return self.b.terminal(rx, hint="INTEGER" if integer else "NUMBER")
+        self.residues = residues
         return self.b.terminal(rx, hint="MULTIPLE", automaton=spec)
 
     # ------------------------------------------------------------------ arrays
