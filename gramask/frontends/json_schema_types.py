@@ -105,7 +105,7 @@ class TypeKeywords(ObjectKeywords):
             if not isinstance(pat, str):
                 raise self.bad("pattern", ptr, "must be a string")
             try:
-                spec["regex"] = jt.pattern_regex(pat, _ptr_join(ptr, "pattern"))
+                spec["regex"] = jt.pattern_regex(pat, f"pattern {pat!r}")
             except jt.PatternError as e:
                 self.refuse("pattern", ptr, str(e))
         elif "format" in schema:

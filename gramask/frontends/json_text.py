@@ -246,7 +246,7 @@ def _set_of(items: list[tuple[Any, Any]], where: str, wide: bool) -> Ranges:
 
 
 def _bad(where: str, what: str) -> Ranges:
-    raise PatternError(f"{where}: pattern uses {what}, which gramask cannot compile")
+    raise PatternError(f"{where} uses {what}, which gramask cannot compile")
 
 
 _ANY_DECODED = "(?:[^\\n]|\\n)"
@@ -261,13 +261,14 @@ def pattern_regex(pattern: str, where: str, wide: bool = False) -> str:
     and the line terminators, ``\\d \\w \\s`` ASCII or Unicode, ``$`` before a final
     newline — the strings both readings match (``wide`` False: what a string must be to
     match for certain), or those either matches (True: what a key must not be to match
-    neither). Raises :class:`PatternError` (a GrammarError) naming ``where`` for a pattern
-    with lookaround, backreferences, inline flags or anchors elsewhere.
+    neither). Raises :class:`PatternError` (a GrammarError) for a pattern with lookaround,
+    backreferences, inline flags or anchors elsewhere, its message opening with ``where``
+    (``pattern '(?=a)'``: the caller's refusal names the keyword and its pointer).
     """
     try:
         parsed = _sre_parse.parse(pattern)
     except Exception as e:  # re.error, OverflowError
-        raise PatternError(f"{where}: invalid pattern {pattern!r}: {e}") from None
+        raise PatternError(f"{where} is invalid: {e}") from None
     if parsed.state.flags & ~(_sre_c.SRE_FLAG_UNICODE):
         _bad(where, "inline flags")
     items = list(parsed)
