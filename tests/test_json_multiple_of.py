@@ -242,3 +242,37 @@ def test_forcing_multiples_through_deepseek_tokens() -> None:
         assert accepts(cg, tok(text)), text
     for text in bad:
         assert not accepts(cg, tok(text)), text
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "number", "multipleOf": 0.05, "minimum": -10, "maximum": 1000},
+    {"type": "number", "multipleOf": 2.5},
+    {"type": "integer", "multipleOf": 7, "exclusiveMinimum": 0, "maximum": 10**12},
+])
+def test_masked_walks_end_in_multiples(schema: dict[str, Any]) -> None:
+    """Random walks through the masks (real tokens), finished by the shortest completion:
+    every text they end in is a multiple, in the range, by the exact reading."""
+    import random
+
+    import numpy as np
+
+    vocab = gramask.Vocabulary.bundled("deepseek-v4")
+    cg = gramask.compile(Grammar.from_json_schema(schema), vocab, progress=False)
+    rng = random.Random(7)
+    toks = [vocab.token_bytes(i) for i in range(len(vocab))]
+    # tokens of a number's characters, and those with a point: walks that reach fractions
+    digits = np.array([bool(t) and not t.strip(b"0123456789.-") for t in toks])
+    points = digits & np.array([b"." in t for t in toks])
+    for _ in range(30):
+        c = cg.constraint()
+        for _ in range(rng.randint(0, 8)):
+            m = c.allowed()
+            m[vocab.eos_token_id] = False
+            ids = np.flatnonzero(m & (points if rng.random() < 0.3 else digits))
+            if not ids.size:
+                ids = np.flatnonzero(m)
+            if not ids.size:
+                break
+            c.advance(int(rng.choice(ids)))
+        text = c.data.decode() + ("" if c.is_complete() else c.shortest_completion().text)
+        assert exact(text.strip(), schema), (schema, text)
