@@ -83,11 +83,15 @@ def decimal_lcm(a: Decimal, b: Decimal) -> Decimal:
     return Decimal(f"{x * y // math.gcd(x, y)}E{low}")
 
 
-def multiple_spec(divisor: Decimal, number_regex: str) -> str:
+def multiple_spec(divisor: Decimal, number_regex: str, *, negate: bool = False) -> str:
     """The terminal spec (``TerminalSpec.automaton``) of the texts ``number_regex`` matches
-    whose value is a multiple of ``divisor``; built by :func:`multiple_dfa`."""
+    whose value is a multiple of ``divisor`` (``negate``: is none); built by
+    :func:`multiple_dfa`."""
     c, e = _split(divisor)
-    return json.dumps({"multiple_of": f"{c}E{e}", "number": number_regex}, sort_keys=True)
+    spec: dict[str, Any] = {"multiple_of": f"{c}E{e}", "number": number_regex}
+    if negate:
+        spec["negate"] = True
+    return json.dumps(spec, sort_keys=True)
 
 
 def _split(divisor: Decimal) -> tuple[int, int]:
@@ -155,7 +159,7 @@ def _symbols() -> np.ndarray:
     return sym
 
 
-def multiple_dfa(spec: dict[str, str], *, limit: int = MAX_EXPLORED_STATES) -> ByteDFA:
+def multiple_dfa(spec: dict[str, Any], *, limit: int = MAX_EXPLORED_STATES) -> ByteDFA:
     """The byte DFA of a :func:`multiple_spec` (parsed): the number regex's automaton times
     the divisibility automaton, the pairs reached from the start explored breadth first
     (vectorised: a level of pairs at a time).
@@ -174,6 +178,12 @@ def multiple_dfa(spec: dict[str, str], *, limit: int = MAX_EXPLORED_STATES) -> B
     if c * (abs(e) + 2) > limit:
         raise _too_many(divisor, limit)
     start, mod, mod_finals = _residue_table(c, e)
+    if spec.get("negate"):  # the complement within the regex's texts: each dead move of
+        # the residues (a digit that leaves the multiples for good, or a syntax error the
+        # regex refuses anyway) goes to a final sink instead
+        sink = mod.shape[0]
+        mod = np.vstack([np.where(mod >= 0, mod, sink), np.full((1, 13), sink)])
+        mod_finals = np.append(~mod_finals, True)
     rng = regex_to_byte_dfa("NUMBER", spec["number"])
     r_cls, r_class = rng.classes()
     sym = _symbols()

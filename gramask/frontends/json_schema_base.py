@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from ..errors import GrammarError
 from . import json_text as jt
 from .bnf import GrammarBuilder
-from .json_schema_negation import EXCEPT, negate
+from .json_schema_negation import EXCEPT, NOT_MULTIPLE, negate
 
 __all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions",
            "SchemaCompilerBase", "SchemaWarning"]
@@ -68,7 +68,7 @@ _ENFORCED = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
     "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains", "minContains",
-    "maxContains", EXCEPT,
+    "maxContains", EXCEPT, NOT_MULTIPLE,
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)

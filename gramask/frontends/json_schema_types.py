@@ -32,7 +32,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT
+from .json_schema_negation import EXCEPT, NOT_MULTIPLE
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
@@ -159,20 +159,27 @@ class TypeKeywords(ObjectKeywords):
                 self.refuse(kw, ptr, f"bounds beyond ±1e30 are not supported ({bound})")
                 return ""
         divisor = None
-        if schema.get("multipleOf") is not None:
-            if schema["multipleOf"] <= 0:
-                raise self.bad("multipleOf", ptr, "must be greater than 0")
-            divisor = decimal_of(schema["multipleOf"])
+        negate = NOT_MULTIPLE in schema  # (a complement's: no multiple of it)
+        kw = NOT_MULTIPLE if negate else "multipleOf"
+        if negate and "multipleOf" in schema:
+            self.refuse("not", ptr, "multipleOf beside the complement of another multipleOf is "
+                                    "not supported")
+        if schema.get(kw) is not None:
+            if schema[kw] <= 0:
+                raise self.bad(kw, ptr, "must be greater than 0")
+            divisor = decimal_of(schema[kw])
             if integer:  # the integers that are multiples of 2.5 are those of 5
                 divisor = decimal_lcm(divisor, Decimal(1))
                 if divisor == 1:
+                    if negate:  # every integer is a multiple
+                        return ""
                     divisor = None
         if integer:
             ilo = None if lo is None else (math.ceil(lo) if lo_incl else math.floor(lo) + 1)
             ihi = None if hi is None else (math.floor(hi) if hi_incl else math.ceil(hi) - 1)
             rx = jt.integer_range_regex(ilo, ihi)
             if divisor is not None:
-                return self.multiples(divisor, rx, ptr, schema["multipleOf"], integer=True,
+                return self.multiples(divisor, rx, ptr, schema, integer=True,
                                       bounds=(None if ilo is None else Decimal(ilo), True,
                                               None if ihi is None else Decimal(ihi), True))
             return self.b.terminal(rx, hint="INTEGER") if rx else ""
@@ -188,34 +195,39 @@ class TypeKeywords(ObjectKeywords):
         rx = (jt.number_range_regex(exact[0], lo_incl, exact[1], hi_incl)
               if lo is not None or hi is not None else jt.JSON_DECIMAL)
         if divisor is not None:
-            return self.multiples(divisor, rx, ptr, schema["multipleOf"], integer=False,
+            return self.multiples(divisor, rx, ptr, schema, integer=False,
                                   bounds=(exact[0], lo_incl, exact[1], hi_incl))
         return self.b.terminal(rx, hint="NUMBER_RANGE") if rx else ""
 
-    def multiples(self, divisor: Decimal, rx: str, ptr: str, shown: Any, *, integer: bool,
-                  bounds: tuple[Decimal | None, bool, Decimal | None, bool]) -> str:
+    def multiples(self, divisor: Decimal, rx: str, ptr: str, schema: dict[str, Any], *,
+                  integer: bool, bounds: tuple[Decimal | None, bool, Decimal | None, bool]
+                  ) -> str:
         """The texts of ``rx`` (numbers without an exponent) whose value is a multiple of
-        ``divisor``, exactly: an automaton of residues (:mod:`.json_numbers`), or, where that
-        is too large, a list of the multiples of a narrow range."""
+        ``divisor`` (with the complement's keyword: is none), exactly: an automaton of
+        residues (:mod:`.json_numbers`), or, where that is too large, a list of the multiples
+        of a narrow range."""
+        shown = schema.get(NOT_MULTIPLE, schema.get("multipleOf"))
         if not rx:
             return ""
-        spec = multiple_spec(divisor, rx)
+        negate = NOT_MULTIPLE in schema
+        spec = multiple_spec(divisor, rx, negate=negate)
+        kw = "not" if negate else "multipleOf"  # (a complement's keyword: the user's not/if)
         try:
             if not spec_dfa(spec).finals.any():
                 return ""
         except GrammarError as e:
             lo, lo_incl, hi, hi_incl = bounds
-            listed = None if lo is None or hi is None else multiples_listed(
+            listed = None if lo is None or hi is None or negate else multiples_listed(
                 divisor, lo, lo_incl, hi, hi_incl, integer=integer, limit=_MAX_LISTED)
             if listed is not None:
                 return self.b.terminal(listed, hint="MULTIPLES") if listed else ""
-            self.refuse("multipleOf", ptr, f"{shown}{' on integers' if integer else ''}: "
-                                           f"{e}; bounds that hold at most {_MAX_LISTED:,} "
-                                           "multiples would list them instead")
+            self.refuse(kw, ptr, f"multipleOf {shown}{' on integers' if integer else ''}: {e}"
+                                 + ("" if negate else f"; bounds that hold at most "
+                                    f"{_MAX_LISTED:,} multiples would list them instead"))
             return self.b.terminal(rx, hint="INTEGER" if integer else "NUMBER")
         residues = math.lcm(self.residues, residue_modulus(divisor))
         if residues > MAX_NUMBER_STATES:  # the lexer would follow every residue at once
-            self.refuse("multipleOf", ptr, f"{shown}: beside the schema's other divisors, "
+            self.refuse(kw, ptr, f"multipleOf {shown}: beside the schema's other divisors, "
                         f"the lexer would follow the digits' residue modulo {residues:,} "
                         f"(at most {MAX_NUMBER_STATES:,} are supported)")
             return self.b.terminal(rx, hint="INTEGER" if integer else "NUMBER")
