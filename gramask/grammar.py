@@ -34,7 +34,8 @@ class TerminalSpec:
     priority: int = 0
     ignored: bool = False
     # a JSON string terminal built from the decoded language this spec names (see
-    # gramask.frontends.json_strings); ``pattern`` is then a regex for reading only
+    # gramask.frontends.json_strings; or the numbers that are multiples of a divisor,
+    # json_numbers); ``pattern`` is then a regex for reading only (a superset)
     automaton: str = ""
     # the pattern holds a lazy repeat: as in Python's ``re`` (lark's lexers), a lexeme of
     # its lazy alternatives ends at its first match (``/\\/\\*(.|\\n)*?\\*\\//`` at the first ``*/``)

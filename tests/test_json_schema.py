@@ -193,14 +193,13 @@ def test_defined_keys_take_a_pattern_that_either_reading_matches() -> None:
 
 
 def test_a_pattern_property_with_no_automaton_is_refused_with_its_pointer() -> None:
-    """Refused (lenient: ignored with a warning) naming the pattern's JSON pointer, after a
-    refused ``propertyNames``; not at all where the object can hold no other key."""
+    """Refused (lenient: ignored with a warning) at the object's JSON pointer, naming the
+    pattern (the pointer once); not at all where the object can hold no other key."""
     from gramask.frontends.json_schema import SchemaWarning
 
     obj = {"type": "object", "properties": {"ab": {}},
            "patternProperties": {"^a": {"type": "integer"}, "x(?!y)": {}}}
-    why = (r"'patternProperties' at #/properties/o: "
-           r"#/properties/o/patternProperties/x\(\?!y\): .*lookaround")
+    why = r"'patternProperties' at #/properties/o: pattern 'x\(\?!y\)' uses a lookaround"
     with pytest.raises(GrammarError, match=why) as e:
         Grammar.from_json_schema({"properties": {"o": obj}})
     assert e.value.name == "patternProperties"
@@ -275,7 +274,7 @@ def test_lenient_ignores_with_a_warning() -> None:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        g = Grammar.from_json_schema({"type": "integer", "not": {"multipleOf": 3}}, lenient=True)
+        g = Grammar.from_json_schema({"type": "string", "not": {"pattern": "^a"}}, lenient=True)
     assert any(issubclass(w.category, SchemaWarning) and "'not'" in str(w.message)
                for w in caught)
     assert g.rules

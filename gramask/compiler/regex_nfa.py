@@ -25,7 +25,11 @@ terminal's lexemes end at their first match where its lazy repeats say so (``fir
 from __future__ import annotations
 
 import functools
+import json
 import re
+import sys
+import unicodedata
+from pathlib import Path
 from re import _constants as _c  # re's own parser: terminals are Python regexes (3.11+)
 from re import _parser as _sre_parse
 from typing import Any
@@ -36,7 +40,8 @@ from .charclass import CharSet, case_variants, complement, fold_class, normalize
 from .regex_features import NOT_REGULAR, regex_ops
 
 __all__ = ["ByteNFA", "CharNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa", "char_set",
-           "unicode_category", "word_chars"]
+           "scan_unicode_category", "unicode_category", "word_chars",
+           "write_unicode_categories"]
 
 _DIGIT = normalize([(0x30, 0x39)])
 _WORD = normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
@@ -52,13 +57,51 @@ _NEWLINE: CharSet = ((0x0A, 0x0A),)
 @functools.cache
 def unicode_category(name: str) -> CharSet:
     """The characters Python's ``re`` matches with the (positive) category ``name`` in a str
-    pattern: Unicode digits, word characters or whitespace — as runs found by ``re`` itself
-    in a string of every code point (~0.1 s, once)."""
-    pattern = {"DIGIT": r"\d+", "WORD": r"\w+", "SPACE": r"\s+"}[name.rsplit("_", 1)[-1]]
+    pattern: Unicode digits, word characters or whitespace. Shipped for this interpreter's
+    Unicode database (``unicode_categories.json``: read in a millisecond); else found by
+    :func:`scan_unicode_category` (~0.1 s each, up to ~1 s on a loaded machine)."""
+    kind = name.rsplit("_", 1)[-1]
+    shipped = _shipped_categories()
+    return shipped[kind] if kind in shipped else scan_unicode_category(kind)
+
+
+_CATEGORY_PATTERNS = {"DIGIT": r"\d+", "WORD": r"\w+", "SPACE": r"\s+"}
+_CATEGORIES_FILE = Path(__file__).with_name("unicode_categories.json")
+
+
+def scan_unicode_category(kind: str) -> CharSet:
+    """``DIGIT``, ``WORD`` or ``SPACE`` as the runs ``re`` itself finds in a string of every
+    code point (surrogates left out)."""
     every = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
-    runs = [(m.start(), m.end() - 1) for m in re.finditer(pattern, every)]
+    runs = [(m.start(), m.end() - 1) for m in re.finditer(_CATEGORY_PATTERNS[kind], every)]
     return normalize([r for a, b in runs
                       for r in ((a, min(b, 0xD7FF)), (max(a, 0xE000), b)) if r[0] <= r[1]])
+
+
+def _database() -> str:
+    """What ``re``'s categories depend on: the Unicode database and the interpreter."""
+    return f"unicode {unicodedata.unidata_version}, python {sys.version_info[0]}." \
+           f"{sys.version_info[1]}"
+
+
+@functools.cache
+def _shipped_categories() -> dict[str, CharSet]:
+    """The shipped categories where they were scanned with this interpreter's database."""
+    try:
+        data = json.loads(_CATEGORIES_FILE.read_text())
+    except (OSError, ValueError):
+        return {}
+    if data.get("database") != _database():
+        return {}
+    return {k: normalize(tuple(r) for r in data[k]) for k in _CATEGORY_PATTERNS if k in data}
+
+
+def write_unicode_categories(path: Path = _CATEGORIES_FILE) -> None:
+    """Scan and save the categories for this interpreter (``python
+    tools/build_unicode_categories.py``, after a Python upgrade)."""
+    data: dict[str, Any] = {"database": _database()}
+    data.update({k: [list(r) for r in scan_unicode_category(k)] for k in _CATEGORY_PATTERNS})
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
 
 class RegexNotRegular(Exception):

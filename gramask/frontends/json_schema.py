@@ -28,6 +28,7 @@ from .bnf import GrammarParts
 from .json_formats import disjoint as _disjoint
 from .json_formats import is_json_number, listed_values
 from .json_formats import json_type as _json_type
+from .json_numbers import decimal_lcm, decimal_of, is_multiple
 from .json_schema_base import (
     _ANNOTATIONS,
     _ARRAY_KW,
@@ -43,7 +44,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT
+from .json_schema_negation import EXCEPT, NOT_MULTIPLE
 from .json_schema_types import MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
 
 __all__ = ["JsonSchemaOptions", "SchemaWarning", "grammar_from_json_schema", "json_value_grammar"]
@@ -167,8 +168,8 @@ class _Compiler(TypeKeywords):
             neg = self.complement(out.pop("not"), ptr)
             if neg is None:
                 self.refuse("not", ptr, "supported over type, const/enum, required, properties, "
-                                        "number bounds, string lengths (and anyOf/allOf/$ref "
-                                        "of those) only")
+                                        "number bounds, multipleOf, string lengths (and "
+                                        "anyOf/allOf/$ref of those) only")
             else:
                 parts.append(neg)
         if "if" in out:
@@ -176,8 +177,9 @@ class _Compiler(TypeKeywords):
             neg = self.complement(cond, ptr)
             if neg is None:
                 self.refuse("if", ptr, "supported where the condition is over type, "
-                                       "const/enum, required, properties, number bounds, string "
-                                       "lengths (and anyOf/allOf/$ref of those) only")
+                                       "const/enum, required, properties, number bounds, "
+                                       "multipleOf, string lengths (and anyOf/allOf/$ref of "
+                                       "those) only")
             else:
                 parts.append({"anyOf": [{"allOf": [cond, then]}, {"allOf": [neg, other]}]})
         if parts:
@@ -317,8 +319,12 @@ class _Compiler(TypeKeywords):
                     out["anyOf" if "anyOf" not in out else k] = out.pop(k)
             elif k == "items" and isinstance(cur, dict | bool) and isinstance(v, dict | bool):
                 out[k] = {"allOf": [cur, v]}
-            elif k == "multipleOf" and isinstance(cur, int) and isinstance(v, int):
-                out[k] = cur * v // math.gcd(cur, v)
+            elif k == "multipleOf" and _positive(cur) and _positive(v):
+                lcm = decimal_lcm(decimal_of(cur), decimal_of(v))
+                out[k] = (int(lcm) if lcm == lcm.to_integral_value() else float(lcm))
+                if decimal_of(out[k]) != lcm:  # (a float reads back as another decimal)
+                    self.refuse(k, ptr, f"the allOf branches' divisors {cur} and {v} have a "
+                                        f"least common multiple ({lcm}) no float spells")
             elif _canon(cur) != _canon(v):
                 self.refuse(k, ptr, "two allOf branches give it different values, which "
                                     "gramask cannot merge")
@@ -443,7 +449,7 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
     is not decided here (a pattern, a format, ``multipleOf``, an object or array keyword, on
     values of the type it applies to)."""
     applies: Callable[[Any], bool] = (
-        is_json_number if kw in _NUMBER_KW else (lambda v: isinstance(v, str)) if kw in _STRING_KW
+        is_json_number if kw in (*_NUMBER_KW, NOT_MULTIPLE) else (lambda v: isinstance(v, str)) if kw in _STRING_KW
         else (lambda v: isinstance(v, dict)) if kw in _OBJECT_KW
         else (lambda v: isinstance(v, list)) if kw in (*_ARRAY_KW, "contains", "minContains",
                                                       "maxContains")
@@ -452,4 +458,11 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return values  # it constrains no value listed
     if kw in _HOLDS and (is_json_number(arg) if kw in _NUMBER_KW else isinstance(arg, int)):
         return [v for v in values if not applies(v) or _HOLDS[kw](v, arg)]
+    if kw in ("multipleOf", NOT_MULTIPLE) and _positive(arg):  # exactly, as decimals
+        return [v for v in values if not applies(v)
+                or is_multiple(decimal_of(v), decimal_of(arg)) == (kw == "multipleOf")]
     return None
+
+
+def _positive(v: Any) -> bool:
+    return is_json_number(v) and math.isfinite(v) and v > 0

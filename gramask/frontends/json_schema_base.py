@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from ..errors import GrammarError
 from . import json_text as jt
 from .bnf import GrammarBuilder
-from .json_schema_negation import EXCEPT, negate
+from .json_schema_negation import EXCEPT, NOT_MULTIPLE, negate
 
 __all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions",
            "SchemaCompilerBase", "SchemaWarning"]
@@ -68,7 +68,7 @@ _ENFORCED = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
     "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains", "minContains",
-    "maxContains", EXCEPT,
+    "maxContains", EXCEPT, NOT_MULTIPLE,
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)
@@ -118,6 +118,9 @@ class SchemaCompilerBase:
         self.ref_rules: dict[str, str] = {}
         self.any_rule: str | None = None
         self.n_rules = 0
+        # the least common multiple of the residues multipleOf's terminals follow (they share
+        # the lexer, whose states follow all of them at once: json_schema_types.multiples)
+        self.residues = 1
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = any(d in str(schema_uri) for d in ("draft-03", "draft-04", "draft-06",
                                                              "draft-07", "draft/2019-09"))

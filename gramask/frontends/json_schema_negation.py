@@ -6,9 +6,10 @@ A context-free grammar has no complement in general, so only the schemas people 
 ``not`` and ``if`` are negated: boolean schemas, ``type``, ``const``/``enum`` (any JSON type but
 a listed object or array), ``required`` and ``properties`` whose values negate (the usual
 discriminator, ``{"properties": {"kind": {"const": "a"}}, "required": ["kind"]}``),
-number bounds, string lengths, ``anyOf``/``allOf``/``not`` of those, and local ``$ref`` to
-them. Anything else gives None, and the keyword is refused. Strings other than some words need
-a keyword JSON Schema lacks: :data:`EXCEPT`, read by the string compiler.
+number bounds and ``multipleOf``, string lengths, ``anyOf``/``allOf``/``not`` of those, and
+local ``$ref`` to them. Anything else gives None, and the keyword is refused. Strings other
+than some words, and numbers that are no multiple of something, need keywords JSON Schema
+lacks: :data:`EXCEPT`, read by the string compiler, and :data:`NOT_MULTIPLE`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from typing import Any
 
 from .json_formats import is_json_number, listed_values
 
-__all__ = ["EXCEPT", "negate"]
+__all__ = ["EXCEPT", "NOT_MULTIPLE", "negate"]
 
 # internal keyword of a string schema: the string is none of these words (a key automaton's
 # "except" spec, on a value)
 EXCEPT = "$gramask:except"
+# internal keyword of a number schema: the number is no multiple of this (the complement of
+# multipleOf, read by the number compiler)
+NOT_MULTIPLE = "$gramask:notMultipleOf"
 
 _ALL_TYPES = ("array", "boolean", "null", "number", "object", "string")
 _MAX_DEPTH = 16
@@ -68,8 +72,8 @@ def negate(schema: Any, resolve: Callable[[str], Any], annotations: frozenset[st
         return _negate_values(values) if isinstance(values, list) else None
     if _object_only(s):  # holds for every non-object: its complement is objects only
         return _negate_object(s, resolve, annotations, depth)
-    if set(s) <= set(_BOUNDS):  # numbers outside the range (every other value holds)
-        return _out_of_range(s)
+    if set(s) <= {*_BOUNDS, "multipleOf"}:  # numbers outside the range, or no multiples
+        return _out_of_range(s)  # (every other value holds)
     if set(s) <= {"minLength", "maxLength"}:  # strings outside the lengths
         lo, hi = s.get("minLength", 0), s.get("maxLength")
         if not isinstance(lo, int) or not isinstance(hi, int | None):
@@ -86,9 +90,10 @@ _BOUNDS = {"minimum": "exclusiveMaximum", "exclusiveMinimum": "maximum",
 
 
 def _out_of_range(s: dict[str, Any]) -> Any:
-    if not all(is_json_number(v) for v in s.values()):
+    if not all(is_json_number(v) for v in s.values()) or s.get("multipleOf", 1) <= 0:
         return None
-    parts = [{"type": "number", _BOUNDS[k]: v} for k, v in s.items()]
+    parts = [{"type": "number", _BOUNDS[k]: v} if k in _BOUNDS
+             else {"type": "number", NOT_MULTIPLE: v} for k, v in s.items()]
     return {"anyOf": parts} if parts else False
 
 

@@ -60,7 +60,7 @@ class ObjectKeywords(SchemaCompilerBase):
                 re.compile(p)
             except re.error as e:
                 raise self.bad("patternProperties", ptr, f"invalid pattern {p!r}: {e}") from None
-            where = _ptr_join(ptr, "patternProperties", p)
+            where = f"pattern {p!r}"
             try:  # as the key automata read the other keys
                 rx = (jt.pattern_regex(p, where), jt.pattern_regex(p, where, wide=True))
             except jt.PatternError as e:  # refused by pattern_regions below
@@ -186,7 +186,6 @@ class ObjectKeywords(SchemaCompilerBase):
             return [], lambda k: True
         if names is False:
             return None
-        where = _ptr_join(ptr, "propertyNames")
         taken = {"type", "pattern", "minLength", "maxLength", "enum", "const"}
         if not isinstance(names, dict) or set(names) - _ANNOTATIONS - taken or \
                 names.get("type", "string") not in ("string", ["string"]):
@@ -196,7 +195,8 @@ class ObjectKeywords(SchemaCompilerBase):
         regexes: list[str] = []  # (a defined key is tested against them, as the others)
         try:
             if "pattern" in names:
-                regexes.append(jt.pattern_regex(names["pattern"], _ptr_join(where, "pattern")))
+                regexes.append(jt.pattern_regex(names["pattern"],
+                                                  f"pattern {names['pattern']!r}"))
             lo, hi = names.get("minLength", 0), names.get("maxLength")
             if lo or hi is not None:
                 if not isinstance(lo, int) or not isinstance(hi, int | None) or \

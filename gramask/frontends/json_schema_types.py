@@ -15,6 +15,14 @@ from . import json_text as jt
 from .json_formats import FORMATS as _FORMATS
 from .json_formats import json_type as _json_type
 from .json_formats import listed_values
+from .json_numbers import (
+    MAX_NUMBER_STATES,
+    decimal_lcm,
+    decimal_of,
+    multiple_spec,
+    multiples_listed,
+    residue_modulus,
+)
 from .json_schema_base import (
     _ANNOTATIONS,
     _MAX_BOUND,
@@ -24,12 +32,14 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT
+from .json_schema_negation import EXCEPT, NOT_MULTIPLE
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
 # decimal bounds of numbers are compared digit by digit: a regex as long as their digits
 _MAX_FRACTION_DIGITS = 100
+# multiples of a divisor whose automaton is too large, spelled one by one in a narrow range
+_MAX_LISTED = 2000
 
 __all__ = ["MAX_UNIQUE_ITEMS", "TypeKeywords", "finite_items"]
 
@@ -95,7 +105,7 @@ class TypeKeywords(ObjectKeywords):
             if not isinstance(pat, str):
                 raise self.bad("pattern", ptr, "must be a string")
             try:
-                spec["regex"] = jt.pattern_regex(pat, _ptr_join(ptr, "pattern"))
+                spec["regex"] = jt.pattern_regex(pat, f"pattern {pat!r}")
             except jt.PatternError as e:
                 self.refuse("pattern", ptr, str(e))
         elif "format" in schema:
@@ -148,54 +158,81 @@ class TypeKeywords(ObjectKeywords):
             if bound is not None and abs(bound) > _MAX_BOUND:
                 self.refuse(kw, ptr, f"bounds beyond ±1e30 are not supported ({bound})")
                 return ""
-        mult = schema.get("multipleOf")
-        if mult is not None:
-            if mult <= 0:
-                raise self.bad("multipleOf", ptr, "must be greater than 0")
-            if float(mult).is_integer() and integer:
-                mult = int(mult)
-            elif float(mult).is_integer() and not integer and int(mult) == 1:
-                integer, mult = True, 1  # number, multipleOf 1 = integer
-            else:
-                self.refuse("multipleOf", ptr, "only integer multipleOf on integers is "
-                                               "supported")
-                mult = None
+        divisor = None
+        negate = NOT_MULTIPLE in schema  # (a complement's: no multiple of it)
+        kw = NOT_MULTIPLE if negate else "multipleOf"
+        if negate and "multipleOf" in schema:
+            self.refuse("not", ptr, "multipleOf beside the complement of another multipleOf is "
+                                    "not supported")
+        if schema.get(kw) is not None:
+            if schema[kw] <= 0:
+                raise self.bad(kw, ptr, "must be greater than 0")
+            divisor = decimal_of(schema[kw])
+            if integer:  # the integers that are multiples of 2.5 are those of 5
+                divisor = decimal_lcm(divisor, Decimal(1))
+                if divisor == 1:
+                    if negate:  # every integer is a multiple
+                        return ""
+                    divisor = None
         if integer:
             ilo = None if lo is None else (math.ceil(lo) if lo_incl else math.floor(lo) + 1)
             ihi = None if hi is None else (math.floor(hi) if hi_incl else math.ceil(hi) - 1)
-            if mult is not None and mult != 1:
-                rx = self.multiple_of(mult, ilo, ihi, ptr)
-            else:
-                rx = jt.integer_range_regex(ilo, ihi)
+            rx = jt.integer_range_regex(ilo, ihi)
+            if divisor is not None:
+                return self.multiples(divisor, rx, ptr, schema, integer=True,
+                                      bounds=(None if ilo is None else Decimal(ilo), True,
+                                              None if ihi is None else Decimal(ihi), True))
             return self.b.terminal(rx, hint="INTEGER") if rx else ""
-        if lo is None and hi is None:
+        if lo is None and hi is None and divisor is None:
             return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
-        exact = [None if b is None else Decimal(str(b)) for b in (lo, hi)]
+        exact = [None if b is None else decimal_of(b) for b in (lo, hi)]
         for kw, bound in zip(("minimum", "maximum"), exact, strict=True):
             exponent = 0 if bound is None else bound.as_tuple().exponent
             if isinstance(exponent, int) and -exponent > _MAX_FRACTION_DIGITS:
                 self.refuse(kw, ptr, f"bounds with more than {_MAX_FRACTION_DIGITS} digits "
                                      f"after the decimal point are not supported ({bound})")
                 return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
-        rx = jt.number_range_regex(exact[0], lo_incl, exact[1], hi_incl)
+        rx = (jt.number_range_regex(exact[0], lo_incl, exact[1], hi_incl)
+              if lo is not None or hi is not None else jt.JSON_DECIMAL)
+        if divisor is not None:
+            return self.multiples(divisor, rx, ptr, schema, integer=False,
+                                  bounds=(exact[0], lo_incl, exact[1], hi_incl))
         return self.b.terminal(rx, hint="NUMBER_RANGE") if rx else ""
 
-    def multiple_of(self, k: int, lo: int | None, hi: int | None, ptr: str) -> str:
-        """Integers divisible by ``k`` where k divides 10**j (a rule on the last j digits),
-        or a short explicit list within a small range."""
-        if lo is not None and hi is not None and hi - lo <= 2000:
-            vals = [x for x in range(lo, hi + 1) if x % k == 0]
-            return "(?:" + "|".join(str(x) for x in vals) + ")" if vals else ""
-        j = next((j for j in range(1, 5) if 10**j % k == 0), None)
-        if j is None or lo is not None or hi is not None:
-            self.refuse("multipleOf", ptr, f"multipleOf {k} is supported only for divisors of "
-                                           "10000 without bounds, or within a range of at most "
-                                           "2000 integers")
-            return jt.integer_range_regex(lo, hi)
-        ends = [f"{x:0{j}d}" for x in range(0, 10**j, k)]  # last j digits of longer numbers
-        short = [str(x) for x in range(k, 10**j, k)]  # the positive multiples below 10**j
-        body = "(?:0|" + "|".join([*short, "[1-9][0-9]*(?:" + "|".join(ends) + ")"]) + ")"
-        return f"-?{body}"
+    def multiples(self, divisor: Decimal, rx: str, ptr: str, schema: dict[str, Any], *,
+                  integer: bool, bounds: tuple[Decimal | None, bool, Decimal | None, bool]
+                  ) -> str:
+        """The texts of ``rx`` (numbers without an exponent) whose value is a multiple of
+        ``divisor`` (with the complement's keyword: is none), exactly: an automaton of
+        residues (:mod:`.json_numbers`), or, where that is too large, a list of the multiples
+        of a narrow range."""
+        shown = schema.get(NOT_MULTIPLE, schema.get("multipleOf"))
+        if not rx:
+            return ""
+        negate = NOT_MULTIPLE in schema
+        spec = multiple_spec(divisor, rx, negate=negate)
+        kw = "not" if negate else "multipleOf"  # (a complement's keyword: the user's not/if)
+        try:
+            if not spec_dfa(spec).finals.any():
+                return ""
+        except GrammarError as e:
+            lo, lo_incl, hi, hi_incl = bounds
+            listed = None if lo is None or hi is None or negate else multiples_listed(
+                divisor, lo, lo_incl, hi, hi_incl, integer=integer, limit=_MAX_LISTED)
+            if listed is not None:
+                return self.b.terminal(listed, hint="MULTIPLES") if listed else ""
+            self.refuse(kw, ptr, f"multipleOf {shown}{' on integers' if integer else ''}: {e}"
+                                 + ("" if negate else f"; bounds that hold at most "
+                                    f"{_MAX_LISTED:,} multiples would list them instead"))
+            return self.b.terminal(rx, hint="INTEGER" if integer else "NUMBER")
+        residues = math.lcm(self.residues, residue_modulus(divisor))
+        if residues > MAX_NUMBER_STATES:  # the lexer would follow every residue at once
+            self.refuse(kw, ptr, f"multipleOf {shown}: beside the schema's other divisors, "
+                        f"the lexer would follow the digits' residue modulo {residues:,} "
+                        f"(at most {MAX_NUMBER_STATES:,} are supported)")
+            return self.b.terminal(rx, hint="INTEGER" if integer else "NUMBER")
+        self.residues = residues
+        return self.b.terminal(rx, hint="MULTIPLE", automaton=spec)
 
     # ------------------------------------------------------------------ arrays
     def array(self, schema: dict[str, Any], ptr: str) -> str:

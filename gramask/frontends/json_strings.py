@@ -15,7 +15,9 @@ A terminal carries its language as a small JSON spec (``TerminalSpec.automaton``
 ``{"words": [...]}`` (one of them), ``{"except": [...]}`` (none of them), ``{"regex": P,
 "min": m, "max": n}`` (a Python regex over the decoded value, whole match, and a length in
 code points; each part optional), ``{"except": [...], "match": [P...], "nomatch": [P...]}``
-(a region of keys: none of the words, every ``match`` regex, no ``nomatch`` one).
+(a region of keys: none of the words, every ``match`` regex, no ``nomatch`` one). One spec
+is not a string: ``{"multiple_of": D, "number": R}``, the numbers regex ``R`` matches that are
+multiples of ``D`` (:mod:`.json_numbers`).
 """
 
 from __future__ import annotations
@@ -408,6 +410,10 @@ def build_source(source: str) -> ByteDFA:
 def build_spec_dfa(spec: str) -> ByteDFA:
     """:func:`spec_dfa`, built."""
     obj = json.loads(spec)
+    if "multiple_of" in obj:  # not a string: numbers that are multiples (json_numbers)
+        from .json_numbers import multiple_dfa
+
+        return multiple_dfa(obj)
     if "match" in obj or "nomatch" in obj:  # a region of keys (patternProperties)
         return json_string_dfa(key_region(obj.get("except", []), obj.get("match", []),
                                           obj.get("nomatch", [])))

@@ -20,6 +20,7 @@ from ..compiler.regex_nfa import unicode_category
 from ..errors import GrammarError
 
 __all__ = [
+    "JSON_DECIMAL",
     "JSON_NUMBER",
     "JSON_STRING",
     "JSON_WS",
@@ -163,6 +164,7 @@ def digit_range_regex(lo: int, hi: int, width: int, base: int = 10) -> str:
 _LOOSE_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
 JSON_STRING = f'"{_LOOSE_CHAR}*"'
 JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+JSON_DECIMAL = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"  # a JSON number without an exponent
 JSON_WS = r"[ \t\n\r]+"  # insignificant whitespace (RFC 8259), one or more
 
 
@@ -244,7 +246,7 @@ def _set_of(items: list[tuple[Any, Any]], where: str, wide: bool) -> Ranges:
 
 
 def _bad(where: str, what: str) -> Ranges:
-    raise PatternError(f"{where}: pattern uses {what}, which gramask cannot compile")
+    raise PatternError(f"{where} uses {what}, which gramask cannot compile")
 
 
 _ANY_DECODED = "(?:[^\\n]|\\n)"
@@ -259,13 +261,14 @@ def pattern_regex(pattern: str, where: str, wide: bool = False) -> str:
     and the line terminators, ``\\d \\w \\s`` ASCII or Unicode, ``$`` before a final
     newline — the strings both readings match (``wide`` False: what a string must be to
     match for certain), or those either matches (True: what a key must not be to match
-    neither). Raises :class:`PatternError` (a GrammarError) naming ``where`` for a pattern
-    with lookaround, backreferences, inline flags or anchors elsewhere.
+    neither). Raises :class:`PatternError` (a GrammarError) for a pattern with lookaround,
+    backreferences, inline flags or anchors elsewhere, its message opening with ``where``
+    (``pattern '(?=a)'``: the caller's refusal names the keyword and its pointer).
     """
     try:
         parsed = _sre_parse.parse(pattern)
     except Exception as e:  # re.error, OverflowError
-        raise PatternError(f"{where}: invalid pattern {pattern!r}: {e}") from None
+        raise PatternError(f"{where} is invalid: {e}") from None
     if parsed.state.flags & ~(_sre_c.SRE_FLAG_UNICODE):
         _bad(where, "inline flags")
     items = list(parsed)
@@ -453,12 +456,15 @@ def number_range_regex(lo: Decimal | int | None, lo_incl: bool, hi: Decimal | in
             parts += _magnitude_regex(zero, True, hi, hi_incl)
         else:
             parts += _magnitude_regex(lo, lo_incl, hi, hi_incl)
-    # negative values: magnitude in (max(-hi, 0), -lo]
+    # negative values: magnitude in (max(-hi, 0), -lo] (copy_negate: exact, where unary
+    # minus rounds to the context's 28 digits: -(10**30 - 1) became -10**30)
     if lo is None or lo < 0:
         if hi is None or hi >= 0:
-            mags = _magnitude_regex(zero, False, None if lo is None else -lo, lo_incl)
+            mags = _magnitude_regex(zero, False, None if lo is None else lo.copy_negate(),
+                                    lo_incl)
         else:
-            mags = _magnitude_regex(-hi, hi_incl, None if lo is None else -lo, lo_incl)
+            mags = _magnitude_regex(hi.copy_negate(), hi_incl,
+                                    None if lo is None else lo.copy_negate(), lo_incl)
         parts += ["-" + m for m in mags]
     if not parts:
         return ""

@@ -1,0 +1,251 @@
+"""Byte automata of JSON numbers that are exact multiples of a decimal divisor (JSON Schema
+``multipleOf``), within the texts a number regex allows (a range, or any number).
+
+The divisor is read as a decimal ``d = c·10^e`` (``c`` an integer not divisible by 10); a
+number's text is ``mantissa·10^-f`` (its digits, ``f`` of them after the point). The value is
+a multiple of ``d`` iff the text, shifted ``-e`` places, is an integer divisible by ``c``.
+That is decided digit by digit, left to right, by a residue modulo ``c`` and a count that
+stops at ``|e|``:
+
+* ``e <= 0`` (``0.01``, ``2.5``, ``7``): the residue of the digits read so far, and how many
+  fraction digits were read (up to ``-e``; past that, only zeros: a later non-zero digit leaves
+  the integers). Accepting where the residue, shifted by the fraction digits still missing, is
+  0 mod ``c``.
+* ``e > 0`` (``500``, ``1e6``): the number must be an integer ending in ``e`` zeros whose
+  quotient by ``10^e`` is divisible by ``c``: the residue of the digits before the current run
+  of zeros, and the run's length up to ``e`` (then each further zero multiplies the quotient
+  by 10); a fraction may follow only in zeros.
+
+The automaton is the product of that with the number regex's own automaton, explored from
+the start (only the pairs some text reaches), then trimmed and minimised. Exponents are not
+read here (the regex has none): ``d`` and the exponent together compare an exponent with a
+count of digits, which no finite automaton does in general. Exact decimal arithmetic
+throughout, unlike the ``jsonschema`` package, which divides floats (``0.07 / 0.01`` is
+``7.000000000000001``: not a multiple there, a multiple here).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..compiler.regex_bytes import (
+    MAX_BYTE_STATES,
+    MAX_TERMINAL_STATES,
+    ByteDFA,
+    _trim_classes,
+    regex_to_byte_dfa,
+)
+from ..errors import GrammarError
+
+__all__ = ["MAX_EXPLORED_STATES", "MAX_NUMBER_STATES", "decimal_lcm", "decimal_of",
+           "is_multiple", "multiple_dfa", "multiple_spec", "multiples_listed",
+           "residue_modulus"]
+
+# product states explored before giving up (each costs a Python step per byte class)
+MAX_EXPLORED_STATES = 2 * MAX_BYTE_STATES
+# states of the minimised automaton: the lexer's product with the schema's other terminals
+MAX_NUMBER_STATES = MAX_TERMINAL_STATES
+# the symbols a number automaton reads: digits 0-9, then these
+_DOT, _MINUS, _OTHER = 10, 11, 12
+
+
+def decimal_of(value: Any) -> Decimal:
+    """A schema number read exactly: an int as itself, a float as the shortest decimal that
+    reads back as it (the schema's own text for any number written with at most 15
+    significant digits: ``0.01`` is ``Decimal("0.01")``, not the double's expansion)."""
+    return Decimal(value) if isinstance(value, int) else Decimal(repr(value))
+
+
+def is_multiple(value: Decimal, divisor: Decimal) -> bool:
+    """Whether ``value`` is an integer multiple of ``divisor`` (> 0), exactly (as fractions:
+    ``Decimal``'s remainder fails where the quotient has more digits than its context)."""
+    return (Fraction(value) / Fraction(divisor)).denominator == 1
+
+
+def residue_modulus(divisor: Decimal) -> int:
+    """The modulus the automaton of ``divisor``'s multiples follows the digits' residue by."""
+    return _split(divisor)[0]
+
+
+def decimal_lcm(a: Decimal, b: Decimal) -> Decimal:
+    """The least common multiple of two positive decimals: the numbers that are multiples of
+    both are the multiples of it (``allOf`` of two ``multipleOf``; an integer's divisor: the
+    integers that are multiples of ``0.4`` are those of ``lcm(0.4, 1) = 2``)."""
+    (ca, ea), (cb, eb) = _split(a), _split(b)
+    low = min(ea, eb)
+    x, y = ca * 10 ** (ea - low), cb * 10 ** (eb - low)
+    return Decimal(f"{x * y // math.gcd(x, y)}E{low}")
+
+
+def multiple_spec(divisor: Decimal, number_regex: str, *, negate: bool = False) -> str:
+    """The terminal spec (``TerminalSpec.automaton``) of the texts ``number_regex`` matches
+    whose value is a multiple of ``divisor`` (``negate``: is none); built by
+    :func:`multiple_dfa`."""
+    c, e = _split(divisor)
+    spec: dict[str, Any] = {"multiple_of": f"{c}E{e}", "number": number_regex}
+    if negate:
+        spec["negate"] = True
+    return json.dumps(spec, sort_keys=True)
+
+
+def _split(divisor: Decimal) -> tuple[int, int]:
+    """``divisor`` (> 0) as (c, e) with ``divisor = c·10^e`` and ``c`` not divisible by 10,
+    exactly (``Decimal.normalize`` rounds to the context's 28 digits)."""
+    sign, digits, exp = divisor.as_tuple()
+    assert sign == 0 and isinstance(exp, int)
+    c = int("".join(map(str, digits)))
+    assert c > 0
+    while c % 10 == 0:
+        c, exp = c // 10, exp + 1
+    return c, exp
+
+
+def _residue_table(c: int, e: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """The divisibility automaton as (start, table (states, 13 symbols), finals), -1 dead:
+    ``c·(|e| + 2) + 3`` states at most (see the module docstring)."""
+    r = np.arange(c, dtype=np.int64)
+    dead = np.full(c, -1, dtype=np.int64)
+    blocks: list[np.ndarray] = []
+    fin: list[np.ndarray] = []
+    if e <= 0:  # phase 0: the integer part; phase 1 + j: j fraction digits read (j <= -e)
+        k = -e
+        for phase in range(k + 2):
+            j = max(phase - 1, 0)
+            t = np.empty((c, 13), dtype=np.int64)
+            for dg in range(10):
+                nxt = (10 * r + dg) % c
+                t[:, dg] = (nxt if phase == 0 else (phase + 1) * c + nxt if j < k
+                            else phase * c + r if dg == 0 else dead)  # past -e: zeros only
+            t[:, _DOT] = c + r if phase == 0 else dead
+            t[:, _MINUS] = phase * c + r
+            t[:, _OTHER] = dead
+            blocks.append(t)
+            fin.append(r * pow(10, k - j, c) % c == 0)
+        return 0, np.vstack(blocks), np.concatenate(fin)
+    # phase z (0..e): the run of trailing zeros so far (capped at e), and the residue of the
+    # digits before it (at e: of the quotient by 10^e); then start, a leading 0, a zero fraction
+    start, zero, tail = (e + 1) * c, (e + 1) * c + 1, (e + 1) * c + 2
+    for z in range(e + 1):
+        t = np.empty((c, 13), dtype=np.int64)
+        t[:, 0] = (z + 1) * c + r if z < e else e * c + 10 * r % c
+        for dg in range(1, 10):
+            t[:, dg] = (pow(10, z + 1, c) * r + dg) % c
+        t[:, _DOT] = np.where((z == e) & (r == 0), tail, -1)
+        t[:, _MINUS] = z * c + r
+        t[:, _OTHER] = dead
+        blocks.append(t)
+        fin.append((z == e) & (r == 0))
+    ends = np.full((3, 13), -1, dtype=np.int64)
+    ends[0, :10] = [zero, *(np.arange(1, 10) % c)]
+    ends[0, _MINUS] = start
+    ends[1, _DOT] = tail  # "0": then only a zero fraction
+    ends[2, 0] = tail  # zeros after the point
+    blocks.append(ends)
+    fin.append(np.array([False, True, True]))
+    return start, np.vstack(blocks), np.concatenate(fin)
+
+
+def _symbols() -> np.ndarray:
+    sym = np.full(256, _OTHER, dtype=np.int64)
+    sym[0x30:0x3A] = np.arange(10)
+    sym[ord(".")] = _DOT
+    sym[ord("-")] = _MINUS
+    return sym
+
+
+def multiple_dfa(spec: dict[str, Any], *, limit: int = MAX_EXPLORED_STATES) -> ByteDFA:
+    """The byte DFA of a :func:`multiple_spec` (parsed): the number regex's automaton times
+    the divisibility automaton, the pairs reached from the start explored breadth first
+    (vectorised: a level of pairs at a time).
+
+    Raises
+    ------
+    GrammarError
+        The divisibility automaton, or the pairs reached, exceed ``limit`` states, or the
+        minimised automaton :data:`MAX_NUMBER_STATES` (a divisor with many digits not
+        divisible by 10, over a wide range).
+    """
+    divisor = Decimal(spec["multiple_of"])
+    if not divisor.is_finite() or divisor <= 0:
+        raise GrammarError(f"multipleOf {spec['multiple_of']}: must be a number above 0")
+    c, e = _split(divisor)
+    if c * (abs(e) + 2) > limit:
+        raise _too_many(divisor, limit)
+    start, mod, mod_finals = _residue_table(c, e)
+    if spec.get("negate"):  # the complement within the regex's texts: each dead move of
+        # the residues (a digit that leaves the multiples for good, or a syntax error the
+        # regex refuses anyway) goes to a final sink instead
+        sink = mod.shape[0]
+        mod = np.vstack([np.where(mod >= 0, mod, sink), np.full((1, 13), sink)])
+        mod_finals = np.append(~mod_finals, True)
+    rng = regex_to_byte_dfa("NUMBER", spec["number"])
+    r_cls, r_class = rng.classes()
+    sym = _symbols()
+    # byte classes: the regex's, split by symbol; numbered by first byte
+    keys = (r_class.astype(np.int64) * 16 + sym).tolist()
+    number: dict[int, int] = {}
+    byte_class = np.array([number.setdefault(k, len(number)) for k in keys], dtype=np.int64)
+    first = np.zeros(len(number), dtype=np.int64)
+    first[byte_class[::-1]] = np.arange(255, -1, -1)
+    rc, sy = r_class[first].astype(np.int64), sym[first]
+    r_tab = r_cls.astype(np.int64)
+    m = mod.shape[0]
+
+    def successors(pairs: np.ndarray) -> np.ndarray:  # (pairs,) -> (pairs, columns), -1 dead
+        a, b = r_tab[pairs // m][:, rc], mod[pairs % m][:, sy]
+        return np.where((a >= 0) & (b >= 0), a * m + b, -1)
+
+    seen = np.array([start], dtype=np.int64)  # the start pair (state 0) first
+    level = seen
+    while level.size:
+        nxt = successors(level).ravel()
+        nxt = np.unique(nxt[nxt >= 0])
+        level = nxt[~np.isin(nxt, seen)]
+        seen = np.concatenate([seen, level])
+        if seen.size > limit:
+            raise _too_many(divisor, limit)
+    order = np.argsort(seen, kind="stable")
+    succ = successors(seen)
+    ids = np.where(succ >= 0, order[np.searchsorted(seen, succ, sorter=order)], -1)
+    finals = rng.finals[seen // m] & mod_finals[seen % m]
+    got = _trim_classes(ids, byte_class, finals, reachable=True)
+    if got.num_states > MAX_NUMBER_STATES:
+        raise _too_many(divisor, MAX_NUMBER_STATES)
+    return got
+
+
+def _too_many(divisor: Decimal, limit: int) -> GrammarError:
+    c, _ = _split(divisor)
+    return GrammarError(f"its multiples need an automaton of more than {limit:,} states here "
+                        f"(a residue modulo {c:,} per digit position the bounds tell apart)")
+
+
+def multiples_listed(divisor: Decimal, lo: Decimal, lo_incl: bool, hi: Decimal, hi_incl: bool,
+                     *, integer: bool, limit: int) -> str | None:
+    """A regex of the multiples of ``divisor`` in the range, each in every spelling without
+    an exponent (a fraction's trailing zeros; ``0``, not ``-0``); '' where there is none,
+    None where there are more than ``limit``: a divisor whose automaton is too large over a
+    narrow range."""
+    q_lo, q_hi = Fraction(lo) / Fraction(divisor), Fraction(hi) / Fraction(divisor)
+    first = math.ceil(q_lo) + (1 if q_lo.denominator == 1 and not lo_incl else 0)
+    last = math.floor(q_hi) - (1 if q_hi.denominator == 1 and not hi_incl else 0)
+    if last - first + 1 > limit:
+        return None
+    c, e = _split(divisor)
+    alts = []
+    for n in range(first, last + 1):
+        digits = str(abs(n) * c) + "0" * max(e, 0)  # the value's digits, exactly
+        point = len(digits) + min(e, 0)
+        ip = digits[:point].lstrip("0") or "0"
+        fp = ("0" * max(-point, 0) + digits[max(point, 0):]).rstrip("0")
+        if integer and fp:
+            continue
+        text = ("-" if n < 0 else "") + ip
+        alts.append(text if integer else f"{text}\\.{fp}0*" if fp else f"{text}(?:\\.0+)?")
+    return "(?:" + "|".join(alts) + ")" if alts else ""

@@ -1,0 +1,28 @@
+"""A refused JSON Schema keyword is named once with its JSON pointer, and the message says
+what in it is refused (the pattern's text, not the pointer again)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gramask import Grammar
+from gramask.errors import GrammarError
+
+
+@pytest.mark.parametrize(("schema", "keyword", "ptr", "pattern"), [
+    ({"properties": {"a": {"type": "string", "pattern": "(?=a)b"}}}, "pattern",
+     "#/properties/a", "(?=a)b"),
+    ({"items": {"patternProperties": {"(\\w)\\1": {}}}}, "patternProperties", "#/items",
+     "(\\w)\\1"),
+    ({"propertyNames": {"pattern": "(?i)x"}}, "propertyNames", "#", "(?i)x"),
+])
+def test_pattern_refusal_names_the_pointer_once(schema: Any, keyword: str, ptr: str,
+                                                pattern: str) -> None:
+    with pytest.raises(GrammarError) as e:
+        Grammar.from_json_schema(schema)
+    msg = str(e.value)
+    assert e.value.name == keyword
+    assert msg.startswith(f"JSON Schema keyword {keyword!r} at {ptr}: pattern {pattern!r} ")
+    assert msg.count("#") == 1, msg
