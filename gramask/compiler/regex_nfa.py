@@ -139,8 +139,10 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     top-level alternative whose variable repeats are all lazy (``/\\/\\*(.|\\n)*?\\*\\//``)
     ends at its first match, not at the last ``*/`` of the text. Such an alternative gets
     an end of its own (``first_ends``); the determinisation drops the alternative's other
-    threads where a subset reaches it. Alternatives that mix lazy and greedy repeats are
-    read as the language they match (as without ``first_match``).
+    threads where a subset reaches it; a tail after such a head that may match nothing and
+    holds no lazy repeat (``".*?"i?``) follows the head's first match greedily, as in ``re``.
+    Other alternatives that mix lazy and greedy repeats are read as the language they match
+    (as without ``first_match``).
 
     ``unicode_categories``: read ``\\d``, ``\\w``, ``\\s`` and their negations exactly as
     ``re`` does (Unicode sets; ASCII ones under the ``a`` flag) instead of as both readings.
@@ -163,13 +165,18 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     for items, fl in _top_alternatives(parsed, flags):
         first = nfa.node()
         nfa.eps[start].append(first)
-        end = builder.seq(items, first, fl)
-        if _lazy_only(items):  # its nodes: the ones made since ``first``
-            stop = nfa.node()  # without moves (``end`` may be a loop's)
-            nfa.eps[end].append(stop)
-            nfa.first_ends.append((first, len(nfa.eps), stop))
-        else:
-            ends.append(end)
+        k = _greedy_tail(parsed, items)
+        if not _lazy_only(items[:k]):
+            ends.append(builder.seq(items, first, fl))
+            continue
+        end = builder.seq(items[:k], first, fl)  # its nodes: the ones made since ``first``
+        stop = nfa.node()  # without moves (``end`` may be a loop's)
+        nfa.eps[end].append(stop)
+        nfa.first_ends.append((first, len(nfa.eps), stop))
+        if k < len(items):  # the tail, greedy, after the head's first match
+            tail = nfa.node()
+            nfa.eps[stop].append(tail)
+            ends.append(builder.seq(items[k:], tail, fl))
     nfa.final = nfa.node()
     for end in ends:
         nfa.eps[end].append(nfa.final)
@@ -200,6 +207,20 @@ def _top_alternatives(parsed: Any, flags: int) -> list[tuple[Any, int]]:
     if len(items) == 1 and items[0][0] is _c.BRANCH:
         return [(list(alt), flags) for alt in items[0][1][1]]
     return [(items, flags)]
+
+
+def _greedy_tail(parsed: Any, items: list[Any]) -> int:
+    """Where the alternative ``items`` splits into a head and its longest tail that may
+    match nothing and holds no lazy repeat (``[imslux]*`` after lark.lark's lazy
+    ``/\\/(...)+?\\//``, ``i?`` after ``".*?"``): ``re`` ends the head at its first match
+    and the tail, which cannot fail, greedily after it (no backtracking into the head)."""
+    k = len(items)
+    while k and not any(op is _c.MIN_REPEAT for op, _ in regex_ops(items[k - 1:])):
+        tail = _sre_parse.SubPattern(parsed.state, items[k - 1:])
+        if tail.getwidth()[0] != 0:
+            break
+        k -= 1
+    return k
 
 
 def _lazy_only(items: Any) -> bool:
