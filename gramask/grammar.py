@@ -226,6 +226,10 @@ class Grammar:
                 )
             )
         _check_terminals(terminals, text, source)
+        from .frontends.lark_ignored import swallowed_strings
+
+        swallowed = swallowed_strings(lark_terminals, ignore, source)
+        terminals = [t for t in terminals if t.name not in swallowed]
         known = {t.name for t in terminals}
         rules = []
         declared: set[str] = set()
@@ -233,7 +237,7 @@ class Grammar:
             rhs = []
             for s in r.expansion:
                 rhs.append(s.name)
-                if s.is_term and s.name not in known:
+                if s.is_term and s.name not in known and s.name not in swallowed:
                     declared.add(s.name)
             rules.append(RuleSpec(lhs=r.origin.name, rhs=tuple(rhs)))
         if not any(r.lhs == start for r in rules):

@@ -69,8 +69,10 @@ COMMENT: /#[^\n]*/
 
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 def test_completion_may_end_the_input_inside_an_ignored_lexeme(lexer: str) -> None:
-    # ('#' '..' is one comment: r1's "#" can never be followed by "..", tests/test_separable.py)
-    with pytest.warns(gramask.GrammarWarning, match='HASH can never be followed'):
+    # (r1's "#" is never lexed: the ignored COMMENT matches its text, and lark folds it into
+    # COMMENT, gramask/frontends/lark_ignored.py; it was dropped as one that can never be
+    # followed by "..", tests/test_separable.py)
+    with pytest.warns(gramask.GrammarWarning, match=r'HASH \(the ignored COMMENT'):
         cg, _ = tiny(COMMENT_LAST, [*"=.#ab"], lexer=lexer)
     oracle = lark.Lark(COMMENT_LAST, parser="earley", lexer="basic")
     _completions_are_larks(cg, oracle, ["=..#", "=..#a", "=", "=.."])

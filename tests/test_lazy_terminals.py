@@ -55,6 +55,24 @@ def test_a_lexeme_ends_where_re_match_ends(pattern: str, text: str) -> None:
     assert _longest_end(_dfa(pattern, True), text.encode()) == want
 
 
+# a lazy head, then a tail that may match nothing (and so never makes re backtrack into the
+# head): the head ends at its first match, the tail greedily after it (lark's own lark.lark:
+# REGEXP /\/(...)+?\/[imslux]*/ and STRING "\"" /.*?/ "\"" "i"?; read as the language, a
+# string ran past its closing quote to the end of the line)
+GREEDY_TAIL = [r"\/(\\\/|\\\\|[^\/])+?\/[imslux]*", r'(?:"(?:.*?)")(?:i)?',
+               r'"(\\.|[^"\\])*?"i?', r"a+?b(?:cd)?", r"x.*?y[ab]*|z+"]
+TAIL_PIECES = ["/", "\\", '"', "i", "m", "a", "b", "c", "d", "x", "y", "z", " ", "\n"]
+
+
+@pytest.mark.parametrize("pattern", GREEDY_TAIL)
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(TAIL_PIECES), min_size=1, max_size=10).map("".join))
+def test_a_greedy_tail_follows_the_first_match(pattern: str, text: str) -> None:
+    m = re.match(pattern, text)
+    want = m.end() if m is not None and m.end() else None
+    assert _longest_end(_dfa(pattern, True), text.encode()) == want
+
+
 def test_mixed_and_greedy_patterns_keep_their_language() -> None:
     # a greedy repeat beside the lazy one: read as the language, as without first_match
     # (``#+(?:...|x)``: the repeat before the branch can match more than one way)
@@ -204,3 +222,22 @@ def test_a_budget_closes_a_line_comment_beside_a_lazy_block_comment(lexer: str) 
         assert b.allowed()[t], (ch, b.text)
         b.advance(t)
     assert b.is_complete()
+
+
+QUOTED = r"""
+start: item*
+item: STRING | NAME
+STRING: "\"" /.*?/ "\"" "i"?
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_string_with_a_flag_tail_ends_at_its_closing_quote(lexer: str) -> None:
+    from ._support import tiny
+
+    cg, _ = tiny(QUOTED, [*'"aixy '], lexer=lexer)
+    oracle = _lark(lexer, QUOTED)
+    for text in ['"x" a', '"x"i a "y"', '"x" "y"i', '"x"ia', '"x', 'a "" "i"i']:
+        assert is_program(cg, text) == lark_accepts(oracle, text), text

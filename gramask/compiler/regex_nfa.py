@@ -182,8 +182,10 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     top-level alternative whose variable repeats are all lazy (``/\\/\\*(.|\\n)*?\\*\\//``)
     ends at its first match, not at the last ``*/`` of the text. Such an alternative gets
     an end of its own (``first_ends``); the determinisation drops the alternative's other
-    threads where a subset reaches it. Alternatives that mix lazy and greedy repeats are
-    read as the language they match (as without ``first_match``).
+    threads where a subset reaches it; a tail after such a head that may match nothing and
+    holds no lazy repeat (``".*?"i?``) follows the head's first match greedily, as in ``re``.
+    Other alternatives that mix lazy and greedy repeats are read as the language they match
+    (as without ``first_match``).
 
     ``unicode_categories``: read ``\\d``, ``\\w``, ``\\s`` and their negations exactly as
     ``re`` does (Unicode sets; ASCII ones under the ``a`` flag) instead of as both readings.
@@ -206,13 +208,18 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     for items, fl in _top_alternatives(parsed, flags):
         first = nfa.node()
         nfa.eps[start].append(first)
-        end = builder.seq(items, first, fl)
-        if _lazy_only(items):  # its nodes: the ones made since ``first``
-            stop = nfa.node()  # without moves (``end`` may be a loop's)
-            nfa.eps[end].append(stop)
-            nfa.first_ends.append((first, len(nfa.eps), stop))
-        else:
-            ends.append(end)
+        k = _greedy_tail(parsed, items)
+        if not _lazy_only(items[:k]):
+            ends.append(builder.seq(items, first, fl))
+            continue
+        end = builder.seq(items[:k], first, fl)  # its nodes: the ones made since ``first``
+        stop = nfa.node()  # without moves (``end`` may be a loop's)
+        nfa.eps[end].append(stop)
+        nfa.first_ends.append((first, len(nfa.eps), stop))
+        if k < len(items):  # the tail, greedy, after the head's first match
+            tail = nfa.node()
+            nfa.eps[stop].append(tail)
+            ends.append(builder.seq(items[k:], tail, fl))
     nfa.final = nfa.node()
     for end in ends:
         nfa.eps[end].append(nfa.final)
@@ -262,6 +269,20 @@ def _one_way(items: Any) -> bool:
     variable count): ``re`` never backtracks into them."""
     return not any(op is _c.BRANCH or (op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and av[0] != av[1])
                    for op, av in regex_ops(items))
+
+
+def _greedy_tail(parsed: Any, items: list[Any]) -> int:
+    """Where the alternative ``items`` splits into a head and its longest tail that may
+    match nothing and holds no lazy repeat (``[imslux]*`` after lark.lark's lazy
+    ``/\\/(...)+?\\//``, ``i?`` after ``".*?"``): ``re`` ends the head at its first match
+    and the tail, which cannot fail, greedily after it (no backtracking into the head)."""
+    k = len(items)
+    while k and not any(op is _c.MIN_REPEAT for op, _ in regex_ops(items[k - 1:])):
+        tail = _sre_parse.SubPattern(parsed.state, items[k - 1:])
+        if tail.getwidth()[0] != 0:
+            break
+        k -= 1
+    return k
 
 
 def _lazy_only(items: Any) -> bool:
