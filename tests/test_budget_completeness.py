@@ -15,7 +15,7 @@ import pytest
 import gramask
 from tools import budget_force
 
-from ._support import hf_tokenizer
+from ._support import hf_tokenizer, tiny
 
 VOCAB = "gpt2"
 
@@ -66,4 +66,29 @@ def test_true_middle_fits_its_budget(prefix: str, middle: str, suffix: str) -> N
     ids = hf_tokenizer(FIM_VOCAB)(middle)
     assert cg.constraint(prefix + middle + suffix).is_complete()
     why = budget_force.force(cg, prefix, suffix, ids, len(ids) + 4, [])
+    assert why is None, why
+
+
+# a blank that continues a newline lexeme (``\n`` then `` `` then `` [``): its group holds
+# tokens of several widths, so the bounds price it at the dearest width and no group plan
+# applies; it is planned token by token (found by tools/fim_fuzz.py, seed 62, basic lexer)
+INDENTED = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "do" T_ARG ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: _T3
+_T3: "["
+T_ARG: /[0-9]+/
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("suffix", [None, ""], ids=["prefix", "fim"])
+@pytest.mark.parametrize("k", [0, 4])
+def test_a_blank_continuing_a_newline_fits_its_budget(suffix: str | None, k: int) -> None:
+    tokens = ["d", "o", "do", "2", ":", "\n", " ", "  ", "\t", " [", "[", "\n\n"]
+    cg, _ = tiny(INDENTED, tokens)
+    ids = [tokens.index(t) for t in ("\n", " ", " [", "\n")]
+    why = budget_force.force(cg, "do2:", suffix, ids, len(ids) + k, [])
     assert why is None, why

@@ -21,7 +21,7 @@ from gramask.runtime.budget.search import SEARCH_NODES
 from gramask.runtime.core.parse_state import ES
 from gramask.runtime.memo import InternTable
 
-from ._support import budget_walk_digests, tiny
+from ._support import budget_walk_digests, compiled, hf_tokenizer, tiny
 
 # C-like, with %ignored line and block comments
 GRAMMAR = r"""
@@ -139,3 +139,37 @@ def test_a_plan_does_not_depend_on_the_plans_asked_before(lexer: str) -> None:
             deeper += small is None and full is not None
             assert _plan(c, s, 0) == small, (prefix, TOKENS[t])
     assert deeper  # (states where only the full search finds a plan: what this checks)
+
+
+def test_the_strict_planner_does_not_take_the_lead_from_an_earlier_plan() -> None:
+    """Fill-in-the-middle: where the quotient's own costs find no completion (the initial
+    state here: the middle must open a block for the suffix's deeper line, the free end of
+    the comment it continues is optimistic), the strict planner answers. That state's plan
+    once made the strict planner lead every later plan of the request's planner, so a
+    token's check (a small search) from the state after ``\\n`` found a plan after it and
+    none on a fresh planner: a clone's ``shortest_completion`` or mask then depended on
+    which state had been planned first. Every (state, search) must answer as on a fresh
+    planner, in either order."""
+    cg = compiled("python", "gpt2")
+    prefix, suffix = "def f(x):\n    return x", " note\n        y = 1\n"
+    encode = hf_tokenizer("gpt2")
+
+    def asks(c: gramask.Constraint) -> list[tuple[tuple, int]]:
+        st = c._history[-1]
+        after = st
+        for t in encode("\n"):
+            after = c._walk(after, cg.vocab.token_bytes(t))
+        assert not isinstance(after, int)
+        return [(st, SEARCH_NODES), (after, 16), (after, SEARCH_NODES), (st, 16)]
+
+    fresh = []
+    for i in range(4):
+        c = cg.constraint(prefix, suffix=suffix)
+        s, n = asks(c)[i]
+        fresh.append(_plan(c, s, n))
+    assert fresh[0] is not None and fresh[2] is not None  # (the strict planner's, the own)
+    for order in (range(4), reversed(range(4))):
+        c = cg.constraint(prefix, suffix=suffix)
+        todo = asks(c)
+        for i in order:
+            assert _plan(c, *todo[i]) == fresh[i], i

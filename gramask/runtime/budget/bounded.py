@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar, cast
 import numpy as np
 
 from ...errors import LimitExceededError, NoCompletionError
+from ..core.parse_state import PUID
 from .runstate import RunState
 from .spelling import INF
 
@@ -100,6 +101,12 @@ class BoundedBudget(Generic[S]):
                     continue
                 if len(plan) <= left - 1:
                     over[i] = False
+            # a group that leaves a newline lexeme open holds tokens of different widths
+            # (its state has no one carry): those near the budget are planned token by
+            # token, each from the state it reaches (``\n`` then `` `` then `` [``)
+            wide = [i for i in cut.tolist() if over[i] and units.nl_live[units.finals[i]]
+                    and units.costs[i] <= left - 1 + slack]
+            rescued = _open_newline_tokens(c, st, units.tokens(wide), left - 1, planner)
             if over.any():
                 kept = units.sizes[~over].sum()
                 if units.sizes[over].sum() <= kept:
@@ -109,6 +116,7 @@ class BoundedBudget(Generic[S]):
                     m[:] = False
                     m[units.tokens(np.flatnonzero(~over).tolist())] = True
                     m &= grammar
+            m[rescued] = True
         if c._complete(st):
             return  # EOS stays allowed; a complete state has no plan to add
         try:
@@ -128,3 +136,29 @@ def planner_of(c: Constraint[S]) -> BudgetPlanner:
     """``c``'s budget planner, as the budget side knows it (the core sees only ``object``;
     a subclass may have wired it first, as fill-in-the-middle wires its end check)."""
     return cast("BudgetPlanner", c._budget_planner())
+
+
+def _open_newline_tokens(c: Constraint[S], st: S, toks: np.ndarray, fits: int,
+                         planner: BudgetPlanner) -> list[int]:
+    """The tokens of ``toks`` (each leaves a newline lexeme open) after which a plan of the
+    bounds' choices (no search) ends within ``fits`` tokens; at most ``_REFINE_MAX``
+    distinct states are planned (tokens reaching the same state share its plan)."""
+    out: list[int] = []
+    known: dict[object, bool] = {}
+    for t in toks.tolist():
+        s = c._walk(st, c._vocab.token_bytes(t))
+        if isinstance(s, int):
+            continue
+        key = (s[0], s[1], *(x if isinstance(x, int) else x[PUID] for x in s[2:]))
+        ok = known.get(key)
+        if ok is None:
+            if len(known) >= _REFINE_MAX:
+                break
+            try:
+                ok = len(planner.plan(s, c._walk, c._complete, search=0)) <= fits
+            except PLAN_FAILED:
+                ok = False
+            known[key] = ok
+        if ok:
+            out.append(t)
+    return out

@@ -70,10 +70,6 @@ class PlanSearch(BoundsRoute):
         # lexeme; see ``budget.quotient_planner``)
         self.strict: Callable[[], Planner] | None = None
         self._strict: Planner | None = None  # built on first use
-        # does the strict planner lead (tried first)? Decided once, by this planner's first
-        # plan (a request's setup plans its initial state): a switch later on would make a
-        # mask depend on which states other steps (or clones) happened to plan before it
-        self._strict_leads: bool | None = None
         # fill-in-the-middle, for the fallback search: lexeme starts that the suffix's first
         # line continues (a comment opener when the suffix starts inside a comment), and the
         # width of the suffix's leading blanks (a newline ending the middle is continued)
@@ -125,13 +121,14 @@ class PlanSearch(BoundsRoute):
         the bounds' choices fails (fill-in-the-middle: the quotient's costs can be
         optimistic), a best-first search of up to ``search`` states looks further; then, for
         a full search (``search`` ≥ ``SEARCH_NODES``) or with ``escalate`` (a token's check
-        searching again), the ``strict`` planner, if any. Where these costs led nowhere at
-        this planner's first plan, the strict planner leads from then on (tried first).
+        searching again), the ``strict`` planner, if any.
 
         The answer is a function of (``st``, ``search``, ``escalate``) and what the planner
         was built with, never of the plans asked before (a planner is shared by every
-        constraint of a compiled grammar, and a budget mask must depend only on its own
-        request): memoised per state with the size of the search that found it.
+        constraint and clone that plans with it, and a budget mask must depend only on its
+        own request): memoised per state with the size of the search that found it, and
+        the order in which the two planners are tried is the same for every state (no
+        planner takes the lead because of an earlier state's plan).
 
         Raises
         ------
@@ -141,20 +138,10 @@ class PlanSearch(BoundsRoute):
         """
         view = view or _plain_view
         full = search >= SEARCH_NODES  # a step's own plan, not a token's check
-        leads = self._strict_leads
-        ids = None
-        if leads:
-            # these costs led nowhere with this suffix: the strict planner leads
-            ids = self._strict_plan(st, walk, complete, view, search)
-        if ids is None and (not leads or full):
-            ids = self._own_plan(st, walk, complete, view, search)
-        if ids is None and not leads and self.strict is not None and (full or escalate):
+        ids = self._own_plan(st, walk, complete, view, search)
+        if ids is None and self.strict is not None and (full or escalate):
             # the strict planner's costs, where these were too optimistic to lead anywhere
             ids = self._strict_plan(st, walk, complete, view, search)
-            if leads is None:
-                self._strict_leads = True  # (the first plan: from now on it leads)
-        if self._strict_leads is None:
-            self._strict_leads = False
         if ids is None:
             raise NoCompletionError(_NO_PLAN)
         return ids
