@@ -59,7 +59,7 @@ def test_a_lexeme_ends_where_re_match_ends(pattern: str, text: str) -> None:
 # head): the head ends at its first match, the tail greedily after it (lark's own lark.lark:
 # REGEXP /\/(...)+?\/[imslux]*/ and STRING "\"" /.*?/ "\"" "i"?; read as the language, a
 # string ran past its closing quote to the end of the line)
-GREEDY_TAIL = [r"\/(\\\/|\\\\|[^\/])+?\/[imslux]*", r'(?:"(?:.*?)")(?:i)?',
+GREEDY_TAIL = [r"\/(\\\/|\\\\|[^\/\\])+?\/[imslux]*", r'(?:"(?:.*?)")(?:i)?',
                r'"(\\.|[^"\\])*?"i?', r"a+?b(?:cd)?", r"x.*?y[ab]*|z+"]
 TAIL_PIECES = ["/", "\\", '"', "i", "m", "a", "b", "c", "d", "x", "y", "z", " ", "\n"]
 
@@ -71,6 +71,18 @@ def test_a_greedy_tail_follows_the_first_match(pattern: str, text: str) -> None:
     m = re.match(pattern, text)
     want = m.end() if m is not None and m.end() else None
     assert _longest_end(_dfa(pattern, True), text.encode()) == want
+
+
+@pytest.mark.xfail(strict=True, reason="documented gap (docs/semantics.md): where alternatives "
+                   "inside a lazy repeat match different lengths at one point, re's order of "
+                   "alternatives decides the end, not the shortest match")
+def test_overlapping_alternatives_in_a_lazy_repeat_end_where_re_ends() -> None:
+    # lark.lark's REGEXP: '\\/' may be read as the escape (re's first alternative) or as
+    # '\\' by [^/] then the closing '/': re takes the escape and ends after the second '/'
+    pattern, text = r"\/(\\\/|\\\\|[^\/])+?\/[imslux]*", "/\\//"
+    m = re.match(pattern, text)
+    assert m is not None and m.end() == 4
+    assert _longest_end(_dfa(pattern, True), text.encode()) == 4
 
 
 def test_mixed_and_greedy_patterns_keep_their_language() -> None:
