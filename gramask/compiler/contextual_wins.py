@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..encoding import bits_of_rows
+from ..encoding import bit_indices, bits_of_rows
 from ..errors import GrammarError
 from ..grammar import Grammar
 from .analysis import GrammarWarning
@@ -69,7 +69,7 @@ def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
         a = low[s] | ign
         if close:
             a = _closed(a, partners)
-        for t in _bits(cand):
+        for t in bit_indices(cand):
             key = (t, a)
             lost = memo.get(key)
             if lost is None:  # every lexeme of t has a sure winner over it under a
@@ -97,15 +97,15 @@ def terminal_threats(dfa: LexerDFA, priorities: Sequence[int],
     threats: dict[int, list[tuple[int, int]]] = {}
     safe = 0
     for x in sets:
-        kw = [k for k in _bits(x) if k in beats]
+        kw = [k for k in bit_indices(x) if k in beats]
         removable = 0  # terminals a keyword of this set may beat (then they beat nothing)
         for k in kw:
             removable |= beats[k]
-        for t in _bits(x):
+        for t in bit_indices(x):
             if ignored[t] or t == nl_terminal or safe >> t & 1:
                 continue
             keys = sum(1 << k for k in kw if beats[k] >> t & 1)
-            higher = sum(1 << u for u in _bits(x & ~removable)
+            higher = sum(1 << u for u in bit_indices(x & ~removable)
                          if priorities[u] > priorities[t])
             if not keys and not higher:
                 safe |= 1 << t
@@ -188,14 +188,14 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
     _, reach = end_reach(goto_t, goto_n, [cl[ci[s]: ci[s + 1]] for s in range(n)],
                          pt.nonkernel.tolist(), pt.accepting.tolist(), lost)
     names = [t.name for t in grammar.terminals]
-    never = sorted({t for v in lost for t in _bits(v)} - set(_bits(shifted)))
+    never = sorted({t for v in lost for t in bit_indices(v)} - set(bit_indices(shifted)))
     threats = terminal_threats(dfa, prio, reserved, nl)
     why = "; ".join(
         f"{names[t]} loses every lexeme to "
         + ", ".join(sorted({names[u] + (f" (priority {prio[u]})" if prio[u] > prio[t]
                                         else " (a keyword)")
-                            for keys, higher in threats[t] for u in _bits(keys | higher)}))
-        for t in (never or sorted({t for v in lost for t in _bits(v)}))[:4])
+                            for keys, higher in threats[t] for u in bit_indices(keys | higher)}))
+        for t in (never or sorted({t for v in lost for t in bit_indices(v)}))[:4])
     src = grammar.source or "<grammar>"
     if not reach[pt.start_state]:
         raise GrammarError(
@@ -307,11 +307,3 @@ def _closed(a: int, partners: dict[int, int]) -> int:
         todo |= new
     return a
 
-
-def _bits(x: int) -> list[int]:
-    out = []
-    while x:
-        low = x & -x
-        out.append(low.bit_length() - 1)
-        x ^= low
-    return out
