@@ -30,7 +30,8 @@ from .analysis import GrammarWarning
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
 
-__all__ = ["check_wins", "end_reach", "lost_shifts", "terminal_threats"]
+__all__ = ["check_wins", "close_under", "end_reach", "lost_shifts", "reserved_maps",
+           "terminal_threats"]
 
 
 def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
@@ -47,10 +48,7 @@ def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
         return None
     nt = dfa.num_terminals
     ign = sum(1 << t for t in range(nt) if dfa.ignored[t])
-    partners: dict[int, int] = {}
-    for s, r in reserved:
-        partners[s] = partners.get(s, 0) | 1 << r
-        partners[r] = partners.get(r, 0) | 1 << s
+    partners = reserved_maps(reserved)[0]
     fragile = sum(1 << t for t in threats)
     low = _always_expected(pt, nt)
     if not any(v & fragile for v in low):
@@ -68,7 +66,7 @@ def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
             continue
         a = low[s] | ign
         if close:
-            a = _closed(a, partners)
+            a = close_under(a, partners)
         for t in bit_indices(cand):
             key = (t, a)
             lost = memo.get(key)
@@ -77,6 +75,32 @@ def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
             if lost:
                 out[s] |= 1 << t
     return out if any(out) else None
+
+
+def reserved_maps(reserved: Sequence[tuple[int, int]]) -> tuple[dict[int, int], dict[int, int]]:
+    """The reserved (keyword, regex) pairs as (partners: per terminal of a pair, the
+    terminals it brings into an allowed set closed under the pairs; beats: per keyword, the
+    regexes it beats where both accept), each a bit set."""
+    partners: dict[int, int] = {}
+    beats: dict[int, int] = {}
+    for s, r in reserved:
+        partners[s] = partners.get(s, 0) | 1 << r
+        partners[r] = partners.get(r, 0) | 1 << s
+        beats[s] = beats.get(s, 0) | 1 << r
+    return partners, beats
+
+
+def close_under(a: int, partners: dict[int, int]) -> int:
+    """The allowed set ``a`` closed under the reserved pairs (``partners`` of
+    :func:`reserved_maps`): a regex brings its keywords, a keyword its regexes and theirs."""
+    todo = a
+    while todo:
+        low = todo & -todo
+        todo ^= low
+        new = partners.get(low.bit_length() - 1, 0) & ~a
+        a |= new
+        todo |= new
+    return a
 
 
 def terminal_threats(dfa: LexerDFA, priorities: Sequence[int],
@@ -89,9 +113,7 @@ def terminal_threats(dfa: LexerDFA, priorities: Sequence[int],
     wherever it is allowed (no terminal of a grammar without priorities or keywords is
     in)."""
     ignored = dfa.ignored
-    beats: dict[int, int] = {}  # keyword -> the regexes it beats
-    for s, r in reserved:
-        beats[s] = beats.get(s, 0) | 1 << r
+    beats = reserved_maps(reserved)[1]
     acc = np.flatnonzero(dfa.accepting.any(axis=1))
     sets = sorted(set(bits_of_rows(dfa.accepting[acc])))  # the distinct accepting sets
     threats: dict[int, list[tuple[int, int]]] = {}
@@ -294,16 +316,4 @@ def _always_expected(pt: ParseTables, nt: int) -> list[int]:
                 low[u] = v
                 changed = True
     return low
-
-
-def _closed(a: int, partners: dict[int, int]) -> int:
-    """``a`` closed under the reserved pairs (as ``ContextualRule.close``)."""
-    todo = a
-    while todo:
-        low = todo & -todo
-        todo ^= low
-        new = partners.get(low.bit_length() - 1, 0) & ~a
-        a |= new
-        todo |= new
-    return a
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...compiler.contextual_wins import terminal_threats
+from ...compiler.contextual_wins import close_under, reserved_maps, terminal_threats
 from ...compiler.ignored_follows import follows_ok, ignored_follows
 from ...encoding import bits_of_rows
 from ...errors import LimitExceededError
@@ -82,14 +82,8 @@ class ContextualRule:
         # reserved keywords close A under the pairs; lark's rule (``Grammar.keywords_win``)
         # only lets a keyword beat its regexes where the parser takes both
         self.closes = close and bool(self.reserved)
-        self._partners: dict[int, int] = {}
-        self._beats: dict[int, int] = {}
-        for s_t, r_t in self.reserved:
-            self._partners[s_t] = self._partners.get(s_t, 0) | 1 << r_t
-            self._partners[r_t] = self._partners.get(r_t, 0) | 1 << s_t
-            self._beats[s_t] = self._beats.get(s_t, 0) | 1 << r_t
+        self._partners, self._beats = reserved_maps(self.reserved)
         self._keyword_bits = sum(1 << t for t in self._beats)
-        self._partner_bits = sum(1 << t for t in self._partners)
         # A → A closed under the reserved pairs (a few hundred distinct sets recur)
         self._closed: BoundedMemo[int, int] = BoundedMemo(65536)
         # parser state uid → its expected terminals the parser keeps a shift of, where the
@@ -115,16 +109,7 @@ class ContextualRule:
         regexes and theirs), memoised."""
         r = self._closed.get(a)
         if r is None:
-            r = a
-            todo = a & self._partner_bits
-            done = 0
-            while todo:
-                low = todo & -todo
-                todo ^= low
-                done |= low
-                new = self._partners[low.bit_length() - 1] & ~r
-                r |= new
-                todo |= new & ~done
+            r = close_under(a, self._partners)
             self._closed.put(a, r)
         return r
 
