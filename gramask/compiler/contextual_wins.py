@@ -36,14 +36,17 @@ __all__ = ["check_wins", "close_under", "end_reach", "lost_shifts", "reserved_ma
 
 def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
                 reserved: Sequence[tuple[int, int]] = (), close: bool = False,
-                nl_terminal: int = -1) -> list[int] | None:
+                nl_terminal: int = -1,
+                threats: dict[int, list[tuple[int, int]]] | None = None) -> list[int] | None:
     """Per LR(0) state of ``pt``, the lexer terminals it shifts that can win no lexeme under
     any allowed set the state is in (a bit set); None where no state has one (then nothing
     changes: every bundled grammar). ``reserved``: the (keyword, regex) pairs, a keyword
     beating its regexes where both accept; ``close``: the allowed set is closed under them
     (reserved keywords, :mod:`gramask.compiler.keywords`). The indentation newline
-    ``nl_terminal`` is left out (its lexeme is read as a newline, not shifted)."""
-    threats = terminal_threats(dfa, priorities, reserved, nl_terminal)
+    ``nl_terminal`` is left out (its lexeme is read as a newline, not shifted). ``threats``:
+    :func:`terminal_threats` of the same arguments where the caller has it already."""
+    if threats is None:
+        threats = terminal_threats(dfa, priorities, reserved, nl_terminal)
     if not threats:
         return None
     nt = dfa.num_terminals
@@ -191,7 +194,8 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
             grammar, dfa):
         return  # (no terminal can lose every lexeme: every bundled grammar)
     reserved = reserved_pairs(grammar, dfa)
-    lost = lost_shifts(dfa, pt, prio, reserved, grammar.reserved_keywords, nl)
+    threats = terminal_threats(dfa, prio, reserved, nl)
+    lost = lost_shifts(dfa, pt, prio, reserved, grammar.reserved_keywords, nl, threats)
     if lost is None:
         return
     n, nt = pt.num_states, dfa.num_terminals
@@ -211,7 +215,6 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
                          pt.nonkernel.tolist(), pt.accepting.tolist(), lost)
     names = [t.name for t in grammar.terminals]
     never = sorted({t for v in lost for t in bit_indices(v)} - set(bit_indices(shifted)))
-    threats = terminal_threats(dfa, prio, reserved, nl)
     why = "; ".join(
         f"{names[t]} loses every lexeme to "
         + ", ".join(sorted({names[u] + (f" (priority {prio[u]})" if prio[u] > prio[t]

@@ -84,10 +84,11 @@ class ContextualLexer(ContextualRule):
         tables: TokenTables | None = None,
         reserved: Sequence[tuple[int, int]] = (),
         close: bool = True,
+        fragile: int | None = None,
     ) -> None:
         super().__init__(dfa, ctx, priorities, nl_terminal=nl_terminal,
                          continuation_terminal=continuation_terminal, tab_len=tab_len,
-                         reserved=reserved, close=close)
+                         reserved=reserved, close=close, fragile=fragile)
         self.vocab_size = len(tokens)
         self.n_terms = dfa.num_terminals  # newline heads sit above the terminal bits
         self._tokens = tokens
@@ -115,8 +116,7 @@ class ContextualLexer(ContextualRule):
             self._full: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
             # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
             self._kills: BoundedMemo[tuple[bytes, int], np.ndarray] = BoundedMemo(
-                memo_size(limits.row_cache)
-            )
+                memo_size(limits.row_cache))
             self._kill_sig: dict[int, bytes] = {}  # see ``_kill``
             self._kills_by_bytes: BoundedMemo[bytes, np.ndarray] = BoundedMemo(
                 memo_size(limits.row_cache))

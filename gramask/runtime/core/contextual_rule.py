@@ -64,7 +64,10 @@ class ContextualRule:
         tab_len: int = 8,
         reserved: Sequence[tuple[int, int]] = (),
         close: bool = True,
+        fragile: int | None = None,
     ) -> None:
+        """``fragile``: the terminals of :func:`terminal_threats` of the same arguments as a
+        bit set, where the caller has them already (None: found here, where needed)."""
         self.ctx = ctx
         self.rows = dfa.rows()
         self.live = bits_of_rows(dfa.live)
@@ -93,8 +96,10 @@ class ContextualRule:
         self._wins: dict[int, int] = {}  # allowed set → its fragile terminals that can win
         self._fragile_sets: list[int] = []  # the accepting sets holding one of them
         if self._kept is not None:
-            self._fragile = sum(1 << t for t in terminal_threats(
-                dfa, priorities, self.reserved, nl_terminal))
+            if fragile is None:
+                fragile = sum(1 << t for t in terminal_threats(
+                    dfa, priorities, self.reserved, nl_terminal))
+            self._fragile = fragile
             self._fragile_sets = sorted({x for x in self.accepting if x & self._fragile})
 
     # ------------------------------------------------------------------ one lexeme
