@@ -166,7 +166,7 @@ def end_reach(goto_t: Sequence[dict[int, int]], goto_n: Sequence[Sequence[tuple[
             if v != comp[s]:
                 comp[s] = v
                 changed = True
-    reach = [bool(a) for a in accepting]
+    reach = [bool(accepting[s]) for s in range(n)]  # (by index: a lazy table is a dict)
     changed = True
     while changed:
         changed = False
