@@ -53,18 +53,15 @@ def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
     ign = sum(1 << t for t in range(nt) if dfa.ignored[t])
     partners = reserved_maps(reserved)[0]
     fragile = sum(1 << t for t in threats)
-    low = _always_expected(pt, nt)
+    moves = _moves(pt, nt)
+    low = _always_expected(pt, *moves)
     if not any(v & fragile for v in low):
         return None
     memo: dict[tuple[int, int], bool] = {}
-    gi, gs = pt.goto_indptr.tolist(), pt.goto_symbol.tolist()
+    term_bits = moves[2]
     out = [0] * len(low)
     for s in range(len(low)):
-        cand = 0
-        for e in range(gi[s], gi[s + 1]):
-            if gs[e] < nt:
-                cand |= 1 << gs[e]
-        cand &= fragile
+        cand = term_bits[s] & fragile
         if not cand:
             continue
         a = low[s] | ign
@@ -198,18 +195,11 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
     lost = lost_shifts(dfa, pt, prio, reserved, grammar.reserved_keywords, nl, threats)
     if lost is None:
         return
-    n, nt = pt.num_states, dfa.num_terminals
-    gi, gs, gt = (x.tolist() for x in (pt.goto_indptr, pt.goto_symbol, pt.goto_target))
-    goto_t: list[dict[int, int]] = [{} for _ in range(n)]
-    goto_n: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    n = pt.num_states
+    goto_t, goto_n, term_bits = _moves(pt, dfa.num_terminals)
     shifted = 0
     for s in range(n):
-        for e in range(gi[s], gi[s + 1]):
-            if gs[e] < pt.num_terminals:
-                goto_t[s][gs[e]] = gt[e]
-                shifted |= 1 << gs[e] if gs[e] < nt and not lost[s] >> gs[e] & 1 else 0
-            else:
-                goto_n[s].append((gs[e], gt[e]))
+        shifted |= term_bits[s] & ~lost[s]
     ci, cl = pt.completed_indptr.tolist(), pt.completed_lhs.tolist()
     _, reach = end_reach(goto_t, goto_n, [cl[ci[s]: ci[s + 1]] for s in range(n)],
                          pt.nonkernel.tolist(), pt.accepting.tolist(), lost)
@@ -258,8 +248,30 @@ def _keyword_bound(grammar: Grammar, dfa: LexerDFA) -> bool:
     return False
 
 
-def _always_expected(pt: ParseTables, nt: int) -> list[int]:
-    """Per LR(0) state ``u``: lexer terminals (below ``nt``) that every Earley set holding
+def _moves(pt: ParseTables, nt: int
+           ) -> tuple[list[dict[int, int]], list[list[tuple[int, int]]], list[int]]:
+    """The CSR goto tables of ``pt`` per state: (its terminal moves, symbol → target; its
+    nonterminal moves, (symbol, target); the lexer terminals, below ``nt``, it shifts, as a
+    bit set)."""
+    gi, gs, gt = (x.tolist() for x in (pt.goto_indptr, pt.goto_symbol, pt.goto_target))
+    n, pnt = pt.num_states, pt.num_terminals
+    goto_t: list[dict[int, int]] = [{} for _ in range(n)]
+    goto_n: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    term_bits = [0] * n
+    for s in range(n):
+        for e in range(gi[s], gi[s + 1]):
+            if gs[e] < pnt:
+                goto_t[s][gs[e]] = gt[e]
+            else:
+                goto_n[s].append((gs[e], gt[e]))
+            if gs[e] < nt:
+                term_bits[s] |= 1 << gs[e]
+    return goto_t, goto_n, term_bits
+
+
+def _always_expected(pt: ParseTables, goto_t: list[dict[int, int]],
+                     goto_n: list[list[tuple[int, int]]], term_bits: list[int]) -> list[int]:
+    """Per LR(0) state ``u``: lexer terminals (as ``term_bits``) that every Earley set holding
     ``u`` expects, as a bit set (a least fixpoint, so a lower bound). A set holding ``u``
     holds ``u``'s non-kernel partner; for each rule ``X`` completed in ``u``, the targets of
     its origin's moves over ``X`` (whichever origin state that is: the intersection over
@@ -268,16 +280,10 @@ def _always_expected(pt: ParseTables, nt: int) -> list[int]:
     which make their other targets together (``start: A B "c"`` after ``A B``: the item
     waiting for ``"c"`` and the one that takes another ``B``); a non-kernel state is some
     kernel state's partner."""
-    gi, gs, gt = (x.tolist() for x in (pt.goto_indptr, pt.goto_symbol, pt.goto_target))
     ci, cl, nk = pt.completed_indptr.tolist(), pt.completed_lhs.tolist(), pt.nonkernel.tolist()
     n = len(nk)
-    go: list[dict[int, int]] = [{} for _ in range(n)]
-    low = [0] * n
-    for st in range(n):
-        for e in range(gi[st], gi[st + 1]):
-            go[st][gs[e]] = gt[e]
-            if gs[e] < nt:
-                low[st] |= 1 << gs[e]
+    go = [{**goto_t[st], **dict(goto_n[st])} for st in range(n)]  # every move
+    low = list(term_bits)
     partners = {x for x in nk if x >= 0}
     into: dict[int, list[tuple[int, ...]]] = {}  # symbol -> the groups its moves make
     entry: list[list[tuple[int, ...]]] = [[] for _ in range(n)]  # state -> groups it is in
