@@ -160,20 +160,13 @@ class ContextualRule:
         aut = ctx.automaton
         return None if aut.viable is None else BoundedMemo(memo_size(aut.limits.parser_states))
 
-    def kept_bytes(self, p: PState) -> bytes | None:
-        """``shiftable(p)`` as bytes where it is less than ``expects(p)`` (else None): where
-        a token may stop inside a lexeme depends on it (the contextual tables' plans)."""
+    def kept_fewer(self, p: PState) -> int | None:
+        """``shiftable(p)`` where it is less than ``expects(p)`` (else None): where a token
+        may stop inside a lexeme depends on it (the contextual tables' plans)."""
         if self._kept is None:
             return None
         kept = self.shiftable(p)
-        if kept == self.ctx.expects(p):
-            return None
-        return kept.to_bytes((len(self.prio) + 8) // 8, "little")
-
-    @staticmethod
-    def unkept(kept: bytes) -> int:
-        """``kept_bytes``' terminals as a bit set."""
-        return int.from_bytes(kept, "little")
+        return None if kept == self.ctx.expects(p) else kept
 
     def _winnable(self, a: int) -> int:
         """The fragile terminals that win some lexeme under allowed set ``a`` (memoised)."""
