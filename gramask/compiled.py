@@ -116,15 +116,19 @@ class CompiledGrammar:
             aut = Automaton(pt, self._limits)
             reserved: list[tuple[int, int]] = []
             lost = None
+            fragile = 0  # terminals that may lose every lexeme under some allowed set
             if self.grammar.lexer == "contextual":
-                from .compiler.contextual_wins import lost_shifts
+                from .compiler.contextual_wins import lost_shifts, terminal_threats
                 from .compiler.keywords import reserved_pairs
                 from .runtime.core.viability import Viability
 
                 reserved = reserved_pairs(self.grammar, self.dfa)
-                lost = lost_shifts(self.dfa, pt, [t.priority for t in self.grammar.terminals],
-                                   reserved, self.grammar.reserved_keywords,
-                                   self.grammar.newline_terminal)
+                prio = [t.priority for t in self.grammar.terminals]
+                nl = self.grammar.newline_terminal
+                threats = terminal_threats(self.dfa, prio, reserved, nl)
+                fragile = sum(1 << t for t in threats)
+                lost = lost_shifts(self.dfa, pt, prio, reserved, self.grammar.reserved_keywords,
+                                   nl, threats)
                 if lost is not None:  # (no bundled grammar: their sets are all kept)
                     aut.viable = Viability(aut, lost)
             ctx = ParserContext(aut, self.dfa.num_terminals, ignored_bits, **kw)
@@ -145,6 +149,7 @@ class CompiledGrammar:
                     tables=self.tables if self.tables.contextual else None,
                     reserved=reserved,
                     close=self.grammar.reserved_keywords,
+                    fragile=fragile,
                 )
                 builder.contextual.dead_ends = _contextual_ends(
                     self.grammar, self.dfa, self.parse_tables)

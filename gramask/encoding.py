@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["BROKEN", "TAB_UNIT", "bits_of_rows", "decode_nl", "distinct_columns", "nl_code",
-           "rows_of_bits", "unique_rows", "words_of_bits"]
+__all__ = ["BROKEN", "TAB_UNIT", "bit_indices", "bits_of_rows", "decode_nl", "distinct_columns",
+           "nl_code", "rows_of_bits", "unique_rows", "words_of_bits"]
 
 _WORD = 0xFFFFFFFFFFFFFFFF
 TAB_UNIT = 1 << 20  # what a tab adds to the indentation carry (a space adds 1)
@@ -64,6 +64,16 @@ def rows_of_bits(bits: Iterable[int], width: int) -> np.ndarray:
     data = b"".join(b.to_bytes(n_bytes, "little") for b in bits)
     flat = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
     return flat.reshape(len(bits), n_bytes * 8)[:, :width].astype(bool)
+
+
+def bit_indices(x: int) -> list[int]:
+    """The members of the int bitset ``x`` (a non-negative int), ascending."""
+    out = []
+    while x:
+        low = x & -x
+        out.append(low.bit_length() - 1)
+        x ^= low
+    return out
 
 
 def words_of_bits(bits: int, n_words: int) -> np.ndarray:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gramask.encoding as enc
-from gramask.encoding import bits_of_rows, rows_of_bits
+from gramask.encoding import bit_indices, bits_of_rows, rows_of_bits
 
 
 @pytest.mark.parametrize("width", [0, 1, 7, 8, 9, 63, 64, 65, 130])
@@ -27,3 +27,8 @@ def test_bits_of_rows_converts_many_rows_as_few(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(enc, "_FEW_ROWS", 0)  # the distinct-row path, on a small case
     rows = np.array([[1] * 70, [0] * 69 + [1], [1] * 70], dtype=bool)
     assert bits_of_rows(rows) == [(1 << 70) - 1, 1 << 69, (1 << 70) - 1]
+
+
+@pytest.mark.parametrize("members", [[], [0], [3, 64], [1, 5, 63, 64, 200]])
+def test_bit_indices_lists_a_bitset_ascending(members: list[int]) -> None:
+    assert bit_indices(sum(1 << m for m in members)) == members

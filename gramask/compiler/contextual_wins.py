@@ -23,53 +23,51 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..encoding import bits_of_rows
+from ..encoding import bit_indices, bits_of_rows
 from ..errors import GrammarError
 from ..grammar import Grammar
 from .analysis import GrammarWarning
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
 
-__all__ = ["check_wins", "end_reach", "lost_shifts", "terminal_threats"]
+__all__ = ["check_wins", "close_under", "end_reach", "lost_shifts", "reserved_maps",
+           "terminal_threats"]
 
 
 def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
                 reserved: Sequence[tuple[int, int]] = (), close: bool = False,
-                nl_terminal: int = -1) -> list[int] | None:
+                nl_terminal: int = -1,
+                threats: dict[int, list[tuple[int, int]]] | None = None) -> list[int] | None:
     """Per LR(0) state of ``pt``, the lexer terminals it shifts that can win no lexeme under
     any allowed set the state is in (a bit set); None where no state has one (then nothing
     changes: every bundled grammar). ``reserved``: the (keyword, regex) pairs, a keyword
     beating its regexes where both accept; ``close``: the allowed set is closed under them
     (reserved keywords, :mod:`gramask.compiler.keywords`). The indentation newline
-    ``nl_terminal`` is left out (its lexeme is read as a newline, not shifted)."""
-    threats = terminal_threats(dfa, priorities, reserved, nl_terminal)
+    ``nl_terminal`` is left out (its lexeme is read as a newline, not shifted). ``threats``:
+    :func:`terminal_threats` of the same arguments where the caller has it already."""
+    if threats is None:
+        threats = terminal_threats(dfa, priorities, reserved, nl_terminal)
     if not threats:
         return None
     nt = dfa.num_terminals
     ign = sum(1 << t for t in range(nt) if dfa.ignored[t])
-    partners: dict[int, int] = {}
-    for s, r in reserved:
-        partners[s] = partners.get(s, 0) | 1 << r
-        partners[r] = partners.get(r, 0) | 1 << s
+    partners = reserved_maps(reserved)[0]
     fragile = sum(1 << t for t in threats)
-    low = _always_expected(pt, nt)
+    moves = _moves(pt, nt)
+    low = _always_expected(pt, *moves)
     if not any(v & fragile for v in low):
         return None
     memo: dict[tuple[int, int], bool] = {}
-    gi, gs = pt.goto_indptr.tolist(), pt.goto_symbol.tolist()
+    term_bits = moves[2]
     out = [0] * len(low)
     for s in range(len(low)):
-        cand = 0
-        for e in range(gi[s], gi[s + 1]):
-            if gs[e] < nt:
-                cand |= 1 << gs[e]
-        cand &= fragile
+        cand = term_bits[s] & fragile
         if not cand:
             continue
         a = low[s] | ign
         if close:
-            a = _closed(a, partners)
-        for t in _bits(cand):
+            a = close_under(a, partners)
+        for t in bit_indices(cand):
             key = (t, a)
             lost = memo.get(key)
             if lost is None:  # every lexeme of t has a sure winner over it under a
@@ -77,6 +75,32 @@ def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
             if lost:
                 out[s] |= 1 << t
     return out if any(out) else None
+
+
+def reserved_maps(reserved: Sequence[tuple[int, int]]) -> tuple[dict[int, int], dict[int, int]]:
+    """The reserved (keyword, regex) pairs as (partners: per terminal of a pair, the
+    terminals it brings into an allowed set closed under the pairs; beats: per keyword, the
+    regexes it beats where both accept), each a bit set."""
+    partners: dict[int, int] = {}
+    beats: dict[int, int] = {}
+    for s, r in reserved:
+        partners[s] = partners.get(s, 0) | 1 << r
+        partners[r] = partners.get(r, 0) | 1 << s
+        beats[s] = beats.get(s, 0) | 1 << r
+    return partners, beats
+
+
+def close_under(a: int, partners: dict[int, int]) -> int:
+    """The allowed set ``a`` closed under the reserved pairs (``partners`` of
+    :func:`reserved_maps`): a regex brings its keywords, a keyword its regexes and theirs."""
+    todo = a
+    while todo:
+        low = todo & -todo
+        todo ^= low
+        new = partners.get(low.bit_length() - 1, 0) & ~a
+        a |= new
+        todo |= new
+    return a
 
 
 def terminal_threats(dfa: LexerDFA, priorities: Sequence[int],
@@ -89,23 +113,21 @@ def terminal_threats(dfa: LexerDFA, priorities: Sequence[int],
     wherever it is allowed (no terminal of a grammar without priorities or keywords is
     in)."""
     ignored = dfa.ignored
-    beats: dict[int, int] = {}  # keyword -> the regexes it beats
-    for s, r in reserved:
-        beats[s] = beats.get(s, 0) | 1 << r
+    beats = reserved_maps(reserved)[1]
     acc = np.flatnonzero(dfa.accepting.any(axis=1))
     sets = sorted(set(bits_of_rows(dfa.accepting[acc])))  # the distinct accepting sets
     threats: dict[int, list[tuple[int, int]]] = {}
     safe = 0
     for x in sets:
-        kw = [k for k in _bits(x) if k in beats]
+        kw = [k for k in bit_indices(x) if k in beats]
         removable = 0  # terminals a keyword of this set may beat (then they beat nothing)
         for k in kw:
             removable |= beats[k]
-        for t in _bits(x):
+        for t in bit_indices(x):
             if ignored[t] or t == nl_terminal or safe >> t & 1:
                 continue
             keys = sum(1 << k for k in kw if beats[k] >> t & 1)
-            higher = sum(1 << u for u in _bits(x & ~removable)
+            higher = sum(1 << u for u in bit_indices(x & ~removable)
                          if priorities[u] > priorities[t])
             if not keys and not higher:
                 safe |= 1 << t
@@ -141,7 +163,7 @@ def end_reach(goto_t: Sequence[dict[int, int]], goto_n: Sequence[Sequence[tuple[
             if v != comp[s]:
                 comp[s] = v
                 changed = True
-    reach = [bool(a) for a in accepting]
+    reach = [bool(accepting[s]) for s in range(n)]  # (by index: a lazy table is a dict)
     changed = True
     while changed:
         changed = False
@@ -169,33 +191,26 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
             grammar, dfa):
         return  # (no terminal can lose every lexeme: every bundled grammar)
     reserved = reserved_pairs(grammar, dfa)
-    lost = lost_shifts(dfa, pt, prio, reserved, grammar.reserved_keywords, nl)
+    threats = terminal_threats(dfa, prio, reserved, nl)
+    lost = lost_shifts(dfa, pt, prio, reserved, grammar.reserved_keywords, nl, threats)
     if lost is None:
         return
-    n, nt = pt.num_states, dfa.num_terminals
-    gi, gs, gt = (x.tolist() for x in (pt.goto_indptr, pt.goto_symbol, pt.goto_target))
-    goto_t: list[dict[int, int]] = [{} for _ in range(n)]
-    goto_n: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    n = pt.num_states
+    goto_t, goto_n, term_bits = _moves(pt, dfa.num_terminals)
     shifted = 0
     for s in range(n):
-        for e in range(gi[s], gi[s + 1]):
-            if gs[e] < pt.num_terminals:
-                goto_t[s][gs[e]] = gt[e]
-                shifted |= 1 << gs[e] if gs[e] < nt and not lost[s] >> gs[e] & 1 else 0
-            else:
-                goto_n[s].append((gs[e], gt[e]))
+        shifted |= term_bits[s] & ~lost[s]
     ci, cl = pt.completed_indptr.tolist(), pt.completed_lhs.tolist()
     _, reach = end_reach(goto_t, goto_n, [cl[ci[s]: ci[s + 1]] for s in range(n)],
                          pt.nonkernel.tolist(), pt.accepting.tolist(), lost)
     names = [t.name for t in grammar.terminals]
-    never = sorted({t for v in lost for t in _bits(v)} - set(_bits(shifted)))
-    threats = terminal_threats(dfa, prio, reserved, nl)
+    never = sorted({t for v in lost for t in bit_indices(v)} - set(bit_indices(shifted)))
     why = "; ".join(
         f"{names[t]} loses every lexeme to "
         + ", ".join(sorted({names[u] + (f" (priority {prio[u]})" if prio[u] > prio[t]
                                         else " (a keyword)")
-                            for keys, higher in threats[t] for u in _bits(keys | higher)}))
-        for t in (never or sorted({t for v in lost for t in _bits(v)}))[:4])
+                            for keys, higher in threats[t] for u in bit_indices(keys | higher)}))
+        for t in (never or sorted({t for v in lost for t in bit_indices(v)}))[:4])
     src = grammar.source or "<grammar>"
     if not reach[pt.start_state]:
         raise GrammarError(
@@ -233,8 +248,30 @@ def _keyword_bound(grammar: Grammar, dfa: LexerDFA) -> bool:
     return False
 
 
-def _always_expected(pt: ParseTables, nt: int) -> list[int]:
-    """Per LR(0) state ``u``: lexer terminals (below ``nt``) that every Earley set holding
+def _moves(pt: ParseTables, nt: int
+           ) -> tuple[list[dict[int, int]], list[list[tuple[int, int]]], list[int]]:
+    """The CSR goto tables of ``pt`` per state: (its terminal moves, symbol → target; its
+    nonterminal moves, (symbol, target); the lexer terminals, below ``nt``, it shifts, as a
+    bit set)."""
+    gi, gs, gt = (x.tolist() for x in (pt.goto_indptr, pt.goto_symbol, pt.goto_target))
+    n, pnt = pt.num_states, pt.num_terminals
+    goto_t: list[dict[int, int]] = [{} for _ in range(n)]
+    goto_n: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    term_bits = [0] * n
+    for s in range(n):
+        for e in range(gi[s], gi[s + 1]):
+            if gs[e] < pnt:
+                goto_t[s][gs[e]] = gt[e]
+            else:
+                goto_n[s].append((gs[e], gt[e]))
+            if gs[e] < nt:
+                term_bits[s] |= 1 << gs[e]
+    return goto_t, goto_n, term_bits
+
+
+def _always_expected(pt: ParseTables, goto_t: list[dict[int, int]],
+                     goto_n: list[list[tuple[int, int]]], term_bits: list[int]) -> list[int]:
+    """Per LR(0) state ``u``: lexer terminals (as ``term_bits``) that every Earley set holding
     ``u`` expects, as a bit set (a least fixpoint, so a lower bound). A set holding ``u``
     holds ``u``'s non-kernel partner; for each rule ``X`` completed in ``u``, the targets of
     its origin's moves over ``X`` (whichever origin state that is: the intersection over
@@ -243,16 +280,10 @@ def _always_expected(pt: ParseTables, nt: int) -> list[int]:
     which make their other targets together (``start: A B "c"`` after ``A B``: the item
     waiting for ``"c"`` and the one that takes another ``B``); a non-kernel state is some
     kernel state's partner."""
-    gi, gs, gt = (x.tolist() for x in (pt.goto_indptr, pt.goto_symbol, pt.goto_target))
     ci, cl, nk = pt.completed_indptr.tolist(), pt.completed_lhs.tolist(), pt.nonkernel.tolist()
     n = len(nk)
-    go: list[dict[int, int]] = [{} for _ in range(n)]
-    low = [0] * n
-    for st in range(n):
-        for e in range(gi[st], gi[st + 1]):
-            go[st][gs[e]] = gt[e]
-            if gs[e] < nt:
-                low[st] |= 1 << gs[e]
+    go = [{**goto_t[st], **dict(goto_n[st])} for st in range(n)]  # every move
+    low = list(term_bits)
     partners = {x for x in nk if x >= 0}
     into: dict[int, list[tuple[int, ...]]] = {}  # symbol -> the groups its moves make
     entry: list[list[tuple[int, ...]]] = [[] for _ in range(n)]  # state -> groups it is in
@@ -295,23 +326,3 @@ def _always_expected(pt: ParseTables, nt: int) -> list[int]:
                 changed = True
     return low
 
-
-def _closed(a: int, partners: dict[int, int]) -> int:
-    """``a`` closed under the reserved pairs (as ``ContextualRule.close``)."""
-    todo = a
-    while todo:
-        low = todo & -todo
-        todo ^= low
-        new = partners.get(low.bit_length() - 1, 0) & ~a
-        a |= new
-        todo |= new
-    return a
-
-
-def _bits(x: int) -> list[int]:
-    out = []
-    while x:
-        low = x & -x
-        out.append(low.bit_length() - 1)
-        x ^= low
-    return out

@@ -275,11 +275,12 @@ def _greedy_tail(parsed: Any, items: list[Any]) -> int:
     """Where the alternative ``items`` splits into a head and its longest tail that may
     match nothing and holds no lazy repeat (``[imslux]*`` after lark.lark's lazy
     ``/\\/(...)+?\\//``, ``i?`` after ``".*?"``): ``re`` ends the head at its first match
-    and the tail, which cannot fail, greedily after it (no backtracking into the head)."""
+    and the tail, which cannot fail, greedily after it (no backtracking into the head).
+    Grown one item at a time, testing only the new item: the tail so far has neither, and
+    a sequence's least width is the sum of its items'."""
     k = len(items)
-    while k and not any(op is _c.MIN_REPEAT for op, _ in regex_ops(items[k - 1:])):
-        tail = _sre_parse.SubPattern(parsed.state, items[k - 1:])
-        if tail.getwidth()[0] != 0:
+    while k and not any(op is _c.MIN_REPEAT for op, _ in regex_ops(items[k - 1:k])):
+        if _sre_parse.SubPattern(parsed.state, items[k - 1:k]).getwidth()[0] != 0:
             break
         k -= 1
     return k

@@ -84,10 +84,11 @@ class ContextualLexer(ContextualRule):
         tables: TokenTables | None = None,
         reserved: Sequence[tuple[int, int]] = (),
         close: bool = True,
+        fragile: int | None = None,
     ) -> None:
         super().__init__(dfa, ctx, priorities, nl_terminal=nl_terminal,
                          continuation_terminal=continuation_terminal, tab_len=tab_len,
-                         reserved=reserved, close=close)
+                         reserved=reserved, close=close, fragile=fragile)
         self.vocab_size = len(tokens)
         self.n_terms = dfa.num_terminals  # newline heads sit above the terminal bits
         self._tokens = tokens
@@ -115,8 +116,7 @@ class ContextualLexer(ContextualRule):
             self._full: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(limits.row_cache))
             # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
             self._kills: BoundedMemo[tuple[bytes, int], np.ndarray] = BoundedMemo(
-                memo_size(limits.row_cache)
-            )
+                memo_size(limits.row_cache))
             self._kill_sig: dict[int, bytes] = {}  # see ``_kill``
             self._kills_by_bytes: BoundedMemo[bytes, np.ndarray] = BoundedMemo(
                 memo_size(limits.row_cache))
@@ -218,7 +218,7 @@ class ContextualLexer(ContextualRule):
             self._load_nodes(self.tables)
         return r
 
-    def _class_vectors(self, a: int, fl: bool, extra: bytes | None = None
+    def _class_vectors(self, a: int, fl: bool, extra: int | bytes | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per live class, under allowed set ``a``: does a lexeme whose next state has this
         class continue; may a token stop inside a lexeme of this class (see ``end_ok``; ``fl``:
@@ -233,8 +233,8 @@ class ContextualLexer(ContextualRule):
             # a class's live terminals are its significant ones plus "some ignored one"
             sig = (self.class_sig_words & aw).any(axis=1)
             ends = sig
-            if extra is not None:  # (``_plan_extra``: only the shifts the parser keeps)
-                ends = (self.class_sig_words & words_of_int(self.unkept(extra), nw)).any(1)
+            if isinstance(extra, int):  # (``_plan_extra``: only the shifts the parser keeps)
+                ends = (self.class_sig_words & words_of_int(extra, nw)).any(1)
             if self.closes:  # the lexeme goes on under A closed; it may stop under A
                 aw = words_of_int(self.close(a), nw)
                 sig = (self.class_sig_words & aw).any(axis=1)
@@ -252,9 +252,9 @@ class ContextualLexer(ContextualRule):
         it depends on the allowed set alone: ``_class_vectors``.)"""
         return self.ctx.finish(p)
 
-    def _plan_extra(self, p: PState) -> bytes | None:
-        """A plan's key beyond (allowed set, ``_follows``): ``kept_bytes`` (FIM: codes)."""
-        return self.kept_bytes(p)
+    def _plan_extra(self, p: PState) -> int | bytes | None:
+        """A plan's key beyond (allowed set, ``_follows``): ``kept_fewer`` (FIM: bytes)."""
+        return self.kept_fewer(p)
 
     def _lex_key(self, s: int, a: int) -> int:
         """The winners of LEX set ``s`` under allowed set ``a``; when the indentation newline

@@ -36,14 +36,14 @@ class Planner(Protocol):
     alt: np.ndarray
     _static: BoundedMemo[int | bytes, tuple[np.ndarray, np.ndarray]]
 
-    def _class_vectors(self, a: int, fl: bool, extra: bytes | None = None
+    def _class_vectors(self, a: int, fl: bool, extra: int | bytes | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def close(self, a: int) -> int: ...
     def _lex_key(self, s: int, a: int) -> int: ...
 
 
 def plan_nodes(cx: Planner, key: int | bytes, nodes: np.ndarray, a: int, fl: bool,
-               extra: bytes | None = None) -> Plan:
+               extra: int | bytes | None = None) -> Plan:
     """How ``nodes`` are decided under allowed set ``a`` (see :data:`Plan`).
 
     Everything but the parser steps depends only on (``a``, ``fl``): which way each

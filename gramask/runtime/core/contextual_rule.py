@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...compiler.contextual_wins import terminal_threats
+from ...compiler.contextual_wins import close_under, reserved_maps, terminal_threats
 from ...compiler.ignored_follows import follows_ok, ignored_follows
 from ...encoding import bits_of_rows
 from ...errors import LimitExceededError
@@ -64,7 +64,10 @@ class ContextualRule:
         tab_len: int = 8,
         reserved: Sequence[tuple[int, int]] = (),
         close: bool = True,
+        fragile: int | None = None,
     ) -> None:
+        """``fragile``: the terminals of :func:`terminal_threats` of the same arguments as a
+        bit set, where the caller has them already (None: found here, where needed)."""
         self.ctx = ctx
         self.rows = dfa.rows()
         self.live = bits_of_rows(dfa.live)
@@ -82,14 +85,8 @@ class ContextualRule:
         # reserved keywords close A under the pairs; lark's rule (``Grammar.keywords_win``)
         # only lets a keyword beat its regexes where the parser takes both
         self.closes = close and bool(self.reserved)
-        self._partners: dict[int, int] = {}
-        self._beats: dict[int, int] = {}
-        for s_t, r_t in self.reserved:
-            self._partners[s_t] = self._partners.get(s_t, 0) | 1 << r_t
-            self._partners[r_t] = self._partners.get(r_t, 0) | 1 << s_t
-            self._beats[s_t] = self._beats.get(s_t, 0) | 1 << r_t
+        self._partners, self._beats = reserved_maps(self.reserved)
         self._keyword_bits = sum(1 << t for t in self._beats)
-        self._partner_bits = sum(1 << t for t in self._partners)
         # A → A closed under the reserved pairs (a few hundred distinct sets recur)
         self._closed: BoundedMemo[int, int] = BoundedMemo(65536)
         # parser state uid → its expected terminals the parser keeps a shift of, where the
@@ -99,8 +96,10 @@ class ContextualRule:
         self._wins: dict[int, int] = {}  # allowed set → its fragile terminals that can win
         self._fragile_sets: list[int] = []  # the accepting sets holding one of them
         if self._kept is not None:
-            self._fragile = sum(1 << t for t in terminal_threats(
-                dfa, priorities, self.reserved, nl_terminal))
+            if fragile is None:
+                fragile = sum(1 << t for t in terminal_threats(
+                    dfa, priorities, self.reserved, nl_terminal))
+            self._fragile = fragile
             self._fragile_sets = sorted({x for x in self.accepting if x & self._fragile})
 
     # ------------------------------------------------------------------ one lexeme
@@ -115,16 +114,7 @@ class ContextualRule:
         regexes and theirs), memoised."""
         r = self._closed.get(a)
         if r is None:
-            r = a
-            todo = a & self._partner_bits
-            done = 0
-            while todo:
-                low = todo & -todo
-                todo ^= low
-                done |= low
-                new = self._partners[low.bit_length() - 1] & ~r
-                r |= new
-                todo |= new & ~done
+            r = close_under(a, self._partners)
             self._closed.put(a, r)
         return r
 
@@ -170,20 +160,13 @@ class ContextualRule:
         aut = ctx.automaton
         return None if aut.viable is None else BoundedMemo(memo_size(aut.limits.parser_states))
 
-    def kept_bytes(self, p: PState) -> bytes | None:
-        """``shiftable(p)`` as bytes where it is less than ``expects(p)`` (else None): where
-        a token may stop inside a lexeme depends on it (the contextual tables' plans)."""
+    def kept_fewer(self, p: PState) -> int | None:
+        """``shiftable(p)`` where it is less than ``expects(p)`` (else None): where a token
+        may stop inside a lexeme depends on it (the contextual tables' plans)."""
         if self._kept is None:
             return None
         kept = self.shiftable(p)
-        if kept == self.ctx.expects(p):
-            return None
-        return kept.to_bytes((len(self.prio) + 8) // 8, "little")
-
-    @staticmethod
-    def unkept(kept: bytes) -> int:
-        """``kept_bytes``' terminals as a bit set."""
-        return int.from_bytes(kept, "little")
+        return None if kept == self.ctx.expects(p) else kept
 
     def _winnable(self, a: int) -> int:
         """The fragile terminals that win some lexeme under allowed set ``a`` (memoised)."""

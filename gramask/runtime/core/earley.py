@@ -343,14 +343,17 @@ class Automaton:
                  for t, o in zip(self._moves(es, terminal, self.goto_t), es[ORIGINS:], strict=True)
                  if t is not None]
         try:
-            made = self._close(seeds, es[TOTAL])
-            # (None for a set no shift that can happen leads on from)
-            res = None if self.viable is not None and not self.viable.ok(made) else made
+            res = self._kept(self._close(seeds, es[TOTAL]))
         except BelowCut:  # remembered: a cut set is tried again and again (see ``cut``)
             memo.put(mkey, _BELOW)
             raise
         memo.put(mkey, res)
         return res
+
+    def _kept(self, made: EarleySet) -> EarleySet | None:
+        """``made``, or None where it is a set no shift that can happen leads on from
+        (``viable``; raises :class:`BelowCut` as it does)."""
+        return None if self.viable is not None and not self.viable.ok(made) else made
 
     def advance_any(self, es: EarleySet, terminals: int) -> EarleySet | None:
         """The set after a lexeme that is every terminal in the bitset ``terminals`` at once:
@@ -372,8 +375,7 @@ class Automaton:
                 if (terminals >> term) & 1:
                     seeds.append((t, es if o is None else o))
         try:
-            made = self._close(seeds)
-            res = None if self.viable is not None and not self.viable.ok(made) else made
+            res = self._kept(self._close(seeds))
         except BelowCut:
             self._next.put(mkey, _BELOW)
             raise

@@ -41,12 +41,9 @@ class Viability:
     __slots__ = ("_goals", "comp", "goto_n", "reach")
 
     def __init__(self, aut: Automaton, lost: list[int]) -> None:
-        n = len(aut.nonkernel)
-        self.goto_n = [aut.goto_n[s] for s in range(n)]
-        self.comp, self.reach = end_reach(
-            [aut.goto_t[s] for s in range(n)], self.goto_n,
-            [aut.completed[s] for s in range(n)], list(aut.nonkernel),
-            [bool(aut.accepting[s]) for s in range(n)], lost)
+        self.goto_n = aut.goto_n  # (read only: shared with the automaton)
+        self.comp, self.reach = end_reach(aut.goto_t, aut.goto_n, aut.completed, aut.nonkernel,
+                                          aut.accepting, lost)
         # set uid → the nonterminals whose completion into it leads to the end (bit set)
         self._goals: BoundedMemo[int, int] = BoundedMemo(
             memo_size(aut.limits.interned_sets // 16))

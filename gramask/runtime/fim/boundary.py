@@ -370,10 +370,10 @@ class BoundaryContextualLexer(ContextualLexer):
         c = self._codes(p)
         return None if c is None else c.tobytes()
 
-    def _class_vectors(self, a: int, fl: bool, extra: bytes | None = None
+    def _class_vectors(self, a: int, fl: bool, extra: int | bytes | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cont, ends, sets = super()._class_vectors(a, fl)
-        if extra is None:
+        if not isinstance(extra, bytes):  # (only its own ``_plan_extra``'s codes come here)
             return cont, ends, sets
         # the codes are all a plan needs of the boundary check (a function of them alone),
         # so plans stay shared across requests, keyed by the codes

@@ -258,10 +258,11 @@ class FimConstraint(FimBase[FimState]):
             # states that differ only in the carry (a comment's words) share a completion
             cls = CarryClasses((self._b.trans_rows, self._ob.trans_rows), self._b.nl_live,
                                tc.num_states, vocab.token_bytes, self._suffix[:64])
-            checked = cls.representatives(groups // _CARRIES, order[: self.MAX_GROUPS])
+            raws = groups // _CARRIES  # each group's carry class
+            checked = cls.representatives(raws, order[: self.MAX_GROUPS])
             for i in checked:
                 self._check_group(st, ver, rec, toks, int(first[i]), int(sizes[i]),
-                                  int(vert[i]), cls, int(groups[i]) // _CARRIES)
+                                  int(vert[i]), cls, int(raws[i]))
             # the tokens no group pins down (they end inside a newline lexeme: "):\n", ",\n",
             # leading blanks — what real code takes at every line end) walked one by one,
             # grouped by the state they reach, and checked first: the groups' plans are
@@ -284,33 +285,33 @@ class FimConstraint(FimBase[FimState]):
                     rec.add(lone_members, done)
                     cls.learn(raw, done)
             cls.admit(rec, lone[self.MAX_LONE:], tc.raw[lone[self.MAX_LONE:]])  # past the cap
-            for i in order[: self.MAX_GROUPS].tolist():
-                if (known := cls.get(int(groups[i]) // _CARRIES)) is not None:
+            def known_group(i: int) -> bool:  # group i's carry class verified: it is kept
+                known = cls.get(int(raws[i]))
+                if known is not None:
                     rec.add(toks[int(first[i]):int(first[i]) + int(sizes[i])], known)
-                elif i not in checked:
+                return known is not None
+
+            for i in order[: self.MAX_GROUPS].tolist():
+                if not known_group(i) and i not in checked:
                     self._check_group(st, ver, rec, toks, int(first[i]), int(sizes[i]),
                                       int(vert[i]))
             # the smaller groups beyond the cap: only the cheap checks (a walk or two)
             for i in order[self.MAX_GROUPS: self.MAX_GROUPS + self.MAX_CHEAP].tolist():
-                if (known := cls.get(int(groups[i]) // _CARRIES)) is not None:
-                    rec.add(toks[int(first[i]):int(first[i]) + int(sizes[i])], known)
-                    continue
-                a = int(first[i])
-                data = vocab.token_bytes(int(toks[a]))
-                s = self._walk(st, data)
-                done = None if isinstance(s, int) else ver.cheap(s, data, int(vert[i]))
-                if done is not None:
-                    rec.add(toks[a:a + int(sizes[i])], done)
+                if not known_group(i):
+                    self._check_group(st, ver, rec, toks, int(first[i]), int(sizes[i]),
+                                      int(vert[i]), cheap=True)
         rec.apply(m, self._complete(st))
 
     def _check_group(self, st: FimState, ver: WalkedVerifier[FimState], rec: VerifiedTokens,
                      toks: np.ndarray, a: int, size: int, vertex: int,
-                     cls: CarryClasses | None = None, raw: int = -1) -> None:
-        """The walked check of the group ``toks[a:a + size]``; what it verifies is offered
-        to its carry class ``raw`` (with ``cls``)."""
+                     cls: CarryClasses | None = None, raw: int = -1, cheap: bool = False
+                     ) -> None:
+        """The walked check of the group ``toks[a:a + size]`` (``cheap``: a walk or two);
+        what it verifies is offered to its carry class ``raw`` (with ``cls``)."""
         data = self._vocab.token_bytes(int(toks[a]))
         s = self._walk(st, data)
-        done = None if isinstance(s, int) else ver.state(s, vertex, data, size)
+        done = None if isinstance(s, int) else (
+            ver.cheap(s, data, vertex) if cheap else ver.state(s, vertex, data, size))
         if done is not None:
             rec.add(toks[a:a + size], done)
             if cls is not None:

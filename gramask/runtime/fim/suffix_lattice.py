@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from ...encoding import bit_indices
 from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import Automaton, EarleySet
 from .suffix_lexing import Branch
@@ -38,15 +39,6 @@ class SuffixLattice:
     walked: list[tuple[Branch, EarleySet]]  # per live boundary, the suffix parsed backwards
     error_offset: int  # where lexing or the backward parse failed furthest in, -1 if none
     edges: int  # edges kept after pruning (for tests and measurements)
-
-
-def _bits(x: int) -> list[int]:
-    out = []
-    while x:
-        low = x & -x
-        out.append(low.bit_length() - 1)
-        x ^= low
-    return out
 
 
 class _EndRule:
@@ -70,7 +62,7 @@ class _EndRule:
         seen = [False] * nt
         for bits in cx.ctx.automaton.term_bits:
             b = bits & full
-            for t in _bits(b):
+            for t in bit_indices(b):
                 implied[t] &= b
                 seen[t] = True
         for t in range(nt):
@@ -91,7 +83,7 @@ class _EndRule:
             after = self.live[nq] if nq >= 0 else 0
             acc = self.accepting[q]
             r = 0
-            for t in _bits(acc & ~after):
+            for t in bit_indices(acc & ~after):
                 imp = self.implied[t]
                 if not (after & imp or acc & imp & self.higher[t]):
                     r |= 1 << t
@@ -190,12 +182,12 @@ def lattice_edges(cx: ContextualLexer, suffix: bytes, starts: list[int]
             nq = rows[q][suffix[j]]
             died = rule.ends(q, nq)
             if died:
-                own += [(t, j) for t in _bits(died)]
+                own += [(t, j) for t in bit_indices(died)]
             q = nq
             j += 1
         else:
             if q >= 0 and j == n:
-                own += [(t, n) for t in _bits(rule.ends(q, -1))]
+                own += [(t, n) for t in bit_indices(rule.ends(q, -1))]
         walks.append((own, [e for _, e in own], tail) if last >= 0 else None)
         if last >= 0:
             last_at.setdefault(last, []).append(w)
@@ -262,6 +254,6 @@ def parse_suffix_lattice(cx: ContextualLexer, rev: Automaton, suffix: bytes) -> 
         e = sets.get(k)
         if e is None:
             continue
-        term_ends = frozenset(_bits(ends.get(k, 0)))
+        term_ends = frozenset(bit_indices(ends.get(k, 0)))
         walked.append((Branch(k, frozenset((0,)), (), (), ends=term_ends), e))
     return SuffixLattice(walked, fail, kept)
