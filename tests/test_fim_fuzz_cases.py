@@ -137,6 +137,31 @@ _NEWLINE: (/\r?\n[\t ]*/ | /#[^\n]*/)+
 """
 
 
+def _indenter_oracle(grammar: str) -> lark.Lark:
+    from lark.indenter import Indenter
+
+    class Ind(Indenter):
+        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
+        OPEN_PAREN_types: list[str] = []  # noqa: RUF012 (lark's own attribute)
+        CLOSE_PAREN_types: list[str] = []  # noqa: RUF012
+
+    return lark.Lark(grammar, parser="lalr", postlex=Ind())
+
+
+def _true_middle_ends_complete(grammar: str, alphabet: str, lexer: str, prefix: str,
+                               middle: str, suffix: str
+                               ) -> tuple[gramask.CompiledGrammar, gramask.Vocabulary]:
+    """lark's Indenter takes prefix + middle + suffix, and gramask, over a vocabulary of
+    ``alphabet``'s characters, walks the middle and allows EOS after it."""
+    assert lark_accepts(_indenter_oracle(grammar), prefix + middle + suffix)
+    cg, vocab = tiny(grammar, [*alphabet], lexer=lexer)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, list(middle))
+    assert c.is_complete()
+    assert c.allowed()[vocab.eos_token_id]
+    return cg, vocab
+
+
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 @pytest.mark.parametrize(("prefix", "middle", "suffix"), [
     ("", "if:\n ", "if:\n   18\n"),
@@ -146,20 +171,7 @@ _NEWLINE: (/\r?\n[\t ]*/ | /#[^\n]*/)+
 ])
 def test_blocks_the_middle_opens_in_a_gap_narrower_than_the_step_close_at_the_end(
         lexer: str, prefix: str, middle: str, suffix: str) -> None:
-    from lark.indenter import Indenter
-
-    class Ind(Indenter):
-        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
-        OPEN_PAREN_types: list[str] = []  # noqa: RUF012 (lark's own attribute)
-        CLOSE_PAREN_types: list[str] = []  # noqa: RUF012
-
-    oracle = lark.Lark(NARROW_BLOCKS, parser="lalr", postlex=Ind())
-    assert lark_accepts(oracle, prefix + middle + suffix)
-    cg, vocab = tiny(NARROW_BLOCKS, [*"0123456789if: \n"], lexer=lexer)
-    c = cg.constraint(prefix, suffix=suffix)
-    _walk(c, vocab, list(middle))
-    assert c.is_complete()
-    assert c.allowed()[vocab.eos_token_id]
+    _true_middle_ends_complete(NARROW_BLOCKS, "0123456789if: \n", lexer, prefix, middle, suffix)
 
 
 # A ``_NEWLINE`` that a comment alone matches (lark's own Python grammar writes it so) and
@@ -240,17 +252,6 @@ _NEWLINE: (/\r?\n[\t ]*/)+
 """
 
 
-def _indenter_oracle(grammar: str) -> lark.Lark:
-    from lark.indenter import Indenter
-
-    class Ind(Indenter):
-        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
-        OPEN_PAREN_types: list[str] = []  # noqa: RUF012 (lark's own attribute)
-        CLOSE_PAREN_types: list[str] = []  # noqa: RUF012
-
-    return lark.Lark(grammar, parser="lalr", postlex=Ind())
-
-
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 @pytest.mark.parametrize(("prefix", "middle", "suffix"), [
     ("f():\n", "  01\n  z()", ":\n    01\n"),
@@ -264,12 +265,8 @@ def _indenter_oracle(grammar: str) -> lark.Lark:
 ])
 def test_blocks_the_middle_opens_when_the_prefix_shows_no_step_close_at_the_end(
         lexer: str, prefix: str, middle: str, suffix: str) -> None:
-    assert lark_accepts(_indenter_oracle(BLOCK_HEADERS), prefix + middle + suffix)
-    cg, vocab = tiny(BLOCK_HEADERS, [*"01fzbnsp(): \n"], lexer=lexer)
-    c = cg.constraint(prefix, suffix=suffix)
-    _walk(c, vocab, list(middle))
-    assert c.is_complete()
-    assert c.allowed()[vocab.eos_token_id]
+    cg, vocab = _true_middle_ends_complete(BLOCK_HEADERS, "01fzbnsp(): \n", lexer, prefix,
+                                           middle, suffix)
     # the same middle less its last piece: the search finds a completion
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, list(middle[:-1]))
