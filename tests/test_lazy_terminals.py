@@ -46,13 +46,18 @@ def _dfa(pattern: str, first_match: bool) -> ByteDFA:
     return regex_to_byte_dfa("T", pattern, first_match=first_match)
 
 
+def _re_end(pattern: str, text: str) -> int | None:
+    """Where ``re.match`` ends a lexeme of ``pattern`` at the start of ``text`` (None: no
+    match, or an empty one)."""
+    m = re.match(pattern, text)
+    return m.end() if m is not None and m.end() else None
+
+
 @pytest.mark.parametrize("pattern", FIRST_MATCH)
 @settings(max_examples=200, deadline=None)
 @given(text=st.lists(st.sampled_from(PIECES), min_size=1, max_size=10).map("".join))
 def test_a_lexeme_ends_where_re_match_ends(pattern: str, text: str) -> None:
-    m = re.match(pattern, text)
-    want = m.end() if m is not None and m.end() else None
-    assert _longest_end(_dfa(pattern, True), text.encode()) == want
+    assert _longest_end(_dfa(pattern, True), text.encode()) == _re_end(pattern, text)
 
 
 # a lazy head, then a tail that may match nothing (and so never makes re backtrack into the
@@ -68,9 +73,7 @@ TAIL_PIECES = ["/", "\\", '"', "i", "m", "a", "b", "c", "d", "x", "y", "z", " ",
 @settings(max_examples=200, deadline=None)
 @given(text=st.lists(st.sampled_from(TAIL_PIECES), min_size=1, max_size=10).map("".join))
 def test_a_greedy_tail_follows_the_first_match(pattern: str, text: str) -> None:
-    m = re.match(pattern, text)
-    want = m.end() if m is not None and m.end() else None
-    assert _longest_end(_dfa(pattern, True), text.encode()) == want
+    assert _longest_end(_dfa(pattern, True), text.encode()) == _re_end(pattern, text)
 
 
 @pytest.mark.xfail(strict=True, reason="documented gap (docs/semantics.md): where alternatives "
@@ -80,8 +83,7 @@ def test_overlapping_alternatives_in_a_lazy_repeat_end_where_re_ends() -> None:
     # lark.lark's REGEXP: '\\/' may be read as the escape (re's first alternative) or as
     # '\\' by [^/] then the closing '/': re takes the escape and ends after the second '/'
     pattern, text = r"\/(\\\/|\\\\|[^\/])+?\/[imslux]*", "/\\//"
-    m = re.match(pattern, text)
-    assert m is not None and m.end() == 4
+    assert _re_end(pattern, text) == 4
     assert _longest_end(_dfa(pattern, True), text.encode()) == 4
 
 
