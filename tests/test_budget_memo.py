@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 
 import gramask
-from gramask.runtime.budget.search import _memo_key, _moves, cheapest_steps
+from gramask.runtime.budget.runstate import memo_key
+from gramask.runtime.budget.search import _moves, cheapest_steps
 
 GRAMMAR = r"""
 start: func*
@@ -54,9 +55,9 @@ def test_cheapest_steps_ranks_as_every_chunk_ranked(compiled: gramask.CompiledGr
                              in enumerate(_moves(search, s, view(s), walk, view, search.costs))),
                             key=lambda e: (e[0], e[1]))
             for k in (1, 2, 3):
-                want = [(chunk, _memo_key(*view(nst)[:2], nst)) for _, _, chunk, nst in ranked[:k]]
+                want = [(chunk, memo_key(*view(nst)[:2], nst)) for _, _, chunk, nst in ranked[:k]]
                 for _ in range(2):  # computed, then memoised
-                    got = [(chunk, _memo_key(*view(nst)[:2], nst))
+                    got = [(chunk, memo_key(*view(nst)[:2], nst))
                            for chunk, nst in cheapest_steps(search, s, walk, view, k)]
                     assert got == want, (c.text, k)
                 checked += 1

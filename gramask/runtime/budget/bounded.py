@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar, cast
 import numpy as np
 
 from ...errors import LimitExceededError, NoCompletionError
-from ..core.parse_state import PUID
-from .runstate import RunState
+from .runstate import RunState, memo_key
 from .spelling import INF
 
 if TYPE_CHECKING:
@@ -149,7 +148,7 @@ def _open_newline_tokens(c: Constraint[S], st: S, toks: np.ndarray, fits: int,
         s = c._walk(st, c._vocab.token_bytes(t))
         if isinstance(s, int):
             continue
-        key = (s[0], s[1], *(x if isinstance(x, int) else x[PUID] for x in s[2:]))
+        key = memo_key(s[0], s[1], s)
         ok = known.get(key)
         if ok is None:
             if len(known) >= _REFINE_MAX:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
+from ..core.parse_state import PUID
 from ..core.step_state import LexState, RunState
 
-__all__ = ["Complete", "LexState", "RunState", "View", "Walk"]
+__all__ = ["Complete", "LexState", "RunState", "View", "Walk", "memo_key"]
 
 S = TypeVar("S", bound=RunState)
 S_contra = TypeVar("S_contra", bound=RunState, contravariant=True)
@@ -30,3 +31,10 @@ class View(Protocol[S_contra]):
     """(lexer state, carry, parser state) of ``st``: what the planner's costs work on."""
 
     def __call__(self, st: S_contra, /) -> LexState: ...
+
+
+def memo_key(q: int, carry: int, st: RunState) -> tuple[int, ...]:
+    """A runtime state as a memo key: the view's lexer state and carry, then the rest of the
+    state (parser states by their uid; a contextual fill-in-the-middle state also holds the
+    original side's lexer state and carry, plain ints)."""
+    return (q, carry, *(x if isinstance(x, int) else x[PUID] for x in st[2:]))

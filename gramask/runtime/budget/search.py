@@ -18,11 +18,11 @@ import numpy as np
 from ...errors import NoCompletionError
 from ..core.earley import EXPECTED
 from ..core.indentation import BROKEN, TAB_UNIT, advance, indent_text, space_pad, text_carry
-from ..core.parse_state import DEPTH, ES, INDENT, PUID
+from ..core.parse_state import DEPTH, ES, INDENT
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .route import BoundsRoute, _plain_view
-from .runstate import Complete, RunState, View, Walk
+from .runstate import Complete, RunState, View, Walk, memo_key
 from .spelling import INF
 from .state_costs import SearchEstimate, StateCosts
 
@@ -168,7 +168,7 @@ class PlanSearch(BoundsRoute):
         plan found after ``n`` states is the answer for every ``search`` ≥ ``n`` and none
         below, and a search that found none answers none for every smaller one."""
         q, carry, _ = view(st)
-        key = _memo_key(q, carry, st)
+        key = memo_key(q, carry, st)
         r = self._plans.get(key)
         if r is not None:
             return r[0] if r[1] <= search else None
@@ -229,7 +229,7 @@ class PlanSearch(BoundsRoute):
             _, ng, _, text, cur = heapq.heappop(heap)
             g = -ng
             q, carry, p = view(cur)
-            key = _memo_key(q, carry, cur)
+            key = memo_key(q, carry, cur)
             if key in seen:
                 continue
             seen.add(key)
@@ -381,7 +381,7 @@ def cheapest_steps(search: PlanSearch, st: S, walk: Walk[S], view: View[S], k: i
     ``k`` chunks as ranking them all). Memoised per state (and ``walk``'s function: the
     states are the constraint's own)."""
     here = view(st)
-    key = (getattr(walk, "__func__", walk), k, _memo_key(here[0], here[1], st))
+    key = (getattr(walk, "__func__", walk), k, memo_key(here[0], here[1], st))
     known = search._cheapest.get(key)
     if known is not None:
         return cast("list[tuple[bytes, S]]", list(known))
@@ -434,10 +434,3 @@ def _line_widths(suffix: bytes, most: int = 8) -> set[int]:
                 if len(out) >= most:
                     break
     return out
-
-
-def _memo_key(q: int, carry: int, st: RunState) -> tuple[int, ...]:
-    """A runtime state as a memo key: the view's lexer state and carry, then the rest of the
-    state (parser states by their uid; a contextual fill-in-the-middle state also holds the
-    original side's lexer state and carry, plain ints)."""
-    return (q, carry, *(x if isinstance(x, int) else x[PUID] for x in st[2:]))
