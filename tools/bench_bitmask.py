@@ -5,6 +5,11 @@
     PYTHONPATH=. python tools/bench_bitmask.py --real qwen2     # real Constraints (JSON grammar)
     PYTHONPATH=. python tools/bench_bitmask.py --device cuda    # bitmask and logits on the GPU
 
+Beside gramask's apply, in the same run: ``masked_fill_`` with a boolean mask already unpacked
+on the device (the floor a plain torch user pays, the unpacking not counted) and XGrammar's
+``apply_token_bitmask_inplace`` (its CUDA or Triton kernel on a GPU, its CPU kernel otherwise)
+where the ``xgrammar`` package is installed.
+
 ``fill`` excludes the cost of computing masks: the stand-in constraints return precomputed
 arrays (``--real`` times real ``Constraint.allowed()`` calls separately). Reports, in
 milliseconds, the minimum and median wall time of ``--repeat`` runs and the minimum CPU time
@@ -95,6 +100,22 @@ def main() -> None:
         low = work.to(dtype)
         _row(f"apply (in place, {str(dtype)[6:]})",
              _time(lambda low=low: apply_token_bitmask_inplace(low, bitmask), args.repeat, dev))
+    refused = torch.from_numpy(~np.stack([f.mask for f in fakes])).to(dev)
+    _row("baseline: masked_fill_ (bool mask on device)",
+         _time(lambda: work.masked_fill_(refused, float("-inf")), args.repeat, dev))
+    try:
+        import xgrammar as xgr
+    except ImportError:
+        print("  (xgrammar not installed: its apply not timed)")
+    else:
+        try:
+            _row("baseline: xgrammar apply_token_bitmask_inplace",
+                 _time(lambda: xgr.apply_token_bitmask_inplace(work, bitmask), args.repeat, dev))
+            _row("baseline: xgrammar apply (every other row)",
+                 _time(lambda: xgr.apply_token_bitmask_inplace(work, bitmask, indices=half),
+                       args.repeat, dev))
+        except Exception as e:  # its kernels need a matching build; report, do not stop
+            print(f"  (xgrammar apply failed: {type(e).__name__}: {e})")
 
     if args.real:
         import gramask
