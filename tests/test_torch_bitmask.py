@@ -215,9 +215,10 @@ def test_constraint_fill_bitmask_is_allowed_packed_on_every_path():
     dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.float64]),
     chunk=st.sampled_from([1, 64, 1 << 19]),  # CPU row chunking: one row, a few, all
     seed=st.integers(0, 2**32 - 1),
+    byte_masks=st.booleans(),  # the byte-mask path GPUs take, checked here on the CPU
 )
-@settings(max_examples=80, deadline=None)
-def test_apply_matches_reference(vocab, batch, pad, dtype, chunk, seed):
+@settings(max_examples=120, deadline=None)
+def test_apply_matches_reference(vocab, batch, pad, dtype, chunk, seed, byte_masks):
     rng = np.random.default_rng(seed)
     width = max(1, vocab + pad)
     bm = random_bitmask(rng, batch, (vocab + 31) // 32)
@@ -225,10 +226,25 @@ def test_apply_matches_reference(vocab, batch, pad, dtype, chunk, seed):
     want = apply_token_bitmask_numpy(logits.double().numpy(), bm)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(gt, "_CPU_CHUNK_TOKENS", chunk)
+        mp.setattr(gt, "_byte_masks", lambda device: byte_masks)
         apply_token_bitmask_inplace(logits, bm)
     assert np.array_equal(logits.double().numpy(), want)
     if width > 32 * bm.shape[1]:
         assert bool((logits[:, 32 * bm.shape[1] :] == NEG_INF).all())
+
+
+@pytest.mark.parametrize("byte_masks", [False, True])
+def test_apply_never_changes_an_allowed_logit_nan_included(byte_masks, monkeypatch):
+    """Allowed logits are left alone, a NaN too; a disallowed NaN stays NaN on the CPU's
+    branch-free path and becomes -inf on the byte-mask path (other devices), as in XGrammar."""
+    monkeypatch.setattr(gt, "_byte_masks", lambda device: byte_masks)
+    mask = np.array([[True, False, True, False] + [False] * 36])
+    bm = torch.from_numpy(pack_bitmask_numpy(mask))
+    logits = torch.tensor([[float("nan"), float("nan"), 1.5, 2.0] + [0.0] * 36])
+    apply_token_bitmask_inplace(logits, bm)
+    assert torch.isnan(logits[0, 0]) and logits[0, 2] == 1.5
+    assert logits[0, 3] == NEG_INF and bool((logits[0, 4:] == NEG_INF).all())
+    assert (logits[0, 1] == NEG_INF) if byte_masks else torch.isnan(logits[0, 1])
 
 
 @pytest.mark.parametrize("chunk", [1, 1 << 19])

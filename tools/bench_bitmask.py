@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+import gramask.torch as gt
 from gramask.torch import (
     allocate_token_bitmask,
     apply_token_bitmask_inplace,
@@ -100,6 +101,14 @@ def main() -> None:
         low = work.to(dtype)
         _row(f"apply (in place, {str(dtype)[6:]})",
              _time(lambda low=low: apply_token_bitmask_inplace(low, bitmask), args.repeat, dev))
+    chosen = gt._byte_masks
+    byte_masks = chosen(work.device)  # time the other path too
+    gt._byte_masks = lambda device: not byte_masks  # type: ignore[assignment]
+    try:
+        _row(f"apply (in place, the {'shift' if byte_masks else 'byte-mask'} path)",
+             _time(lambda: apply_token_bitmask_inplace(work, bitmask), args.repeat, dev))
+    finally:
+        gt._byte_masks = chosen  # type: ignore[assignment]
     refused = torch.from_numpy(~np.stack([f.mask for f in fakes])).to(dev)
     _row("baseline: masked_fill_ (bool mask on device)",
          _time(lambda: work.masked_fill_(refused, float("-inf")), args.repeat, dev))
