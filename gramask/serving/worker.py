@@ -207,17 +207,24 @@ class _Worker:
             if req is not None:
                 req.ready.wait()  # a request named before its setup finished
         c0 = time.thread_time()  # this thread's CPU time: what the step cost, whatever the load
+        costs: dict[Any, float] = {}
         try:
-            errors = self._step(ops, fills)
+            errors = self._step(ops, fills, costs)
         finally:
             self.stepping = False
-        self.send(("done", seq, errors, time.perf_counter() - t0, time.thread_time() - c0))
+        self.send(("done", seq, errors, time.perf_counter() - t0, time.thread_time() - c0,
+                   list(costs.items())))
 
-    def _step(self, ops: list[tuple[Any, ...]], fills: list[tuple[Any, int]]
-              ) -> list[tuple[Any, str]]:
+    def _step(self, ops: list[tuple[Any, ...]], fills: list[tuple[Any, int]],
+              costs: dict[Any, float]) -> list[tuple[Any, str]]:
+        """Apply ``ops``, write ``fills``' rows; ``costs`` gets each filled request's seconds
+        (its tokens and its row: what the pool balances workers by)."""
         errors: list[tuple[Any, str]] = []
+        clock = time.perf_counter
+        spent: dict[Any, float] = {}
         for op in ops:
             rid = op[1]
+            t = clock()
             if op[0] == "remove":
                 self.requests.pop(rid, None)
                 continue
@@ -230,13 +237,14 @@ class _Worker:
             c = req.constraint
             try:
                 if op[0] == "advance":
-                    for t in op[2]:
-                        c.advance(t)
+                    for tok in op[2]:
+                        c.advance(tok)
                 else:
                     c.rollback(op[2])
             except Exception as e:
                 req.error = _describe(e)
                 errors.append((rid, req.error))
+            spent[rid] = spent.get(rid, 0.0) + clock() - t
         u8 = self.rows_u8
         for rid, row in fills:
             req = self.requests.get(rid)
@@ -244,7 +252,9 @@ class _Worker:
                 msg = "unknown request (never added, or removed)"
             elif req.error is None:
                 try:
+                    t = clock()
                     req.constraint.fill_bitmask(u8[row])  # packed once per configuration
+                    costs[rid] = spent.get(rid, 0.0) + clock() - t
                     continue
                 except Exception as e:
                     msg = req.error = _describe(e)
