@@ -145,3 +145,62 @@ def test_close_stops_workers(grammars: dict[str, gramask.CompiledGrammar]) -> No
     procs = list(p._procs)
     p.close()
     assert all(proc.poll() is not None for proc in procs)
+
+
+class _Conn:
+    """A pipe end whose next message is (``waiting``) or is not yet there."""
+
+    def __init__(self, waiting: bool) -> None:
+        self.waiting = waiting
+        self.polls: list[float] = []
+
+    def poll(self, timeout: float = 0.0) -> bool:
+        self.polls.append(timeout)
+        return self.waiting
+
+
+def _collections(conn: _Conn, young: int = 0) -> list[int]:
+    """The generations a worker's idle_gc collects once, with ``young`` live young objects."""
+    import gc
+
+    from gramask.serving import worker
+
+    w = worker._Worker.__new__(worker._Worker)
+    w.conn = conn  # type: ignore[assignment]
+    w.idle_collections = 0
+    seen: list[int] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    keep = [[] for _ in range(young)]  # tracked objects: the young generation's count
+    gc.callbacks.append(note)
+    try:
+        w.idle_gc()
+    finally:
+        gc.callbacks.remove(note)
+    del keep
+    return seen
+
+
+def test_worker_collects_only_when_no_step_is_coming() -> None:
+    """A worker's collection never runs in front of a step that is waiting or about to come
+    (the caller stepping back to back); it waits ``_IDLE_WAIT`` for one, then collects the
+    young generation; past ``_FORCE_YOUNG`` young objects it collects anyway."""
+    import gc
+
+    from gramask.serving import worker
+
+    was = gc.isenabled()
+    gc.disable()  # as in a worker: only idle_gc collects
+    try:
+        busy = _Conn(waiting=True)
+        assert _collections(busy) == []
+        assert busy.polls == [worker._IDLE_WAIT]
+        assert _collections(_Conn(waiting=False)) == [0]
+        gc.collect()
+        assert _collections(_Conn(waiting=True), worker._FORCE_YOUNG + 1000) == [0]
+    finally:
+        if was:
+            gc.enable()

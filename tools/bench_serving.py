@@ -26,7 +26,10 @@ With ``--churn``, a request whose walk ends is removed and a new one is added *d
 steps; it joins the batch once ready, so the step times show whether setup stalls a step.
 ``CPU/row`` is the mask work's CPU time per request and step (pool: the workers' step threads;
 in-process: this process): on a machine shared with other programs the wall times grow with
-the load, this does not.
+the load, this does not. ``rows`` is the mean requests per step (without ``--churn`` a request
+leaves when its walk ends: FIM middles are short, so a FIM step fills fewer rows than a prefix
+step of the same B); ``gap`` is the pool step's mean time outside its busiest worker (pipes,
+this process, a worker that started the step late).
 
     python tools/bench_serving.py                          # all workloads, B=1,16,64,256
     python tools/bench_serving.py --quick                  # B=16,64, fewer steps
@@ -124,6 +127,9 @@ class Stats:
         self.setup_s: list[float] = []
         self.errors: list[str] = []
         self.worker_s: list[float] = []  # pool: the busiest worker's own time in the step
+        # pool: the step's time outside its busiest worker (pipes, this process, a worker
+        # that started late: scheduling, a collection in front of the step)
+        self.gap_s: list[float] = []
         # CPU seconds of the step's mask work (pool: the workers' step threads, summed;
         # in-process: this process), and the busiest worker's: unlike wall times, these do
         # not grow when other programs load the machine
@@ -147,6 +153,8 @@ class Stats:
             if self.worker_s else None,
             "busiest_worker_cpu_ms_mean": round(float(np.mean(self.worker_cpu_s)) * 1e3, 2)
             if self.worker_cpu_s else None,
+            "gap_ms": {"mean": round(float(np.mean(self.gap_s)) * 1e3, 2),
+                       "p99": pct(np.array(self.gap_s) * 1e3, 99)} if self.gap_s else None,
             "cpu_ms_per_row": round(float(np.sum(self.cpu_s) / np.sum(self.rows)) * 1e3, 3)
             if self.cpu_s else None,
             "errors": self.errors[:5], "error_count": len(self.errors),
@@ -192,6 +200,7 @@ def run_engine(drv: Any, specs: list[Spec], batch: int, steps: int, churn: bool,
         stats.step_s.append(time.perf_counter() - t0)
         if hasattr(drv, "pool"):
             stats.worker_s.append(max(drv.pool.last_worker_seconds))
+            stats.gap_s.append(stats.step_s[-1] - stats.worker_s[-1])
             stats.worker_cpu_s.append(max(drv.pool.last_worker_cpu_seconds))
             stats.cpu_s.append(sum(drv.pool.last_worker_cpu_seconds))
         elif isinstance(drv, InprocDriver):
@@ -455,7 +464,8 @@ def main() -> None:
                 if args.json:  # after every run: a long benchmark keeps what it measured
                     Path(args.json).write_text(json.dumps(results, indent=1))
                 s, u = row["step_ms"], row["setup_ms"]
-                log(f"{wl} B={b} {label}: step mean {s['mean']} p50 {s['p50']} p99 {s['p99']} "
+                log(f"{wl} B={b} {label}: {row['rows_mean']} rows per step; step mean "
+                    f"{s['mean']} p50 {s['p50']} p99 {s['p99']} "
                     f"max {s['max']} ms (busiest worker {row['busiest_worker_ms_mean']}, CPU "
                     f"{row['busiest_worker_cpu_ms_mean']}); CPU per row "
                     f"{row['cpu_ms_per_row']} ms; setup p50 {u['p50']} p99 {u['p99']} ms; "
@@ -466,13 +476,17 @@ def main() -> None:
 
 
 def print_table(results: list[dict[str, Any]]) -> None:
-    print("| workload | B | engine | step mean | p50 | p99 | max | CPU/row | setup p50 | "
-          "setup p99 |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    """``rows``: requests per step, on average (a request leaves once its walk is over: FIM
+    middles are short, so FIM steps fill fewer rows than prefix steps of the same B); ``gap``:
+    the step's mean time outside its busiest worker (pool)."""
+    print("| workload | B | engine | rows | step mean | p50 | p99 | max | CPU/row | gap | "
+          "setup p50 | setup p99 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
-        s, u = r["step_ms"], r["setup_ms"]
-        print(f"| {r['workload']} | {r['batch']} | {r['engine']} | {s['mean']} | {s['p50']} | "
-              f"{s['p99']} | {s['max']} | {r['cpu_ms_per_row']} | {u['p50']} | {u['p99']} |"
+        s, u, g = r["step_ms"], r["setup_ms"], r.get("gap_ms")
+        print(f"| {r['workload']} | {r['batch']} | {r['engine']} | {r['rows_mean']} | "
+              f"{s['mean']} | {s['p50']} | {s['p99']} | {s['max']} | {r['cpu_ms_per_row']} | "
+              f"{g['mean'] if g else '—'} | {u['p50']} | {u['p99']} |"
               + (f" ({r['error_count']} errors)" if r["error_count"] else ""))
 
 

@@ -1,7 +1,8 @@
 """``ConstraintPool``: many requests' constraints in worker processes, one call per step.
 
 Pure Python holds the GIL, so threads do not add cores to mask computation; worker processes
-do. The pool gives each new request to the worker with the fewest requests; that worker builds
+do. The pool gives each new request to the worker whose requests cost the least per step
+(measured: ``balance.py``); that worker builds
 the constraint (the fill-in-the-middle quotient, the budget plan) on a thread of its own, so a
 new request never stalls the requests already decoding, and owns it until it is removed.
 
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import GramaskError
+from .balance import CostTable
 from .grammar_table import GrammarTable, Spec
 
 if TYPE_CHECKING:
@@ -165,7 +167,7 @@ class ConstraintPool:
             raise
         self._owner: dict[Any, int] = {}  # request id -> worker index
         self._key_of: dict[Any, str] = {}  # request id -> its grammar's key
-        self._load = [0] * n  # requests per worker
+        self._costs = CostTable()  # each request's measured seconds per step
         self._ops: list[list[tuple[Any, ...]]] = [[] for _ in range(n)]
         self._ready: dict[Any, str | None] = {}  # set-up requests -> None, or their error
         self._seq = 0
@@ -238,11 +240,10 @@ class ConstraintPool:
         if max_tokens is not None and (isinstance(max_tokens, bool)
                                        or not isinstance(max_tokens, int)):
             raise TypeError(f"max_tokens must be an int or None, got {max_tokens!r}")
-        w = min(range(len(self._load)), key=self._load.__getitem__)
+        w = self._costs.pick(len(self._conns), self._owner, self._key_of, grammar)
         self._owner[request_id] = w
         self._key_of[request_id] = grammar
         self._grammars.use(grammar)
-        self._load[w] += 1
         self._ready.pop(request_id, None)
         self._flush(w)  # a remove of the same id queued earlier goes first
         self._adds += 1
@@ -267,7 +268,7 @@ class ConstraintPool:
         """Forget a request (finished or aborted)."""
         w = self._worker(request_id)
         del self._owner[request_id]
-        self._load[w] -= 1
+        self._costs.forget(request_id)
         self._ready.pop(request_id, None)
         self.setup_seconds.pop(request_id, None)
         self._serial.pop(request_id, None)
@@ -381,6 +382,7 @@ class ConstraintPool:
                     failures.update(dict(msg[2]))
                     self.last_worker_seconds[w] = msg[3]
                     self.last_worker_cpu_seconds[w] = msg[4]
+                    self._costs.measured(msg[5], self._owner)
                 else:
                     self._note(msg)
         if self._late:

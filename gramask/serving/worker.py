@@ -16,10 +16,16 @@ Constraints of one compiled grammar are safe to use from both threads (the runti
 memo tables are; see ``gramask.runtime.core.constraint``); each constraint is touched by one
 thread at a time: by the setup thread until it is ready, then only by the main thread.
 
-Garbage collection never runs inside a step: the worker disables the automatic collector,
-freezes the grammars loaded from artifacts (``gc.freeze``: a collection skips them; not the
-ones compiled from specs, which the pool may tell it to forget), and collects itself between
-steps when no message is waiting.
+Garbage collection never runs inside a step, nor when the next step is about to come: the
+worker disables the automatic collector, freezes the grammars loaded from artifacts
+(``gc.freeze``: a collection skips them; not the ones compiled from specs, which the pool may
+tell it to forget), and collects itself only when idle: after a step, if no message comes
+within ``_IDLE_WAIT`` (a server runs the model between steps; a caller that steps back to
+back is not kept waiting by a collection); the setup thread collects a new request's young
+objects when no step is running. The young generation is collected anyway past
+``_FORCE_YOUNG`` objects (memory stays bounded). Steps of plain and prefix constraints make
+no cyclic garbage; a removed fill-in-the-middle constraint does (thousands of objects), which
+the full collections, every ``_FULL_GC_EVERY`` idle ones, free.
 
 Messages are ``marshal``-encoded tuples of plain data over a pipe (see ``pool.py``).
 """
@@ -46,8 +52,14 @@ __all__ = ["main"]
 
 # GIL hand-over latency between the setup thread and a step (CPython's default is 5 ms)
 _SWITCH_INTERVAL = 0.0005
-# a full collection (generation 2) every this many idle steps; younger ones after every step
+# a full collection (generation 2) every this many idle collections; younger ones at the others
 _FULL_GC_EVERY = 64
+# seconds a worker waits after a step for the next message before it counts as idle and collects
+# (a collection of one step's young objects takes ~1-10 ms; the young generation after a burst
+# of setups, hundreds: never in front of a step that is about to come)
+_IDLE_WAIT = 0.002
+# young objects past which a collection runs even between back-to-back steps
+_FORCE_YOUNG = 400_000
 
 
 @dataclass
@@ -76,7 +88,8 @@ class _Worker:
         self.requests: dict[Any, _Request] = {}
         self.setups: queue.SimpleQueue[tuple[Any, _Request, Any, Any, Any] | None] = (
             queue.SimpleQueue())
-        self.steps = 0
+        self.idle_collections = 0
+        self.stepping = False  # the main thread is answering a step (the setup thread's GC waits)
 
     # ------------------------------------------------------------------ messages
     def send(self, msg: tuple[Any, ...]) -> None:
@@ -182,23 +195,36 @@ class _Worker:
                 req.error = _describe(e)
             req.ready.set()
             self.send(("ready", rid, req.serial, req.error, time.perf_counter() - t0))
+            if not self.stepping:  # the setup's young objects, while they are few
+                gc.collect(0)
 
     # ------------------------------------------------------------------ steps
     def step(self, seq: int, ops: list[tuple[Any, ...]], fills: list[tuple[Any, int]]) -> None:
         t0 = time.perf_counter()
+        self.stepping = True
         for rid in [op[1] for op in ops] + [f[0] for f in fills]:
             req = self.requests.get(rid)
             if req is not None:
                 req.ready.wait()  # a request named before its setup finished
         c0 = time.thread_time()  # this thread's CPU time: what the step cost, whatever the load
-        errors = self._step(ops, fills)
-        self.send(("done", seq, errors, time.perf_counter() - t0, time.thread_time() - c0))
+        costs: dict[Any, float] = {}
+        try:
+            errors = self._step(ops, fills, costs)
+        finally:
+            self.stepping = False
+        self.send(("done", seq, errors, time.perf_counter() - t0, time.thread_time() - c0,
+                   list(costs.items())))
 
-    def _step(self, ops: list[tuple[Any, ...]], fills: list[tuple[Any, int]]
-              ) -> list[tuple[Any, str]]:
+    def _step(self, ops: list[tuple[Any, ...]], fills: list[tuple[Any, int]],
+              costs: dict[Any, float]) -> list[tuple[Any, str]]:
+        """Apply ``ops``, write ``fills``' rows; ``costs`` gets each filled request's seconds
+        (its tokens and its row: what the pool balances workers by)."""
         errors: list[tuple[Any, str]] = []
+        clock = time.perf_counter
+        spent: dict[Any, float] = {}
         for op in ops:
             rid = op[1]
+            t = clock()
             if op[0] == "remove":
                 self.requests.pop(rid, None)
                 continue
@@ -211,13 +237,14 @@ class _Worker:
             c = req.constraint
             try:
                 if op[0] == "advance":
-                    for t in op[2]:
-                        c.advance(t)
+                    for tok in op[2]:
+                        c.advance(tok)
                 else:
                     c.rollback(op[2])
             except Exception as e:
                 req.error = _describe(e)
                 errors.append((rid, req.error))
+            spent[rid] = spent.get(rid, 0.0) + clock() - t
         u8 = self.rows_u8
         for rid, row in fills:
             req = self.requests.get(rid)
@@ -225,7 +252,9 @@ class _Worker:
                 msg = "unknown request (never added, or removed)"
             elif req.error is None:
                 try:
+                    t = clock()
                     req.constraint.fill_bitmask(u8[row])  # packed once per configuration
+                    costs[rid] = spent.get(rid, 0.0) + clock() - t
                     continue
                 except Exception as e:
                     msg = req.error = _describe(e)
@@ -237,10 +266,11 @@ class _Worker:
         return errors
 
     def idle_gc(self) -> None:
-        self.steps += 1
-        if self.conn.poll(0):
-            return  # the next step is already waiting
-        gc.collect(2 if self.steps % _FULL_GC_EVERY == 0 else 0)
+        """Collect if the caller is not about to send the next step (see the module doc)."""
+        if gc.get_count()[0] < _FORCE_YOUNG and self.conn.poll(_IDLE_WAIT):
+            return  # the next message is here: answer it first
+        self.idle_collections += 1
+        gc.collect(2 if self.idle_collections % _FULL_GC_EVERY == 0 else 0)
 
 
 def _describe(e: BaseException) -> str:
