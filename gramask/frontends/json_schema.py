@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import GrammarError
 from .bnf import GrammarParts
+from .json_formats import FORMATS, UNSUPPORTED_FORMATS, is_json_number, listed_values
 from .json_formats import disjoint as _disjoint
-from .json_formats import is_json_number, listed_values
 from .json_formats import json_type as _json_type
 from .json_numbers import decimal_lcm, decimal_of, is_multiple
 from .json_schema_base import (
@@ -103,6 +104,9 @@ class _Compiler(TypeKeywords):
             # an embedded resource: $refs below it resolve against its URI, not the root
             self.refuse("$id", ptr, "embedded schema resources ($id below the root) are not "
                                     "supported")
+        if "format" in out and (not isinstance(out["format"], str) or (
+                out["format"] not in FORMATS and out["format"] not in UNSUPPORTED_FORMATS)):
+            out.pop("format")  # an unknown format only annotates (jsonschema ignores it too)
         if "dependencies" in out or "dependentSchemas" in out:
             self.dependent_schemas(out, ptr)
         if "not" in out or "if" in out:
@@ -458,6 +462,8 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return values  # it constrains no value listed
     if kw in _HOLDS and (is_json_number(arg) if kw in _NUMBER_KW else isinstance(arg, int)):
         return [v for v in values if not applies(v) or _HOLDS[kw](v, arg)]
+    if kw == "format" and arg in FORMATS:  # (simple regexes: re reads them alike)
+        return [v for v in values if not applies(v) or re.fullmatch(FORMATS[arg], v)]
     if kw in ("multipleOf", NOT_MULTIPLE) and _positive(arg):  # exactly, as decimals
         return [v for v in values if not applies(v)
                 or is_multiple(decimal_of(v), decimal_of(arg)) == (kw == "multipleOf")]
