@@ -34,6 +34,7 @@ from .json_schema_base import (
     _ANNOTATIONS,
     _ARRAY_KW,
     _KNOWN,
+    _NEWER,
     _NUMBER_KW,
     _OBJECT_KW,
     _REFUSED,
@@ -99,11 +100,8 @@ class _Compiler(TypeKeywords):
 
     def check_keywords(self, schema: dict[str, Any], ptr: str) -> dict[str, Any]:
         out = {k: v for k, v in schema.items() if k in _KNOWN}
-        if "$id" in schema and ptr not in ("#", "") and isinstance(schema["$id"], str) \
-                and not schema["$id"].startswith("#"):
-            # an embedded resource: $refs below it resolve against its URI, not the root
-            self.refuse("$id", ptr, "embedded schema resources ($id below the root) are not "
-                                    "supported")
+        if self.ref_siblings_ignored:  # drafts 4 to 7: later keywords are unknown ones
+            out = {k: v for k, v in out.items() if k not in _NEWER}
         if "format" in out and (not isinstance(out["format"], str) or (
                 out["format"] not in FORMATS and out["format"] not in UNSUPPORTED_FORMATS)):
             out.pop("format")  # an unknown format only annotates (jsonschema ignores it too)
@@ -426,7 +424,7 @@ def grammar_from_json_schema(schema: Mapping[str, Any] | bool | str,
                                column=e.colno) from None
     comp = _Compiler(schema, opt)
     start = comp.b.fresh("start")
-    comp.rule(start, (comp.value(schema, "#"),))
+    comp.rule(start, (comp.value(comp.root, "#"),))
     try:
         return comp.b.parts(start, source=SOURCE, lexer="contextual")
     except GrammarError as e:
