@@ -407,11 +407,13 @@ def test_cli_compiles_schema_regex_choices(tmp_path: Any, capsys: Any) -> None:
 
 
 def test_allof_merges_are_exact_or_refused() -> None:
-    # the suite's "prefixItems in allOf does not constrain items": refused, never merged
-    # into "items after the prefix"
-    with pytest.raises(GrammarError, match="prefixItems"):
-        Grammar.from_json_schema({"allOf": [{"prefixItems": [{"minimum": 3}]}],
-                                  "items": {"minimum": 5}})
+    # the suite's "prefixItems in allOf does not constrain items": the other part's items
+    # constrain every item, the prefix ones too
+    check({"allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}},
+          passing=[[5, 5], []], failing=[[3, 5], [5, 4]])
+    check({"allOf": [{"prefixItems": [{"type": "string"}], "items": {"type": "integer"}},
+                     {"prefixItems": [True, {"minimum": 2}]}]},
+          passing=[["a", 2, 1], ["a"]], failing=[["a", 1], [1], ["a", 2, "b"]])
     check({"allOf": [{"type": "array", "items": {"type": "integer"}}, {"maxItems": 2}],
            "items": {"minimum": 0}},
           passing=[[], [0, 7]], failing=[[-1], [1, 2, 3], ["a"]])

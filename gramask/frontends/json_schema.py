@@ -48,6 +48,7 @@ from .json_schema_base import (
 )
 from .json_schema_negation import EXCEPT, NOT_MULTIPLE
 from .json_schema_types import MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
+from .json_schema_unevaluated import Unlowerable, lower_unevaluated
 
 __all__ = ["JsonSchemaOptions", "SchemaWarning", "grammar_from_json_schema", "json_value_grammar"]
 
@@ -105,6 +106,9 @@ class _Compiler(TypeKeywords):
         if "format" in out and (not isinstance(out["format"], str) or (
                 out["format"] not in FORMATS and out["format"] not in UNSUPPORTED_FORMATS)):
             out.pop("format")  # an unknown format only annotates (jsonschema ignores it too)
+        for kind in ("Properties", "Items"):  # (before the keywords below are rewritten)
+            if "unevaluated" + kind in out:
+                out = self.unevaluated(out, kind, ptr)
         if "dependencies" in out or "dependentSchemas" in out:
             self.dependent_schemas(out, ptr)
         if "not" in out or "if" in out:
@@ -132,6 +136,18 @@ class _Compiler(TypeKeywords):
                 if t not in _TYPES:
                     raise self.bad("type", ptr, f"unknown type {t!r}")
         return out
+
+    def unevaluated(self, out: dict[str, Any], kind: str, ptr: str) -> dict[str, Any]:
+        """``unevaluatedProperties``/``unevaluatedItems`` lowered
+        (:mod:`.json_schema_unevaluated`), or refused."""
+        try:
+            return lower_unevaluated(out, kind, lambda ref: self.resolve(ref, ptr)[0],
+                                     lambda s: self.complement(s, ptr),
+                                     lambda alts: self.exclusive(alts, ptr), self.old_draft)
+        except Unlowerable as e:
+            self.refuse("unevaluated" + kind, ptr, f"what is evaluated is not known "
+                                                   f"without the instance: {e}")
+            return {k: v for k, v in out.items() if k != "unevaluated" + kind}
 
     def dependent_schemas(self, out: dict[str, Any], ptr: str) -> None:
         """``dependentSchemas`` (and draft 7's ``dependencies``, whose lists of names go to
@@ -283,8 +299,9 @@ class _Compiler(TypeKeywords):
         out = dict(a)
         for k, v in b.items():
             if k in _ANNOTATIONS or k in ("properties", "additionalProperties",
-                                          "patternProperties"):
-                continue  # object keywords: merged below together
+                                          "patternProperties") or (
+                    k in ("prefixItems", "items") and not self.old_draft):
+                continue  # object keywords, and tuples: merged below together
             if k not in out:
                 out[k] = v
                 continue
@@ -330,10 +347,12 @@ class _Compiler(TypeKeywords):
             elif _canon(cur) != _canon(v):
                 self.refuse(k, ptr, "two allOf branches give it different values, which "
                                     "gramask cannot merge")
+        if not self.old_draft:
+            self.merge_tuples(a, b, out, ptr)
         # items after prefixItems on one side constrain every element on the other
         arr_a = {x for x in ("prefixItems", "items", "additionalItems") if x in a}
         arr_b = {x for x in ("prefixItems", "items", "additionalItems") if x in b}
-        if arr_a and arr_b and ("prefixItems" in arr_a | arr_b or "additionalItems" in
+        if self.old_draft and arr_a and arr_b and ("prefixItems" in arr_a | arr_b or "additionalItems" in
                                 arr_a | arr_b or isinstance(a.get("items"), list)
                                 or isinstance(b.get("items"), list)):
             self.refuse("prefixItems" if "prefixItems" in arr_a | arr_b else "items", ptr,
@@ -357,6 +376,23 @@ class _Compiler(TypeKeywords):
                 if x in b:
                     out[x] = b[x]
         return out
+
+    def merge_tuples(self, a: dict[str, Any], b: dict[str, Any], out: dict[str, Any],
+                     ptr: str) -> None:
+        """``prefixItems`` and ``items`` of two ``allOf`` parts: item ``i`` takes what each
+        part says of it (its prefix schema, or its ``items``)."""
+        if not any(x in b for x in ("prefixItems", "items")):
+            return
+        pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
+        if not isinstance(pa, list) or not isinstance(pb, list):
+            raise self.bad("prefixItems", ptr, "must be an array of schemas")
+        ra, rb = a.get("items", True), b.get("items", True)
+        n = max(len(pa), len(pb))
+        if n:
+            out["prefixItems"] = [_both(pa[i] if i < len(pa) else ra,
+                                        pb[i] if i < len(pb) else rb) for i in range(n)]
+        if "items" in a or "items" in b:
+            out["items"] = _both(ra, rb)
 
     # ------------------------------------------------------------------ one schema
     def plain(self, schema: dict[str, Any], ptr: str) -> str:
@@ -466,6 +502,11 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return [v for v in values if not applies(v)
                 or is_multiple(decimal_of(v), decimal_of(arg)) == (kw == "multipleOf")]
     return None
+
+
+def _both(x: Any, y: Any) -> Any:
+    """The conjunction of two schemas (``true`` left out)."""
+    return y if x is True else x if y is True else {"allOf": [x, y]}
 
 
 def _positive(v: Any) -> bool:

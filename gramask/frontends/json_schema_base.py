@@ -69,12 +69,12 @@ _ENFORCED = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
     "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains", "minContains",
-    "maxContains", EXCEPT, NOT_MULTIPLE,
+    "maxContains", "unevaluatedProperties", "unevaluatedItems", EXCEPT, NOT_MULTIPLE,
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)
 _REFUSED = frozenset({
-    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+    "$dynamicRef",
     "$recursiveRef", "$recursiveAnchor",
     "contentSchema",
 })
