@@ -130,6 +130,11 @@ def test_unknown_formats_only_annotate_and_known_unenforced_ones_are_refused() -
     assert e.value.name == "format"
 
 
+def test_counts_written_as_integral_floats() -> None:
+    check({"maxItems": 2.0, "items": {"minLength": 1.0}, "maxProperties": 1.0},
+          passing=[[], ["a", "b"], {"a": 1}], failing=[[1, 2, 3], [""], {"a": 1, "b": 2}])
+
+
 def test_numbers() -> None:
     check({"type": "integer", "minimum": -3, "exclusiveMaximum": 12},
           passing=[-3, 0, 11], failing=[-4, 12, 100, 1.5, "1"])

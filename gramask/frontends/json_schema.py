@@ -106,6 +106,10 @@ class _Compiler(TypeKeywords):
         if "format" in out and (not isinstance(out["format"], str) or (
                 out["format"] not in FORMATS and out["format"] not in UNSUPPORTED_FORMATS)):
             out.pop("format")  # an unknown format only annotates (jsonschema ignores it too)
+        for k in _COUNTS:  # 2.0 is an integer to JSON Schema
+            v = out.get(k)
+            if isinstance(v, float) and v.is_integer():
+                out[k] = int(v)
         for kind in ("Properties", "Items"):  # (before the keywords below are rewritten)
             if "unevaluated" + kind in out:
                 out = self.unevaluated(out, kind, ptr)
@@ -502,6 +506,10 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return [v for v in values if not applies(v)
                 or is_multiple(decimal_of(v), decimal_of(arg)) == (kw == "multipleOf")]
     return None
+
+
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+           "minContains", "maxContains")
 
 
 def _both(x: Any, y: Any) -> Any:
