@@ -53,3 +53,15 @@ def test_unlowerable_is_refused_naming_it() -> None:
     with pytest.raises(GrammarError, match="'unevaluatedProperties' at #/properties/p"):
         Grammar.from_json_schema({"properties": {"p": {
             "oneOf": [{"pattern": "a"}, {"pattern": "b"}], "unevaluatedProperties": False}}})
+
+
+def test_pattern_properties_merge_across_allof_parts() -> None:
+    check({"patternProperties": {"^x": {"type": "integer"}}, "unevaluatedProperties": False},
+          passing=[{"x1": 1}, {}], failing=[{"y": 1}, {"x": "s"}])
+    check({"allOf": [{"properties": {"xa": {"minimum": 2}}},
+                     {"patternProperties": {"^x": {"type": "integer"}}}]},
+          passing=[{"xa": 2, "xb": 1, "y": "s"}], failing=[{"xa": 1}, {"xa": 2.5}, {"xb": "s"}])
+    with pytest.raises(GrammarError, match="'patternProperties' at #"):
+        Grammar.from_json_schema({"allOf": [{"patternProperties": {"^x": True},
+                                             "additionalProperties": False},
+                                            {"patternProperties": {"^y": True}}]})

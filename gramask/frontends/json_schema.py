@@ -46,6 +46,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
+from .json_schema_merge import merge_objects, merge_tuples
 from .json_schema_negation import EXCEPT, NOT_MULTIPLE
 from .json_schema_types import MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
 from .json_schema_unevaluated import Unlowerable, lower_unevaluated
@@ -352,7 +353,7 @@ class _Compiler(TypeKeywords):
                 self.refuse(k, ptr, "two allOf branches give it different values, which "
                                     "gramask cannot merge")
         if not self.old_draft:
-            self.merge_tuples(a, b, out, ptr)
+            merge_tuples(a, b, out, lambda kw: self.bad(kw, ptr, "must be an array of schemas"))
         # items after prefixItems on one side constrain every element on the other
         arr_a = {x for x in ("prefixItems", "items", "additionalItems") if x in a}
         arr_b = {x for x in ("prefixItems", "items", "additionalItems") if x in b}
@@ -362,41 +363,8 @@ class _Compiler(TypeKeywords):
             self.refuse("prefixItems" if "prefixItems" in arr_a | arr_b else "items", ptr,
                         "tuple-form items in two allOf branches cannot be merged")
         # object keywords: a key's schema is the conjunction of what each side says of it
-        obj_a = any(x in a for x in ("properties", "additionalProperties", "patternProperties"))
-        obj_b = any(x in b for x in ("properties", "additionalProperties", "patternProperties"))
-        if obj_a and obj_b:
-            if "patternProperties" in a or "patternProperties" in b:
-                self.refuse("patternProperties", ptr, "cannot be merged across allOf branches")
-            pa, pb = a.get("properties", {}), b.get("properties", {})
-            ad_a, ad_b = a.get("additionalProperties", True), b.get("additionalProperties", True)
-            props = {}
-            for key in dict.fromkeys([*pa, *pb]):
-                props[key] = {"allOf": [pa.get(key, ad_a), pb.get(key, ad_b)]}
-            out["properties"] = props
-            if "additionalProperties" in a or "additionalProperties" in b:
-                out["additionalProperties"] = {"allOf": [ad_a, ad_b]}
-        elif obj_b:
-            for x in ("properties", "additionalProperties", "patternProperties"):
-                if x in b:
-                    out[x] = b[x]
+        merge_objects(a, b, out, lambda why: self.refuse("patternProperties", ptr, why))
         return out
-
-    def merge_tuples(self, a: dict[str, Any], b: dict[str, Any], out: dict[str, Any],
-                     ptr: str) -> None:
-        """``prefixItems`` and ``items`` of two ``allOf`` parts: item ``i`` takes what each
-        part says of it (its prefix schema, or its ``items``)."""
-        if not any(x in b for x in ("prefixItems", "items")):
-            return
-        pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
-        if not isinstance(pa, list) or not isinstance(pb, list):
-            raise self.bad("prefixItems", ptr, "must be an array of schemas")
-        ra, rb = a.get("items", True), b.get("items", True)
-        n = max(len(pa), len(pb))
-        if n:
-            out["prefixItems"] = [_both(pa[i] if i < len(pa) else ra,
-                                        pb[i] if i < len(pb) else rb) for i in range(n)]
-        if "items" in a or "items" in b:
-            out["items"] = _both(ra, rb)
 
     # ------------------------------------------------------------------ one schema
     def plain(self, schema: dict[str, Any], ptr: str) -> str:
@@ -510,11 +478,6 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
 
 _COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
            "minContains", "maxContains")
-
-
-def _both(x: Any, y: Any) -> Any:
-    """The conjunction of two schemas (``true`` left out)."""
-    return y if x is True else x if y is True else {"allOf": [x, y]}
 
 
 def _positive(v: Any) -> bool:
