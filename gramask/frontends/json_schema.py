@@ -48,7 +48,7 @@ from .json_schema_base import (
 )
 from .json_schema_merge import merge_objects, merge_tuples
 from .json_schema_negation import EXCEPT, NOT_MULTIPLE
-from .json_schema_types import MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
+from .json_schema_types import MAX_ORDERED_UNIQUE, MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
 from .json_schema_unevaluated import Unlowerable, lower_unevaluated
 
 __all__ = ["JsonSchemaOptions", "SchemaWarning", "grammar_from_json_schema", "json_value_grammar"]
@@ -126,10 +126,11 @@ class _Compiler(TypeKeywords):
                 out.pop(k)
         if out.get("uniqueItems") is not True or out.get("maxItems", 2) <= 1:
             out.pop("uniqueItems", None)
-        elif finite_items(out) is None:
+        elif finite_items(out, lambda ref: self.resolve(ref, ptr)[0]) is None:
             self.refuse("uniqueItems", ptr, "not supported by gramask (with maxItems > 1), but "
-                        f"for items from an enum or const of at most {MAX_UNIQUE_ITEMS} "
-                        "strings, integers, booleans or null")
+                        "for items from an enum or const (or type boolean/null) of at most "
+                        f"{MAX_ORDERED_UNIQUE} strings, integers, booleans or null; beyond "
+                        f"{MAX_UNIQUE_ITEMS} values, taken in the schema's order")
             out.pop("uniqueItems")
         if self.draft4:  # draft 4: exclusiveMinimum/Maximum are booleans on minimum/maximum
             for ex, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
