@@ -44,6 +44,15 @@ def test_pointer_escapes_and_draft7_fragment_ids() -> None:
            "items": {"$ref": "#int"}}, passing=[[1, 2]], failing=[["1"]])
 
 
+def test_draft7_root_ref_beside_an_id() -> None:
+    # (draft 7 ignores $ref's siblings, the root's $id too: "#/..." is the document's)
+    check({"$schema": "http://json-schema.org/draft-07/schema#",
+           "$id": "https://example.com/s.json", "$ref": "#/definitions/root",
+           "definitions": {"root": {"type": "array", "items": {"$ref": "#/definitions/i"}},
+                           "i": {"type": "integer"}}},
+          passing=[[1]], failing=[["a"], 1])
+
+
 def test_dynamic_ref_without_a_dynamic_scope_is_a_ref() -> None:
     check({"$id": "http://example.com/list", "type": "array",
            "items": {"$dynamicRef": "#item"},

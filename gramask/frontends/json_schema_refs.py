@@ -132,6 +132,7 @@ def canonical_refs(root: Any, *, modern: bool, id_key: str = "$id") -> Any:
     start = root.get(id_key) if isinstance(root.get(id_key), str) else None
     root_base = _join(_ROOT_BASE, start) if start and not start.startswith("#") else _ROOT_BASE
     index.resources[urldefrag(root_base)[0]] = ""
+    index.resources[_ROOT_BASE] = ""  # (draft 7: a root $id beside $ref is ignored)
     _walk(root, _ROOT_BASE, "", True, index, register=True)
     rewrites: dict[str, dict[str, str]] = {}
 
@@ -157,7 +158,8 @@ def canonical_refs(root: Any, *, modern: bool, id_key: str = "$id") -> Any:
             got = resolve(ref, base)
             if got is not None:
                 new["$ref"] = "#" + got
-            elif ref.startswith("#") and urldefrag(base)[0] != urldefrag(root_base)[0]:
+            elif ref.startswith("#") and urldefrag(base)[0] not in (urldefrag(root_base)[0],
+                                                                      _ROOT_BASE):
                 new["$ref"] = _join(base, ref)  # (not the root's: refused where it is used)
         dyn = node.get("$dynamicRef") if modern else None
         if isinstance(dyn, str) and "$ref" not in node:
