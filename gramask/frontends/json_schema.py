@@ -47,7 +47,7 @@ from .json_schema_base import (
     _ptr_join,
 )
 from .json_schema_merge import merge_objects, merge_tuples
-from .json_schema_negation import EXCEPT, NOT_MULTIPLE
+from .json_schema_negation import EXCEPT, NOT_MULTIPLE, NOT_PATTERN
 from .json_schema_types import MAX_ORDERED_UNIQUE, MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
 from .json_schema_unevaluated import Unlowerable, lower_unevaluated
 
@@ -327,7 +327,7 @@ class _Compiler(TypeKeywords):
                     out["type"] = []
             elif k == "required":
                 out[k] = list(dict.fromkeys([*cur, *v]))
-            elif k == EXCEPT:
+            elif k in (EXCEPT, NOT_PATTERN):
                 out[k] = sorted({*cur, *v})
             elif k == "dependentRequired" and isinstance(cur, dict) and isinstance(v, dict):
                 out[k] = {d: list(dict.fromkeys([*cur.get(d, []), *v.get(d, [])]))

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from ..errors import GrammarError
 from . import json_text as jt
 from .bnf import GrammarBuilder
-from .json_schema_negation import EXCEPT, NOT_MULTIPLE, negate
+from .json_schema_negation import EXCEPT, NOT_MULTIPLE, NOT_PATTERN, negate
 from .json_schema_refs import canonical_refs
 
 __all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions",
@@ -70,6 +70,7 @@ _ENFORCED = frozenset({
     "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
     "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains", "minContains",
     "maxContains", "unevaluatedProperties", "unevaluatedItems", EXCEPT, NOT_MULTIPLE,
+    NOT_PATTERN,
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)
@@ -85,7 +86,7 @@ _KNOWN = _ANNOTATIONS | _ENFORCED | _REFUSED
 _NEWER = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
                     "$recursiveRef", "$recursiveAnchor", "contentSchema"})
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
-_STRING_KW = ("minLength", "maxLength", "pattern", "format")
+_STRING_KW = ("minLength", "maxLength", "pattern", "format", NOT_PATTERN)
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperties",
               "minProperties", "maxProperties", "propertyNames", "dependentRequired")

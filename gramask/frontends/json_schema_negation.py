@@ -6,10 +6,12 @@ A context-free grammar has no complement in general, so only the schemas people 
 ``not`` and ``if`` are negated: boolean schemas, ``type``, ``const``/``enum`` (any JSON type but
 a listed object or array), ``required`` and ``properties`` whose values negate (the usual
 discriminator, ``{"properties": {"kind": {"const": "a"}}, "required": ["kind"]}``),
-number bounds and ``multipleOf``, string lengths, ``anyOf``/``allOf``/``not`` of those, and
+number bounds and ``multipleOf``, string lengths and ``pattern``, ``anyOf``/``allOf``/``not``
+of those, and
 local ``$ref`` to them. Anything else gives None, and the keyword is refused. Strings other
 than some words, and numbers that are no multiple of something, need keywords JSON Schema
-lacks: :data:`EXCEPT`, read by the string compiler, and :data:`NOT_MULTIPLE`.
+lacks: :data:`EXCEPT` and :data:`NOT_PATTERN`, read by the string compiler, and
+:data:`NOT_MULTIPLE`.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from typing import Any
 
 from .json_formats import is_json_number, listed_values
 
-__all__ = ["EXCEPT", "NOT_MULTIPLE", "negate"]
+__all__ = ["EXCEPT", "NOT_MULTIPLE", "NOT_PATTERN", "negate"]
 
 # internal keyword of a string schema: the string is none of these words (a key automaton's
 # "except" spec, on a value)
 EXCEPT = "$gramask:except"
+# internal keyword of a string schema: the string matches none of these patterns (in neither
+# reading: ECMA 262's or Python's), a key automaton's "nomatch" spec on a value
+NOT_PATTERN = "$gramask:notPattern"
 # internal keyword of a number schema: the number is no multiple of this (the complement of
 # multipleOf, read by the number compiler)
 NOT_MULTIPLE = "$gramask:notMultipleOf"
@@ -67,6 +72,14 @@ def negate(schema: Any, resolve: Callable[[str], Any], annotations: frozenset[st
         return {"anyOf": [neg_type, neg_rest]}
     if set(s) == {"type"}:
         return _negate_type(s["type"])
+    if "pattern" in s and isinstance(s["pattern"], str):  # ¬(pattern ∧ rest); every
+        # other type holds for a pattern: its complement is strings only
+        neg_pat = {"type": "string", NOT_PATTERN: [s["pattern"]]}
+        if set(s) == {"pattern"}:
+            return neg_pat
+        neg = negate({k: v for k, v in s.items() if k != "pattern"}, resolve, annotations,
+                     depth + 1)
+        return None if neg is None else {"anyOf": [neg_pat, neg]}
     if set(s) <= {"const", "enum"}:
         values = listed_values(s)
         return _negate_values(values) if isinstance(values, list) else None

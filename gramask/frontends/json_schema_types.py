@@ -33,7 +33,7 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT, NOT_MULTIPLE
+from .json_schema_negation import EXCEPT, NOT_MULTIPLE, NOT_PATTERN
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
@@ -96,6 +96,8 @@ class TypeKeywords(ObjectKeywords):
                                         "pattern or format, is not supported")
             return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False,
                                         **{"except": list(schema[EXCEPT])})
+        if NOT_PATTERN in schema:
+            return self.not_pattern(schema, ptr)
         bounds = self.counts(schema, ptr, "Length")
         if bounds is None:
             return ""
@@ -141,6 +143,23 @@ class TypeKeywords(ObjectKeywords):
             return self.string_terminal(jt.JSON_STRING)
         return self.string_terminal(jt.JSON_STRING, hint=str(schema.get("format", "STRING")),
                                     **spec)
+
+    def not_pattern(self, schema: dict[str, Any], ptr: str) -> str:
+        """A complement's strings (json_schema_negation): matching none of some patterns (in
+        neither reading), and the schema's own ``pattern`` (in both)."""
+        if set(schema) & {"minLength", "maxLength", "format", EXCEPT}:
+            self.refuse("not", ptr, "a string that matches none of some patterns, with a "
+                                    "length, format or other words excluded, is not supported")
+        try:
+            match = [jt.pattern_regex(schema["pattern"], f"pattern {schema['pattern']!r}")] \
+                if "pattern" in schema else []
+            nomatch = [jt.pattern_regex(p, f"pattern {p!r}", wide=True)
+                       for p in schema[NOT_PATTERN]]
+        except jt.PatternError as e:
+            self.refuse("not", ptr, str(e))
+            return self.string_terminal(jt.JSON_STRING)
+        return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False, match=match,
+                                    nomatch=nomatch, **{"except": []})
 
     # ------------------------------------------------------------------ numbers
     def integer(self, schema: dict[str, Any], ptr: str) -> str:
