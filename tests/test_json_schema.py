@@ -126,7 +126,7 @@ def test_unknown_formats_only_annotate_and_known_unenforced_ones_are_refused() -
     check({"enum": ["a@b.c", "ab", 3], "format": "email"}, passing=["a@b.c", 3],
           failing=["ab"])
     with pytest.raises(GrammarError, match="'format' at #/properties/r") as e:
-        Grammar.from_json_schema({"properties": {"r": {"format": "regex"}}})
+        Grammar.from_json_schema({"properties": {"r": {"format": "idn-hostname"}}})
     assert e.value.name == "format"
 
 
@@ -275,7 +275,7 @@ def test_compact_whitespace() -> None:
 @pytest.mark.parametrize(("schema", "keyword", "pointer"), [
     ({"properties": {"a": {"not": {"items": {"type": "string"}}}}}, "not", "#/properties/a"),
     ({"items": {"uniqueItems": True}}, "uniqueItems", "#/items"),
-    ({"type": "string", "format": "regex"}, "format", "#"),
+    ({"type": "string", "format": "idn-hostname"}, "format", "#"),
     ({"if": {"items": {"type": "string"}}, "then": {}}, "if", "#"),
     ({"$ref": "http://example.com/s.json"}, "$ref", "#"),
     ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "oneOf", "#"),
@@ -577,3 +577,11 @@ def test_contains() -> None:
 def test_this_rounds_keywords_name_bad_values(schema: Any, message: str) -> None:
     with pytest.raises(GrammarError, match=re.escape(message)):
         Grammar.from_json_schema(schema)
+
+
+def test_regex_format_and_format_beside_pattern() -> None:
+    check({"type": "string", "format": "regex"},
+          passing=["^[a-z]+$", "(a|b)*c?", "\\d{3}-\\d{4}", "", "é+", "[^\\]]"],
+          failing=["(", "a**", "[z-a]", "^*", "a{2,1}", "[^]", 1])
+    check({"type": "string", "format": "ipv4", "pattern": "^10\\."},
+          passing=["10.0.0.1"], failing=["11.0.0.1", "10.0.0.256", "10.a"])

@@ -81,6 +81,24 @@ _EMAIL = (r"[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+)*"
 _JSON_POINTER = r"(?:/(?:[^/~]|~[01])*)*"
 _VARCHAR = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})"
 _VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
+
+def _regex_format(depth: int) -> str:
+    """Regexes that both Python's ``re`` (jsonschema's check) and ECMA 262 compile: literals,
+    escapes, ``.``, classes of characters and of the ranges a-z, A-Z, 0-9, groups nested up
+    to ``depth``, alternation, one quantifier per atom (``{n,m}`` only where it cannot be
+    reversed), anchors unquantified; a regular subset (nesting is not regular)."""
+    esc = r"\\[\\.^$*+?()\[\]{}|/dDwWsSntrf]"
+    item = r"(?:a-z|A-Z|0-9|[^\]\\\[\-\n^]|\\[\\\]\[\-^dDwWsSntrf])"
+    atom = rf"(?:[^\\.^$*+?()\[\]{{}}|]|{esc}|\.|\[\^?{item}+\])"
+    quant = r"(?:[*+?]|\{(?:[0-9]{1,3},?|0,[0-9]{1,3}|1,[1-9][0-9]{0,2})\})\??"
+    alt = ""
+    for _ in range(depth + 1):
+        group = rf"|\((?:\?:)?{alt}\)" if alt else ""
+        piece = rf"(?:(?:{atom}{group})(?:{quant})?|\^|\$|\\[bB])"
+        alt = rf"{piece}*(?:\|{piece}*)*"
+    return alt
+
+
 # the formats: regexes over the decoded string, all ASCII without characters JSON escapes
 FORMATS = {
     "date": _DATE,
@@ -107,12 +125,13 @@ FORMATS = {
     "json-pointer": _JSON_POINTER,
     "relative-json-pointer": rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})",
     # RFC 6570: literals, and expressions of variables with their modifiers (ASCII)
+    "regex": _regex_format(2),
     "uri-template": (r"(?:[!#$&()*+,\-./0-9:;=?@A-Z\[\]_a-z~]|%[0-9A-Fa-f]{2}"
                      rf"|\{{[+#./;?&]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"),
 }
 # formats the jsonschema package can check that gramask does not enforce (refused); any
 # other format is unknown, and only annotates (jsonschema's FormatChecker ignores it too)
-UNSUPPORTED_FORMATS = frozenset({"regex", "idn-hostname", "color", "host-name", "ip-address"})
+UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "color", "host-name", "ip-address"})
 
 
 def _types_of(schema: Any) -> set[str] | None:

@@ -113,8 +113,17 @@ class TypeKeywords(ObjectKeywords):
             spec["min"] = lo
         if hi is not None:
             spec["max"] = hi
+        if "pattern" in schema and schema.get("format") in _FORMATS and not spec:
+            try:  # both: a string matching the two regexes (a key region's "match")
+                rx = jt.pattern_regex(schema["pattern"], f"pattern {schema['pattern']!r}")
+            except jt.PatternError as e:
+                self.refuse("pattern", ptr, str(e))
+            else:
+                return self.string_terminal(jt.JSON_STRING, hint=str(schema["format"]),
+                                            key=False, match=[rx, _FORMATS[schema["format"]]],
+                                            nomatch=[], **{"except": []})
         if "pattern" in schema and "format" in schema:
-            self.refuse("format", ptr, "together with pattern is not supported")
+            self.refuse("format", ptr, "together with pattern and a length is not supported")
         if "pattern" in schema:
             pat = schema["pattern"]
             if not isinstance(pat, str):
