@@ -116,3 +116,8 @@ def test_the_complement_of_a_pattern_is_the_strings_matching_it_in_neither_readi
     # it is no string the complement takes
     check({"type": "string", "not": {"pattern": "^\\d$"}}, passing=["a"], failing=["1"],
           texts=(('"\\u0663"', False),))
+
+
+def test_the_complement_of_words_beside_a_pattern() -> None:
+    check({"type": "string", "pattern": "^[a-z]+$", "not": {"enum": ["any", "none"]}},
+          passing=["some", "an"], failing=["any", "none", "A", 3])

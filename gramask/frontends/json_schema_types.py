@@ -90,14 +90,8 @@ class TypeKeywords(ObjectKeywords):
 
     # ------------------------------------------------------------------ strings
     def string(self, schema: dict[str, Any], ptr: str) -> str:
-        if EXCEPT in schema:  # a complement's strings (json_schema_negation): none of words
-            if set(schema) & {"minLength", "maxLength", "pattern", "format"}:
-                self.refuse("not", ptr, "a string that is none of some words, with a length, "
-                                        "pattern or format, is not supported")
-            return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False,
-                                        **{"except": list(schema[EXCEPT])})
-        if NOT_PATTERN in schema:
-            return self.not_pattern(schema, ptr)
+        if EXCEPT in schema or NOT_PATTERN in schema:
+            return self.complement_string(schema, ptr)
         bounds = self.counts(schema, ptr, "Length")
         if bounds is None:
             return ""
@@ -153,22 +147,27 @@ class TypeKeywords(ObjectKeywords):
         return self.string_terminal(jt.JSON_STRING, hint=str(schema.get("format", "STRING")),
                                     **spec)
 
-    def not_pattern(self, schema: dict[str, Any], ptr: str) -> str:
-        """A complement's strings (json_schema_negation): matching none of some patterns (in
-        neither reading), and the schema's own ``pattern`` (in both)."""
-        if set(schema) & {"minLength", "maxLength", "format", EXCEPT}:
-            self.refuse("not", ptr, "a string that matches none of some patterns, with a "
-                                    "length, format or other words excluded, is not supported")
+    def complement_string(self, schema: dict[str, Any], ptr: str) -> str:
+        """A complement's strings (json_schema_negation): none of some words, matching none
+        of some patterns (in neither reading), and the schema's own ``pattern`` (in both):
+        a key region's automaton."""
+        if set(schema) & {"minLength", "maxLength", "format"}:
+            self.refuse("not", ptr, "a string that is none of some words or matches none of "
+                                    "some patterns, with a length or format, is not supported")
         try:
             match = [jt.pattern_regex(schema["pattern"], f"pattern {schema['pattern']!r}")] \
                 if "pattern" in schema else []
             nomatch = [jt.pattern_regex(p, f"pattern {p!r}", wide=True)
-                       for p in schema[NOT_PATTERN]]
+                       for p in schema.get(NOT_PATTERN, [])]
         except jt.PatternError as e:
             self.refuse("not", ptr, str(e))
             return self.string_terminal(jt.JSON_STRING)
+        words = list(schema.get(EXCEPT, []))
+        if not match and not nomatch:
+            return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False,
+                                        **{"except": words})
         return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False, match=match,
-                                    nomatch=nomatch, **{"except": []})
+                                    nomatch=nomatch, **{"except": words})
 
     # ------------------------------------------------------------------ numbers
     def integer(self, schema: dict[str, Any], ptr: str) -> str:
