@@ -121,3 +121,10 @@ def test_the_complement_of_a_pattern_is_the_strings_matching_it_in_neither_readi
 def test_the_complement_of_words_beside_a_pattern() -> None:
     check({"type": "string", "pattern": "^[a-z]+$", "not": {"enum": ["any", "none"]}},
           passing=["some", "an"], failing=["any", "none", "A", 3])
+
+
+def test_the_complement_of_integer_holds_the_fractions() -> None:
+    check({"not": {"type": ["integer", "boolean"]}},
+          passing=["a", 1.5, -0.25, None, [], {}], failing=[1, 0, True, 1.0])
+    check({"type": "number", "if": {"type": "integer"}, "then": {"minimum": 0},
+           "else": {"maximum": 0}}, passing=[3, -0.5], failing=[-3, 0.5])

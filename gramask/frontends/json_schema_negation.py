@@ -3,7 +3,8 @@
 schemas the compiler already reads.
 
 A context-free grammar has no complement in general, so only the schemas people write under
-``not`` and ``if`` are negated: boolean schemas, ``type``, ``const``/``enum`` (any JSON type but
+``not`` and ``if`` are negated: boolean schemas, ``type`` (the numbers that are no integer:
+no multiple of 1), ``const``/``enum`` (any JSON type but
 a listed object or array), ``required`` and ``properties`` whose values negate (the usual
 discriminator, ``{"properties": {"kind": {"const": "a"}}, "required": ["kind"]}``),
 number bounds and ``multipleOf``, string lengths and ``pattern``, ``anyOf``/``allOf``/``not``
@@ -135,8 +136,10 @@ def _negate_object(s: dict[str, Any], resolve: Callable[[str], Any],
 
 def _negate_type(t: Any) -> Any:
     types = set(t if isinstance(t, list) else [t])
-    if "integer" in types and "number" not in types:
-        return None  # the numbers that are not integers: no keyword writes them
+    if "integer" in types and "number" not in types:  # and the numbers that are not
+        rest = [x for x in _ALL_TYPES if x not in types and x != "number"]  # integers
+        fractions = {"type": "number", NOT_MULTIPLE: 1}
+        return {"anyOf": [{"type": rest}, fractions]} if rest else fractions
     if "number" in types:
         types.add("integer")
     rest = [x for x in _ALL_TYPES if x not in types]
