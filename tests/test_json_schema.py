@@ -278,7 +278,7 @@ def test_compact_whitespace() -> None:
     ({"type": "string", "format": "idn-hostname"}, "format", "#"),
     ({"if": {"items": {"type": "string"}}, "then": {}}, "if", "#"),
     ({"$ref": "http://example.com/s.json"}, "$ref", "#"),
-    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "oneOf", "#"),
+    ({"oneOf": [{"items": {"type": "string"}}, {"minItems": 2}]}, "oneOf", "#"),
     ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#"),
     ({"type": "number", "minimum": 1e-120}, "minimum", "#"),
     ({"properties": {"a": {"items": {"enum": ["x", "y"]}, "uniqueItems": True,
