@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import GrammarError
+from . import json_text as jt
 from .bnf import GrammarParts
 from .json_formats import FORMATS, UNSUPPORTED_FORMATS, is_json_number, listed_values
 from .json_formats import disjoint as _disjoint
@@ -401,9 +402,11 @@ class _Compiler(TypeKeywords):
         others = set(schema) - _ANNOTATIONS - {"type", "enum", "const", EXCEPT}
         for kw in sorted(others):
             kept = _kept_values(values, kw, schema[kw])
-            if kept is None:
-                self.refuse(kw, ptr, "together with enum/const is supported for number bounds, "
-                                     "string lengths, and keywords no listed value's type has")
+            if kept is None:  # (a complement's keyword: the user's not/if)
+                self.refuse("not" if kw in (NOT_MULTIPLE, NOT_PATTERN) else kw, ptr,
+                            "together with enum/const is supported for number bounds, "
+                            "string lengths, patterns, formats, multipleOf, and keywords "
+                            "no listed value's type has")
             else:
                 values = kept
         alts = []
@@ -469,6 +472,16 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return values  # it constrains no value listed
     if kw in _HOLDS and (is_json_number(arg) if kw in _NUMBER_KW else isinstance(arg, int)):
         return [v for v in values if not applies(v) or _HOLDS[kw](v, arg)]
+    if kw in ("pattern", NOT_PATTERN):  # matching in both readings; (not) in either
+        try:
+            pats = [arg] if kw == "pattern" else list(arg)
+            tests = [jt.pattern_test(jt.pattern_regex(p, f"pattern {p!r}",
+                                                      wide=kw == NOT_PATTERN)) for p in pats]
+        except (jt.PatternError, TypeError):
+            return None
+        if kw == "pattern":
+            return [v for v in values if not applies(v) or all(t(v) for t in tests)]
+        return [v for v in values if not applies(v) or not any(t(v) for t in tests)]
     if kw == "format" and arg in FORMATS:  # (simple regexes: re reads them alike)
         return [v for v in values if not applies(v) or re.fullmatch(FORMATS[arg], v)]
     if kw in ("multipleOf", NOT_MULTIPLE) and _positive(arg):  # exactly, as decimals
