@@ -48,7 +48,7 @@ from .json_schema_base import (
     _ptr_join,
 )
 from .json_schema_merge import merge_objects, merge_tuples
-from .json_schema_negation import EXCEPT, NOT_MULTIPLE, NOT_PATTERN
+from .json_schema_negation import EXCEPT, FRACTIONS, NOT_MULTIPLE, NOT_PATTERN
 from .json_schema_types import MAX_ORDERED_UNIQUE, MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
 from .json_schema_unevaluated import Unlowerable, lower_unevaluated
 
@@ -403,7 +403,7 @@ class _Compiler(TypeKeywords):
         for kw in sorted(others):
             kept = _kept_values(values, kw, schema[kw])
             if kept is None:  # (a complement's keyword: the user's not/if)
-                self.refuse("not" if kw in (NOT_MULTIPLE, NOT_PATTERN) else kw, ptr,
+                self.refuse("not" if kw in (NOT_MULTIPLE, NOT_PATTERN, FRACTIONS) else kw, ptr,
                             "together with enum/const is supported for number bounds, "
                             "string lengths, patterns, formats, multipleOf, and keywords "
                             "no listed value's type has")
@@ -463,7 +463,7 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
     is not decided here (a pattern, a format, ``multipleOf``, an object or array keyword, on
     values of the type it applies to)."""
     applies: Callable[[Any], bool] = (
-        is_json_number if kw in (*_NUMBER_KW, NOT_MULTIPLE) else (lambda v: isinstance(v, str)) if kw in _STRING_KW
+        is_json_number if kw in (*_NUMBER_KW, NOT_MULTIPLE, FRACTIONS) else (lambda v: isinstance(v, str)) if kw in _STRING_KW
         else (lambda v: isinstance(v, dict)) if kw in _OBJECT_KW
         else (lambda v: isinstance(v, list)) if kw in (*_ARRAY_KW, "contains", "minContains",
                                                       "maxContains")

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from ..errors import GrammarError
 from . import json_text as jt
 from .bnf import GrammarBuilder
-from .json_schema_negation import EXCEPT, NOT_MULTIPLE, NOT_PATTERN, negate
+from .json_schema_negation import EXCEPT, FRACTIONS, NOT_MULTIPLE, NOT_PATTERN, negate
 from .json_schema_refs import canonical_refs
 
 __all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions",
@@ -70,7 +70,7 @@ _ENFORCED = frozenset({
     "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
     "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains", "minContains",
     "maxContains", "unevaluatedProperties", "unevaluatedItems", EXCEPT, NOT_MULTIPLE,
-    NOT_PATTERN,
+    NOT_PATTERN, FRACTIONS,
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)

@@ -4,7 +4,7 @@ schemas the compiler already reads.
 
 A context-free grammar has no complement in general, so only the schemas people write under
 ``not`` and ``if`` are negated: boolean schemas, ``type`` (the numbers that are no integer:
-no multiple of 1), ``const``/``enum`` (any JSON type but
+:data:`FRACTIONS`), ``const``/``enum`` (any JSON type but
 a listed object or array), ``required`` and ``properties`` whose values negate (the usual
 discriminator, ``{"properties": {"kind": {"const": "a"}}, "required": ["kind"]}``),
 number bounds and ``multipleOf``, string lengths and ``pattern``, ``anyOf``/``allOf``/``not``
@@ -23,7 +23,7 @@ from typing import Any
 
 from .json_formats import is_json_number, listed_values
 
-__all__ = ["EXCEPT", "NOT_MULTIPLE", "NOT_PATTERN", "negate"]
+__all__ = ["EXCEPT", "FRACTIONS", "NOT_MULTIPLE", "NOT_PATTERN", "negate"]
 
 # internal keyword of a string schema: the string is none of these words (a key automaton's
 # "except" spec, on a value)
@@ -31,6 +31,9 @@ EXCEPT = "$gramask:except"
 # internal keyword of a string schema: the string matches none of these patterns (in neither
 # reading: ECMA 262's or Python's), a key automaton's "nomatch" spec on a value
 NOT_PATTERN = "$gramask:notPattern"
+# internal keyword of a number schema: a number that is no integer, read as jsonschema reads
+# it too (a float: 1e200 + 0.1 is an integer there), so one of few digits (the number compiler)
+FRACTIONS = "$gramask:fractions"
 # internal keyword of a number schema: the number is no multiple of this (the complement of
 # multipleOf, read by the number compiler)
 NOT_MULTIPLE = "$gramask:notMultipleOf"
@@ -138,7 +141,7 @@ def _negate_type(t: Any) -> Any:
     types = set(t if isinstance(t, list) else [t])
     if "integer" in types and "number" not in types:  # and the numbers that are not
         rest = [x for x in _ALL_TYPES if x not in types and x != "number"]  # integers
-        fractions = {"type": "number", NOT_MULTIPLE: 1}
+        fractions = {"type": "number", FRACTIONS: True}
         return {"anyOf": [{"type": rest}, fractions]} if rest else fractions
     if "number" in types:
         types.add("integer")

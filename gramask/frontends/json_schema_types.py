@@ -33,12 +33,16 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT, NOT_MULTIPLE, NOT_PATTERN
+from .json_schema_negation import EXCEPT, FRACTIONS, NOT_MULTIPLE, NOT_PATTERN
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
 # decimal bounds of numbers are compared digit by digit: a regex as long as their digits
 _MAX_FRACTION_DIGITS = 100
+# numbers that are no integer in either reading, exact decimals or jsonschema's floats: below
+# 1e9 in magnitude, at most 6 fraction digits, the last one not 0 (at least 1e-6 from an
+# integer, where a float's error is below 1.2e-7)
+_FRACTION = r"-?(?:0|[1-9][0-9]{0,8})\.[0-9]{0,5}[1-9]"
 # multiples of a divisor whose automaton is too large, spelled one by one in a narrow range
 _MAX_LISTED = 2000
 
@@ -177,6 +181,13 @@ class TypeKeywords(ObjectKeywords):
         return self.number(schema, ptr, integer=False)
 
     def number(self, schema: dict[str, Any], ptr: str, *, integer: bool) -> str:
+        if FRACTIONS in schema:  # a complement's numbers that are no integer
+            if integer:
+                return ""
+            if set(schema) & {*_NUMBER_KW, NOT_MULTIPLE}:
+                self.refuse("not", ptr, "the numbers that are no integer, with bounds or "
+                                        "multipleOf, are not supported")
+            return self.b.terminal(_FRACTION, hint="FRACTION")
         lo: Any = None
         hi: Any = None
         lo_incl = hi_incl = True
