@@ -104,6 +104,13 @@ def test_strings() -> None:
     ("ipv6", ["::1", "fe80::1", "2001:db8:0:0:0:0:2:1"], ["1:2:3", ":::", "1::2::3"]),
     ("uuid", ["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000"]),
     ("email", ["a.b@example.com"], ["no-at-sign"]),
+    ("idn-email", ["a.b@example.com"], ["no-at-sign"]),
+    ("json-pointer", ["", "/a", "/a~0b/~1/é/\"x", "//"], ["a", "/~2", "/a~"]),
+    ("relative-json-pointer", ["0", "1#", "12/a", "0/"], ["01", "-1", "#", "/a", ""]),
+    ("uri-reference", ["http://x/y", "a/b", "/x//y", "?q", "#f", "", "../a"],
+     ["a:b/c d", ":a", "\\\\WINDOWS\\share"]),
+    ("iri", ["http://x/y"], ["a/b", "x y"]),
+    ("uri-template", ["http://x/{a}", "{+a,b:3}", "/x{?q*}", ""], ["{", "{a", "{a b}", "x'"]),
 ])
 def test_formats(fmt: str, good: list[str], bad: list[str]) -> None:
     cg = _compiled(json.dumps({"type": "string", "format": fmt}))
@@ -111,6 +118,21 @@ def test_formats(fmt: str, good: list[str], bad: list[str]) -> None:
         assert accepts(cg, byte_ids(json.dumps(s))), s
     for s in bad:
         assert not accepts(cg, byte_ids(json.dumps(s))), s
+
+
+def test_unknown_formats_only_annotate_and_known_unenforced_ones_are_refused() -> None:
+    # jsonschema's FormatChecker ignores a format it does not know: so does gramask
+    check({"type": "string", "format": "int64"}, passing=["", "x", "12"], failing=[3])
+    check({"enum": ["a@b.c", "ab", 3], "format": "email"}, passing=["a@b.c", 3],
+          failing=["ab"])
+    with pytest.raises(GrammarError, match="'format' at #/properties/r") as e:
+        Grammar.from_json_schema({"properties": {"r": {"format": "idn-hostname"}}})
+    assert e.value.name == "format"
+
+
+def test_counts_written_as_integral_floats() -> None:
+    check({"maxItems": 2.0, "items": {"minLength": 1.0}, "maxProperties": 1.0},
+          passing=[[], ["a", "b"], {"a": 1}], failing=[[1, 2, 3], [""], {"a": 1, "b": 2}])
 
 
 def test_numbers() -> None:
@@ -251,12 +273,12 @@ def test_compact_whitespace() -> None:
 
 
 @pytest.mark.parametrize(("schema", "keyword", "pointer"), [
-    ({"properties": {"a": {"not": {"pattern": "^x"}}}}, "not", "#/properties/a"),
+    ({"properties": {"a": {"not": {"items": {"type": "string"}}}}}, "not", "#/properties/a"),
     ({"items": {"uniqueItems": True}}, "uniqueItems", "#/items"),
-    ({"type": "string", "format": "ipv5"}, "format", "#"),
-    ({"if": {"pattern": "^x"}, "then": {}}, "if", "#"),
+    ({"type": "string", "format": "idn-hostname"}, "format", "#"),
+    ({"if": {"items": {"type": "string"}}, "then": {}}, "if", "#"),
     ({"$ref": "http://example.com/s.json"}, "$ref", "#"),
-    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "oneOf", "#"),
+    ({"oneOf": [{"items": {"type": "string"}}, {"minItems": 2}]}, "oneOf", "#"),
     ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#"),
     ({"type": "number", "minimum": 1e-120}, "minimum", "#"),
     ({"properties": {"a": {"items": {"enum": ["x", "y"]}, "uniqueItems": True,
@@ -274,7 +296,7 @@ def test_lenient_ignores_with_a_warning() -> None:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        g = Grammar.from_json_schema({"type": "string", "not": {"pattern": "^a"}}, lenient=True)
+        g = Grammar.from_json_schema({"type": "array", "not": {"items": False}}, lenient=True)
     assert any(issubclass(w.category, SchemaWarning) and "'not'" in str(w.message)
                for w in caught)
     assert g.rules
@@ -384,17 +406,19 @@ def test_cli_compiles_schema_regex_choices(tmp_path: Any, capsys: Any) -> None:
     assert main(["compile", "--choices", "yes", "no", "--vocab", "gpt2", "-o",
                  str(tmp_path / "c.gmask"), "-q"]) == 0
     bad = tmp_path / "bad.json"
-    bad.write_text('{"properties": {"a": {"not": {"pattern": "x"}}}}')
+    bad.write_text('{"properties": {"a": {"not": {"items": {"type": "string"}}}}}')
     assert main(["compile", str(bad), "--vocab", "gpt2", "-q"]) == 1
     assert "'not' at #/properties/a" in capsys.readouterr().err
 
 
 def test_allof_merges_are_exact_or_refused() -> None:
-    # the suite's "prefixItems in allOf does not constrain items": refused, never merged
-    # into "items after the prefix"
-    with pytest.raises(GrammarError, match="prefixItems"):
-        Grammar.from_json_schema({"allOf": [{"prefixItems": [{"minimum": 3}]}],
-                                  "items": {"minimum": 5}})
+    # the suite's "prefixItems in allOf does not constrain items": the other part's items
+    # constrain every item, the prefix ones too
+    check({"allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}},
+          passing=[[5, 5], []], failing=[[3, 5], [5, 4]])
+    check({"allOf": [{"prefixItems": [{"type": "string"}], "items": {"type": "integer"}},
+                     {"prefixItems": [True, {"minimum": 2}]}]},
+          passing=[["a", 2, 1], ["a"]], failing=[["a", 1], [1], ["a", 2, "b"]])
     check({"allOf": [{"type": "array", "items": {"type": "integer"}}, {"maxItems": 2}],
            "items": {"minimum": 0}},
           passing=[[], [0, 7]], failing=[[-1], [1, 2, 3], ["a"]])
@@ -553,3 +577,11 @@ def test_contains() -> None:
 def test_this_rounds_keywords_name_bad_values(schema: Any, message: str) -> None:
     with pytest.raises(GrammarError, match=re.escape(message)):
         Grammar.from_json_schema(schema)
+
+
+def test_regex_format_and_format_beside_pattern() -> None:
+    check({"type": "string", "format": "regex"},
+          passing=["^[a-z]+$", "(a|b)*c?", "\\d{3}-\\d{4}", "", "é+", "[^\\]]"],
+          failing=["(", "a**", "[z-a]", "^*", "a{2,1}", "[^]", 1])
+    check({"type": "string", "format": "ipv4", "pattern": "^10\\."},
+          passing=["10.0.0.1"], failing=["11.0.0.1", "10.0.0.256", "10.a"])

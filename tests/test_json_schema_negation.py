@@ -101,4 +101,32 @@ def test_not_and_if_then_else_compiled() -> None:
     check({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
           passing=[{"a": 1}, {"b": 2, "c": 3}], failing=[{}, {"a": 1, "b": 2}])
     with pytest.raises(GrammarError, match="'not' at #"):
-        Grammar.from_json_schema({"not": {"pattern": "^a"}})
+        Grammar.from_json_schema({"not": {"items": {"type": "string"}}})
+
+
+def test_the_complement_of_a_pattern_is_the_strings_matching_it_in_neither_reading() -> None:
+    check({"not": {"pattern": "^a"}}, passing=["b", ""], failing=["a", "abc", 1, None])
+    # overlapping oneOf branches over patterns: each with the complements of the others
+    check({"oneOf": [{"type": "string", "pattern": "^[a-z]+$"}, {"type": "string",
+                                                                 "pattern": "^a"}]},
+          passing=["bc", "a1"], failing=["ab", "1", 3])
+    check({"type": "string", "not": {"pattern": "x", "minLength": 2}},
+          passing=["", "a", "ab"], failing=["xy", "axb"])
+    # \d is ASCII in ECMA 262 and Unicode in Python: "٣" matches in one reading only, so
+    # it is no string the complement takes
+    check({"type": "string", "not": {"pattern": "^\\d$"}}, passing=["a"], failing=["1"],
+          texts=(('"\\u0663"', False),))
+
+
+def test_the_complement_of_words_beside_a_pattern() -> None:
+    check({"type": "string", "pattern": "^[a-z]+$", "not": {"enum": ["any", "none"]}},
+          passing=["some", "an"], failing=["any", "none", "A", 3])
+
+
+def test_the_complement_of_integer_holds_the_fractions() -> None:
+    # (few digits: jsonschema reads a float, and 1e20 + 0.5 is an integer there)
+    check({"not": {"type": ["integer", "boolean"]}},
+          passing=["a", 1.5, -0.25, None, [], {}], failing=[1, 0, True, 1.0],
+          texts=(("100000000000000000000.5", False), ("1.0000000000000000001", False)))
+    check({"type": "number", "if": {"type": "integer"}, "then": {"minimum": 0}},
+          passing=[3, -0.5, 0.5], failing=[-3])

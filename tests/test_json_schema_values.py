@@ -106,3 +106,11 @@ def test_patterns_accept_only_what_both_readings_call_valid(schema: Any) -> None
     accepted = [i for i in cases if _accepts(schema, i)]
     assert all(_valid(schema, i) for i in accepted), [i for i in accepted if not _valid(schema, i)]
     assert accepted  # the ASCII cases the readings agree on stay
+
+
+def test_enum_values_filtered_by_a_pattern_or_its_complement() -> None:
+    from .test_json_schema import check
+
+    check({"enum": ["ab", "b", 3], "pattern": "^a"}, passing=["ab", 3], failing=["b"])
+    check({"enum": ["ab", "b", "\u0663"], "not": {"pattern": "^a|^\\d"}},
+          passing=["b"], failing=["ab", "\u0663"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["FORMATS", "disjoint", "json_type"]
+__all__ = ["FORMATS", "UNSUPPORTED_FORMATS", "disjoint", "json_type"]
 
 
 def _canon(value: Any) -> str:
@@ -70,6 +70,35 @@ _IPV6 = "(?:" + "|".join([
 ]) + ")"
 _URI_CHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})"
 _URI_QCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})"
+_URI = (rf"[A-Za-z][A-Za-z0-9+.\-]*:{_URI_CHAR}*(?:\?{_URI_QCHAR}*)?"
+        rf"(?:#{_URI_QCHAR}*)?")
+_URI_NC = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|%[0-9A-Fa-f]{2})"  # no ":" or "/"
+_URI_NS = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"  # no "/"
+_URI_REFERENCE = (rf"(?:{_URI}|(?:/(?:{_URI_NS}{_URI_CHAR}*)?|{_URI_NC}+(?:/{_URI_CHAR}*)?)?"
+                  rf"(?:\?{_URI_QCHAR}*)?(?:#{_URI_QCHAR}*)?)")
+_EMAIL = (r"[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+)*"
+          rf"@{_LABEL}(?:\.{_LABEL}){{0,3}}")
+_JSON_POINTER = r"(?:/(?:[^/~]|~[01])*)*"
+_VARCHAR = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})"
+_VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
+
+def _regex_format(depth: int) -> str:
+    """Regexes that both Python's ``re`` (jsonschema's check) and ECMA 262 compile: literals,
+    escapes, ``.``, classes of characters and of the ranges a-z, A-Z, 0-9, groups nested up
+    to ``depth``, alternation, one quantifier per atom (``{n,m}`` only where it cannot be
+    reversed), anchors unquantified; a regular subset (nesting is not regular)."""
+    esc = r"\\[\\.^$*+?()\[\]{}|/dDwWsSntrf]"
+    item = r"(?:a-z|A-Z|0-9|[^\]\\\[\-\n^]|\\[\\\]\[\-^dDwWsSntrf])"
+    atom = rf"(?:[^\\.^$*+?()\[\]{{}}|]|{esc}|\.|\[\^?{item}+\])"
+    quant = r"(?:[*+?]|\{(?:[0-9]{1,3},?|0,[0-9]{1,3}|1,[1-9][0-9]{0,2})\})\??"
+    alt = ""
+    for _ in range(depth + 1):
+        group = rf"|\((?:\?:)?{alt}\)" if alt else ""
+        piece = rf"(?:(?:{atom}{group})(?:{quant})?|\^|\$|\\[bB])"
+        alt = rf"{piece}*(?:\|{piece}*)*"
+    return alt
+
+
 # the formats: regexes over the decoded string, all ASCII without characters JSON escapes
 FORMATS = {
     "date": _DATE,
@@ -79,16 +108,30 @@ FORMATS = {
                  r"(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
                  r"|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
                  r"|[0-9]+W)"),
-    "email": (r"[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+)*"
-              rf"@{_LABEL}(?:\.{_LABEL}){{0,3}}"),
+    "email": _EMAIL,
     # at most 4 labels of at most 62 characters: never over the 253-character limit
     "hostname": rf"{_LABEL}(?:\.{_LABEL}){{0,3}}",
     "ipv4": rf"{_OCTET}(?:\.{_OCTET}){{3}}",
     "ipv6": _IPV6,
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
-    "uri": (rf"[A-Za-z][A-Za-z0-9+.\-]*:{_URI_CHAR}*(?:\?{_URI_QCHAR}*)?"
-            rf"(?:#{_URI_QCHAR}*)?"),
+    "uri": _URI,
+    # the URIs (an IRI may also hold non-ASCII characters: rejected here), and references
+    # without a scheme that do not start with "//" (no authority to check)
+    "iri": _URI,
+    "uri-reference": _URI_REFERENCE,
+    "iri-reference": _URI_REFERENCE,
+    # ASCII addresses: jsonschema asks only for an "@"
+    "idn-email": _EMAIL,
+    "json-pointer": _JSON_POINTER,
+    "relative-json-pointer": rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})",
+    # RFC 6570: literals, and expressions of variables with their modifiers (ASCII)
+    "regex": _regex_format(2),
+    "uri-template": (r"(?:[!#$&()*+,\-./0-9:;=?@A-Z\[\]_a-z~]|%[0-9A-Fa-f]{2}"
+                     rf"|\{{[+#./;?&]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"),
 }
+# formats the jsonschema package can check that gramask does not enforce (refused); any
+# other format is unknown, and only annotates (jsonschema's FormatChecker ignores it too)
+UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "color", "host-name", "ip-address"})
 
 
 def _types_of(schema: Any) -> set[str] | None:

@@ -20,19 +20,22 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import GrammarError
+from . import json_text as jt
 from .bnf import GrammarParts
+from .json_formats import FORMATS, UNSUPPORTED_FORMATS, is_json_number, listed_values
 from .json_formats import disjoint as _disjoint
-from .json_formats import is_json_number, listed_values
 from .json_formats import json_type as _json_type
 from .json_numbers import decimal_lcm, decimal_of, is_multiple
 from .json_schema_base import (
     _ANNOTATIONS,
     _ARRAY_KW,
     _KNOWN,
+    _NEWER,
     _NUMBER_KW,
     _OBJECT_KW,
     _REFUSED,
@@ -44,8 +47,10 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT, NOT_MULTIPLE
-from .json_schema_types import MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
+from .json_schema_merge import merge_objects, merge_tuples
+from .json_schema_negation import EXCEPT, FRACTIONS, NOT_MULTIPLE, NOT_PATTERN
+from .json_schema_types import MAX_ORDERED_UNIQUE, MAX_UNIQUE_ITEMS, TypeKeywords, finite_items
+from .json_schema_unevaluated import Unlowerable, lower_unevaluated
 
 __all__ = ["JsonSchemaOptions", "SchemaWarning", "grammar_from_json_schema", "json_value_grammar"]
 
@@ -98,11 +103,18 @@ class _Compiler(TypeKeywords):
 
     def check_keywords(self, schema: dict[str, Any], ptr: str) -> dict[str, Any]:
         out = {k: v for k, v in schema.items() if k in _KNOWN}
-        if "$id" in schema and ptr not in ("#", "") and isinstance(schema["$id"], str) \
-                and not schema["$id"].startswith("#"):
-            # an embedded resource: $refs below it resolve against its URI, not the root
-            self.refuse("$id", ptr, "embedded schema resources ($id below the root) are not "
-                                    "supported")
+        if self.ref_siblings_ignored:  # drafts 4 to 7: later keywords are unknown ones
+            out = {k: v for k, v in out.items() if k not in _NEWER}
+        if "format" in out and (not isinstance(out["format"], str) or (
+                out["format"] not in FORMATS and out["format"] not in UNSUPPORTED_FORMATS)):
+            out.pop("format")  # an unknown format only annotates (jsonschema ignores it too)
+        for k in _COUNTS:  # 2.0 is an integer to JSON Schema
+            v = out.get(k)
+            if isinstance(v, float) and v.is_integer():
+                out[k] = int(v)
+        for kind in ("Properties", "Items"):  # (before the keywords below are rewritten)
+            if "unevaluated" + kind in out:
+                out = self.unevaluated(out, kind, ptr)
         if "dependencies" in out or "dependentSchemas" in out:
             self.dependent_schemas(out, ptr)
         if "not" in out or "if" in out:
@@ -115,10 +127,11 @@ class _Compiler(TypeKeywords):
                 out.pop(k)
         if out.get("uniqueItems") is not True or out.get("maxItems", 2) <= 1:
             out.pop("uniqueItems", None)
-        elif finite_items(out) is None:
+        elif finite_items(out, lambda ref: self.resolve(ref, ptr)[0]) is None:
             self.refuse("uniqueItems", ptr, "not supported by gramask (with maxItems > 1), but "
-                        f"for items from an enum or const of at most {MAX_UNIQUE_ITEMS} "
-                        "strings, integers, booleans or null")
+                        "for items from an enum or const (or type boolean/null) of at most "
+                        f"{MAX_ORDERED_UNIQUE} strings, integers, booleans or null; beyond "
+                        f"{MAX_UNIQUE_ITEMS} values, taken in the schema's order")
             out.pop("uniqueItems")
         if self.draft4:  # draft 4: exclusiveMinimum/Maximum are booleans on minimum/maximum
             for ex, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
@@ -130,6 +143,18 @@ class _Compiler(TypeKeywords):
                 if t not in _TYPES:
                     raise self.bad("type", ptr, f"unknown type {t!r}")
         return out
+
+    def unevaluated(self, out: dict[str, Any], kind: str, ptr: str) -> dict[str, Any]:
+        """``unevaluatedProperties``/``unevaluatedItems`` lowered
+        (:mod:`.json_schema_unevaluated`), or refused."""
+        try:
+            return lower_unevaluated(out, kind, lambda ref: self.resolve(ref, ptr)[0],
+                                     lambda s: self.complement(s, ptr),
+                                     lambda alts: self.exclusive(alts, ptr), self.old_draft)
+        except Unlowerable as e:
+            self.refuse("unevaluated" + kind, ptr, f"what is evaluated is not known "
+                                                   f"without the instance: {e}")
+            return {k: v for k, v in out.items() if k != "unevaluated" + kind}
 
     def dependent_schemas(self, out: dict[str, Any], ptr: str) -> None:
         """``dependentSchemas`` (and draft 7's ``dependencies``, whose lists of names go to
@@ -281,8 +306,9 @@ class _Compiler(TypeKeywords):
         out = dict(a)
         for k, v in b.items():
             if k in _ANNOTATIONS or k in ("properties", "additionalProperties",
-                                          "patternProperties"):
-                continue  # object keywords: merged below together
+                                          "patternProperties") or (
+                    k in ("prefixItems", "items") and not self.old_draft):
+                continue  # object keywords, and tuples: merged below together
             if k not in out:
                 out[k] = v
                 continue
@@ -302,7 +328,7 @@ class _Compiler(TypeKeywords):
                     out["type"] = []
             elif k == "required":
                 out[k] = list(dict.fromkeys([*cur, *v]))
-            elif k == EXCEPT:
+            elif k in (EXCEPT, NOT_PATTERN):
                 out[k] = sorted({*cur, *v})
             elif k == "dependentRequired" and isinstance(cur, dict) and isinstance(v, dict):
                 out[k] = {d: list(dict.fromkeys([*cur.get(d, []), *v.get(d, [])]))
@@ -328,32 +354,18 @@ class _Compiler(TypeKeywords):
             elif _canon(cur) != _canon(v):
                 self.refuse(k, ptr, "two allOf branches give it different values, which "
                                     "gramask cannot merge")
+        if not self.old_draft:
+            merge_tuples(a, b, out, lambda kw: self.bad(kw, ptr, "must be an array of schemas"))
         # items after prefixItems on one side constrain every element on the other
         arr_a = {x for x in ("prefixItems", "items", "additionalItems") if x in a}
         arr_b = {x for x in ("prefixItems", "items", "additionalItems") if x in b}
-        if arr_a and arr_b and ("prefixItems" in arr_a | arr_b or "additionalItems" in
+        if self.old_draft and arr_a and arr_b and ("prefixItems" in arr_a | arr_b or "additionalItems" in
                                 arr_a | arr_b or isinstance(a.get("items"), list)
                                 or isinstance(b.get("items"), list)):
             self.refuse("prefixItems" if "prefixItems" in arr_a | arr_b else "items", ptr,
                         "tuple-form items in two allOf branches cannot be merged")
         # object keywords: a key's schema is the conjunction of what each side says of it
-        obj_a = any(x in a for x in ("properties", "additionalProperties", "patternProperties"))
-        obj_b = any(x in b for x in ("properties", "additionalProperties", "patternProperties"))
-        if obj_a and obj_b:
-            if "patternProperties" in a or "patternProperties" in b:
-                self.refuse("patternProperties", ptr, "cannot be merged across allOf branches")
-            pa, pb = a.get("properties", {}), b.get("properties", {})
-            ad_a, ad_b = a.get("additionalProperties", True), b.get("additionalProperties", True)
-            props = {}
-            for key in dict.fromkeys([*pa, *pb]):
-                props[key] = {"allOf": [pa.get(key, ad_a), pb.get(key, ad_b)]}
-            out["properties"] = props
-            if "additionalProperties" in a or "additionalProperties" in b:
-                out["additionalProperties"] = {"allOf": [ad_a, ad_b]}
-        elif obj_b:
-            for x in ("properties", "additionalProperties", "patternProperties"):
-                if x in b:
-                    out[x] = b[x]
+        merge_objects(a, b, out, lambda why: self.refuse("patternProperties", ptr, why))
         return out
 
     # ------------------------------------------------------------------ one schema
@@ -390,9 +402,11 @@ class _Compiler(TypeKeywords):
         others = set(schema) - _ANNOTATIONS - {"type", "enum", "const", EXCEPT}
         for kw in sorted(others):
             kept = _kept_values(values, kw, schema[kw])
-            if kept is None:
-                self.refuse(kw, ptr, "together with enum/const is supported for number bounds, "
-                                     "string lengths, and keywords no listed value's type has")
+            if kept is None:  # (a complement's keyword: the user's not/if)
+                self.refuse("not" if kw in (NOT_MULTIPLE, NOT_PATTERN, FRACTIONS) else kw, ptr,
+                            "together with enum/const is supported for number bounds, "
+                            "string lengths, patterns, formats, multipleOf, and keywords "
+                            "no listed value's type has")
             else:
                 values = kept
         alts = []
@@ -422,7 +436,7 @@ def grammar_from_json_schema(schema: Mapping[str, Any] | bool | str,
                                column=e.colno) from None
     comp = _Compiler(schema, opt)
     start = comp.b.fresh("start")
-    comp.rule(start, (comp.value(schema, "#"),))
+    comp.rule(start, (comp.value(comp.root, "#"),))
     try:
         return comp.b.parts(start, source=SOURCE, lexer="contextual")
     except GrammarError as e:
@@ -449,7 +463,7 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
     is not decided here (a pattern, a format, ``multipleOf``, an object or array keyword, on
     values of the type it applies to)."""
     applies: Callable[[Any], bool] = (
-        is_json_number if kw in (*_NUMBER_KW, NOT_MULTIPLE) else (lambda v: isinstance(v, str)) if kw in _STRING_KW
+        is_json_number if kw in (*_NUMBER_KW, NOT_MULTIPLE, FRACTIONS) else (lambda v: isinstance(v, str)) if kw in _STRING_KW
         else (lambda v: isinstance(v, dict)) if kw in _OBJECT_KW
         else (lambda v: isinstance(v, list)) if kw in (*_ARRAY_KW, "contains", "minContains",
                                                       "maxContains")
@@ -458,10 +472,26 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return values  # it constrains no value listed
     if kw in _HOLDS and (is_json_number(arg) if kw in _NUMBER_KW else isinstance(arg, int)):
         return [v for v in values if not applies(v) or _HOLDS[kw](v, arg)]
+    if kw in ("pattern", NOT_PATTERN):  # matching in both readings; (not) in either
+        try:
+            pats = [arg] if kw == "pattern" else list(arg)
+            tests = [jt.pattern_test(jt.pattern_regex(p, f"pattern {p!r}",
+                                                      wide=kw == NOT_PATTERN)) for p in pats]
+        except (jt.PatternError, TypeError):
+            return None
+        if kw == "pattern":
+            return [v for v in values if not applies(v) or all(t(v) for t in tests)]
+        return [v for v in values if not applies(v) or not any(t(v) for t in tests)]
+    if kw == "format" and arg in FORMATS:  # (simple regexes: re reads them alike)
+        return [v for v in values if not applies(v) or re.fullmatch(FORMATS[arg], v)]
     if kw in ("multipleOf", NOT_MULTIPLE) and _positive(arg):  # exactly, as decimals
         return [v for v in values if not applies(v)
                 or is_multiple(decimal_of(v), decimal_of(arg)) == (kw == "multipleOf")]
     return None
+
+
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+           "minContains", "maxContains")
 
 
 def _positive(v: Any) -> bool:

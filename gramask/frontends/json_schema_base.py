@@ -16,7 +16,8 @@ from urllib.parse import unquote
 from ..errors import GrammarError
 from . import json_text as jt
 from .bnf import GrammarBuilder
-from .json_schema_negation import EXCEPT, NOT_MULTIPLE, negate
+from .json_schema_negation import EXCEPT, FRACTIONS, NOT_MULTIPLE, NOT_PATTERN, negate
+from .json_schema_refs import canonical_refs
 
 __all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions",
            "SchemaCompilerBase", "SchemaWarning"]
@@ -59,7 +60,7 @@ _ANNOTATIONS = frozenset({
     "$schema", "$id", "id", "$comment", "$anchor", "title", "description", "default",
     "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions",
     "contentMediaType", "contentEncoding", "$vocabulary", "discriminator", "example",
-    "nullable_annotation",
+    "nullable_annotation", "$dynamicAnchor",
 })
 _ENFORCED = frozenset({
     "type", "enum", "const", "properties", "required", "additionalProperties",
@@ -68,20 +69,24 @@ _ENFORCED = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "minProperties", "maxProperties", "uniqueItems", "propertyNames", "dependentRequired",
     "not", "if", "then", "else", "dependentSchemas", "dependencies", "contains", "minContains",
-    "maxContains", EXCEPT, NOT_MULTIPLE,
+    "maxContains", "unevaluatedProperties", "unevaluatedItems", EXCEPT, NOT_MULTIPLE,
+    NOT_PATTERN, FRACTIONS,
 })
 # known keywords gramask does not enforce: refused (unknown keywords are ignored, as the
 # specification says)
 _REFUSED = frozenset({
-    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$dynamicAnchor",
+    "$dynamicRef",
     "$recursiveRef", "$recursiveAnchor",
     "contentSchema",
 })
 # every keyword with a meaning here; any other keyword only annotates (the specification
 # ignores unknown keywords: SchemaStore's schemas carry x-taplo, markdownDescription, ...)
 _KNOWN = _ANNOTATIONS | _ENFORCED | _REFUSED
+# keywords of draft 2019-09 and later: unknown (so ignored) in drafts 4 to 7
+_NEWER = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+                    "$recursiveRef", "$recursiveAnchor", "contentSchema"})
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
-_STRING_KW = ("minLength", "maxLength", "pattern", "format")
+_STRING_KW = ("minLength", "maxLength", "pattern", "format", NOT_PATTERN)
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperties",
               "minProperties", "maxProperties", "propertyNames", "dependentRequired")
@@ -127,6 +132,8 @@ class SchemaCompilerBase:
         self.ref_siblings_ignored = any(d in str(schema_uri) for d in ("draft-03", "draft-04",
                                                                        "draft-06", "draft-07"))
         self.draft4 = any(d in str(schema_uri) for d in ("draft-03", "draft-04"))
+        self.root = canonical_refs(root, modern=not self.ref_siblings_ignored,
+                                   id_key="id" if self.draft4 else "$id")
         if options.whitespace not in WHITESPACE_MODES:
             raise GrammarError(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, "
                                f"not {options.whitespace!r}")

@@ -3,13 +3,16 @@
 schemas the compiler already reads.
 
 A context-free grammar has no complement in general, so only the schemas people write under
-``not`` and ``if`` are negated: boolean schemas, ``type``, ``const``/``enum`` (any JSON type but
+``not`` and ``if`` are negated: boolean schemas, ``type`` (the numbers that are no integer:
+:data:`FRACTIONS`), ``const``/``enum`` (any JSON type but
 a listed object or array), ``required`` and ``properties`` whose values negate (the usual
 discriminator, ``{"properties": {"kind": {"const": "a"}}, "required": ["kind"]}``),
-number bounds and ``multipleOf``, string lengths, ``anyOf``/``allOf``/``not`` of those, and
+number bounds and ``multipleOf``, string lengths and ``pattern``, ``anyOf``/``allOf``/``not``
+of those, and
 local ``$ref`` to them. Anything else gives None, and the keyword is refused. Strings other
 than some words, and numbers that are no multiple of something, need keywords JSON Schema
-lacks: :data:`EXCEPT`, read by the string compiler, and :data:`NOT_MULTIPLE`.
+lacks: :data:`EXCEPT` and :data:`NOT_PATTERN`, read by the string compiler, and
+:data:`NOT_MULTIPLE`.
 """
 
 from __future__ import annotations
@@ -20,11 +23,17 @@ from typing import Any
 
 from .json_formats import is_json_number, listed_values
 
-__all__ = ["EXCEPT", "NOT_MULTIPLE", "negate"]
+__all__ = ["EXCEPT", "FRACTIONS", "NOT_MULTIPLE", "NOT_PATTERN", "negate"]
 
 # internal keyword of a string schema: the string is none of these words (a key automaton's
 # "except" spec, on a value)
 EXCEPT = "$gramask:except"
+# internal keyword of a string schema: the string matches none of these patterns (in neither
+# reading: ECMA 262's or Python's), a key automaton's "nomatch" spec on a value
+NOT_PATTERN = "$gramask:notPattern"
+# internal keyword of a number schema: a number that is no integer, read as jsonschema reads
+# it too (a float: 1e200 + 0.1 is an integer there), so one of few digits (the number compiler)
+FRACTIONS = "$gramask:fractions"
 # internal keyword of a number schema: the number is no multiple of this (the complement of
 # multipleOf, read by the number compiler)
 NOT_MULTIPLE = "$gramask:notMultipleOf"
@@ -67,6 +76,14 @@ def negate(schema: Any, resolve: Callable[[str], Any], annotations: frozenset[st
         return {"anyOf": [neg_type, neg_rest]}
     if set(s) == {"type"}:
         return _negate_type(s["type"])
+    if "pattern" in s and isinstance(s["pattern"], str):  # ¬(pattern ∧ rest); every
+        # other type holds for a pattern: its complement is strings only
+        neg_pat = {"type": "string", NOT_PATTERN: [s["pattern"]]}
+        if set(s) == {"pattern"}:
+            return neg_pat
+        neg = negate({k: v for k, v in s.items() if k != "pattern"}, resolve, annotations,
+                     depth + 1)
+        return None if neg is None else {"anyOf": [neg_pat, neg]}
     if set(s) <= {"const", "enum"}:
         values = listed_values(s)
         return _negate_values(values) if isinstance(values, list) else None
@@ -122,8 +139,10 @@ def _negate_object(s: dict[str, Any], resolve: Callable[[str], Any],
 
 def _negate_type(t: Any) -> Any:
     types = set(t if isinstance(t, list) else [t])
-    if "integer" in types and "number" not in types:
-        return None  # the numbers that are not integers: no keyword writes them
+    if "integer" in types and "number" not in types:  # and the numbers that are not
+        rest = [x for x in _ALL_TYPES if x not in types and x != "number"]  # integers
+        fractions = {"type": "number", FRACTIONS: True}
+        return {"anyOf": [{"type": rest}, fractions]} if rest else fractions
     if "number" in types:
         types.add("integer")
     rest = [x for x in _ALL_TYPES if x not in types]

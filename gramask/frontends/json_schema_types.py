@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -32,44 +33,60 @@ from .json_schema_base import (
     _canon,
     _ptr_join,
 )
-from .json_schema_negation import EXCEPT, NOT_MULTIPLE
+from .json_schema_negation import EXCEPT, FRACTIONS, NOT_MULTIPLE, NOT_PATTERN
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
 # decimal bounds of numbers are compared digit by digit: a regex as long as their digits
 _MAX_FRACTION_DIGITS = 100
+# numbers that are no integer in either reading, exact decimals or jsonschema's floats: below
+# 1e9 in magnitude, at most 6 fraction digits, the last one not 0 (at least 1e-6 from an
+# integer, where a float's error is below 1.2e-7)
+_FRACTION = r"-?(?:0|[1-9][0-9]{0,8})\.[0-9]{0,5}[1-9]"
 # multiples of a divisor whose automaton is too large, spelled one by one in a narrow range
 _MAX_LISTED = 2000
 
-__all__ = ["MAX_UNIQUE_ITEMS", "TypeKeywords", "finite_items"]
+__all__ = ["MAX_ORDERED_UNIQUE", "MAX_UNIQUE_ITEMS", "TypeKeywords", "finite_items"]
 
 
 MAX_UNIQUE_ITEMS = 6  # an array of distinct items: a rule per subset of them used so far
+# more distinct values, up to this: taken in the order the schema lists them
+MAX_ORDERED_UNIQUE = 1024
 
 
-def finite_items(schema: dict[str, Any]) -> list[Any] | None:
+def finite_items(schema: dict[str, Any], resolve: Callable[[str], Any] | None = None
+                 ) -> list[Any] | None:
     """The values an array's items may take, when ``uniqueItems`` can be enforced exactly: an
-    ``items`` enum/const (with ``type`` at most) of at most :data:`MAX_UNIQUE_ITEMS` values
-    whose equality is their spelling's (strings, integers, booleans, null: ``1`` and
-    ``1.0`` are equal values, so no floats); else None."""
+    ``items`` enum/const (with ``type`` at most), or ``type`` boolean/null, possibly behind a
+    local ``$ref``, of at most :data:`MAX_ORDERED_UNIQUE` values whose equality is their
+    spelling's (strings, integers, booleans, null: ``1`` and ``1.0`` are equal values, so no
+    floats); else None."""
     items = schema.get("items")
+    for _ in range(8):  # (a chain of $refs)
+        if resolve is None or not isinstance(items, dict) or set(items) - _ANNOTATIONS != {"$ref"}:
+            break
+        items = resolve(items["$ref"])
     if "prefixItems" in schema or not isinstance(items, dict) or (
-            "enum" not in items and "const" not in items) or (
             set(items) - _ANNOTATIONS - {"type", "enum", "const"}):
         return None
-    values = listed_values(items)
+    t = items.get("type", [])
+    types = set(t if isinstance(t, list) else [t])
+    if "enum" in items or "const" in items:
+        values = listed_values(items)
+    elif types and types <= {"boolean", "null"}:
+        values = [*([True, False] if "boolean" in types else []),
+                  *([None] if "null" in types else [])]
+    else:
+        return None
     if not isinstance(values, list):
         return None
     if "type" in items:
-        t = items["type"]
-        types = set(t if isinstance(t, list) else [t])
         values = [v for v in values if _json_type(v) in types
                   or (_json_type(v) == "integer" and "number" in types)]
     if any(not (v is None or isinstance(v, str | bool | int)) for v in values):
         return None
     distinct = list({_canon(v): v for v in values}.values())
-    return distinct if len(distinct) <= MAX_UNIQUE_ITEMS else None
-
+    return distinct if len(distinct) <= MAX_ORDERED_UNIQUE else None
 
 
 class TypeKeywords(ObjectKeywords):
@@ -77,12 +94,8 @@ class TypeKeywords(ObjectKeywords):
 
     # ------------------------------------------------------------------ strings
     def string(self, schema: dict[str, Any], ptr: str) -> str:
-        if EXCEPT in schema:  # a complement's strings (json_schema_negation): none of words
-            if set(schema) & {"minLength", "maxLength", "pattern", "format"}:
-                self.refuse("not", ptr, "a string that is none of some words, with a length, "
-                                        "pattern or format, is not supported")
-            return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False,
-                                        **{"except": list(schema[EXCEPT])})
+        if EXCEPT in schema or NOT_PATTERN in schema:
+            return self.complement_string(schema, ptr)
         bounds = self.counts(schema, ptr, "Length")
         if bounds is None:
             return ""
@@ -98,8 +111,17 @@ class TypeKeywords(ObjectKeywords):
             spec["min"] = lo
         if hi is not None:
             spec["max"] = hi
+        if "pattern" in schema and schema.get("format") in _FORMATS and not spec:
+            try:  # both: a string matching the two regexes (a key region's "match")
+                rx = jt.pattern_regex(schema["pattern"], f"pattern {schema['pattern']!r}")
+            except jt.PatternError as e:
+                self.refuse("pattern", ptr, str(e))
+            else:
+                return self.string_terminal(jt.JSON_STRING, hint=str(schema["format"]),
+                                            key=False, match=[rx, _FORMATS[schema["format"]]],
+                                            nomatch=[], **{"except": []})
         if "pattern" in schema and "format" in schema:
-            self.refuse("format", ptr, "together with pattern is not supported")
+            self.refuse("format", ptr, "together with pattern and a length is not supported")
         if "pattern" in schema:
             pat = schema["pattern"]
             if not isinstance(pat, str):
@@ -129,6 +151,28 @@ class TypeKeywords(ObjectKeywords):
         return self.string_terminal(jt.JSON_STRING, hint=str(schema.get("format", "STRING")),
                                     **spec)
 
+    def complement_string(self, schema: dict[str, Any], ptr: str) -> str:
+        """A complement's strings (json_schema_negation): none of some words, matching none
+        of some patterns (in neither reading), and the schema's own ``pattern`` (in both):
+        a key region's automaton."""
+        if set(schema) & {"minLength", "maxLength", "format"}:
+            self.refuse("not", ptr, "a string that is none of some words or matches none of "
+                                    "some patterns, with a length or format, is not supported")
+        try:
+            match = [jt.pattern_regex(schema["pattern"], f"pattern {schema['pattern']!r}")] \
+                if "pattern" in schema else []
+            nomatch = [jt.pattern_regex(p, f"pattern {p!r}", wide=True)
+                       for p in schema.get(NOT_PATTERN, [])]
+        except jt.PatternError as e:
+            self.refuse("not", ptr, str(e))
+            return self.string_terminal(jt.JSON_STRING)
+        words = list(schema.get(EXCEPT, []))
+        if not match and not nomatch:
+            return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False,
+                                        **{"except": words})
+        return self.string_terminal(jt.JSON_STRING, hint="STRING", key=False, match=match,
+                                    nomatch=nomatch, **{"except": words})
+
     # ------------------------------------------------------------------ numbers
     def integer(self, schema: dict[str, Any], ptr: str) -> str:
         return self.number(schema, ptr, integer=True)
@@ -137,6 +181,13 @@ class TypeKeywords(ObjectKeywords):
         return self.number(schema, ptr, integer=False)
 
     def number(self, schema: dict[str, Any], ptr: str, *, integer: bool) -> str:
+        if FRACTIONS in schema:  # a complement's numbers that are no integer
+            if integer:
+                return ""
+            if set(schema) & {*_NUMBER_KW, NOT_MULTIPLE}:
+                self.refuse("not", ptr, "the numbers that are no integer, with bounds or "
+                                        "multipleOf, are not supported")
+            return self.b.terminal(_FRACTION, hint="FRACTION")
         lo: Any = None
         hi: Any = None
         lo_incl = hi_incl = True
@@ -253,10 +304,12 @@ class TypeKeywords(ObjectKeywords):
             return ""
         lo, hi = bounds
         if schema.get("uniqueItems") is True:  # kept only for a few finite items
-            values = finite_items(schema)
+            values = finite_items(schema, lambda ref: self.resolve(ref, ptr)[0])
             assert values is not None
             if "contains" in schema:
                 self.refuse("contains", ptr, "not supported beside uniqueItems")
+            if len(values) > MAX_UNIQUE_ITEMS:
+                return self.ordered_unique_array(values, lo, hi, ptr)
             return self.unique_array(values, lo, hi)
         cap = max(len(prefix), lo, hi if hi is not None else 0, 1)
         if cap > 10_000:
@@ -335,6 +388,49 @@ class TypeKeywords(ObjectKeywords):
                             "complement gramask can write (see not)")
                 hi = None
         return schema["contains"], neg, lo, hi
+
+    def ordered_unique_array(self, values: list[Any], lo: int, hi: int | None,
+                             ptr: str) -> str:
+        """Arrays of distinct ``values`` in the order the schema lists them (so none
+        repeats), ``lo`` to ``hi`` of them: per value, whether it comes, and a count."""
+        consts = [self.const(v) for v in values]
+        n = len(values)
+        hi = None if hi is not None and hi >= n else hi
+        top = n if hi is None else min(hi, n)
+        if lo > top:
+            return ""
+        cap = max(lo, 1) if hi is None else top  # items counted up to here
+        if (n + 1) * (cap + 1) * 2 > self.opt.max_rules:
+            raise self.bad("uniqueItems", ptr, "too many item-count states")
+        picks: dict[tuple[int, int], str] = {}
+        tails: dict[tuple[int, int], str] = {}
+
+        def pick(i: int, k: int) -> str:  # the next item, from value i on, after k items
+            if (i, k) not in picks:
+                r = picks[i, k] = self.b.fresh("unique_pick")
+                alts: list[tuple[str, ...]] = []
+                if i < n:
+                    alts += [(consts[i], tail(i + 1, min(k + 1, cap))), (pick(i + 1, k),)]
+                self.rule(r, *alts)
+            return picks[i, k]
+
+        def tail(i: int, k: int) -> str:  # after k items, the last one value i - 1
+            if (i, k) not in tails:
+                r = tails[i, k] = self.b.fresh("unique_items")
+                alts: list[tuple[str, ...]] = [()] if k >= lo else []
+                if i < n and (hi is None or k < hi):
+                    alts.append((self.lit(","), pick(i, k)))
+                self.rule(r, *alts)
+            return tails[i, k]
+
+        for i in range(n, -1, -1):  # from the last value back: no deep recursion
+            for k in range(cap, -1, -1):
+                pick(i, k)
+                tail(i, k)
+        alts: list[tuple[str, ...]] = [(self.lit("["), self.lit("]"))] if lo == 0 else []
+        if top >= 1:
+            alts.append((self.lit("["), pick(0, 0), self.lit("]")))
+        return self.rule(self.b.fresh("array"), *alts)
 
     def unique_array(self, values: list[Any], lo: int, hi: int | None) -> str:
         """Arrays of distinct ``values``, ``lo`` to ``hi`` of them: a rule per set of values
