@@ -30,7 +30,15 @@ from .lexer import LexerDFA
 from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
 from .plain_chars import PlainChains
 from .suffix_memo import SuffixMemo
-from .walk_inputs import LoopRuns, end_classes, split_classes, token_matrix, token_starts
+from .walk_inputs import (
+    TAIL,
+    LoopRuns,
+    end_classes,
+    jump_tail,
+    split_classes,
+    token_matrix,
+    token_starts,
+)
 
 __all__ = ["TokenWalker"]
 
@@ -302,6 +310,9 @@ class TokenWalker:
                 self.runs.skip(act, cur, idx, k, first is not None and np.ndim(k0) == 0
                                and int(k0) == 0)
                 entry = False
+            if chains is None and act.size <= TAIL:  # a few long tokens: their steps in Python
+                jump_tail(trans_flat, width, state_class, contextual, flat, act, cur, k, at, tl)
+                skip = True
             ka = k[act]
             done = ka >= tl[act]
             if done.any():
