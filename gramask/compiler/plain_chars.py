@@ -126,19 +126,23 @@ def lead_needs(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarra
     hit = _LEADS.get(id(lens))
     if hit is not None and hit[0] is lens:
         return hit[1], hit[2]
-    w = _KIND[buf[:, 0]].astype(np.int64)
-    lead = (w >= 2) & (w <= 4) & (lens >= 1)
-    cols = np.zeros((len(lens), 3), dtype=np.int64)
-    cols[:, : min(3, buf.shape[1] - 1)] = buf[:, 1:4]
+    kind = _KIND[buf[:, 0]]
+    lead = np.flatnonzero((kind >= 2) & (kind <= 4) & (lens >= 1))
+    w = kind[lead].astype(np.int64)
+    n = lens[lead].astype(np.int64)
+    cols = np.zeros((len(lead), 3), dtype=np.uint8)
+    cols[:, : min(3, buf.shape[1] - 1)] = buf[lead, 1:4]
     pos = np.arange(1, 4)[None, :]
     # each byte of the first character the token holds is a continuation byte
-    cont = ((cols >= 0x80) & (cols < 0xC0)) | (pos >= w[:, None]) | (pos >= lens[:, None])
-    ok = lead & cont.all(axis=1)
+    cont = ((cols >= 0x80) & (cols < 0xC0)) | (pos >= w[:, None]) | (pos >= n[:, None])
+    ok = cont.all(axis=1)
+    need = np.full(len(lens), -1, dtype=np.int16)
+    need[lead[ok]] = 0
+    more = ok & (n > w)
     _, starts = token_starts(lens, buf)
-    need = np.where(ok, 0, -1).astype(np.int16)
-    more = np.flatnonzero(ok & (lens > w))
-    need[more] = plain_rest(lens, buf)[starts[more] + w[more]]
-    widths = np.where(lead, w, 0).astype(np.int8)
+    need[lead[more]] = plain_rest(lens, buf)[starts[lead[more]] + w[more]]
+    widths = np.zeros(len(lens), dtype=np.int8)
+    widths[lead] = w
     for a in (widths, need):
         a.flags.writeable = False
     drop_oldest(_LEADS, 4)
