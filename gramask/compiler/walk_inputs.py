@@ -12,7 +12,7 @@ from ..encoding import bits_of_rows, rows_of_bits, unique_rows
 from .kept import drop_oldest
 from .lexer import LexerDFA
 
-__all__ = ["TAIL", "LoopRuns", "end_classes", "jump_tail", "run_ends", "run_stops",
+__all__ = ["TAIL", "LoopRuns", "byte_groups", "end_classes", "jump_tail", "run_ends", "run_stops",
            "token_matrix", "token_starts", "wide_first_bytes"]
 
 # a walk with at most this many tokens left steps them in Python (:func:`jump_tail`)
@@ -284,3 +284,24 @@ def jump_tail(trans_flat: np.ndarray, width: int, state_class: np.ndarray, conte
             c, kk = nb, kk + 1
         cur[i] = c
         k[i] = kk
+
+
+_GROUPS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(non-empty token ids, those ids grouped by first byte, each byte's group start): the
+    same for every grammar over one vocabulary (the token matrix is kept per vocabulary)."""
+    hit = _GROUPS.get(id(lens))
+    if hit is not None and hit[0] is lens:
+        return hit[1], hit[2], hit[3]
+    valid = np.flatnonzero(lens > 0)
+    fb = buf[valid, 0]  # uint8: numpy's stable sort of it is a radix sort
+    by_byte = valid[np.argsort(fb, kind="stable")]
+    byte_start = np.zeros(257, dtype=np.int64)
+    byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
+    for a in (valid, by_byte, byte_start):
+        a.flags.writeable = False
+    drop_oldest(_GROUPS, 4)
+    _GROUPS[id(lens)] = (lens, valid, by_byte, byte_start)
+    return valid, by_byte, byte_start
