@@ -22,6 +22,7 @@ from gramask.compiler.plain_chars import (
     Finisher,
     PlainChains,
     chain_length,
+    lead_needs,
     plain_needs,
     plain_rest,
     uniform_steps,
@@ -89,6 +90,29 @@ def test_plain_rest_at_every_offset(tokens: list[bytes]) -> None:
         for i in range(1, len(t)):
             assert rest[at + i] == _expected(b"x" + t[i:]), (t, i)
         at += len(t)
+
+
+def _expected_lead(token: bytes) -> tuple[int, int]:
+    """(width of the character ``token[0]`` leads, 0 for none; the plain characters after
+    it as ``_expected`` counts them, 0 where the token ends inside it, -1 where a byte of it
+    is no continuation byte or the rest is not plain)."""
+    b = token[0]
+    w = 2 if 0xC2 <= b <= 0xDF else 3 if 0xE0 <= b <= 0xEF else 4 if 0xF0 <= b <= 0xF4 else 0
+    if not w:
+        return 0, -1
+    if any(not 0x80 <= c < 0xC0 for c in token[1:w]):
+        return w, -1
+    return w, (0 if len(token) <= w else _expected(b"x" + token[w:]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_EDGE), min_size=1, max_size=8).map(bytes),
+                min_size=1, max_size=300))
+def test_lead_needs_match_the_decoder(tokens: list[bytes]) -> None:
+    lens, buf, _ = token_matrix(tokens, np.zeros(len(tokens), dtype=bool))
+    widths, needs = lead_needs(lens, buf)
+    assert list(zip(widths.tolist(), needs.tolist(), strict=True)) == [
+        _expected_lead(t) for t in tokens]
 
 
 def test_plain_needs_cut_characters() -> None:

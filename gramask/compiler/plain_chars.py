@@ -21,8 +21,8 @@ import numpy as np
 from .kept import drop_oldest
 from .walk_inputs import token_starts
 
-__all__ = ["Finisher", "PlainChains", "chain_length", "plain_needs", "plain_rest",
-           "uniform_steps"]
+__all__ = ["Finisher", "PlainChains", "chain_length", "lead_needs", "plain_needs",
+           "plain_rest", "uniform_steps"]
 
 # byte kinds: a plain ASCII character, a continuation byte, the lead of a 2-, 3-, 4-byte
 # character, anything else (a control byte, ``"``, ``\\``, a byte no UTF-8 text holds)
@@ -113,6 +113,41 @@ def plain_needs(lens: np.ndarray, buf: np.ndarray) -> np.ndarray:
     out = np.where(lens == 1, 0, -1).astype(np.int64)
     out[two] = rest[starts[two] + 1]
     return out
+
+
+_LEADS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def lead_needs(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per token: (the width of the UTF-8 character its first byte leads, 0 where that is
+    not a lead; :func:`plain_rest` after that character — 0 where the token ends inside it
+    or with it —, or -1 where the character's bytes are not continuation bytes or the rest
+    is not plain). Kept per vocabulary."""
+    hit = _LEADS.get(id(lens))
+    if hit is not None and hit[0] is lens:
+        return hit[1], hit[2]
+    kind = _KIND[buf[:, 0]]
+    lead = np.flatnonzero((kind >= 2) & (kind <= 4) & (lens >= 1))
+    w = kind[lead].astype(np.int64)
+    n = lens[lead].astype(np.int64)
+    cols = np.zeros((len(lead), 3), dtype=np.uint8)
+    cols[:, : min(3, buf.shape[1] - 1)] = buf[lead, 1:4]
+    pos = np.arange(1, 4)[None, :]
+    # each byte of the first character the token holds is a continuation byte
+    cont = ((cols >= 0x80) & (cols < 0xC0)) | (pos >= w[:, None]) | (pos >= n[:, None])
+    ok = cont.all(axis=1)
+    need = np.full(len(lens), -1, dtype=np.int16)
+    need[lead[ok]] = 0
+    more = ok & (n > w)
+    _, starts = token_starts(lens, buf)
+    need[lead[more]] = plain_rest(lens, buf)[starts[lead[more]] + w[more]]
+    widths = np.zeros(len(lens), dtype=np.int8)
+    widths[lead] = w
+    for a in (widths, need):
+        a.flags.writeable = False
+    drop_oldest(_LEADS, 4)
+    _LEADS[id(lens)] = (lens, widths, need)
+    return widths, need
 
 
 def _settle(trans: np.ndarray, state_class: np.ndarray, x: np.ndarray, d: int) -> np.ndarray:
@@ -261,12 +296,37 @@ class PlainChains:
         their first byte: each one's node is ``s_after``'s end class, without a walk."""
         length = self.lengths(np.array([s for s, _ in groups], dtype=np.int64)).tolist()
         out = []
-        for (_, toks), n in zip(groups, length, strict=True):
-            if not n or not len(toks):  # (no chain: nothing to gain)
-                out.append(np.zeros(len(toks), dtype=bool))
-                continue
-            need = self.needs()[toks]
-            out.append((need >= 0) & (need <= n))
+        for (s, toks), n in zip(groups, length, strict=True):
+            if not len(toks):
+                out.append(np.zeros(0, dtype=bool))
+            elif n:
+                need = self.needs()[toks]
+                out.append((need >= 0) & (need <= n))
+            else:  # (no chain from the state after the first byte: from after its character?)
+                out.append(self._after_lead(s, toks))
+        return out
+
+    def _after_lead(self, s: int, toks: np.ndarray) -> np.ndarray:
+        """:meth:`tokens` of a group whose first bytes are the leads of ``w``-byte UTF-8
+        characters (a string body's CJK tokens: most of a byte-level vocabulary's), ``s`` the
+        state after them: where every ``w - 1`` continuation bytes lead from ``s`` to one
+        state through ``s``'s end class, the tokens whose first character is whole or cut
+        and whose rest is plain characters along the chain from that state
+        (:func:`lead_needs`) end in that class, as the walk would find them a few steps
+        later."""
+        none = np.zeros(len(toks), dtype=bool)
+        w0 = int(_KIND[self.buf[toks[0], 0]])
+        if not 2 <= w0 <= 4:
+            return none
+        widths, needs = lead_needs(self.lens, self.buf)
+        if (widths[toks] != w0).any():
+            return none
+        t = int(_settle(self.trans, self.state_class, np.array([s], dtype=np.int64), w0 - 1)[0])
+        if t < 0:
+            return none
+        n = int(self.lengths(np.array([t], dtype=np.int64))[0])
+        need = needs[toks]
+        out: np.ndarray = (need >= 0) & (need <= n)
         return out
 
     def begin(self, second: bool) -> Finisher:

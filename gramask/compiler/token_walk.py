@@ -30,7 +30,16 @@ from .lexer import LexerDFA
 from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
 from .plain_chars import PlainChains
 from .suffix_memo import SuffixMemo
-from .walk_inputs import LoopRuns, end_classes, split_classes, token_matrix, token_starts
+from .walk_inputs import (
+    TAIL,
+    LoopRuns,
+    byte_groups,
+    end_classes,
+    jump_tail,
+    split_classes,
+    token_matrix,
+    token_starts,
+)
 
 __all__ = ["TokenWalker"]
 
@@ -83,7 +92,7 @@ class TokenWalker:
         self.lmax = lmax
         self.runs = LoopRuns(self.trans, self.lens, self.buf)  # jumps over looping runs
         self._memo = SuffixMemo(v, lmax)  # the suffixes walked so far
-        self.valid, self.by_byte, self.byte_start = _byte_groups(self.lens, self.buf)
+        self.valid, self.by_byte, self.byte_start = byte_groups(self.lens, self.buf)
         self.start_ok = self.trans[0] >= 0  # per byte: it starts a lexeme
         self.shared: dict[tuple[int, int], np.ndarray] = {}  # (state after b, b) -> nodes
         self._alive: dict[tuple[int, int], int] = {}  # (state after b, b) -> tokens not dead
@@ -173,7 +182,7 @@ class TokenWalker:
                 pending.append((s_after, bytes_in, gen, next(gen)))
             except StopIteration as stop:
                 if stop.value is not None:
-                    self._keep(s_after, bytes_in, stop.value)
+                    _keep(self, s_after, bytes_in, stop.value)
                 else:  # no shared local walk: walked below, all such groups in one walk
                     solo.append((s_after, bytes_in, toks))
         if solo:  # (the tokens inside a chain of uniform states: no walk, see plain_chars)
@@ -186,7 +195,7 @@ class TokenWalker:
                     solo, fast, np.split(nodes, np.cumsum(sizes)[:-1]), strict=True):
                 full = np.full(len(f), int(self.state_class[s_after]), dtype=np.int64)
                 full[~f] = part
-                self._keep(s_after, bytes_in, full)
+                _keep(self, s_after, bytes_in, full)
         if not pending:
             return
         tails = self.suffix(np.concatenate([p[3][0] for p in pending]),
@@ -197,15 +206,7 @@ class TokenWalker:
             try:
                 gen.send(tail)
             except StopIteration as stop:
-                self._keep(s_after, bytes_in, stop.value)
-
-    def _keep(self, s_after: int, bytes_in: list[int], nodes: np.ndarray) -> None:
-        off = 0
-        for b in bytes_in:
-            n = int(self.byte_start[b + 1] - self.byte_start[b])
-            self.shared[(s_after, b)] = nodes[off: off + n]
-            self._alive[(s_after, b)] = int(np.count_nonzero(nodes[off: off + n] >= 0))
-            off += n
+                _keep(self, s_after, bytes_in, stop.value)
 
     def row(self, q: int) -> tuple[np.ndarray, np.ndarray]:
         """Row ``q``: (token ids ascending, node ids), its walks done on first use."""
@@ -302,6 +303,9 @@ class TokenWalker:
                 self.runs.skip(act, cur, idx, k, first is not None and np.ndim(k0) == 0
                                and int(k0) == 0)
                 entry = False
+            if chains is None and act.size <= TAIL:  # a few long tokens: their steps in Python
+                jump_tail(trans_flat, width, state_class, contextual, flat, act, cur, k, at, tl)
+                skip = True
             ka = k[act]
             done = ka >= tl[act]
             if done.any():
@@ -433,6 +437,21 @@ class TokenWalker:
         return ids
 
 
+def _keep(w: TokenWalker, s_after: int, bytes_in: list[int], nodes: np.ndarray) -> None:
+    """Store ``w``'s shared walk from ``s_after`` per first byte, with its live tokens
+    counted in one pass (a string body's group has ~150 first bytes). (A function of the
+    module: the class stays within its size.)"""
+    b = np.asarray(bytes_in, dtype=np.int64)
+    ends = np.cumsum(w.byte_start[b + 1] - w.byte_start[b]).tolist()
+    live = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum(nodes >= 0, out=live[1:])
+    lo = 0
+    for byte, hi in zip(bytes_in, ends, strict=True):
+        w.shared[(s_after, byte)] = nodes[lo:hi]
+        w._alive[(s_after, byte)] = int(live[hi] - live[lo])
+        lo = hi
+
+
 def _local_nodes(w: TokenWalker, s_after: int, bytes_in: list[int], toks: np.ndarray
                 ) -> Generator[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray | None]:
     """The nodes of ``w``'s shared walk of ``toks`` (first bytes ``bytes_in``) from
@@ -514,24 +533,5 @@ def _nl_heads(buf: np.ndarray, n_terms: int, t: np.ndarray, k: np.ndarray,
     return heads
 
 
-_GROUPS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 # (id of a vocabulary's by-byte order, the first bytes) → (that order, its tokens joined)
 _TOKENS_OF: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(non-empty token ids, those ids grouped by first byte, each byte's group start): the
-    same for every grammar over one vocabulary (the token matrix is kept per vocabulary)."""
-    hit = _GROUPS.get(id(lens))
-    if hit is not None and hit[0] is lens:
-        return hit[1], hit[2], hit[3]
-    valid = np.flatnonzero(lens > 0)
-    fb = buf[valid, 0]  # uint8: numpy's stable sort of it is a radix sort
-    by_byte = valid[np.argsort(fb, kind="stable")]
-    byte_start = np.zeros(257, dtype=np.int64)
-    byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
-    for a in (valid, by_byte, byte_start):
-        a.flags.writeable = False
-    drop_oldest(_GROUPS, 4)
-    _GROUPS[id(lens)] = (lens, valid, by_byte, byte_start)
-    return valid, by_byte, byte_start

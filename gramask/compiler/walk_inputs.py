@@ -12,8 +12,11 @@ from ..encoding import bits_of_rows, rows_of_bits, unique_rows
 from .kept import drop_oldest
 from .lexer import LexerDFA
 
-__all__ = ["LoopRuns", "end_classes", "run_ends", "run_stops", "token_matrix", "token_starts",
-           "wide_first_bytes"]
+__all__ = ["TAIL", "LoopRuns", "byte_groups", "end_classes", "jump_tail", "run_ends", "run_stops",
+           "token_matrix", "token_starts", "wide_first_bytes"]
+
+# a walk with at most this many tokens left steps them in Python (:func:`jump_tail`)
+TAIL = 48
 
 
 _MATRICES: dict[int, tuple[Sequence[bytes], bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
@@ -258,3 +261,47 @@ def split_classes(classes: np.ndarray, state_class: np.ndarray, ids: np.ndarray 
     pairs, split = unique_rows(np.stack([state_class.reshape(-1), ids], axis=1))
     return classes[pairs[:, 0]], split
 
+
+def jump_tail(trans_flat: np.ndarray, width: int, state_class: np.ndarray, contextual: bool,
+              flat: np.ndarray, act: np.ndarray, cur: np.ndarray, k: np.ndarray,
+              at: np.ndarray, tl: np.ndarray) -> None:
+    """Advance the few walks left of a vocabulary walk (``act``; ``cur``, ``k``, ``at``,
+    ``tl``: per walk, state, offset of the next byte, where its token's bytes begin in
+    ``flat``, its length; ``trans_flat``: the lexer's transitions, rows of ``width``) byte
+    by byte in Python, in place, up to the byte where something happens: the token ends,
+    the byte ends the lexeme or (contextual) leads to another end class. The tail of a walk
+    is a few long tokens (an identifier, a string's body) for dozens of steps, each a batch
+    of numpy calls that cost more than the bytes they step. The walks then wait for their
+    iteration (as after :meth:`LoopRuns.skip`), so that nodes are interned in the same
+    batches."""
+    for i in act.tolist():
+        c, kk, end, base = cur.item(i), k.item(i), tl.item(i), at.item(i)
+        cls = state_class.item(c)
+        while kk < end:
+            nb = trans_flat.item(c * width + flat.item(base + kk))
+            if nb < 0 or (contextual and state_class.item(nb) != cls):
+                break
+            c, kk = nb, kk + 1
+        cur[i] = c
+        k[i] = kk
+
+
+_GROUPS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(non-empty token ids, those ids grouped by first byte, each byte's group start): the
+    same for every grammar over one vocabulary (the token matrix is kept per vocabulary)."""
+    hit = _GROUPS.get(id(lens))
+    if hit is not None and hit[0] is lens:
+        return hit[1], hit[2], hit[3]
+    valid = np.flatnonzero(lens > 0)
+    fb = buf[valid, 0]  # uint8: numpy's stable sort of it is a radix sort
+    by_byte = valid[np.argsort(fb, kind="stable")]
+    byte_start = np.zeros(257, dtype=np.int64)
+    byte_start[1:] = np.cumsum(np.bincount(fb, minlength=256))
+    for a in (valid, by_byte, byte_start):
+        a.flags.writeable = False
+    drop_oldest(_GROUPS, 4)
+    _GROUPS[id(lens)] = (lens, valid, by_byte, byte_start)
+    return valid, by_byte, byte_start
