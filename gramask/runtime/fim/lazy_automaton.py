@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
@@ -32,16 +33,20 @@ _Row = tuple[dict[int, int], tuple[tuple[int, int], ...], dict[int, int], int, t
 
 
 class _Lazy(dict[int, V], Generic[V]):
-    """A per-state table filled on first access."""
+    """A per-state table filled on first access. It holds its automaton's fill method weakly:
+    the automaton holds the table, and a cycle would leave a removed request's quotient to the
+    cyclic garbage collector (thousands of objects, a pause in a serving worker)."""
 
     __slots__ = ("fill",)
 
     def __init__(self, fill: Callable[[int], None]) -> None:
         super().__init__()
-        self.fill = fill
+        self.fill = weakref.WeakMethod(fill)
 
     def __missing__(self, s: int) -> V:
-        self.fill(s)
+        fill = self.fill()
+        assert fill is not None, "a lazy table outlived its automaton"
+        fill(s)
         return self[s]
 
     def as_list(self) -> list[V]:
