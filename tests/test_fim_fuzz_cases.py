@@ -354,3 +354,29 @@ def test_no_middle_leads_into_a_swallowing_lexeme(lexer: str) -> None:
     assert [plain.is_allowed(i) for i in range(len(pieces))] == m[:len(pieces)].tolist()
     with pytest.raises(gramask.TokenRejected):
         plain.advance(vocab.token_id("a"))
+
+
+# The middle opens one block between the prefix's level and the suffix's first line, off
+# the prefix's step: the prefix (levels 0, 1) shows a step of 1, so only the filled stack
+# (0, 1, 2, 3) and no level between were assumed, and EOS was refused after the true middle
+# (fim_fuzz --seed 340 --indent 1, grammar 7, basic mode; the same text cut elsewhere
+# ended complete).
+COMMENT_BLOCKS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: T0
+T0: /\/\*(.|\n)*?\*\//
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_block_the_middle_opens_off_the_prefixs_step_ends_complete(lexer: str) -> None:
+    prefix, middle, suffix = "if:\n /**", "/\nif:\n if:\n  ", "if:\n    /**/\n"
+    assert lark_accepts(_indenter_oracle(COMMENT_BLOCKS), prefix + middle + suffix)
+    cg, vocab = tiny(COMMENT_BLOCKS, [*"if:/*\n "], lexer=lexer)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, [*middle])
+    assert c.is_complete()
