@@ -300,7 +300,83 @@ def test_a_middle_the_suffix_continues_is_not_refused_by_the_dead_end_search(
     _walk(c, vocab, ["."])
     assert c.is_allowed(vocab.eos_token_id)
     assert cg.constraint("", suffix=".").shortest_completion().text == "."
-    if lexer == "basic":  # (the search's verdicts kept for what the suffix does not continue)
-        c = cg.constraint("", suffix=".")
-        assert not c.is_allowed(vocab.token_id(".."))  # "..." is one T0: no ".." after it
-        assert not c.is_allowed(vocab.token_id("a"))
+    # (the search's verdicts kept for what the suffix does not continue; in the contextual
+    # mode too since the quotient is searched)
+    c = cg.constraint("", suffix=".")
+    assert not c.is_allowed(vocab.token_id(".."))  # "..." is one T0: no ".." after it
+    assert not c.is_allowed(vocab.token_id("a"))
+
+
+def _fim_mask_pieces(c: gramask.Constraint, pieces: list[str]) -> list[str]:
+    m = c.allowed()
+    return [t for i, t in enumerate(pieces) if m[i]]
+
+
+# The dead-end search's "the text may end" is, in fill-in-the-middle's quotient, "a marker can
+# follow": at k = 0 the suffix's first byte must also end the middle's last lexeme (greedy
+# lexing reads on otherwise). Before the suffix "..", every middle but the empty one makes
+# one T0 of the dots (no ".." after it): the basic mode allowed ".", "..", "..." and "a"
+# there, and after each of them again everything, never complete (tools/fim_fuzz.py).
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_the_suffixs_first_byte_must_end_the_middles_last_lexeme(lexer: str) -> None:
+    pieces = [".", "..", "...", "a"]
+    with pytest.warns(gramask.GrammarWarning, match="T0 can never be followed"):
+        cg, vocab = tiny(SWALLOWED_DOTS, pieces, lexer=lexer)
+    c = cg.constraint("", suffix="..")
+    assert _fim_mask_pieces(c, pieces) == []
+    assert c.is_complete()
+    for piece in pieces:
+        assert not c.is_allowed(vocab.token_id(piece))
+
+
+# Contextual mode: the quotient's masks were not searched for dead ends, so with the suffix
+# "." the middle ".." was allowed ("..." is one T0) and its mask was empty; the prefix "a"
+# (a T0, which nothing can follow) gave an all-False mask instead of InvalidPrefixError, and
+# the prefix-only constraint's is_allowed() and advance() took what allowed() refuses (the
+# walk did not ask the search).
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_no_middle_leads_into_a_swallowing_lexeme(lexer: str) -> None:
+    pieces = [".", "..", "...", "a"]
+    with pytest.warns(gramask.GrammarWarning, match="T0 can never be followed"):
+        cg, vocab = tiny(SWALLOWED_DOTS, pieces, lexer=lexer)
+    oracle = lark.Lark(SWALLOWED_DOTS, parser="lalr", lexer=lexer)
+    c = cg.constraint("", suffix=".")
+    assert _fim_mask_pieces(c, pieces) == ["."]
+    assert not c.is_allowed(vocab.token_id(".."))
+    _walk(c, vocab, ["."])
+    assert _fim_mask_pieces(c, pieces) == [] and c.is_complete()
+    assert lark_accepts(oracle, "..")
+    for suffix in (".", "..", None):
+        with pytest.raises(gramask.InvalidPrefixError):
+            cg.constraint("a", suffix=suffix)
+    plain = cg.constraint("")
+    m = plain.allowed()
+    assert [plain.is_allowed(i) for i in range(len(pieces))] == m[:len(pieces)].tolist()
+    with pytest.raises(gramask.TokenRejected):
+        plain.advance(vocab.token_id("a"))
+
+
+# The middle opens one block between the prefix's level and the suffix's first line, off
+# the prefix's step: the prefix (levels 0, 1) shows a step of 1, so only the filled stack
+# (0, 1, 2, 3) and no level between were assumed, and EOS was refused after the true middle
+# (fim_fuzz --seed 340 --indent 1, grammar 7, basic mode; the same text cut elsewhere
+# ended complete).
+COMMENT_BLOCKS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: T0
+T0: /\/\*(.|\n)*?\*\//
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_block_the_middle_opens_off_the_prefixs_step_ends_complete(lexer: str) -> None:
+    prefix, middle, suffix = "if:\n /**", "/\nif:\n if:\n  ", "if:\n    /**/\n"
+    assert lark_accepts(_indenter_oracle(COMMENT_BLOCKS), prefix + middle + suffix)
+    cg, vocab = tiny(COMMENT_BLOCKS, [*"if:/*\n "], lexer=lexer)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, [*middle])
+    assert c.is_complete()

@@ -376,7 +376,7 @@ class Adjacency:
     the lexer splits some text iff it is a path of ``delta`` (exactly: the lexer ends a
     lexeme only where the next byte kills it)."""
 
-    __slots__ = ("delta", "group", "ids", "table")
+    __slots__ = ("delta", "group", "ids", "next_bytes", "table")
 
     def __init__(self, dfa: LexerDFA) -> None:
         n, trans, accept, ignored = dfa.num_states, dfa.trans, dfa.accept, dfa.ignored
@@ -434,6 +434,17 @@ class Adjacency:
         self.delta: dict[tuple[int, int], tuple[int, ...]] = {
             (k, b): tuple(sorted(gs)) for k, out in step.items() for b, gs in out.items()
             if not ignored[b]}
+        # per group: the bytes that may come next after its ends, ignored lexemes between
+        # (a bit set; what a fill-in-the-middle suffix's first byte must be)
+        kill_int = {k: int.from_bytes(np.packbits(v, bitorder="little").tobytes(), "little")
+                    for k, v in kill_of.items()}
+        self.next_bytes: dict[int, int] = {}
+        for k, out in step.items():
+            nb = kill_int[k]
+            for t in ign:
+                for g in out.get(t, ()):
+                    nb |= kill_int[g]
+            self.next_bytes[k] = nb
         self.ids = np.zeros(n, dtype=np.int64)
         self.table: list[tuple[tuple[int, tuple[int, ...]], ...]] = [()]
         index: dict[tuple[tuple[int, tuple[int, ...]], ...], int] = {(): 0}

@@ -34,7 +34,6 @@ import numpy as np
 
 from ...errors import LimitExceededError
 from .end_search import LIMIT, EndSearch
-from .parse_state import PUID
 
 if TYPE_CHECKING:
     from .contextual_rule import ContextualRule
@@ -116,6 +115,18 @@ class ContextualEnds(EndSearch):
         sh = w & ~rule.ignored_bits
         return False, (p if not sh else rule.ctx.shift_any(p, sh))
 
+    @staticmethod
+    def _into_suffix(rule: ContextualRule, p: PState, w: int) -> bool:
+        """May a lexeme ending as ``w`` at ``p`` be the one a fill-in-the-middle suffix
+        continues (:meth:`ParserContext.continues_into_suffix`)?"""
+        sh = w & ~rule.ignored_bits
+        while sh:
+            low = sh & -sh
+            sh ^= low
+            if rule.ctx.continues_into_suffix(p, low.bit_length() - 1):
+                return True
+        return False
+
     def ok_after(self, rule: ContextualRule, p: PState, q: int) -> bool:
         """Can the text be completed from parser state ``p`` with a lexeme in progress at
         lexer state ``q`` (lexed under ``allowed(p)``)? True also where the search gives
@@ -124,6 +135,8 @@ class ContextualEnds(EndSearch):
             return self.viable(rule, p, _ALL)
         try:
             for w, kill in self._ends_from(rule, rule.allowed(p), q):
+                if self._into_suffix(rule, p, w) and rule.may_be_boundary(p, q):
+                    return True  # (fill-in-the-middle: the suffix may continue it)
                 stop, p2 = self._end(rule, p, w)
                 if stop or (p2 is not None and self.viable(rule, p2, kill)):
                     return True
@@ -143,6 +156,9 @@ class ContextualEnds(EndSearch):
         """The search's step from parser state ``p1`` over the lexemes ``nexts`` (the
         (winners, kill set) of each) that can follow."""
         for w, k2 in nexts:
+            if self._into_suffix(rule, p1, w):
+                yield None  # the lexeme the suffix continues: the boundary masks decide
+                return
             stop, p2 = self._end(rule, p1, w)
             if stop:
                 yield None
@@ -156,20 +172,12 @@ class ContextualEnds(EndSearch):
         """``m`` (the tokens the contextual masks allow at ``(p, q, carry)``) without those
         whose walk ends where no text completes the parse; a copy where one goes."""
         out = m
-        verdict: dict[tuple[int, int], bool] = {}
         for t in np.flatnonzero(m).tolist():
             data = tokens[t]
             if not data:
                 continue
-            st = rule.walk((q, carry, p), data)
-            if isinstance(st, int):
-                continue  # (the masks' verdict stands)
-            q2, _, p2 = st
-            k = (p2[PUID], q2)
-            v = verdict.get(k)
-            if v is None:
-                v = verdict[k] = self.ok_after(rule, p2, q2)
-            if not v:
+            # (the walk asks ok_after at its end: ContextualLexer._walk_end_ok)
+            if isinstance(rule.walk((q, carry, p), data), int):
                 if out is m:
                     out = m.copy()
                 out[t] = False

@@ -32,7 +32,6 @@ from ...compiler.walk_inputs import wide_first_bytes
 from ...encoding import bits_of_rows
 from ..limits import memo_size
 from ..memo import BoundedMemo
-from .contextual_ends import ContextualEnds
 from .contextual_plan import SMALL, Plan, plan_nodes
 from .contextual_rule import ContextualRule
 from .contextual_trie import trie_mask
@@ -94,7 +93,7 @@ class ContextualLexer(ContextualRule):
         self._tokens = tokens
         self._special = special
         self._trie: VocabTrie | None = None
-        self.dead_ends: ContextualEnds | None = None  # set by CompiledGrammar where needed
+        self.dead_ends = None  # set by CompiledGrammar where needed
         limits = ctx.automaton.limits  # the bounds every memo of this runtime follows
         self._masks: BoundedMemo[tuple[int, int, int], np.ndarray] = BoundedMemo(
             memo_size(limits.mask_cache))
@@ -178,7 +177,7 @@ class ContextualLexer(ContextualRule):
             self._trie = VocabTrie(self._tokens, self._special)
         c = copy.copy(self)
         c.ctx = ctx
-        c.dead_ends = None  # (its text ends in a lexeme the suffix goes on with: not searched)
+        # (dead_ends shared: verdicts per parser context; see ContextualEnds._into_suffix)
         c._kept = c.kept_memo(ctx)  # (keyed by the other parser's state ids)
         limits = ctx.automaton.limits
         c._masks = BoundedMemo(memo_size(limits.mask_cache))

@@ -29,7 +29,7 @@ under it are :class:`~gramask.runtime.core.contextual_lexer.ContextualLexer`'s.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ...compiler.contextual_wins import close_under, reserved_maps, terminal_threats
 from ...compiler.ignored_follows import follows_ok, ignored_follows
@@ -43,15 +43,29 @@ from .step_state import LexState
 from .terminal_sets import int_of_row
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ...compiler.lexer import LexerDFA
     from .parse_state import ParserContext, PState
 
 __all__ = ["ContextualRule"]
 
 
+class DeadEnds(Protocol):
+    """The dead-end search as a walk asks it (:class:`.contextual_ends.ContextualEnds`)."""
+
+    def ok_after(self, rule: ContextualRule, p: PState, q: int) -> bool: ...
+
+    def refine(self, rule: ContextualRule, tokens: Sequence[bytes], p: PState, q: int,
+               carry: int, m: np.ndarray) -> np.ndarray: ...
+
+
 class ContextualRule:
     """Walks, lexeme ends and end checks under the contextual rule (shared, like the
     lexer's tables)."""
+
+    # the dead-end search where the grammar needs one (set by CompiledGrammar)
+    dead_ends: DeadEnds | None = None
 
     def __init__(
         self,
@@ -196,6 +210,11 @@ class ContextualRule:
             return p
         return self.ctx.shift_any(p, sh)
 
+    def may_be_boundary(self, p: PState, q: int) -> bool:
+        """May the lexeme in progress at ``q`` still be the one a fill-in-the-middle suffix
+        continues (fim's boundary lexer says; no other lexer asks)?"""
+        return True
+
     def end_ok(self, p: PState, q: int) -> bool:
         """May the input stop mid-lexeme at ``q``? Some allowed terminal is still alive and
         is either significant (the parser takes it: it is in ``expects(p)``, and its shift
@@ -290,7 +309,10 @@ class ContextualRule:
         return (q, carry, p)
 
     def _walk_end_ok(self, p: PState, q: int, whole: bool) -> bool:
-        """``end_ok`` at the end of a walk; ``whole``: its last lexeme began at the walk's
-        first byte or before, or every lexeme the walk ended was an ignored one
-        (fill-in-the-middle checks those cases more closely)."""
-        return self.end_ok(p, q)
+        """``end_ok`` at the end of a walk, and the dead-end search's verdict where the
+        grammar has one (so ``advance()`` and the prefix's check agree with the masks);
+        ``whole``: its last lexeme began at the walk's first byte or before, or every lexeme
+        the walk ended was an ignored one (fill-in-the-middle checks those cases more
+        closely)."""
+        return self.end_ok(p, q) and (self.dead_ends is None
+                                      or self.dead_ends.ok_after(self, p, q))

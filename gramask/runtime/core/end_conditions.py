@@ -37,12 +37,13 @@ class EndConditions(EndSearch):
     """Per end class to decide: the (terminal, end groups) its lexeme can still reach; the
     search over pairs (parser state, end group) is :class:`EndSearch`'s."""
 
-    __slots__ = ("classes", "delta", "n_lex", "nl_t")
+    __slots__ = ("_next_bytes", "classes", "delta", "n_lex", "nl_t")
 
     def __init__(self, adj: Adjacency, state_class: np.ndarray, class_winnable: np.ndarray,
                  nl_terminal: int = -1) -> None:
         super().__init__()
         self.delta = adj.delta
+        self._next_bytes = adj.next_bytes
         self.nl_t = nl_terminal
         self.n_lex = class_winnable.shape[1] - 1  # parser terminals past it have no lexeme
         bits = bits_of_rows(class_winnable[:, :-1])
@@ -95,6 +96,10 @@ class EndConditions(EndSearch):
                     out = r.copy()
                 out[c] = False
         return out
+
+    def next_bytes(self, end: int) -> int:
+        """(The search's ends are end groups.)"""
+        return self._next_bytes.get(end, (1 << 256) - 1)
 
     def viable(self, ctx: ParserContext, p: PState, g: int) -> bool:
         """Can the text be completed from parser state ``p`` after a lexeme end of group

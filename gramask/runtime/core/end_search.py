@@ -38,6 +38,11 @@ class EndSearch:
         self._memo: dict[int, tuple[ParserContext, dict[tuple[int, int], bool]]] = {}
         self.gave_up = 0  # searches that gave up (their tokens were allowed)
 
+    def next_bytes(self, end: int) -> int:
+        """The bytes that may come next after a lexeme end ``end`` (a bit set; the
+        contextual search's ends are those bit sets)."""
+        return end
+
     def search(self, ctx: ParserContext, p: PState, end: int, steps: Steps) -> bool:
         """Can the text be completed from parser state ``p`` after a lexeme end ``end``,
         taking ``steps``? (True also where the search gives up.)"""
@@ -60,7 +65,7 @@ class EndSearch:
             if key1 in seen:
                 continue
             seen.add(key1)
-            if memo.get(key1) or ctx.finish(p1):
+            if memo.get(key1) or ctx.finish_after(p1, self.next_bytes(e1)):
                 found = True
                 break
             if len(seen) > LIMIT:

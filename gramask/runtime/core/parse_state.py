@@ -219,6 +219,13 @@ class ParserContext:
             es = self.automaton.advance(es, self.dedent_t) if es is not None else None
         return es is not None and es[ACCEPTS]
 
+    def finish_after(self, p: PState, next_bytes: int) -> bool:
+        """:meth:`finish` after a lexeme end that ``next_bytes`` (a bit set of bytes) may
+        follow: what comes after the end must not continue the lexeme. Only a
+        fill-in-the-middle quotient, whose "end" is the suffix, reads it (the input's end
+        kills every lexeme)."""
+        return self.finish(p)
+
     def continues_into_suffix(self, p: PState, a: int) -> bool:
         """May a lexeme of terminal ``a`` ending here, at ``p``, be the one a suffix continues?
         Only a fill-in-the-middle quotient's boundary markers say so (they stand for such a

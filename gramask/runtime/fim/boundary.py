@@ -379,11 +379,15 @@ class BoundaryContextualLexer(ContextualLexer):
         # so plans stay shared across requests, keyed by the codes
         return cont, ends & (np.frombuffer(extra, dtype=np.int8) > 0), sets
 
+    def may_be_boundary(self, p: PState, q: int) -> bool:
+        """Does ``q`` reach the set of a boundary marker ``p`` expects?"""
+        return any(bool(self.boundary.reach[m][q]) for m in self.boundary.expected(p))
+
     def _walk_end_ok(self, p: PState, q: int, whole: bool) -> bool:
         """As the mask decides: by ``q`` itself when the walk's last lexeme began at its first
         byte or before, or the lexemes it ended were all ignored ones (the state is then
         known), else by ``q``'s class."""
-        if not self.end_ok(p, q):
+        if not super()._walk_end_ok(p, q, whole):
             return False
         c = self._codes(p)
         if c is None:

@@ -410,7 +410,7 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
         raise InvalidSuffixError("the code after the cursor cannot be lexed",
                                  position=max(lexing.error_offset, 0))
     try:
-        qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset)
+        qb, markers = build_quotient(ob, grammar, lexing.branches, lexing.error_offset, None, sdata)
     except InvalidSuffixError:
         if start_error is None:
             raise

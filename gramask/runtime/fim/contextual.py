@@ -379,7 +379,8 @@ def _setup(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str 
         raise InvalidSuffixError(
             "no middle connects the prefix to this suffix: the code after the cursor is not "
             "the end of any program", position=max(lattice.error_offset, 0))
-    qb, markers = build_quotient(ob, grammar, [], lattice.error_offset, walked=lattice.walked)
+    qb, markers = build_quotient(ob, grammar, [], lattice.error_offset, walked=lattice.walked,
+                                 suffix=sdata)
     qb.contextual = ocx.for_context(qb.ctx)
     qb = with_boundary(qb, boundary_filter(ob, vocab, sdata, markers, contextual=True))
     qplanner = (None if planner is None else
@@ -433,6 +434,6 @@ def _equivalent(cx: ContextualLexer, data: bytes, start: LexState
         q = nq
         if byte <= 32:
             carry = advance(carry, byte)
-    if q != 0 and not cx.end_ok(p, q):
+    if q != 0 and not cx._walk_end_ok(p, q, True):  # (with the dead-end search's verdict)
         raise InvalidPrefixError("the prefix is not a prefix of any program", position=lex_start)
     return erase_loops(data, bounds), p[INDENT]

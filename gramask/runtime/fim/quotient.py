@@ -52,6 +52,9 @@ class QuotientContext(ParserContext):
     parse then accepts"."""
 
     markers: tuple[int, ...] = ()  # markers shifted after the middle's last lexeme
+    # per marker of ``markers``: the suffix byte that must end the middle's last lexeme
+    # (``suffix[0]`` for the branch at k = 0; -1: none to check)
+    marker_bytes: tuple[int, ...] = ()
     _expects: dict[int, int]  # expects() per parser state uid (set in _builder_for)
     # (marker, terminal): markers shifted *instead of* the middle's last lexeme, which the
     # suffix continues and which must end as that terminal
@@ -60,6 +63,19 @@ class QuotientContext(ParserContext):
     def finish(self, p: PState) -> bool:
         es = p[ES]
         for m in self.markers:
+            if (es[EXPECTED] >> m) & 1:
+                e2 = self.automaton.advance(es, m)
+                if e2 is not None and e2[ACCEPTS]:
+                    return True
+        return False
+
+    def finish_after(self, p: PState, next_bytes: int) -> bool:
+        """:meth:`finish` through a marker whose suffix byte may follow the lexeme end (a
+        byte that continues the middle's last lexeme leaves greedy lexing no end there)."""
+        es = p[ES]
+        for m, b in zip(self.markers, self.marker_bytes, strict=True):
+            if b >= 0 and not (next_bytes >> b) & 1:
+                continue
             if (es[EXPECTED] >> m) & 1:
                 e2 = self.automaton.advance(es, m)
                 if e2 is not None and e2[ACCEPTS]:
@@ -139,7 +155,7 @@ def _plain(ob: MaskBuilder, a: int) -> bool:
 
 def build_quotient(
     ob: MaskBuilder, grammar: Grammar, branches: list[Branch], lex_error: int,
-    walked: list[tuple[Branch, EarleySet]] | None = None,
+    walked: list[tuple[Branch, EarleySet]] | None = None, suffix: bytes = b"",
 ) -> tuple[MaskBuilder, list[tuple[Branch, int, int]]]:
     """The quotient's mask builder (sharing the original's tables) and each live branch with
     its marker terminals: ``(branch, marker, -1)`` for a marker after the middle's last
@@ -153,7 +169,8 @@ def build_quotient(
 
     ``walked``: each branch with the suffix already parsed backwards (the contextual mode
     parses a lattice of lexemes, :mod:`gramask.runtime.fim.suffix_lattice`); else the branches'
-    terminal sequences are parsed here.
+    terminal sequences are parsed here. ``suffix``: its first byte must end the middle's last
+    lexeme before the branch at k = 0 (the dead-end searches check it).
     """
     base = base_for(ob, grammar)
     rev = base.rev
@@ -243,6 +260,9 @@ def build_quotient(
                         (*names, "$quotient"), ob.ctx.automaton.limits)
     qb = _builder_for(ob, aut, [m for _, m, a in markers if a < 0],
                       [(m, a) for _, m, a in markers if a >= 0])
+    first = suffix[0] if suffix else -1
+    assert isinstance(qb.ctx, QuotientContext)
+    qb.ctx.marker_bytes = tuple(first if br.k == 0 else -1 for br, _, a in markers if a < 0)
     return qb, markers
 
 

@@ -248,9 +248,10 @@ def assumed_bases(prefix_indent: tuple[int, ...], w: int, unit: int | None) -> l
     """The stacks (below ``w``) assumed under a first line of width ``w``: the prefix's
     levels below it, and, under :data:`TAB_UNIT`, the levels the middle may have opened
     between, on the prefix's step ``unit`` ([0, 4] + first line
-    12 → 8 is assumed; :data:`DEFAULT_UNIT` where the prefix shows no step), or, where the
-    gap is off that step or the prefix shows none, one or two levels of the middle's own
-    (the filled stack first): after ``class A:\n`` the middle ``  def f():`` and the suffix
+    12 → 8 is assumed; :data:`DEFAULT_UNIT` where the prefix shows no step), and one or two
+    levels of the middle's own (the filled stack first; the middle need not keep the
+    prefix's step: after ``if:\n /**/`` it may open one level at 2 before a first line at
+    4, where the step of 1 fills two): after ``class A:\n`` the middle ``  def f():`` and the suffix
     ``\n    return 1\n`` (two-space steps) end by closing both blocks. Where the prefix
     shows no step, every count of levels up to :data:`MAX_EXTRA_DEDENTS` is assumed (the
     filled stack's count and the middle's own for the others: ``  c():\n         x`` after
@@ -263,11 +264,11 @@ def assumed_bases(prefix_indent: tuple[int, ...], w: int, unit: int | None) -> l
         filled = [*base, *range(base[-1] + step, w, step)]
         if filled != base:
             bases.insert(0, filled)
-        if unit is None or (filled == base and (w - base[-1]) % step):
-            counts = {len(b) for b in bases}
-            bases += [[*base, *range(base[-1] + 1, base[-1] + j + 1)]
-                      for j in range(1, MAX_EXTRA_DEDENTS + 1)
-                      if base[-1] + j < w and len(base) + j not in counts]
+        # beside the filled stack too: the middle need not follow the prefix's step
+        counts = {len(b) for b in bases}
+        bases += [[*base, *range(base[-1] + 1, base[-1] + j + 1)]
+                  for j in range(1, MAX_EXTRA_DEDENTS + 1)
+                  if base[-1] + j < w and len(base) + j not in counts]
     return bases
 
 
