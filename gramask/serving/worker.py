@@ -23,9 +23,10 @@ tell it to forget), and collects itself only when idle: after a step, if no mess
 within ``_IDLE_WAIT`` (a server runs the model between steps; a caller that steps back to
 back is not kept waiting by a collection); the setup thread collects a new request's young
 objects when no step is running. The young generation is collected anyway past
-``_FORCE_YOUNG`` objects (memory stays bounded). Steps of plain and prefix constraints make
-no cyclic garbage; a removed fill-in-the-middle constraint does (thousands of objects), which
-the full collections, every ``_FULL_GC_EVERY`` idle ones, free.
+``_FORCE_YOUNG`` objects (memory stays bounded). Steps make no cyclic garbage and a removed
+constraint, fill-in-the-middle included, is freed by reference counting
+(``tests/test_fim_no_cycles.py``); the full collections, every ``_FULL_GC_EVERY`` idle ones,
+are for what else may form a cycle (a request's error, say).
 
 Messages are ``marshal``-encoded tuples of plain data over a pipe (see ``pool.py``).
 """
