@@ -92,3 +92,38 @@ def test_a_blank_continuing_a_newline_fits_its_budget(suffix: str | None, k: int
     ids = [tokens.index(t) for t in ("\n", " ", " [", "\n")]
     why = budget_force.force(cg, "do2:", suffix, ids, len(ids) + k, [])
     assert why is None, why
+
+
+# The suffix " 1\n" runs the middle's last newline lexeme on: after "1" the true middle is
+# "\nif:\n" (the suffix's line opens the block). A token's plan search (16 states) ran a
+# newline lexeme on one blank at a time, "\r" and "\t" included, each its own state (another
+# carry) priced like the rest, and spent its states on the widths of one line: no plan, "1"
+# forbidden (found by tools/fim_fuzz.py, seed 62, grammar 1). Spaces come as pads to the
+# widths that matter, a fresh line as "\n". GPT-2's blanks are what flooded the search.
+BLANK_RUNS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: "1"
+_SP: /[ \t]+/
+%ignore _SP
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@functools.cache
+def _blank_runs(lexer: str) -> gramask.CompiledGrammar:
+    return gramask.compile(gramask.Grammar.from_lark(BLANK_RUNS, lexer=lexer),
+                           gramask.Vocabulary.bundled(VOCAB), cache=False, progress=False)
+
+
+@pytest.mark.parametrize(("lexer", "k"), [("basic", 0), ("basic", 4), ("contextual", 4)])
+def test_a_block_before_a_suffix_that_runs_the_newline_on_fits_its_budget(lexer: str,
+                                                                          k: int) -> None:
+    cg = _blank_runs(lexer)
+    middle = "1\nif:\n"
+    assert cg.constraint(middle + " 1\n").is_complete()
+    ids = hf_tokenizer(VOCAB)(middle)
+    why = budget_force.force(cg, "", " 1\n", ids, len(ids) + k, [])
+    assert why is None, why
