@@ -127,3 +127,30 @@ def test_a_block_before_a_suffix_that_runs_the_newline_on_fits_its_budget(lexer:
     ids = hf_tokenizer(VOCAB)(middle)
     why = budget_force.force(cg, "", " 1\n", ids, len(ids) + k, [])
     assert why is None, why
+
+
+# The contextual mode verifies each group of tokens by a walked plan, at most MAX_PLANS
+# searches a step; SynCode's Go grammar has 421 groups after `for`, the plans were spent at
+# the 145th, and the true " _," (a group of one, its state needs a plan of its own: no step
+# plan's rest or detour reaches `:= range`) was forbidden with 60 tokens left. The groups
+# past the cap get plans that follow the bounds' choices with no search. Here the cap is
+# spent at once (MAX_PLANS = 0 on the constraint).
+RANGE_FOR = r"""
+start: "for" NAME "{" "}"
+     | "for" NAME ("," NAME)+ ":=" "range" NAME "{" "}"
+NAME: /[a-z_]+/
+%ignore " "
+"""
+
+
+def test_groups_past_the_plan_cap_still_get_a_walked_plan() -> None:
+    tokens = ["for", " _,", " _", " x", "x", ",", ":=", " :=", "range", " range", "{", "}",
+              "{}", " ", "_"]
+    cg, _ = tiny(RANGE_FOR, tokens, lexer="contextual")
+    c = cg.constraint("for", max_tokens=12)
+    c.MAX_PLANS = 0  # type: ignore[attr-defined]  # the step's plan searches spent
+    assert (c.allowed() == cg.constraint("for").allowed()).all()
+    c.advance(tokens.index(" _,"))
+    rest = c.shortest_completion()
+    assert rest.text == "x:=range x{}"
+    assert c.remaining_tokens is not None and len(rest.token_ids) <= c.remaining_tokens
