@@ -92,3 +92,65 @@ def test_a_blank_continuing_a_newline_fits_its_budget(suffix: str | None, k: int
     ids = [tokens.index(t) for t in ("\n", " ", " [", "\n")]
     why = budget_force.force(cg, "do2:", suffix, ids, len(ids) + k, [])
     assert why is None, why
+
+
+# The suffix " 1\n" runs the middle's last newline lexeme on: after "1" the true middle is
+# "\nif:\n" (the suffix's line opens the block). A token's plan search (16 states) ran a
+# newline lexeme on one blank at a time, "\r" and "\t" included, each its own state (another
+# carry) priced like the rest, and spent its states on the widths of one line: no plan, "1"
+# forbidden (found by tools/fim_fuzz.py, seed 62, grammar 1). Spaces come as pads to the
+# widths that matter, a fresh line as "\n". GPT-2's blanks are what flooded the search.
+BLANK_RUNS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: "1"
+_SP: /[ \t]+/
+%ignore _SP
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@functools.cache
+def _blank_runs(lexer: str) -> gramask.CompiledGrammar:
+    return gramask.compile(gramask.Grammar.from_lark(BLANK_RUNS, lexer=lexer),
+                           gramask.Vocabulary.bundled(VOCAB), cache=False, progress=False)
+
+
+@pytest.mark.parametrize(("lexer", "k"), [("basic", 0), ("basic", 4), ("contextual", 4)])
+def test_a_block_before_a_suffix_that_runs_the_newline_on_fits_its_budget(lexer: str,
+                                                                          k: int) -> None:
+    cg = _blank_runs(lexer)
+    middle = "1\nif:\n"
+    assert cg.constraint(middle + " 1\n").is_complete()
+    ids = hf_tokenizer(VOCAB)(middle)
+    why = budget_force.force(cg, "", " 1\n", ids, len(ids) + k, [])
+    assert why is None, why
+
+
+# The contextual mode verifies each group of tokens by a walked plan, at most MAX_PLANS
+# searches a step; SynCode's Go grammar has 421 groups after `for`, the plans were spent at
+# the 145th, and the true " _," (a group of one, its state needs a plan of its own: no step
+# plan's rest or detour reaches `:= range`) was forbidden with 60 tokens left. The groups
+# past the cap get plans that follow the bounds' choices with no search. Here the cap is
+# spent at once (MAX_PLANS = 0 on the constraint).
+RANGE_FOR = r"""
+start: "for" NAME "{" "}"
+     | "for" NAME ("," NAME)+ ":=" "range" NAME "{" "}"
+NAME: /[a-z_]+/
+%ignore " "
+"""
+
+
+def test_groups_past_the_plan_cap_still_get_a_walked_plan() -> None:
+    tokens = ["for", " _,", " _", " x", "x", ",", ":=", " :=", "range", " range", "{", "}",
+              "{}", " ", "_"]
+    cg, _ = tiny(RANGE_FOR, tokens, lexer="contextual")
+    c = cg.constraint("for", max_tokens=12)
+    c.MAX_PLANS = 0  # type: ignore[attr-defined]  # the step's plan searches spent
+    assert (c.allowed() == cg.constraint("for").allowed()).all()
+    c.advance(tokens.index(" _,"))
+    rest = c.shortest_completion()
+    assert rest.text == "x:=range x{}"
+    assert c.remaining_tokens is not None and len(rest.token_ids) <= c.remaining_tokens

@@ -9,6 +9,7 @@ import pytest
 
 import gramask
 from tests._support import lark_accepts, tiny
+from tools import budget_force
 
 CHARS = [*"abc.=# \t\n*", "aa", " ba", " #"]
 
@@ -380,3 +381,36 @@ def test_a_block_the_middle_opens_off_the_prefixs_step_ends_complete(lexer: str)
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, [*middle])
     assert c.is_complete()
+
+
+# An indentation grammar with no ignored terminal, so no separator (seed 201, grammar 14): the
+# suffix "\n ;\n" starts with a byte that runs a newline lexeme on, and a marker after such a
+# lexeme was priced INF (no separator parts them), so every plain marker was: no plan after
+# ";" (the true middle is "\nif:", the suffix's line opening the block), the budget forbade
+# it, and the search's estimate was INF after "\nif". The middle ends in a lexeme the suffix
+# cannot run on (":"): free, as after any lexeme where a separator is not needed.
+NO_SEPARATOR = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: ";"
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize("k", [0, 4])
+def test_budget_takes_a_block_header_before_a_suffix_with_no_separator(lexer: str,
+                                                                       k: int) -> None:
+    tokens = [";", "\n", "if", ":", " ", "  ", "\t", "\r", "i", "f"]
+    cg, vocab = tiny(NO_SEPARATOR, tokens, lexer=lexer)
+    prefix, middle, suffix = "if:\n  ", [";", "\n", "if", ":"], "\n ;\n"
+    assert lark_accepts(_indenter_oracle(NO_SEPARATOR), prefix + "".join(middle) + suffix)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, [";"])
+    assert lark_accepts(_indenter_oracle(NO_SEPARATOR),
+                        prefix + ";" + c.shortest_completion().text + suffix)
+    ids = [tokens.index(t) for t in middle]
+    why = budget_force.force(cg, prefix, suffix, ids, len(ids) + k, [])
+    assert why is None, why

@@ -352,6 +352,11 @@ class ContextualBudgetConstraint(Constraint[LexState]):
     # with a plan of their own (the rest through plans shared per (parser state, terminal)).
     MAX_GROUPS = 4096
     MAX_PLANS = 96
+    # groups past MAX_PLANS: at most GREEDY_PLANS plans that follow the bounds' choices with
+    # no search (walked all the same). A Go step after `for` has 421 groups, the plans were
+    # spent at the 145th, and the true " _," (one token of its own state) was forbidden
+    # with 60 tokens left though its greedy plan ("0=0{}}\n") fits
+    GREEDY_PLANS = 384
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
 
     def _cx_planner(self) -> ContextualBudgetPlanner:

@@ -38,6 +38,8 @@ __all__ = ["SEARCH_NODES", "PlanSearch", "Planner", "cheapest_steps"]
 
 SEARCH_NODES = 4000  # states a plan's fallback search expands (see PlanSearch.search_text)
 _SEARCH_H_CAP = 64  # an INF estimate still orders its state (last), it does not drop it
+# blank bytes a newline lexeme is not run on by, one at a time (see PlanSearch._blank_runs)
+_BLANKS = frozenset({32, 13})
 _NO_PLAN = "gramask found no completion of this state that the vocabulary can spell"
 
 S = TypeVar("S", bound=RunState)
@@ -268,8 +270,12 @@ class PlanSearch(BoundsRoute):
             # on first (``a.a`` then ``a.``)
             row = lex.trans[q]
             reached: set[int] = set()
+            padded = bool(self._nl_live[q]) and p[DEPTH] == 0
+            skip = self._blank_runs(carry, p) if padded else frozenset()
             for b in np.flatnonzero(row >= 0).tolist():
                 q2 = int(row[b])
+                if b in skip:
+                    continue
                 if q2 not in reached and lex.fin_list[q2]:
                     reached.add(q2)
                     out.append(bytes((b,)))
@@ -329,6 +335,19 @@ class PlanSearch(BoundsRoute):
                 if glued is not None:
                     out.append(glued)
         return list(dict.fromkeys(out))
+
+    def _blank_runs(self, carry: int, p: PState) -> frozenset[int]:
+        """Blank bytes that :meth:`_chunks` does not run a newline lexeme on by (at bracket
+        depth 0, where its pads are moves): a space and a ``\\r`` only ever make a width the
+        pads reach or a line a fresh ``\\n`` starts (run on too), and each is a state of its
+        own (another carry) that the estimate prices like the rest, so one blank at a time
+        flooded a search of a few states with the widths of one line and ``\\r``/``\\t``
+        mixes (``1`` then ``"\\nif:\\n"`` before the suffix ``" 1\\n"``: 16 states of blanks,
+        no plan). A tab stays where tabs indent here (the pads spell spaces only)."""
+        tabs = (carry >= TAB_UNIT or self.lead >= TAB_UNIT
+                or any(e >= TAB_UNIT for e in p[INDENT])
+                or any(w >= TAB_UNIT for w in self.suffix_widths))
+        return _BLANKS if tabs else _BLANKS | {9}
 
     def set_suffix(self, suffix: bytes,
                    stacks: frozenset[BoundaryStack] = frozenset(),

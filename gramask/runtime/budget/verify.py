@@ -185,6 +185,9 @@ class WalkedVerifier(Generic[S]):
         self._rests: dict[int, list[tuple[int, ...]]] = {}
         self._pads: list[tuple[int, ...]] | None = None  # :meth:`_by_pad`'s candidates
         self.plans: int = c.MAX_PLANS
+        # once those are spent: plans that only follow the bounds' choices (no search), for
+        # the groups the cap left (see ``GREEDY_PLANS``)
+        self.greedy: int = getattr(c, "GREEDY_PLANS", 0)
         self.detours = _DETOURS
         self._rejoins: list[bytes] | None = None  # see _by_detour
         self.retries = _RETRIES
@@ -362,8 +365,12 @@ class WalkedVerifier(Generic[S]):
         if p is not None:
             return p
         if self.plans <= 0:
-            return None
-        self.plans -= 1
+            if self.greedy <= 0:
+                return None
+            self.greedy -= 1
+            search = 0  # the bounds' own choices, walked: no search
+        else:
+            self.plans -= 1
         c = self.c
         try:
             p = self.planner.plan(
