@@ -42,8 +42,8 @@ def _longest_end(dfa: ByteDFA, data: bytes) -> int | None:
 
 
 @functools.cache
-def _dfa(pattern: str, first_match: bool) -> ByteDFA:
-    return regex_to_byte_dfa("T", pattern, first_match=first_match)
+def _dfa(pattern: str, first_match: bool, unicode_categories: bool = False) -> ByteDFA:
+    return regex_to_byte_dfa("T", pattern, first_match, unicode_categories)
 
 
 def _re_end(pattern: str, text: str) -> int | None:
@@ -53,11 +53,13 @@ def _re_end(pattern: str, text: str) -> int | None:
     return m.end() if m is not None and m.end() else None
 
 
-def _ends_as_re(pattern: str, text: str) -> None:
-    """The terminal's longest match ends where ``re.match`` ends, and the automaton accepts
-    ``text`` exactly where ``re.match`` matches all of it."""
-    dfa = _dfa(pattern, True)
-    assert _longest_end(dfa, text.encode()) == _re_end(pattern, text)
+def _ends_as_re(pattern: str, text: str, unicode_categories: bool = False) -> None:
+    """The terminal's longest match ends where ``re.match`` ends (in bytes), and the automaton
+    accepts ``text`` exactly where ``re.match`` matches all of it."""
+    dfa = _dfa(pattern, True, unicode_categories)
+    end = _re_end(pattern, text)
+    want = None if end is None else len(text[:end].encode())
+    assert _longest_end(dfa, text.encode()) == want
     if text:
         m = re.match(pattern, text)
         assert dfa.matches(text.encode()) == (m is not None and m.end() == len(text))
@@ -114,10 +116,15 @@ def test_a_repeat_that_matched_nothing_is_left_as_re_leaves_it(pattern: str, tex
     _ends_as_re(pattern, text)
 
 
-def _patterns() -> st.SearchStrategy[str]:
+ASCII_ATOMS = ["a", "b", "c", "[ab]", "[^a]", ".", "ab", "ba", "\\n", ""]
+# multi-byte characters, Unicode classes (determinised over code points) and flags
+WIDE_ATOMS = ["a", "é", "中", "[aé]", "[^a]", ".", "\\w", "[^\\W\\d]", "(?i:A)", "(?s:.)", ""]
+
+
+def _patterns(atoms: list[str] = ASCII_ATOMS) -> st.SearchStrategy[str]:
     """Random regexes mixing lazy and greedy repeats (of bodies that may match nothing too),
     ordered alternatives of different lengths, and sequences."""
-    atom = st.sampled_from(["a", "b", "c", "[ab]", "[^a]", ".", "ab", "ba", "\\n", ""])
+    atom = st.sampled_from(atoms)
     quant = st.sampled_from(["*", "+", "?", "{0,2}", "{1,3}", "{2}", "{2,}"])
 
     def grow(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
@@ -135,6 +142,15 @@ def _patterns() -> st.SearchStrategy[str]:
 def test_random_patterns_end_where_re_match_ends(pattern: str, texts: list[str]) -> None:
     for text in texts:
         _ends_as_re(pattern, text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=_patterns(WIDE_ATOMS),
+       texts=st.lists(st.text(alphabet="abéA中\n", max_size=5), max_size=10))
+def test_random_patterns_past_ascii_end_where_re_match_ends(pattern: str,
+                                                             texts: list[str]) -> None:
+    for text in texts:  # (\w as re reads it: its Unicode set)
+        _ends_as_re(pattern, text, unicode_categories=True)
 
 
 # alternatives that start alike: re's parser moves the shared prefix out of the branch
