@@ -37,8 +37,9 @@ class TerminalSpec:
     # gramask.frontends.json_strings; or the numbers that are multiples of a divisor,
     # json_numbers); ``pattern`` is then a regex for reading only (a superset)
     automaton: str = ""
-    # the pattern holds a lazy repeat: as in Python's ``re`` (lark's lexers), a lexeme of
-    # its lazy alternatives ends at its first match (``/\\/\\*(.|\\n)*?\\*\\//`` at the first ``*/``)
+    # the pattern holds a lazy repeat: read leftmost-first, as Python's ``re`` (lark's lexers)
+    # matches it, a lexeme ends where ``re.match`` ends (``/\\/\\*(.|\\n)*?\\*\\//`` at the first
+    # ``*/``; compiler/regex_ordered.py)
     first_match: bool = False
     # \d, \w, \s read as Python's ``re`` reads them (Unicode; ASCII under the a flag), not
     # as gramask's ASCII subset (set by ``from_regex``, and by ``from_lark`` on request)

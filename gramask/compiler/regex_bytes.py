@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sized
 from typing import NoReturn, TypeVar
 
 import numpy as np
@@ -21,6 +21,7 @@ from .charclass import utf8_sequences
 from .hopcroft import hopcroft as _hopcroft
 from .regex_features import check_features
 from .regex_nfa import ByteNFA, NFATooLarge, RegexNotRegular, build_byte_nfa
+from .regex_ordered import OrderedSubsets
 from .regex_size import dfa_states_from_width
 from .regex_utf8 import utf8_expand, wide_moves
 
@@ -156,8 +157,9 @@ class ByteDFA:
 
 def regex_to_byte_dfa(name: str, pattern: str, first_match: bool = False,
                       unicode_categories: bool = False) -> ByteDFA:
-    """Compile one terminal's regex to a trimmed byte DFA (``first_match``: lexemes of its
-    lazy alternatives end at their first match; ``unicode_categories``: ``\\d``, ``\\w``,
+    """Compile one terminal's regex to a trimmed byte DFA (``first_match``: the texts
+    ``re.match`` matches whole, so that a longest match ends where ``re.match`` ends (a Lark
+    terminal with a lazy repeat); ``unicode_categories``: ``\\d``, ``\\w``,
     ``\\s`` as ``re`` reads them; see :func:`build_byte_nfa`).
 
     Raises
@@ -240,19 +242,6 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
     cut_index = {c: i for i, c in enumerate(cuts)}
     n_cls = len(cuts) - 1
 
-    def settle(subset: frozenset[int]) -> frozenset[int]:
-        """A subset where a first-match alternative ends keeps none of its other threads."""
-        for lo, hi, end in nfa.first_ends:
-            if end in subset:
-                subset = frozenset(x for x in subset if not lo <= x < hi or x == end)
-        return subset
-
-    def successors(subset: frozenset[int]) -> list[frozenset[int] | None]:
-        row = moves(subset)
-        if nfa.first_ends:
-            row = [None if k is None else settle(k) for k in row]
-        return row
-
     def moves(subset: frozenset[int]) -> list[frozenset[int] | None]:
         row: list[frozenset[int] | None] = [None] * n_cls
         movers = [ms for ms in map(nfa.moves.__getitem__, subset) if ms]
@@ -281,15 +270,19 @@ def _determinise(name: str, pattern: str, nfa: ByteNFA) -> ByteDFA:
                 row[a:b] = [key] * (b - a)
         return row
 
-    def too_many(order: list[frozenset[int]]) -> None:
+    def too_many(order: Sized) -> None:
         _too_many_states(name, pattern, len(order))
 
     # (the limit read now: tests lower MAX_TERMINAL_STATES)
-    order, rows = explore(settle(closure(0)), successors, BYTE_FACTOR * MAX_TERMINAL_STATES,
-                          too_many)
-    trans = np.array(rows, dtype=np.int64).reshape(len(order), n_cls)
-    ends = {nfa.final, *(e for _, _, e in nfa.first_ends)}
-    finals = np.array([not ends.isdisjoint(sub) for sub in order], dtype=bool)
+    limit = BYTE_FACTOR * MAX_TERMINAL_STATES
+    if nfa.ordered:  # read as re matches: threads in order (regex_ordered.py)
+        ordered = OrderedSubsets(nfa, cut_index, n_cls)
+        states, rows = explore(ordered.start(), ordered.successors, limit, too_many)
+        finals = np.array([ordered.is_final(q) for q in states], dtype=bool)
+    else:
+        order, rows = explore(closure(0), moves, limit, too_many)
+        finals = np.array([nfa.final in sub for sub in order], dtype=bool)
+    trans = np.array(rows, dtype=np.int64).reshape(len(rows), n_cls)
     if end == 256:  # (classes numbered by first byte)
         return _trim_classes(trans, np.repeat(np.arange(n_cls), np.diff(cuts)), finals,
                              reachable=True)

@@ -74,8 +74,8 @@ def parse_regex(pattern: str) -> Any:
 
 def has_lazy_repeat(parsed: Any) -> bool:
     """Does the pattern parsed as ``parsed`` (:func:`parse_regex`) hold a lazy repeat
-    (``*?``, ``+?``, ``??``, ``{m,n}?``)? Such a terminal's lazy alternatives end at their
-    first match (see ``build_byte_nfa``). False for None (a pattern ``re`` cannot parse)."""
+    (``*?``, ``+?``, ``??``, ``{m,n}?``)? Such a terminal is read leftmost-first, as ``re``
+    matches it (see ``build_byte_nfa``). False for None (a pattern ``re`` cannot parse)."""
     return parsed is not None and any(
         str(op) == "MIN_REPEAT" and av[0] != av[1] for op, av in regex_ops(parsed))
 

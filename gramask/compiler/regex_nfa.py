@@ -19,7 +19,7 @@ but ``\\n`` (any character with ``s``); case-insensitive characters match their 
 case as ``re`` folds them (the same simple lower case, ``re._casefix``'s extra cases: ``/k/i``
 matches the Kelvin sign; ASCII letters only under the ``a`` flag; see
 :func:`~.charclass.case_variants`). Lazy repeats are the same language as greedy ones; a Lark
-terminal's lexemes end at their first match where its lazy repeats say so (``first_match``).
+terminal with one is read as ``re`` matches it, leftmost-first (``first_match``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .charclass import CharSet, case_variants, complement, fold_class, normalize, utf8_sequences
-from .regex_features import NOT_REGULAR, regex_ops
+from .regex_features import NOT_REGULAR
 
 __all__ = ["ByteNFA", "CharNFA", "NFATooLarge", "RegexNotRegular", "build_byte_nfa", "char_set",
            "scan_unicode_category", "unicode_category", "word_chars",
@@ -115,17 +115,22 @@ class NFATooLarge(Exception):
 class ByteNFA:
     """Nodes with epsilon moves and byte-range moves; node 0 is the start."""
 
-    __slots__ = ("eps", "final", "first_ends", "limit", "moves")
+    __slots__ = ("checks", "enters", "eps", "exits", "final", "limit", "moves", "ordered")
     chars = False  # moves over bytes (CharNFA: over code points)
 
     def __init__(self, limit: int) -> None:
         self.eps: list[list[int]] = []
         self.moves: list[list[tuple[int, int, int]]] = []  # (lo byte, hi byte, target)
         self.final = -1
-        # (first node, node after the last, end node) of each alternative that ends at its
-        # first match (see ``build_byte_nfa``'s ``first_match``)
-        self.first_ends: list[tuple[int, int, int]] = []
         self.limit = limit
+        # read leftmost-first, as ``re`` matches (``build_byte_nfa``'s ``first_match``): the
+        # repeats whose body may match nothing, by number: the node where an optional copy
+        # of repeat r begins (node → r), where r ends, and where r's next copy is decided
+        # (node → (r, the end)): ``re`` takes no copy after one that matched nothing
+        self.ordered = False
+        self.enters: dict[int, int] = {}
+        self.exits: dict[int, int] = {}
+        self.checks: dict[int, tuple[int, int]] = {}
 
     def node(self) -> int:
         if len(self.eps) >= self.limit:
@@ -178,14 +183,14 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
                    unicode_categories: bool = False, *, chars: bool = False) -> ByteNFA:
     """Thompson construction over bytes for ``pattern`` (a Python regex).
 
-    ``first_match``: read lazy repeats as Python's ``re`` (and so lark's lexers) do: a
-    top-level alternative whose variable repeats are all lazy (``/\\/\\*(.|\\n)*?\\*\\//``)
-    ends at its first match, not at the last ``*/`` of the text. Such an alternative gets
-    an end of its own (``first_ends``); the determinisation drops the alternative's other
-    threads where a subset reaches it; a tail after such a head that may match nothing and
-    holds no lazy repeat (``".*?"i?``) follows the head's first match greedily, as in ``re``.
-    Other alternatives that mix lazy and greedy repeats are read as the language they match
-    (as without ``first_match``).
+    ``first_match``: read the pattern as Python's ``re`` (and so lark's lexers) matches it,
+    leftmost-first: ordered alternatives, lazy repeats preferring fewer copies, and ``re``'s
+    zero-width protection of repeats whose body may match nothing. The NFA's epsilon moves
+    are then in priority order, no node has both moves and epsilon moves, and a repeat
+    whose body may match nothing marks where an optional copy begins, where its repeat
+    ends, and where the next copy is decided (``enters``, ``exits``, ``checks``); the
+    determinisation keeps threads in that order (:mod:`gramask.compiler.regex_ordered`).
+    Without it, the NFA is the language's (lazy repeats as greedy ones).
 
     ``unicode_categories``: read ``\\d``, ``\\w``, ``\\s`` and their negations exactly as
     ``re`` does (Unicode sets; ASCII ones under the ``a`` flag) instead of as both readings.
@@ -199,30 +204,10 @@ def build_byte_nfa(pattern: str, max_nodes: int, first_match: bool = False,
     parsed = _sre_parse.parse(pattern)
     nfa = CharNFA(max_nodes) if chars else ByteNFA(max_nodes)
     start = nfa.node()
-    builder = _Builder(nfa, unicode_categories)
-    flags = int(parsed.state.flags)
-    if not first_match:
-        nfa.final = builder.seq(parsed, start, flags)
-        return nfa
-    ends = []
-    for items, fl in _top_alternatives(parsed, flags):
-        first = nfa.node()
-        nfa.eps[start].append(first)
-        k = _greedy_tail(parsed, items)
-        if not _lazy_only(items[:k]):
-            ends.append(builder.seq(items, first, fl))
-            continue
-        end = builder.seq(items[:k], first, fl)  # its nodes: the ones made since ``first``
-        stop = nfa.node()  # without moves (``end`` may be a loop's)
-        nfa.eps[end].append(stop)
-        nfa.first_ends.append((first, len(nfa.eps), stop))
-        if k < len(items):  # the tail, greedy, after the head's first match
-            tail = nfa.node()
-            nfa.eps[stop].append(tail)
-            ends.append(builder.seq(items[k:], tail, fl))
-    nfa.final = nfa.node()
-    for end in ends:
-        nfa.eps[end].append(nfa.final)
+    builder = _OrderedBuilder(nfa, unicode_categories) if first_match else \
+        _Builder(nfa, unicode_categories)
+    nfa.ordered = first_match
+    nfa.final = builder.seq(parsed, start, int(parsed.state.flags))
     return nfa
 
 
@@ -237,61 +222,6 @@ def word_chars(ascii_only: bool) -> CharSet:
     """What ``\\w`` (and so ``\\b``) counts as a word character: ``re``'s Unicode set, or
     ASCII under the ``a`` flag."""
     return _WORD if ascii_only else unicode_category("CATEGORY_WORD")
-
-
-def _top_alternatives(parsed: Any, flags: int) -> list[tuple[Any, int]]:
-    """The pattern's top-level alternatives (inside the groups that wrap it: lark joins a
-    terminal's alternatives as ``(?:a|b)``, flags as ``(?s:...)``), with their flags."""
-    items = list(parsed)
-    while len(items) == 1 and items[0][0] is _c.SUBPATTERN:
-        _group, add, remove, sub = items[0][1]
-        flags = (flags | add) & ~remove
-        items = list(sub)
-    # re's parser moves a prefix that every alternative starts with out of the branch
-    # (``--\[\[.*?\]\]|--[^\n]*`` is parsed as ``--(?:\[\[.*?\]\]|[^\n]*)``); where the
-    # prefix matches one way only, ``re`` tries it followed by each alternative in turn, so
-    # those are the alternatives (else a lazy block comment beside a greedy line comment
-    # was one mixed alternative, read greedily: the block comment could never end)
-    *prefix, (op, av) = items or [(None, None)]
-    if op is _c.SUBPATTERN and len(av[3]) == 1 and av[3][0][0] is _c.BRANCH \
-            and _one_way(prefix):
-        group, add, remove, sub = av
-        return [([*prefix, (op, (group, add, remove,
-                                 _sre_parse.SubPattern(sub.state, list(alt))))], flags)
-                for alt in sub[0][1][1]]
-    if op is _c.BRANCH and _one_way(prefix):
-        return [([*prefix, *alt], flags) for alt in av[1]]
-    return [(items, flags)]
-
-
-def _one_way(items: Any) -> bool:
-    """``items`` match at most one way where they match (no alternatives, no repeat of a
-    variable count): ``re`` never backtracks into them."""
-    return not any(op is _c.BRANCH or (op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and av[0] != av[1])
-                   for op, av in regex_ops(items))
-
-
-def _greedy_tail(parsed: Any, items: list[Any]) -> int:
-    """Where the alternative ``items`` splits into a head and its longest tail that may
-    match nothing and holds no lazy repeat (``[imslux]*`` after lark.lark's lazy
-    ``/\\/(...)+?\\//``, ``i?`` after ``".*?"``): ``re`` ends the head at its first match
-    and the tail, which cannot fail, greedily after it (no backtracking into the head).
-    Grown one item at a time, testing only the new item: the tail so far has neither, and
-    a sequence's least width is the sum of its items'."""
-    k = len(items)
-    while k and not any(op is _c.MIN_REPEAT for op, _ in regex_ops(items[k - 1:k])):
-        if _sre_parse.SubPattern(parsed.state, items[k - 1:k]).getwidth()[0] != 0:
-            break
-        k -= 1
-    return k
-
-
-def _lazy_only(items: Any) -> bool:
-    """Every repeat of a variable count in ``items`` is lazy, and there is one: then
-    Python's ``re`` ends a match of it at the first point it can (the shortest match)."""
-    kinds = {op for op, av in regex_ops(items)
-             if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and av[0] != av[1]}
-    return kinds == {_c.MIN_REPEAT}
 
 
 class _Builder:
@@ -422,3 +352,35 @@ class _Builder:
             nfa.eps[cur].append(end)
             return end
         raise RegexNotRegular(NOT_REGULAR.get(str(op), str(op)))
+
+
+class _OrderedBuilder(_Builder):
+    """Thompson construction in ``re``'s order of preference: a node has either moves or
+    epsilon moves (a loop's head its copy and its exit, ordered by greed), and the repeats
+    whose body may match nothing carry ``re``'s zero-width protection (``ByteNFA.checks``).
+    Every node a construction step starts from has nothing leaving it yet."""
+
+    def atom(self, op: Any, av: Any, cur: int, flags: int) -> int:
+        if op not in (_c.MAX_REPEAT, _c.MIN_REPEAT) or av[0] == av[1]:
+            return super().atom(op, av, cur, flags)
+        lo, hi, sub = av
+        nfa = self.nfa
+        cur = self.copies(sub, cur, flags, lo, None)  # (a chain: no node with both)
+        # re counts the copies of a repeat whose body may be empty, and after an optional
+        # copy that matched nothing it takes no further one (sre's ``last_ptr``)
+        r = len(nfa.exits) if sub.getwidth()[0] == 0 else -1  # (one end each: a number)
+        end = nfa.node()
+        if r >= 0:
+            nfa.exits[end] = r
+        copies = 1 if hi is _c.MAXREPEAT else hi - lo
+        head = cur
+        for _ in range(copies):
+            body = nfa.node()
+            nfa.eps[cur] = [body, end] if op is _c.MAX_REPEAT else [end, body]
+            if r >= 0:
+                nfa.enters[body] = r
+                nfa.checks[cur] = (r, end)
+            cur = self.seq(sub, body, flags)
+        nfa.eps[cur].append(head if hi is _c.MAXREPEAT else end)
+        return end
+
