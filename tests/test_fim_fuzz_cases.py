@@ -414,3 +414,29 @@ def test_budget_takes_a_block_header_before_a_suffix_with_no_separator(lexer: st
     ids = [tokens.index(t) for t in middle]
     why = budget_force.force(cg, prefix, suffix, ids, len(ids) + k, [])
     assert why is None, why
+
+
+# The middle closes a block of the prefix and opens one whose body, the suffix's first line,
+# is deeper than the block it closed but at no width the prefix showed: only stacks holding
+# every prefix level below that width were assumed ([0, 1, 2] under width 3, where the text's
+# is [0, 1]), and EOS was refused after the true middle though the text parses (fim_fuzz
+# --seed 62 --indent 1, grammar 1; found by the budget fuzz, no budget needed).
+DEDENT_THEN_DEEPER = r"""
+start: stmt+
+stmt: "1" _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize("suffix", [":\n   1\n", ":\n     1\n\n     1\n 1\n1\n"])
+def test_a_middle_that_closes_a_block_then_opens_a_deeper_one_ends_complete(
+        lexer: str, suffix: str) -> None:
+    prefix, middle = "if:\n if:\n  1", ["\n", " ", "if"]
+    assert lark_accepts(_indenter_oracle(DEDENT_THEN_DEEPER), prefix + "".join(middle) + suffix)
+    cg, vocab = tiny(DEDENT_THEN_DEEPER, ["if", ":", "1", "\n", " ", "  "], lexer=lexer)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, middle)
+    assert c.is_complete()

@@ -40,7 +40,14 @@ from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import Automaton, EarleySet
 from ..core.indentation import TAB_UNIT, text_carry
 from .suffix_lattice import SuffixLattice, boundary_ends, lattice_edges
-from .suffix_lexing import MAX_DEPTH, MAX_EXTRA_DEDENTS, Branch, assumed_bases, indent_unit
+from .suffix_lexing import (
+    MAX_DEPTH,
+    MAX_EXTRA_DEDENTS,
+    Branch,
+    assumed_bases,
+    closed_bases,
+    indent_unit,
+)
 
 __all__ = ["parse_indented_lattice"]
 
@@ -83,6 +90,8 @@ class _Indenter:
             if len(stack) > 1:
                 out.append(((self.ind,), stack))
             out += [((self.ded,) * c, stack) for c in range(n_gt + MAX_EXTRA_DEDENTS + 1)]
+        opened = assumed_bases(self.prefix, w, self.unit)
+        out += [((self.ind,), (*b, w)) for b in closed_bases(self.prefix, w, opened)]
         return out
 
     def _bases(self, w: int) -> list[tuple[int, ...]]:

@@ -272,6 +272,17 @@ def assumed_bases(prefix_indent: tuple[int, ...], w: int, unit: int | None) -> l
     return bases
 
 
+def closed_bases(prefix_indent: tuple[int, ...], w: int,
+                 bases: list[list[int]]) -> list[list[int]]:
+    """More stacks under a first line of width ``w`` that opens a block: the middle may have
+    closed some of the prefix's blocks below ``w`` first (levels 0, 1, 2, the middle's last
+    line at 1, a first line at 3): the prefix's levels below ``w`` cut short, those not in
+    ``bases`` (:func:`assumed_bases`)."""
+    base = [e for e in prefix_indent if e < w]
+    known = {tuple(b) for b in bases}
+    return [base[:i] for i in range(len(base) - 1, 0, -1) if tuple(base[:i]) not in known]
+
+
 def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: tuple[int, ...],
             nl_t: int, indent_t: int, dedent_t: int, opens: frozenset[int],
             closes: frozenset[int], top: int | None = None,
@@ -318,6 +329,8 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
             # c dedents: the stack stood at w (c = 0) or above it
             if top is None or first == len(raw) or (top == w if c == 0 else top > w):
                 outcomes.append(([dedent_t] * c, [*bb, w]))
+    if top is None and first < len(raw):
+        outcomes += [([indent_t], [*bb, w]) for bb in closed_bases(prefix_indent, w, bases)]
     out: list[tuple[tuple[int, ...], tuple[int, ...], Assumption]] = []
     for after, stack0 in outcomes:
         if first == len(raw):
