@@ -11,13 +11,12 @@ import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from ..errors import GrammarError
 from . import json_text as jt
 from .bnf import GrammarBuilder
 from .json_schema_negation import EXCEPT, FRACTIONS, NOT_MULTIPLE, NOT_PATTERN, negate
-from .json_schema_refs import canonical_refs
+from .json_schema_refs import canonical_refs, lookup_pointer
 
 __all__ = ["MAX_COUNTED_LENGTH", "MAX_PLAIN_LENGTH", "WHITESPACE_MODES", "JsonSchemaOptions",
            "SchemaCompilerBase", "SchemaWarning"]
@@ -114,7 +113,6 @@ class SchemaCompilerBase:
     :meth:`value` (a schema's nonterminal) is the full compiler's."""
 
     def __init__(self, root: Any, options: JsonSchemaOptions) -> None:
-        self.root = root
         self.opt = options
         self.b = GrammarBuilder()
         self.memo: dict[str, str] = {}
@@ -220,19 +218,14 @@ class SchemaCompilerBase:
         if not ref.startswith("#"):
             self.refuse("$ref", ptr, f"only local references (#...) are supported, not {ref!r}")
             return True, ptr
-        target: Any = self.root
         path = ref[1:]
         if path and not path.startswith("/"):
             self.refuse("$ref", ptr, f"anchor references ({ref!r}) are not supported")
             return True, ptr
-        for raw in path.split("/")[1:]:
-            part = unquote(raw).replace("~1", "/").replace("~0", "~")
-            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
-            elif isinstance(target, dict) and part in target:
-                target = target[part]
-            else:
-                raise self.bad("$ref", ptr, f"{ref!r} points to nothing in the schema")
+        try:
+            target = lookup_pointer(self.root, path)
+        except KeyError:
+            raise self.bad("$ref", ptr, f"{ref!r} points to nothing in the schema") from None
         return target, "#" + path
 
     def complement(self, schema: Any, ptr: str) -> Any:

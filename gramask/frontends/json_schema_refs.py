@@ -110,7 +110,9 @@ def _walk(node: Any, base: str, ptr: str, schema: bool, index: _Index, register:
         stack += [(c, b, cp, cs) for c, cp, cs in _children(n, p)]
 
 
-def _lookup(root: Any, pointer: str) -> Any:
+def lookup_pointer(root: Any, pointer: str) -> Any:
+    """The node a JSON pointer (``/a/0/b~1c``, percent-escapes read) names in ``root``;
+    ``KeyError`` where it names nothing."""
     target = root
     for raw in pointer.split("/")[1:]:
         part = unquote(raw).replace("~1", "/").replace("~0", "~")
@@ -145,7 +147,7 @@ def canonical_refs(root: Any, *, modern: bool, id_key: str = "$id") -> Any:
                 return None
             pointer = at + frag if frag else at
             try:
-                _lookup(root, pointer)
+                lookup_pointer(root, pointer)
             except KeyError:
                 return None
             return pointer
@@ -166,7 +168,7 @@ def canonical_refs(root: Any, *, modern: bool, id_key: str = "$id") -> Any:
             got = resolve(dyn, base)
             frag = urldefrag(_join(base, dyn))[1]
             if got is not None:
-                target = _lookup(root, got)
+                target = lookup_pointer(root, got)
                 name = target.get("$dynamicAnchor") if isinstance(target, dict) else None
                 if name != frag or len(index.dynamic.get(frag, [])) == 1:
                     new["$dynamicRef"] = "#" + got
@@ -176,19 +178,22 @@ def canonical_refs(root: Any, *, modern: bool, id_key: str = "$id") -> Any:
     _walk(root, _ROOT_BASE, "", True, index, register=False, visit=visit)
     if not rewrites:
         return root
-    return _rewritten(root, "", rewrites)
+    # the pointers at or above a rewrite: only those nodes are copied
+    under = {p[:i] for p in rewrites for i, c in enumerate(p) if c == "/"} | set(rewrites)
+    return _rewritten(root, "", rewrites, under)
 
 
-def _rewritten(node: Any, ptr: str, rewrites: dict[str, dict[str, str]]) -> Any:
+def _rewritten(node: Any, ptr: str, rewrites: dict[str, dict[str, str]],
+               under: set[str]) -> Any:
     """A copy of ``node`` with the rewrites under it applied (``$dynamicRef`` rewritten
     becomes a ``$ref``)."""
-    if not any(p == ptr or p.startswith(ptr + "/") for p in rewrites):
+    if ptr not in under:
         return node
     if isinstance(node, list):
-        return [_rewritten(x, f"{ptr}/{i}", rewrites) for i, x in enumerate(node)]
+        return [_rewritten(x, f"{ptr}/{i}", rewrites, under) for i, x in enumerate(node)]
     if not isinstance(node, dict):
         return node
-    out = {k: (v if k in _DATA else _rewritten(v, f"{ptr}/{_token(k)}", rewrites))
+    out = {k: (v if k in _DATA else _rewritten(v, f"{ptr}/{_token(k)}", rewrites, under))
            for k, v in node.items()}
     for k, v in rewrites.get(ptr, {}).items():
         if k == "$dynamicRef":

@@ -120,8 +120,12 @@ class _Walker:
         else:
             sets = [t for r in range(1, n + 1) for t in itertools.combinations(range(n), r)]
         out: list[_Alt] = []
+        alts: dict[int, list[_Alt]] = {}  # each branch walked once, in the order first needed
         for t in sets:
-            out += _product([self.branch(branches[i], stack) for i in t])
+            for i in t:
+                if i not in alts:
+                    alts[i] = self.branch(branches[i], stack)
+            out += _product([alts[i] for i in t])
         return out
 
     def one_of(self, branches: list[Any], stack: tuple[str, ...]) -> list[_Alt]:
