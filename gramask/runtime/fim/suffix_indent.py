@@ -74,24 +74,27 @@ class _Indenter:
         """The width a newline lexeme ``S[i:j]`` leaves (0 where it runs to the end)."""
         return 0 if j == len(self.suffix) else text_carry(self.suffix[i:j])
 
-    def first_line(self, w: int, top: int) -> list[tuple[Emit, tuple[int, ...]]]:
+    def first_line(self, w: int, top: int) -> list[tuple[Emit, tuple[int, ...], int]]:
         """The outcomes of the first newline outside brackets, of width ``w``: (terminals
-        after the ``_NEWLINE``, the stack then). ``top`` (-1: unknown): the level the stack
-        tops out at before it, known when the middle's last newline ends inside the suffix."""
+        after the ``_NEWLINE``, the stack then, the floor: levels below it the middle may have
+        opened, -1 for none). ``top`` (-1: unknown): the level the stack tops out at before
+        it, known when the middle's last newline ends inside the suffix."""
         if top >= 0:  # the line before stands at ``top``: the outcome follows
             if top < w:  # the levels below ``top`` assumed as below a first line's
-                return [((self.ind,), (*stack, w)) for stack in self._bases(top)]
+                return [((self.ind,), (*stack, w), w) for stack in self._bases(top)]
             n_gt = sum(1 for e in self.prefix if e > w)
             cs = [0] if top == w else range(1, n_gt + MAX_EXTRA_DEDENTS + 1)
-            return [((self.ded,) * c, stack) for c in cs for stack in self._bases(w)]
-        out: list[tuple[Emit, tuple[int, ...]]] = []
+            return [((self.ded,) * c, stack, w) for c in cs for stack in self._bases(w)]
+        out: list[tuple[Emit, tuple[int, ...], int]] = []
         n_gt = sum(1 for e in self.prefix if e > w)
-        for stack in self._bases(w):
-            if len(stack) > 1:
-                out.append(((self.ind,), stack))
-            out += [((self.ded,) * c, stack) for c in range(n_gt + MAX_EXTRA_DEDENTS + 1)]
         opened = assumed_bases(self.prefix, w, self.unit)
-        out += [((self.ind,), (*b, w)) for b in closed_bases(self.prefix, w, opened)]
+        for b in opened:
+            stack = (*b, w)
+            if len(stack) > 1:
+                out.append(((self.ind,), stack, w))
+            out += [((self.ded,) * c, stack, w) for c in range(n_gt + MAX_EXTRA_DEDENTS + 1)]
+        # the middle closed blocks and opened none below ``w``: no level of its own assumed
+        out += [((self.ind,), (*b, w), -1) for b in closed_bases(self.prefix, w, opened)]
         return out
 
     def _bases(self, w: int) -> list[tuple[int, ...]]:
@@ -111,8 +114,8 @@ class _Indenter:
                 if depth:
                     return [((), s)]
                 w = self.width(i, j)
-                return [((nl, *after), (1, 0, stack, True, w))
-                        for after, stack in self.first_line(w, s[3])]
+                return [((nl, *after), (1, 0, stack, True, floor))
+                        for after, stack, floor in self.first_line(w, s[3])]
             if t in self.closes:
                 return [((t,), (0, depth - 1, True, s[3]))] if depth else []
             return [((t,), (0, depth + (t in self.opens), True, s[3]))]

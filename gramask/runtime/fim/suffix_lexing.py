@@ -329,10 +329,13 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
             # c dedents: the stack stood at w (c = 0) or above it
             if top is None or first == len(raw) or (top == w if c == 0 else top > w):
                 outcomes.append(([dedent_t] * c, [*bb, w]))
+    closed = 0  # the last outcomes: the middle closed blocks, opened none below ``w``
     if top is None and first < len(raw):
-        outcomes += [([indent_t], [*bb, w]) for bb in closed_bases(prefix_indent, w, bases)]
+        extra = [([indent_t], [*bb, w]) for bb in closed_bases(prefix_indent, w, bases)]
+        outcomes += extra
+        closed = len(extra)
     out: list[tuple[tuple[int, ...], tuple[int, ...], Assumption]] = []
-    for after, stack0 in outcomes:
+    for n_out, (after, stack0) in enumerate(outcomes):
         if first == len(raw):
             seqs = [([nl_t, *after], [at] * (1 + len(after)))]
             if not head_t:  # nothing significant in the suffix: the middle may end a line
@@ -346,8 +349,8 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
         assumed: list[int] = []
         r = _rest(raw[first + 1:], list(stack0), nl_t, indent_t, dedent_t, opens, closes, end,
                   assumed)
-        if r is None:
-            continue
+        if r is None or (assumed and n_out >= len(outcomes) - closed):
+            continue  # (a closed-blocks stack takes no level of the middle's own as well)
         below = tuple(sorted({*stack0[:-1], *assumed}))
         out.append((tuple(terms + r[0]), tuple(offs + r[1]),
                     (d0, w, -1 if after == [indent_t] else len(after), below, None)))
