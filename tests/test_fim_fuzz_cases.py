@@ -440,3 +440,27 @@ def test_a_middle_that_closes_a_block_then_opens_a_deeper_one_ends_complete(
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, middle)
     assert c.is_complete()
+
+
+# The middle's last lexeme runs on into the suffix (``i`` + ``nif`` read ``in`` ``if``): in
+# the contextual mode ``in`` is a ``T2`` where the parser does not take the literal ``"in"``,
+# but the planner's boundary looked only at the greedy lexer's winner (the literal), found no
+# lexer state to plan the middle's part through, and max_tokens had no plan to start from
+# (fim_fuzz grammar 330:19; shortest_completion was right, the budget's search was not).
+KEYWORD_ELSEWHERE = r"""
+start: T2 T2 | "x" "in"
+T2: /i[nf]?/
+"""
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_budget_plans_through_a_boundary_lexeme_the_greedy_lexer_reads_as_a_keyword(
+        k: int) -> None:
+    oracle = lark.Lark(KEYWORD_ELSEWHERE, parser="lalr", lexer="contextual")
+    assert lark_accepts(oracle, "inif")
+    cg, vocab = tiny(KEYWORD_ELSEWHERE, [*"infx"], lexer="contextual")
+    c = cg.constraint("", suffix="nif", max_tokens=1 + k)
+    _walk(c, vocab, ["i"])
+    assert c.is_complete() and c.allowed()[vocab.eos_token_id]
+    done = cg.constraint("", suffix="nif", max_tokens=1 + k).shortest_completion()
+    assert lark_accepts(oracle, done.text + "nif") and len(done.token_ids) <= 1 + k

@@ -261,10 +261,15 @@ class LexemeCosts:
         for x in head:
             st = np.where(st >= 0, self.trans[np.maximum(st, 0), x], -1)
         ok = st >= 0
-        ok &= np.isin(self.accept[np.maximum(st, 0)], [a] if isinstance(a, int) else list(a))
+        ok &= self.ends_as(np.maximum(st, 0), [a] if isinstance(a, int) else list(a))
         if after is not None:
             ok &= self.trans[np.maximum(st, 0), after] < 0
         return ok
+
+    def ends_as(self, states: np.ndarray, terms: list[int]) -> np.ndarray:
+        """Per state in ``states``: does a lexeme ending there read as one of ``terms``
+        (here: the greedy lexer's winner there)?"""
+        return np.isin(self.accept[states], terms)
 
     def path(self, q: int, d: np.ndarray) -> bytes:
         """The shortest bytes from ``q`` down distances ``d`` to 0 (spellable, readable
