@@ -234,6 +234,22 @@ class LexemeCosts:
         self._dist[t] = d
         return d
 
+    def raw_spelling(self, t: int) -> bytes | None:
+        """The shortest lexeme of ``t`` ending at any of its accepting states, clean or not:
+        for a terminal with no clean end (``/\\d+/`` that ``/\\d+/`` may follow, with no
+        separator), which :attr:`spell` leaves out but which can still come before the
+        few terminals that do not run on from it. Only the plan search tries it (its chunks
+        are walked); the bounds do not count on it."""
+        key = (-1, t)
+        w = self._fin_str.get(key)
+        if w is None:
+            targets = np.zeros(self.num_states, dtype=bool)
+            targets[self.accepting_states(t)] = True
+            d = self.distances_to(targets)
+            w = self.path(0, d) if 0 < d[0] < INF else b""
+            self._fin_str[key] = w
+        return w or None
+
     def distances_to(self, targets: np.ndarray) -> np.ndarray:
         """Bytes from each lexer state to one of ``targets`` (bool per state), staying in
         one lexeme (BFS backwards over the DFA)."""
