@@ -327,9 +327,9 @@ class PlanSearch(BoundsRoute):
             if glued is None and lex.spell[t] is None:
                 # no clean end (digits that digits may follow): its raw lexeme, before
                 # whatever can still come after it (``00`` then ``ab`` of ``"abc"``)
-                w = lex.raw_spelling(t)
-                if w and (not q or lex.trans[q, w[0]] < 0):
-                    glued = w
+                raw = lex.raw_spelling(t)
+                if raw and (not q or lex.trans[q, raw[0]] < 0):
+                    glued = raw
             if glued is not None:
                 out.append(glued)
         starts = [lex.path(0, d) for m, d in self.costs.boundary.items()
