@@ -440,3 +440,53 @@ def test_a_middle_that_closes_a_block_then_opens_a_deeper_one_ends_complete(
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, middle)
     assert c.is_complete()
+
+
+# The middle's last lexeme runs on into the suffix (``i`` + ``nif`` read ``in`` ``if``): in
+# the contextual mode ``in`` is a ``T2`` where the parser does not take the literal ``"in"``,
+# but the planner's boundary looked only at the greedy lexer's winner (the literal), found no
+# lexer state to plan the middle's part through, and max_tokens had no plan to start from
+# (fim_fuzz grammar 330:19; shortest_completion was right, the budget's search was not).
+KEYWORD_ELSEWHERE = r"""
+start: T2 T2 | "x" "in"
+T2: /i[nf]?/
+"""
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_budget_plans_through_a_boundary_lexeme_the_greedy_lexer_reads_as_a_keyword(
+        k: int) -> None:
+    oracle = lark.Lark(KEYWORD_ELSEWHERE, parser="lalr", lexer="contextual")
+    assert lark_accepts(oracle, "inif")
+    cg, vocab = tiny(KEYWORD_ELSEWHERE, [*"infx"], lexer="contextual")
+    c = cg.constraint("", suffix="nif", max_tokens=1 + k)
+    _walk(c, vocab, ["i"])
+    assert c.is_complete() and c.allowed()[vocab.eos_token_id]
+    done = cg.constraint("", suffix="nif", max_tokens=1 + k).shortest_completion()
+    assert lark_accepts(oracle, done.text + "nif") and len(done.token_ids) <= 1 + k
+
+
+# A terminal with no clean end (``T1: /\d+/``, which ``T1`` itself may follow with no
+# separator, and ``"0"`` after it) has no spelling in the planner's tables, so its search
+# never tried it: with the suffix ``c#x`` the middle must be digits then ``ab``, and neither
+# shortest_completion nor max_tokens found a plan (fim_fuzz grammar 330:32, basic mode).
+UNCLEAN_DIGITS = r"""
+start: T1 "abc" T0 | T1 T1 T0 | T1 "0"
+T0: /#[^\n]*/
+T1: /\d+/
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_the_search_tries_a_terminal_with_no_clean_end(lexer: str) -> None:
+    oracle = lark.Lark(UNCLEAN_DIGITS, parser="earley", lexer="basic")
+    tokens = [*"01abc#x", "ab"]
+    cg, _ = tiny(UNCLEAN_DIGITS, tokens, lexer=lexer)
+    done = cg.constraint("", suffix="c#x").shortest_completion()
+    assert lark_accepts(oracle, done.text + "c#x")
+    for k in (0, 1):
+        c = cg.constraint("", suffix="c#x", max_tokens=2 + k)
+        assert len(c.shortest_completion().token_ids) <= 2 + k
+        ids = [tokens.index(t) for t in ["1", "ab"]]
+        why = budget_force.force(cg, "", "c#x", ids, 2 + k, [])
+        assert why is None, why

@@ -82,6 +82,13 @@ class _ContextualLexemeCosts(LexemeCosts):
         own = super()._clean_ends(a)
         return own if own.size else self.accepting_states(a)
 
+    def ends_as(self, states: np.ndarray, terms: list[int]) -> np.ndarray:
+        # any terminal accepting there: where the parser takes ``_T2: /i[nf]?/`` and not
+        # the literal ``"in"``, the contextual lexer reads ``in`` as ``_T2`` (the greedy
+        # winner alone left the middle's ``i`` before the suffix ``nif`` no boundary to
+        # plan through: no plan, so no budget). Plans are walked, so wider is safe here.
+        return np.asarray(self.accepting[states][:, terms].any(axis=1), dtype=bool)
+
     def __init__(self, mb: MaskBuilder, tok: TokenCounter,
                  preds: list[set[int]] | None = None) -> None:
         self.accepting = np.asarray(mb.dfa.accepting, dtype=bool)

@@ -234,6 +234,22 @@ class LexemeCosts:
         self._dist[t] = d
         return d
 
+    def raw_spelling(self, t: int) -> bytes | None:
+        """The shortest lexeme of ``t`` ending at any of its accepting states, clean or not:
+        for a terminal with no clean end (``/\\d+/`` that ``/\\d+/`` may follow, with no
+        separator), which :attr:`spell` leaves out but which can still come before the
+        few terminals that do not run on from it. Only the plan search tries it (its chunks
+        are walked); the bounds do not count on it."""
+        key = (-1, t)
+        w = self._fin_str.get(key)
+        if w is None:
+            targets = np.zeros(self.num_states, dtype=bool)
+            targets[self.accepting_states(t)] = True
+            d = self.distances_to(targets)
+            w = self.path(0, d) if 0 < d[0] < INF else b""
+            self._fin_str[key] = w
+        return w or None
+
     def distances_to(self, targets: np.ndarray) -> np.ndarray:
         """Bytes from each lexer state to one of ``targets`` (bool per state), staying in
         one lexeme (BFS backwards over the DFA)."""
@@ -261,10 +277,15 @@ class LexemeCosts:
         for x in head:
             st = np.where(st >= 0, self.trans[np.maximum(st, 0), x], -1)
         ok = st >= 0
-        ok &= np.isin(self.accept[np.maximum(st, 0)], [a] if isinstance(a, int) else list(a))
+        ok &= self.ends_as(np.maximum(st, 0), [a] if isinstance(a, int) else list(a))
         if after is not None:
             ok &= self.trans[np.maximum(st, 0), after] < 0
         return ok
+
+    def ends_as(self, states: np.ndarray, terms: list[int]) -> np.ndarray:
+        """Per state in ``states``: does a lexeme ending there read as one of ``terms``
+        (here: the greedy lexer's winner there)?"""
+        return np.isin(self.accept[states], terms)
 
     def path(self, q: int, d: np.ndarray) -> bytes:
         """The shortest bytes from ``q`` down distances ``d`` to 0 (spellable, readable

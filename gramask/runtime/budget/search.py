@@ -324,6 +324,12 @@ class PlanSearch(BoundsRoute):
             if lex.ignored[t] or not (exp >> t) & 1:
                 continue
             glued = lex.glue(q, t)
+            if glued is None and lex.spell[t] is None:
+                # no clean end (digits that digits may follow): its raw lexeme, before
+                # whatever can still come after it (``00`` then ``ab`` of ``"abc"``)
+                raw = lex.raw_spelling(t)
+                if raw and (not q or lex.trans[q, raw[0]] < 0):
+                    glued = raw
             if glued is not None:
                 out.append(glued)
         starts = [lex.path(0, d) for m, d in self.costs.boundary.items()
