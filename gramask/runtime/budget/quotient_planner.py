@@ -49,16 +49,16 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
             base = parent()
             lex = base.lex
             glue = 0
-            if suffix:
-                ends = [e for t, e in enumerate(lex.ends) if not lex.ignored[t] and e.size]
-                if any((lex.trans[e, suffix[0]] >= 0).any() for e in ends):
-                    # with no separator the middle cannot end in such a lexeme, but it
-                    # can in the others (``:`` before the suffix ``"\n ;\n"``, where a
-                    # newline lexeme would run on): free then, as those lexemes are (an
-                    # INF here made every plain marker unreachable: no plan of
-                    # ``";\nif:"``, the search's estimate INF after ``"\nif"``)
-                    sep = lex.separator
-                    glue = base.tok.count(sep) if sep is not None else 0
+            sep = lex.separator
+            # lexemes the next byte would run on: they need the separator after them
+            ends = [e for t, e in enumerate(lex.ends) if not lex.ignored[t] and e.size]
+            # (with no separator the middle cannot end in such a lexeme, but it can in the
+            # others: ``:`` before the suffix ``"\n ;\n"``, where a newline lexeme would run
+            # on; free then, as those lexemes are: an INF here made every plain marker
+            # unreachable, no plan of ``";\nif:"``, the search's estimate INF after ``"\nif"``)
+            if suffix and sep is not None and any((lex.trans[e, suffix[0]] >= 0).any()
+                                                  for e in ends):
+                glue = base.tok.count(sep)
             loose = {m: glue for _, m, a in markers if a < 0}
             strict = {m: glue for br, m, a in markers if a < 0 and not br.k}
             bounds: dict[int, np.ndarray] = {}
@@ -84,12 +84,10 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
                     if m not in glued:
                         loose[m] = strict[m] = INF  # empty middle part: plain markers cover it
                     continue
-                ends = [e for t, e in enumerate(lex.ends) if not lex.ignored[t] and e.size]
                 worst = base.tok.count(w)
-                if any((lex.trans[e, w[0]] >= 0).any() for e in ends):
-                    sep = lex.separator
-                    # (no separator: after the lexemes it cannot merge with, as above)
-                    worst = max(worst, base.tok.count(sep + w) if sep is not None else 0)
+                # (no separator: after the lexemes it cannot merge with, as above)
+                if sep is not None and any((lex.trans[e, w[0]] >= 0).any() for e in ends):
+                    worst = max(worst, base.tok.count(sep + w))
                 if m not in glued:  # (a glued one stays INF in the strict tables)
                     loose[m] = strict[m] = worst
             stacks = _boundary_stacks(markers, qb.ctx.nl_t, qb.ctx.indent_t)
