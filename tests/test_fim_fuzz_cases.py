@@ -440,3 +440,55 @@ def test_a_middle_that_closes_a_block_then_opens_a_deeper_one_ends_complete(
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, middle)
     assert c.is_complete()
+
+
+# An opening bracket that nothing in the grammar closes (no ``]``): inside brackets the
+# indentation layer drops the newline, so ``simple _NEWLINE`` never ends and gramask asks for
+# depth 0 at the end anyway. The masks allowed ``[`` (the parser expects it), and every walk
+# through it was a dead end, prefix-only too (fim_fuzz --indent 1 --seed 320, grammars 1 and
+# 8): now the shift of an opening bracket into a set that can shift no closing bracket is
+# refused (gramask/runtime/core/viability.py, closing_filter).
+UNCLOSED = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: "[" T0 | "-" | "(" T0 ")"
+T0: "//"
+_NEWLINE: (/\r?\n[\t ]*/ | /#[^\n]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+def _bracket_oracle(grammar: str) -> lark.Lark:
+    from lark.indenter import Indenter
+
+    class Ind(Indenter):
+        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
+        OPEN_PAREN_types: list[str] = ["LPAR", "LSQB"]  # noqa: RUF012 (lark's own attribute)
+        CLOSE_PAREN_types: list[str] = ["RPAR", "RSQB"]  # noqa: RUF012
+
+    return lark.Lark(grammar, parser="lalr", postlex=Ind())
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_no_walk_through_an_opening_bracket_nothing_closes_is_a_dead_end(lexer: str) -> None:
+    tokens = ["[", "//", "-", "(", ")", "\n", "if", ":", " ", "-\n"]
+    cg, vocab = tiny(UNCLOSED, tokens, lexer=lexer)
+    oracle = _bracket_oracle(UNCLOSED)
+    assert lark_accepts(oracle, "(//)\nif:\n -\n")  # (brackets that close are taken)
+    seen = 0
+    todo: list[tuple[gramask.Constraint, int]] = [(cg.constraint(""), 0)]
+    while todo:
+        c, depth = todo.pop()
+        for t in c.allowed().nonzero()[0].tolist():
+            if t == vocab.eos_token_id:
+                assert lark_accepts(oracle, c.text), c.text
+                continue
+            c2 = c.clone()
+            c2.advance(t)
+            seen += 1
+            done = c2.text + c2.shortest_completion().text  # no dead end
+            assert lark_accepts(oracle, done), (c2.text, done)
+            if depth < 3:
+                todo.append((c2, depth + 1))
+    assert seen > 100
