@@ -471,24 +471,27 @@ def _bracket_oracle(grammar: str) -> lark.Lark:
 
 
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
-def test_no_walk_through_an_opening_bracket_nothing_closes_is_a_dead_end(lexer: str) -> None:
-    tokens = ["[", "//", "-", "(", ")", "\n", "if", ":", " ", "-\n"]
+@pytest.mark.parametrize(("prefix", "suffix"), [("", None), ("", "\n-\n"), ("if:\n ", "\n")])
+def test_no_walk_through_an_opening_bracket_nothing_closes_is_a_dead_end(
+        lexer: str, prefix: str, suffix: str | None) -> None:
+    tokens = ["[", "//", "-", "(", ")", "\n", "if", ":", " ", "-\n"]  # (c.text: the middle)
     cg, vocab = tiny(UNCLOSED, tokens, lexer=lexer)
     oracle = _bracket_oracle(UNCLOSED)
     assert lark_accepts(oracle, "(//)\nif:\n -\n")  # (brackets that close are taken)
     seen = 0
-    todo: list[tuple[gramask.Constraint, int]] = [(cg.constraint(""), 0)]
+    start = cg.constraint(prefix) if suffix is None else cg.constraint(prefix, suffix=suffix)
+    todo: list[tuple[gramask.Constraint, int]] = [(start, 0)]
     while todo:
         c, depth = todo.pop()
         for t in c.allowed().nonzero()[0].tolist():
             if t == vocab.eos_token_id:
-                assert lark_accepts(oracle, c.text), c.text
+                assert lark_accepts(oracle, prefix + c.text + (suffix or "")), c.text
                 continue
             c2 = c.clone()
             c2.advance(t)
             seen += 1
             done = c2.text + c2.shortest_completion().text  # no dead end
-            assert lark_accepts(oracle, done), (c2.text, done)
+            assert lark_accepts(oracle, prefix + done + (suffix or "")), (c2.text, done)
             if depth < 3:
                 todo.append((c2, depth + 1))
     assert seen > 100
