@@ -495,3 +495,33 @@ def test_no_walk_through_an_opening_bracket_nothing_closes_is_a_dead_end(
             if depth < 3:
                 todo.append((c2, depth + 1))
     assert seen > 100
+
+
+# fim_fuzz --indent 1 --seed 320, grammar 6 (basic), reported as a dead end: after the prefix
+# ``if:\n`` the middle opens a level at 8 (``\tif``) above the suffix's first line `` int``
+# (width 1). That level is no dead end: the middle may close both blocks and open a header at
+# 0 whose body is the suffix's line (``:\n\t int\nif:``), so a mask that refused levels above
+# the suffix's first line would be wrong; the completion must be found, and be lark's.
+INT_BLOCKS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: T2*
+T2: "int"
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("if:\n", ["\t", "if"], "\n int\n"),
+    ("if:\n ", ["\n", "\n", "\t", "\t", " ", "if"], "\n int\n  \n"),
+])
+def test_a_level_above_the_suffixs_first_line_can_still_be_closed(
+        lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
+    cg, vocab = tiny(INT_BLOCKS, ["if", ":", "\n", " ", "\t", "int"], lexer=lexer)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, middle)
+    done = prefix + c.text + c.shortest_completion().text + suffix
+    assert lark_accepts(_indenter_oracle(INT_BLOCKS), done), done
