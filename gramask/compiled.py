@@ -132,6 +132,16 @@ class CompiledGrammar:
                 if lost is not None:  # (no bundled grammar: their sets are all kept)
                     aut.viable = Viability(aut, lost)
             ctx = ParserContext(aut, self.dfa.num_terminals, ignored_bits, **kw)
+            if ind is not None:  # (openers nothing closes: see closing_filter)
+                from .runtime.core.viability import closed_in_place, closing_filter
+
+                if not closed_in_place(((r.lhs, r.rhs) for r in self.grammar.rules),
+                                       ind.open_brackets, ind.close_brackets,
+                                       (ind.newline, ind.indent, ind.dedent)):
+                    barred = sum(1 << t for t in (ctx.nl_t, ctx.indent_t, ctx.dedent_t)
+                                 if t >= 0)
+                    ctx.closable = closing_filter(aut, ctx.open_brackets, ctx.close_brackets,
+                                                  barred, lost)
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
             if self.grammar.lexer != "contextual":

@@ -490,3 +490,88 @@ def test_the_search_tries_a_terminal_with_no_clean_end(lexer: str) -> None:
         ids = [tokens.index(t) for t in ["1", "ab"]]
         why = budget_force.force(cg, "", "c#x", ids, 2 + k, [])
         assert why is None, why
+
+
+# An opening bracket that nothing in the grammar closes (no ``]``): inside brackets the
+# indentation layer drops the newline, so ``simple _NEWLINE`` never ends and gramask asks for
+# depth 0 at the end anyway. The masks allowed ``[`` (the parser expects it), and every walk
+# through it was a dead end, prefix-only too (fim_fuzz --indent 1 --seed 320, grammars 1 and
+# 8): now the shift of an opening bracket into a set that can shift no closing bracket is
+# refused (gramask/runtime/core/viability.py, closing_filter).
+UNCLOSED = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: "[" T0 | "-" | "(" T0 ")"
+T0: "//"
+_NEWLINE: (/\r?\n[\t ]*/ | /#[^\n]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+def _bracket_oracle(grammar: str) -> lark.Lark:
+    from lark.indenter import Indenter
+
+    class Ind(Indenter):
+        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
+        OPEN_PAREN_types: list[str] = ["LPAR", "LSQB"]  # noqa: RUF012 (lark's own attribute)
+        CLOSE_PAREN_types: list[str] = ["RPAR", "RSQB"]  # noqa: RUF012
+
+    return lark.Lark(grammar, parser="lalr", postlex=Ind())
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "suffix"), [("", None), ("", "\n-\n"), ("if:\n ", "\n")])
+def test_no_walk_through_an_opening_bracket_nothing_closes_is_a_dead_end(
+        lexer: str, prefix: str, suffix: str | None) -> None:
+    tokens = ["[", "//", "-", "(", ")", "\n", "if", ":", " ", "-\n"]  # (c.text: the middle)
+    cg, vocab = tiny(UNCLOSED, tokens, lexer=lexer)
+    oracle = _bracket_oracle(UNCLOSED)
+    assert lark_accepts(oracle, "(//)\nif:\n -\n")  # (brackets that close are taken)
+    seen = 0
+    start = cg.constraint(prefix) if suffix is None else cg.constraint(prefix, suffix=suffix)
+    todo: list[tuple[gramask.Constraint, int]] = [(start, 0)]
+    while todo:
+        c, depth = todo.pop()
+        for t in c.allowed().nonzero()[0].tolist():
+            if t == vocab.eos_token_id:
+                assert lark_accepts(oracle, prefix + c.text + (suffix or "")), c.text
+                continue
+            c2 = c.clone()
+            c2.advance(t)
+            seen += 1
+            done = c2.text + c2.shortest_completion().text  # no dead end
+            assert lark_accepts(oracle, prefix + done + (suffix or "")), (c2.text, done)
+            if depth < 3:
+                todo.append((c2, depth + 1))
+    assert seen > 100
+
+
+# fim_fuzz --indent 1 --seed 320, grammar 6 (basic), reported as a dead end: after the prefix
+# ``if:\n`` the middle opens a level at 8 (``\tif``) above the suffix's first line `` int``
+# (width 1). That level is no dead end: the middle may close both blocks and open a header at
+# 0 whose body is the suffix's line (``:\n\t int\nif:``), so a mask that refused levels above
+# the suffix's first line would be wrong; the completion must be found, and be lark's.
+INT_BLOCKS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: T2*
+T2: "int"
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("if:\n", ["\t", "if"], "\n int\n"),
+    ("if:\n ", ["\n", "\n", "\t", "\t", " ", "if"], "\n int\n  \n"),
+])
+def test_a_level_above_the_suffixs_first_line_can_still_be_closed(
+        lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
+    cg, vocab = tiny(INT_BLOCKS, ["if", ":", "\n", " ", "\t", "int"], lexer=lexer)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, middle)
+    done = prefix + c.text + c.shortest_completion().text + suffix
+    assert lark_accepts(_indenter_oracle(INT_BLOCKS), done), done

@@ -170,9 +170,10 @@ class ContextualRule:
     @staticmethod
     def kept_memo(ctx: ParserContext) -> BoundedMemo[int, int] | None:
         """A fresh memo for ``shiftable`` over ``ctx`` (None where its automaton refuses no
-        set: then every expected terminal is kept)."""
+        set and it refuses no opening bracket: then every expected terminal is kept)."""
         aut = ctx.automaton
-        return None if aut.viable is None else BoundedMemo(memo_size(aut.limits.parser_states))
+        return None if aut.viable is None and ctx.closable is None else BoundedMemo(
+            memo_size(aut.limits.parser_states))
 
     def kept_fewer(self, p: PState) -> int | None:
         """``shiftable(p)`` where it is less than ``expects(p)`` (else None): where a token
@@ -242,6 +243,10 @@ class ContextualRule:
         got = kept.get(p[PUID])
         if got is not None:
             return got
+        if self.ctx.automaton.viable is None:  # only opening brackets may be refused
+            out = self.ctx.keep_openers(p, exp)
+            kept.put(p[PUID], out)
+            return out
         out = exp & self.ignored_bits
         sig = exp & ~self.ignored_bits
         if sig & self._fragile:  # (those that win no lexeme under the allowed set: none)

@@ -317,7 +317,7 @@ class MaskBuilder:
         if r is None:
             r = memo.get(p[PUID])
         if r is None:
-            bits = self.ctx.expects(p) & ~self.ctx.ignored_bits
+            bits = self.ctx.keep_openers(p, self.ctx.expects(p) & ~self.ctx.ignored_bits)
             # all it depends on: thousands of states share a few hundred of these
             vecs = self._class_vecs.get(bits)
             if vecs is None:

@@ -15,9 +15,10 @@ from typing import Final, TypeAlias
 
 import numpy as np
 
+from ...errors import LimitExceededError
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo, InternTable
-from .earley import ACCEPTS, EXPECTED, UID, Automaton, EarleySet
+from .earley import ACCEPTS, EXPECTED, UID, Automaton, EarleySet, SetFilter
 from .indentation import columns
 
 __all__ = ["BOL", "DEPTH", "ES", "INDENT", "PUID", "PState", "ParserContext"]
@@ -40,6 +41,10 @@ BOL: Final = 4
 
 class ParserContext:
     """Everything the runtime needs about the parser side, shared by all constraints."""
+
+    # refuses the shift of an opening bracket into a set from which no closing one can be
+    # shifted (:func:`gramask.runtime.core.viability.closing_filter`; None: keeps them all)
+    closable: SetFilter | None = None
 
     def __init__(
         self,
@@ -120,10 +125,13 @@ class ParserContext:
         memo.put(key, res)
         return res
 
-    def _after(self, p: PState, es: EarleySet, terminal: int) -> PState:
-        """The state after shifting ``terminal`` (Earley set ``es``): bracket depth updated."""
+    def _after(self, p: PState, es: EarleySet, terminal: int) -> PState | None:
+        """The state after shifting ``terminal`` (Earley set ``es``): bracket depth updated;
+        None for an opening bracket that nothing can close (``closable``)."""
         depth = p[DEPTH]
         if terminal in self.open_brackets:
+            if self.closable is not None and not self.closable.ok(es):
+                return None
             depth += 1
         elif terminal in self.close_brackets:
             depth = max(0, depth - 1)
@@ -194,6 +202,21 @@ class ParserContext:
             if es is None or col != top or alt != top_alt:
                 return None  # dedent to a level that was never opened, or TabError
         return self.make(es, indent, 0, True)
+
+    def keep_openers(self, p: PState, bits: int) -> int:
+        """``bits`` (terminals ``p`` expects) without the opening brackets whose shift
+        ``closable`` refuses: a lexeme that can only end as one is a dead end, so a token
+        may not stop inside it."""
+        if self.closable is None:
+            return bits
+        for o in self.open_brackets:
+            if (bits >> o) & 1:
+                try:
+                    if self.shift(p, o) is None:
+                        bits &= ~(1 << o)
+                except LimitExceededError:
+                    pass  # (kept: the walk that takes it answers then)
+        return bits
 
     def expects(self, p: PState) -> int:
         """Lexer terminals that may come next (bitset), ignored ones included."""

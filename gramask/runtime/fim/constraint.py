@@ -74,13 +74,14 @@ class FimConstraint(FimBase[FimState]):
         r1 = walk(self._b, (q, carry, pq), data, self._tab)
         if isinstance(r1, int):
             return r1
-        # the original parser follows along for the exact end check only: whether the lexeme
-        # in progress can still end well is the quotient's call (the original's "finish" means
-        # the input ends here, the quotient's that the suffix follows)
-        r2 = walk(self._ob, (q, carry, po), data, self._tab, check_end=False)
-        if isinstance(r2, int):
-            return r2
-        return (r1[0], r1[1], r1[2], r2[2])
+        # the original parser follows along for the exact end check; where it refuses openers
+        # nothing closes (``ParserContext.closable``), its prefix check and masks count too
+        r2 = walk(self._ob, (q, carry, po), data, self._tab, check_end=self._closing)
+        return r2 if isinstance(r2, int) else (r1[0], r1[1], r1[2], r2[2])
+
+    def _grammar_mask(self, st: FimState) -> np.ndarray:  # (sound for every middle)
+        m = super()._grammar_mask(st)
+        return m & self._ob.mask(st[3], st[0], st[1]) if self._closing else m
 
     def _complete(self, st: FimState) -> bool:
         q, carry, _, po = st
@@ -231,10 +232,9 @@ class FimConstraint(FimBase[FimState]):
         step's own plan's first token (docs/semantics.md, "Token budgets with a suffix").
 
         The quotient planner's per-token costs are not bounds here (its "the middle may end
-        here" ignores what the suffix needs: optimistic; lexemes spelled one by one:
-        pessimistic), so they decide nothing; they are not even computed (ordering by them
-        cost more than it saved): the largest groups are checked first. What is not verified
-        is forbidden (measured as over-restriction)."""
+        here" ignores what the suffix needs; lexemes spelled one by one), so they decide
+        nothing and are not computed: the largest groups are checked first. What is not
+        verified is forbidden (measured as over-restriction)."""
         left = self.remaining_tokens
         assert left is not None
         planner = self._budget_planner()
