@@ -85,6 +85,7 @@ class WalkedConstraint(Protocol[S]):
     """What a :class:`WalkedVerifier` uses of the constraint whose step it checks."""
 
     MAX_PLANS: int  # plans of their own per step
+    GREEDY_PLANS: int  # then plans that follow the bounds' choices, searched no further
     VERIFY_SEARCH: int  # states each of them may search
 
     @property
@@ -187,7 +188,7 @@ class WalkedVerifier(Generic[S]):
         self.plans: int = c.MAX_PLANS
         # once those are spent: plans that only follow the bounds' choices (no search), for
         # the groups the cap left (see ``GREEDY_PLANS``)
-        self.greedy: int = getattr(c, "GREEDY_PLANS", 0)
+        self.greedy: int = c.GREEDY_PLANS
         self.detours = _DETOURS
         self._rejoins: list[bytes] | None = None  # see _by_detour
         self.retries = _RETRIES

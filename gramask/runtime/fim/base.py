@@ -69,6 +69,10 @@ class FimBase(Constraint[F]):
     fields of a step), the original's ``_ob``."""
 
     MAX_ENDS = 4096  # memo of exact end checks, per constraint family
+    # budgets: groups past the subclass's MAX_PLANS get at most this many plans that follow
+    # the bounds' choices with no search, walked all the same (budget/verify.py; SynCode Go's
+    # " _," after "for" was forbidden with tokens to spare where the searched plans ran out)
+    GREEDY_PLANS = 384
     _inputs = "prefix and suffix"
 
     def __init__(
