@@ -319,5 +319,20 @@ class ContextualRule:
         ``whole``: its last lexeme began at the walk's first byte or before, or every lexeme
         the walk ended was an ignored one (fill-in-the-middle checks those cases more
         closely)."""
-        return self.end_ok(p, q) and (self.dead_ends is None
-                                      or self.dead_ends.ok_after(self, p, q))
+        if not self.end_ok(p, q):
+            return False
+        if self.dead_ends is None:
+            return True
+        # ok_after per (parser state, lexer state), kept per parser context (a rule copied
+        # for another context, as fill-in-the-middle's quotient, starts its own): a mask walks
+        # every allowed token, most ending in a few such pairs
+        memo = self.__dict__.get("_ok_after")
+        if memo is None or memo[0] is not self.ctx:
+            memo = self._ok_after = (self.ctx, BoundedMemo[tuple[int, int], bool](
+                memo_size(self.ctx.automaton.limits.step_memo)))
+        key = (p[PUID], q)
+        v = memo[1].get(key)
+        if v is None:
+            v = self.dead_ends.ok_after(self, p, q)
+            memo[1].put(key, v)
+        return v
