@@ -135,8 +135,7 @@ class CompiledGrammar:
             if ind is not None:  # (openers nothing closes: see closing_filter)
                 from .runtime.core.viability import closed_in_place, closing_filter
 
-                if not closed_in_place(((r.lhs, r.rhs) for r in self.grammar.rules),
-                                       ind.open_brackets, ind.close_brackets,
+                if not closed_in_place(self.grammar.rules, ind.open_brackets, ind.close_brackets,
                                        (ind.newline, ind.indent, ind.dedent)):
                     barred = sum(1 << t for t in (ctx.nl_t, ctx.indent_t, ctx.dedent_t)
                                  if t >= 0)
