@@ -575,3 +575,34 @@ def test_a_level_above_the_suffixs_first_line_can_still_be_closed(
     _walk(c, vocab, middle)
     done = prefix + c.text + c.shortest_completion().text + suffix
     assert lark_accepts(_indenter_oracle(INT_BLOCKS), done), done
+
+
+# After ``w():\n`` the middle `` '\nc():\n`` before the suffix ``"  '\n"``: the budget
+# forbade the first token `` '`` at every k (fim_fuzz --indent 1 --seed 340, 340:18, basic).
+# From `` '`` the completion ``\nc():\n`` (a header, then the suffix's deeper line) is the
+# 37th state the plan search expands, and a token's check searches 16 states, 64 on its
+# retry; but the search counted every state it popped, a state other chunks had reached
+# again too (``\n`` then `` `` and ``\n ``), and it stopped after 64 pops, 37 states.
+DEEPER_HEADER = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | /[a-z]+/ "(" ")" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: T0 [T1]
+T0: "'"
+T1: /i[nf]?/
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize("k", [1, 4])
+def test_budget_keeps_a_line_before_the_header_the_suffix_needs(lexer: str, k: int) -> None:
+    chars = [*"'\n ():abcgsyzwi", " '", "()", "\n "]
+    cg, vocab = tiny(DEEPER_HEADER, chars, lexer=lexer)
+    prefix, middle, suffix = "w():\n", " '\nc():\n", "  '\n"
+    assert lark_accepts(_indenter_oracle(DEEPER_HEADER), prefix + middle + suffix)
+    pieces = [" '", "\n", "c", "()", ":", "\n"]
+    c = cg.constraint(prefix, suffix=suffix, max_tokens=len(pieces) + k)
+    _walk(c, vocab, pieces)
+    assert c.is_allowed(vocab.eos_token_id)
