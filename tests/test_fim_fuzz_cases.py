@@ -606,3 +606,38 @@ def test_budget_keeps_a_line_before_the_header_the_suffix_needs(lexer: str, k: i
     c = cg.constraint(prefix, suffix=suffix, max_tokens=len(pieces) + k)
     _walk(c, vocab, pieces)
     assert c.is_allowed(vocab.eos_token_id)
+
+
+# A middle that ends in a newline lexeme the suffix's head finishes on a line of its own
+# (``\n`` then the suffix ``"\n   b\n"``): the stack then tops out at that line's width (3),
+# and the end of input closes every level above 0, however many blocks the middle opened.
+# The branches assumed at most two levels beyond the prefix's (``MAX_EXTRA_DEDENTS``), so
+# after ``if:\n`` the middle `` if:\n  if:\n`` (three levels to close) ended with EOS refused
+# (fim_fuzz --indent 1 --seed 370, 370:7). Where the head fixes that width, the counts are
+# those a stack of rising widths up to it allows; where it does not (the suffix ``"   b\n"``
+# continues a line the middle began), the cap stays (documented).
+IF_BLOCKS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: T1
+T1: /b+/
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n"], "\n   b\n"),
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n", " ", " "], "\n     b\n"),
+    ("", ["if", ":", "\n", " ", "if", ":", "\n", " ", " ", "if", ":", "\n", " ", " ", " ", "if",
+          ":", "\n"], " \n    b\n"),
+])
+def test_the_end_closes_every_level_below_a_width_the_suffix_fixes(
+        lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
+    cg, vocab = tiny(IF_BLOCKS, ["if", ":", "\n", " ", "b"], lexer=lexer)
+    assert lark_accepts(_indenter_oracle(IF_BLOCKS), prefix + "".join(middle) + suffix)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, middle)
+    assert c.is_allowed(vocab.eos_token_id) and c.is_complete()

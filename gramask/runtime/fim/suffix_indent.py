@@ -46,6 +46,7 @@ from .suffix_lexing import (
     Branch,
     assumed_bases,
     closed_bases,
+    dedent_counts,
     indent_unit,
 )
 
@@ -83,8 +84,8 @@ class _Indenter:
             if top < w:  # the levels below ``top`` assumed as below a first line's
                 return [((self.ind,), (*stack, w), w) for stack in self._bases(top)]
             n_gt = sum(1 for e in self.prefix if e > w)
-            cs = [0] if top == w else range(1, n_gt + MAX_EXTRA_DEDENTS + 1)
-            return [((self.ded,) * c, stack, w) for c in cs for stack in self._bases(w)]
+            return [((self.ded,) * c, stack, w) for c in dedent_counts(n_gt, w, top)
+                    for stack in self._bases(w)]
         out: list[tuple[Emit, tuple[int, ...], int]] = []
         n_gt = sum(1 for e in self.prefix if e > w)
         opened = assumed_bases(self.prefix, w, self.unit)
@@ -152,7 +153,7 @@ class _Indenter:
         if s[0] == 0:
             n_gt = sum(1 for e in self.prefix if e > 0)
             out: list[Emit] = []
-            for c in range(n_gt + MAX_EXTRA_DEDENTS + 1):
+            for c in dedent_counts(n_gt, 0, s[3] if s[3] >= 0 else None):
                 out.append((self.nl, *(self.ded,) * c))
                 if not s[2]:  # nothing significant: the middle may have ended the line
                     out.append((self.ded,) * c)

@@ -33,6 +33,9 @@ __all__ = ["Branch", "SuffixLexing", "lex_suffix"]
 
 MAX_DEPTH = 8  # bracket depths at the boundary tried (a suffix closing more is rarer)
 MAX_EXTRA_DEDENTS = 2  # blocks the middle may open beyond the prefix's, per branch
+# levels above a line's width a stack may close there when the line before is known (CPython's
+# tokenizer refuses a 101st level: "too many levels of indentation")
+MAX_LEVELS = 100
 
 
 # one boundary assumption of a branch (see ``Branch.assumptions``)
@@ -272,6 +275,23 @@ def assumed_bases(prefix_indent: tuple[int, ...], w: int, unit: int | None) -> l
     return bases
 
 
+def dedent_counts(n_gt: int, w: int, top: int | None) -> range:
+    """How many levels above ``w`` the stack may stand at before a line of width ``w`` (the
+    ``_DEDENT`` s there), ``n_gt`` of the prefix's levels being above ``w``. Where the line
+    before is known to stand at ``top`` (the middle's last newline lexeme ends inside the
+    suffix), a stack of rising widths from ``w`` up to ``top`` holds at most ``top - w``
+    levels above ``w`` and at least one where ``top > w``: exactly those counts (up to
+    :data:`MAX_LEVELS`), however many blocks the middle opened (``if:\n`` then `` if:\n
+    if:\n`` before the suffix ``"   b\n"``: the end of input closes three). Else the
+    middle's last line's width is open: up to :data:`MAX_EXTRA_DEDENTS` beyond the
+    prefix's levels."""
+    if top is None or top < 0:
+        return range(n_gt + MAX_EXTRA_DEDENTS + 1)
+    if top <= w:
+        return range(1 if top == w else 0)
+    return range(1, min(top - w, MAX_LEVELS) + 1)
+
+
 def closed_bases(prefix_indent: tuple[int, ...], w: int,
                  bases: list[list[int]]) -> list[list[int]]:
     """More stacks under a first line of width ``w`` that opens a block: the middle may have
@@ -325,10 +345,8 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
     for bb in bases:
         if bb and (top is None or first == len(raw)):
             outcomes.append(([indent_t], [*bb, w]))
-        for c in range(n_gt + MAX_EXTRA_DEDENTS + 1):
-            # c dedents: the stack stood at w (c = 0) or above it
-            if top is None or first == len(raw) or (top == w if c == 0 else top > w):
-                outcomes.append(([dedent_t] * c, [*bb, w]))
+        # c dedents: the stack stood at w (c = 0) or above it
+        outcomes += [([dedent_t] * c, [*bb, w]) for c in dedent_counts(n_gt, w, top)]
     closed = 0  # the last outcomes: the middle closed blocks, opened none below ``w``
     if top is None and first < len(raw):
         extra = [([indent_t], [*bb, w]) for bb in closed_bases(prefix_indent, w, bases)]
