@@ -641,3 +641,20 @@ def test_the_end_closes_every_level_below_a_width_the_suffix_fixes(
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, middle)
     assert c.is_allowed(vocab.eos_token_id) and c.is_complete()
+
+
+# A tab after a space breaks the line's width (``"\n \t"``: its newline is refused until a
+# fresh line starts), and from there the plan search ran the newline lexeme on by one byte
+# per lexer state it reaches: the tab reached the lexeme's state first, so ``\n`` (the same
+# state, another carry: the only way on) was never tried and no completion was found, where
+# ``\nif:\n`` before the suffix ``"    b\n"`` completes (fim_fuzz --indent 1 --seed 360,
+# 360:9, basic).
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize("prefix", ["if:\n if:\n  b\n ", "if:\n  b\n "])
+def test_completion_found_after_a_tab_breaks_the_lines_width(lexer: str, prefix: str) -> None:
+    cg, vocab = tiny(IF_BLOCKS, ["if", ":", "\n", " ", "\t", "b"], lexer=lexer)
+    suffix = "    b\n"
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, ["\t"])
+    done = prefix + c.text + c.shortest_completion().text + suffix
+    assert lark_accepts(_indenter_oracle(IF_BLOCKS), done), done

@@ -271,7 +271,10 @@ class PlanSearch(BoundsRoute):
             # the lexeme in progress one byte longer than its shortest ending, one byte per
             # lexer state it can reach (the smallest): where the next lexeme's spelling
             # would run into it (``a.`` then ``a.``, read ``a.a`` ``.``), the lexeme must run
-            # on first (``a.a`` then ``a.``)
+            # on first (``a.a`` then ``a.``). In a newline lexeme (at bracket depth 0) a
+            # ``\n`` is tried even where a blank reached its lexer state first: it starts a
+            # fresh line (another carry), the only way on from a line whose width is broken
+            # (a tab after a space) or off every level
             row = lex.trans[q]
             reached: set[int] = set()
             padded = bool(self._nl_live[q]) and p[DEPTH] == 0
@@ -280,7 +283,7 @@ class PlanSearch(BoundsRoute):
                 q2 = int(row[b])
                 if b in skip:
                     continue
-                if q2 not in reached and lex.fin_list[q2]:
+                if lex.fin_list[q2] and (q2 not in reached or (padded and b == 10)):
                     reached.add(q2)
                     out.append(bytes((b,)))
             if self._ignored_end[q] < INF:
