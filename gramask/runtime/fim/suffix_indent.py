@@ -13,8 +13,9 @@ run along the lattice:
   ``MAX_DEPTH`` (brackets the middle left open), a closing bracket at depth 0 ends the path
   (a larger ``d0`` covers it), a newline inside brackets is dropped. At the first newline
   outside brackets, of width ``w``, each outcome is a path: ``_INDENT``, or ``c`` ``_DEDENT`` s
-  for ``c`` up to the prefix's levels above ``w`` plus ``MAX_EXTRA_DEDENTS``, the stack
-  then being the prefix's levels below ``w`` (and, as a second hypothesis, the gap up to
+  for ``c`` up to the prefix's levels above ``w`` plus ``MAX_EXTRA_DEDENTS`` (exactly the
+  counts a stack up to the line before allows, where the suffix fixes that line's width:
+  ``dedent_counts``), the stack then being the prefix's levels below ``w`` (and, as a second hypothesis, the gap up to
   ``w`` filled on the prefix's indentation step), topped by ``w``. The end of input counts as
   a newline of width 0 (with no ``_NEWLINE`` of its own when nothing significant came before
   it: the middle may have ended the line);
