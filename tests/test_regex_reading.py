@@ -137,3 +137,20 @@ def test_bundled_grammars_keep_their_plain_terminals() -> None:
     for name in ("json", "python", "sql"):
         g = gramask.grammars.load(name)
         assert not any(t.first_match for t in g.terminals), name
+
+
+# lark pairs a string with a regex of its priority when the regex matches the string's value
+# as written; a case-insensitive string then takes every lexeme of the regex it matches whole
+# (``"x"i`` beside ``/x+y?/`` is the lexeme ``x``, never T0), though the regex takes only one
+# of its case variants (lark_fuzz seed 9101, grammar 10)
+CASELESS = 'start: r2 | "x"i?\n?r2: [(T0 | T2)] _T1 T2 -> al2\nT0: /x+y?/\n_T1: "="\nT2: "aa"\n'
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_caseless_string_wins_over_a_regex_that_takes_its_value(lexer: str) -> None:
+    cg = gramask.compile(gramask.Grammar.from_lark(CASELESS, lexer=lexer),
+                         gramask.Vocabulary.bundled("gpt2"), cache=False, progress=False)
+    oracle = (lark.Lark(CASELESS, parser="lalr", lexer="contextual") if lexer == "contextual"
+              else lark.Lark(CASELESS, parser="earley", lexer="basic"))
+    for text in ["x=aa", "X=aa", "x", "X", "xx=aa", "xy=aa", "=aa", "aa=aa"]:
+        assert is_program(cg, text) == lark_accepts(oracle, text), text
