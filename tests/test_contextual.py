@@ -215,6 +215,18 @@ def test_basic_mode_shadowed_terminal_is_a_warning_naming_both(caplog) -> None: 
         assert is_program(cg, text) == lark_accepts(oracle, text), text
 
 
+def test_basic_mode_language_emptied_by_a_shadowed_terminal_is_an_error() -> None:
+    # every program needs B, which the ignored A always wins: lark builds it and accepts
+    # nothing; a constraint would allow no token, not even EOS
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
+    g = gramask.Grammar.from_lark('start: B\nA: /a+/\nB: /a/\n%ignore A\n', lexer="basic")
+    with pytest.raises(gramask.GrammarError, match=r"language is empty.*terminal B can never"):
+        gramask.compile(g, vocab, cache=False, progress=False)
+    ok = gramask.Grammar.from_lark('start: B | "b"\nA: /a+/\nB: /a/\n%ignore A\n',
+                                   lexer="basic")
+    assert is_program(gramask.compile(ok, vocab, cache=False, progress=False), "ab")
+
+
 def test_basic_mode_shadowed_terminal_leaves_no_dead_end() -> None:
     # after "x" only B is expected, and B never wins over A: lark refuses every "x...", and
     # the mask never offers "x" (a dead end)

@@ -29,8 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import GrammarError
 from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
 from ..grammar import Grammar
+from .analysis import productive_symbols
 from .keywords import reserved_pairs
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
@@ -172,8 +174,24 @@ def check_lexer(
     own text, a reserved keyword, at INFO), return them all as JSON-ready dicts (kept in the
     artifact's info for inspect). A terminal another always wins against (basic mode) is
     warned about, not refused: lark's basic lexer never produces it either (see module doc);
-    where that leaves no program, the separability check refuses the grammar."""
+    where that leaves no program, the grammar is refused.
+
+    Raises
+    ------
+    GrammarError
+        Basic mode: every program needs a terminal that another always wins against (names
+        both and a text).
+    """
     diags = lexer_diagnostics(grammar, dfa, pt)
+    ignored = {t.name for t in grammar.terminals if t.ignored}
+    lost = {d.terminal: d for d in diags if d.kind == "shadowed" and d.terminal not in ignored}
+    if lost:
+        kept = [t.name for t in grammar.terminals if t.name not in lost] + list(grammar.declared)
+        if grammar.start not in productive_symbols(grammar.rules, kept):
+            raise GrammarError(
+                f"{grammar.source or '<grammar>'}: the language is empty: every program needs "
+                f"a terminal the basic lexer never produces; "
+                + "; ".join(d.message() for d in lost.values()), name=next(iter(lost)))
     # A literal that wins over a regex on exactly its own text is a reserved keyword: what the
     # basic mode is chosen for (python, c). Logged at INFO; every other diagnostic warns.
     spec = {t.name: t for t in grammar.terminals}
