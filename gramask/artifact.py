@@ -335,7 +335,7 @@ _TERMINAL = {
     "priority": _is_int,
     "ignored": lambda x: isinstance(x, bool),
     "automaton": _opt(_is_str),  # JSON string terminals only (grammar.TerminalSpec)
-    "first_match": _opt(lambda x: isinstance(x, bool)),  # lazy Lark terminals only
+    "first_match": _opt(lambda x: isinstance(x, bool)),  # Lark terminals read as re reads them
     "unicode_categories": _opt(lambda x: isinstance(x, bool)),  # re's \d, \w, \s
 }
 _INDENT = {

@@ -37,9 +37,10 @@ class TerminalSpec:
     # gramask.frontends.json_strings; or the numbers that are multiples of a divisor,
     # json_numbers); ``pattern`` is then a regex for reading only (a superset)
     automaton: str = ""
-    # the pattern holds a lazy repeat: read leftmost-first, as Python's ``re`` (lark's lexers)
-    # matches it, a lexeme ends where ``re.match`` ends (``/\\/\\*(.|\\n)*?\\*\\//`` at the first
-    # ``*/``; compiler/regex_ordered.py)
+    # read leftmost-first, as Python's ``re`` (lark's lexers) matches it, a lexeme ends where
+    # ``re.match`` ends: a Lark terminal with a lazy repeat (``/\\/\\*(.|\\n)*?\\*\\//`` at the
+    # first ``*/``) or one whose ``re`` match can end before its longest (``/(?:a|ab)c?/``
+    # ends ``abc`` after ``a``; compiler/regex_ordered.py, regex_reading.py)
     first_match: bool = False
     # \d, \w, \s read as Python's ``re`` reads them (Unicode; ASCII under the a flag), not
     # as gramask's ASCII subset (set by ``from_regex``, and by ``from_lark`` on request)
@@ -227,6 +228,12 @@ class Grammar:
                 )
             )
         _check_terminals(terminals, text, source)
+        # read as re matches (lark's lexers), where that can end before the longest match
+        from .compiler.regex_reading import reads_first_match
+
+        terminals = [replace(t, first_match=reads_first_match(t.name, t.pattern,
+                                                               t.unicode_categories))
+                     if not t.is_string and not t.first_match else t for t in terminals]
         from .frontends.lark_ignored import swallowed_strings
 
         swallowed = swallowed_strings(lark_terminals, ignore, source)

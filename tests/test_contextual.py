@@ -8,6 +8,8 @@ terminals compete, keywords reserved. Each case below is checked by prefix walks
 from __future__ import annotations
 
 import random
+import re
+import warnings
 
 import lark
 import numpy as np
@@ -200,11 +202,45 @@ def test_bundled_grammars_declare_their_mode() -> None:
 SHADOW = 'start: A | B | C\nA: /[ab]+/\nB: "ab"\nC: /a/\n'
 
 
-def test_basic_mode_shadowed_terminal_is_an_error_naming_both() -> None:
+def test_basic_mode_shadowed_terminal_is_a_warning_naming_both(caplog) -> None:  # type: ignore[no-untyped-def]
+    # lark builds the grammar (its collision check only warns) and never lexes C: neither
+    # does gramask, and the two accept the same texts
     vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
     g = gramask.Grammar.from_lark(SHADOW, lexer="basic")
-    with pytest.raises(gramask.GrammarError, match=r"terminal C can never be produced: A .*'a'"):
+    with caplog.at_level("WARNING", logger="gramask"):
+        cg = gramask.compile(g, vocab, cache=False, progress=False)
+    assert re.search(r"terminal C can never be produced: A .*'a'", caplog.text)
+    oracle = lark.Lark(SHADOW, parser="earley", lexer="basic")
+    for text in ["a", "b", "ab", "ba", "aab", ""]:
+        assert is_program(cg, text) == lark_accepts(oracle, text), text
+
+
+def test_basic_mode_language_emptied_by_a_shadowed_terminal_is_an_error() -> None:
+    # every program needs B, which the ignored A always wins: lark builds it and accepts
+    # nothing; a constraint would allow no token, not even EOS
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
+    g = gramask.Grammar.from_lark('start: B\nA: /a+/\nB: /a/\n%ignore A\n', lexer="basic")
+    with pytest.raises(gramask.GrammarError, match=r"language is empty.*terminal B can never"):
         gramask.compile(g, vocab, cache=False, progress=False)
+    ok = gramask.Grammar.from_lark('start: B | "b"\nA: /a+/\nB: /a/\n%ignore A\n',
+                                   lexer="basic")
+    assert is_program(gramask.compile(ok, vocab, cache=False, progress=False), "ab")
+
+
+def test_basic_mode_shadowed_terminal_leaves_no_dead_end() -> None:
+    # after "x" only B is expected, and B never wins over A: lark refuses every "x...", and
+    # the mask never offers "x" (a dead end)
+    text = 'start: "x" B "y" | A | "y" C\nA: /a+/\nB: /a/\nC: "!" | /a/\n'
+    vocab = gramask.Vocabulary.from_tokens([b"a", b"x", b"y", b"!", b"</s>"], eos_token_id=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cg = gramask.compile(gramask.Grammar.from_lark(text, lexer="basic"), vocab,
+                             cache=False, progress=False)
+    oracle = lark.Lark(text, parser="earley", lexer="basic")
+    m = cg.constraint().allowed()
+    assert not m[vocab.token_id(b"x")] and m[vocab.token_id(b"a")]
+    for t in ["a", "aa", "xay", "y!", "ya", "x"]:
+        assert is_program(cg, t) == lark_accepts(oracle, t), t
 
 
 def test_partial_shadows_and_collisions_are_listed_and_logged(caplog) -> None:

@@ -351,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     common_args(ap, grammars=50, walks=6, texts_help="derivations (and mutations) each",
                 timeout_help="seconds per grammar and mode", out="lark_fuzz.jsonl")
     ap.add_argument("--modes", default="contextual,basic")
+    ap.add_argument("--extra", action="store_true",
+                    help="regex features and %%ignore blocks the default pool lacks "
+                         "(lark_fuzz_gen.EXTRA_REGEXES)")
     a = ap.parse_args(argv)
     vocab = gramask.Vocabulary.bundled(a.vocab)
     tok = hf_tokenizer(a.vocab)
@@ -360,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     out = a.out.open("w")
     for k in range(a.grammars):
         rnd = random.Random(f"{a.seed}:{k}")
-        gg = gen.grammar(rnd)
+        gg = gen.grammar(rnd, extra=a.extra)
         run_modes(lambda mode, gg=gg, rnd=rnd:
                   run_grammar(gg, mode, vocab, tok, rnd, a, stats, found),
                   a.modes, a.timeout, stats, found, out, f"{a.seed}:{k}")

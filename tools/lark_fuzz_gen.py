@@ -33,6 +33,18 @@ REGEXES = [r"/[a-z]+/", r"/[a-c][a-c0-9]*/", r"/[0-9]+/", r"/x+y?/", r"/(ab|a)c?
            r'/"[^"\n]*"/', r"/[a-z_][a-z0-9_]*/", r"/-?[0-9]+(\.[0-9]+)?/", r"/[+\-*\/]/",
            r"/b+/", r"/[ab]{2,3}/", r"/i[nf]?/", r"/#[^\n]*/", r"/\/\*(.|\n)*?\*\//",
            r"/[^\s()]+/", r"/\d+/", r"/\w+/", r"/[xy]*z/", r"/=+/", r"/(a|bc)+/"]
+# --extra: regex features the pool above lacks (alternatives with a common prefix that re
+# tries in order, greedy and lazy repeats mixed, classes past ASCII, inline flags), and
+# several %ignore'd terminals at once. Opt-in: the default pool keeps old seeds' grammars
+EXTRA_REGEXES = [r"/(a|ab)(c|bcd)?/", r"/a?(ab)?/", r"/(x|xy)+z?/", r"/(ab|a)*?b/",
+                 r"/x.*?y/", r"/[a-c]+?[0-9]/", r"/[α-ω]+/", r"/[a-zé]+/i", r"/(?i:ab|a)c?/",
+                 r"/--\[\[(.|\n)*?\]\]|--[^\n]*/", r'/"(\\.|[^"\\])*?"/',
+                 r"/[^\x00-\x7f]+/", r"/(a|b)*(ab)?/", r"/[0-9]+(\.[0-9]*)?(e[0-9]+)?/",
+                 r"/(=|==)=?/", r"/(if|i)[a-z]?/"]
+EXTRA_IGNORES = [('%ignore " "\n%ignore "\\t"\n', " \t"),
+                 ('_WS: /[ ]+/\n_CM: /;[^\\n]*/\n%ignore _WS\n%ignore _CM\n', " ;"),
+                 ('%import common.WS\n%ignore WS\n%import common.CPP_COMMENT\n'
+                  '%ignore CPP_COMMENT\n', " \n/")]
 COMMON = ["NUMBER", "INT", "SIGNED_INT", "CNAME", "WORD", "LETTER", "DIGIT", "HEXDIGIT",
           "ESCAPED_STRING", "DECIMAL", "FLOAT", "LCASE_LETTER", "UCASE_LETTER"]
 IGNORES = [('%import common.WS\n%ignore WS\n', " \n\t"),
@@ -62,9 +74,14 @@ class GenGrammar:
     indent: bool = False  # lark parses it with :class:`Indenter` as postlex
 
 
-def grammar(rnd: random.Random, ignores: list[tuple[str, str]] | None = None) -> GenGrammar:
+def grammar(rnd: random.Random, ignores: list[tuple[str, str]] | None = None,
+            extra: bool = False) -> GenGrammar:
     """One random grammar (not checked: lark decides whether it builds); ``ignores``: the
-    ``%ignore`` blocks to choose from (default :data:`IGNORES`)."""
+    ``%ignore`` blocks to choose from (default :data:`IGNORES`); ``extra``: regexes and
+    ``%ignore`` blocks from :data:`EXTRA_REGEXES` and :data:`EXTRA_IGNORES` too."""
+    regexes = REGEXES + EXTRA_REGEXES if extra else REGEXES
+    if ignores is None:
+        ignores = IGNORES + EXTRA_IGNORES if extra else IGNORES
     feats: list[str] = []
     lines: list[str] = []
     terms: list[str] = []
@@ -77,8 +94,8 @@ def grammar(rnd: random.Random, ignores: list[tuple[str, str]] | None = None) ->
             if rnd.random() < 0.2:
                 body += " | " + lit(rnd)
         elif r < 0.75:
-            body = rnd.choice(REGEXES)
-            if rnd.random() < 0.1:
+            body = rnd.choice(regexes)
+            if rnd.random() < 0.1 and not body.endswith("i"):
                 body += "i"
         elif r < 0.9 and terms:
             other = rnd.choice(terms)
@@ -164,9 +181,11 @@ def grammar(rnd: random.Random, ignores: list[tuple[str, str]] | None = None) ->
         feats.append("extend")
     ign = ""
     alphabet = "".join(sorted(set("".join(WORDS)))) + "az09_ \n"
+    if extra:
+        alphabet += "éαω中"
     if rnd.random() < 0.7:
-        ign, extra = rnd.choice(IGNORES if ignores is None else ignores)
-        alphabet += extra
+        ign, chars = rnd.choice(ignores)
+        alphabet += chars
         feats.append("ignore")
     text = "\n".join(body + lines) + "\n" + ign
     return GenGrammar(text, alphabet, sorted(set(feats)))

@@ -5,10 +5,12 @@ read off the product lexer DFA, whose states already know every terminal that ma
 lexeme read so far (``LexerDFA.accepting``):
 
 * basic mode — at a state where several terminals match, the lexer's tie rule picks one. A
-  terminal that loses at every state where it matches can never be produced: that is a
-  :class:`~gramask.GrammarError` naming both terminals and a text they share. One that loses
-  only sometimes (a keyword inside an identifier's language) is a *partial shadow*: listed by
-  ``gramask inspect`` and logged as a warning.
+  terminal that loses at every state where it matches can never be produced: a warning
+  naming both terminals and a text they share (lark builds such a grammar, warning of the
+  collision at most, and its lexer never produces the terminal either: the rules needing it
+  never finish, and masks refuse them as the runtime refuses any shift that cannot happen).
+  One that loses only sometimes (a keyword inside an identifier's language) is a *partial
+  shadow*: listed by ``gramask inspect`` and logged as a warning.
 * contextual mode — ties of equal priority are fine when the parser never expects both
   terminals at once; when some parser state expects both, the lexeme is both there and the
   parser continues with whichever fits. That is reported (a *collision*), naming the
@@ -30,6 +32,7 @@ import numpy as np
 from ..errors import GrammarError
 from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
 from ..grammar import Grammar
+from .analysis import productive_symbols
 from .keywords import reserved_pairs
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
@@ -51,7 +54,8 @@ class LexerDiagnostic:
     def message(self) -> str:
         if self.kind == "shadowed":
             return (f"terminal {self.terminal} can never be produced: {self.other} always "
-                    f"wins on its texts, e.g. {self.example!r} (basic lexer)")
+                    f"wins on its texts, e.g. {self.example!r} (basic lexer; as in lark's, the "
+                    "rules needing it never finish)")
         if self.kind == "partial_shadow":
             return (f"terminal {self.terminal} loses to {self.other} on some texts, e.g. "
                     f"{self.example!r} (basic lexer: {self.other} is reserved there)")
@@ -166,22 +170,28 @@ def _shifted_in(pt: ParseTables, n_lex: int) -> list[int]:
 def check_lexer(
     grammar: Grammar, dfa: LexerDFA, pt: ParseTables | None = None
 ) -> list[dict[str, Any]]:
-    """Run the diagnostics: raise for a shadowed terminal (basic mode), log the rest as one
-    warning, return them all as JSON-ready dicts (kept in the artifact's info for inspect).
+    """Run the diagnostics: log them as one warning (a literal that wins over a regex on its
+    own text, a reserved keyword, at INFO), return them all as JSON-ready dicts (kept in the
+    artifact's info for inspect). A terminal another always wins against (basic mode) is
+    warned about, not refused: lark's basic lexer never produces it either (see module doc);
+    where that leaves no program, the grammar is refused.
 
     Raises
     ------
     GrammarError
-        Basic mode: a terminal that another always wins against (names both and a text),
-        unless it is ignored.
+        Basic mode: every program needs a terminal that another always wins against (names
+        both and a text).
     """
     diags = lexer_diagnostics(grammar, dfa, pt)
     ignored = {t.name for t in grammar.terminals if t.ignored}
-    for d in diags:
-        # an %ignored terminal that never wins loses nothing: its texts are still read, as
-        # the winner (lark's python.lark: COMMENT inside _NEWLINE); it is only a warning
-        if d.kind == "shadowed" and d.terminal not in ignored:
-            raise GrammarError(f"{grammar.source or '<grammar>'}: {d.message()}", name=d.terminal)
+    lost = {d.terminal: d for d in diags if d.kind == "shadowed" and d.terminal not in ignored}
+    if lost:
+        kept = [t.name for t in grammar.terminals if t.name not in lost] + list(grammar.declared)
+        if grammar.start not in productive_symbols(grammar.rules, kept):
+            raise GrammarError(
+                f"{grammar.source or '<grammar>'}: the language is empty: every program needs "
+                f"a terminal the basic lexer never produces; "
+                + "; ".join(d.message() for d in lost.values()), name=next(iter(lost)))
     # A literal that wins over a regex on exactly its own text is a reserved keyword: what the
     # basic mode is chosen for (python, c). Logged at INFO; every other diagnostic warns.
     spec = {t.name: t for t in grammar.terminals}

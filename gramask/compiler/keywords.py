@@ -11,7 +11,8 @@ contextual mode: for each pair (string ``s``, regex ``r``) of this module, whene
 basic mode decides); the parser then rejects what it cannot take.
 
 A pair is: ``s`` a string terminal, ``r`` a regex terminal, every text of ``s`` in ``r``'s
-language (read off the lexer DFA), ``s`` ahead of ``r`` in the basic mode's winner order
+language (read off the lexer DFA; for a case-insensitive ``s``, its value as written, as lark
+pairs them: ``"x"i`` beside ``/x+/`` wins ``x``, and ``X`` is ``s`` alone), ``s`` ahead of ``r`` in the basic mode's winner order
 (priority, then strings before regexes), neither ignored, and ``s`` not a *soft* keyword of
 ``r``: one that some rule turns back into what ``r`` is (a rule with both ``N → r`` and
 ``N → s``, as python.lark's ``name: NAME | "match" | "case" | "type" | "_"``).
@@ -19,6 +20,7 @@ language (read off the lexer DFA), ``s`` ahead of ``r`` in the basic mode's winn
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -47,6 +49,29 @@ def soft_pairs(grammar: Grammar) -> set[tuple[str, str]]:
             for x in alts & regexes:
                 out.add((s, x))
     return out
+
+
+def _flagged_value(pattern: str) -> bytes | None:
+    """The text of a string terminal with flags (``"if"i`` is ``(?i:if)``), as written; None
+    for one without (its one text is its value). lark pairs a string with a regex of its
+    priority when the regex matches the string's value whole (``re.match``), and then types
+    every lexeme of the regex that the string's pattern matches whole (its case variants the
+    regex takes too) as the string: a pair is decided on the value, not on every variant."""
+    m = re.fullmatch(r"\(\?[a-zA-Z]+:(.*)\)", pattern, flags=re.DOTALL)
+    if m is None:
+        return None
+    value = re.sub(r"\\(.)", r"\1", m.group(1), flags=re.DOTALL)
+    return value.encode() if re.escape(value) == m.group(1) else None
+
+
+def _state_after(dfa: LexerDFA, data: bytes) -> int:
+    """The lexer state after ``data`` from the start (-1: dead)."""
+    q = 0
+    for b in data:
+        q = int(dfa.trans[q, b])
+        if q < 0:
+            break
+    return q
 
 
 def _accepting_ends(dfa: LexerDFA, t: int) -> np.ndarray:
@@ -79,10 +104,17 @@ def reserved_pairs(grammar: Grammar, dfa: LexerDFA) -> list[tuple[int, int]]:
     for s, t in enumerate(ts):
         if not t.is_string or t.ignored:
             continue
-        ends = _accepting_ends(dfa, s)
-        if not ends.size:
-            continue
-        every = dfa.accepting[ends].all(axis=0)
+        value = _flagged_value(t.pattern)
+        if value is not None:  # ("if"i: lark pairs it by its value, as written)
+            q = _state_after(dfa, value)
+            if q < 0:
+                continue
+            every = dfa.accepting[q]
+        else:
+            ends = _accepting_ends(dfa, s)
+            if not ends.size:
+                continue
+            every = dfa.accepting[ends].all(axis=0)
         for r in regexes:
             if every[r] and rank[s] < rank[r] and (t.name, ts[r].name) not in soft:
                 out.append((s, r))

@@ -19,7 +19,7 @@ try:  # Python ≥ 3.11
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
-__all__ = ["NOT_REGULAR", "check_features", "has_category", "has_lazy_repeat",
+__all__ = ["NOT_REGULAR", "check_features", "has_category", "has_choice", "has_lazy_repeat",
            "not_regular", "parse_regex", "regex_ops"]
 
 # the parse-tree operations with no finite automaton, as a message names them
@@ -78,6 +78,17 @@ def has_lazy_repeat(parsed: Any) -> bool:
     matches it (see ``build_byte_nfa``). False for None (a pattern ``re`` cannot parse)."""
     return parsed is not None and any(
         str(op) == "MIN_REPEAT" and av[0] != av[1] for op, av in regex_ops(parsed))
+
+
+def has_choice(parsed: Any) -> bool:
+    """Does the pattern parsed as ``parsed`` (:func:`parse_regex`) choose between ways to
+    match (an alternation ``re`` did not fold into a class, a repeat of more than one
+    count)? Only then can ``re``'s first match end before the longest one (a pattern
+    without a choice matches one text at a point, or none). False for None."""
+    return parsed is not None and any(
+        (str(op) == "BRANCH" and len(av[1]) > 1)
+        or (str(op) in ("MAX_REPEAT", "MIN_REPEAT") and av[0] != av[1])
+        for op, av in regex_ops(parsed))
 
 
 def has_category(parsed: Any) -> bool:
