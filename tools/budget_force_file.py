@@ -69,8 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     text = args.grammar.read_text()
     docs = [d.read_text() for d in args.docs]
     parser = lark_parser(text, args.lexer)
-    for doc in docs:
-        parser.parse(doc)  # a document outside lark's language is the caller's mistake
+    for path, doc in zip(args.docs, docs, strict=True):
+        try:
+            parser.parse(doc)
+        except lark.exceptions.LarkError as e:  # outside lark's language: nothing to force
+            first = str(e).strip().splitlines()[0]
+            print(f"{args.grammar.name} ({args.lexer}): lark refuses {path.name}: "
+                  f"{type(e).__name__}: {first}")
+            return 2
     encode = hf_tokenizer(args.vocab)
     vocab = gramask.Vocabulary.bundled(args.vocab)
     g = gramask.Grammar.from_lark(text, import_paths=[args.grammar.parent],
