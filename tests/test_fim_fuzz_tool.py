@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,44 @@ def test_a_short_run_writes_json_lines(tmp_path: Path, capsys: pytest.CaptureFix
     assert "grammars:" in printed and "forced tokens:" in printed
     for line in out.read_text().splitlines():
         assert {"grammar_id", "mode", "kind"} <= set(json.loads(line))
+
+
+# an indented block whose only statement is an empty line: two newlines that only an ignored
+# comment keeps apart (lark's Indenter takes 'y\n #\n'); fim_fuzz seed 410, grammar 0, minimised
+BLOCK_OF_BLANK_LINES = r"""start: stmt+
+stmt: _NEWLINE
+| /[a-z]+/ _NEWLINE _INDENT stmt+ _DEDENT
+COMMENT: /#[^\n]*/
+%ignore COMMENT
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+def test_a_stuck_search_that_a_piece_completes_is_a_completion_missed() -> None:
+    """A state a short piece of text completes is no dead end, even where the prefix-only
+    constraint's search misses it too (then it is the search's miss, not the greedy
+    lexer's)."""
+    cg = lf.compile_(BLOCK_OF_BLANK_LINES, "basic", lf.small_vocab())
+    p = lf.oracle(BLOCK_OF_BLANK_LINES, "basic", gen.Indenter())
+    env = chk.Env(cg, lambda t: chk.lark_accepts(p, t), lambda t: [], random.Random(0), 0,
+                  Counter(), "basic", pieces=["", "\n", "\n #\n"])
+    assert chk.lark_accepts(p, "y\n #\n")
+    c = cg.constraint("y")
+    problem = chk.dead_end(env, chk.Cut("y", "", ""), c)
+    assert problem is None or (problem.kind == "completion-missed"
+                               and problem.witness == "\n #\n"), problem
+
+
+def test_an_empty_language_as_lexed_is_documented_only_where_lark_takes_no_text() -> None:
+    # T0 must be followed by a word, and the greedy lexer reads 'i' + a word as one word
+    empty = gen.GenGrammar("start: T0 W\nT0: /i[nf]?/\nW: /[a-z_][a-z0-9_]*/\n", "ifn_")
+    refused = {"kind": "refused", "error": "GrammarError: x: the language is empty as the "
+               "lexer splits text: ..."}
+    assert fim_fuzz.lexed_empty(dict(refused), empty, "basic", random.Random(0), 50)
+    some = gen.GenGrammar("start: T0 W\nT0: /i[nf]?/\nW: \" \" /[a-z]+/\n", "if ")
+    case = dict(refused)
+    assert not fim_fuzz.lexed_empty(case, some, "basic", random.Random(0), 50)
+    assert case["lark_takes"]
+    other = {"kind": "refused", "error": "GrammarError: x: something else"}
+    assert not fim_fuzz.lexed_empty(other, some, "basic", random.Random(0), 50)

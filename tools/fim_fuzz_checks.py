@@ -159,14 +159,16 @@ def dead_end(env: Env, cut: Cut, c: gramask.Constraint) -> Problem | None:
     if could and set(could) <= ignored:  # docs/semantics.md, "Where exactness is traded away"
         return Problem("dead-end-ignored", f"after {c.data!r}: an ignored lexeme in progress "
                        "that the suffix would continue (documented)", walked(c))
-    if prefix_stuck(env.cg, cut.prefix + walked(c)):  # sep's class
-        return Problem("dead-end-lexer", f"after {c.data!r}: the prefix-only constraint is "
-                       "stuck too", walked(c))
     here = cut.prefix + walked(c)
+    stuck = prefix_stuck(env.cg, here)
     x = next((x for x in env.pieces if both_take(env, here + x + cut.suffix)), None)
     if x is not None:  # the state is no dead end: the search missed a completion
-        return Problem("completion-missed", f"none found after {c.data!r}, but {x!r} completes",
-                       walked(c), x)
+        also = " (so does the prefix-only constraint's)" if stuck else ""
+        return Problem("completion-missed", f"none found after {c.data!r}, but {x!r} "
+                       f"completes{also}", walked(c), x)
+    if stuck:  # sep's class
+        return Problem("dead-end-lexer", f"after {c.data!r}: the prefix-only constraint is "
+                       "stuck too", walked(c))
     if not c.allowed().any():
         return Problem("dead-end-empty", f"empty mask after {c.data!r}", walked(c))
     return Problem("dead-end", f"no completion after {c.data!r} (nor a witness)", walked(c))
