@@ -440,3 +440,30 @@ def test_the_contextual_search_is_spared_where_no_allowed_set_meets_an_unsplitta
         cg, vocab = tiny(grammar, [*CHARS, *"{}f(),;#\n"], lexer="contextual")
     assert (cg._build_runtime(None).contextual.dead_ends is None) == (not needed)
     _walk_without_dead_ends(cg, vocab, random.Random(5), 10, 8)
+
+
+# heldout lark.lark (llguidance's copy of lark's own grammar), minimised by tools/fim_fuzz.py's
+# triage: a comment that only a line break ends, where the line break can only start another
+# comment (``\s*`` heads it) — the parser never gets its ':' after ``a #``
+COMMENT_CHAIN = r"""
+start: NAME ":" NAME
+NAME: /[a-z]+/
+COMMENT: /\s*/ "#" /[^\n]/*
+%ignore COMMENT
+%ignore " "
+"""
+
+
+def test_contextual_a_comment_only_more_comments_can_follow_is_refused() -> None:
+    g = Grammar.from_lark(COMMENT_CHAIN, lexer="contextual")
+    dfa = build_lexer_dfa(g.terminals)
+    assert all_separable(dfa, lexeme_next(dfa), g.newline_terminal)  # (no ignored end asked)
+    assert needs_end_search(g, dfa, build_parse_tables(g))
+    cg, vocab = tiny(COMMENT_CHAIN, [*"ab: #\n\t"], lexer="contextual")
+    tok = {t: i for i, t in enumerate(vocab.token_tuple)}
+    m = cg.constraint("a ").allowed()
+    assert m[tok[b":"]] and not m[tok[b"#"]] and not m[tok[b"\n"]]
+    assert cg.constraint("a:b ").allowed()[tok[b"#"]]  # complete: a comment may end the text
+    oracle = lark.Lark(COMMENT_CHAIN, parser="lalr", lexer="contextual")
+    assert lark_accepts(oracle, "a:b #x") and not lark_accepts(oracle, "a #x\n:b")
+    _walk_without_dead_ends(cg, vocab, random.Random(7), 10, 8)

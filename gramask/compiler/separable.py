@@ -28,7 +28,7 @@ from .parse_tables import ParseTables
 from .reach_back import BITS, ReverseEdges, reach_back
 
 __all__ = ["Adjacency", "adjacency", "all_separable", "contextual_separable", "dead_terminals",
-           "follows_separable",
+           "follows_separable", "ignored_chains_separable",
            "lexeme_next", "needs_end_search", "next_of", "terminal_follows"]
 
 
@@ -60,6 +60,8 @@ def needs_end_search(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> bool:
     :func:`contextual_separable`. Both read the parse tables ``pt`` (what the parser expects
     after each terminal)."""
     nl, nxt = grammar.newline_terminal, next_of(dfa)
+    if grammar.lexer == "contextual" and not ignored_chains_separable(dfa, nl):
+        return True
     if all_separable(dfa, nxt, nl):
         return False
     follows = terminal_follows(grammar)[0]
@@ -142,6 +144,32 @@ def contextual_separable(dfa: LexerDFA, follows: Sequence[int | None],
     by a line break: another ``_NL``, always allowed after one)."""
     return _ends_separable(dfa, lexeme_next(dfa, alive=True), dfa.accepting, follows,
                            nl_terminal, pt)
+
+
+def ignored_chains_separable(dfa: LexerDFA, nl_terminal: int) -> bool:
+    """The runtime's end check for an ignored lexeme (:func:`~gramask.compiler.ignored_follows
+    .follows_ok`) looks one lexeme ahead and takes another ignored lexeme as a follower. That
+    is exact where the ignored lexemes the next byte may start lead on to every significant
+    terminal (blanks after a comment); not where they lead only to more of themselves (lark's
+    own grammar, whose ``COMMENT`` is blanks, then ``//`` and the rest of the line: after a
+    rule name only its newline terminal, which the parser refuses there, takes the line
+    break, so a comment there is a dead end). Such a grammar needs the search."""
+    trans, ignored = dfa.trans, dfa.ignored
+    nt = dfa.num_terminals
+    if dfa.num_states == 0 or not ignored.any():
+        return True
+    ign_bits = sum(1 << t for t in range(nt) if ignored[t])
+    sig = ((1 << nt) - 1) & ~ign_bits & ~(1 << nl_terminal if nl_terminal >= 0 else 0)
+    s0 = trans[0]
+    ign_start = np.zeros(256, dtype=bool)  # bytes an ignored lexeme may start with
+    ok = s0 >= 0
+    ign_start[ok] = (dfa.live[s0[ok]] & ignored[None, :]).any(axis=1)
+    ends = np.flatnonzero((dfa.accepting & ignored[None, :]).any(axis=1))
+    ends = ends[(ign_start[None, :] & (trans[ends] < 0)).any(axis=1)]
+    if not len(ends):
+        return True
+    nxt = lexeme_next(dfa, alive=True)
+    return all(not sig & ~nxt.get(q, 0) for q in ends.tolist())
 
 
 def _ends_separable(dfa: LexerDFA, nxt: dict[int, int], acc: np.ndarray,
