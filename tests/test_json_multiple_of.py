@@ -31,7 +31,7 @@ from gramask.frontends.json_numbers import (
 from gramask.frontends.json_schema_base import SchemaWarning
 
 from ._support import BYTES, accepts, byte_ids, hf_tokenizer
-from .test_json_schema import valid
+from .test_json_schema import check, valid
 
 _NUMBER = re.compile(jt.JSON_DECIMAL)
 
@@ -213,7 +213,9 @@ def test_multiple_of_merges_across_all_of_and_filters_enums() -> None:
         assert accepts(cg, byte_ids(text)) == ok, text
     schema = {"enum": [0.07, 0.075, 3, "x", 1.5], "multipleOf": 0.01}
     cg = gramask.compile(Grammar.from_json_schema(schema), BYTES, cache=False, progress=False)
-    for text, ok in (("0.07", True), ("0.075", False), ("3", True), ('"x"', True),
+    # (0.07 is a multiple of 0.01 exactly, not in jsonschema's floats: a value listed is kept
+    # where both readings agree)
+    for text, ok in (("0.07", False), ("0.075", False), ("3", True), ('"x"', True),
                      ("1.5", True)):
         assert accepts(cg, byte_ids(text)) == ok, text
 
@@ -322,3 +324,16 @@ def _find(schema: Any, key: str) -> Any:
             if got is not None:
                 return got
     return None
+
+
+def test_listed_values_are_multiples_in_both_readings() -> None:
+    """``enum`` values beside ``multipleOf`` (or its complement) are kept only where the exact
+    reading and ``jsonschema``'s floats agree: 0.07 / 0.01 is 7.000000000000001 there, and
+    356242412524554.44 / 0.1 an integer."""
+    check({"enum": [0.07, 0.05, 1, 0.29, "x"], "multipleOf": 0.01},
+          passing=[0.05, 1, "x"], failing=[0.07, 0.29])
+    check({"enum": [356242412524554.44, 0.07, 2, 7.925169245717314e+16],
+           "not": {"multipleOf": 0.1}},
+          passing=[0.07], failing=[356242412524554.44, 2, 0.1])
+    check({"enum": [7.925169245717314e+16, 4], "not": {"multipleOf": 3}},
+          passing=[4], failing=[7.925169245717314e+16])

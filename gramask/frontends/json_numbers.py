@@ -44,8 +44,8 @@ from ..compiler.regex_bytes import (
 from ..errors import GrammarError
 
 __all__ = ["MAX_EXPLORED_STATES", "MAX_NUMBER_STATES", "decimal_lcm", "decimal_of",
-           "is_multiple", "multiple_dfa", "multiple_spec", "multiples_listed",
-           "residue_modulus"]
+           "float_agreeing_digits", "is_multiple", "is_multiple_as_floats", "multiple_dfa",
+           "multiple_spec", "multiples_listed", "residue_modulus"]
 
 # product states explored before giving up (each costs a Python step per byte class)
 MAX_EXPLORED_STATES = 2 * MAX_BYTE_STATES
@@ -68,6 +68,20 @@ def is_multiple(value: Decimal, divisor: Decimal) -> bool:
     return (Fraction(value) / Fraction(divisor)).denominator == 1
 
 
+def is_multiple_as_floats(value: int | float, divisor: int | float) -> bool:
+    """Whether the ``jsonschema`` package reads ``value`` (decoded JSON) as a multiple of
+    ``divisor`` (> 0): a float divisor divides in doubles (exact fractions where that
+    overflows), an integer one takes the remainder."""
+    if isinstance(divisor, float):
+        try:
+            quotient = value / divisor
+            return int(quotient) == quotient
+        except OverflowError:
+            pass
+        return (Fraction(value) / Fraction(divisor)).denominator == 1
+    return value % divisor == 0
+
+
 def residue_modulus(divisor: Decimal) -> int:
     """The modulus the automaton of ``divisor``'s multiples follows the digits' residue by."""
     return _split(divisor)[0]
@@ -83,15 +97,33 @@ def decimal_lcm(a: Decimal, b: Decimal) -> Decimal:
     return Decimal(f"{x * y // math.gcd(x, y)}E{low}")
 
 
-def multiple_spec(divisor: Decimal, number_regex: str, *, negate: bool = False) -> str:
+def multiple_spec(divisor: Decimal, number_regex: str, *, negate: bool = False,
+                  digits: int | None = None) -> str:
     """The terminal spec (``TerminalSpec.automaton``) of the texts ``number_regex`` matches
-    whose value is a multiple of ``divisor`` (``negate``: is none); built by
-    :func:`multiple_dfa`."""
+    whose value is a multiple of ``divisor`` (``negate``: is none), and that have at most
+    ``digits`` digits where given; built by :func:`multiple_dfa`."""
     c, e = _split(divisor)
     spec: dict[str, Any] = {"multiple_of": f"{c}E{e}", "number": number_regex}
     if negate:
         spec["negate"] = True
+    if digits is not None:
+        spec["digits"] = digits
     return json.dumps(spec, sort_keys=True)
+
+
+def float_agreeing_digits(schema_divisor: int | float) -> int:
+    """How many digits a number's text may have for the ``jsonschema`` package's float
+    reading to find it no multiple of ``schema_divisor`` wherever the exact reading does.
+
+    That package reads a text with a point as a double, and divides by a float divisor in
+    doubles (``2.0000000000000000001`` is ``2.0`` there: a multiple of 1). A text of ``s``
+    digits is ``a·10^-f`` with ``|a| < 10^s``; over a divisor ``c·10^e`` that is no integer,
+    its quotient lies at least ``1/M`` from every integer, ``M`` its reduced denominator, so
+    ``|quotient|·M <= |a|·10^max(0, -e-f) < 10^(s + max(0, -e))``. Parsing, the divisor's
+    double and the division err by under 3.4e-16 of the quotient in all; below ``10^15``
+    that stays under ``1/M``, and the double quotient is no integer either."""
+    e = _split(decimal_of(schema_divisor))[1]
+    return 15 - max(0, -e)
 
 
 def _split(divisor: Decimal) -> tuple[int, int]:
@@ -151,6 +183,21 @@ def _residue_table(c: int, e: int) -> tuple[int, np.ndarray, np.ndarray]:
     return start, np.vstack(blocks), np.concatenate(fin)
 
 
+def _capped(mod: np.ndarray, finals: np.ndarray, start: int, cap: int
+            ) -> tuple[int, np.ndarray, np.ndarray]:
+    """The residue automaton times a count of the digits read (0..``cap``; one more is
+    dead): state ``s·(cap + 1) + k``."""
+    n = cap + 1
+    count = np.empty((n, 13), dtype=np.int64)
+    k = np.arange(n)
+    count[:, :10] = np.where(k < cap, k + 1, -1)[:, None]
+    count[:, _DOT] = count[:, _MINUS] = k
+    count[:, _OTHER] = -1
+    both = (mod[:, None, :] >= 0) & (count[None, :, :] >= 0)
+    table = np.where(both, mod[:, None, :] * n + count[None, :, :], -1).reshape(-1, 13)
+    return start * n, table, np.repeat(finals, n)
+
+
 def _symbols() -> np.ndarray:
     sym = np.full(256, _OTHER, dtype=np.int64)
     sym[0x30:0x3A] = np.arange(10)
@@ -184,6 +231,8 @@ def multiple_dfa(spec: dict[str, Any], *, limit: int = MAX_EXPLORED_STATES) -> B
         sink = mod.shape[0]
         mod = np.vstack([np.where(mod >= 0, mod, sink), np.full((1, 13), sink)])
         mod_finals = np.append(~mod_finals, True)
+    if spec.get("digits") is not None:  # times a count of the digits, up to the cap
+        start, mod, mod_finals = _capped(mod, mod_finals, start, int(spec["digits"]))
     rng = regex_to_byte_dfa("NUMBER", spec["number"])
     r_cls, r_class = rng.classes()
     sym = _symbols()

@@ -30,7 +30,7 @@ from .bnf import GrammarParts
 from .json_formats import FORMATS, UNSUPPORTED_FORMATS, is_json_number, listed_values
 from .json_formats import disjoint as _disjoint
 from .json_formats import json_type as _json_type
-from .json_numbers import decimal_lcm, decimal_of, is_multiple
+from .json_numbers import decimal_lcm, decimal_of, is_multiple, is_multiple_as_floats
 from .json_schema_base import (
     _ANNOTATIONS,
     _ARRAY_KW,
@@ -484,9 +484,12 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return [v for v in values if not applies(v) or not any(t(v) for t in tests)]
     if kw == "format" and arg in FORMATS:  # (simple regexes: re reads them alike)
         return [v for v in values if not applies(v) or re.fullmatch(FORMATS[arg], v)]
-    if kw in ("multipleOf", NOT_MULTIPLE) and _positive(arg):  # exactly, as decimals
+    if kw in ("multipleOf", NOT_MULTIPLE) and _positive(arg):  # in both readings: exactly,
+        # as decimals, and as jsonschema's floats
+        want = kw == "multipleOf"
         return [v for v in values if not applies(v)
-                or is_multiple(decimal_of(v), decimal_of(arg)) == (kw == "multipleOf")]
+                or is_multiple(decimal_of(v), decimal_of(arg)) == want
+                == is_multiple_as_floats(v, arg)]
     return None
 
 

@@ -20,6 +20,7 @@ from .json_numbers import (
     MAX_NUMBER_STATES,
     decimal_lcm,
     decimal_of,
+    float_agreeing_digits,
     multiple_spec,
     multiples_listed,
     residue_modulus,
@@ -261,7 +262,11 @@ class TypeKeywords(ObjectKeywords):
         if not rx:
             return ""
         negate = NOT_MULTIPLE in schema
-        spec = multiple_spec(divisor, rx, negate=negate)
+        # the complement keeps only texts short enough that jsonschema's float reading finds
+        # no multiple either (an integer's remainder by an integer is exact: no need)
+        digits = None if not negate or (integer and isinstance(shown, int)) else max(
+            float_agreeing_digits(schema[NOT_MULTIPLE]), 0)
+        spec = multiple_spec(divisor, rx, negate=negate, digits=digits)
         kw = "not" if negate else "multipleOf"  # (a complement's keyword: the user's not/if)
         try:
             if not spec_dfa(spec).finals.any():
