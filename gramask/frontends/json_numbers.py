@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -44,7 +44,7 @@ from ..compiler.regex_bytes import (
 from ..errors import GrammarError
 
 __all__ = ["MAX_EXPLORED_STATES", "MAX_NUMBER_STATES", "decimal_lcm", "decimal_of",
-           "float_agreeing_digits", "is_multiple", "is_multiple_as_floats", "multiple_dfa",
+           "float_agreeing_digits", "float_safe_bound", "is_multiple", "is_multiple_as_floats", "multiple_dfa",
            "multiple_spec", "multiples_listed", "residue_modulus"]
 
 # product states explored before giving up (each costs a Python step per byte class)
@@ -66,6 +66,35 @@ def is_multiple(value: Decimal, divisor: Decimal) -> bool:
     """Whether ``value`` is an integer multiple of ``divisor`` (> 0), exactly (as fractions:
     ``Decimal``'s remainder fails where the quotient has more digits than its context)."""
     return (Fraction(value) / Fraction(divisor)).denominator == 1
+
+
+def float_safe_bound(bound: int | float, inclusive: bool, *, upper: bool,
+                     digits: int) -> Decimal:
+    """An inclusive decimal bound, with at most ``digits`` after the point, that a number's
+    text within passes ``bound`` in both readings: exactly, and as the ``jsonschema`` package
+    reads it (a text with a point is a double: ``4.99999999999999999999`` is 5.0, no number
+    below ``exclusiveMaximum: 5``).
+
+    ``g``, the double nearest ``bound`` that passes it, is written as its shortest spelling
+    (or exactly, where it is whole); texts up to it round to doubles up to ``g`` (rounding is
+    monotone), and an integer text up to it is at most ``g`` (no integer lies between a
+    double that is no integer and its spelling). Rounded toward the inside past ``digits``."""
+    def passes(g: float) -> bool:
+        if g == bound:
+            return inclusive
+        return g < bound if upper else g > bound
+
+    g = float(bound)
+    while not passes(g):
+        g = math.nextafter(g, -math.inf if upper else math.inf)
+    y = Decimal(g) if g.is_integer() else Decimal(repr(g))
+    exponent = y.as_tuple().exponent
+    if isinstance(exponent, int) and exponent < -digits:
+        with localcontext() as ctx:
+            ctx.prec = 2 * digits + 400
+            y = y.quantize(Decimal(1).scaleb(-digits),
+                           rounding=ROUND_FLOOR if upper else ROUND_CEILING)
+    return y
 
 
 def is_multiple_as_floats(value: int | float, divisor: int | float) -> bool:

@@ -21,6 +21,7 @@ from .json_numbers import (
     decimal_lcm,
     decimal_of,
     float_agreeing_digits,
+    float_safe_bound,
     multiple_spec,
     multiples_listed,
     residue_modulus,
@@ -226,9 +227,10 @@ class TypeKeywords(ObjectKeywords):
                     if negate:  # every integer is a multiple
                         return ""
                     divisor = None
+        # the integers within (exactly, as Python compares an int with a bound)
+        ilo = None if lo is None else (math.ceil(lo) if lo_incl else math.floor(lo) + 1)
+        ihi = None if hi is None else (math.floor(hi) if hi_incl else math.ceil(hi) - 1)
         if integer:
-            ilo = None if lo is None else (math.ceil(lo) if lo_incl else math.floor(lo) + 1)
-            ihi = None if hi is None else (math.floor(hi) if hi_incl else math.ceil(hi) - 1)
             rx = jt.integer_range_regex(ilo, ihi)
             if divisor is not None:
                 return self.multiples(divisor, rx, ptr, schema, integer=True,
@@ -237,15 +239,18 @@ class TypeKeywords(ObjectKeywords):
             return self.b.terminal(rx, hint="INTEGER") if rx else ""
         if lo is None and hi is None and divisor is None:
             return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
-        exact = [None if b is None else decimal_of(b) for b in (lo, hi)]
-        for kw, bound in zip(("minimum", "maximum"), exact, strict=True):
-            exponent = 0 if bound is None else bound.as_tuple().exponent
-            if isinstance(exponent, int) and -exponent > _MAX_FRACTION_DIGITS:
-                self.refuse(kw, ptr, f"bounds with more than {_MAX_FRACTION_DIGITS} digits "
-                                     f"after the decimal point are not supported ({bound})")
-                return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
+        # bounds that hold in both readings, exact and jsonschema's floats (inclusive)
+        exact = [None if b is None else float_safe_bound(b, incl, upper=upper,
+                                                         digits=_MAX_FRACTION_DIGITS)
+                 for b, incl, upper in ((lo, lo_incl, False), (hi, hi_incl, True))]
+        lo_incl = hi_incl = True
         rx = (jt.number_range_regex(exact[0], lo_incl, exact[1], hi_incl)
               if lo is not None or hi is not None else jt.JSON_DECIMAL)
+        if ((ilo is not None and exact[0] is not None and ilo < exact[0])
+                or (ihi is not None and exact[1] is not None and ihi > exact[1])):
+            # a bound no double spells (an int past 2^53): integers up to it as well
+            whole = jt.integer_range_regex(ilo, ihi)
+            rx = f"(?:{rx}|{whole})" if rx and whole else rx or whole
         if divisor is not None:
             return self.multiples(divisor, rx, ptr, schema, integer=False,
                                   bounds=(exact[0], lo_incl, exact[1], hi_incl))
