@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from typing import Any
@@ -44,7 +45,7 @@ from ..compiler.regex_bytes import (
 from ..errors import GrammarError
 
 __all__ = ["MAX_EXPLORED_STATES", "MAX_NUMBER_STATES", "decimal_lcm", "decimal_of",
-           "float_agreeing_digits", "float_safe_bound", "is_multiple", "is_multiple_as_floats", "multiple_dfa",
+           "float_agreeing_digits", "float_divisor_kind", "float_safe_bound", "is_multiple", "is_multiple_as_floats", "multiple_dfa",
            "multiple_spec", "multiples_listed", "residue_modulus"]
 
 # product states explored before giving up (each costs a Python step per byte class)
@@ -66,6 +67,29 @@ def is_multiple(value: Decimal, divisor: Decimal) -> bool:
     """Whether ``value`` is an integer multiple of ``divisor`` (> 0), exactly (as fractions:
     ``Decimal``'s remainder fails where the quotient has more digits than its context)."""
     return (Fraction(value) / Fraction(divisor)).denominator == 1
+
+
+def float_divisor_kind(divisor: float) -> str:
+    """Which multiples of a float ``multipleOf`` the ``jsonschema`` package also finds
+    (it divides the value's double by the divisor's and asks for an integer):
+
+    * ``"dyadic"``: the double is the divisor's decimal (``0.25``, ``2.5``): every multiple
+      whose text has at most :func:`float_agreeing_digits` digits is a double, and so is
+      its quotient;
+    * ``"integers"``: a divisor below 1 whose double is close enough to the decimal
+      (``0.01``, ``0.1``): an integer text is an exact double (below ``2^53``), and its
+      quotient ``N / (1 + η)`` rounds back to ``N`` (checked at the top of each binade,
+      where half a unit in the last place is smallest against ``N``; past ``2^53`` every
+      double is an integer); a fraction's does not always (``0.07 / 0.01`` is
+      ``7.000000000000001``);
+    * ``"listed"``: neither (``0.07``: ``14 / 0.07`` is ``200.00000000000003``)."""
+    exact, double = Fraction(decimal_of(divisor)), Fraction(divisor)
+    if exact == double:
+        return "dyadic"
+    rel = abs(exact / double - 1)  # N·rel: how far the exact quotient lies from N
+    if exact < 1 and all((2 ** (p + 1) - 1) * rel < Fraction(2**p, 2**53) for p in range(53)):
+        return "integers"
+    return "listed"
 
 
 def float_safe_bound(bound: int | float, inclusive: bool, *, upper: bool,
@@ -305,11 +329,12 @@ def _too_many(divisor: Decimal, limit: int) -> GrammarError:
 
 
 def multiples_listed(divisor: Decimal, lo: Decimal, lo_incl: bool, hi: Decimal, hi_incl: bool,
-                     *, integer: bool, limit: int) -> str | None:
-    """A regex of the multiples of ``divisor`` in the range, each in every spelling without
-    an exponent (a fraction's trailing zeros; ``0``, not ``-0``); '' where there is none,
-    None where there are more than ``limit``: a divisor whose automaton is too large over a
-    narrow range."""
+                     *, integer: bool, limit: int,
+                     keep: Callable[[Fraction], bool] | None = None) -> str | None:
+    """A regex of the multiples of ``divisor`` in the range (those ``keep`` keeps), each in
+    every spelling without an exponent (a fraction's trailing zeros; ``0``, not ``-0``); ''
+    where there is none, None where there are more than ``limit``: a divisor whose automaton
+    is too large over a narrow range."""
     q_lo, q_hi = Fraction(lo) / Fraction(divisor), Fraction(hi) / Fraction(divisor)
     first = math.ceil(q_lo) + (1 if q_lo.denominator == 1 and not lo_incl else 0)
     last = math.floor(q_hi) - (1 if q_hi.denominator == 1 and not hi_incl else 0)
@@ -318,6 +343,8 @@ def multiples_listed(divisor: Decimal, lo: Decimal, lo_incl: bool, hi: Decimal, 
     c, e = _split(divisor)
     alts = []
     for n in range(first, last + 1):
+        if keep is not None and not keep(n * Fraction(divisor)):
+            continue
         digits = str(abs(n) * c) + "0" * max(e, 0)  # the value's digits, exactly
         point = len(digits) + min(e, 0)
         ip = digits[:point].lstrip("0") or "0"

@@ -30,7 +30,13 @@ from .bnf import GrammarParts
 from .json_formats import FORMATS, UNSUPPORTED_FORMATS, is_json_number, listed_values
 from .json_formats import disjoint as _disjoint
 from .json_formats import json_type as _json_type
-from .json_numbers import decimal_lcm, decimal_of, is_multiple, is_multiple_as_floats
+from .json_numbers import (
+    decimal_lcm,
+    decimal_of,
+    float_divisor_kind,
+    is_multiple,
+    is_multiple_as_floats,
+)
 from .json_schema_base import (
     _ANNOTATIONS,
     _ARRAY_KW,
@@ -346,6 +352,11 @@ class _Compiler(TypeKeywords):
             elif k == "items" and isinstance(cur, dict | bool) and isinstance(v, dict | bool):
                 out[k] = {"allOf": [cur, v]}
             elif k == "multipleOf" and _positive(cur) and _positive(v):
+                if any(isinstance(x, float) and float_divisor_kind(x) != "dyadic"
+                       for x in (cur, v)):  # jsonschema divides by each as a double
+                    self.refuse(k, ptr, f"the allOf branches' divisors {cur} and {v}: one is "
+                                        "a float that is no double exactly, which jsonschema "
+                                        "divides by on its own")
                 lcm = decimal_lcm(decimal_of(cur), decimal_of(v))
                 out[k] = (int(lcm) if lcm == lcm.to_integral_value() else float(lcm))
                 if decimal_of(out[k]) != lcm:  # (a float reads back as another decimal)

@@ -21,7 +21,9 @@ from .json_numbers import (
     decimal_lcm,
     decimal_of,
     float_agreeing_digits,
+    float_divisor_kind,
     float_safe_bound,
+    is_multiple_as_floats,
     multiple_spec,
     multiples_listed,
     residue_modulus,
@@ -217,6 +219,11 @@ class TypeKeywords(ObjectKeywords):
         if negate and "multipleOf" in schema:
             self.refuse("not", ptr, "multipleOf beside the complement of another multipleOf is "
                                     "not supported")
+        # a float divisor: the multiples jsonschema's floats find as well (float_divisor_kind)
+        kind = (float_divisor_kind(schema[kw]) if not negate and isinstance(schema.get(kw), float)
+                and schema[kw] > 0 else "")
+        if kind == "integers":  # only the integers: 0.07 is no multiple of 0.01 there
+            integer = True
         if schema.get(kw) is not None:
             if schema[kw] <= 0:
                 raise self.bad(kw, ptr, "must be greater than 0")
@@ -263,23 +270,32 @@ class TypeKeywords(ObjectKeywords):
         ``divisor`` (with the complement's keyword: is none), exactly: an automaton of
         residues (:mod:`.json_numbers`), or, where that is too large, a list of the multiples
         of a narrow range."""
-        shown = schema.get(NOT_MULTIPLE, schema.get("multipleOf"))
+        shown: Any = schema.get(NOT_MULTIPLE, schema.get("multipleOf"))
         if not rx:
             return ""
         negate = NOT_MULTIPLE in schema
         # the complement keeps only texts short enough that jsonschema's float reading finds
-        # no multiple either (an integer's remainder by an integer is exact: no need)
-        digits = None if not negate or (integer and isinstance(shown, int)) else max(
-            float_agreeing_digits(schema[NOT_MULTIPLE]), 0)
+        # no multiple either (an integer's remainder by an integer is exact: no need); so do
+        # the multiples of a float that is a double exactly
+        kind = "" if negate or not isinstance(shown, float) else float_divisor_kind(shown)
+        digits = None if (not negate or (integer and isinstance(shown, int))) and kind != (
+            "dyadic") else max(float_agreeing_digits(shown), 0)
         spec = multiple_spec(divisor, rx, negate=negate, digits=digits)
         kw = "not" if negate else "multipleOf"  # (a complement's keyword: the user's not/if)
         try:
+            if kind == "listed":
+                raise GrammarError("jsonschema divides it as a double, which finds no multiple "
+                                   "where the decimal does for some texts (no automaton "
+                                   "follows that)")
             if not spec_dfa(spec).finals.any():
                 return ""
         except GrammarError as e:
             lo, lo_incl, hi, hi_incl = bounds
+            keep = None if kind != "listed" else (lambda v: is_multiple_as_floats(
+                int(v) if integer else float(v), shown))
             listed = None if lo is None or hi is None or negate else multiples_listed(
-                divisor, lo, lo_incl, hi, hi_incl, integer=integer, limit=_MAX_LISTED)
+                divisor, lo, lo_incl, hi, hi_incl, integer=integer, limit=_MAX_LISTED,
+                keep=keep)
             if listed is not None:
                 return self.b.terminal(listed, hint="MULTIPLES") if listed else ""
             self.refuse(kw, ptr, f"multipleOf {shown}{' on integers' if integer else ''}: {e}"
