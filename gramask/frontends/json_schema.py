@@ -363,8 +363,11 @@ class _Compiler(TypeKeywords):
                     self.refuse(k, ptr, f"the allOf branches' divisors {cur} and {v} have a "
                                         f"least common multiple ({lcm}) no float spells")
             elif _canon(cur) != _canon(v):
-                self.refuse(k, ptr, "two allOf branches give it different values, which "
-                                    "gramask cannot merge")
+                internal = k in (NOT_MULTIPLE, FRACTIONS)  # (a complement's: the user's not)
+                self.refuse("not" if internal else k, ptr,
+                            ("two complements of multipleOf (by different divisors)" if internal
+                             else "two allOf branches give it different values") + ", which "
+                            "gramask cannot merge")
         if not self.old_draft:
             merge_tuples(a, b, out, lambda kw: self.bad(kw, ptr, "must be an array of schemas"))
         # items after prefixItems on one side constrain every element on the other
