@@ -153,7 +153,8 @@ def test_schema_accepts_exactly_the_multiples(schema: dict[str, Any]) -> None:
 
 def both_readings(text: str, schema: dict[str, Any]) -> bool:
     """Whether ``jsonschema`` finds ``text`` valid, and a float divisor's automaton keeps it:
-    only integers for a divisor no double spells (``0.01``), texts of at most
+    integers, and fractions below 999 multiples, for a divisor no double spells (``0.01``),
+    texts of at most
     ``float_agreeing_digits`` digits for one a double spells exactly (``0.25``)."""
     if not valid(schema, json.loads(text)):
         return False
@@ -161,8 +162,10 @@ def both_readings(text: str, schema: dict[str, Any]) -> bool:
     if not isinstance(d, float):
         return True
     kind = float_divisor_kind(d)
-    if kind == "integers":
-        return "." not in text
+    if kind == "integers" and "." in text:  # small fractions only, listed, and no integer
+        v = Fraction(Decimal(text))
+        return schema.get("type") != "integer" and v.denominator != 1 and abs(v) <= Fraction(
+            Decimal(repr(d))) * 999
     return kind != "dyadic" or sum(c.isdigit() for c in text) <= float_agreeing_digits(d)
 
 

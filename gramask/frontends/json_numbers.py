@@ -46,7 +46,7 @@ from ..errors import GrammarError
 
 __all__ = ["MAX_EXPLORED_STATES", "MAX_NUMBER_STATES", "decimal_lcm", "decimal_of",
            "float_agreeing_digits", "float_divisor_kind", "float_safe_bound", "is_multiple", "is_multiple_as_floats", "multiple_dfa",
-           "multiple_spec", "multiples_listed", "residue_modulus"]
+           "multiple_spec", "multiples_listed", "residue_modulus", "small_fractions"]
 
 # product states explored before giving up (each costs a Python step per byte class)
 MAX_EXPLORED_STATES = 2 * MAX_BYTE_STATES
@@ -354,3 +354,22 @@ def multiples_listed(divisor: Decimal, lo: Decimal, lo_incl: bool, hi: Decimal, 
         text = ("-" if n < 0 else "") + ip
         alts.append(text if integer else f"{text}\\.{fp}0*" if fp else f"{text}(?:\\.0+)?")
     return "(?:" + "|".join(alts) + ")" if alts else ""
+
+
+def small_fractions(divisor: float, lo: int | float | None, lo_incl: bool,
+                    hi: int | float | None, hi_incl: bool, *, limit: int, digits: int) -> str:
+    """A regex of the multiples of a float ``divisor`` that are no integer, within the
+    bounds and below ``limit / 2`` multiples in magnitude, that ``jsonschema``'s floats take
+    too (0.05 and 9.99 for ``0.01``, not 0.07): what a divisor of kind ``"integers"``
+    (:func:`float_divisor_kind`) keeps beside the integers. '' where there is none."""
+    d = decimal_of(divisor)
+    reach = d * (limit // 2 - 1)
+    b_lo = -reach if lo is None else max(-reach, float_safe_bound(lo, lo_incl, upper=False,
+                                                                  digits=digits))
+    b_hi = reach if hi is None else min(reach, float_safe_bound(hi, hi_incl, upper=True,
+                                                                digits=digits))
+    if b_lo > b_hi:
+        return ""
+    return multiples_listed(d, b_lo, True, b_hi, True, integer=False, limit=limit,
+                            keep=lambda v: v.denominator != 1
+                            and is_multiple_as_floats(float(v), divisor)) or ""

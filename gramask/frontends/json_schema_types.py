@@ -27,6 +27,7 @@ from .json_numbers import (
     multiple_spec,
     multiples_listed,
     residue_modulus,
+    small_fractions,
 )
 from .json_schema_base import (
     _ANNOTATIONS,
@@ -222,8 +223,10 @@ class TypeKeywords(ObjectKeywords):
         # a float divisor: the multiples jsonschema's floats find as well (float_divisor_kind)
         kind = (float_divisor_kind(schema[kw]) if not negate and isinstance(schema.get(kw), float)
                 and schema[kw] > 0 else "")
-        if kind == "integers":  # only the integers: 0.07 is no multiple of 0.01 there
-            integer = True
+        fractions = "" if kind != "integers" or integer else small_fractions(
+            schema[kw], lo, lo_incl, hi, hi_incl, limit=_MAX_LISTED, digits=_MAX_FRACTION_DIGITS)
+        if kind == "integers":  # the integers: 0.07 is no multiple of 0.01 there (and, on
+            integer = True  # numbers, the small fractions both readings take, listed)
         if schema.get(kw) is not None:
             if schema[kw] <= 0:
                 raise self.bad(kw, ptr, "must be greater than 0")
@@ -239,11 +242,14 @@ class TypeKeywords(ObjectKeywords):
         ihi = None if hi is None else (math.floor(hi) if hi_incl else math.ceil(hi) - 1)
         if integer:
             rx = jt.integer_range_regex(ilo, ihi)
-            if divisor is not None:
-                return self.multiples(divisor, rx, ptr, schema, integer=True,
-                                      bounds=(None if ilo is None else Decimal(ilo), True,
-                                              None if ihi is None else Decimal(ihi), True))
-            return self.b.terminal(rx, hint="INTEGER") if rx else ""
+            whole = self.multiples(divisor, rx, ptr, schema, integer=True, bounds=(
+                None if ilo is None else Decimal(ilo), True,
+                None if ihi is None else Decimal(ihi), True)) if divisor is not None else (
+                self.b.terminal(rx, hint="INTEGER") if rx else "")
+            if not fractions:
+                return whole
+            part = self.b.terminal(fractions, hint="MULTIPLES")
+            return self.rule(self.b.fresh("number"), (whole,), (part,)) if whole else part
         if lo is None and hi is None and divisor is None:
             return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
         # bounds that hold in both readings, exact and jsonschema's floats (inclusive)
