@@ -284,8 +284,9 @@ class TypeKeywords(ObjectKeywords):
         # no multiple either (an integer's remainder by an integer is exact: no need); so do
         # the multiples of a float that is a double exactly
         kind = "" if negate or not isinstance(shown, float) else float_divisor_kind(shown)
-        digits = None if (not negate or (integer and isinstance(shown, int))) and kind != (
-            "dyadic") else max(float_agreeing_digits(shown), 0)
+        exact_ints = integer and isinstance(shown, int)
+        digits = (max(float_agreeing_digits(shown), 0)
+                  if (negate and not exact_ints) or kind == "dyadic" else None)
         spec = multiple_spec(divisor, rx, negate=negate, digits=digits)
         kw = "not" if negate else "multipleOf"  # (a complement's keyword: the user's not/if)
         try:
