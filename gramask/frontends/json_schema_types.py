@@ -42,8 +42,9 @@ from .json_schema_negation import EXCEPT, FRACTIONS, NOT_MULTIPLE, NOT_PATTERN
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
-# decimal bounds of numbers are compared digit by digit: a regex as long as their digits
-_MAX_FRACTION_DIGITS = 100
+# decimal bounds of numbers are compared digit by digit: a regex as long as their digits, so a
+# bound is rounded inward to this many after the point (exclusiveMinimum 0: from 1e-20 on)
+_MAX_FRACTION_DIGITS = 20
 # numbers that are no integer in either reading, exact decimals or jsonschema's floats: below
 # 1e9 in magnitude, at most 6 fraction digits, the last one not 0 (at least 1e-6 from an
 # integer, where a float's error is below 1.2e-7)
