@@ -24,6 +24,8 @@ from gramask.errors import GrammarError
 from gramask.frontends import json_text as jt
 from gramask.frontends.json_numbers import (
     decimal_lcm,
+    float_agreeing_digits,
+    float_divisor_kind,
     multiple_dfa,
     multiple_spec,
     multiples_listed,
@@ -31,7 +33,7 @@ from gramask.frontends.json_numbers import (
 from gramask.frontends.json_schema_base import SchemaWarning
 
 from ._support import BYTES, accepts, byte_ids, hf_tokenizer
-from .test_json_schema import valid
+from .test_json_schema import check, valid
 
 _NUMBER = re.compile(jt.JSON_DECIMAL)
 
@@ -142,21 +144,50 @@ def test_schema_accepts_exactly_the_multiples(schema: dict[str, Any]) -> None:
     seen = set()
     for text in sorted(texts):
         got = accepts(cg, byte_ids(text))
-        assert got == exact(text, schema), (schema, text)
+        assert got == (exact(text, schema) and both_readings(text, schema)), (schema, text)
         seen.add(got)
     assert seen == {True, False}
     for text in ("1e2", "5E+1", "1.0e1"):  # with an exponent: rejected by design
         assert not accepts(cg, byte_ids(text))
 
 
+def both_readings(text: str, schema: dict[str, Any]) -> bool:
+    """Whether ``jsonschema`` finds ``text`` valid, and a float divisor's automaton keeps it:
+    integers, and fractions below 999 multiples, for a divisor no double spells (``0.01``),
+    texts of at most
+    ``float_agreeing_digits`` digits for one a double spells exactly (``0.25``)."""
+    if not valid(schema, json.loads(text)):
+        return False
+    d = schema.get("multipleOf")
+    if not isinstance(d, float):
+        return True
+    kind = float_divisor_kind(d)
+    if kind == "integers" and "." in text:  # small fractions only, listed, and no integer
+        v = Fraction(Decimal(text))
+        return schema.get("type") != "integer" and v.denominator != 1 and abs(v) <= Fraction(
+            Decimal(repr(d))) * 999
+    return kind != "dyadic" or sum(c.isdigit() for c in text) <= float_agreeing_digits(d)
+
+
 def test_decimal_reading_where_jsonschema_divides_floats() -> None:
-    """0.07 is 7 × 0.01 exactly: accepted, where ``jsonschema``'s float division says no;
-    every text gramask accepts here is a multiple exactly, and the floats agree on most."""
+    """0.07 is 7 × 0.01 exactly, but ``jsonschema``'s float division says no: a divisor no
+    double spells keeps the integers (whose quotients the floats get right), one that is
+    a double exactly its multiples of at most 15 digits, and any other is refused unless
+    the bounds hold few multiples, listed where both readings agree."""
     schema = {"type": "number", "multipleOf": 0.01}
     cg = gramask.compile(Grammar.from_json_schema(schema), BYTES, cache=False, progress=False)
-    assert accepts(cg, byte_ids("0.07")) and not valid(schema, 0.07)
-    assert accepts(cg, byte_ids("0.5")) and valid(schema, 0.5)
+    assert not accepts(cg, byte_ids("0.07")) and not valid(schema, 0.07)
+    assert accepts(cg, byte_ids("7")) and valid(schema, 7)
     assert not accepts(cg, byte_ids("0.075")) and not valid(schema, 0.075)
+    with pytest.raises(GrammarError, match=r"'multipleOf' at #: .*double"):
+        Grammar.from_json_schema({"type": "number", "multipleOf": 0.07})
+    narrow = {"type": "number", "multipleOf": 0.07, "minimum": 0, "maximum": 1}
+    cg = gramask.compile(Grammar.from_json_schema(narrow), BYTES, cache=False, progress=False)
+    for n in range(15):
+        text = _text(Fraction(7, 100) * n, 0)
+        assert accepts(cg, byte_ids(text)) == valid(narrow, json.loads(text)), text
+    with pytest.raises(GrammarError, match=r"'multipleOf' at #/allOf/1: .*0\.3 and 0\.2"):
+        Grammar.from_json_schema({"allOf": [{"multipleOf": 0.3}, {"multipleOf": 0.2}]})
 
 
 def test_huge_divisor_refused_naming_it_or_listed_in_a_narrow_range() -> None:
@@ -173,7 +204,8 @@ def test_huge_divisor_refused_naming_it_or_listed_in_a_narrow_range() -> None:
     cg = gramask.compile(Grammar.from_json_schema(narrow), BYTES, cache=False, progress=False)
     for text in ("0", "0.0", "0.123456789", "-0.9876543120", "0.2469135780", "0.12345678",
                  "1", "0.1234567891", "-0.123456788"):
-        assert accepts(cg, byte_ids(text)) == exact(text, narrow), text
+        assert accepts(cg, byte_ids(text)) == (exact(text, narrow)
+                                               and both_readings(text, narrow)), text
 
 
 def test_divisors_that_would_multiply_the_lexer_are_refused() -> None:
@@ -184,7 +216,7 @@ def test_divisors_that_would_multiply_the_lexer_are_refused() -> None:
     props["f3"] = {"type": "integer", "multipleOf": 17}
     with pytest.raises(GrammarError, match=r"'multipleOf' at #/properties/f3: .*17,017"):
         Grammar.from_json_schema({"properties": props})
-    props["f3"] = {"type": "number", "multipleOf": 0.7}  # residues modulo 7 again: kept
+    props["f3"] = {"type": "number", "multipleOf": 7.0}  # residues modulo 7 again: kept
     Grammar.from_json_schema({"properties": props})
 
 
@@ -206,14 +238,16 @@ def test_listing_is_exact() -> None:
 
 
 def test_multiple_of_merges_across_all_of_and_filters_enums() -> None:
-    schema = {"type": "number", "allOf": [{"multipleOf": 0.3}, {"multipleOf": 0.2}]}
+    schema = {"type": "number", "allOf": [{"multipleOf": 0.75}, {"multipleOf": 0.5}]}
     cg = gramask.compile(Grammar.from_json_schema(schema), BYTES, cache=False, progress=False)
-    for text, ok in (("0.6", True), ("1.2", True), ("0.3", False), ("0.4", False),
-                     ("1.8", True), ("-6", True), ("0.9", False)):
+    for text, ok in (("1.5", True), ("3", True), ("0.75", False), ("0.5", False),
+                     ("4.5", True), ("-6", True), ("2.25", False)):
         assert accepts(cg, byte_ids(text)) == ok, text
     schema = {"enum": [0.07, 0.075, 3, "x", 1.5], "multipleOf": 0.01}
     cg = gramask.compile(Grammar.from_json_schema(schema), BYTES, cache=False, progress=False)
-    for text, ok in (("0.07", True), ("0.075", False), ("3", True), ('"x"', True),
+    # (0.07 is a multiple of 0.01 exactly, not in jsonschema's floats: a value listed is kept
+    # where both readings agree)
+    for text, ok in (("0.07", False), ("0.075", False), ("3", True), ('"x"', True),
                      ("1.5", True)):
         assert accepts(cg, byte_ids(text)) == ok, text
 
@@ -238,9 +272,10 @@ def test_forcing_multiples_through_deepseek_tokens() -> None:
                                      "maximum": 10**12}},
               "required": ["price", "qty"], "additionalProperties": False}
     cg = gramask.compile(Grammar.from_json_schema(schema), vocab, progress=False)
-    good = ['{"price": 19.99, "qty": 1000000000000}', '{"price":0.07,"qty":0}',
-            '{"price": 12.50, "qty": 995}', '{"price": 3, "qty": 5}']
-    bad = ['{"price": 19.999, "qty": 5}', '{"price": -0.01, "qty": 5}',
+    # (0.01: the integers, jsonschema's floats find 0.07 no multiple)
+    good = ['{"price": 19, "qty": 1000000000000}', '{"price":0,"qty":0}',
+            '{"price": 12, "qty": 995}', '{"price": 3, "qty": 5}']
+    bad = ['{"price": 19.999, "qty": 5}', '{"price": -0.01, "qty": 5}', '{"price":0.07,"qty":0}',
            '{"price": 1, "qty": 1000000000005}', '{"price": 1, "qty": 7}',
            '{"price": 1e2, "qty": 5}']
     for text in good:
@@ -280,7 +315,7 @@ def test_masked_walks_end_in_multiples(schema: dict[str, Any]) -> None:
                 break
             c.advance(int(rng.choice(ids)))
         text = c.data.decode() + ("" if c.is_complete() else c.shortest_completion().text)
-        assert exact(text.strip(), schema), (schema, text)
+        assert exact(text.strip(), schema) and valid(schema, json.loads(text)), (schema, text)
 
 
 @pytest.mark.parametrize(("schema", "texts"), [
@@ -322,3 +357,42 @@ def _find(schema: Any, key: str) -> Any:
             if got is not None:
                 return got
     return None
+
+
+def test_listed_values_are_multiples_in_both_readings() -> None:
+    """``enum`` values beside ``multipleOf`` (or its complement) are kept only where the exact
+    reading and ``jsonschema``'s floats agree: 0.07 / 0.01 is 7.000000000000001 there, and
+    356242412524554.44 / 0.1 an integer."""
+    check({"enum": [0.07, 0.05, 1, 0.29, "x"], "multipleOf": 0.01},
+          passing=[0.05, 1, "x"], failing=[0.07, 0.29])
+    check({"enum": [356242412524554.44, 0.07, 2, 7.925169245717314e+16],
+           "not": {"multipleOf": 0.1}},
+          passing=[0.07], failing=[356242412524554.44, 2, 0.1])
+    check({"enum": [7.925169245717314e+16, 4], "not": {"multipleOf": 3}},
+          passing=[4], failing=[7.925169245717314e+16])
+
+
+_FLOAT_DIVISORS = [0.01, 0.1, 0.05, 0.3, 0.25, 2.5, 0.001, 5.0, 0.15]
+
+
+@settings(deadline=None, max_examples=200)
+@given(i=st.integers(0, len(_FLOAT_DIVISORS) - 1), integer=st.booleans(),
+       k=st.integers(-10**17, 10**17), shift=st.integers(0, 22), tail=st.integers(-99, 99))
+def test_float_divisors_hold_in_jsonschemas_reading(i: int, integer: bool, k: int, shift: int,
+                                                    tail: int) -> None:
+    """``multipleOf`` a float: every text accepted is valid for ``jsonschema``, which divides
+    doubles (multiples, and just past them: ``k·d + tail·10^-shift``)."""
+    d = _FLOAT_DIVISORS[i]
+    schema = {"type": "integer" if integer else "number", "multipleOf": d}
+    cg = _schema_compiled(json.dumps(schema))
+    exact_d = Fraction(Decimal(repr(d)))
+    for v in (k * exact_d, k * exact_d + Fraction(tail, 10**shift), Fraction(k, 10**shift)):
+        for zeros in (0, 1):
+            text = _text(v, zeros)
+            if accepts(cg, byte_ids(text)):
+                assert valid(schema, json.loads(text)), (schema, text)
+
+
+def _schema_compiled(schema_text: str) -> gramask.CompiledGrammar:
+    from .test_json_schema import _compiled
+    return _compiled(schema_text)

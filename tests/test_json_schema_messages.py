@@ -26,3 +26,13 @@ def test_pattern_refusal_names_the_pointer_once(schema: Any, keyword: str, ptr: 
     assert e.value.name == keyword
     assert msg.startswith(f"JSON Schema keyword {keyword!r} at {ptr}: pattern {pattern!r} ")
     assert msg.count("#") == 1, msg
+
+
+def test_refusal_of_two_complements_names_the_users_keyword() -> None:
+    """Two ``not multipleOf`` by different divisors cannot be merged: the refusal names
+    ``not``, the user's keyword (it named the complement's internal keyword)."""
+    with pytest.raises(GrammarError) as e:
+        Grammar.from_json_schema({"type": "number", "allOf": [{"not": {"multipleOf": 3}},
+                                                              {"not": {"multipleOf": 5}}]})
+    assert e.value.name == "not"
+    assert "$gramask" not in str(e.value)

@@ -5,6 +5,9 @@ valid instances."""
 
 from __future__ import annotations
 
+import json
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import jsonschema
@@ -17,7 +20,8 @@ from gramask.errors import GrammarError
 from gramask.frontends.json_schema_base import _ANNOTATIONS
 from gramask.frontends.json_schema_negation import EXCEPT, negate
 
-from .test_json_schema import check
+from ._support import accepts, byte_ids
+from .test_json_schema import _compiled, check, valid
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, -1.5]),
                     st.sampled_from(["", "a", "b", "ab"]))
@@ -130,3 +134,38 @@ def test_the_complement_of_integer_holds_the_fractions() -> None:
           texts=(("100000000000000000000.5", False), ("1.0000000000000000001", False)))
     check({"type": "number", "if": {"type": "integer"}, "then": {"minimum": 0}},
           passing=[3, -0.5, 0.5], failing=[-3])
+
+
+_NOT_MULTIPLE = [({"type": "number", "not": {"multipleOf": 1}}, ["2.5", "-0.75", "3.25"]),
+                 ({"type": "number", "not": {"multipleOf": 3}}, ["4", "2.5", "-7.25"]),
+                 ({"type": "number", "not": {"multipleOf": 0.1}}, ["0.25", "-3.05"]),
+                 ({"type": "number", "not": {"multipleOf": 0.01}}, ["0.125"]),
+                 ({"type": "number", "not": {"multipleOf": 2.5}}, ["1", "2.4"]),
+                 ({"type": "integer", "not": {"multipleOf": 1.5}}, ["4", "-5"]),
+                 ({"type": "integer", "not": {"multipleOf": 7}}, ["100000000000000000001"])]
+
+
+@settings(deadline=None, max_examples=300)
+@given(i=st.integers(0, len(_NOT_MULTIPLE) - 1), k=st.integers(-10**19, 10**19),
+       shift=st.integers(0, 25), tail=st.integers(1, 999))
+def test_not_multiple_of_holds_in_jsonschemas_float_reading(i: int, k: int, shift: int,
+                                                            tail: int) -> None:
+    """The complement of ``multipleOf`` accepts no text that ``jsonschema`` reads as a multiple:
+    it reads a text with a point as a double (``2.0000000000000000001`` is 2.0 there) and
+    divides by a float divisor in doubles; only texts short enough for both readings to find
+    no multiple are kept. (A multiple, just past one: ``k·d + tail·10^-shift``.)"""
+    schema, kept = _NOT_MULTIPLE[i]
+    cg = _compiled(json.dumps(schema))
+    d = Fraction(Decimal(repr(schema["not"]["multipleOf"])))
+    near = k * d + Fraction(tail, 10**shift)
+    for text in (_decimal_text(k * d), _decimal_text(near), _decimal_text(Fraction(k, 10**shift))):
+        if accepts(cg, byte_ids(text)):
+            assert valid(schema, json.loads(text)), text
+    for text in kept:  # (not empty)
+        assert accepts(cg, byte_ids(text)) and valid(schema, json.loads(text)), text
+
+
+def _decimal_text(v: Fraction) -> str:
+    k = next(k for k in range(60) if (v * 10**k).denominator == 1)
+    digits = str(abs(v.numerator * 10**k // v.denominator)).rjust(k + 1, "0")
+    return ("-" if v < 0 else "") + (f"{digits[:-k]}.{digits[-k:]}" if k else digits)

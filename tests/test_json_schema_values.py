@@ -18,8 +18,10 @@ import pytest
 
 import gramask
 from gramask import Grammar
+from gramask.errors import GrammarError
 
 from ._support import BYTES, accepts, byte_ids
+from .test_json_schema import check
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -114,3 +116,14 @@ def test_enum_values_filtered_by_a_pattern_or_its_complement() -> None:
     check({"enum": ["ab", "b", 3], "pattern": "^a"}, passing=["ab", 3], failing=["b"])
     check({"enum": ["ab", "b", "\u0663"], "not": {"pattern": "^a|^\\d"}},
           passing=["b"], failing=["ab", "\u0663"])
+
+
+def test_a_pattern_no_format_value_matches_describes_nothing() -> None:
+    """``^x-`` and a uuid share no string: the value has none (the schema none at all, so it
+    is refused), where the string terminal was kept and the walk dead-ended at the start."""
+    with pytest.raises(GrammarError, match="no JSON value"):
+        Grammar.from_json_schema({"type": "string", "pattern": "^x-", "format": "uuid"})
+    check({"anyOf": [{"type": "string", "pattern": "^x-", "format": "uuid"},
+                     {"type": "integer"}]}, passing=[3], failing=["x-1", "abc"])
+    check({"type": ["string", "null"], "pattern": "^z", "format": "date"}, passing=[None],
+          failing=["2024-01-01", "z"])

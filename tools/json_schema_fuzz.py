@@ -12,7 +12,7 @@ whose state has no completion is a dead end; any other exception is a crash. Pri
 counts and each failure with its schema::
 
     PYTHONPATH=. python tools/json_schema_fuzz.py [--seed 1] [--schemas 60] [--walks 8]
-        [--classic] [--from tools/json_schemas/user_tools.json]
+        [--classic] [--real] [--from tools/json_schemas/user_tools.json]
 """
 
 from __future__ import annotations
@@ -42,21 +42,76 @@ WIDE_VALUES = [-1, -2.5, 1e-20, 1e20, 0, -0.5, "", "a-b", "a_b", "é", [-1, 1], 
 WIDE_FORMATS = ["ipv6"]
 
 
+# --real (since seed 31): what real schemas carry beside those: $defs reached through chains
+# of $ref, anyOf of objects, nullable types, formats with lengths, large enums, float bounds
+# and divisors, URI formats, not of a multipleOf or a bound
+REAL_FORMATS = ["uri", "uri-reference", "date-time", "hostname"]
+REAL_NUMBERS = [0.1, 0.3, 1e-7, 99.99, 5e15, -273.15]
+REAL_DIVISORS = [0.01, 0.1, 0.25, 0.07, 1.5, 3, 0.5]
+
+
 class SchemaGen:
     """Random schemas, depth-bounded."""
 
-    def __init__(self, rng: random.Random, wide: bool = True) -> None:
+    def __init__(self, rng: random.Random, wide: bool = True, real: bool = False) -> None:
         self.r = rng
         self.values = VALUES + WIDE_VALUES if wide else VALUES
         self.consts = CONSTS + WIDE_VALUES if wide else CONSTS
         self.formats = FORMATS + WIDE_FORMATS if wide else FORMATS
+        self.real = real
+        self.defs: dict[str, Any] = {}
+        if real:
+            self.formats = self.formats + REAL_FORMATS
+
+    def document(self) -> Any:
+        """A schema, with the ``$defs`` its ``$ref``s (``--real``) name."""
+        self.defs = {}
+        s = self.schema()
+        if self.defs:
+            s = {"allOf": [s]} if not isinstance(s, dict) or "$defs" in s else s
+            s["$defs"] = self.defs
+        return s
 
     def schema(self, depth: int = 0) -> Any:
         r = self.r
         kinds = ["string", "integer", "number", "enum", "const"]
         if depth < 3:
             kinds += ["object", "array", "anyOf", "allOf", "oneOf", "types", "not", "if"]
+        if self.real:
+            kinds += ["nullable", "bigenum", "mixenum"]
+            if depth < 3:
+                kinds += ["ref", "objects", "ref", "notnumber"]
         kind = r.choice(kinds)
+        if kind == "ref":  # a $ref to a $defs entry, maybe through a chain of $refs
+            name = f"d{len(self.defs)}"
+            self.defs[name] = {}  # (reserved while its own schema is drawn)
+            others = [d for d in self.defs if d != name]
+            self.defs[name] = (self.schema(depth + 1) if r.random() < .7 or not others
+                               else {"$ref": f"#/$defs/{r.choice(others)}"})
+            return {"$ref": f"#/$defs/{name}"}
+        if kind == "objects":  # anyOf of objects told apart by a const (or not)
+            tag = r.choice(KEYS)
+            return {"anyOf": [{**self.object(depth + 1), "properties": {
+                tag: {"const": v}, **{k: self.schema(depth + 2) for k in r.sample(KEYS, 1)}},
+                **({"required": [tag]} if r.random() < .8 else {})}
+                for v in r.sample(["a", "b", 1, None], r.randint(2, 3))]}
+        if kind == "nullable":
+            inner = self.schema(depth + 1)
+            if isinstance(inner, dict) and isinstance(inner.get("type"), str):
+                return {**inner, "type": [inner["type"], "null"]}
+            return {"anyOf": [inner, {"type": "null"}]}
+        if kind == "bigenum":
+            return {"enum": [f"v{i}" for i in range(r.randint(20, 120))] + r.sample(
+                self.values, 2)}
+        if kind == "mixenum":
+            return {"enum": r.sample(self.values, 3), "const": r.choice(self.values)} \
+                if r.random() < .3 else {"type": r.choice(["string", "number"]),
+                                         "enum": r.sample(self.values + REAL_NUMBERS, 4)}
+        if kind == "notnumber":
+            return {"type": "number", "not": r.choice([
+                {"multipleOf": r.choice(REAL_DIVISORS)},
+                {"minimum": r.choice(NUMBERS + REAL_NUMBERS)},
+                {"exclusiveMaximum": r.choice(NUMBERS + REAL_NUMBERS)}])}
         if kind == "not":  # a schema beside the complement of a simple one
             return {**self.schema(depth + 1), "not": self.simple()}
         if kind == "if":
@@ -144,6 +199,8 @@ class SchemaGen:
             s["pattern"] = r.choice(PATTERNS)
         if r.random() < .2:
             s["format"] = r.choice(self.formats)
+            if self.real and r.random() < .5:
+                s[r.choice(["minLength", "maxLength"])] = r.randint(1, 30)
         return s
 
     def integer(self, depth: int) -> dict[str, Any]:
@@ -161,6 +218,11 @@ class SchemaGen:
                 s[kw] = v if kind == "number" else int(v)
         if kind == "integer" and r.random() < .2:
             s["multipleOf"] = r.choice([2, 3, 5])
+        if self.real and r.random() < .3:
+            s["multipleOf"] = r.choice(REAL_DIVISORS)
+        if self.real and r.random() < .3:
+            s[r.choice(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"])] = (
+                r.choice(REAL_NUMBERS))
         return s
 
 
@@ -191,20 +253,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--classic", dest="wide", action="store_false",
                     help="the value pools of seeds 1-20 (no signed, exponent or punctuated "
                          "literals, no ipv6), to rerun those seeds as recorded")
+    ap.add_argument("--real", action="store_true",
+                    help="also the shapes of real schemas (since seed 31): $defs behind $ref "
+                         "chains, anyOf of objects, nullable types, formats with lengths, "
+                         "large enums, float bounds and divisors, not of numbers")
     ap.add_argument("--from", dest="sets", type=Path, action="append", default=[],
                     help="walk the schemas of a tools/json_schemas/*.json set file instead of "
                          "random ones (repeatable; --schemas is then ignored)")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     rng = random.Random(args.seed)
-    gen = SchemaGen(rng, wide=args.wide)
+    gen = SchemaGen(rng, wide=args.wide, real=args.real)
     given = [c["schema"] for f in args.sets for c in json.loads(f.read_text())]
     vocab = gramask.Vocabulary.bundled(args.vocab)
     eos = vocab.eos_token_id
     short = np.array([len(vocab.token_bytes(i)) <= 3 for i in range(len(vocab))])
     n = dict(schemas=0, refused=0, walks=0, dead=0, invalid=0, crash=0)
     for i in range(len(given) if given else args.schemas):
-        schema = given[i] if given else gen.schema()
+        schema = given[i] if given else gen.document() if args.real else gen.schema()
         n["schemas"] += 1
         try:
             cg = gramask.compile(gramask.Grammar.from_json_schema(schema), vocab, cache=False,

@@ -68,14 +68,25 @@ _IPV6 = "(?:" + "|".join([
     rf"{_H16}:(?::{_H16}){{1,6}}",
     rf":(?:(?::{_H16}){{1,7}}|:)",
 ]) + ")"
-_URI_CHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})"
-_URI_QCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})"
-_URI = (rf"[A-Za-z][A-Za-z0-9+.\-]*:{_URI_CHAR}*(?:\?{_URI_QCHAR}*)?"
-        rf"(?:#{_URI_QCHAR}*)?")
-_URI_NC = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|%[0-9A-Fa-f]{2})"  # no ":" or "/"
-_URI_NS = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"  # no "/"
-_URI_REFERENCE = (rf"(?:{_URI}|(?:/(?:{_URI_NS}{_URI_CHAR}*)?|{_URI_NC}+(?:/{_URI_CHAR}*)?)?"
-                  rf"(?:\?{_URI_QCHAR}*)?(?:#{_URI_QCHAR}*)?)")
+# RFC 3986's URI grammar, exactly (a URI's ASCII spelling; jsonschema checks "uri" with the
+# rfc3987 or rfc3986-validator package where one is installed, both built from that grammar):
+# after "//" an authority, whose port is digits (``http://a:b:c`` is no URI), then a path;
+# without one, a path that does not start with "//"
+_PCT = r"%[0-9A-Fa-f]{2}"
+_SUB = r"A-Za-z0-9\-._~!$&'()*+,;="  # unreserved and sub-delims
+_PCHAR = rf"(?:[{_SUB}:@]|{_PCT})"
+_AUTHORITY = (rf"(?:(?:[{_SUB}:]|{_PCT})*@)?(?:\[{_IPV6}\]|(?:[{_SUB}]|{_PCT})*)"
+              r"(?::[0-9]*)?")
+_ABEMPTY = rf"(?:/{_PCHAR}*)*"
+_ROOTLESS = rf"{_PCHAR}+{_ABEMPTY}"
+_QUERY = rf"(?:{_PCHAR}|[/?])*"
+_TAIL = rf"(?:\?{_QUERY})?(?:#{_QUERY})?"
+_URI = (rf"[A-Za-z][A-Za-z0-9+.\-]*:(?://{_AUTHORITY}{_ABEMPTY}|/(?:{_ROOTLESS})?|{_ROOTLESS})?"
+        rf"{_TAIL}")
+# a relative reference: its first segment without ":" (else it would read as a scheme)
+_NOSCHEME = rf"(?:[{_SUB}@]|{_PCT})+{_ABEMPTY}"
+_URI_REFERENCE = (rf"(?:{_URI}|(?://{_AUTHORITY}{_ABEMPTY}|/(?:{_ROOTLESS})?|{_NOSCHEME})?"
+                  rf"{_TAIL})")
 _EMAIL = (r"[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+)*"
           rf"@{_LABEL}(?:\.{_LABEL}){{0,3}}")
 _JSON_POINTER = r"(?:/(?:[^/~]|~[01])*)*"
@@ -115,8 +126,8 @@ FORMATS = {
     "ipv6": _IPV6,
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
     "uri": _URI,
-    # the URIs (an IRI may also hold non-ASCII characters: rejected here), and references
-    # without a scheme that do not start with "//" (no authority to check)
+    # the URIs (an IRI may also hold non-ASCII characters: rejected here), and relative
+    # references
     "iri": _URI,
     "uri-reference": _URI_REFERENCE,
     "iri-reference": _URI_REFERENCE,

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import Decimal
+from collections.abc import Callable
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -44,8 +45,8 @@ from ..compiler.regex_bytes import (
 from ..errors import GrammarError
 
 __all__ = ["MAX_EXPLORED_STATES", "MAX_NUMBER_STATES", "decimal_lcm", "decimal_of",
-           "is_multiple", "multiple_dfa", "multiple_spec", "multiples_listed",
-           "residue_modulus"]
+           "float_agreeing_digits", "float_divisor_kind", "float_safe_bound", "is_multiple", "is_multiple_as_floats", "multiple_dfa",
+           "multiple_spec", "multiples_listed", "residue_modulus", "small_fractions"]
 
 # product states explored before giving up (each costs a Python step per byte class)
 MAX_EXPLORED_STATES = 2 * MAX_BYTE_STATES
@@ -68,6 +69,72 @@ def is_multiple(value: Decimal, divisor: Decimal) -> bool:
     return (Fraction(value) / Fraction(divisor)).denominator == 1
 
 
+def float_divisor_kind(divisor: float) -> str:
+    """Which multiples of a float ``multipleOf`` the ``jsonschema`` package also finds
+    (it divides the value's double by the divisor's and asks for an integer):
+
+    * ``"dyadic"``: the double is the divisor's decimal (``0.25``, ``2.5``): every multiple
+      whose text has at most :func:`float_agreeing_digits` digits is a double, and so is
+      its quotient;
+    * ``"integers"``: a divisor below 1 whose double is close enough to the decimal
+      (``0.01``, ``0.1``): an integer text is an exact double (below ``2^53``), and its
+      quotient ``N / (1 + η)`` rounds back to ``N`` (checked at the top of each binade,
+      where half a unit in the last place is smallest against ``N``; past ``2^53`` every
+      double is an integer); a fraction's does not always (``0.07 / 0.01`` is
+      ``7.000000000000001``);
+    * ``"listed"``: neither (``0.07``: ``14 / 0.07`` is ``200.00000000000003``)."""
+    exact, double = Fraction(decimal_of(divisor)), Fraction(divisor)
+    if exact == double:
+        return "dyadic"
+    rel = abs(exact / double - 1)  # N·rel: how far the exact quotient lies from N
+    if exact < 1 and all((2 ** (p + 1) - 1) * rel < Fraction(2**p, 2**53) for p in range(53)):
+        return "integers"
+    return "listed"
+
+
+def float_safe_bound(bound: int | float, inclusive: bool, *, upper: bool,
+                     digits: int) -> Decimal:
+    """An inclusive decimal bound, with at most ``digits`` after the point, that a number's
+    text within passes ``bound`` in both readings: exactly, and as the ``jsonschema`` package
+    reads it (a text with a point is a double: ``4.99999999999999999999`` is 5.0, no number
+    below ``exclusiveMaximum: 5``).
+
+    ``g``, the double nearest ``bound`` that passes it, is written as its shortest spelling
+    (or exactly, where it is whole); texts up to it round to doubles up to ``g`` (rounding is
+    monotone), and an integer text up to it is at most ``g`` (no integer lies between a
+    double that is no integer and its spelling). Rounded toward the inside past ``digits``."""
+    def passes(g: float) -> bool:
+        if g == bound:
+            return inclusive
+        return g < bound if upper else g > bound
+
+    g = float(bound)
+    while not passes(g):
+        g = math.nextafter(g, -math.inf if upper else math.inf)
+    y = Decimal(g) if g.is_integer() else Decimal(repr(g))
+    exponent = y.as_tuple().exponent
+    if isinstance(exponent, int) and exponent < -digits:
+        with localcontext() as ctx:
+            ctx.prec = 2 * digits + 400
+            y = y.quantize(Decimal(1).scaleb(-digits),
+                           rounding=ROUND_FLOOR if upper else ROUND_CEILING)
+    return y
+
+
+def is_multiple_as_floats(value: int | float, divisor: int | float) -> bool:
+    """Whether the ``jsonschema`` package reads ``value`` (decoded JSON) as a multiple of
+    ``divisor`` (> 0): a float divisor divides in doubles (exact fractions where that
+    overflows), an integer one takes the remainder."""
+    if isinstance(divisor, float):
+        try:
+            quotient = value / divisor
+            return int(quotient) == quotient
+        except OverflowError:
+            pass
+        return (Fraction(value) / Fraction(divisor)).denominator == 1
+    return value % divisor == 0
+
+
 def residue_modulus(divisor: Decimal) -> int:
     """The modulus the automaton of ``divisor``'s multiples follows the digits' residue by."""
     return _split(divisor)[0]
@@ -83,15 +150,33 @@ def decimal_lcm(a: Decimal, b: Decimal) -> Decimal:
     return Decimal(f"{x * y // math.gcd(x, y)}E{low}")
 
 
-def multiple_spec(divisor: Decimal, number_regex: str, *, negate: bool = False) -> str:
+def multiple_spec(divisor: Decimal, number_regex: str, *, negate: bool = False,
+                  digits: int | None = None) -> str:
     """The terminal spec (``TerminalSpec.automaton``) of the texts ``number_regex`` matches
-    whose value is a multiple of ``divisor`` (``negate``: is none); built by
-    :func:`multiple_dfa`."""
+    whose value is a multiple of ``divisor`` (``negate``: is none), and that have at most
+    ``digits`` digits where given; built by :func:`multiple_dfa`."""
     c, e = _split(divisor)
     spec: dict[str, Any] = {"multiple_of": f"{c}E{e}", "number": number_regex}
     if negate:
         spec["negate"] = True
+    if digits is not None:
+        spec["digits"] = digits
     return json.dumps(spec, sort_keys=True)
+
+
+def float_agreeing_digits(schema_divisor: int | float) -> int:
+    """How many digits a number's text may have for the ``jsonschema`` package's float
+    reading to find it no multiple of ``schema_divisor`` wherever the exact reading does.
+
+    That package reads a text with a point as a double, and divides by a float divisor in
+    doubles (``2.0000000000000000001`` is ``2.0`` there: a multiple of 1). A text of ``s``
+    digits is ``a·10^-f`` with ``|a| < 10^s``; over a divisor ``c·10^e`` that is no integer,
+    its quotient lies at least ``1/M`` from every integer, ``M`` its reduced denominator, so
+    ``|quotient|·M <= |a|·10^max(0, -e-f) < 10^(s + max(0, -e))``. Parsing, the divisor's
+    double and the division err by under 3.4e-16 of the quotient in all; below ``10^15``
+    that stays under ``1/M``, and the double quotient is no integer either."""
+    e = _split(decimal_of(schema_divisor))[1]
+    return 15 - max(0, -e)
 
 
 def _split(divisor: Decimal) -> tuple[int, int]:
@@ -151,6 +236,21 @@ def _residue_table(c: int, e: int) -> tuple[int, np.ndarray, np.ndarray]:
     return start, np.vstack(blocks), np.concatenate(fin)
 
 
+def _capped(mod: np.ndarray, finals: np.ndarray, start: int, cap: int
+            ) -> tuple[int, np.ndarray, np.ndarray]:
+    """The residue automaton times a count of the digits read (0..``cap``; one more is
+    dead): state ``s·(cap + 1) + k``."""
+    n = cap + 1
+    count = np.empty((n, 13), dtype=np.int64)
+    k = np.arange(n)
+    count[:, :10] = np.where(k < cap, k + 1, -1)[:, None]
+    count[:, _DOT] = count[:, _MINUS] = k
+    count[:, _OTHER] = -1
+    both = (mod[:, None, :] >= 0) & (count[None, :, :] >= 0)
+    table = np.where(both, mod[:, None, :] * n + count[None, :, :], -1).reshape(-1, 13)
+    return start * n, table, np.repeat(finals, n)
+
+
 def _symbols() -> np.ndarray:
     sym = np.full(256, _OTHER, dtype=np.int64)
     sym[0x30:0x3A] = np.arange(10)
@@ -184,6 +284,8 @@ def multiple_dfa(spec: dict[str, Any], *, limit: int = MAX_EXPLORED_STATES) -> B
         sink = mod.shape[0]
         mod = np.vstack([np.where(mod >= 0, mod, sink), np.full((1, 13), sink)])
         mod_finals = np.append(~mod_finals, True)
+    if spec.get("digits") is not None:  # times a count of the digits, up to the cap
+        start, mod, mod_finals = _capped(mod, mod_finals, start, int(spec["digits"]))
     rng = regex_to_byte_dfa("NUMBER", spec["number"])
     r_cls, r_class = rng.classes()
     sym = _symbols()
@@ -227,11 +329,12 @@ def _too_many(divisor: Decimal, limit: int) -> GrammarError:
 
 
 def multiples_listed(divisor: Decimal, lo: Decimal, lo_incl: bool, hi: Decimal, hi_incl: bool,
-                     *, integer: bool, limit: int) -> str | None:
-    """A regex of the multiples of ``divisor`` in the range, each in every spelling without
-    an exponent (a fraction's trailing zeros; ``0``, not ``-0``); '' where there is none,
-    None where there are more than ``limit``: a divisor whose automaton is too large over a
-    narrow range."""
+                     *, integer: bool, limit: int,
+                     keep: Callable[[Fraction], bool] | None = None) -> str | None:
+    """A regex of the multiples of ``divisor`` in the range (those ``keep`` keeps), each in
+    every spelling without an exponent (a fraction's trailing zeros; ``0``, not ``-0``); ''
+    where there is none, None where there are more than ``limit``: a divisor whose automaton
+    is too large over a narrow range."""
     q_lo, q_hi = Fraction(lo) / Fraction(divisor), Fraction(hi) / Fraction(divisor)
     first = math.ceil(q_lo) + (1 if q_lo.denominator == 1 and not lo_incl else 0)
     last = math.floor(q_hi) - (1 if q_hi.denominator == 1 and not hi_incl else 0)
@@ -240,6 +343,8 @@ def multiples_listed(divisor: Decimal, lo: Decimal, lo_incl: bool, hi: Decimal, 
     c, e = _split(divisor)
     alts = []
     for n in range(first, last + 1):
+        if keep is not None and not keep(n * Fraction(divisor)):
+            continue
         digits = str(abs(n) * c) + "0" * max(e, 0)  # the value's digits, exactly
         point = len(digits) + min(e, 0)
         ip = digits[:point].lstrip("0") or "0"
@@ -249,3 +354,22 @@ def multiples_listed(divisor: Decimal, lo: Decimal, lo_incl: bool, hi: Decimal, 
         text = ("-" if n < 0 else "") + ip
         alts.append(text if integer else f"{text}\\.{fp}0*" if fp else f"{text}(?:\\.0+)?")
     return "(?:" + "|".join(alts) + ")" if alts else ""
+
+
+def small_fractions(divisor: float, lo: int | float | None, lo_incl: bool,
+                    hi: int | float | None, hi_incl: bool, *, limit: int, digits: int) -> str:
+    """A regex of the multiples of a float ``divisor`` that are no integer, within the
+    bounds and below ``limit / 2`` multiples in magnitude, that ``jsonschema``'s floats take
+    too (0.05 and 9.99 for ``0.01``, not 0.07): what a divisor of kind ``"integers"``
+    (:func:`float_divisor_kind`) keeps beside the integers. '' where there is none."""
+    d = decimal_of(divisor)
+    reach = d * (limit // 2 - 1)
+    b_lo = -reach if lo is None else max(-reach, float_safe_bound(lo, lo_incl, upper=False,
+                                                                  digits=digits))
+    b_hi = reach if hi is None else min(reach, float_safe_bound(hi, hi_incl, upper=True,
+                                                                digits=digits))
+    if b_lo > b_hi:
+        return ""
+    return multiples_listed(d, b_lo, True, b_hi, True, integer=False, limit=limit,
+                            keep=lambda v: v.denominator != 1
+                            and is_multiple_as_floats(float(v), divisor)) or ""

@@ -30,7 +30,13 @@ from .bnf import GrammarParts
 from .json_formats import FORMATS, UNSUPPORTED_FORMATS, is_json_number, listed_values
 from .json_formats import disjoint as _disjoint
 from .json_formats import json_type as _json_type
-from .json_numbers import decimal_lcm, decimal_of, is_multiple
+from .json_numbers import (
+    decimal_lcm,
+    decimal_of,
+    float_divisor_kind,
+    is_multiple,
+    is_multiple_as_floats,
+)
 from .json_schema_base import (
     _ANNOTATIONS,
     _ARRAY_KW,
@@ -346,14 +352,22 @@ class _Compiler(TypeKeywords):
             elif k == "items" and isinstance(cur, dict | bool) and isinstance(v, dict | bool):
                 out[k] = {"allOf": [cur, v]}
             elif k == "multipleOf" and _positive(cur) and _positive(v):
+                if any(isinstance(x, float) and float_divisor_kind(x) != "dyadic"
+                       for x in (cur, v)):  # jsonschema divides by each as a double
+                    self.refuse(k, ptr, f"the allOf branches' divisors {cur} and {v}: one is "
+                                        "a float that is no double exactly, which jsonschema "
+                                        "divides by on its own")
                 lcm = decimal_lcm(decimal_of(cur), decimal_of(v))
                 out[k] = (int(lcm) if lcm == lcm.to_integral_value() else float(lcm))
                 if decimal_of(out[k]) != lcm:  # (a float reads back as another decimal)
                     self.refuse(k, ptr, f"the allOf branches' divisors {cur} and {v} have a "
                                         f"least common multiple ({lcm}) no float spells")
             elif _canon(cur) != _canon(v):
-                self.refuse(k, ptr, "two allOf branches give it different values, which "
-                                    "gramask cannot merge")
+                internal = k in (NOT_MULTIPLE, FRACTIONS)  # (a complement's: the user's not)
+                self.refuse("not" if internal else k, ptr,
+                            ("two complements of multipleOf (by different divisors)" if internal
+                             else "two allOf branches give it different values") + ", which "
+                            "gramask cannot merge")
         if not self.old_draft:
             merge_tuples(a, b, out, lambda kw: self.bad(kw, ptr, "must be an array of schemas"))
         # items after prefixItems on one side constrain every element on the other
@@ -484,9 +498,12 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return [v for v in values if not applies(v) or not any(t(v) for t in tests)]
     if kw == "format" and arg in FORMATS:  # (simple regexes: re reads them alike)
         return [v for v in values if not applies(v) or re.fullmatch(FORMATS[arg], v)]
-    if kw in ("multipleOf", NOT_MULTIPLE) and _positive(arg):  # exactly, as decimals
+    if kw in ("multipleOf", NOT_MULTIPLE) and _positive(arg):  # in both readings: exactly,
+        # as decimals, and as jsonschema's floats
+        want = kw == "multipleOf"
         return [v for v in values if not applies(v)
-                or is_multiple(decimal_of(v), decimal_of(arg)) == (kw == "multipleOf")]
+                or is_multiple(decimal_of(v), decimal_of(arg)) == want
+                == is_multiple_as_floats(v, arg)]
     return None
 
 

@@ -178,12 +178,13 @@ class SchemaCompilerBase:
         """A JSON string terminal: ``regex`` (over the encoded text), or, with ``spec``, the
         automaton of the decoded language it names (``regex`` then only for reading).
         ``key``: an object's key, ranked after the values (``GrammarBuilder.terminal``'s
-        ``last``). A spec that combines a pattern or format with a length can describe no
-        string at all: then a rule without alternatives, which the pruning removes."""
+        ``last``). A spec that combines a pattern or format with a length, or a pattern with
+        a format (``^x-`` and a uuid), can describe no string at
+        all: then a rule without alternatives, which the pruning removes."""
         if not spec:
             return self.b.terminal(text_regex, hint=hint, last=key)
         automaton = json.dumps(spec, sort_keys=True)
-        if "regex" in spec and ("min" in spec or "max" in spec):
+        if not key and ("regex" in spec or spec.get("match")):
             from .json_strings import spec_dfa
 
             if not spec_dfa(automaton).finals.any():

@@ -20,9 +20,14 @@ from .json_numbers import (
     MAX_NUMBER_STATES,
     decimal_lcm,
     decimal_of,
+    float_agreeing_digits,
+    float_divisor_kind,
+    float_safe_bound,
+    is_multiple_as_floats,
     multiple_spec,
     multiples_listed,
     residue_modulus,
+    small_fractions,
 )
 from .json_schema_base import (
     _ANNOTATIONS,
@@ -37,8 +42,9 @@ from .json_schema_negation import EXCEPT, FRACTIONS, NOT_MULTIPLE, NOT_PATTERN
 from .json_schema_objects import ObjectKeywords
 from .json_strings import spec_dfa
 
-# decimal bounds of numbers are compared digit by digit: a regex as long as their digits
-_MAX_FRACTION_DIGITS = 100
+# decimal bounds of numbers are compared digit by digit: a regex as long as their digits, so a
+# bound is rounded inward to this many after the point (exclusiveMinimum 0: from 1e-20 on)
+_MAX_FRACTION_DIGITS = 20
 # numbers that are no integer in either reading, exact decimals or jsonschema's floats: below
 # 1e9 in magnitude, at most 6 fraction digits, the last one not 0 (at least 1e-6 from an
 # integer, where a float's error is below 1.2e-7)
@@ -215,6 +221,13 @@ class TypeKeywords(ObjectKeywords):
         if negate and "multipleOf" in schema:
             self.refuse("not", ptr, "multipleOf beside the complement of another multipleOf is "
                                     "not supported")
+        # a float divisor: the multiples jsonschema's floats find as well (float_divisor_kind)
+        kind = (float_divisor_kind(schema[kw]) if not negate and isinstance(schema.get(kw), float)
+                and schema[kw] > 0 else "")
+        fractions = "" if kind != "integers" or integer else small_fractions(
+            schema[kw], lo, lo_incl, hi, hi_incl, limit=_MAX_LISTED, digits=_MAX_FRACTION_DIGITS)
+        if kind == "integers":  # the integers: 0.07 is no multiple of 0.01 there (and, on
+            integer = True  # numbers, the small fractions both readings take, listed)
         if schema.get(kw) is not None:
             if schema[kw] <= 0:
                 raise self.bad(kw, ptr, "must be greater than 0")
@@ -225,26 +238,33 @@ class TypeKeywords(ObjectKeywords):
                     if negate:  # every integer is a multiple
                         return ""
                     divisor = None
+        # the integers within (exactly, as Python compares an int with a bound)
+        ilo = None if lo is None else (math.ceil(lo) if lo_incl else math.floor(lo) + 1)
+        ihi = None if hi is None else (math.floor(hi) if hi_incl else math.ceil(hi) - 1)
         if integer:
-            ilo = None if lo is None else (math.ceil(lo) if lo_incl else math.floor(lo) + 1)
-            ihi = None if hi is None else (math.floor(hi) if hi_incl else math.ceil(hi) - 1)
             rx = jt.integer_range_regex(ilo, ihi)
-            if divisor is not None:
-                return self.multiples(divisor, rx, ptr, schema, integer=True,
-                                      bounds=(None if ilo is None else Decimal(ilo), True,
-                                              None if ihi is None else Decimal(ihi), True))
-            return self.b.terminal(rx, hint="INTEGER") if rx else ""
+            whole = self.multiples(divisor, rx, ptr, schema, integer=True, bounds=(
+                None if ilo is None else Decimal(ilo), True,
+                None if ihi is None else Decimal(ihi), True)) if divisor is not None else (
+                self.b.terminal(rx, hint="INTEGER") if rx else "")
+            if not fractions:
+                return whole
+            part = self.b.terminal(fractions, hint="MULTIPLES")
+            return self.rule(self.b.fresh("number"), (whole,), (part,)) if whole else part
         if lo is None and hi is None and divisor is None:
             return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
-        exact = [None if b is None else decimal_of(b) for b in (lo, hi)]
-        for kw, bound in zip(("minimum", "maximum"), exact, strict=True):
-            exponent = 0 if bound is None else bound.as_tuple().exponent
-            if isinstance(exponent, int) and -exponent > _MAX_FRACTION_DIGITS:
-                self.refuse(kw, ptr, f"bounds with more than {_MAX_FRACTION_DIGITS} digits "
-                                     f"after the decimal point are not supported ({bound})")
-                return self.b.terminal(jt.JSON_NUMBER, hint="NUMBER")
+        # bounds that hold in both readings, exact and jsonschema's floats (inclusive)
+        exact = [None if b is None else float_safe_bound(b, incl, upper=upper,
+                                                         digits=_MAX_FRACTION_DIGITS)
+                 for b, incl, upper in ((lo, lo_incl, False), (hi, hi_incl, True))]
+        lo_incl = hi_incl = True
         rx = (jt.number_range_regex(exact[0], lo_incl, exact[1], hi_incl)
               if lo is not None or hi is not None else jt.JSON_DECIMAL)
+        if ((ilo is not None and exact[0] is not None and ilo < exact[0])
+                or (ihi is not None and exact[1] is not None and ihi > exact[1])):
+            # a bound no double spells (an int past 2^53): integers up to it as well
+            whole = jt.integer_range_regex(ilo, ihi)
+            rx = f"(?:{rx}|{whole})" if rx and whole else rx or whole
         if divisor is not None:
             return self.multiples(divisor, rx, ptr, schema, integer=False,
                                   bounds=(exact[0], lo_incl, exact[1], hi_incl))
@@ -257,19 +277,33 @@ class TypeKeywords(ObjectKeywords):
         ``divisor`` (with the complement's keyword: is none), exactly: an automaton of
         residues (:mod:`.json_numbers`), or, where that is too large, a list of the multiples
         of a narrow range."""
-        shown = schema.get(NOT_MULTIPLE, schema.get("multipleOf"))
+        shown: Any = schema.get(NOT_MULTIPLE, schema.get("multipleOf"))
         if not rx:
             return ""
         negate = NOT_MULTIPLE in schema
-        spec = multiple_spec(divisor, rx, negate=negate)
+        # the complement keeps only texts short enough that jsonschema's float reading finds
+        # no multiple either (an integer's remainder by an integer is exact: no need); so do
+        # the multiples of a float that is a double exactly
+        kind = "" if negate or not isinstance(shown, float) else float_divisor_kind(shown)
+        exact_ints = integer and isinstance(shown, int)
+        digits = (max(float_agreeing_digits(shown), 0)
+                  if (negate and not exact_ints) or kind == "dyadic" else None)
+        spec = multiple_spec(divisor, rx, negate=negate, digits=digits)
         kw = "not" if negate else "multipleOf"  # (a complement's keyword: the user's not/if)
         try:
+            if kind == "listed":
+                raise GrammarError("jsonschema divides it as a double, which finds no multiple "
+                                   "where the decimal does for some texts (no automaton "
+                                   "follows that)")
             if not spec_dfa(spec).finals.any():
                 return ""
         except GrammarError as e:
             lo, lo_incl, hi, hi_incl = bounds
+            keep = None if kind != "listed" else (lambda v: is_multiple_as_floats(
+                int(v) if integer else float(v), shown))
             listed = None if lo is None or hi is None or negate else multiples_listed(
-                divisor, lo, lo_incl, hi, hi_incl, integer=integer, limit=_MAX_LISTED)
+                divisor, lo, lo_incl, hi, hi_incl, integer=integer, limit=_MAX_LISTED,
+                keep=keep)
             if listed is not None:
                 return self.b.terminal(listed, hint="MULTIPLES") if listed else ""
             self.refuse(kw, ptr, f"multipleOf {shown}{' on integers' if integer else ''}: {e}"
