@@ -75,6 +75,7 @@ class StateCosts:
             memo_size(max(64, lim.parser_states // 16)))
         self._nl_cost: dict[int, int] = {}
         self._k_by_top: dict[tuple[int, tuple[int, ...]], int] = {}
+        self._k_newline: dict[tuple[int, ...], int] = {}  # k_newline per indentation stack
         # (q, carry, parser uid) → :meth:`state_cost`: plan searches and detours ask it of
         # every chunk's state and meet the same ones again; valid while the fields it reads
         # are the same objects (:meth:`_memo_of`; they are replaced, never changed in place)
@@ -91,13 +92,17 @@ class StateCosts:
     def k_newline(self, p: PState) -> int:
         """The cost charged per newline lexeme from ``p``: the dearest of the widths a
         completion from here can use (the open levels and up to eight more)."""
-        top = p[INDENT][-1] if self.has_indent else 0
-        cap = max(top % TAB_UNIT + 8, 64)
-        bases = tuple(sorted({e - e % TAB_UNIT for e in p[INDENT]})) if self.has_indent else (0,)
-        k = self._k_by_top.get((cap, bases))
+        levels = p[INDENT] if self.has_indent else ()
+        k = self._k_newline.get(levels)  # (asked per terminal of every state priced)
         if k is None:
-            k = self._k_by_top[(cap, bases)] = max(
-                self.nl_cost(b + w) for b in bases for w in range(cap + 1))
+            top = levels[-1] if levels else 0
+            cap = max(top % TAB_UNIT + 8, 64)
+            bases = tuple(sorted({e - e % TAB_UNIT for e in levels})) if levels else (0,)
+            k = self._k_by_top.get((cap, bases))
+            if k is None:
+                k = self._k_by_top[(cap, bases)] = max(
+                    self.nl_cost(b + w) for b in bases for w in range(cap + 1))
+            self._k_newline[levels] = k
         return k
 
 
