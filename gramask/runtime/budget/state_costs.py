@@ -199,13 +199,15 @@ class StateCosts:
         vals: np.ndarray = known[states]
         missing = vals < 0
         if missing.any():
+            after: dict[int, int] = {}  # per terminal: the lexer states share its cost here
             for f in np.unique(states[missing]).tolist():
-                known[f] = self._state_bound(p, f)
+                known[f] = self._state_bound(p, f, after)
             vals = known[states]
         return vals
 
-    def _state_bound(self, p: PState, f: int) -> int:
-        """``state_costs`` of one lexer state ``f`` (with no known indentation carry)."""
+    def _state_bound(self, p: PState, f: int, after: dict[int, int]) -> int:
+        """``state_costs`` of one lexer state ``f`` (with no known indentation carry);
+        ``after``: ``after_terminal`` at ``p`` per terminal, as far as known."""
         if f == 0:
             return self.parser_cost(p)
         # The text may end right here; but where it ends in a newline lexeme whose width
@@ -216,9 +218,16 @@ class StateCosts:
         if not open_width and self.mb.complete(p, f, 0):
             return 0
         v = self.boundary_cost(f, p)[0] if self.boundary else INF
+        nl_t = self.nl_t
         for t, c in self.lex.fin_list[f]:
             if c < v:
-                v = min(v, c + self.after_finishing(f, t, p))
+                if t == nl_t:  # (its witness may hold a newline: a width of its own)
+                    v = min(v, c + self.after_finishing(f, t, p))
+                    continue
+                a = after.get(t)
+                if a is None:
+                    a = after[t] = self.after_terminal(p, t)
+                v = min(v, c + a)
         return v
 
     def state_cost(self, q: int, carry: int, p: PState) -> int:
