@@ -30,7 +30,7 @@ from ..core.earley import EXPECTED
 from ..core.indentation import BROKEN, FORMFEED, NEWLINE, TAB_UNIT
 from ..core.parse_state import ES, PUID
 from ..limits import memo_size
-from ..memo import BoundedMemo
+from ..memo import MISSING, BoundedMemo
 from .grammar_costs import Rules
 from .lexeme_costs import LexemeCosts
 from .planner import BudgetPlanner
@@ -365,6 +365,36 @@ class ContextualBudgetConstraint(Constraint[LexState]):
     # with 60 tokens left though its greedy plan ("0=0{}}\n") fits
     GREEDY_PLANS = 384
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
+
+    _walks: BoundedMemo[tuple[int, int, int, bytes], LexState | int] | None = None
+
+    def _walk(self, st: LexState, data: bytes) -> LexState | int:
+        """Memoised per (state, bytes): a budget step's group checks (witnesses, shared
+        plans' first tokens, step plans' texts) walk more than half of theirs again."""
+        memo = self._walks
+        if memo is None:
+            memo = self._walks = BoundedMemo(1 << 15)
+        key = (st[0], st[1], st[2][PUID], data)
+        r = memo.get(key, MISSING)
+        if r is MISSING:
+            r = super()._walk(st, data)
+            memo.put(key, r)
+        return r
+
+    _completes: BoundedMemo[tuple[int, int, int], bool] | None = None
+
+    def _complete(self, st: LexState) -> bool:
+        """Memoised per state: the checks ask it of four in five states again (the states
+        after a witness and a shared plan's first token)."""
+        memo = self._completes
+        if memo is None:
+            memo = self._completes = BoundedMemo(1 << 15)
+        key = (st[0], st[1], st[2][PUID])
+        r = memo.get(key)
+        if r is None:
+            r = super()._complete(st)
+            memo.put(key, r)
+        return r
 
     def _cx_planner(self) -> ContextualBudgetPlanner:
         return self._budget_planner()

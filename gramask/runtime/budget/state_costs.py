@@ -75,6 +75,7 @@ class StateCosts:
             memo_size(max(64, lim.parser_states // 16)))
         self._nl_cost: dict[int, int] = {}
         self._k_by_top: dict[tuple[int, tuple[int, ...]], int] = {}
+        self._k_newline: dict[tuple[int, ...], int] = {}  # k_newline per indentation stack
         # (q, carry, parser uid) → :meth:`state_cost`: plan searches and detours ask it of
         # every chunk's state and meet the same ones again; valid while the fields it reads
         # are the same objects (:meth:`_memo_of`; they are replaced, never changed in place)
@@ -91,13 +92,17 @@ class StateCosts:
     def k_newline(self, p: PState) -> int:
         """The cost charged per newline lexeme from ``p``: the dearest of the widths a
         completion from here can use (the open levels and up to eight more)."""
-        top = p[INDENT][-1] if self.has_indent else 0
-        cap = max(top % TAB_UNIT + 8, 64)
-        bases = tuple(sorted({e - e % TAB_UNIT for e in p[INDENT]})) if self.has_indent else (0,)
-        k = self._k_by_top.get((cap, bases))
+        levels = p[INDENT] if self.has_indent else ()
+        k = self._k_newline.get(levels)  # (asked per terminal of every state priced)
         if k is None:
-            k = self._k_by_top[(cap, bases)] = max(
-                self.nl_cost(b + w) for b in bases for w in range(cap + 1))
+            top = levels[-1] if levels else 0
+            cap = max(top % TAB_UNIT + 8, 64)
+            bases = tuple(sorted({e - e % TAB_UNIT for e in levels})) if levels else (0,)
+            k = self._k_by_top.get((cap, bases))
+            if k is None:
+                k = self._k_by_top[(cap, bases)] = max(
+                    self.nl_cost(b + w) for b in bases for w in range(cap + 1))
+            self._k_newline[levels] = k
         return k
 
 
@@ -194,13 +199,15 @@ class StateCosts:
         vals: np.ndarray = known[states]
         missing = vals < 0
         if missing.any():
+            after: dict[int, int] = {}  # per terminal: the lexer states share its cost here
             for f in np.unique(states[missing]).tolist():
-                known[f] = self._state_bound(p, f)
+                known[f] = self._state_bound(p, f, after)
             vals = known[states]
         return vals
 
-    def _state_bound(self, p: PState, f: int) -> int:
-        """``state_costs`` of one lexer state ``f`` (with no known indentation carry)."""
+    def _state_bound(self, p: PState, f: int, after: dict[int, int]) -> int:
+        """``state_costs`` of one lexer state ``f`` (with no known indentation carry);
+        ``after``: ``after_terminal`` at ``p`` per terminal, as far as known."""
         if f == 0:
             return self.parser_cost(p)
         # The text may end right here; but where it ends in a newline lexeme whose width
@@ -211,9 +218,16 @@ class StateCosts:
         if not open_width and self.mb.complete(p, f, 0):
             return 0
         v = self.boundary_cost(f, p)[0] if self.boundary else INF
+        nl_t = self.nl_t
         for t, c in self.lex.fin_list[f]:
             if c < v:
-                v = min(v, c + self.after_finishing(f, t, p))
+                if t == nl_t:  # (its witness may hold a newline: a width of its own)
+                    v = min(v, c + self.after_finishing(f, t, p))
+                    continue
+                a = after.get(t)
+                if a is None:
+                    a = after[t] = self.after_terminal(p, t)
+                v = min(v, c + a)
         return v
 
     def state_cost(self, q: int, carry: int, p: PState) -> int:

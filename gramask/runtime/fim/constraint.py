@@ -37,6 +37,7 @@ from ..core.masks import MaskBuilder
 from ..core.parse_state import BOL, DEPTH, ES, INDENT, PUID, PState
 from ..core.text_input import text_bytes
 from ..limits import check_suffix_size
+from ..memo import MISSING
 from .base import FimBase, gc_paused, prefix_meets_suffix
 from .boundary import boundary_filter, with_boundary
 from .quotient import build_quotient
@@ -70,6 +71,15 @@ class FimConstraint(FimBase[FimState]):
         return st
 
     def _walk(self, st: FimState, data: bytes) -> FimState | int:
+        """Memoised: a budget step's checks and plan searches walk a third of theirs again."""
+        key = (st[0], st[1], st[2][PUID], st[3][PUID], data)
+        r = self._walks.get(key, MISSING)
+        if r is MISSING:
+            r = self._walk_fresh(st, data)
+            self._walks.put(key, r)
+        return r
+
+    def _walk_fresh(self, st: FimState, data: bytes) -> FimState | int:
         q, carry, pq, po = st
         r1 = walk(self._b, (q, carry, pq), data, self._tab)
         if isinstance(r1, int):
@@ -145,35 +155,6 @@ class FimConstraint(FimBase[FimState]):
             memo[k] = (result,)
         return result
 
-    def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
-        """The middle's last lexeme (lexer state ``q``) continued by ``suffix[:k]`` and ended
-        there: (final lexer state, whether a newline reset the carry, width added), or None
-        if greedy lexing would not end it at ``k``. Memoised per (q, k)."""
-        key = (q, k)
-        if key in self._glue:
-            return self._glue[key]
-        s = self._suffix
-        b = self._b
-        rows = b.trans_rows
-        res: tuple[int, int, int] | None = None
-        qq = q
-        reset, width = 0, 0
-        ok = True
-        for byte in s[:k]:
-            qq = rows[qq][byte]
-            if qq < 0:
-                ok = False
-                break
-            if byte in (10, 12):
-                reset = 1
-            if byte <= 32:
-                width = advance(width, byte)
-        if ok and (qq == 0 or b.accept[qq] >= 0) and (
-                k == len(s) or qq == 0 or rows[qq][s[k]] < 0):
-            res = (qq, reset, width)
-        self._glue[key] = res
-        return res
-
     def _quotient_verdict(self, q: int, carry: int, pq: PState) -> int:
         """Can the middle end here, per the quotient (cost independent of |S|)? 0: no;
         2: yes, exactly (a branch whose assumptions about the boundary — bracket depth,
@@ -182,24 +163,18 @@ class FimConstraint(FimBase[FimState]):
         b = self._b
         adv = b.ctx.automaton.advance
         verdict = 0
-        n = len(self._suffix)
-        for br, marker, a in self._branches:
-            g = self._glue_walk(q, br.k)
-            if g is None:
-                continue
-            qq, reset, width = g
-            if qq != 0 and br.k == n and b.accept[qq] == b.continuation_t >= 0:
-                continue  # input may not end in a line continuation
+        glued = self._glued.get(q)
+        if glued is None:
+            glued = self._glued[q] = self._glued_branches(q)
+        for br, marker, a, qq, reset, width in glued:
             if a >= 0:
                 # the marker stands for the boundary lexeme (of terminal a) and the rest
-                if b.accept[qq] != a:
-                    continue
                 p2 = b.ctx.shift(pq, marker)
                 if p2 is None or p2[DEPTH] not in br.depths or not p2[ES][ACCEPTS]:
                     continue
             else:
                 c2 = width if reset else join(carry, width)
-                p2 = b.lexeme_end(pq, qq, c2, at_eof=br.k == n)
+                p2 = b.lexeme_end(pq, qq, c2, at_eof=br.k == len(self._suffix))
                 if p2 is None or p2[DEPTH] not in br.depths:
                     continue
                 es = adv(p2[ES], marker)
