@@ -19,7 +19,8 @@ state, lexer state mid-lexeme) reaches no such pair: exact — a token is refuse
 completes the parse as the contextual lexer splits it — except where the search meets more
 than ``LIMIT`` pairs, a parse past the runtime limits, the indentation newline (whose step
 needs the width) or a line continuation: there the token is allowed, as before. It walks
-every allowed token again, so only grammars that fail the cheap tests build it
+every allowed token again (in lockstep, :mod:`.contextual_walks`: the search once per
+distinct state the walks end in), so only grammars that fail the cheap tests build it
 (:func:`gramask.compiler.separable.needs_end_search`: no bundled grammar; under the
 contextual rule more bytes end a lexeme, never fewer, so what those tests let through needs
 no search).
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import LimitExceededError
+from .contextual_walks import TokenBytes, refused_walks
 from .end_search import LIMIT, EndSearch
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ class ContextualEnds(EndSearch):
     masks of one compiled grammar (its lexer-side memos are per allowed set; its verdicts
     per parser context, as fill-in-the-middle's quotient has its own parser states)."""
 
-    __slots__ = ("_lex", "_steps_memo")
+    __slots__ = ("_bytes", "_lex", "_steps_memo")
 
     def __init__(self) -> None:
         super().__init__()
@@ -57,6 +59,7 @@ class ContextualEnds(EndSearch):
         self._lex: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
         # (allowed set, kill set) → the same over every start the kill set allows
         self._steps_memo: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
+        self._bytes: tuple[Sequence[bytes], TokenBytes] | None = None  # (the vocabulary's)
 
     # ------------------------------------------------------------------ lexer side
     def _ends_from(self, rule: ContextualRule, a: int, s: int) -> frozenset[tuple[int, int]]:
@@ -170,15 +173,22 @@ class ContextualEnds(EndSearch):
     def refine(self, rule: ContextualRule, tokens: Sequence[bytes], p: PState, q: int,
                carry: int, m: np.ndarray) -> np.ndarray:
         """``m`` (the tokens the contextual masks allow at ``(p, q, carry)``) without those
-        whose walk ends where no text completes the parse; a copy where one goes."""
-        out = m
-        for t in np.flatnonzero(m).tolist():
-            data = tokens[t]
-            if not data:
-                continue
-            # (the walk asks ok_after at its end: ContextualLexer._walk_end_ok)
-            if isinstance(rule.walk((q, carry, p), data), int):
-                if out is m:
-                    out = m.copy()
-                out[t] = False
+        whose walk ends where no text completes the parse; a copy where one goes. The
+        walks go in lockstep (:mod:`.contextual_walks`: the verdict once per distinct
+        state reached), one by one where an indentation newline reads the carry."""
+        toks = np.flatnonzero(m)
+        if rule.nl_t < 0:
+            tb = self._bytes
+            if tb is None or tb[0] is not tokens:
+                tb = self._bytes = (tokens, TokenBytes(tokens))
+            toks = toks[tb[1].lens[toks] > 0]
+            gone = toks[refused_walks(rule, tb[1], toks, p, q)]
+        else:
+            # (the walk asks ok_after at its end: ContextualRule._walk_end_ok)
+            gone = np.array([t for t in toks.tolist() if tokens[t] and isinstance(
+                rule.walk((q, carry, p), tokens[t]), int)], dtype=np.int64)
+        if not gone.size:
+            return m
+        out = m.copy()
+        out[gone] = False
         return out
