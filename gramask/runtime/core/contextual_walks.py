@@ -6,11 +6,11 @@ must know, for every token a contextual mask allows, the runtime state its walk 
 (:meth:`ContextualRule.walk`) cost one Python loop per allowed token — tens of thousands
 per mask on a grammar whose names take most of the vocabulary — while the tokens reach a
 few dozen distinct end states. Here the tokens walk together, one byte position at a time,
-as NumPy arrays of lexer states, in groups that share everything else the walk carries (the
-parser state, where the last lexeme began, whether every lexeme ended so far was an ignored
-one). A group splits only where its lexemes end: the parser step is taken once per distinct
-lexer state that ends there, and the search's verdict once per distinct state a group stops
-in. It follows :meth:`ContextualRule.walk` byte for byte, so it refuses exactly the tokens
+as NumPy arrays of lexer states, each walk tagged with its group: what else the walk
+carries (the parser state, whether the last lexeme began at the first byte, whether every
+lexeme ended so far was an ignored one). Where lexemes end, the parser step is taken once
+per distinct (group, lexer state) and the walks go on in the group it leads to; where walks
+stop, the search's verdict is asked once per distinct (group, lexer state). It follows :meth:`ContextualRule.walk` byte for byte, so it refuses exactly the tokens
 that walk refuses (``tests/test_contextual_walks.py`` compares them); it is used where the
 indentation carry decides nothing (no indentation newline: the carry is then never read).
 """
@@ -30,11 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TokenBytes", "refused_walks"]
 
-# a group of walks at one byte position: (parser state, every ended lexeme was ignored,
-# the last lexeme began at the first byte, token positions, their lexer states)
-_Group = tuple["PState", bool, bool, np.ndarray, np.ndarray]
-
-
 class TokenBytes:
     """The vocabulary's bytes as one flat array: token ``t``'s byte ``k`` is
     ``flat[start[t] + k]``."""
@@ -49,83 +44,118 @@ class TokenBytes:
         self.flat = np.frombuffer(b"".join(tokens), dtype=np.uint8)
 
 
+class _Groups:
+    """The groups the walks are in: (parser state, every lexeme ended so far was an
+    ignored one, the last lexeme began at the first byte), numbered; and per group the row
+    of its allowed set in ``live``, the per-state "keeps a terminal of it alive" vectors of
+    the distinct allowed sets met."""
+
+    __slots__ = ("_ids", "_sets", "_vecs", "flags", "live", "row", "rule", "states")
+
+    def __init__(self, rule: ContextualRule) -> None:
+        self.rule = rule
+        self.states: list[PState] = []
+        self.flags: list[tuple[bool, bool]] = []
+        self.row: list[int] = []
+        self._ids: dict[tuple[int, bool, bool], int] = {}
+        self._sets: dict[int, int] = {}
+        self._vecs: list[np.ndarray] = []
+        self.live = np.zeros((0, 0), dtype=bool)
+
+    def of(self, p: PState, quiet: bool, first: bool) -> int:
+        key = (p[PUID], quiet, first)
+        g = self._ids.get(key)
+        if g is None:
+            g = self._ids[key] = len(self.states)
+            self.states.append(p)
+            self.flags.append((quiet, first))
+            a = self.rule.allowed(p)
+            r = self._sets.get(a)
+            if r is None:
+                r = self._sets[a] = len(self._vecs)
+                self._vecs.append(self.rule.live_under(a))
+            self.row.append(r)
+        return g
+
+    def alive(self, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """Per walk of groups ``g`` at lexer states ``s``: does the state keep a terminal of
+        its group's allowed set alive?"""
+        if self.live.shape[0] != len(self._vecs):  # (stacked anew where sets came)
+            self.live = np.stack(self._vecs)
+        out: np.ndarray = self.live[np.asarray(self.row, dtype=np.int64)[g], s]
+        return out
+
+
 def refused_walks(rule: ContextualRule, tb: TokenBytes, toks: np.ndarray, p: PState, q: int
                   ) -> np.ndarray:
     """Per token of ``toks`` (non-empty tokens), does :meth:`ContextualRule.walk` from
     ``(q, carry, p)`` refuse it (return an offset)? The carry is not read: only an
     indentation newline's step reads it, and a rule with one is not walked here."""
     assert rule.nl_t < 0, "the lockstep walk does not follow the indentation carry"
-    trans = rule.trans
+    trans, n_states = rule.trans, rule.trans.shape[0]
     lens, start, flat = tb.lens[toks], tb.start[toks], tb.flat
     refused = np.zeros(len(toks), dtype=bool)
-    live_under = rule.live_under
-    groups: list[tuple[int, list[_Group]]] = [
-        (0, [(p, True, True, np.arange(len(toks)), np.full(len(toks), q, dtype=np.int64))])]
-    while groups:
-        k, batch = groups.pop()
-        nxt: dict[tuple[int, bool, bool], list[tuple[PState, np.ndarray, np.ndarray]]] = {}
-        for p1, quiet, first, idx, s in batch:
-            la = live_under(rule.allowed(p1))
-            done = lens[idx] == k
-            if done.any():  # the walk's end: the verdict per distinct state
-                _ends(rule, p1, first or quiet, idx[done], s[done], refused)
-                keep = ~done
-                idx, s = idx[keep], s[keep]
+    gr = _Groups(rule)
+    idx = np.arange(len(toks))  # the walks going on, their lexer states and groups
+    s = np.full(len(toks), q, dtype=np.int64)
+    g = np.full(len(toks), gr.of(p, True, True), dtype=np.int64)
+    k = 0
+    while idx.size:
+        done = lens[idx] == k
+        if done.any():  # the walk's end: the verdict per distinct (group, state)
+            _ends(gr, n_states, idx[done], g[done], s[done], refused)
+            keep = ~done
+            idx, s, g = idx[keep], s[keep], g[keep]
             if not idx.size:
-                continue
-            b = flat[start[idx] + k]
-            nq = trans[s, b]
-            go = nq >= 0
-            go[go] = la[nq[go]]
+                break
+        b = flat[start[idx] + k]
+        nq = trans[s, b]
+        go = nq >= 0
+        go[go] = gr.alive(g[go], nq[go])
+        if go.all():
+            s = nq
+        else:  # lexemes that byte k ends: the parser step per distinct (group, state)
             dead = ~go
-            if dead.any():
-                _split(rule, p1, quiet, k, idx[dead], s[dead], b[dead], refused, nxt)
-            if go.any():
-                nxt.setdefault((p1[PUID], quiet, first), []).append((p1, idx[go], nq[go]))
-        if nxt:
-            merged: list[_Group] = []
-            for (_, quiet, first), parts in nxt.items():
-                merged.append((parts[0][0], quiet, first,
-                               np.concatenate([x[1] for x in parts]),
-                               np.concatenate([x[2] for x in parts])))
-            groups.append((k + 1, merged))
+            di, dg, b0 = idx[dead], _split(gr, n_states, k, g[dead], s[dead]), b[dead]
+            n0 = trans[0, b0]
+            on = (dg >= 0) & (n0 >= 0)
+            on[on] = gr.alive(dg[on], n0[on])
+            refused[di[~on]] = True
+            idx = np.concatenate((idx[go], di[on]))
+            s = np.concatenate((nq[go], n0[on]))
+            g = np.concatenate((g[go], dg[on]))
+        k += 1
     return refused
 
 
-def _ends(rule: ContextualRule, p: PState, whole: bool, idx: np.ndarray, s: np.ndarray,
+def _ends(gr: _Groups, n_states: int, idx: np.ndarray, g: np.ndarray, s: np.ndarray,
           refused: np.ndarray) -> None:
-    """Walks that end at parser state ``p`` in lexer states ``s``: ``_walk_end_ok`` once
-    per distinct state (state 0, no lexeme in progress, needs no check)."""
-    uniq, inv = np.unique(s, return_inverse=True)
-    ok = np.array([x == 0 or rule._walk_end_ok(p, x, whole) for x in uniq.tolist()],
-                  dtype=bool)
+    """Walks that end in groups ``g`` at lexer states ``s``: ``_walk_end_ok`` once per
+    distinct pair (state 0, no lexeme in progress, needs no check)."""
+    uniq, inv = np.unique(g * n_states + s, return_inverse=True)
+    ok = np.ones(len(uniq), dtype=bool)
+    for j, key in enumerate(uniq.tolist()):
+        gi, x = divmod(key, n_states)
+        if x:
+            quiet, first = gr.flags[gi]
+            ok[j] = gr.rule._walk_end_ok(gr.states[gi], x, first or quiet)
     refused[idx[~ok[inv]]] = True
 
 
-def _split(rule: ContextualRule, p: PState, quiet: bool, k: int, idx: np.ndarray,
-           s: np.ndarray, b: np.ndarray, refused: np.ndarray,
-           nxt: dict[tuple[int, bool, bool], list[tuple[PState, np.ndarray, np.ndarray]]]
-           ) -> None:
-    """Walks whose lexeme in progress (states ``s``) byte ``k`` (``b``) ends: the parser
-    step once per distinct state, then the next lexeme from its first byte, grouped by the
-    parser state it starts at."""
-    trans = rule.trans
-    uniq, inv = np.unique(s, return_inverse=True)
-    for j, x in enumerate(uniq.tolist()):
-        sel = inv == j
-        ids = idx[sel]
+def _split(gr: _Groups, n_states: int, k: int, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Walks in groups ``g`` whose lexeme in progress (states ``s``) byte ``k`` ends: the
+    group each goes on in (the parser step once per distinct pair), -1 where the lexeme
+    cannot end there."""
+    uniq, inv = np.unique(g * n_states + s, return_inverse=True)
+    out = np.full(len(uniq), -1, dtype=np.int64)
+    for j, key in enumerate(uniq.tolist()):
+        gi, x = divmod(key, n_states)
         if x == 0:  # no lexeme in progress, and none starts with this byte
-            refused[ids] = True
             continue
-        p2 = rule.lexeme_end(p, x, 0)
-        if p2 is None:
-            refused[ids] = True
-            continue
-        n0 = trans[0, b[sel]]
-        go = n0 >= 0
-        go[go] = rule.live_under(rule.allowed(p2))[n0[go]]
-        refused[ids[~go]] = True
-        if go.any():
+        p1 = gr.states[gi]
+        p2 = gr.rule.lexeme_end(p1, x, 0)
+        if p2 is not None:
             # (as walk: a lexeme the first byte ends leaves the rest a fresh walk from p2)
-            q2 = k == 0 or (quiet and p2 is p)
-            nxt.setdefault((p2[PUID], q2, k == 0), []).append((p2, ids[go], n0[go]))
+            quiet = gr.flags[gi][0]
+            out[j] = gr.of(p2, k == 0 or (quiet and p2 is p1), k == 0)
+    return out[inv]
