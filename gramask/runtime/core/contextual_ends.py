@@ -19,7 +19,8 @@ state, lexer state mid-lexeme) reaches no such pair: exact — a token is refuse
 completes the parse as the contextual lexer splits it — except where the search meets more
 than ``LIMIT`` pairs, a parse past the runtime limits, the indentation newline (whose step
 needs the width) or a line continuation: there the token is allowed, as before. It walks
-every allowed token again, so only grammars that fail the cheap tests build it
+every allowed token again (in lockstep, :mod:`.contextual_walks`: the search once per
+distinct state the walks end in), so only grammars that fail the cheap tests build it
 (:func:`gramask.compiler.separable.needs_end_search`: no bundled grammar; under the
 contextual rule more bytes end a lexeme, never fewer, so what those tests let through needs
 no search).
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import LimitExceededError
+from .contextual_walks import TokenBytes, refused_walks
 from .end_search import LIMIT, EndSearch
 
 if TYPE_CHECKING:
@@ -49,14 +51,17 @@ class ContextualEnds(EndSearch):
     masks of one compiled grammar (its lexer-side memos are per allowed set; its verdicts
     per parser context, as fill-in-the-middle's quotient has its own parser states)."""
 
-    __slots__ = ("_lex", "_steps_memo")
+    __slots__ = ("_bytes", "_lex", "_rows", "_steps_memo")
 
     def __init__(self) -> None:
         super().__init__()
         # (allowed set, start state) → the (winners, kill set) of the ends it can reach
         self._lex: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
-        # (allowed set, kill set) → the same over every start the kill set allows
-        self._steps_memo: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
+        # (allowed set, lexer state) → its kill set and the states it continues to
+        self._rows: dict[tuple[int, int], tuple[int, tuple[int, ...]]] = {}
+        # (allowed set, kill set) → the same over every start the kill set allows, by winners
+        self._steps_memo: dict[tuple[int, int], tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        self._bytes: tuple[Sequence[bytes], TokenBytes] | None = None  # (the vocabulary's)
 
     # ------------------------------------------------------------------ lexer side
     def _ends_from(self, rule: ContextualRule, a: int, s: int) -> frozenset[tuple[int, int]]:
@@ -66,28 +71,40 @@ class ContextualEnds(EndSearch):
         got = self._lex.get(key)
         if got is not None:
             return got
-        rows, live = rule.rows, rule.live
         out: set[tuple[int, int]] = set()
         seen = {s}
         todo = [s]
         while todo:
             x = todo.pop()
-            kill = 0
-            for b, y in enumerate(rows[x]):
-                if y >= 0 and live[y] & a:
-                    if y not in seen:
-                        seen.add(y)
-                        todo.append(y)
-                else:
-                    kill |= 1 << b
+            kill, succ = self._row_under(rule, a, x)
+            for y in succ:
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
             w = rule.winners(x, a)
             if w:
                 out.add((w, kill))
         r = self._lex[key] = frozenset(out)
         return r
 
-    def _next(self, rule: ContextualRule, a: int, kill: int) -> frozenset[tuple[int, int]]:
-        """The lexemes that can follow an end with kill set ``kill``, lexed under ``a``."""
+    def _row_under(self, rule: ContextualRule, a: int, x: int) -> tuple[int, tuple[int, ...]]:
+        """(the bytes that end a lexeme at state ``x`` lexed under ``a``, as a bit set; the
+        states the others lead to), memoised: the ends of every state of a name share
+        them."""
+        key = (a, x)
+        got = self._rows.get(key)
+        if got is None:
+            nxt = rule.trans[x]
+            go = nxt >= 0
+            go[go] = rule.live_under(a)[nxt[go]]
+            kill = int.from_bytes(np.packbits(~go, bitorder="little").tobytes(), "little")
+            got = self._rows[key] = (kill, tuple(np.unique(nxt[go]).tolist()))
+        return got
+
+    def _next(self, rule: ContextualRule, a: int, kill: int
+              ) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """The lexemes that can follow an end with kill set ``kill``, lexed under ``a``: per
+        set of winners, the kill sets of its ends (the parser steps once per set)."""
         key = (a, kill)
         got = self._steps_memo.get(key)
         if got is not None:
@@ -101,7 +118,10 @@ class ContextualEnds(EndSearch):
             s = s0[low.bit_length() - 1]
             if s >= 0 and live[s] & a:
                 out |= self._ends_from(rule, a, s)
-        r = self._steps_memo[key] = frozenset(out)
+        by_w: dict[int, list[int]] = {}
+        for w, k2 in sorted(out):
+            by_w.setdefault(w, []).append(k2)
+        r = self._steps_memo[key] = tuple((w, tuple(ks)) for w, ks in by_w.items())
         return r
 
     # ------------------------------------------------------------------ parser side
@@ -152,10 +172,11 @@ class ContextualEnds(EndSearch):
             rule, p1, self._next(rule, rule.allowed(p1), k1)))
 
     def _steps(self, rule: ContextualRule, p1: PState,
-               nexts: frozenset[tuple[int, int]]) -> Iterator[tuple[PState, int] | None]:
-        """The search's step from parser state ``p1`` over the lexemes ``nexts`` (the
-        (winners, kill set) of each) that can follow."""
-        for w, k2 in nexts:
+               nexts: tuple[tuple[int, tuple[int, ...]], ...]
+               ) -> Iterator[tuple[PState, int] | None]:
+        """The search's step from parser state ``p1`` over the lexemes ``nexts`` (per set
+        of winners, the kill sets of its ends) that can follow."""
+        for w, kills in nexts:
             if self._into_suffix(rule, p1, w):
                 yield None  # the lexeme the suffix continues: the boundary masks decide
                 return
@@ -164,21 +185,29 @@ class ContextualEnds(EndSearch):
                 yield None
                 return
             if p2 is not None:
-                yield p2, k2
+                for k2 in kills:
+                    yield p2, k2
 
     # ------------------------------------------------------------------ masks
     def refine(self, rule: ContextualRule, tokens: Sequence[bytes], p: PState, q: int,
                carry: int, m: np.ndarray) -> np.ndarray:
         """``m`` (the tokens the contextual masks allow at ``(p, q, carry)``) without those
-        whose walk ends where no text completes the parse; a copy where one goes."""
-        out = m
-        for t in np.flatnonzero(m).tolist():
-            data = tokens[t]
-            if not data:
-                continue
-            # (the walk asks ok_after at its end: ContextualLexer._walk_end_ok)
-            if isinstance(rule.walk((q, carry, p), data), int):
-                if out is m:
-                    out = m.copy()
-                out[t] = False
+        whose walk ends where no text completes the parse; a copy where one goes. The
+        walks go in lockstep (:mod:`.contextual_walks`: the verdict once per distinct
+        state reached), one by one where an indentation newline reads the carry."""
+        toks = np.flatnonzero(m)
+        if rule.nl_t < 0:
+            tb = self._bytes
+            if tb is None or tb[0] is not tokens:
+                tb = self._bytes = (tokens, TokenBytes(tokens))
+            toks = toks[tb[1].lens[toks] > 0]
+            gone = toks[refused_walks(rule, tb[1], toks, p, q)]
+        else:
+            # (the walk asks ok_after at its end: ContextualRule._walk_end_ok)
+            gone = np.array([t for t in toks.tolist() if tokens[t] and isinstance(
+                rule.walk((q, carry, p), tokens[t]), int)], dtype=np.int64)
+        if not gone.size:
+            return m
+        out = m.copy()
+        out[gone] = False
         return out

@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from ...compiler.contextual_wins import close_under, reserved_maps, terminal_threats
 from ...compiler.ignored_follows import follows_ok, ignored_follows
 from ...encoding import bits_of_rows
@@ -43,8 +45,6 @@ from .step_state import LexState
 from .terminal_sets import int_of_row
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from ...compiler.lexer import LexerDFA
     from .parse_state import ParserContext, PState
 
@@ -84,7 +84,11 @@ class ContextualRule:
         bit set, where the caller has them already (None: found here, where needed)."""
         self.ctx = ctx
         self.rows = dfa.rows()
+        self.trans = dfa.trans  # (the same as arrays: the lockstep walks of contextual_walks)
         self.live = bits_of_rows(dfa.live)
+        self._live_rows = dfa.live
+        # allowed set → per lexer state, does it keep a terminal of the set alive
+        self._live_under: BoundedMemo[int, np.ndarray] = BoundedMemo(1024)
         self.accepting = bits_of_rows(dfa.accepting)
         self.ignored_bits = int_of_row(dfa.ignored)
         # per state, what may follow the ignored lexemes it can end as (see end_ok)
@@ -122,6 +126,16 @@ class ContextualRule:
         if not self.closes:
             return self.ctx.expects(p)
         return self.close(self.ctx.expects(p))
+
+    def live_under(self, a: int) -> np.ndarray:
+        """Per lexer state: does it keep a terminal of ``a`` alive (``live[q] & a``, as a
+        vector; memoised, read only)?"""
+        r = self._live_under.get(a)
+        if r is None:
+            cols = [t for t in range(self._live_rows.shape[1]) if (a >> t) & 1]
+            r = np.asarray(self._live_rows[:, cols].any(axis=1), dtype=bool)
+            self._live_under.put(a, r)
+        return r
 
     def close(self, a: int) -> int:
         """``a`` closed under the reserved pairs (a regex brings its keywords, a keyword its

@@ -56,36 +56,49 @@ class EndSearch:
         got = memo.get(key)
         if got is not None:
             return got
-        queue = deque([(p, end)])  # breadth first: the shortest completions first
-        seen: set[tuple[int, int]] = set()
-        found = False
+        # breadth first (the shortest completions first), each pair checked as it is met:
+        # a search stops as soon as a pair it queues may finish, not after expanding the
+        # rest of that pair's level. What it meets, and so when it gives up, is unchanged:
+        # a verdict is False only where every pair reachable was met (at most LIMIT), and
+        # then both orders meet them all
+        queue = deque([(p, end)])
+        seen = {key}
+        parent: dict[tuple[int, int], tuple[int, int]] = {}
+        hit: tuple[int, int] | None = key if ctx.finish_after(p, self.next_bytes(end)) else None
+        found = hit is not None
         while queue and not found:
             p1, e1 = queue.popleft()
             key1 = (p1[PUID], e1)
-            if key1 in seen:
-                continue
-            seen.add(key1)
-            if memo.get(key1) or ctx.finish_after(p1, self.next_bytes(e1)):
-                found = True
-                break
-            if len(seen) > LIMIT:
-                self.gave_up += 1
-                found = True
-                break
             step = steps(p1, e1)
             try:
                 for nxt in step:
                     if nxt is None:
+                        found, hit = True, key1
+                        break
+                    key2 = (nxt[0][PUID], nxt[1])
+                    if key2 in seen:
+                        continue
+                    seen.add(key2)
+                    parent[key2] = key1
+                    if memo.get(key2) or ctx.finish_after(nxt[0], self.next_bytes(nxt[1])):
+                        found, hit = True, key2
+                        break
+                    if len(seen) > LIMIT:
+                        self.gave_up += 1
                         found = True
                         break
                     queue.append(nxt)
             except LimitExceededError:  # a parse too large to search through
                 self.gave_up += 1
-                found = True
+                found, hit = True, None
         if len(memo) > 100_000:
             memo.clear()
         if found:
             memo[key] = True
+            # the pairs on the way to one that completes complete too (not where it gave up)
+            while hit is not None:
+                memo[hit] = True
+                hit = parent.get(hit)
         else:  # the search was complete: nothing it met can be completed
             for k in seen:
                 memo[k] = False
