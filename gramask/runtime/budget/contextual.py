@@ -95,13 +95,23 @@ class _ContextualLexemeCosts(LexemeCosts):
         # own ends alone planned ``-0.0``: a budget of the true ``0`` was refused). The
         # clean ends stay the greedy ones: ``cost`` glues after each of them, and more
         # would make every bound worse. Plans are walked, so wider is safe here.
+        # Only states where no terminal that may be allowed beside ``t`` accepts too (none
+        # that can follow a terminal ``t`` can follow): elsewhere the parser may take both,
+        # and a plan through them misleads the route more than it helps (a nested GBNF rule
+        # then took its fallback search, slowly)
         widened: list[np.ndarray] = []
+        preds = self._preds
         for t in range(self.num_terminals):
             own = self.ends[t]
-            if self.ignored[t] or t == self.nl_t:
+            if self.ignored[t] or t == self.nl_t or preds is None:
                 widened.append(own)
                 continue
-            extra = [q for q in np.flatnonzero(self.accepting[:, t]).tolist()
+            rivals = np.zeros(self.num_terminals, dtype=bool)
+            for u in range(self.num_terminals):
+                rivals[u] = u != t and (self.ignored[u] or u == self.nl_t or any(
+                    not self.ignored[a] for a in preds[t] & preds[u]))
+            alone = ~(self.accepting[:, rivals].any(axis=1))
+            extra = [q for q in np.flatnonzero(self.accepting[:, t] & alone).tolist()
                      if all(self._glue_ok(q, b) for b in self._follows[t]
                             if b != t and not self.ignored[b] and self.spell[b])]
             widened.append(np.union1d(own, np.array(extra, dtype=np.int64)))
@@ -122,6 +132,7 @@ class _ContextualLexemeCosts(LexemeCosts):
         self.accepting = np.asarray(mb.dfa.accepting, dtype=bool)
         self._widened: frozenset[int] = frozenset()
         self._fin_ends = None
+        self._preds = preds
         super().__init__(mb, tok, preds)
         # the terminals whose own lexemes do not spell, where some other accepting state
         # does: built again with those widened (only grammars that have such a terminal)
