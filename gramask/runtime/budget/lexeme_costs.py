@@ -218,6 +218,14 @@ class LexemeCosts:
                 return sep + w
         return after
 
+    def separator_before(self, q: int, x: int) -> bytes | None:
+        """The cheapest separator with no line break that ends the lexeme at ``q`` and that
+        the byte ``x`` does not run on from (None: none does)."""
+        for sep, end in self._seps_plain:
+            if self.trans[q, sep[0]] < 0 and self.trans[end, x] < 0:
+                return sep
+        return None
+
     def _spell_after(self, q: int, b: int) -> bytes | None:
         """The shortest lexeme of ``b`` whose first byte kills the lexeme at ``q``: two
         signed integers with no ignored text between them are ``0-0``, not ``00``."""
