@@ -82,6 +82,44 @@ class _ContextualLexemeCosts(LexemeCosts):
         own = super()._clean_ends(a)
         return own if own.size else self.accepting_states(a)
 
+    _fin_ends: list[np.ndarray] | None = None  # see _widen_finish
+
+    def finish_ends(self, t: int) -> np.ndarray:
+        fe = self._fin_ends
+        return self.ends[t] if fe is None else fe[t]
+
+    def _widen_finish(self) -> None:
+        # a lexeme is finished wherever its terminal accepts and what may follow it can
+        # start: after ``a=-`` the contextual lexer reads ``-0`` as ``FLOAT`` where the
+        # parser does not take ``BARE_KEY: /[A-Za-z0-9_-]+/``, the greedy winner there (its
+        # own ends alone planned ``-0.0``: a budget of the true ``0`` was refused). The
+        # clean ends stay the greedy ones: ``cost`` glues after each of them, and more
+        # would make every bound worse. Plans are walked, so wider is safe here.
+        # Only states where no terminal that may be allowed beside ``t`` accepts too (none
+        # that can follow a terminal ``t`` can follow): elsewhere the parser may take both,
+        # and a plan through them misleads the route more than it helps (a nested GBNF rule
+        # then took its fallback search, slowly)
+        widened: list[np.ndarray] = []
+        preds = self._preds
+        for t in range(self.num_terminals):
+            own = self.ends[t]
+            if self.ignored[t] or t == self.nl_t or preds is None:
+                widened.append(own)
+                continue
+            rivals = np.zeros(self.num_terminals, dtype=bool)
+            for u in range(self.num_terminals):
+                rivals[u] = u != t and (self.ignored[u] or u == self.nl_t or any(
+                    not self.ignored[a] for a in preds[t] & preds[u]))
+            alone = ~(self.accepting[:, rivals].any(axis=1))
+            extra = [q for q in np.flatnonzero(self.accepting[:, t] & alone).tolist()
+                     if all(self._glue_ok(q, b) for b in self._follows[t]
+                            if b != t and not self.ignored[b] and self.spell[b])]
+            widened.append(np.union1d(own, np.array(extra, dtype=np.int64)))
+        self._fin_ends = widened
+        self._dist.clear()
+        self._fin_str.clear()
+        self.spell = self._spellings()
+
     def ends_as(self, states: np.ndarray, terms: list[int]) -> np.ndarray:
         # any terminal accepting there: where the parser takes ``_T2: /i[nf]?/`` and not
         # the literal ``"in"``, the contextual lexer reads ``in`` as ``_T2`` (the greedy
@@ -93,6 +131,8 @@ class _ContextualLexemeCosts(LexemeCosts):
                  preds: list[set[int]] | None = None) -> None:
         self.accepting = np.asarray(mb.dfa.accepting, dtype=bool)
         self._widened: frozenset[int] = frozenset()
+        self._fin_ends = None
+        self._preds = preds
         super().__init__(mb, tok, preds)
         # the terminals whose own lexemes do not spell, where some other accepting state
         # does: built again with those widened (only grammars that have such a terminal)
@@ -102,6 +142,7 @@ class _ContextualLexemeCosts(LexemeCosts):
             and LexemeCosts.accepting_states(self, t).size and self._spells_widened(t))
         if widen:
             self._widened = widen
+            self._fin_ends = None
             super().__init__(mb, tok, preds)
 
     def _unspelled(self, t: int) -> bool:

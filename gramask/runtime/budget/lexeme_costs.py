@@ -82,6 +82,7 @@ class LexemeCosts:
             self.ends[t] = self._closed[t]
         self._dist.clear()
         self._fin_str.clear()
+        self._widen_finish()
         # a newline lexeme can take another line (Python's blank lines belong to it)
         nl_ends = self.ends[self.nl_t] if self.nl_t >= 0 else np.zeros(0, np.int64)
         nxt = self.trans[nl_ends, 10] if nl_ends.size else np.zeros(0, np.int64)
@@ -120,6 +121,15 @@ class LexemeCosts:
         """The lexer states where a lexeme of ``t`` may end: where the greedy lexer reads it
         as ``t`` (the contextual mode's planner widens this)."""
         return np.flatnonzero(self.accept == t)
+
+    def _widen_finish(self) -> None:
+        """Hook run once the clean ends are known, before ``fin`` and ``cost`` are built
+        (the contextual mode's planner widens :meth:`finish_ends` there)."""
+
+    def finish_ends(self, t: int) -> np.ndarray:
+        """The states where a lexeme of ``t`` is finished (witnesses, spellings, ``fin``):
+        its clean ends (the contextual mode's planner widens this)."""
+        return self.ends[t]
 
     def _spellings(self) -> list[bytes | None]:
         return [
@@ -208,6 +218,14 @@ class LexemeCosts:
                 return sep + w
         return after
 
+    def separator_before(self, q: int, x: int) -> bytes | None:
+        """The cheapest separator with no line break that ends the lexeme at ``q`` and that
+        the byte ``x`` does not run on from (None: none does)."""
+        for sep, end in self._seps_plain:
+            if self.trans[q, sep[0]] < 0 and self.trans[end, x] < 0:
+                return sep
+        return None
+
     def _spell_after(self, q: int, b: int) -> bytes | None:
         """The shortest lexeme of ``b`` whose first byte kills the lexeme at ``q``: two
         signed integers with no ignored text between them are ``0-0``, not ``00``."""
@@ -229,7 +247,7 @@ class LexemeCosts:
         if d is not None:
             return d
         frontier = np.zeros(self.num_states, dtype=bool)
-        frontier[self.ends[t]] = True
+        frontier[self.finish_ends(t)] = True
         d = self.distances_to(frontier)
         self._dist[t] = d
         return d

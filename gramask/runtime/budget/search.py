@@ -314,19 +314,23 @@ class PlanSearch(BoundsRoute):
         exp = p2[ES][EXPECTED]
         for t in range(lex.num_terminals):
             if t == self.nl_t:
-                if p2[DEPTH] > 0 or (q and lex.trans[q, 10] >= 0):
+                # where a line break would run on into the lexeme at q (a newline lexeme
+                # takes blank lines), an ignored lexeme keeps them apart: a block whose
+                # only statement is a blank line is ``y\n #\n``
+                sep = b"" if not q or lex.trans[q, 10] < 0 else lex.separator_before(q, 10)
+                if p2[DEPTH] > 0 or sep is None:
                     continue
                 if not self.has_indent:
                     if (exp >> t) & 1:
-                        out.append(b"\n")
+                        out.append(sep + b"\n")
                     continue
                 top = p2[INDENT][-1] if p2[INDENT] else 0
                 lead = self.lead
                 deeper = (w for w in self.suffix_widths if w > top)
                 for width in sorted({*p2[INDENT], top + 1, top + 4, *deeper}):
-                    out.append(b"\n" + indent_text(width))
+                    out.append(sep + b"\n" + indent_text(width))
                     if 0 < lead <= width and lead % TAB_UNIT <= width % TAB_UNIT:
-                        out.append(b"\n" + indent_text(width - lead))
+                        out.append(sep + b"\n" + indent_text(width - lead))
                 continue
             if lex.ignored[t] or not (exp >> t) & 1:
                 continue

@@ -70,7 +70,9 @@ def space_pad(carry: int, level: int) -> int | None:
     """Spaces that take a line from ``carry`` to the indentation ``level`` (None: spaces
     cannot: a different number of tabs, or already past it)."""
     d = level - carry
-    return d if 0 <= d < TAB_UNIT and carry < BROKEN else None
+    # (the same tabs: spaces do not add one, ``TAB_UNIT − 5`` spaces are not a tab)
+    same_tabs = level // TAB_UNIT == carry // TAB_UNIT
+    return d if d >= 0 and same_tabs and carry < BROKEN else None
 
 
 def indent_text(level: int) -> bytes:
