@@ -109,6 +109,8 @@ class LexerDFA:
     # answers, computed once for the compiler's dead-end check and the runtime's search (the
     # adjacency is an ``object`` here: its class lives in separable, which imports this module)
     _next: dict[int, int] | None = field(default=None, init=False, repr=False, compare=False)
+    _next_alive: dict[int, int] | None = field(default=None, init=False, repr=False,
+                                               compare=False)
     _adjacency: object | None = field(default=None, init=False, repr=False, compare=False)
     # the reversed edges, kept from the build for ignored_follows (None: built from trans)
     _reverse: ReverseEdges | None = field(default=None, init=False, repr=False,

@@ -29,7 +29,7 @@ from .reach_back import BITS, ReverseEdges, reach_back
 
 __all__ = ["Adjacency", "adjacency", "all_separable", "contextual_separable", "dead_terminals",
            "follows_separable", "ignored_chains_separable",
-           "lexeme_next", "needs_end_search", "next_of", "terminal_follows"]
+           "lexeme_next", "needs_end_search", "next_alive_of", "next_of", "terminal_follows"]
 
 
 def next_of(dfa: LexerDFA) -> dict[int, int]:
@@ -38,6 +38,14 @@ def next_of(dfa: LexerDFA) -> dict[int, int]:
     got = dfa._next
     if got is None:
         got = dfa._next = lexeme_next(dfa)
+    return got
+
+
+def next_alive_of(dfa: LexerDFA) -> dict[int, int]:
+    """``lexeme_next(dfa, alive=True)``, once per automaton (as :func:`next_of`)."""
+    got = dfa._next_alive
+    if got is None:
+        got = dfa._next_alive = lexeme_next(dfa, alive=True)
     return got
 
 
@@ -142,7 +150,7 @@ def contextual_separable(dfa: LexerDFA, follows: Sequence[int | None],
     can start after it with a lexeme that runs on to an end every follower of ``c`` can start
     after (a TOML comment, one alternative of the newline terminal ``_NL``, is followed only
     by a line break: another ``_NL``, always allowed after one)."""
-    return _ends_separable(dfa, lexeme_next(dfa, alive=True), dfa.accepting, follows,
+    return _ends_separable(dfa, next_alive_of(dfa), dfa.accepting, follows,
                            nl_terminal, pt)
 
 
@@ -168,7 +176,7 @@ def ignored_chains_separable(dfa: LexerDFA, nl_terminal: int) -> bool:
     ends = ends[(ign_start[None, :] & (trans[ends] < 0)).any(axis=1)]
     if not len(ends):
         return True
-    nxt = lexeme_next(dfa, alive=True)
+    nxt = next_alive_of(dfa)
     return all(not sig & ~nxt.get(q, 0) for q in ends.tolist())
 
 

@@ -225,7 +225,6 @@ class ContextualBudgetPlanner(BudgetPlanner):
         self._live = np.asarray(mb.dfa.live, dtype=bool)  # (S, T)
         self._trans = np.asarray(mb.dfa.trans, dtype=np.int64)
         self._accepting = np.asarray(mb.dfa.accepting, dtype=bool)
-        self._live_under: dict[int, np.ndarray] = {}  # allowed set → live states under it
         self._groups: BoundedMemo[tuple[int, int, int], _Groups] = BoundedMemo(
             memo_size(mb.limits.mask_cache))
 
@@ -245,12 +244,7 @@ class ContextualBudgetPlanner(BudgetPlanner):
 
     def live_under(self, p: PState) -> np.ndarray:
         """Per lexer state: does some terminal the parser at ``p`` allows stay alive there?"""
-        a = self.cx.allowed(p)
-        r = self._live_under.get(a)
-        if r is None:
-            bits = np.array([(a >> t) & 1 for t in range(self._live.shape[1])], dtype=bool)
-            r = self._live_under[a] = np.asarray(self._live[:, bits].any(axis=1))
-        return r
+        return self.cx.live_under(self.cx.allowed(p))
 
     def group_tokens(self, q: int, p: PState, toks: np.ndarray, carry: int = 0) -> _Groups:
         """``toks`` (tokens the grammar mask allows at (q, carry, p)) grouped by the state the

@@ -43,7 +43,6 @@ from ..core.indentation import TAB_UNIT, text_carry
 from .suffix_lattice import SuffixLattice, boundary_ends, lattice_edges
 from .suffix_lexing import (
     MAX_DEPTH,
-    MAX_EXTRA_DEDENTS,
     Branch,
     assumed_bases,
     closed_bases,
@@ -94,7 +93,7 @@ class _Indenter:
             stack = (*b, w)
             if len(stack) > 1:
                 out.append(((self.ind,), stack, w))
-            out += [((self.ded,) * c, stack, w) for c in range(n_gt + MAX_EXTRA_DEDENTS + 1)]
+            out += [((self.ded,) * c, stack, w) for c in dedent_counts(n_gt, w, None)]
         # the middle closed blocks and opened none below ``w``: no level of its own assumed
         out += [((self.ind,), (*b, w), -1) for b in closed_bases(self.prefix, w, opened)]
         return out
@@ -154,7 +153,7 @@ class _Indenter:
         if s[0] == 0:
             n_gt = sum(1 for e in self.prefix if e > 0)
             out: list[Emit] = []
-            for c in dedent_counts(n_gt, 0, s[3] if s[3] >= 0 else None):
+            for c in dedent_counts(n_gt, 0, s[3]):
                 out.append((self.nl, *(self.ded,) * c))
                 if not s[2]:  # nothing significant: the middle may have ended the line
                     out.append((self.ded,) * c)
