@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .compiler.regex_features import has_category, has_lazy_repeat, parse_regex
+from .compiler.regex_features import has_category, parse_regex
 from .errors import GrammarError
 from .lark_errors import guess_line, import_error, lex_error, undefined_start, visit_error
 
@@ -207,6 +207,7 @@ class Grammar:
 
         ignore = set(ignore_tokens)
         terminals = []
+        parsed_of: list[Any] = []  # per terminal, its parsed regex (None: a string)
         for t in lark_terminals:
             pat = t.pattern
             is_string = pat.type == "str"
@@ -223,17 +224,17 @@ class Grammar:
                     is_string=is_string,
                     priority=int(t.priority),
                     ignored=t.name in ignore,
-                    first_match=has_lazy_repeat(parsed),
                     unicode_categories=unicode_categories and has_category(parsed),
                 )
             )
+            parsed_of.append(parsed)
         _check_terminals(terminals, text, source)
         # read as re matches (lark's lexers), where that can end before the longest match
         from .compiler.regex_reading import reads_first_match
 
-        terminals = [replace(t, first_match=reads_first_match(t.name, t.pattern,
-                                                               t.unicode_categories))
-                     if not t.is_string and not t.first_match else t for t in terminals]
+        terminals = [replace(t, first_match=reads_first_match(
+            t.name, t.pattern, t.unicode_categories, parsed=parsed))
+            if not t.is_string else t for t, parsed in zip(terminals, parsed_of, strict=True)]
         from .frontends.lark_ignored import swallowed_strings
 
         swallowed = swallowed_strings(lark_terminals, ignore, source)

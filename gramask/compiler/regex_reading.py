@@ -88,14 +88,20 @@ class _Regex:
     ignored: bool = False
 
 
-def reads_first_match(name: str, pattern: str, unicode_categories: bool = False) -> bool:
+_UNSET: Any = object()  # (None is a pattern re cannot parse)
+
+
+def reads_first_match(name: str, pattern: str, unicode_categories: bool = False, *,
+                      parsed: Any = _UNSET) -> bool:
     """Should regex terminal ``name`` (``pattern``) be read leftmost-first, as ``re``
     matches it (``TerminalSpec.first_match``)? Yes with a lazy repeat; else only where
     ``re``'s first match can end before the longest one (see module doc). The automata built
     to tell are kept (``terminal_dfa``'s memo), so the compile that follows reuses them. A
     terminal whose automaton cannot be built either way keeps the plain reading (its compile
-    then names what is wrong with it)."""
-    parsed = parse_regex(pattern)
+    then names what is wrong with it). ``parsed``: ``parse_regex(pattern)`` where the caller
+    has it."""
+    if parsed is _UNSET:
+        parsed = parse_regex(pattern)
     if has_lazy_repeat(parsed):
         return True
     if parsed is None or _longest_by_shape(list(parsed)):
