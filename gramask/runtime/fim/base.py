@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..core.constraint import Constraint, Explanation, TokenBudget
-from ..core.indentation import advance
 from ..core.parse_state import PUID
 from ..core.step_state import LexState, StepState
 from ..limits import memo_size
@@ -119,10 +118,6 @@ class FimBase(Constraint[F]):
         self._ends_at: dict[tuple[int, int], tuple[bool]] = (
             _ends_at if _ends_at is not None else {})
         self._alive: list[PState] = _alive if _alive is not None else []
-        # per lexer state: the branches its glue can end (:meth:`_glued_branches`)
-        self._glued: dict[int, list[tuple[Branch, int, int, int, int, int]]] = {}
-        # the basic mode's walks per (lexer state, carry, both parsers' uids, bytes)
-        self._walks: BoundedMemo[tuple[int, int, int, int, bytes], F | int] = BoundedMemo(1 << 14)
         super().__init__(qb, vocab, prefix, tab_len=tab_len, max_tokens=max_tokens,
                          budget=budget, _history=_history, _chunks=_chunks,
                          _finished=_finished, _plans=_plans)
@@ -150,46 +145,10 @@ class FimBase(Constraint[F]):
         raise NotImplementedError
 
     def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
-        """The basic mode's: the middle's last lexeme (lexer state ``q``) continued by ``suffix[:k]`` and ended
-        there: (final lexer state, whether a newline reset the carry, width added), or None
-        if greedy lexing would not end it at ``k``. Memoised per (q, k)."""
-        key = (q, k)
-        if key in self._glue:
-            return self._glue[key]
-        s = self._suffix
-        b = self._b
-        rows = b.trans_rows
-        res: tuple[int, int, int] | None = None
-        qq = q
-        reset, width = 0, 0
-        ok = True
-        for byte in s[:k]:
-            qq = rows[qq][byte]
-            if qq < 0:
-                ok = False
-                break
-            if byte in (10, 12):
-                reset = 1
-            if byte <= 32:
-                width = advance(width, byte)
-        if ok and (qq == 0 or b.accept[qq] >= 0) and (
-                k == len(s) or qq == 0 or rows[qq][s[k]] < 0):
-            res = (qq, reset, width)
-        self._glue[key] = res
-        return res
-
-    def _glued_branches(self, q: int) -> list[tuple[Branch, int, int, int, int, int]]:
-        """The basic mode's branches whose glue from lexer state ``q`` ends where they need
-        (the tests of its :meth:`_quotient_verdict` that read ``q`` alone: each verdict of a
-        new parser state redid them, about 20 per state on real suffixes), with the glue."""
-        b, n, out = self._b, len(self._suffix), []
-        for br, marker, a in self._branches:
-            g = self._glue_walk(q, br.k)
-            if g is None or (g[0] != 0 and br.k == n and b.accept[g[0]] == b.continuation_t >= 0):
-                continue  # no glue; or input may not end in a line continuation
-            if a < 0 or b.accept[g[0]] == a:
-                out.append((br, marker, a, *g))
-        return out
+        """The middle's last lexeme (lexer state ``q``) continued by ``suffix[:k]``: (final
+        lexer state, whether a newline reset the carry, width added), or None (each mode
+        says when; memoised per (q, k) in ``_glue``)."""
+        raise NotImplementedError
 
     @property
     def suffix(self) -> bytes:

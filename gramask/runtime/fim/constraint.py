@@ -38,7 +38,8 @@ from ..core.parse_state import BOL, DEPTH, ES, INDENT, PUID, PState
 from ..core.text_input import text_bytes
 from ..limits import check_suffix_size
 from ..memo import MISSING
-from .base import FimBase, gc_paused, prefix_meets_suffix
+from .base import gc_paused, prefix_meets_suffix
+from .basic_glue import BasicFimBase, FimState
 from .boundary import boundary_filter, with_boundary
 from .quotient import build_quotient
 from .suffix_lexing import Branch, lex_suffix
@@ -51,10 +52,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FimConstraint", "walk"]
 
-FimState = tuple[int, int, PState, PState]
 
 
-class FimConstraint(FimBase[FimState]):
+class FimConstraint(BasicFimBase):
     """A :class:`Constraint` for ``prefix + middle + suffix`` in the basic lexer mode; create
     it with ``CompiledGrammar.constraint(prefix=..., suffix=...)``."""
 
