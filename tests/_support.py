@@ -279,3 +279,16 @@ def budget_walk_digests(cg: gramask.CompiledGrammar, prefix: str, suffix: str | 
         c.advance(t)
         taken.append(t)
     return taken, out
+
+
+def longest_end(dfa: Any, data: bytes) -> int | None:
+    """Where a longest-match lexer ends a terminal's lexeme (its byte automaton ``dfa``) at
+    the start of ``data``."""
+    s, last = 0, None
+    for i, b in enumerate(data):
+        s = int(dfa.trans[s, b])
+        if s < 0:
+            break
+        if dfa.finals[s]:
+            last = i + 1
+    return last

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import gramask
 from gramask.compiler.regex_bytes import ByteDFA, regex_to_byte_dfa
+from tests._support import longest_end
 
 from ._support import is_program, lark_accepts
 
@@ -27,18 +28,6 @@ FIRST_MATCH = [
 ]
 PIECES = ["{-", "-}", "-", "{", "x", "\n", "/*", "*/", "*", "/", '"', "\\", "a", "b", "y", "z",
           "<!--", "-->", "#", ";"]
-
-
-def _longest_end(dfa: ByteDFA, data: bytes) -> int | None:
-    """Where a longest-match lexer ends this terminal's lexeme at the start of ``data``."""
-    s, last = 0, None
-    for i, b in enumerate(data):
-        s = int(dfa.trans[s, b])
-        if s < 0:
-            break
-        if dfa.finals[s]:
-            last = i + 1
-    return last
 
 
 @functools.cache
@@ -59,7 +48,7 @@ def _ends_as_re(pattern: str, text: str, unicode_categories: bool = False) -> No
     dfa = _dfa(pattern, True, unicode_categories)
     end = _re_end(pattern, text)
     want = None if end is None else len(text[:end].encode())
-    assert _longest_end(dfa, text.encode()) == want
+    assert longest_end(dfa, text.encode()) == want
     if text:
         m = re.match(pattern, text)
         assert dfa.matches(text.encode()) == (m is not None and m.end() == len(text))
@@ -98,7 +87,7 @@ def test_overlapping_alternatives_in_a_lazy_repeat_end_where_re_ends() -> None:
     # (the shortest match ended after the first)
     pattern, text = r"\/(\\\/|\\\\|[^\/])+?\/[imslux]*", "/\\//"
     assert _re_end(pattern, text) == 4
-    assert _longest_end(_dfa(pattern, True), text.encode()) == 4
+    assert longest_end(_dfa(pattern, True), text.encode()) == 4
 
 
 # re's zero-width protection: after an optional copy of a repeat that matched nothing, re

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import gramask
 from gramask.compiler.regex_bytes import ByteDFA, regex_to_byte_dfa
 from gramask.compiler.regex_reading import covers, reads_first_match
+from tests._support import longest_end
 
 from ._support import is_program, lark_accepts
 
@@ -28,24 +29,13 @@ def _dfa(pattern: str, first_match: bool) -> ByteDFA:
     return regex_to_byte_dfa("T", pattern, first_match)
 
 
-def _longest_end(dfa: ByteDFA, data: bytes) -> int | None:
-    s, last = 0, None
-    for i, b in enumerate(data):
-        s = int(dfa.trans[s, b])
-        if s < 0:
-            break
-        if dfa.finals[s]:
-            last = i + 1
-    return last
-
-
 def _ends_as_re(pattern: str, text: str) -> None:
     """The automaton the terminal is compiled to (read leftmost-first or not, as
     ``reads_first_match`` decides) ends a lexeme where ``re.match`` ends it."""
     dfa = _dfa(pattern, reads_first_match("T", pattern))
     m = re.match(pattern, text)
     want = len(text[:m.end()].encode()) if m is not None and m.end() else None
-    assert _longest_end(dfa, text.encode()) == want, (pattern, text)
+    assert longest_end(dfa, text.encode()) == want, (pattern, text)
 
 
 @pytest.mark.parametrize(("pattern", "differs"), [
