@@ -4,9 +4,9 @@ continuation's tokens + k let the real text through, prefix-only and fill-in-the
     PYTHONPATH=. python tools/budget_force_file.py GRAMMAR.lark DOC [DOC ...]
                         [--lexer contextual] [--fim] [--cases 12] [--ks 0,1,4] [--vocab gpt2]
 
-Each document must be in lark's language (checked first: LALR with the mode's lexer, else
-Earley); cuts are ``fim_eval``'s random spans (``--fim``) or a random point in the last 300
-characters to the end of the document; ``budget_force.py`` forces them (``force``) and counts
+Each document must be in lark's language (checked first with ``heldout_lark_check.oracle``:
+LALR with the mode's lexer, else Earley); cuts are ``fim_eval``'s random spans (``--fim``) or
+a random point in the last 300 characters to the end of the document; ``budget_force.py`` forces them (``force``) and counts
 the requests with a true token (or EOS at its end) forbidden, per k. A cut whose prefix (and
 suffix) gramask refuses at setup is counted too: lark takes the whole document.
 """
@@ -26,16 +26,9 @@ sys.path.insert(0, str(ROOT.parent))
 
 import budget_force as bf  # noqa: E402
 import fim_eval  # noqa: E402
+from heldout_lark_check import oracle  # noqa: E402
 
 import gramask  # noqa: E402
-
-
-def lark_parser(text: str, lexer: str) -> lark.Lark:
-    """lark's LALR parser with ``lexer`` where the grammar is LALR, else Earley."""
-    try:
-        return lark.Lark(text, parser="lalr", lexer=lexer)
-    except lark.exceptions.GrammarError:
-        return lark.Lark(text, parser="earley", lexer="basic" if lexer == "basic" else "dynamic")
 
 
 def tail_cases(docs: list[str], name: str, n: int, seed: int) -> list[fim_eval.FimCase]:
@@ -68,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ks = [int(x) for x in args.ks.split(",")]
     text = args.grammar.read_text()
     docs = [d.read_text() for d in args.docs]
-    parser = lark_parser(text, args.lexer)
+    parser = oracle(text, str(args.grammar.parent), args.lexer, None)[0]
     for path, doc in zip(args.docs, docs, strict=True):
         try:
             parser.parse(doc)
