@@ -243,7 +243,7 @@ class TypeKeywords(ObjectKeywords):
         ihi = None if hi is None else (math.floor(hi) if hi_incl else math.ceil(hi) - 1)
         if integer:
             rx = jt.integer_range_regex(ilo, ihi)
-            whole = self.multiples(divisor, rx, ptr, schema, integer=True, bounds=(
+            whole = self.multiples(divisor, rx, ptr, schema, integer=True, kind=kind, bounds=(
                 None if ilo is None else Decimal(ilo), True,
                 None if ihi is None else Decimal(ihi), True)) if divisor is not None else (
                 self.b.terminal(rx, hint="INTEGER") if rx else "")
@@ -267,37 +267,38 @@ class TypeKeywords(ObjectKeywords):
             rx = f"(?:{rx}|{whole})" if rx and whole else rx or whole
         if divisor is not None:
             return self.multiples(divisor, rx, ptr, schema, integer=False,
-                                  bounds=(exact[0], lo_incl, exact[1], hi_incl))
+                                  bounds=(exact[0], lo_incl, exact[1], hi_incl), kind=kind)
         return self.b.terminal(rx, hint="NUMBER_RANGE") if rx else ""
 
     def multiples(self, divisor: Decimal, rx: str, ptr: str, schema: dict[str, Any], *,
-                  integer: bool, bounds: tuple[Decimal | None, bool, Decimal | None, bool]
-                  ) -> str:
+                  integer: bool, bounds: tuple[Decimal | None, bool, Decimal | None, bool],
+                  kind: str) -> str:
         """The texts of ``rx`` (numbers without an exponent) whose value is a multiple of
         ``divisor`` (with the complement's keyword: is none), exactly: an automaton of
         residues (:mod:`.json_numbers`), or, where that is too large, a list of the multiples
-        of a narrow range."""
+        of a narrow range. ``kind``: the divisor's :func:`float_divisor_kind` ("" for an
+        int, or in a complement)."""
         shown: Any = schema.get(NOT_MULTIPLE, schema.get("multipleOf"))
         if not rx:
             return ""
         negate = NOT_MULTIPLE in schema
-        # the complement keeps only texts short enough that jsonschema's float reading finds
-        # no multiple either (an integer's remainder by an integer is exact: no need); so do
-        # the multiples of a float that is a double exactly
-        kind = "" if negate or not isinstance(shown, float) else float_divisor_kind(shown)
-        exact_ints = integer and isinstance(shown, int)
-        digits = (max(float_agreeing_digits(shown), 0)
-                  if (negate and not exact_ints) or kind == "dyadic" else None)
-        spec = multiple_spec(divisor, rx, negate=negate, digits=digits)
         kw = "not" if negate else "multipleOf"  # (a complement's keyword: the user's not/if)
-        try:
-            if kind == "listed":
-                raise GrammarError("jsonschema divides it as a double, which finds no multiple "
-                                   "where the decimal does for some texts (no automaton "
-                                   "follows that)")
-            if not spec_dfa(spec).finals.any():
-                return ""
-        except GrammarError as e:
+        why = ("jsonschema divides it as a double, which finds no multiple where the decimal "
+               "does for some texts (no automaton follows that)" if kind == "listed" else "")
+        if not why:
+            # the complement keeps only texts short enough that jsonschema's float reading
+            # finds no multiple either (an integer's remainder by an integer is exact: no
+            # need); so do the multiples of a float that is a double exactly
+            exact_ints = integer and isinstance(shown, int)
+            digits = (max(float_agreeing_digits(shown), 0)
+                      if (negate and not exact_ints) or kind == "dyadic" else None)
+            spec = multiple_spec(divisor, rx, negate=negate, digits=digits)
+            try:
+                if not spec_dfa(spec).finals.any():
+                    return ""
+            except GrammarError as e:
+                why = str(e)
+        if why:
             lo, lo_incl, hi, hi_incl = bounds
             keep = None if kind != "listed" else (lambda v: is_multiple_as_floats(
                 int(v) if integer else float(v), shown))
@@ -306,7 +307,7 @@ class TypeKeywords(ObjectKeywords):
                 keep=keep)
             if listed is not None:
                 return self.b.terminal(listed, hint="MULTIPLES") if listed else ""
-            self.refuse(kw, ptr, f"multipleOf {shown}{' on integers' if integer else ''}: {e}"
+            self.refuse(kw, ptr, f"multipleOf {shown}{' on integers' if integer else ''}: {why}"
                                  + ("" if negate else f"; bounds that hold at most "
                                     f"{_MAX_LISTED:,} multiples would list them instead"))
             return self.b.terminal(rx, hint="INTEGER" if integer else "NUMBER")
