@@ -1,8 +1,8 @@
 """JSON Schema ``multipleOf`` on numbers and integers (decimal divisors, wide bounds), against
 an exact oracle: the text's value as a ``Fraction`` divided by the divisor's, read as the
-decimal the schema spells. (``jsonschema`` divides floats: ``0.07 / 0.01`` is
-``7.000000000000001`` there, so it calls 0.07 no multiple of 0.01; gramask reads decimals
-exactly, docs/json_schema.md.) Texts are forced through compiled grammars, byte by byte and
+decimal the schema spells, and ``jsonschema``'s reading (it divides floats: ``0.07 / 0.01``
+is ``7.000000000000001`` there, so it calls 0.07 no multiple of 0.01; gramask keeps only the
+texts both readings take, docs/json_schema.md). Texts are forced through compiled grammars, byte by byte and
 through a real tokenizer; both accepted and rejected texts are checked."""
 
 from __future__ import annotations
@@ -396,3 +396,31 @@ def test_float_divisors_hold_in_jsonschemas_reading(i: int, integer: bool, k: in
 def _schema_compiled(schema_text: str) -> gramask.CompiledGrammar:
     from .test_json_schema import _compiled
     return _compiled(schema_text)
+
+
+_INT_DIVISORS = [3, 7, 4, 1, 10, 12]
+
+
+@settings(deadline=None, max_examples=150)
+@given(i=st.integers(0, len(_INT_DIVISORS) - 1), typ=st.sampled_from(["integer", "number"]),
+       negate=st.booleans(), k=st.integers(0, 10**22), zeros=st.integers(1, 3))
+def test_int_divisors_hold_for_texts_with_a_point(i: int, typ: str, negate: bool, k: int,
+                                                  zeros: int) -> None:
+    """An int divisor, a text with a point: ``jsonschema`` reads ``9007199254740993.0`` as
+    the double 9007199254740992.0 (no multiple of 3), so an integer part past 15 digits is
+    refused there; without a point the text is an int, exact at any length."""
+    d = _INT_DIVISORS[i]
+    if negate and d == 1 and typ == "integer":
+        return  # no integer is no multiple of 1: an empty schema, refused
+    inner = {"multipleOf": d}
+    schema = {"type": typ, **({"not": inner} if negate else inner)}
+    cg = _schema_compiled(json.dumps(schema))
+    for v in (k * d, k * d + 1, k):
+        for text in (str(v), f"{v}.{'0' * zeros}", f"-{v}.0"):
+            if accepts(cg, byte_ids(text)):
+                assert valid(schema, json.loads(text)), (schema, text)
+    big = 3 * 3002399751580331  # 9007199254740993, a multiple of 3 no double spells
+    cg3 = _schema_compiled(json.dumps({"type": "number", "multipleOf": 3}))
+    assert accepts(cg3, byte_ids(str(big)))
+    assert not accepts(cg3, byte_ids(f"{big}.0"))
+    assert accepts(cg3, byte_ids("999999999999999.00"))

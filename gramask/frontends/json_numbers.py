@@ -44,9 +44,23 @@ from ..compiler.regex_bytes import (
 )
 from ..errors import GrammarError
 
-__all__ = ["MAX_EXPLORED_STATES", "MAX_NUMBER_STATES", "decimal_lcm", "decimal_of",
-           "float_agreeing_digits", "float_divisor_kind", "float_safe_bound", "is_multiple", "is_multiple_as_floats", "multiple_dfa",
-           "multiple_spec", "multiples_listed", "residue_modulus", "small_fractions"]
+__all__ = [
+    "EXACT_INT_DIGITS",
+    "MAX_EXPLORED_STATES",
+    "MAX_NUMBER_STATES",
+    "decimal_lcm",
+    "decimal_of",
+    "float_agreeing_digits",
+    "float_divisor_kind",
+    "float_safe_bound",
+    "is_multiple",
+    "is_multiple_as_floats",
+    "multiple_dfa",
+    "multiple_spec",
+    "multiples_listed",
+    "residue_modulus",
+    "small_fractions",
+]
 
 # product states explored before giving up (each costs a Python step per byte class)
 MAX_EXPLORED_STATES = 2 * MAX_BYTE_STATES
@@ -151,17 +165,26 @@ def decimal_lcm(a: Decimal, b: Decimal) -> Decimal:
 
 
 def multiple_spec(divisor: Decimal, number_regex: str, *, negate: bool = False,
-                  digits: int | None = None) -> str:
+                  digits: int | None = None, point_digits: int | None = None) -> str:
     """The terminal spec (``TerminalSpec.automaton``) of the texts ``number_regex`` matches
     whose value is a multiple of ``divisor`` (``negate``: is none), and that have at most
-    ``digits`` digits where given; built by :func:`multiple_dfa`."""
+    ``digits`` digits where given, and at most ``point_digits`` before a point where they
+    have one; built by :func:`multiple_dfa`."""
     c, e = _split(divisor)
     spec: dict[str, Any] = {"multiple_of": f"{c}E{e}", "number": number_regex}
     if negate:
         spec["negate"] = True
     if digits is not None:
         spec["digits"] = digits
+    if point_digits is not None:
+        spec["point_digits"] = point_digits
     return json.dumps(spec, sort_keys=True)
+
+
+# Digits an integer part may have for its double to be the integer exactly (below 2^53): a
+# text with a point is a double to ``jsonschema``, whose remainder by an int divisor is exact
+# only then (``9007199254740993.0`` is 9007199254740992.0 there: no multiple of 3).
+EXACT_INT_DIGITS = 15
 
 
 def float_agreeing_digits(schema_divisor: int | float) -> int:
@@ -251,6 +274,23 @@ def _capped(mod: np.ndarray, finals: np.ndarray, start: int, cap: int
     return start * n, table, np.repeat(finals, n)
 
 
+def _point_capped(mod: np.ndarray, finals: np.ndarray, start: int, cap: int
+                  ) -> tuple[int, np.ndarray, np.ndarray]:
+    """The residue automaton times a count of the digits before a point: 0..``cap``, then
+    ``cap + 1`` (more, no point yet: a point is dead there), then ``cap + 2`` (a point
+    after at most ``cap``): state ``s·(cap + 3) + k``."""
+    n = cap + 3
+    count = np.empty((n, 13), dtype=np.int64)
+    k = np.arange(n)
+    count[:, :10] = np.where(k < cap + 2, np.minimum(k + 1, cap + 1), k)[:, None]
+    count[:, _DOT] = np.where(k <= cap, cap + 2, -1)
+    count[:, _MINUS] = k
+    count[:, _OTHER] = -1
+    both = (mod[:, None, :] >= 0) & (count[None, :, :] >= 0)
+    table = np.where(both, mod[:, None, :] * n + count[None, :, :], -1).reshape(-1, 13)
+    return start * n, table, np.repeat(finals, n)
+
+
 def _symbols() -> np.ndarray:
     sym = np.full(256, _OTHER, dtype=np.int64)
     sym[0x30:0x3A] = np.arange(10)
@@ -286,6 +326,9 @@ def multiple_dfa(spec: dict[str, Any], *, limit: int = MAX_EXPLORED_STATES) -> B
         mod_finals = np.append(~mod_finals, True)
     if spec.get("digits") is not None:  # times a count of the digits, up to the cap
         start, mod, mod_finals = _capped(mod, mod_finals, start, int(spec["digits"]))
+    if spec.get("point_digits") is not None:  # times a count of the integer part's digits
+        start, mod, mod_finals = _point_capped(mod, mod_finals, start,
+                                               int(spec["point_digits"]))
     rng = regex_to_byte_dfa("NUMBER", spec["number"])
     r_cls, r_class = rng.classes()
     sym = _symbols()

@@ -17,6 +17,7 @@ from .json_formats import FORMATS as _FORMATS
 from .json_formats import json_type as _json_type
 from .json_formats import listed_values
 from .json_numbers import (
+    EXACT_INT_DIGITS,
     MAX_NUMBER_STATES,
     decimal_lcm,
     decimal_of,
@@ -292,7 +293,10 @@ class TypeKeywords(ObjectKeywords):
             exact_ints = integer and isinstance(shown, int)
             digits = (max(float_agreeing_digits(shown), 0)
                       if (negate and not exact_ints) or kind == "dyadic" else None)
-            spec = multiple_spec(divisor, rx, negate=negate, digits=digits)
+            # an int divisor: a text with a point is a double, exact below 2^53 only
+            point = EXACT_INT_DIGITS if isinstance(shown, int) and digits is None else None
+            spec = multiple_spec(divisor, rx, negate=negate, digits=digits,
+                                 point_digits=point)
             try:
                 if not spec_dfa(spec).finals.any():
                     return ""
