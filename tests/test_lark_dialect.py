@@ -87,3 +87,35 @@ def test_reversed_bounds_are_refused() -> None:
 def test_large_bounded_rule_repeat_loads_quickly() -> None:
     g = gramask.Grammar.from_lark('start: x{2,50000}\nx: "a"\n')
     assert len(g.rules) < 200  # lark splits large ranges by powers of two
+
+
+# llguidance's constructs gramask does not read (grammars from llguidance's own tests), and
+# what the error must name; lark alone only said "Unexpected input"
+REFUSED = [
+    ('start: %json { "type": "string" }\n', r"%json.*line 1, column 8"),
+    ('start: "A" %regex { "substring_words": "a b" } "B"\n', r"%regex.*column 12"),
+    ('start: x\nx: %lark {\n  start: "a"\n}\n', r"%lark"),
+    ("start: <[100-200]>\n", r"token syntax <"),
+    ('start: "a" <|end|>\n', r"token syntax <"),
+    ('start: foo\nfoo[stop="",max_tokens=12]: /.*/\n',
+     r"lexeme options \[stop=\"\",max_tokens=12\] on 'foo'.*line 2"),
+    ("start: foo\nfoo[lazy]: /.*/\n", r"lexeme options \[lazy\]"),
+    ("start: ST\nST: /[a-z]+/ & /[abc]+/\n", r"intersection &.*line 2, column 14"),
+    ("start: ST\nST: /[a-d]+/ ~/(.*)ab(.*)/\n", r"negation ~"),
+    ('start: p::0\np::_: "x" %if lt(_, 3)\n', r"parametric rule"),
+]
+
+
+@pytest.mark.parametrize("text,what", REFUSED)
+def test_llguidance_constructs_are_refused_by_name(text: str, what: str) -> None:
+    with pytest.raises(GrammarError, match=what):
+        gramask.Grammar.from_lark(text)
+
+
+def test_standard_lark_like_the_refused_constructs_still_loads() -> None:
+    """``~ n``, ``%import``/``%ignore``/``%declare``, ``[optional]`` and the same characters in
+    strings, regexes and comments are lark's own."""
+    text = ('%import common.WS\n%ignore WS\n%declare _INDENT\nstart: x ~ 2 [y] "<[1]>" "&" '
+            '/~a|&|<b>|::/ z\n// x[stop=""]: %json & < ~a\nx: "x"\ny: "y"\nz: "::" -> zz\n')
+    g = gramask.Grammar.from_lark(text)
+    assert g.rules

@@ -169,14 +169,15 @@ def run_grammar(gg: gen.GenGrammar, vocab: gramask.Vocabulary,
                       "detail": f"{type(e).__name__}: {e}"})
         return
     stats["grammars"] += 1
-    smp = gen.Sampler(gg.rules, rnd)
+    smp = gen.Sampler(gg.rules, rnd, a.wide)
     samples = [s for s in (smp.sample() for _ in range(a.texts)) if s is not None]
     good = [s for s in dict.fromkeys(samples) if o.accepts(s)]
     pending: list[tuple[str, str, str]] = []
     for s in dict.fromkeys(samples):
         if s not in good:
             pending.append(("sampler", s, "XGrammar rejects a sample of the grammar's tree"))
-    muts = [gen.mutate(rnd.choice(good or [""]), rnd) for _ in range(a.texts)]
+    abc = gen.ALPHABET + (gen.WIDE_SAMPLE if a.wide else "")
+    muts = [gen.mutate(rnd.choice(good or [""]), rnd, abc) for _ in range(a.texts)]
     for t in dict.fromkeys(samples + muts):
         STAGE[0] = f"is_complete({t!r})"
         stats["texts (c)"] += 1
@@ -230,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common_args(ap, grammars=100, walks=8, texts_help="samples (and mutations) each",
                 timeout_help="seconds per grammar", out="gbnf_fuzz.jsonl")
+    ap.add_argument("--wide", action="store_true",
+                    help="wide grammars (gbnf_fuzz_gen.grammar's wide=True); seeds differ")
     a = ap.parse_args(argv)
     logging.disable(logging.WARNING)  # lexer diagnostics: expected on these grammars
     vocab = gramask.Vocabulary.bundled(a.vocab)
@@ -240,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     with a.out.open("w") as out:
         for k in range(a.grammars):
             rnd = random.Random(f"{a.seed}:{k}")
-            gg = gen.grammar(rnd)
+            gg = gen.grammar(rnd, a.wide)
             n = len(found)
             signal.signal(signal.SIGALRM, _alarm)
             signal.alarm(a.timeout)

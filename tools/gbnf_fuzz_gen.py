@@ -18,6 +18,14 @@ ALPHABET = "abcxyz019 +-*()\"\\\n]é"
 WORDS = ["a", "b", "ab", "ba", "abc", "x", "xy", "0", "1", "01", "+", "-", "*", "(", ")", " ",
          "  ", "\"", "\\", "\n", "]", "é", "aé", "if", "in", "int", "a b", "()", "--", ""]
 RANGES = [("a", "c"), ("0", "9"), ("x", "z"), (" ", "+"), ("a", "z"), ("(", "*")]
+# ``wide`` grammars (``grammar(rnd, wide=True)``) also draw on these: 2-, 3- and 4-byte
+# UTF-8, tabs and brackets, and ranges across them
+WIDE_ALPHABET = "\t[^#你😀ÿα"
+WIDE_WORDS = ["你好", "😀", "\t", "a\tb", "[x]", "^", "#", "é😀", "αβ"]
+WIDE_RANGES = [("à", "ÿ"), ("α", "ω"), ("一", "鿿"), ("😀", "🙏"), ("\t", "\n"), ("[", "^"),
+               ("é", "你")]
+_WIDE_ONLY = set(WIDE_ALPHABET + "".join(WIDE_WORDS) + "".join(a + b for a, b in WIDE_RANGES)
+                 ) - set(ALPHABET + "".join(WORDS)) - {"\t", "\n", "[", "^"}
 
 
 @dataclass(frozen=True)
@@ -67,13 +75,27 @@ def _lit_char(c: str, rnd: random.Random) -> str:
         return "\\\\"
     if c == "\n":
         return "\\n"
+    if c == "\t":
+        return "\\t"
     if c == "é":
         return rnd.choice(["é", "\\u00e9", "\\xe9"])
+    return _wide_escape(c, rnd)
+
+
+def _wide_escape(c: str, rnd: random.Random) -> str:
+    """``c`` as itself or, now and then, as a \\u or \\U escape. Only the characters of
+    wide grammars draw (old seeds keep their grammars); no \\x: XGrammar reads every hex
+    digit after it (``\\x411`` is one character), llama.cpp two."""
+    if c in _WIDE_ONLY and rnd.random() < 0.4:
+        o = ord(c)
+        return f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
     return c
 
 
-def _cls_char(c: str) -> str:
-    return {"]": "\\]", "\\": "\\\\", "\n": "\\n", "\"": "\\\""}.get(c, c)
+def _cls_char(c: str, rnd: random.Random) -> str:
+    got = {"]": "\\]", "\\": "\\\\", "\n": "\\n", "\"": "\\\"", "\t": "\\t",
+           "[": "\\[", "^": "\\^"}.get(c)
+    return _wide_escape(c, rnd) if got is None else got
 
 
 def render(n: Node, rnd: random.Random) -> str:
@@ -83,8 +105,8 @@ def render(n: Node, rnd: random.Random) -> str:
     if isinstance(n, Cls):
         # a single '-' goes last, bare: XGrammar reads ``\x2d0`` as one (longer) hex escape
         items = sorted(dict.fromkeys(n.items), key=lambda r: r == ("-", "-"))
-        body = "".join((lo if lo == "-" else _cls_char(lo)) if lo == hi
-                       else f"{_cls_char(lo)}-{_cls_char(hi)}" for lo, hi in items)
+        body = "".join((lo if lo == "-" else _cls_char(lo, rnd)) if lo == hi
+                       else f"{_cls_char(lo, rnd)}-{_cls_char(hi, rnd)}" for lo, hi in items)
         return "[" + ("^" if n.neg else "") + body + "]"
     if isinstance(n, Seq):
         return " ".join(render(x, rnd) for x in n.items)
@@ -108,25 +130,28 @@ class GenGrammar:
 
 
 class _Gen:
-    def __init__(self, rnd: random.Random, names: list[str]) -> None:
-        self.rnd, self.names, self.feats = rnd, names, set[str]()
+    def __init__(self, rnd: random.Random, names: list[str], wide: bool = False) -> None:
+        self.rnd, self.names, self.feats, self.wide = rnd, names, set[str](), wide
+        self.words, self.ranges, self.chars = ((WORDS + WIDE_WORDS, RANGES + WIDE_RANGES,
+                                                ALPHABET + WIDE_ALPHABET) if wide
+                                               else (WORDS, RANGES, ALPHABET))
 
     def atom(self, depth: int) -> Node:
         r = self.rnd.random()
         if r < 0.3:
-            return Lit(self.rnd.choice(WORDS))
+            return Lit(self.rnd.choice(self.words))
         if r < 0.6:
             items = []
             for _ in range(self.rnd.randint(1, 3)):
                 if self.rnd.random() < 0.5:
-                    items.append(self.rnd.choice(RANGES))
+                    items.append(self.rnd.choice(self.ranges))
                 else:
-                    c = self.rnd.choice(ALPHABET)
+                    c = self.rnd.choice(self.chars)
                     items.append((c, c))
             neg = self.rnd.random() < 0.3
             self.feats.add("negated class" if neg else "class")
             return Cls(tuple(items), neg)
-        if r < 0.8 or depth > 1:
+        if r < 0.8 or depth > 1 + self.wide:
             self.feats.add("reference")
             return Ref(self.rnd.choice(self.names))
         self.feats.add("group")
@@ -142,6 +167,8 @@ class _Gen:
                       (m, None, f"{{{m},}}"), (m, m + n, f"{{{m},{m + n}}}")][
             self.rnd.randrange(6)]
         self.feats.add("repeat " + ("{}" if sp.startswith("{") else sp))
+        if self.wide and sp.startswith("{") and self.rnd.random() < 0.3:
+            sp = sp.replace(",", ", ").replace("{", "{ ")  # spaces inside the braces
         return Rep(a, lo, hi, sp)
 
     def seq(self, depth: int) -> Seq:
@@ -152,11 +179,21 @@ class _Gen:
         return Alt(tuple(self.seq(depth) for _ in range(self.rnd.randint(1, 3 - (depth > 0)))))
 
 
-def grammar(rnd: random.Random) -> GenGrammar:
-    """One random grammar (not checked: XGrammar and gramask decide whether it builds)."""
+WS = Alt((Seq((Rep(Cls(((" ", " "), ("\t", "\t"), ("\n", "\n")), False), 0, None, "*"),)),))
+
+
+def grammar(rnd: random.Random, wide: bool = False) -> GenGrammar:
+    """One random grammar (not checked: XGrammar and gramask decide whether it builds).
+    ``wide``: also 2- to 4-byte characters, \\u and \\U escapes, escaped brackets in
+    classes, groups nested deeper, spaces in ``{m, n}``, a whitespace rule ``ws``, the rules
+    in any order (``root`` anywhere) with comment lines and blank lines between them."""
     names = ["root"] + [f"r{i}" for i in range(rnd.randint(0, 3))]
-    g = _Gen(rnd, names[1:] or ["root"])
-    rules = {n: g.alt(0) for n in names}
+    if wide:
+        names.append("ws")
+    g = _Gen(rnd, names[1:] or ["root"], wide)
+    rules = {n: WS if n == "ws" else g.alt(0) for n in names}
+    if wide:
+        return _wide_text(rules, g, rnd)
     lines = []
     for n, a in rules.items():
         # alternatives continued on the next line after '|' (or before it, as XGrammar
@@ -169,12 +206,35 @@ def grammar(rnd: random.Random) -> GenGrammar:
     return GenGrammar(rules, "\n".join(lines) + "\n", sorted(g.feats))
 
 
+def _wide_text(rules: dict[str, Alt], g: _Gen, rnd: random.Random) -> GenGrammar:
+    lines = []
+    for n, a in rules.items():
+        r = rnd.random()
+        sep = " |\n    " if r < 0.1 else "\n    | " if r < 0.2 else " | "
+        note = "  # a comment \"x\" [y] ::= z" if rnd.random() < 0.15 else ""
+        body = sep.join(render(s, rnd) for s in a.items)
+        lines.append(f"{n} ::= {body}{note}" if rnd.random() < 0.8 else f"{n}::={body}{note}")
+    rnd.shuffle(lines)
+    out: list[str] = []
+    for line in lines:
+        if rnd.random() < 0.2:
+            out.append(rnd.choice(["", "# a comment line", "  # indented comment ::= \"", ""]))
+        out.append(line)
+    g.feats.add("wide")
+    return GenGrammar(rules, "\n".join(out) + "\n", sorted(g.feats))
+
+
+# characters a wide grammar's classes are sampled from, beyond the narrow ones
+WIDE_SAMPLE = WIDE_ALPHABET + "ωàáèβ一鿿😁🙏[\\^"
+
+
 class Sampler:
     """Random texts of a grammar's language, drawn from its tree; ``None`` where a draw
     runs too deep (recursion) or too long."""
 
-    def __init__(self, rules: dict[str, Alt], rnd: random.Random) -> None:
+    def __init__(self, rules: dict[str, Alt], rnd: random.Random, wide: bool = False) -> None:
         self.rules, self.rnd = rules, rnd
+        self.chars = ALPHABET + "AZ#!~\t" + (WIDE_SAMPLE if wide else "")
 
     def sample(self, budget: int = 60) -> str | None:
         out: list[str] = []
@@ -189,7 +249,7 @@ class Sampler:
         if isinstance(n, Lit):
             out.append(n.text)
         elif isinstance(n, Cls):
-            cs = [c for c in ALPHABET + "AZ#!~\t" if n.has(c)]
+            cs = [c for c in self.chars if n.has(c)]
             if not cs:
                 return False
             out.append(rnd.choice(cs))
@@ -206,15 +266,15 @@ class Sampler:
         return True
 
 
-def mutate(text: str, rnd: random.Random) -> str:
+def mutate(text: str, rnd: random.Random, alphabet: str = ALPHABET) -> str:
     """One random edit: insert, delete, replace or duplicate a slice."""
     i = rnd.randint(0, len(text))
     r = rnd.random()
     if r < 0.3:
-        return text[:i] + rnd.choice(ALPHABET) + text[i:]
+        return text[:i] + rnd.choice(alphabet) + text[i:]
     if r < 0.55 and text:
         return text[:i] + text[i + 1:]
     if r < 0.8 and text:
-        return text[:i] + rnd.choice(ALPHABET) + text[i + 1:]
+        return text[:i] + rnd.choice(alphabet) + text[i + 1:]
     j = rnd.randint(i, len(text))
     return text[:j] + text[i:j] + text[j:]

@@ -10,17 +10,19 @@ stay right):
 * ``""`` (an empty string) becomes ``()``, the empty sequence, so ``a: "" | "x"`` works. In a
   terminal it still makes the terminal match the empty string, which lark refuses.
 
-Not accepted (lark reports them as syntax errors): llguidance's ``%llguidance``, ``%json``,
-``%regex`` and lexeme options (``[max_tokens=…]``, ``stop=``, ``lazy``), ``&`` / ``~`` on
-terminals, and the token syntax ``<[id]>`` — they change what a lexeme is or match vocabulary
-tokens rather than text (docs/dialects.md).
+Refused with a ``GrammarError`` that names the construct and its line (lark would only
+report a syntax error): llguidance's ``%llguidance``, ``%json``, ``%regex``, ``%lark``, ``%if``
+and other directives lark lacks, lexeme options (``x[max_tokens=…]``, ``[stop=…]``,
+``[lazy]``, ``[capture]``), ``&`` and ``~`` (intersection, negation) on terminals,
+parametric rules (``name::arg``) and the token syntax ``<[id]>`` / ``<|special|>`` — they change
+what a lexeme is or match vocabulary tokens rather than text (docs/dialects.md).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["TOKEN", "rewrite_dialect"]
+__all__ = ["TOKEN", "refuse_extensions", "rewrite_dialect"]
 
 TOKEN = re.compile(  # one item of Lark text (also read by .lark_literals)
     r"""
@@ -39,8 +41,54 @@ TOKEN = re.compile(  # one item of Lark text (also read by .lark_literals)
 _PAIR = {")": "(", "]": "["}
 
 
+# lark's own directives; any other ``%name`` is llguidance's (or a typo: lark refuses it too)
+_LARK_DIRECTIVES = {"import", "ignore", "declare", "override", "extend"}
+_OPTIONS = re.compile(r"^[ \t]*([?!]?[A-Za-z_][A-Za-z_0-9.]*)[ \t]*\[([^\]\n]*)\][ \t]*:",
+                      re.MULTILINE)
+
+
+def refuse_extensions(text: str) -> None:
+    """Raise a ``GrammarError`` naming the first llguidance construct of ``text`` that gramask
+    does not read (strings, regexes and comments are skipped)."""
+    m = _OPTIONS.search(text)
+    found: list[tuple[int, str]] = []
+    if m:
+        found.append((m.start(2) - 1, f"lexeme options [{m.group(2).strip()}] on "
+                      f"{m.group(1)!r} (llguidance's stop=, max_tokens=, lazy, capture)"))
+    items = [(t.lastgroup or "other", t.group(), t.start()) for t in TOKEN.finditer(text)]
+    for k, (kind, tok, at) in enumerate(items):
+        if kind != "other":
+            continue
+        nxt = next(((kd, tk) for kd, tk, _ in items[k + 1:] if kd not in ("space", "comment")),
+                   ("", ""))
+        if tok == "%" and nxt[0] == "name" and nxt[1] not in _LARK_DIRECTIVES:
+            found.append((at, f"llguidance's %{nxt[1]}"))
+        elif tok == "<":
+            found.append((at, "token syntax <…> (vocabulary tokens: <[id]>, <|special|>)"))
+        elif tok == "&":
+            found.append((at, "the intersection & of terminals"))
+        elif tok == "~" and not nxt[1][:1].isdigit():
+            found.append((at, "the negation ~ of a terminal"))
+        elif tok == ":" and k + 1 < len(items) and items[k + 1][1] == ":":
+            found.append((at, "a parametric rule (name::argument)"))
+        else:
+            continue
+        break
+    if found:
+        at, what = min(found)
+        from ..errors import GrammarError
+
+        line = text.count("\n", 0, at) + 1
+        column = at - (text.rfind("\n", 0, at) + 1) + 1
+        raise GrammarError(f"{what} is not supported: gramask reads Lark with the "
+                           "dialect's {m,n} and \"\" only (docs/dialects.md)",
+                           line=line, column=column)
+
+
 def rewrite_dialect(text: str) -> str:
-    """``text`` with the dialect's repetitions and empty strings in standard Lark syntax."""
+    """``text`` with the dialect's repetitions and empty strings in standard Lark syntax;
+    the llguidance constructs gramask does not read are refused (:func:`refuse_extensions`)."""
+    refuse_extensions(text)
     if "{" not in text and '""' not in text:
         return text
     out: list[str] = []  # emitted pieces
