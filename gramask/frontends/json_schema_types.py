@@ -293,10 +293,8 @@ class TypeKeywords(ObjectKeywords):
             exact_ints = integer and isinstance(shown, int)
             digits = (max(float_agreeing_digits(shown), 0)
                       if (negate and not exact_ints) or kind == "dyadic" else None)
-            # an int divisor: a text with a point is a double, exact below 2^53 only
             point = EXACT_INT_DIGITS if isinstance(shown, int) and digits is None else None
-            spec = multiple_spec(divisor, rx, negate=negate, digits=digits,
-                                 point_digits=point)
+            spec = multiple_spec(divisor, rx, negate=negate, digits=digits, point_digits=point)
             try:
                 if not spec_dfa(spec).finals.any():
                     return ""
