@@ -18,7 +18,7 @@ from gramask.compiler.pipeline import build
 from gramask.compiler.table_rows import expand_row, lazy_diff
 from gramask.compiler.tables import walk_token
 from gramask.compiler.token_walk import TokenWalker
-from gramask.runtime.core import contextual_lexer
+from gramask.runtime.core import contextual_lexer, contextual_starts
 
 from ._support import BYTES, byte_ids
 
@@ -247,3 +247,40 @@ def test_a_lazy_row_walked_again_against_another_base_gets_its_own_plan() -> Non
                 break
             ca.advance(t)
             cb.advance(t)
+
+
+@pytest.mark.parametrize("parts", [1, 4])
+def test_row0_walked_in_parts_matches_the_full_build(monkeypatch: pytest.MonkeyPatch,
+                                                      parts: int) -> None:
+    """Before row 0 of a lazy table is walked whole, a mask at a lexeme start walks only the
+    first bytes its parser state can begin a lexeme with (``{`` and blanks at the start of
+    an object), for up to ``ROW0_PARTS`` sets of them: the masks of random walks equal the
+    full build's, the first mask leaves row 0 unwalked, and past the limit it is whole."""
+    monkeypatch.setattr(contextual_starts, "ROW0_PARTS", parts)
+    vocab = _vocab()
+    schemas = [SCHEMAS[0][0], SCHEMAS[3][0], {"type": "array", "items": {"type": "string"}},
+               {"type": "string", "maxLength": 5}]
+    for k, schema in enumerate(schemas):
+        g = Grammar.from_json_schema(schema)
+        eager = build(g, vocab, progress=False)
+        lazy = build(g, vocab, progress=False, lazy=True)
+        w = lazy.tables.walker
+        assert w is not None
+        lazy.constraint().allowed()
+        # a string's lexer has blanks and '"' only, both of them allowed at the start: row 0
+        # is walked whole at once; the others begin with a few of their first bytes only
+        assert (w.row0 is None) == (k < 3)
+        rng = random.Random(k)
+        for _ in range(6):
+            ca, cb = eager.constraint(), lazy.constraint()
+            for _ in range(30):
+                ma, mb = ca.allowed(), cb.allowed()
+                assert np.array_equal(ma, mb), (schema, np.flatnonzero(ma != mb)[:10])
+                ok = [t for t in np.flatnonzero(ma).tolist() if t != vocab.eos_token_id]
+                if not ok:
+                    break
+                t = rng.choice(ok)
+                ca.advance(t)
+                cb.advance(t)
+        if parts == 1:  # a second set of first bytes walked row 0 whole
+            assert w.row0 is not None

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .tables import TokenTables
     from .token_walk import TokenWalker
 
-__all__ = ["expand_row", "group_row", "lazy_diff", "select_tokens"]
+__all__ = ["expand_row", "group_row", "lazy_diff", "row0_part", "select_tokens"]
 
 
 def expand_row(
@@ -78,6 +78,27 @@ def lazy_diff(w: TokenWalker, q: int, most: int
         idx = w.tokens_of(cont)
         keep = node >= 0
         return base, w.tokens_of(diff), idx[keep], node[keep].astype(np.int64)
+
+
+def row0_part(w: TokenWalker, first: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Row 0 of a lazily built table cut to the tokens whose first byte is in ``first``:
+    (token ids ascending, node ids), only those bytes' shared walks done; None once row 0
+    is assembled in full (read that) or where the indentation newline walks it whole.
+
+    A request's first mask, and each parser state at a lexeme start until then, needs the
+    tokens that can begin an allowed terminal only (after nothing, ``{`` and blanks; the
+    strings, numbers and words of row 0 wait until a state allows them): the others' entries
+    are false whatever their walks give (``ContextualLexer._row0_part``)."""
+    with w.lock:
+        if w.row0 is not None or w.nl_terminal >= 0:
+            return None
+        row, _ = w.ensure_shared(0, first)
+        dense = np.full(w.v, -1, dtype=np.int64)
+        bb, bs = w.by_byte, w.byte_start
+        for b in first:
+            dense[bb[bs[b]: bs[b + 1]]] = w.shared[(int(row[b]), b)]
+        idx = np.flatnonzero(dense >= 0)
+        return idx, dense[idx]
 
 
 def group_row(idx: np.ndarray, node: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

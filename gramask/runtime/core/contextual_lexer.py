@@ -34,6 +34,7 @@ from ..limits import memo_size
 from ..memo import BoundedMemo
 from .contextual_plan import SMALL, Plan, plan_nodes
 from .contextual_rule import ContextualRule
+from .contextual_starts import Row0Parts, kill_tokens
 from .contextual_trie import trie_mask
 from .earley import EXPECTED, BelowCut
 from .indentation import newline_width
@@ -116,7 +117,7 @@ class ContextualLexer(ContextualRule):
             # (lexer state, allowed terminals) → kill set: few distinct allowed sets recur
             self._kills: BoundedMemo[tuple[bytes, int], np.ndarray] = BoundedMemo(
                 memo_size(limits.row_cache))
-            self._kill_sig: dict[int, bytes] = {}  # see ``_kill``
+            self._kill_sig: dict[int, bytes] = {}  # see ``kill_tokens``
             self._kills_by_bytes: BoundedMemo[bytes, np.ndarray] = BoundedMemo(
                 memo_size(limits.row_cache))
             # (row, verdicts of its nodes) → its tokens: parser states that decide a row
@@ -132,6 +133,7 @@ class ContextualLexer(ContextualRule):
             self._rows: BoundedMemo[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
                 BoundedMemo(memo_size(limits.row_cache))
             )
+            self._row0 = Row0Parts()  # row 0 walked for the first bytes a state allows
             # (parser state, distinct tail nodes) → verdicts: the lexemes after a token's
             # first completed one meet the same parser states again and again
             self._sub: BoundedMemo[tuple[int, bytes], np.ndarray] = BoundedMemo(8192)
@@ -409,6 +411,12 @@ class ContextualLexer(ContextualRule):
         prepared once for the dozens of states whose rows are nearly the same (keyword
         prefixes inside a name), not expanded, sorted and grouped again for each."""
         assert self.tables is not None
+        w = self.tables.walker
+        part = self._row0.row(self, w, p, self._rows) if q == 0 and w is not None else None
+        if part is not None:  # (before row 0 is walked whole: see Row0Parts)
+            if self.tables.num_nodes != len(self.head):  # the walks grew it
+                self._load_nodes(self.tables)
+            return self._select(p, *part, carry)
         b = int(self.tables.row_base[q])
         key = -1 - q  # keys < 0: diffs (a lazily built table's below -S: see _lazy_diff)
         if b >= 0:
@@ -422,15 +430,19 @@ class ContextualLexer(ContextualRule):
             if nodes.size:
                 m[toks] = np.repeat(self._eval(p, key, nodes, carry), counts)
             return m
-        nodes, counts, toks = self._row(q)
+        return self._select(p, q, *self._row(q), carry)
+
+    def _select(self, p: PState, key: int, nodes: np.ndarray, counts: np.ndarray,
+                toks: np.ndarray, carry: int) -> np.ndarray:
+        """A fresh bool vector of grouped row ``key``'s tokens whose node ``p`` allows."""
         if not nodes.size:
             return np.zeros(self.vocab_size, dtype=bool)
-        ok = self._eval(p, q, nodes, carry)
-        skey = (q, ok.tobytes())
+        ok = self._eval(p, key, nodes, carry)
+        skey = (key, ok.tobytes())
         sel = self._selected.get(skey)
         if sel is None:
             sel = select_tokens(self.vocab_size, toks, counts, ok,
-                                lambda: self._full_row(q, toks))
+                                lambda: self._full_row(key, toks))
             self._selected.put(skey, sel)
         return sel.copy()
 
@@ -439,29 +451,6 @@ class ContextualLexer(ContextualRule):
         if q != 0:
             p2 = self.lexeme_end(p, q, carry)
             if p2 is not None:
-                m |= self.mask(p2, 0, 0) & self._kill(q, p)
+                m |= self.mask(p2, 0, 0) & kill_tokens(self, q, p)
         return m
-
-    def _kill(self, q: int, p: PState) -> np.ndarray:
-        """Tokens whose first byte ends the lexeme at ``q``: no terminal continues with it, or
-        none that the allowed set holds (the row's entries for those tokens are then false)."""
-        sig = self._kill_sig.get(q)
-        if sig is None:  # the classes q's bytes lead to: whole groups of states share them
-            nxt = self.trans[q]
-            sig = np.where(nxt < 0, -1, self.state_class[np.maximum(nxt, 0)]).tobytes()
-            self._kill_sig[q] = sig
-        a = self.ctx.expects(p)
-        key = (sig, a)  # all that ``cont`` depends on
-        out = self._kills.get(key)
-        if out is None:
-            nxt = self.trans[q]
-            cont = self._class_vectors(a, self._follows(p))[0]
-            dead = (nxt < 0) | ~cont[self.state_class[np.maximum(nxt, 0)]]
-            dkey = dead.tobytes()  # a few dozen distinct byte sets make every kill set
-            out = self._kills_by_bytes.get(dkey)
-            if out is None:
-                out = self._fb_ok & dead[self._fb_idx]
-                self._kills_by_bytes.put(dkey, out)
-            self._kills.put(key, out)
-        return out
 
