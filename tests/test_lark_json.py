@@ -1,0 +1,200 @@
+"""llguidance's ``%json {schema}`` in Lark grammars (gramask/frontends/lark_json.py), with the
+installed llguidance as the oracle (lark has no %json) and jsonschema for the JSON parts."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+import pytest
+
+import gramask
+from gramask.errors import GrammarError
+
+from ._support import is_program
+
+VOCAB = gramask.Vocabulary.from_tokens(
+    [bytes([c]) for c in range(32, 127)] + [b"\n", b"\t", b'{"', b'":', b"</", b"</s>"],
+    eos_token_id=100,
+)
+
+TOOL = {"type": "object", "properties": {
+    "name": {"const": "get_weather"},
+    "arguments": {"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 6},
+        "unit": {"enum": ["c", "f"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14}},
+        "required": ["city"], "additionalProperties": False}},
+    "required": ["name", "arguments"], "additionalProperties": False}
+ITEMS = {"type": "array", "items": {"type": ["integer", "boolean", "null"]}, "maxItems": 3}
+WORD = {"type": "string", "pattern": "^[a-c]{1,3}$"}
+COMPACT = {"x-guidance": {"whitespace_flexible": False}, "type": "object",
+           "properties": {"k": {"type": "boolean"}, "n": {"type": "number"}},
+           "additionalProperties": False}
+
+# (grammar, its JSON parts as regex groups over a text, the schema of each group)
+CASES: list[tuple[str, str, list[Any]]] = [
+    ('start: "<tool>" %json' + json.dumps(TOOL) + ' "</tool>"\n',
+     r"<tool>(.*)</tool>", [TOOL]),
+    # llguidance's docs example, the schema over several lines; a rule's whole body
+    ("start: TEXT | fun_call\nTEXT: /[^{](.|\\n)*/\nfun_call: %json "
+     + json.dumps(TOOL, indent=2) + "\n",
+     r"(\{.*)", [TOOL]),
+    ('start: item{1,3}\nitem: "A" %json' + json.dumps(ITEMS) + ' ";" | "B" %json '
+     + json.dumps(WORD) + ' ";"\n',
+     r"", [ITEMS, WORD]),
+    ('start: "x=" %json ' + json.dumps(COMPACT) + "\n", r"x=(.*)", [COMPACT]),
+]
+
+
+@pytest.fixture(scope="module")
+def llg() -> Any:
+    pytest.importorskip("llguidance")
+    try:
+        from tools.lark_dialect_check import LLG
+
+        return LLG()
+    except Exception as e:  # no GPT-2 tokenizer offline
+        pytest.skip(f"llguidance's tokenizer is not available: {e}")
+
+
+_CG: dict[int, gramask.CompiledGrammar] = {}
+
+
+def _compiled(i: int) -> gramask.CompiledGrammar:
+    if i not in _CG:
+        _CG[i] = gramask.compile(gramask.Grammar.from_lark(CASES[i][0]), VOCAB, cache=False,
+                                 progress=False)
+    return _CG[i]
+
+
+def _walk(cg: gramask.CompiledGrammar, rnd: random.Random, steps: int) -> str:
+    c = cg.constraint()
+    eos = cg.vocab.eos_token_id
+    for _ in range(rnd.randint(0, steps)):
+        ids = c.allowed().nonzero()[0]
+        ids = ids[ids != eos]
+        if not len(ids):
+            break
+        c.advance(int(rnd.choice(ids)))
+    for t in c.shortest_completion().token_ids:
+        c.advance(t)
+    assert c.allowed()[eos]
+    return c.data.decode()
+
+
+def _json_parts(i: int, text: str) -> list[tuple[Any, Any]]:
+    """(JSON value, schema) of each JSON part of ``text``."""
+    pattern, schemas = CASES[i][1], CASES[i][2]
+    if i == 2:  # items "A" array ";" / "B" string ";"
+        out = []
+        for m in re.finditer(r'([AB])(\[[^;]*\]|"[^"]*");', text):
+            out.append((json.loads(m.group(2)), schemas[m.group(1) == "B"]))
+        return out
+    m = re.fullmatch(pattern, text, re.S)
+    if m is None or (i == 1 and not text.startswith("{")):
+        return []
+    return [(json.loads(m.group(1)), schemas[0])]
+
+
+def _mutate(s: str, rnd: random.Random) -> str:
+    i = rnd.randint(0, len(s))
+    pool = s + ' \n{}[]",:0a'
+    k = rnd.random()
+    if k < 0.4:
+        return s[:i] + rnd.choice(pool) + s[i:]
+    if k < 0.8 and s:
+        return s[:i] + s[i + 1:]
+    return s[:i] + " " + s[i:]
+
+
+@pytest.mark.parametrize("i", range(len(CASES)))
+def test_walks_are_accepted_by_llguidance_and_jsonschema(i: int, llg: Any) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    cg = _compiled(i)
+    rnd = random.Random(i)
+    for _ in range(25):
+        text = _walk(cg, rnd, 60)
+        assert llg.verdict(CASES[i][0], text) == "accept", text
+        for value, schema in _json_parts(i, text):
+            jsonschema.validate(value, {k: v for k, v in schema.items() if k != "x-guidance"})
+
+
+SEEDS: dict[int, list[str]] = {
+    0: ['<tool>{"name":"get_weather","arguments":{"city":"Oslo"}}</tool>',
+        '<tool>{ "name" : "get_weather" ,\n "arguments": {"city": "Rome", "days": 3} }</tool>',
+        '<tool> {"name":"get_weather","arguments":{"city":"a"}}</tool>',
+        '<tool>{"name":"get_weather","arguments":{"city":"a"}} </tool>'],
+    1: ["hello {x", '{"name": "get_weather", "arguments": {"unit": "c", "city": ""}}'],
+    2: ['A[1, true];B"ab";', 'A[];A [null];', 'B"abcd";', 'A[ ]\n;'],
+    3: ['x={"k":true,"n":-1.5e3}', 'x={ "k":true}', "x={}"],
+}
+
+
+@pytest.mark.parametrize("i", range(len(CASES)))
+def test_verdicts_agree_with_llguidance(i: int, llg: Any) -> None:
+    """Whole texts (written, walked, and random edits of them): accepted, a prefix only, or
+    rejected, as llguidance says."""
+    cg = _compiled(i)
+    rnd = random.Random(100 + i)
+    texts = SEEDS[i] + [_walk(cg, rnd, 40) for _ in range(6)]
+    texts += [_mutate(rnd.choice(texts), rnd) for _ in range(40)]
+
+    def verdict(s: str) -> str:
+        try:
+            c = cg.constraint(s)
+        except gramask.InvalidPrefixError:
+            return "reject"
+        return "accept" if c.is_complete() else "prefix"
+
+    bad = [(s, llg.verdict(CASES[i][0], s), verdict(s)) for s in dict.fromkeys(texts)]
+    assert [b for b in bad if b[1] != b[2]] == []
+
+
+def test_whitespace_only_between_json_tokens() -> None:
+    cg = _compiled(0)
+    ok = '<tool>{"name":"get_weather","arguments":{"city":"x"}}</tool>'
+    assert is_program(cg, ok)
+    assert is_program(cg, ok.replace(",", " ,\t\n "))
+    assert not is_program(cg, ok.replace("<tool>", "<tool> "))
+    assert not is_program(cg, ok.replace("</tool>", " </tool>"))
+
+
+ERRORS: list[tuple[str, str]] = [
+    ('start: "a"\n\nx: "<" %json {"type": "strin"} ">"\n', r"%json at line 3.*strin.*line 3"),
+    ('start: %json {"type": "object",\n "properties": }\n',
+     r"%json: the schema is not valid JSON.*line 2"),
+    ("start: %json [1]\n", r"%json must be followed by a JSON Schema object.*line 1, column 8"),
+    ('start: "a" %json {}\n%ignore " "\n', r"%json at line 1 with %ignore"),
+    ('start: A\nA: "a" %json {}\n', r"%json in terminal A.*line 2"),
+    ('start: %json {"x-guidance": {"item_separator": ", "}}\n',
+     r"x-guidance option item_separator=', '"),
+]
+
+
+@pytest.mark.parametrize("text,what", ERRORS)
+def test_refusals_name_the_json_line(text: str, what: str) -> None:
+    with pytest.raises(GrammarError, match=what):
+        gramask.Grammar.from_lark(text)
+
+
+def test_basic_lexer_is_refused() -> None:
+    with pytest.raises(GrammarError, match="needs lexer='contextual'"):
+        gramask.Grammar.from_lark('start: "a" %json {}\n', lexer="basic")
+
+
+def test_lines_after_the_schema_keep_their_numbers() -> None:
+    text = 'start: x\nx: %json {\n  "type": "integer"\n}\ny: "a" undefined_rule\n'
+    with pytest.raises(GrammarError) as e:
+        gramask.Grammar.from_lark(text)
+    assert e.value.line == 5, str(e.value)
+
+
+def test_names_do_not_collide_with_the_host() -> None:
+    text = 'start: json0__start_1 %json {"type": "boolean"}\njson0__start_1: JSON0_WS\nJSON0_WS: "w"\n'
+    cg = gramask.compile(gramask.Grammar.from_lark(text), VOCAB, cache=False, progress=False)
+    assert is_program(cg, "wtrue")
+    assert not is_program(cg, "w true")
+
