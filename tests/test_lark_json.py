@@ -33,6 +33,8 @@ WORD = {"type": "string", "pattern": "^[a-c]{1,3}$"}
 COMPACT = {"x-guidance": {"whitespace_flexible": False}, "type": "object",
            "properties": {"k": {"type": "boolean"}, "n": {"type": "number"}},
            "additionalProperties": False}
+COMPACT_ITEMS = {"x-guidance": {"whitespace_flexible": False}, "type": "array",
+                 "items": {"type": "integer"}, "maxItems": 2}
 
 # (grammar, its JSON parts as regex groups over a text, the schema of each group)
 CASES: list[tuple[str, str, list[Any]]] = [
@@ -46,6 +48,8 @@ CASES: list[tuple[str, str, list[Any]]] = [
      + json.dumps(WORD) + ' ";"\n',
      r"", [ITEMS, WORD]),
     ('start: "x=" %json ' + json.dumps(COMPACT) + "\n", r"x=(.*)", [COMPACT]),
+    # two compact parts with nothing between: no whitespace there either
+    ("start: x{1,3}\nx: %json " + json.dumps(COMPACT_ITEMS) + "\n", r"", [COMPACT_ITEMS]),
 ]
 
 
@@ -93,6 +97,12 @@ def _json_parts(i: int, text: str) -> list[tuple[Any, Any]]:
         for m in re.finditer(r'([AB])(\[[^;]*\]|"[^"]*");', text):
             out.append((json.loads(m.group(2)), schemas[m.group(1) == "B"]))
         return out
+    if i == 4:  # values one after the other
+        out, at = [], 0
+        while at < len(text):
+            value, at = json.JSONDecoder().raw_decode(text, at)
+            out.append((value, schemas[0]))
+        return out
     m = re.fullmatch(pattern, text, re.S)
     if m is None or (i == 1 and not text.startswith("{")):
         return []
@@ -130,6 +140,7 @@ SEEDS: dict[int, list[str]] = {
     1: ["hello {x", '{"name": "get_weather", "arguments": {"unit": "c", "city": ""}}'],
     2: ['A[1, true];B"ab";', 'A[];A [null];', 'B"abcd";', 'A[ ]\n;'],
     3: ['x={"k":true,"n":-1.5e3}', 'x={ "k":true}', "x={}"],
+    4: ["[][1,2]", "[] []", "[1][2][3]", "[1, 2]"],
 }
 
 
@@ -171,6 +182,12 @@ ERRORS: list[tuple[str, str]] = [
     ('start: A\nA: "a" %json {}\n', r"%json in terminal A.*line 2"),
     ('start: %json {"x-guidance": {"item_separator": ", "}}\n',
      r"x-guidance option item_separator=', '"),
+    # llguidance merges two JSON parts' lexeme classes and takes whitespace between them
+    ('start: %json {"type": "integer"} x\nx: %json {"type": "integer"}\n',
+     r"%json at line 2 can follow %json at line 1 with nothing between"),
+    ('start: x+\nx: %json {"type": "array"}\n', r"%json at line 2 can follow %json at line 2"),
+    ('start: a b\na: "x" %json {}?\nb: (c | %json {}) "y"\nc: "c"\n',
+     r"%json at line 3 can follow %json at line 2"),
 ]
 
 

@@ -9,7 +9,9 @@ accepts, and what is read here alike (checked with llguidance as the oracle, tes
   after the last: ``"<t>" %json{…} "</t>"`` takes ``<t>{ "a" : 1 }</t>``, not ``<t> {"a":1}</t>``;
 * the host grammar's ``%ignore`` does not apply inside the JSON part, before it, but after it.
   gramask's ignored terminals apply at every lexeme boundary, so a grammar with both ``%json``
-  and ``%ignore`` is refused rather than read with another language.
+  and ``%ignore`` is refused rather than read with another language;
+* two JSON parts with no lexeme between share their whitespace (``%json{…} %json{…}`` reads
+  ``1 2``); refused where either takes whitespace, read where neither does.
 
 How: :func:`cut_json` replaces each ``%json {…}`` by a placeholder terminal before lark loads
 the text; :func:`splice_json` compiles each schema with the JSON Schema frontend (compact, its
@@ -127,6 +129,7 @@ def splice_json(grammar: Any, parts: list[JsonPart]) -> Any:
             "ignored terminals apply everywhere", line=parts[0].line)
     terminals = list(grammar.terminals)
     rules = list(grammar.rules)
+    _refuse_adjacent(rules, parts, grammar.source)
     used = {t.name for t in terminals} | {r.lhs for r in rules}
     for part in parts:
         for t in terminals:
@@ -136,13 +139,55 @@ def splice_json(grammar: Any, parts: list[JsonPart]) -> Any:
                     "item, not part of a terminal", line=part.line, column=part.column,
                     name=t.name)
         jterms, jrules, jstart = _json_grammar(part, grammar.source, used)
-        k = next(i for i, t in enumerate(terminals) if t.name == part.placeholder)
+        k = next((i for i, t in enumerate(terminals) if t.name == part.placeholder), -1)
+        if k < 0:  # (in a rule nothing reaches)
+            continue
         proto = terminals[k]
         terminals[k:k + 1] = [replace(proto, **{**_TERMINAL_DEFAULTS, **t}) for t in jterms]
         rules = [replace(r, rhs=tuple(jstart if s == part.placeholder else s for s in r.rhs))
                  for r in rules]
         rules += [replace(rules[0], lhs=lhs, rhs=rhs) for lhs, rhs in jrules]
     return replace(grammar, terminals=tuple(terminals), rules=tuple(rules))
+
+
+def _refuse_adjacent(rules: list[Any], parts: list[JsonPart], source: str) -> None:
+    """Refuse a JSON part that can follow another with no lexeme between, either with
+    whitespace: llguidance merges the two lexeme classes and takes whitespace between them
+    (``%json{…} %json{…}`` reads ``1 2``), which no rule here spells out."""
+    of = {p.placeholder: p for p in parts}
+    flexible = {p.placeholder for p in parts if _options(p, source)[1]}
+    nullable: set[str] = set()
+    ends: dict[str, set[str]] = {p: {p} for p in of}  # the JSON parts a symbol can end with
+    begins: dict[str, set[str]] = {p: {p} for p in of}
+    grew = True
+    while grew:
+        grew = False
+        for r in rules:
+            if r.lhs not in nullable and all(x in nullable for x in r.rhs):
+                nullable.add(r.lhs)
+                grew = True
+            for side, seq in ((ends, r.rhs[::-1]), (begins, r.rhs)):
+                got = side.setdefault(r.lhs, set())
+                for x in seq:
+                    if not side.get(x, set()) <= got:
+                        got |= side[x]
+                        grew = True
+                    if x not in nullable:
+                        break
+    for r in rules:
+        for i, x in enumerate(r.rhs):
+            for y in r.rhs[i + 1:]:
+                pairs = [(a, b) for a in ends.get(x, ()) for b in begins.get(y, ())
+                         if a in flexible or b in flexible]
+                if pairs:
+                    a, b = of[pairs[0][0]], of[pairs[0][1]]
+                    raise GrammarError(
+                        f"{source}: %json at line {b.line} can follow %json at line {a.line} "
+                        "with nothing between: llguidance then takes whitespace between the "
+                        "two JSON values, which gramask does not read (put a literal between "
+                        "them, or use one %json with an array)", line=b.line, column=b.column)
+                if y not in nullable:
+                    break
 
 
 def _json_grammar(part: JsonPart, source: str, used: set[str]
