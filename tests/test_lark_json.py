@@ -127,9 +127,24 @@ def test_walks_are_accepted_by_llguidance_and_jsonschema(i: int, llg: Any) -> No
     rnd = random.Random(i)
     for _ in range(25):
         text = _walk(cg, rnd, 60)
-        assert llg.verdict(CASES[i][0], text) == "accept", text
+        if llg.verdict(CASES[i][0], text) != "accept":
+            assert _ESCAPE_DIFFERENCE.search(text), text  # only what the docs say
         for value, schema in _json_parts(i, text):
             jsonschema.validate(value, {k: v for k, v in schema.items() if k != "x-guidance"})
+
+
+# the one known difference (docs/dialects.md): gramask's JSON Schema frontend takes every JSON
+# escape; llguidance by default no \/ and \u only for control characters
+_ESCAPE_DIFFERENCE = re.compile(r"\\/|\\u(?!00[01]|007[fF])")
+
+
+def test_the_known_escape_difference(llg: Any) -> None:
+    grammar = 'start: "<" %json {"type": "string"} ">"\n'
+    cg = gramask.compile(gramask.Grammar.from_lark(grammar), VOCAB, cache=False, progress=False)
+    for text in ['<"\\u00e9">', '<"\\/">']:
+        assert _ESCAPE_DIFFERENCE.search(text)
+        assert is_program(cg, text) and llg.verdict(grammar, text) == "reject"
+    assert is_program(cg, '<"\\u001f">') and llg.verdict(grammar, '<"\\u001f">') == "accept"
 
 
 SEEDS: dict[int, list[str]] = {
