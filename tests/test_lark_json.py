@@ -35,6 +35,14 @@ COMPACT = {"x-guidance": {"whitespace_flexible": False}, "type": "object",
            "additionalProperties": False}
 COMPACT_ITEMS = {"x-guidance": {"whitespace_flexible": False}, "type": "array",
                  "items": {"type": "integer"}, "maxItems": 2}
+# llguidance's separators (its own tests: test_json_x_guidance.rs), regexes
+SPACED = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {
+    "type": "array", "items": {"type": "integer"}}}, "required": ["a"],
+    "additionalProperties": False, "x-guidance": {
+    "item_separator": ", ", "key_separator": ": ", "whitespace_flexible": False}}
+LOOSE = {**SPACED, "x-guidance": {"item_separator": r"\s{0,2},\s{0,2}",
+                                  "key_separator": r"\s{0,2}:\s{0,2}",
+                                  "whitespace_flexible": False}}
 
 # (grammar, its JSON parts as regex groups over a text, the schema of each group)
 CASES: list[tuple[str, str, list[Any]]] = [
@@ -50,6 +58,8 @@ CASES: list[tuple[str, str, list[Any]]] = [
     ('start: "x=" %json ' + json.dumps(COMPACT) + "\n", r"x=(.*)", [COMPACT]),
     # two compact parts with nothing between: no whitespace there either
     ("start: x{1,3}\nx: %json " + json.dumps(COMPACT_ITEMS) + "\n", r"", [COMPACT_ITEMS]),
+    ('start: "<" %json ' + json.dumps(SPACED) + ' ">"\n', r"<(.*)>", [SPACED]),
+    ('start: "<" %json ' + json.dumps(LOOSE) + ' ">"\n', r"<(.*)>", [LOOSE]),
 ]
 
 
@@ -156,6 +166,8 @@ SEEDS: dict[int, list[str]] = {
     2: ['A[1, true];B"ab";', 'A[];A [null];', 'B"abcd";', 'A[ ]\n;'],
     3: ['x={"k":true,"n":-1.5e3}', 'x={ "k":true}', "x={}"],
     4: ["[][1,2]", "[] []", "[1][2][3]", "[1, 2]"],
+    5: ['<{"a": 1, "b": [1, 2]}>', '<{"a":1}>', '<{"a": 1,"b": []}>', '<{ "a": 1}>'],
+    6: ['<{"a"  :  1 , "b":[1 ,  2]}>', '<{"a":1,   "b":[]}>', '<{"a":\n1}>', '<{"a": 1}>'],
 }
 
 
@@ -195,8 +207,10 @@ ERRORS: list[tuple[str, str]] = [
     ("start: %json [1]\n", r"%json must be followed by a JSON Schema object.*line 1, column 8"),
     ('start: "a" %json {}\n%ignore " "\n', r"%json at line 1 with %ignore"),
     ('start: A\nA: "a" %json {}\n', r"%json in terminal A.*line 2"),
-    ('start: %json {"x-guidance": {"item_separator": ", "}}\n',
-     r"x-guidance option item_separator=', '"),
+    ('start: %json {"x-guidance": {"whitespace_pattern": " +"}}\n',
+     r"x-guidance option whitespace_pattern=' \+' is not supported"),
+    ('start: %json {"x-guidance": {"item_separator": " *"}}\n',
+     r"x-guidance item_separator ' \*' matches the empty string"),
     # llguidance merges two JSON parts' lexeme classes and takes whitespace between them
     ('start: %json {"type": "integer"} x\nx: %json {"type": "integer"}\n',
      r"%json at line 2 can follow %json at line 1 with nothing between"),

@@ -25,6 +25,7 @@ host's everywhere (a host ``/[^<]+/`` would swallow ``{"a"``), which is no langu
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from itertools import product
 from typing import Any
@@ -196,7 +197,7 @@ def _json_grammar(part: JsonPart, source: str, used: set[str]
     which grows) and start."""
     from .json_schema import JsonSchemaOptions, grammar_from_json_schema
 
-    schema, flexible, lenient = _options(part, source)
+    schema, flexible, lenient, separators = _options(part, source)
     try:
         g = grammar_from_json_schema(
             schema, JsonSchemaOptions(whitespace="compact", lenient=lenient))
@@ -216,6 +217,10 @@ def _json_grammar(part: JsonPart, source: str, used: set[str]
         return names[name]
 
     terms = [{**t, "name": fresh(t["name"], True), "is_string": False} for t in g.terminals]
+    for t in terms:  # the frontend's "," and ":" are the item and key separators
+        sep = separators.get(t["pattern"]) if t["pattern"] in (",", ":") else None
+        if sep is not None:
+            t.update(pattern=sep, unicode_categories=True)  # (Rust's \s, \d are Unicode)
     rules = [(fresh(r.lhs, False), tuple(names.get(s) or fresh(s, False) for s in r.rhs))
              for r in g.rules]
     start = names[g.start]
@@ -271,22 +276,40 @@ def _without_empty(rules: list[tuple[str, tuple[str, ...]]], source: str
         kept = left
 
 
-def _options(part: JsonPart, source: str) -> tuple[Any, bool, bool]:
-    """The schema without ``x-guidance``, and its whitespace_flexible and lenient."""
+def _options(part: JsonPart, source: str) -> tuple[Any, bool, bool, dict[str, str]]:
+    """The schema without ``x-guidance``; its whitespace_flexible and lenient; the regexes
+    its item_separator and key_separator put for ``,`` and ``:`` (where not the defaults)."""
     schema = part.schema
     if not isinstance(schema, dict) or "x-guidance" not in schema:
-        return schema, True, False
+        return schema, True, False, {}
     schema = {k: v for k, v in schema.items() if k != "x-guidance"}
     opts = part.schema["x-guidance"]
     if not isinstance(opts, dict):
         opts = {"x-guidance": opts}
+    separators: dict[str, str] = {}
     for key, value in opts.items():
         if key in ("whitespace_flexible", "lenient") and isinstance(value, bool):
+            continue
+        if key in ("item_separator", "key_separator") and isinstance(value, str):
+            try:
+                empty = re.fullmatch(value, "") is not None
+            except re.error as e:
+                raise GrammarError(f"{source}: %json at line {part.line}: x-guidance {key} "
+                                   f"{value!r} is not a regex: {e}", line=part.line,
+                                   column=part.column) from None
+            if empty:
+                raise GrammarError(f"{source}: %json at line {part.line}: x-guidance {key} "
+                                   f"{value!r} matches the empty string", line=part.line,
+                                   column=part.column)
+            if value != _X_DEFAULTS[key]:
+                separators["," if key == "item_separator" else ":"] = value
             continue
         if key in _X_DEFAULTS and value == _X_DEFAULTS[key]:
             continue
         raise GrammarError(
             f"{source}: %json at line {part.line}: x-guidance option {key}={value!r} is not "
-            "supported (read: whitespace_flexible, lenient; the others at their defaults)",
+            "supported (read: whitespace_flexible, lenient, item_separator, key_separator; "
+            "the others at their defaults)",
             line=part.line, column=part.column)
-    return schema, bool(opts.get("whitespace_flexible", True)), bool(opts.get("lenient", False))
+    return (schema, bool(opts.get("whitespace_flexible", True)),
+            bool(opts.get("lenient", False)), separators)
