@@ -40,6 +40,7 @@ SPACED = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {
     "type": "array", "items": {"type": "integer"}}}, "required": ["a"],
     "additionalProperties": False, "x-guidance": {
     "item_separator": ", ", "key_separator": ": ", "whitespace_flexible": False}}
+TABS = {**SPACED, "x-guidance": {"whitespace_pattern": "\t+", "whitespace_flexible": False}}
 LOOSE = {**SPACED, "x-guidance": {"item_separator": r"\s{0,2},\s{0,2}",
                                   "key_separator": r"\s{0,2}:\s{0,2}",
                                   "whitespace_flexible": False}}
@@ -60,6 +61,7 @@ CASES: list[tuple[str, str, list[Any]]] = [
     ("start: x{1,3}\nx: %json " + json.dumps(COMPACT_ITEMS) + "\n", r"", [COMPACT_ITEMS]),
     ('start: "<" %json ' + json.dumps(SPACED) + ' ">"\n', r"<(.*)>", [SPACED]),
     ('start: "<" %json ' + json.dumps(LOOSE) + ' ">"\n', r"<(.*)>", [LOOSE]),
+    ('start: "<" %json ' + json.dumps(TABS) + ' ">"\n', r"<(.*)>", [TABS]),
 ]
 
 
@@ -168,6 +170,7 @@ SEEDS: dict[int, list[str]] = {
     4: ["[][1,2]", "[] []", "[1][2][3]", "[1, 2]"],
     5: ['<{"a": 1, "b": [1, 2]}>', '<{"a":1}>', '<{"a": 1,"b": []}>', '<{ "a": 1}>'],
     6: ['<{"a"  :  1 , "b":[1 ,  2]}>', '<{"a":1,   "b":[]}>', '<{"a":\n1}>', '<{"a": 1}>'],
+    7: ['<{"a":\t1}>', '<{"a": 1}>', '<{\t"a":1\t,"b":[\t]}>', '<\t{"a":1}>'],
 }
 
 
@@ -207,8 +210,10 @@ ERRORS: list[tuple[str, str]] = [
     ("start: %json [1]\n", r"%json must be followed by a JSON Schema object.*line 1, column 8"),
     ('start: "a" %json {}\n%ignore " "\n', r"%json at line 1 with %ignore"),
     ('start: A\nA: "a" %json {}\n', r"%json in terminal A.*line 2"),
-    ('start: %json {"x-guidance": {"whitespace_pattern": " +"}}\n',
-     r"x-guidance option whitespace_pattern=' \+' is not supported"),
+    ('start: %json {"x-guidance": {"coerce_one_of": true}}\n',
+     r"x-guidance option coerce_one_of=True is not supported"),
+    ('start: %json {"x-guidance": {"whitespace_pattern": "[ ]*"}}\n',
+     r"x-guidance whitespace_pattern '\[ \]\*' matches the empty string"),
     ('start: %json {"x-guidance": {"item_separator": " *"}}\n',
      r"x-guidance item_separator ' \*' matches the empty string"),
     # llguidance merges two JSON parts' lexeme classes and takes whitespace between them

@@ -226,7 +226,8 @@ def _json_grammar(part: JsonPart, source: str, used: set[str]
     start = names[g.start]
     if flexible:
         ws, opt = fresh("WS", True), fresh("ws", False)
-        terms.append({"name": ws, "pattern": _WS})
+        pattern = separators.get("ws", _WS)
+        terms.append({"name": ws, "pattern": pattern, "unicode_categories": pattern != _WS})
         rules = [(lhs, tuple(_between(rhs, opt))) for lhs, rhs in _without_empty(rules, source)]
         rules += [(opt, ()), (opt, (ws,))]
     return terms, rules, start
@@ -278,7 +279,8 @@ def _without_empty(rules: list[tuple[str, tuple[str, ...]]], source: str
 
 def _options(part: JsonPart, source: str) -> tuple[Any, bool, bool, dict[str, str]]:
     """The schema without ``x-guidance``; its whitespace_flexible and lenient; the regexes
-    its item_separator and key_separator put for ``,`` and ``:`` (where not the defaults)."""
+    its item_separator, key_separator and whitespace_pattern put for ``,``, ``:`` and the
+    whitespace (keys ``","``, ``":"``, ``"ws"``; where not the defaults)."""
     schema = part.schema
     if not isinstance(schema, dict) or "x-guidance" not in schema:
         return schema, True, False, {}
@@ -290,7 +292,8 @@ def _options(part: JsonPart, source: str) -> tuple[Any, bool, bool, dict[str, st
     for key, value in opts.items():
         if key in ("whitespace_flexible", "lenient") and isinstance(value, bool):
             continue
-        if key in ("item_separator", "key_separator") and isinstance(value, str):
+        if key in ("item_separator", "key_separator", "whitespace_pattern") and isinstance(
+                value, str):
             try:
                 empty = re.fullmatch(value, "") is not None
             except re.error as e:
@@ -302,14 +305,16 @@ def _options(part: JsonPart, source: str) -> tuple[Any, bool, bool, dict[str, st
                                    f"{value!r} matches the empty string", line=part.line,
                                    column=part.column)
             if value != _X_DEFAULTS[key]:
-                separators["," if key == "item_separator" else ":"] = value
+                separators[{"item_separator": ",", "key_separator": ":"}.get(key, "ws")] = value
             continue
         if key in _X_DEFAULTS and value == _X_DEFAULTS[key]:
             continue
         raise GrammarError(
             f"{source}: %json at line {part.line}: x-guidance option {key}={value!r} is not "
-            "supported (read: whitespace_flexible, lenient, item_separator, key_separator; "
+            "supported (read: whitespace_flexible, lenient, item_separator, key_separator, "
+            "whitespace_pattern; "
             "the others at their defaults)",
             line=part.line, column=part.column)
-    return (schema, bool(opts.get("whitespace_flexible", True)),
-            bool(opts.get("lenient", False)), separators)
+    # (llguidance: a whitespace_pattern is the whitespace, flexible or not)
+    flexible = "ws" in separators or bool(opts.get("whitespace_flexible", True))
+    return schema, flexible, bool(opts.get("lenient", False)), separators
