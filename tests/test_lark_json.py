@@ -57,7 +57,7 @@ CASES: list[tuple[str, str, list[Any]]] = [
     ('start: item{1,3}\nitem: "A" %json' + json.dumps(ITEMS) + ' ";" | "B" %json '
      + json.dumps(WORD) + ' ";"\n',
      r"", [ITEMS, WORD]),
-    ('start: "x=" %json ' + json.dumps(COMPACT) + "\n", r"x=(.*)", [COMPACT]),
+    ('start: "x=" %json\n    ' + json.dumps(COMPACT) + "\n", r"x=(.*)", [COMPACT]),
     # two compact parts with nothing between: no whitespace there either
     ("start: x{1,3}\nx: %json " + json.dumps(COMPACT_ITEMS) + "\n", r"", [COMPACT_ITEMS]),
     ('start: "<" %json ' + json.dumps(SPACED) + ' ">"\n', r"<(.*)>", [SPACED]),
@@ -208,7 +208,8 @@ ERRORS: list[tuple[str, str]] = [
     ('start: "a"\n\nx: "<" %json {"type": "strin"} ">"\n', r"%json at line 3.*strin.*line 3"),
     ('start: %json {"type": "object",\n "properties": }\n',
      r"%json: the schema is not valid JSON.*line 2"),
-    ("start: %json [1]\n", r"%json must be followed by a JSON Schema object.*line 1, column 8"),
+    ("start: %json [1]\n", r"%json must be followed by a JSON Schema.*line 1, column 8"),
+    ("start: %json\n", r"%json: the schema is not valid JSON.*line 2"),
     ('start: "a" %json {}\n%ignore " "\n', r"%json at line 1 with %ignore"),
     ('start: A\nA: "a" %json {}\n', r"%json in terminal A.*line 2"),
     ('start: %json {"x-guidance": {"coerce_one_of": true}}\n',
@@ -250,3 +251,10 @@ def test_names_do_not_collide_with_the_host() -> None:
     assert is_program(cg, "wtrue")
     assert not is_program(cg, "w true")
 
+
+
+def test_a_boolean_schema() -> None:
+    """``%json true`` (any JSON value; llguidance reads any JSON value after ``%json``)."""
+    cg = gramask.compile(gramask.Grammar.from_lark('start: "<" %json true ">"\n'), VOCAB,
+                         cache=False, progress=False)
+    assert is_program(cg, '<[1, {"a": null}]>') and not is_program(cg, "<>")

@@ -75,18 +75,18 @@ def cut_json(text: str) -> tuple[str, list[JsonPart]]:
         if tok == "%" and text.startswith("json", m.end()) and not (
                 text[m.end() + 4: m.end() + 5].isalnum() or text[m.end() + 4: m.end() + 5] == "_"):
             at = m.end() + 4
-            while at < len(text) and text[at] in " \t":
-                at += 1
+            while at < len(text) and text[at] in " \t\r\n":  # (JSON's whitespace, as
+                at += 1  # llguidance reads the JSON value after %json)
             line = text.count("\n", 0, pos) + 1
             column = pos - (text.rfind("\n", 0, pos) + 1) + 1
-            if not text.startswith("{", at):
-                raise GrammarError("%json must be followed by a JSON Schema object {…}",
-                                   line=line, column=column)
             try:
                 schema, end = json.JSONDecoder().raw_decode(text, at)
             except json.JSONDecodeError as e:
                 raise GrammarError(f"%json: the schema is not valid JSON: {e.msg}",
                                    line=e.lineno, column=e.colno) from None
+            if not isinstance(schema, (dict, bool)):
+                raise GrammarError("%json must be followed by a JSON Schema: an object {…} "
+                                   "or true / false", line=line, column=column)
             k = len(parts)
             name, marker = _fresh(text, f"GRAMASKJSON{k}"), _fresh(text, f"@gramask-json-{k}@")
             parts.append(JsonPart(name, marker, schema, line, column))
