@@ -258,3 +258,10 @@ def test_a_boolean_schema() -> None:
     cg = gramask.compile(gramask.Grammar.from_lark('start: "<" %json true ">"\n'), VOCAB,
                          cache=False, progress=False)
     assert is_program(cg, '<[1, {"a": null}]>') and not is_program(cg, "<>")
+
+
+def test_a_json_part_nothing_reaches_is_checked_not_spliced() -> None:
+    g = gramask.Grammar.from_lark('start: "a"\nx: %json {"type": "array"}\n')
+    assert not any(t.name.startswith("JSON0") for t in g.terminals)
+    with pytest.raises(GrammarError, match="%json at line 2"):
+        gramask.Grammar.from_lark('start: "a"\nx: %json {"type": "strin"}\n')

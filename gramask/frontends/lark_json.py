@@ -2,14 +2,18 @@
 
 llguidance (docs/syntax.md, "Inline JSON Schemas") reads ``%json {…}`` as a nonterminal whose
 language is the JSON texts valid under the schema, lexed in a lexeme class of its own. What it
-accepts, and what is read here alike (checked with llguidance as the oracle, tests/test_lark_json.py):
+accepts, and what is read here alike (llguidance as the oracle: tests/test_lark_json.py,
+tools/lark_json_check.py; docs/dialects.md has the one known difference, string escapes):
 
 * inside the JSON text, JSON whitespace ``[ \\t\\n\\r]+`` between any two JSON tokens (none
-  with ``"x-guidance": {"whitespace_flexible": false}``), and never before the first token or
-  after the last: ``"<t>" %json{…} "</t>"`` takes ``<t>{ "a" : 1 }</t>``, not ``<t> {"a":1}</t>``;
-* the host grammar's ``%ignore`` does not apply inside the JSON part, before it, but after it.
-  gramask's ignored terminals apply at every lexeme boundary, so a grammar with both ``%json``
-  and ``%ignore`` is refused rather than read with another language;
+  with ``"x-guidance": {"whitespace_flexible": false}``, its own with ``whitespace_pattern``),
+  and never before the first token or after the last: ``"<t>" %json{…} "</t>"`` takes
+  ``<t>{ "a" : 1 }</t>``, not ``<t> {"a":1}</t>``; ``item_separator`` / ``key_separator``
+  stand for ``,`` / ``:``;
+* the host grammar's ``%ignore`` applies neither inside the JSON part nor before it, but after
+  it (and, in llguidance, never at the text's ends). gramask's ignored terminals apply at
+  every lexeme boundary, so a grammar with both ``%json`` and ``%ignore`` is refused rather
+  than read with another language;
 * two JSON parts with no lexeme between share their whitespace (``%json{…} %json{…}`` reads
   ``1 2``); refused where either takes whitespace, read where neither does.
 
@@ -35,17 +39,17 @@ from .lark_dialect import TOKEN
 
 __all__ = ["JsonPart", "cut_json", "splice_json"]
 
-# llguidance's JsonCompileOptions (parser/src/json/compiler.rs) and the values read here:
-# whitespace_flexible and lenient; the others only at their defaults
+# llguidance's JsonCompileOptions (parser/src/json/compiler.rs) at their defaults: read here
+# are whitespace_flexible, lenient, the separators and whitespace_pattern; the others only so
 _X_DEFAULTS: dict[str, Any] = {"item_separator": ",", "key_separator": ":",
                                "whitespace_pattern": None, "coerce_one_of": False,
                                "json_allowed_escapes": None,
                                "json_allow_general_unicode_escapes": False}
 _WS = "[ \\t\\n\\r]+"  # llguidance's [\x20\x0A\x0D\x09]+
-_MAX_NULLABLE = 10
+_MAX_NULLABLE = 10  # nullable items in one JSON rule (their subsets are spelled out)
 _TERMINAL_DEFAULTS: dict[str, Any] = {"is_string": False, "priority": 0, "ignored": False,
                                       "automaton": "", "first_match": False,
-                                      "unicode_categories": False}  # nullable items in one JSON rule (their subsets are spelled out)
+                                      "unicode_categories": False}
 
 
 @dataclass(frozen=True)
