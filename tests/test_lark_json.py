@@ -12,7 +12,8 @@ import pytest
 
 import gramask
 from gramask.errors import GrammarError
-from tools.lark_json_check import ESCAPE_DIFFERENCE
+from tools.lark_dialect_check import gramask_verdict
+from tools.lark_json_check import ESCAPE_DIFFERENCE, mutate, walk
 
 from ._support import is_program
 
@@ -87,21 +88,6 @@ def _compiled(i: int) -> gramask.CompiledGrammar:
     return _CG[i]
 
 
-def _walk(cg: gramask.CompiledGrammar, rnd: random.Random, steps: int) -> str:
-    c = cg.constraint()
-    eos = cg.vocab.eos_token_id
-    for _ in range(rnd.randint(0, steps)):
-        ids = c.allowed().nonzero()[0]
-        ids = ids[ids != eos]
-        if not len(ids):
-            break
-        c.advance(int(rnd.choice(ids)))
-    for t in c.shortest_completion().token_ids:
-        c.advance(t)
-    assert c.allowed()[eos]
-    return c.data.decode()
-
-
 def _json_parts(i: int, text: str) -> list[tuple[Any, Any]]:
     """(JSON value, schema) of each JSON part of ``text``."""
     pattern, schemas = CASES[i][1], CASES[i][2]
@@ -122,24 +108,14 @@ def _json_parts(i: int, text: str) -> list[tuple[Any, Any]]:
     return [(json.loads(m.group(1)), schemas[0])]
 
 
-def _mutate(s: str, rnd: random.Random) -> str:
-    i = rnd.randint(0, len(s))
-    pool = s + ' \n{}[]",:0a'
-    k = rnd.random()
-    if k < 0.4:
-        return s[:i] + rnd.choice(pool) + s[i:]
-    if k < 0.8 and s:
-        return s[:i] + s[i + 1:]
-    return s[:i] + " " + s[i:]
-
-
 @pytest.mark.parametrize("i", range(len(CASES)))
 def test_walks_are_accepted_by_llguidance_and_jsonschema(i: int, llg: Any) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     cg = _compiled(i)
     rnd = random.Random(i)
     for _ in range(25):
-        text = _walk(cg, rnd, 60)
+        text = walk(cg, rnd, 60)
+        assert is_program(cg, text), text
         if llg.verdict(CASES[i][0], text) != "accept":
             assert _ESCAPE_DIFFERENCE.search(text), text  # only what the docs say
         for value, schema in _json_parts(i, text):
@@ -181,17 +157,9 @@ def test_verdicts_agree_with_llguidance(i: int, llg: Any) -> None:
     rejected, as llguidance says."""
     cg = _compiled(i)
     rnd = random.Random(100 + i)
-    texts = SEEDS[i] + [_walk(cg, rnd, 40) for _ in range(6)]
-    texts += [_mutate(rnd.choice(texts), rnd) for _ in range(40)]
-
-    def verdict(s: str) -> str:
-        try:
-            c = cg.constraint(s)
-        except gramask.InvalidPrefixError:
-            return "reject"
-        return "accept" if c.is_complete() else "prefix"
-
-    bad = [(s, llg.verdict(CASES[i][0], s), verdict(s)) for s in dict.fromkeys(texts)]
+    texts = SEEDS[i] + [walk(cg, rnd, 40) for _ in range(6)]
+    texts += [mutate(rnd.choice(texts), rnd) for _ in range(40)]
+    bad = [(s, llg.verdict(CASES[i][0], s), gramask_verdict(cg, s)) for s in dict.fromkeys(texts)]
     assert [b for b in bad if b[1] != b[2]] == []
 
 
