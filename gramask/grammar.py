@@ -166,9 +166,11 @@ class Grammar:
         except ImportError as e:  # pragma: no cover - lark is a core dependency
             raise ImportError("gramask needs lark to load grammars: pip install lark") from e
         from .frontends.lark_dialect import rewrite_dialect
+        from .frontends.lark_json import cut_json, splice_json
         from .frontends.lark_literals import refuse_long_literals
 
-        lark_text = rewrite_dialect(text)
+        lark_text, json_parts = cut_json(text)  # %json {schema}: spliced in at the end
+        lark_text = rewrite_dialect(lark_text)
         refuse_long_literals(lark_text, start, list(import_paths), source, _load_lark)
         try:
             lark_terminals, lark_rules, ignore_tokens = _load_lark(
@@ -276,7 +278,7 @@ class Grammar:
                            unproduced=sorted(declared - produced)))
         declared = produced
 
-        return cls(
+        grammar = cls(
             terminals=tuple(terminals),
             rules=tuple(rules),
             start=start,
@@ -287,6 +289,7 @@ class Grammar:
             reserved_keywords=bool(reserved_keywords),
             keywords_win=bool(keywords_win),
         )
+        return splice_json(grammar, json_parts) if json_parts else grammar
 
     @classmethod
     def from_gbnf(cls, text: str, *, start: str = "root", source: str = "<gbnf>",

@@ -10,8 +10,10 @@ stay right):
 * ``""`` (an empty string) becomes ``()``, the empty sequence, so ``a: "" | "x"`` works. In a
   terminal it still makes the terminal match the empty string, which lark refuses.
 
+``%json {schema}`` is cut out before this runs and spliced in after lark (``.lark_json``).
+
 Refused with a ``GrammarError`` that names the construct and its line (lark would only
-report a syntax error): llguidance's ``%llguidance``, ``%json``, ``%regex``, ``%lark``, ``%if``
+report a syntax error): llguidance's ``%llguidance``, ``%regex``, ``%lark``, ``%if``
 and other directives lark lacks, lexeme options (``x[max_tokens=…]``, ``[stop=…]``,
 ``[lazy]``, ``[capture]``), ``&`` and ``~`` (intersection, negation) on terminals,
 parametric rules (``name::arg``) and the token syntax ``<[id]>`` / ``<|special|>`` — they change
@@ -81,7 +83,7 @@ def refuse_extensions(text: str) -> None:
         line = text.count("\n", 0, at) + 1
         column = at - (text.rfind("\n", 0, at) + 1) + 1
         raise GrammarError(f"{what} is not supported: gramask reads Lark with the "
-                           "dialect's {m,n} and \"\" only (docs/dialects.md)",
+                           "dialect's {m,n}, \"\" and %json only (docs/dialects.md)",
                            line=line, column=column)
 
 
