@@ -391,6 +391,21 @@ def test_arrays_round_trip(tmp_path):
         assert back.name == v.name and back.fingerprint() == v.fingerprint()
 
 
+def test_flat_bytes_is_one_shared_read_only_table():
+    v = Vocabulary.from_tokens([b"ab", b"", "\u00fc", b"<eos>", b"c"], eos_token_id=3)
+    tb = v.flat_bytes
+    assert v.flat_bytes is tb  # built once
+    for t in range(len(v)):
+        assert tb.flat[tb.start[t]:tb.start[t] + tb.lens[t]].tobytes() == v.token_bytes(t)
+        assert tb.flat[tb.offsets[t]:tb.offsets[t + 1]].tobytes() == v.token_bytes(t)
+    arrays = v.to_arrays()  # the artifact's arrays are that table, not a second copy
+    assert arrays["vocab_bytes"] is tb.flat and arrays["vocab_offsets"] is tb.offsets
+    for a in (tb.flat, tb.offsets, tb.start, tb.lens):
+        assert not a.flags.writeable
+        with pytest.raises(ValueError):
+            a[0] = 1
+
+
 def test_from_arrays_rejects_inconsistent():
     arrays = Vocabulary.from_tokens([b"ab", b"c"]).to_arrays()
     meta = {"name": "", "eos_token_id": None, "size": 2}
