@@ -9,10 +9,10 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
-from ..core.constraint import Constraint, Explanation, TokenBudget
+from ..core.constraint import Constraint, Explanation, TokenBudget, starts_a_line
 from ..core.parse_state import PUID
 from ..core.step_state import LexState, StepState
 from ..limits import memo_size
@@ -122,6 +122,56 @@ class FimBase(Constraint[F]):
                          budget=budget, _history=_history, _chunks=_chunks,
                          _finished=_finished, _plans=_plans)
 
+    def _after_line_start(self, st: F) -> F:
+        """The initial step ``st`` after the newline the input starts as where the original
+        grammar wants one (as :class:`Constraint`'s)."""
+        if starts_a_line(self._ob):
+            r = self._walk(st, b"\n")
+            if isinstance(r, int):
+                raise InvalidPrefixError("no program fits this suffix", position=0)
+            st = r
+        return st
+
+    def _exact_end(self, q: int, carry: int, p: PState) -> bool:
+        """:meth:`_suffix_completes` from the original grammar's ``(q, carry, p)``, memoised
+        per constraint family (``_ends``)."""
+        key = (q, carry, p[PUID])
+        r = self._ends.get(key)
+        if r is None:
+            with gc_paused():  # as in setup: the walk builds long-lived parser states
+                r = self._suffix_completes(q, carry, p)
+            if len(self._ends) >= self.MAX_ENDS:
+                self._ends.clear()
+            self._ends[key] = r
+        return r
+
+    def _suffix_completes(self, q: int, carry: int, p: PState) -> bool:
+        """Exact: does the suffix, read from this original-grammar state, end a program?"""
+        raise NotImplementedError
+
+    # The suffix walks of _suffix_completes converge (hash-consed parser states at the same
+    # suffix offset): each stops at the first lexeme boundary an earlier walk passed through.
+    def _met_before(self, i: int, p: PState, seen: list[tuple[int, int]]) -> bool | None:
+        """At the lexeme boundary before ``suffix[i]`` in parser state ``p``: the verdict of
+        an earlier walk through it, or None (the boundary is noted in ``seen``)."""
+        key = (i, p[PUID])
+        known = self._ends_at.get(key)
+        if known is not None:
+            return known[0]
+        seen.append(key)
+        self._alive.append(p)
+        return None
+
+    def _remember(self, seen: list[tuple[int, int]], result: bool) -> bool:
+        """``result`` recorded for every boundary the walk passed through (``seen``)."""
+        memo = self._ends_at
+        if len(memo) > 8 * len(self._suffix) + 4096:
+            memo.clear()
+            self._alive.clear()
+        for k in seen:
+            memo[k] = (result,)
+        return result
+
     def _view(self, st: F) -> LexState:
         """The quotient parser's view of a step: what masks and budgets work on."""
         return st[0], st[1], st[2]
@@ -149,6 +199,18 @@ class FimBase(Constraint[F]):
         lexer state, whether a newline reset the carry, width added), or None (each mode
         says when; memoised per (q, k) in ``_glue``)."""
         raise NotImplementedError
+
+    def clone(self) -> Self:
+        """An independent copy; the suffix's memos and verdicts stay shared by the family."""
+        c = type(self)(
+            self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
+            max_tokens=self._max_tokens, budget=self._budget, _plans=list(self._plans),
+            _history=list(self._history), _chunks=list(self._chunks),
+            _finished=self._finished, _shared=self._ends, _branches=self._branches,
+            _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive, _qends=self._qends,
+        )
+        c._prefix = self._prefix
+        return c
 
     @property
     def suffix(self) -> bytes:
