@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Self, TypeVar
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..core.constraint import Constraint, Explanation, TokenBudget, starts_a_line
+from ..core.indentation import advance
 from ..core.parse_state import PUID
 from ..core.step_state import LexState, StepState
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
 
 if TYPE_CHECKING:
+    from ...compiler.lexer import LexerRows
     from ...vocab import Vocabulary
     from ..core.masks import MaskBuilder
     from ..core.parse_state import PState
@@ -197,8 +199,32 @@ class FimBase(Constraint[F]):
     def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
         """The middle's last lexeme (lexer state ``q``) continued by ``suffix[:k]``: (final
         lexer state, whether a newline reset the carry, width added), or None (each mode
-        says when; memoised per (q, k) in ``_glue``)."""
+        says when: :meth:`_glue_fresh`); memoised per (q, k) in ``_glue``."""
+        key = (q, k)
+        glue = self._glue
+        if key in glue:
+            return glue[key]
+        r = glue[key] = self._glue_fresh(q, k)
+        return r
+
+    def _glue_fresh(self, q: int, k: int) -> tuple[int, int, int] | None:
+        """:meth:`_glue_walk` unmemoised."""
         raise NotImplementedError
+
+    def _run_suffix(self, rows: LexerRows, q: int, k: int
+                    ) -> tuple[int, int, int] | None:
+        """The lexer DFA ``rows`` from state ``q`` over ``suffix[:k]``: (final state, whether
+        a line break reset the indentation carry, width added), or None where it dies."""
+        reset, width = 0, 0
+        for byte in self._suffix[:k]:
+            q = rows[q][byte]
+            if q < 0:
+                return None
+            if byte in (10, 12):
+                reset = 1
+            if byte <= 32:
+                width = advance(width, byte)
+        return q, reset, width
 
     def clone(self) -> Self:
         """An independent copy; the suffix's memos and verdicts stay shared by the family."""

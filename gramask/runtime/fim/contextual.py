@@ -139,27 +139,10 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                         return 1
         return 0
 
-    def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
-        """The lexer state after ``suffix[:k]`` from ``q`` on the lexer DFA, whether a line
-        break reset the indentation carry and the width added (the basic mode's memo shape),
-        or None if the DFA dies (memoised per (q, k))."""
-        key = (q, k)
-        if key in self._glue:
-            return self._glue[key]
-        rows = _cx(self._b).rows
-        qq = q
-        reset, width = 0, 0
-        for byte in self._suffix[:k]:
-            qq = rows[qq][byte]
-            if qq < 0:
-                break
-            if byte in (10, 12):
-                reset = 1
-            if byte <= 32:
-                width = advance(width, byte)
-        res = (qq, reset, width) if qq >= 0 else None
-        self._glue[key] = res
-        return res
+    def _glue_fresh(self, q: int, k: int) -> tuple[int, int, int] | None:
+        """The glue on the lexer DFA (no greedy end to test: the allowed sets decide), or
+        None if the DFA dies."""
+        return self._run_suffix(_cx(self._b).rows, q, k)
 
     def _suffix_completes(self, q: int, carry: int, p: PState) -> bool:
         """Exact: does the suffix, lexed by the real contextual lexer from this state, end a
