@@ -389,6 +389,11 @@ def test_arrays_round_trip(tmp_path):
             back = Vocabulary.from_arrays(dict(loaded), json.loads(json.dumps(v.metadata())))
         assert back == v
         assert back.name == v.name and back.fingerprint() == v.fingerprint()
+        for key in ("vocab_bytes", "vocab_offsets"):  # the loaded table is the same table
+            assert np.array_equal(back.to_arrays()[key], arrays[key])
+        tb, vb = back.flat_bytes, v.flat_bytes
+        assert np.array_equal(tb.start, vb.start) and np.array_equal(tb.lens, vb.lens)
+        assert tb.lens.dtype == tb.start.dtype == np.int64 and not tb.flat.flags.writeable
 
 
 def test_flat_bytes_is_one_shared_read_only_table():

@@ -263,7 +263,7 @@ class Vocabulary:
         obj.name = str(meta.get("name") or "")
         obj.eos_token_id = eos
         obj.special_ids = frozenset(specials)
-        obj._flat = None
+        obj._flat = TokenBytes.of_arrays(data, offsets)  # (the loaded arrays, not rebuilt)
         obj._fingerprint = None
         obj._index = None
         obj._special_mask = None

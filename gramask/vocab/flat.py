@@ -33,3 +33,18 @@ class TokenBytes:
         for a in (self.lens, self.offsets, self.flat):
             a.setflags(write=False)
         self.start: np.ndarray = self.offsets[:-1]  # (a view: read-only as well)
+
+    @classmethod
+    def of_arrays(cls, flat: np.ndarray, offsets: np.ndarray) -> TokenBytes:
+        """The table over arrays already laid out so (an artifact's ``vocab_bytes`` and
+        ``vocab_offsets``, validated by the caller), with no join of the tokens: a read-only
+        view of ``flat`` where nobody can write to it, else a copy (the caller's arrays stay
+        as they were)."""
+        tb = cls.__new__(cls)
+        tb.flat = flat.copy() if flat.flags.writeable else flat.view()
+        tb.offsets = offsets.astype(np.int64, copy=True)
+        tb.lens = np.diff(tb.offsets)
+        for a in (tb.lens, tb.offsets, tb.flat):
+            a.setflags(write=False)
+        tb.start = tb.offsets[:-1]
+        return tb

@@ -140,7 +140,7 @@ class FimBase(Constraint[F]):
         key = (q, carry, p[PUID])
         r = self._ends.get(key)
         if r is None:
-            with gc_paused():  # as in setup: the walk builds long-lived parser states
+            with gc_paused():  # as in FIM setup: the walk builds long-lived parser states
                 r = self._suffix_completes(q, carry, p)
             if len(self._ends) >= self.MAX_ENDS:
                 self._ends.clear()
