@@ -58,6 +58,13 @@ class _ToyModel:
             s[self.vocab.eos_token_id] = 20.0
         return s
 
+    def pick(self, m: np.ndarray) -> tuple[int, int]:
+        """(the token the model wants, the most likely one the mask ``m`` allows)."""
+        scores = self.scores()
+        want = int(np.argmax(scores))
+        scores[~m] = -np.inf
+        return want, int(np.argmax(scores))
+
     def took(self, tok: int, want: int) -> None:
         t = self.vocab.token_bytes(want if self.rest.startswith(self.vocab.token_bytes(want))
                                    and want != tok else tok)
@@ -112,10 +119,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         t1 = time.perf_counter()
         m = c.allowed()
         ms = (time.perf_counter() - t1) * 1000
-        scores = model.scores()
-        want = int(np.argmax(scores))
-        scores[~m] = -np.inf
-        tok = int(np.argmax(scores))
+        want, tok = model.pick(m)
         note = "" if tok == want else f"   (model wanted {_show(vocab, want)}: masked)"
         print(f"step {step:2d}: {int(m.sum()):6d} allowed ({ms:5.1f} ms)  → "
               f"{_show(vocab, tok)}{note}")
@@ -158,10 +162,7 @@ def _demo_budget(cg: CompiledGrammar, vocab: Vocabulary, args: argparse.Namespac
     model = _ToyModel(vocab, DEMO_BUDGET_TARGET, seed=args.seed)
     while c.remaining_tokens and c.num_tokens < args.steps:
         m = c.allowed()
-        scores = model.scores()
-        want = int(np.argmax(scores))
-        scores[~m] = -np.inf
-        tok = int(np.argmax(scores))
+        want, tok = model.pick(m)
         note = "" if tok == want else f"   (model wanted {_show(vocab, want)}: over budget)"
         print(f"{c.remaining_tokens} left: {int(m.sum()):6d} allowed → {_show(vocab, tok)}{note}")
         c.advance(tok)
@@ -200,10 +201,7 @@ def _demo_fim(cg: CompiledGrammar, vocab: Vocabulary, args: argparse.Namespace) 
     model = _ToyModel(vocab, "n -", seed=args.seed)
     for step in range(args.steps):
         m = c.allowed()
-        scores = model.scores()
-        want = int(np.argmax(scores))
-        scores[~m] = -np.inf
-        tok = int(np.argmax(scores))
+        want, tok = model.pick(m)
         note = "" if tok == want else f"   (model wanted {_show(vocab, want)}: masked)"
         eos = "allowed" if c.is_complete() else "masked "
         print(f"step {step:2d}: {int(m.sum()):6d} allowed, EOS {eos}  → {_show(vocab, tok)}{note}")

@@ -161,7 +161,7 @@ class CompiledGrammar:
                     fragile=fragile,
                 )
                 builder.contextual.dead_ends = _contextual_ends(
-                    self.grammar, self.dfa, self.parse_tables)
+                    self.grammar, self.dfa, self.parse_tables, self.vocab)
             self._builder = builder
         return self._builder
 
@@ -406,7 +406,8 @@ def _end_conditions(grammar: Grammar, dfa: LexerDFA, tables: TokenTables,
     return ec if ec.classes else None
 
 
-def _contextual_ends(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> Any:
+def _contextual_ends(grammar: Grammar, dfa: LexerDFA, pt: ParseTables, vocab: Vocabulary
+                     ) -> Any:
     """The contextual mode's search for tokens that lead into lexemes nothing can follow
     (None where the cheap tests spare the grammar: every bundled grammar, and grammars whose
     only unsplittable pairs the allowed sets or the parser keep apart), see
@@ -415,4 +416,4 @@ def _contextual_ends(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> Any:
     from .compiler.separable import needs_end_search
     from .runtime.core.contextual_ends import ContextualEnds
 
-    return ContextualEnds() if needs_end_search(grammar, dfa, pt) else None
+    return ContextualEnds(vocab) if needs_end_search(grammar, dfa, pt) else None

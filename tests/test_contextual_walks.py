@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import gramask
-from gramask.runtime.core.contextual_walks import TokenBytes, refused_walks
+from gramask.runtime.core.contextual_walks import refused_walks
 from tests._support import tiny
 from tests.test_contextual_wins import SHADOWED
 from tests.test_separable import FUZZ_25_38, FUZZ_25_44
@@ -54,7 +54,7 @@ def _check(grammar: str, chars: list[str], seed: int) -> int:
     if rule.nl_t >= 0:
         return 0
     tokens = list(vocab.token_tuple)
-    tb = TokenBytes(tokens)
+    tb = vocab.flat_bytes  # (the table the runtime's walks read)
     toks = np.flatnonzero(tb.lens > 0)
     n = 0
     for _ in range(4):

@@ -389,6 +389,26 @@ def test_arrays_round_trip(tmp_path):
             back = Vocabulary.from_arrays(dict(loaded), json.loads(json.dumps(v.metadata())))
         assert back == v
         assert back.name == v.name and back.fingerprint() == v.fingerprint()
+        for key in ("vocab_bytes", "vocab_offsets"):  # the loaded table is the same table
+            assert np.array_equal(back.to_arrays()[key], arrays[key])
+        tb, vb = back.flat_bytes, v.flat_bytes
+        assert np.array_equal(tb.start, vb.start) and np.array_equal(tb.lens, vb.lens)
+        assert tb.lens.dtype == tb.start.dtype == np.int64 and not tb.flat.flags.writeable
+
+
+def test_flat_bytes_is_one_shared_read_only_table():
+    v = Vocabulary.from_tokens([b"ab", b"", "\u00fc", b"<eos>", b"c"], eos_token_id=3)
+    tb = v.flat_bytes
+    assert v.flat_bytes is tb  # built once
+    for t in range(len(v)):
+        assert tb.flat[tb.start[t]:tb.start[t] + tb.lens[t]].tobytes() == v.token_bytes(t)
+        assert tb.flat[tb.offsets[t]:tb.offsets[t + 1]].tobytes() == v.token_bytes(t)
+    arrays = v.to_arrays()  # the artifact's arrays are that table, not a second copy
+    assert arrays["vocab_bytes"] is tb.flat and arrays["vocab_offsets"] is tb.offsets
+    for a in (tb.flat, tb.offsets, tb.start, tb.lens):
+        assert not a.flags.writeable
+        with pytest.raises(ValueError):
+            a[0] = 1
 
 
 def test_from_arrays_rejects_inconsistent():

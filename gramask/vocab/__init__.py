@@ -38,8 +38,9 @@ import os
 from ..errors import VocabularyError
 from .bundled import bundled_names, canonical_name
 from .core import Vocabulary
+from .flat import TokenBytes
 
-__all__ = ["Vocabulary", "load_vocabulary"]
+__all__ = ["TokenBytes", "Vocabulary", "load_vocabulary"]
 
 
 def load_vocabulary(spec: str | os.PathLike[str]) -> Vocabulary:

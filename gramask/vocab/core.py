@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import VocabularyError
 from .builder import VocabularyParts, as_id
+from .flat import TokenBytes
 
 __all__ = ["Vocabulary"]
 
@@ -74,7 +75,7 @@ class Vocabulary:
         self.name: str = name
         self.eos_token_id: int | None = eos_token_id
         self.special_ids: frozenset[int] = frozenset(specials)
-        self._arrays: dict[str, np.ndarray] | None = None
+        self._flat: TokenBytes | None = None
         self._fingerprint: str | None = None
         self._index: dict[bytes, int] | None = None
         self._special_mask: np.ndarray | None = None
@@ -193,21 +194,22 @@ class Vocabulary:
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
+    @property
+    def flat_bytes(self) -> TokenBytes:
+        """Every token's bytes in one flat, read-only table (:class:`TokenBytes`), built once
+        and shared: the runtime's vectorised walks and :meth:`to_arrays` read this copy."""
+        tb = self._flat
+        if tb is None:
+            tb = self._flat = TokenBytes(self._tokens)
+        return tb
+
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """Flat arrays (read-only, shared): ``vocab_bytes`` (uint8, every token concatenated),
-        ``vocab_offsets`` (int64, V+1: token i is ``vocab_bytes[off[i]:off[i+1]]``) and
-        ``vocab_special`` (bool, V)."""
-        if self._arrays is None:
-            toks = self._tokens
-            size = len(toks)
-            data = np.frombuffer(b"".join(toks), dtype=np.uint8)
-            offsets = np.zeros(size + 1, dtype=np.int64)
-            np.cumsum(np.fromiter(map(len, toks), dtype=np.int64, count=size), out=offsets[1:])
-            for a in (data, offsets):
-                a.setflags(write=False)
-            self._arrays = {"vocab_bytes": data, "vocab_offsets": offsets,
-                            "vocab_special": self.special_mask}
-        return dict(self._arrays)
+        """Flat arrays (read-only, shared with :attr:`flat_bytes`): ``vocab_bytes`` (uint8,
+        every token concatenated), ``vocab_offsets`` (int64, V+1: token i is
+        ``vocab_bytes[off[i]:off[i+1]]``) and ``vocab_special`` (bool, V)."""
+        tb = self.flat_bytes
+        return {"vocab_bytes": tb.flat, "vocab_offsets": tb.offsets,
+                "vocab_special": self.special_mask}
 
     def metadata(self) -> dict[str, Any]:
         """JSON-able facts that ``to_arrays`` does not hold: name, EOS id and size."""
@@ -261,7 +263,7 @@ class Vocabulary:
         obj.name = str(meta.get("name") or "")
         obj.eos_token_id = eos
         obj.special_ids = frozenset(specials)
-        obj._arrays = None
+        obj._flat = TokenBytes.of_arrays(data, offsets)  # (the loaded arrays, not rebuilt)
         obj._fingerprint = None
         obj._index = None
         obj._special_mask = None

@@ -28,16 +28,17 @@ no search).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import LimitExceededError
-from .contextual_walks import TokenBytes, refused_walks
+from .contextual_walks import refused_walks
 from .end_search import LIMIT, EndSearch
 
 if TYPE_CHECKING:
+    from ...vocab import Vocabulary
     from .contextual_rule import ContextualRule
     from .parse_state import PState
 
@@ -51,17 +52,17 @@ class ContextualEnds(EndSearch):
     masks of one compiled grammar (its lexer-side memos are per allowed set; its verdicts
     per parser context, as fill-in-the-middle's quotient has its own parser states)."""
 
-    __slots__ = ("_bytes", "_lex", "_rows", "_steps_memo")
+    __slots__ = ("_lex", "_rows", "_steps_memo", "_vocab")
 
-    def __init__(self) -> None:
+    def __init__(self, vocab: Vocabulary) -> None:
         super().__init__()
+        self._vocab = vocab  # the compiled grammar's: its flat byte table feeds the walks
         # (allowed set, start state) → the (winners, kill set) of the ends it can reach
         self._lex: dict[tuple[int, int], frozenset[tuple[int, int]]] = {}
         # (allowed set, lexer state) → its kill set and the states it continues to
         self._rows: dict[tuple[int, int], tuple[int, tuple[int, ...]]] = {}
         # (allowed set, kill set) → the same over every start the kill set allows, by winners
         self._steps_memo: dict[tuple[int, int], tuple[tuple[int, tuple[int, ...]], ...]] = {}
-        self._bytes: tuple[Sequence[bytes], TokenBytes] | None = None  # (the vocabulary's)
 
     # ------------------------------------------------------------------ lexer side
     def _ends_from(self, rule: ContextualRule, a: int, s: int) -> frozenset[tuple[int, int]]:
@@ -189,20 +190,19 @@ class ContextualEnds(EndSearch):
                     yield p2, k2
 
     # ------------------------------------------------------------------ masks
-    def refine(self, rule: ContextualRule, tokens: Sequence[bytes], p: PState, q: int,
-               carry: int, m: np.ndarray) -> np.ndarray:
+    def refine(self, rule: ContextualRule, p: PState, q: int, carry: int, m: np.ndarray
+               ) -> np.ndarray:
         """``m`` (the tokens the contextual masks allow at ``(p, q, carry)``) without those
         whose walk ends where no text completes the parse; a copy where one goes. The
         walks go in lockstep (:mod:`.contextual_walks`: the verdict once per distinct
         state reached), one by one where an indentation newline reads the carry."""
         toks = np.flatnonzero(m)
         if rule.nl_t < 0:
-            tb = self._bytes
-            if tb is None or tb[0] is not tokens:
-                tb = self._bytes = (tokens, TokenBytes(tokens))
-            toks = toks[tb[1].lens[toks] > 0]
-            gone = toks[refused_walks(rule, tb[1], toks, p, q)]
+            tb = self._vocab.flat_bytes
+            toks = toks[tb.lens[toks] > 0]
+            gone = toks[refused_walks(rule, tb, toks, p, q)]
         else:
+            tokens = self._vocab.token_tuple
             # (the walk asks ok_after at its end: ContextualRule._walk_end_ok)
             gone = np.array([t for t in toks.tolist() if tokens[t] and isinstance(
                 rule.walk((q, carry, p), tokens[t]), int)], dtype=np.int64)

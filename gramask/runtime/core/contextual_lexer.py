@@ -203,7 +203,7 @@ class ContextualLexer(ContextualRule):
                 self._trie = VocabTrie(self._tokens, self._special)
             m = trie_mask(self, self._trie, p, q, carry, self.vocab_size)
         if self.dead_ends is not None:  # (contextual_ends; none for the bundled grammars)
-            m = self.dead_ends.refine(self, self._tokens, p, q, carry, m)
+            m = self.dead_ends.refine(self, p, q, carry, m)
         self._masks.put(key, m)
         return m
 

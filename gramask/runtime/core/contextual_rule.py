@@ -56,8 +56,8 @@ class DeadEnds(Protocol):
 
     def ok_after(self, rule: ContextualRule, p: PState, q: int) -> bool: ...
 
-    def refine(self, rule: ContextualRule, tokens: Sequence[bytes], p: PState, q: int,
-               carry: int, m: np.ndarray) -> np.ndarray: ...
+    def refine(self, rule: ContextualRule, p: PState, q: int, carry: int, m: np.ndarray
+               ) -> np.ndarray: ...
 
 
 class ContextualRule:

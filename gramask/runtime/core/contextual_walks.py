@@ -17,7 +17,6 @@ indentation carry decides nothing (no indentation newline: the carry is then nev
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,23 +24,11 @@ import numpy as np
 from .parse_state import PUID
 
 if TYPE_CHECKING:
+    from ...vocab import TokenBytes
     from .contextual_rule import ContextualRule
     from .parse_state import PState
 
-__all__ = ["TokenBytes", "refused_walks"]
-
-class TokenBytes:
-    """The vocabulary's bytes as one flat array: token ``t``'s byte ``k`` is
-    ``flat[start[t] + k]``."""
-
-    __slots__ = ("flat", "lens", "start")
-
-    def __init__(self, tokens: Sequence[bytes]) -> None:
-        self.lens = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))
-        self.start = np.zeros(len(tokens), dtype=np.int64)
-        if len(tokens) > 1:
-            np.cumsum(self.lens[:-1], out=self.start[1:])
-        self.flat = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+__all__ = ["refused_walks"]
 
 
 class _Groups:

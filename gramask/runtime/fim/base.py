@@ -9,16 +9,18 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
-from ..core.constraint import Constraint, Explanation, TokenBudget
+from ..core.constraint import Constraint, Explanation, TokenBudget, starts_a_line
+from ..core.indentation import advance
 from ..core.parse_state import PUID
 from ..core.step_state import LexState, StepState
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
 
 if TYPE_CHECKING:
+    from ...compiler.lexer import LexerRows
     from ...vocab import Vocabulary
     from ..core.masks import MaskBuilder
     from ..core.parse_state import PState
@@ -122,6 +124,56 @@ class FimBase(Constraint[F]):
                          budget=budget, _history=_history, _chunks=_chunks,
                          _finished=_finished, _plans=_plans)
 
+    def _after_line_start(self, st: F) -> F:
+        """The initial step ``st`` after the newline the input starts as where the original
+        grammar wants one (as :class:`Constraint`'s)."""
+        if starts_a_line(self._ob):
+            r = self._walk(st, b"\n")
+            if isinstance(r, int):
+                raise InvalidPrefixError("no program fits this suffix", position=0)
+            st = r
+        return st
+
+    def _exact_end(self, q: int, carry: int, p: PState) -> bool:
+        """:meth:`_suffix_completes` from the original grammar's ``(q, carry, p)``, memoised
+        per constraint family (``_ends``)."""
+        key = (q, carry, p[PUID])
+        r = self._ends.get(key)
+        if r is None:
+            with gc_paused():  # as in FIM setup: the walk builds long-lived parser states
+                r = self._suffix_completes(q, carry, p)
+            if len(self._ends) >= self.MAX_ENDS:
+                self._ends.clear()
+            self._ends[key] = r
+        return r
+
+    def _suffix_completes(self, q: int, carry: int, p: PState) -> bool:
+        """Exact: does the suffix, read from this original-grammar state, end a program?"""
+        raise NotImplementedError
+
+    # The suffix walks of _suffix_completes converge (hash-consed parser states at the same
+    # suffix offset): each stops at the first lexeme boundary an earlier walk passed through.
+    def _met_before(self, i: int, p: PState, seen: list[tuple[int, int]]) -> bool | None:
+        """At the lexeme boundary before ``suffix[i]`` in parser state ``p``: the verdict of
+        an earlier walk through it, or None (the boundary is noted in ``seen``)."""
+        key = (i, p[PUID])
+        known = self._ends_at.get(key)
+        if known is not None:
+            return known[0]
+        seen.append(key)
+        self._alive.append(p)
+        return None
+
+    def _remember(self, seen: list[tuple[int, int]], result: bool) -> bool:
+        """``result`` recorded for every boundary the walk passed through (``seen``)."""
+        memo = self._ends_at
+        if len(memo) > 8 * len(self._suffix) + 4096:
+            memo.clear()
+            self._alive.clear()
+        for k in seen:
+            memo[k] = (result,)
+        return result
+
     def _view(self, st: F) -> LexState:
         """The quotient parser's view of a step: what masks and budgets work on."""
         return st[0], st[1], st[2]
@@ -147,8 +199,44 @@ class FimBase(Constraint[F]):
     def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
         """The middle's last lexeme (lexer state ``q``) continued by ``suffix[:k]``: (final
         lexer state, whether a newline reset the carry, width added), or None (each mode
-        says when; memoised per (q, k) in ``_glue``)."""
+        says when: :meth:`_glue_fresh`); memoised per (q, k) in ``_glue``."""
+        key = (q, k)
+        glue = self._glue
+        if key in glue:
+            return glue[key]
+        r = glue[key] = self._glue_fresh(q, k)
+        return r
+
+    def _glue_fresh(self, q: int, k: int) -> tuple[int, int, int] | None:
+        """:meth:`_glue_walk` unmemoised."""
         raise NotImplementedError
+
+    def _run_suffix(self, rows: LexerRows, q: int, k: int
+                    ) -> tuple[int, int, int] | None:
+        """The lexer DFA ``rows`` from state ``q`` over ``suffix[:k]``: (final state, whether
+        a line break reset the indentation carry, width added), or None where it dies."""
+        reset, width = 0, 0
+        for byte in self._suffix[:k]:
+            q = rows[q][byte]
+            if q < 0:
+                return None
+            if byte in (10, 12):
+                reset = 1
+            if byte <= 32:
+                width = advance(width, byte)
+        return q, reset, width
+
+    def clone(self) -> Self:
+        """An independent copy; the suffix's memos and verdicts stay shared by the family."""
+        c = type(self)(
+            self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
+            max_tokens=self._max_tokens, budget=self._budget, _plans=list(self._plans),
+            _history=list(self._history), _chunks=list(self._chunks),
+            _finished=self._finished, _shared=self._ends, _branches=self._branches,
+            _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive, _qends=self._qends,
+        )
+        c._prefix = self._prefix
+        return c
 
     @property
     def suffix(self) -> bytes:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.indentation import advance
 from ..core.parse_state import PState
 from ..memo import BoundedMemo
 from .base import FimBase
@@ -33,34 +32,18 @@ class BasicFimBase(FimBase[FimState]):
             BoundedMemo(1 << 14))
         super().__init__(*args, **kwargs)
 
-    def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
-        """The middle's last lexeme (lexer state ``q``) continued by ``suffix[:k]`` and ended
-        there: (final lexer state, whether a newline reset the carry, width added), or None
-        if greedy lexing would not end it at ``k``. Memoised per (q, k)."""
-        key = (q, k)
-        if key in self._glue:
-            return self._glue[key]
-        s = self._suffix
-        b = self._b
+    def _glue_fresh(self, q: int, k: int) -> tuple[int, int, int] | None:
+        """The glue (see :meth:`_glue_walk`) where greedy lexing ends the lexeme at ``k``
+        (the DFA accepts there and ``suffix[k]`` cannot continue it), else None."""
+        b, s = self._b, self._suffix
         rows = b.trans_rows
-        res: tuple[int, int, int] | None = None
-        qq = q
-        reset, width = 0, 0
-        ok = True
-        for byte in s[:k]:
-            qq = rows[qq][byte]
-            if qq < 0:
-                ok = False
-                break
-            if byte in (10, 12):
-                reset = 1
-            if byte <= 32:
-                width = advance(width, byte)
-        if ok and (qq == 0 or b.accept[qq] >= 0) and (
-                k == len(s) or qq == 0 or rows[qq][s[k]] < 0):
-            res = (qq, reset, width)
-        self._glue[key] = res
-        return res
+        res = self._run_suffix(rows, q, k)
+        if res is None:
+            return None
+        qq = res[0]
+        if (qq == 0 or b.accept[qq] >= 0) and (k == len(s) or qq == 0 or rows[qq][s[k]] < 0):
+            return res
+        return None
 
     def _glued_branches(self, q: int) -> list[tuple[Branch, int, int, int, int, int]]:
         """The branches whose glue from lexer state ``q`` ends where they need

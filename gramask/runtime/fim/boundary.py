@@ -60,21 +60,6 @@ def _preds(ob: MaskBuilder) -> list[list[int]]:
     return r
 
 
-def _token_bytes(ob: MaskBuilder, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The vocabulary's bytes, ragged: (all bytes, start per token, length per token); once
-    per compiled grammar (its builder serves one vocabulary)."""
-    r: tuple[np.ndarray, np.ndarray, np.ndarray] | None = getattr(ob, "_boundary_tokens", None)
-    if r is None:
-        toks = vocab.tokens
-        lens = np.array([len(t) for t in toks], dtype=np.int64)
-        starts = np.zeros(len(toks), dtype=np.int64)
-        if len(toks) > 1:
-            starts[1:] = np.cumsum(lens[:-1])
-        r = (np.frombuffer(b"".join(toks), dtype=np.uint8), starts, lens)
-        ob._boundary_tokens = r  # type: ignore[attr-defined]
-    return r
-
-
 def reach_sets(ob: MaskBuilder, suffix: bytes, wanted: list[tuple[int, int]],
                ends_as: Callable[[np.ndarray, int], np.ndarray], kill: bool
                ) -> dict[tuple[int, int], np.ndarray]:
@@ -199,27 +184,17 @@ class BoundaryFilter:
         """The lexer state each token of (row ``q``, outcome ``node``) stops in (-1 unknown):
         the bytes walked from ``q``, restarting from the start state where a lexeme ends
         (greedy) or not at all (-1 where the walk dies)."""
-        key = (q, node)
-        r = self._finals.get(key)
-        if r is not None and len(r) == len(toks):
-            return r
-        flat, starts, lens = _token_bytes(self._ob, self._vocab)  # built on first use
-        trans = self.trans
-        cur = np.full(len(toks), q, dtype=np.int64)
-        ln, st = lens[toks], starts[toks]
-        for j in range(int(ln.max()) if ln.size else 0):
-            act = np.flatnonzero((ln > j) & (cur >= 0))
-            if not act.size:
-                break
-            b = flat[st[act] + j]
-            nq = trans[cur[act], b].astype(np.int64)
-            if self.greedy:
+        trans, greedy = self.trans, self.greedy
+
+        def step(was: np.ndarray, b: np.ndarray) -> np.ndarray:
+            nq: np.ndarray = trans[was, b].astype(np.int64)
+            if greedy:
                 dead = nq < 0
                 if dead.any():
                     nq[dead] = trans[0, b[dead]]
-            cur[act] = nq
-        self._finals.put(key, cur)
-        return cur
+            return nq
+
+        return self._walk((q, node), q, toks, step)
 
     def quiet_finals(self, cx: ContextualRule, a: int, q: int, toks: np.ndarray
                      ) -> np.ndarray:
@@ -227,22 +202,11 @@ class BoundaryFilter:
         allowed set ``a``, where every lexeme it ends is an ignored one (the parser state,
         so ``a``, stays); -1 where it ends a significant lexeme (the parser moves: the
         tables do not say where the next allowed set ends lexemes) or dies."""
-        key = (-1 - q, a)  # (the basic walks' keys have q >= 0)
-        r = self._finals.get(key)
-        if r is not None and len(r) == len(toks):
-            return r
-        alive, quiet = self._under(cx, a)
-        flat, starts, lens = _token_bytes(self._ob, self._vocab)
         trans = self.trans
-        cur = np.full(len(toks), q, dtype=np.int64)
-        ln, st = lens[toks], starts[toks]
-        for j in range(int(ln.max()) if ln.size else 0):
-            act = np.flatnonzero((ln > j) & (cur >= 0))
-            if not act.size:
-                break
-            b = flat[st[act] + j]
-            was = cur[act]
-            nq = trans[was, b].astype(np.int64)
+        alive, quiet = self._under(cx, a)
+
+        def step(was: np.ndarray, b: np.ndarray) -> np.ndarray:
+            nq: np.ndarray = trans[was, b].astype(np.int64)
             dead = nq < 0
             dead[~dead] = ~alive[nq[~dead]]
             if dead.any():  # the lexeme ends: an ignored one lets the next start afresh
@@ -250,7 +214,26 @@ class BoundaryFilter:
                 ok = quiet[was[dead]] & (fresh >= 0)
                 ok[ok] = alive[fresh[ok]]
                 nq[dead] = np.where(ok, fresh, -1)
-            cur[act] = nq
+            return nq
+
+        return self._walk((-1 - q, a), q, toks, step)  # (the basic walks' keys have q >= 0)
+
+    def _walk(self, key: tuple[int, int], q: int, toks: np.ndarray,
+              step: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+        """Every token of ``toks`` walked from lexer state ``q`` in lockstep over the
+        vocabulary's flat byte table, ``step(states, bytes)`` giving the next states (-1:
+        the walk stops there); memoised per ``key`` and shared by requests."""
+        r = self._finals.get(key)
+        if r is not None and len(r) == len(toks):
+            return r
+        tb = self._vocab.flat_bytes  # (the vocabulary's one table, built on first use)
+        cur = np.full(len(toks), q, dtype=np.int64)
+        ln, st = tb.lens[toks], tb.start[toks]
+        for j in range(int(ln.max()) if ln.size else 0):
+            act = np.flatnonzero((ln > j) & (cur >= 0))
+            if not act.size:
+                break
+            cur[act] = step(cur[act], tb.flat[st[act] + j])
         self._finals.put(key, cur)
         return cur
 

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from ...errors import InvalidPrefixError, InvalidSuffixError
+from ...errors import InvalidSuffixError
 from ..budget.bounded import BoundedBudget
 from ..budget.carry_free import CarryClasses
 from ..budget.group_bounds import BoundaryPlans, GroupBounds
 from ..budget.quotient_planner import quotient_planner
 from ..budget.verify import CompletionPool, VerifiedTokens, WalkedVerifier, verified_step
-from ..core.constraint import Constraint, starts_a_line
+from ..core.constraint import Constraint
 from ..core.earley import ACCEPTS
 from ..core.indentation import TAB_UNIT, advance, join
 from ..core.lexing import walk
@@ -60,15 +60,7 @@ class FimConstraint(BasicFimBase):
 
     # ------------------------------------------------------------------ lexing
     def _initial_state(self) -> FimState:
-        qs = self._b
-        os_ = self._ob
-        st: FimState = (0, 0, qs.ctx.root, os_.ctx.root)
-        if starts_a_line(os_):
-            r = self._walk(st, b"\n")
-            if isinstance(r, int):
-                raise InvalidPrefixError("no program fits this suffix", position=0)
-            st = r
-        return st
+        return self._after_line_start((0, 0, self._b.ctx.root, self._ob.ctx.root))
 
     def _walk(self, st: FimState, data: bytes) -> FimState | int:
         """Memoised: a budget step's checks and plan searches walk a third of theirs again."""
@@ -98,15 +90,7 @@ class FimConstraint(BasicFimBase):
         v = self._quotient_end(st)
         if v != 1:
             return v == 2  # the quotient's verdict, exact
-        key = (q, carry, po[PUID])
-        r = self._ends.get(key)
-        if r is None:
-            with gc_paused():  # as in setup: the walk builds long-lived parser states
-                r = self._suffix_completes(q, carry, po)
-            if len(self._ends) >= self.MAX_ENDS:
-                self._ends.clear()
-            self._ends[key] = r
-        return r
+        return self._exact_end(q, carry, po)
 
     def _suffix_completes(self, q: int, carry: int, p: PState) -> bool:
         """Exact: does the suffix, read from this state with the original grammar, end a
@@ -114,12 +98,10 @@ class FimConstraint(BasicFimBase):
         suffix offset), so each walk stops at the first lexeme boundary an earlier walk
         passed through, and reuses its verdict: the suffix is read in full about once."""
         b = self._ob
-        memo = self._ends_at
         rows, accept, ctx = b.trans_rows, b.accept, b.ctx
         seen: list[tuple[int, int]] = []
         result: bool | None = None
-        data = self._suffix
-        for i, byte in enumerate(data):
+        for i, byte in enumerate(self._suffix):
             nq = rows[q][byte]
             if nq < 0:
                 a = accept[q]
@@ -132,13 +114,9 @@ class FimConstraint(BasicFimBase):
                     break
                 p = p2
                 carry = 0
-                key = (i, p[PUID])
-                known = memo.get(key)
-                if known is not None:
-                    result = known[0]
+                result = self._met_before(i, p, seen)
+                if result is not None:
                     break
-                seen.append(key)
-                self._alive.append(p)
                 nq = rows[0][byte]
                 if nq < 0:
                     result = False
@@ -148,12 +126,7 @@ class FimConstraint(BasicFimBase):
                 carry = advance(carry, byte)
         if result is None:
             result = (q == 0 or b.end_ok(p, q)) and b.complete(p, q, carry)
-        if len(memo) > 8 * len(data) + 4096:
-            memo.clear()
-            self._alive.clear()
-        for k in seen:
-            memo[k] = (result,)
-        return result
+        return self._remember(seen, result)
 
     def _quotient_verdict(self, q: int, carry: int, pq: PState) -> int:
         """Can the middle end here, per the quotient (cost independent of |S|)? 0: no;
@@ -331,17 +304,6 @@ class FimConstraint(BasicFimBase):
         if pl.end_check is None:
             pl.end_check = lambda q, carry, p: self._quotient_end((q, carry, p, p)) == 2
         return pl
-
-    def clone(self) -> FimConstraint:
-        c = FimConstraint(
-            self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
-            max_tokens=self._max_tokens, budget=self._budget,
-            _history=list(self._history), _chunks=list(self._chunks), _plans=list(self._plans),
-            _finished=self._finished, _shared=self._ends, _branches=self._branches,
-            _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive, _qends=self._qends,
-        )
-        c._prefix = self._prefix
-        return c
 
 
 def fim_constraint(ob: MaskBuilder, vocab: Vocabulary, prefix: str | bytes, suffix: str | bytes,

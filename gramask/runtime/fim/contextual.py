@@ -74,13 +74,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
     create it with ``CompiledGrammar.constraint(prefix=..., suffix=...)``."""
 
     def _initial_state(self) -> CtxFimState:
-        st: CtxFimState = (0, 0, self._b.ctx.root, 0, 0, self._ob.ctx.root)
-        if starts_a_line(self._ob):  # as Constraint's: the input starts as after a newline
-            r = self._walk(st, b"\n")
-            if isinstance(r, int):
-                raise InvalidPrefixError("no program fits this suffix", position=0)
-            st = r
-        return st
+        return self._after_line_start((0, 0, self._b.ctx.root, 0, 0, self._ob.ctx.root))
 
     def _walk(self, st: CtxFimState, data: bytes) -> CtxFimState | int:
         r1 = _cx(self._b).walk((st[0], st[1], st[2]), data)
@@ -99,15 +93,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
     def _complete(self, st: CtxFimState) -> bool:
         if not self._quotient_end(st):
             return False
-        key = (st[3], st[4], st[5][PUID])
-        r = self._ends.get(key)
-        if r is None:
-            with gc_paused():  # as in setup: the walk builds long-lived parser states
-                r = self._suffix_completes(st[3], st[4], st[5])
-            if len(self._ends) >= self.MAX_ENDS:
-                self._ends.clear()
-            self._ends[key] = r
-        return r
+        return self._exact_end(st[3], st[4], st[5])
 
     def _quotient_verdict(self, q: int, carry: int, pq: PState) -> int:
         """1 if, per the quotient, the middle may end here; 0 if it cannot. A necessary
@@ -153,38 +139,19 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                         return 1
         return 0
 
-    def _glue_walk(self, q: int, k: int) -> tuple[int, int, int] | None:
-        """The lexer state after ``suffix[:k]`` from ``q`` on the lexer DFA, whether a line
-        break reset the indentation carry and the width added (the basic mode's memo shape),
-        or None if the DFA dies (memoised per (q, k))."""
-        key = (q, k)
-        if key in self._glue:
-            return self._glue[key]
-        rows = _cx(self._b).rows
-        qq = q
-        reset, width = 0, 0
-        for byte in self._suffix[:k]:
-            qq = rows[qq][byte]
-            if qq < 0:
-                break
-            if byte in (10, 12):
-                reset = 1
-            if byte <= 32:
-                width = advance(width, byte)
-        res = (qq, reset, width) if qq >= 0 else None
-        self._glue[key] = res
-        return res
+    def _glue_fresh(self, q: int, k: int) -> tuple[int, int, int] | None:
+        """The glue on the lexer DFA (no greedy end to test: the allowed sets decide), or
+        None if the DFA dies."""
+        return self._run_suffix(_cx(self._b).rows, q, k)
 
     def _suffix_completes(self, q: int, carry: int, p: PState) -> bool:
         """Exact: does the suffix, lexed by the real contextual lexer from this state, end a
         program? Walks from different states converge, as in the basic mode."""
         cx = _cx(self._ob)
-        memo = self._ends_at
         rows, live, allowed = cx.rows, cx.live, cx.allowed
         seen: list[tuple[int, int]] = []
         result: bool | None = None
-        data = self._suffix
-        for i, byte in enumerate(data):
+        for i, byte in enumerate(self._suffix):
             nq = rows[q][byte]
             if nq < 0 or not live[nq] & allowed(p):
                 if q == 0:
@@ -195,13 +162,9 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                     result = False
                     break
                 p, carry = p2, 0
-                key = (i, p[PUID])
-                known = memo.get(key)
-                if known is not None:
-                    result = known[0]
+                result = self._met_before(i, p, seen)
+                if result is not None:
                     break
-                seen.append(key)
-                self._alive.append(p)
                 nq = rows[0][byte]
                 if nq < 0 or not live[nq] & allowed(p):
                     result = False
@@ -211,12 +174,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                 carry = advance(carry, byte)
         if result is None:
             result = cx.complete(p, q, carry)
-        if len(memo) > 8 * len(data) + 4096:
-            memo.clear()
-            self._alive.clear()
-        for k in seen:
-            memo[k] = (result,)
-        return result
+        return self._remember(seen, result)
 
     # ------------------------------------------------------------------ budgets
     # Per step: the largest MAX_GROUPS groups (tokens that lead to one state on both sides)
@@ -307,14 +265,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
         return out
 
     def clone(self) -> ContextualFimConstraint:
-        c = ContextualFimConstraint(
-            self._b, self._ob, self._vocab, suffix=self._suffix, tab_len=self._tab,
-            max_tokens=self._max_tokens, budget=self._budget, _plans=list(self._plans),
-            _history=list(self._history), _chunks=list(self._chunks),
-            _finished=self._finished, _shared=self._ends, _branches=self._branches,
-            _glue=self._glue, _ends_at=self._ends_at, _alive=self._alive, _qends=self._qends,
-        )
-        c._prefix = self._prefix
+        c = super().clone()
         c._orig_planner = self._orig_planner
         return c
 
