@@ -119,3 +119,11 @@ def test_standard_lark_like_the_refused_constructs_still_loads() -> None:
             '/~a|&|<b>|::/ z\n// x[stop=""]: %json & < ~a\nx: "x"\ny: "y"\nz: "::" -> zz\n')
     g = gramask.Grammar.from_lark(text)
     assert g.rules
+
+
+def test_refusal_shows_the_line_and_a_caret() -> None:
+    with pytest.raises(GrammarError) as e:
+        gramask.Grammar.from_lark('start: foo\n   foo: %json {"type": "string"}\n')
+    shown = str(e.value).splitlines()
+    assert shown[1] == '   foo: %json {"type": "string"}'
+    assert shown[2].index("^") == shown[1].index("%")

@@ -79,10 +79,13 @@ def refuse_extensions(text: str) -> None:
         from ..errors import GrammarError
 
         line = text.count("\n", 0, at) + 1
-        column = at - (text.rfind("\n", 0, at) + 1) + 1
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        shown = text[start: len(text) if end < 0 else end]
         raise GrammarError(f"{what} is not supported: gramask reads Lark with the "
                            "dialect's {m,n} and \"\" only (docs/dialects.md)",
-                           line=line, column=column)
+                           line=line, column=at - start + 1,
+                           context=shown + "\n" + " " * (at - start) + "^")
 
 
 def rewrite_dialect(text: str) -> str:
