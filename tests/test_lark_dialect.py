@@ -102,6 +102,8 @@ REFUSED = [
     ("start: ST\nST: /[a-z]+/ & /[abc]+/\n", r"intersection &.*line 2, column 14"),
     ("start: ST\nST: /[a-d]+/ ~/(.*)ab(.*)/\n", r"negation ~"),
     ('start: p::0\np::_: "x" %if lt(_, 3)\n', r"parametric rule"),
+    ('start: "a" @sub\n', r"grammar reference @sub"),
+    ('%grammar_options {"allow_initial_skip": true}\nstart: "a"\n', r"%grammar_options"),
 ]
 
 
@@ -118,3 +120,27 @@ def test_standard_lark_like_the_refused_constructs_still_loads() -> None:
             '/~a|&|<b>|::/ z\n// x[stop=""]: %json & < ~a\nx: "x"\ny: "y"\nz: "::" -> zz\n')
     g = gramask.Grammar.from_lark(text)
     assert g.rules
+
+
+def test_refusal_shows_the_line_and_a_caret() -> None:
+    with pytest.raises(GrammarError) as e:
+        gramask.Grammar.from_lark('start: foo\n   foo: %regex {"substring_words": "a b"}\n')
+    shown = str(e.value).splitlines()
+    assert shown[1] == '   foo: %regex {"substring_words": "a b"}'
+    assert shown[2].index("^") == shown[1].index("%")
+
+
+def test_hyphenated_names_read_as_llguidance_and_xgrammar_read_them() -> None:
+    """``foo-bar`` / ``FOO-BAR`` are names there (XGrammar's test: "ab" only); in strings,
+    regexes, comments, ``->`` and a negative priority the hyphen stays."""
+    g = gramask.Grammar.from_lark('start: foo-bar FOO-BAR x-1 -> y\nfoo-bar: "a-"? "a"\n'
+                                  'FOO-BAR: /b-?/ // c-d\nx-1.-1: "x"\n')
+    cg = gramask.compile(g, VOCAB, cache=False, progress=False)
+    for text, want in [("abx", True), ("a-abx", True), ("ab-x", True), ("", False),
+                       ("a-bx", False), ("foo-barFOO-BARx", False)]:
+        assert is_program(cg, text) == want, text
+
+
+def test_a_hyphenated_name_whose_spelling_clashes_is_refused() -> None:
+    with pytest.raises(GrammarError, match="'foo-bar' is spelt 'foo__bar'"):
+        gramask.Grammar.from_lark('start: foo-bar foo__bar\nfoo-bar: "a"\nfoo__bar: "b"\n')

@@ -65,6 +65,9 @@ class XOracle:
     def advance(self, t: int) -> bool:
         return bool(self.m.accept_token(t))
 
+    def error(self) -> str:
+        return ""
+
     def accepts_string(self, s: str) -> bool:
         m = xg.GrammarMatcher(self.cg)
         return bool(m.accept_string(s)) and bool(m.accept_token(self.eos))
@@ -95,6 +98,9 @@ class LOracle:
     def advance(self, t: int) -> bool:
         return bool(self.m.consume_token(t))
 
+    def error(self) -> str:
+        return str(self.m.get_error()) if self.m.is_error() else ""
+
 
 def _unpack(words: np.ndarray, n: int) -> np.ndarray:
     bits = np.unpackbits(words.astype("<u4").view(np.uint8), bitorder="little")
@@ -119,6 +125,7 @@ def walk(cg: gramask.CompiledGrammar, oracles: dict[str, Any], keep: np.ndarray,
     the oracles disagree with each other (gramask siding with XGrammar) go to ``notes``."""
     c = cg.constraint("")
     vocab, eos = cg.vocab, cg.vocab.eos_token_id
+    oracles = dict(oracles)  # one that stops with an error leaves this walk only
     for o in oracles.values():
         o.reset()
     ids: list[int] = []
@@ -143,7 +150,7 @@ def walk(cg: gramask.CompiledGrammar, oracles: dict[str, Any], keep: np.ndarray,
                         "text": c.data.decode(errors="replace"), "ids": ids,
                         "gramask only": _diff(vocab, ref, masks[name]),
                         f"{name} only": _diff(vocab, masks[name], ref)}
-        pick = masks[lead] if masks[lead].any() else ref
+        pick = masks[lead] if lead in masks and masks[lead].any() else ref
         cand = np.nonzero(pick)[0]
         if not len(cand):
             return {"kind": "dead end", "step": k, "text": c.data.decode(errors="replace")}
@@ -157,8 +164,16 @@ def walk(cg: gramask.CompiledGrammar, oracles: dict[str, Any], keep: np.ndarray,
         t = int(rnd.choice(non_eos))
         ids.append(t)
         c.advance(t)
-        for o in oracles.values():
+        for name, o in list(oracles.items()):
             o.advance(t)
+            err = o.error()
+            if err:  # an oracle that stops with an error (a limit of its own) leaves the walk
+                key = f"{name} stopped with an error"
+                stats[key] += 1
+                if len(notes) < 6:
+                    notes.append({"kind": key, "step": k, "ids": list(ids), "error": err[:300],
+                                  "text": c.data.decode(errors="replace")})
+                del oracles[name]
     stem = c.data
     try:
         for t in c.shortest_completion().token_ids:

@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=int, default=60, help="seconds per pattern")
     ap.add_argument("--out", type=Path, default=Path("regex_fuzz.jsonl"))
     ap.add_argument("--no-minimise", dest="minimise", action="store_false")
+    ap.add_argument("--wide", type=float, default=0.0,
+                    help="chance of one of regex_fuzz_gen.WIDE_ATOMS per node (other seeds "
+                    "unchanged)")
     ap.add_argument("--long", type=float, default=0.0,
                     help="chance of a long counted repeat of a class per node (\\w{1,64})")
     a = ap.parse_args(argv)
@@ -257,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     with a.out.open("w") as out:
         for what, k in jobs:
             rnd = random.Random(f"{a.seed}:{what}:{k}")
-            item = gen.regex(rnd, long=a.long) if what == "regex" else gen.choices(rnd)
+            item = (gen.regex(rnd, long=a.long, wide=a.wide) if what == "regex"
+                    else gen.choices(rnd))
             n = len(found)
             signal.alarm(a.timeout)
             try:

@@ -31,6 +31,22 @@ CATEGORIES = [r"\d", r"\w", r"\s", r"\D", r"\W", r"\S"]
 NOT_REGULAR = ["(?:{0})*+", "(?:{0})++", "(?:{0})?+", "(?>{0})", "(?={0})x", "(?!{0})",
                "(?<=a){0}", "(?<!b){0}", "(?P<r{n}>{0})(?P=r{n})", "\\b{0}", "{0}\\B", "a^{0}", "{0}$a",
                "(a)?(?(1){0}|b)"]
+# ``wide`` patterns (``regex(r, wide=P)``) also draw, with chance P per atom, one of these:
+# (pattern, a string it is meant to match) — other escapes (\t \r \f \v \a \0, octal,
+# \N{…}), escapes in classes, and braces re reads as literal text (``a{}``, ``a{2, 3}``,
+# ``{``) or as a repeat (``a{,}``)
+WIDE_ATOMS = [
+    ("\\t\\r\\f\\v", "\t\r\f\v"), ("\\a\\0", "\x07\x00"), ("\\101\\0101", "A\x081"),
+    ("\\N{GREEK SMALL LETTER ALPHA}", "α"), ("\\N{LATIN SMALL LETTER E WITH ACUTE}", "é"),
+    ("[\\N{GREEK SMALL LETTER ALPHA}-\\N{GREEK SMALL LETTER OMEGA}]", "β"),
+    ("[\\]\\\\\\-^]", "]"), ("[\\t-\\r]", "\n"), ("[^\\t-\\r ]", "x"), ("[\\w-]", "-"),
+    ("[a-]", "-"), ("[\\x41-\\x5a\\u00e0-\\u00ff]", "à"), ("[\\s\\d]", "٣"), ("[^\\W\\d_]", "ß"),
+    ("a{}", "a{}"), ("a{,}", "aa"), ("b{2, 3}", "b{2, 3}"), ("x{", "x{"), ("}", "}"),
+    ("a{,1}", ""), ("[{}]", "{"), ("\\{2\\}", "{2}"), ("(?#note)", ""), ("[[]", "["),
+    ("[\\[\\]]", "]"), ("(?i:\\u212a)", "k"), ("(?i:ß)", "ß"),
+    ("(?i:[^k])", "x"), ("(?i:σ)", "ς"), ("(?i:İ)", "İ"), ("(?i:[à-ö])", "À"),
+]
+WIDE_SAMPLES = dict(WIDE_ATOMS)
 
 
 @dataclass
@@ -92,7 +108,8 @@ LONG_QUANTS = [("{1,64}", 1, 64), ("{1,300}", 1, 300), ("{0,100}", 0, 100), ("{3
 GROUPS = ["(", "(?:", "(?P<g{n}>", "(?i:", "(?s:", "(?a:", "(?-i:", "(?is:"]
 
 
-def node(r: random.Random, depth: int, bad: float, reps: int = 0, long: float = 0.0) -> Node:
+def node(r: random.Random, depth: int, bad: float, reps: int = 0, long: float = 0.0,
+         wide: float = 0.0) -> Node:
     """A random tree; ``bad``: the chance of a construct with no automaton at each node;
     ``reps``: the repeats around it (at most two deep: ``re`` backtracks exponentially on
     deeper nested repeats, and the oracle would time out, not gramask); ``long``: the chance
@@ -101,6 +118,8 @@ def node(r: random.Random, depth: int, bad: float, reps: int = 0, long: float = 
         q, lo, hi = r.choice(LONG_QUANTS)
         kid = Node("atom", r.choice([".", *CLASSES, *CATEGORIES]))
         return Node("repeat", q + ("?" if r.random() < 0.1 else ""), [kid], lo, hi)
+    if wide and r.random() < wide:
+        return Node("atom", r.choice(WIDE_ATOMS)[0])
     if depth <= 0 or r.random() < 0.3:
         return atom(r)
     if r.random() < bad:
@@ -108,19 +127,19 @@ def node(r: random.Random, depth: int, bad: float, reps: int = 0, long: float = 
         return Node("bad", bad_one, [node(r, depth - 1, 0, reps + 1)])
     k = r.random()
     if k < 0.35:
-        return Node("seq", kids=[node(r, depth - 1, bad, reps, long)
+        return Node("seq", kids=[node(r, depth - 1, bad, reps, long, wide)
                                  for _ in range(r.randint(2, 3))])
     if k < 0.55:
-        kids = [node(r, depth - 1, bad, reps, long) for _ in range(r.randint(2, 3))]
+        kids = [node(r, depth - 1, bad, reps, long, wide) for _ in range(r.randint(2, 3))]
         if r.random() < 0.1:
             kids.append(Node("seq"))  # an empty branch
         return Node("group", "(?:", [Node("alt", kids=kids)])
     if k < 0.75 and reps < 2:
         q, lo, hi = r.choice(QUANTS)
         return Node("repeat", q + ("?" if r.random() < 0.25 else ""),
-                    [node(r, depth - 1, bad, reps + 1)], lo, hi)
+                    [node(r, depth - 1, bad, reps + 1, wide=wide)], lo, hi)
     opening = r.choice(GROUPS).replace("{n}", str(r.randint(0, 999)))
-    return Node("group", opening, [node(r, depth - 1, bad, reps, long)])
+    return Node("group", opening, [node(r, depth - 1, bad, reps, long, wide)])
 
 
 @dataclass
@@ -133,11 +152,12 @@ class GenRegex:
     not_regular: bool
 
 
-def regex(r: random.Random, depth: int = 4, long: float = 0.0) -> GenRegex:
+def regex(r: random.Random, depth: int = 4, long: float = 0.0, wide: float = 0.0) -> GenRegex:
     """A random pattern that ``re`` compiles: the tree, then anchors and global flags
-    around it (``long``: see :func:`node`)."""
+    around it (``long``: see :func:`node`; ``wide``: the chance of a :data:`WIDE_ATOMS`
+    atom at each node, and the global flag ``m`` too)."""
     while True:
-        g = _regex(r, depth, long)
+        g = _regex(r, depth, long, wide)
         try:
             re.compile(g.pattern)
         except re.error:
@@ -145,13 +165,13 @@ def regex(r: random.Random, depth: int = 4, long: float = 0.0) -> GenRegex:
         return g
 
 
-def _regex(r: random.Random, depth: int, long: float = 0.0) -> GenRegex:
-    tree = node(r, depth, bad=0.04, long=long)
+def _regex(r: random.Random, depth: int, long: float = 0.0, wide: float = 0.0) -> GenRegex:
+    tree = node(r, depth, bad=0.04, long=long, wide=wide)
     if r.random() < 0.1:  # ^A$|^B: anchors at the edges of top-level alternatives
         tree = Node("alt", kids=[Node("seq", kids=[Node("atom", r.choice(["", "^", "\\A"])), k,
                                                    Node("atom", r.choice(["", "$", "\\Z"]))])
                                  for k in (node(r, depth - 1, 0.02), node(r, depth - 1, 0.02))])
-    flags = "".join(f for f in "isax" if r.random() < 0.08)
+    flags = "".join(f for f in ("isaxm" if wide else "isax") if r.random() < 0.08)
     blank = " " if "x" in flags else ""
     body = tree.write(blank)
     if "x" in flags:  # a blank inside a class or escaped stays; #, space, tab escaped by us
@@ -192,6 +212,8 @@ class Sampler:
 
     def _atom(self, text: str, flags: str) -> str:
         """A character for each one-character piece, chosen among those ``re`` matches."""
+        if text in WIDE_SAMPLES:
+            return WIDE_SAMPLES[text]
         single = text in (".", *CLASSES, *CATEGORIES)
         pieces = [text] if single else re.findall(r"\\U\w{8}|\\u\w{4}|\\x\w{2}|\\.|.", text,
                                                   re.S)

@@ -9,15 +9,18 @@ stay right):
   ``(x ~ 1..n)?``;
 * ``""`` (an empty string) becomes ``()``, the empty sequence, so ``a: "" | "x"`` works. In a
   terminal it still makes the terminal match the empty string, which lark refuses.
+* hyphenated names ``foo-bar`` / ``FOO-BAR`` (llguidance and XGrammar read them) become
+  ``foo__bar`` / ``FOO__BAR``.
 
 ``%json {schema}`` is cut out before this runs and spliced in after lark (``.lark_json``).
 
 Refused with a ``GrammarError`` that names the construct and its line (lark would only
-report a syntax error): llguidance's ``%llguidance``, ``%regex``, ``%lark``, ``%if``
-and other directives lark lacks, lexeme options (``x[max_tokens=…]``, ``[stop=…]``,
-``[lazy]``, ``[capture]``), ``&`` and ``~`` (intersection, negation) on terminals,
-parametric rules (``name::arg``) and the token syntax ``<[id]>`` / ``<|special|>`` — they change
-what a lexeme is or match vocabulary tokens rather than text (docs/dialects.md).
+report a syntax error): ``%llguidance``, ``%regex``, ``%lark``, ``%if``,
+``%grammar_options`` and other directives lark lacks, grammar references ``@name``, lexeme
+options (``x[max_tokens=…]``, ``[stop=…]``, ``[lazy]``, ``[capture]``), ``&`` and ``~``
+(intersection, negation) on terminals, parametric rules (``name::arg``) and the token syntax
+``<[id]>`` / ``<|special|>`` — they change what a lexeme is or match vocabulary tokens rather
+than text (docs/dialects.md).
 """
 
 from __future__ import annotations
@@ -64,13 +67,15 @@ def refuse_extensions(text: str) -> None:
         nxt = next(((kd, tk) for kd, tk, _ in items[k + 1:] if kd not in ("space", "comment")),
                    ("", ""))
         if tok == "%" and nxt[0] == "name" and nxt[1] not in _LARK_DIRECTIVES:
-            found.append((at, f"llguidance's %{nxt[1]}"))
+            found.append((at, f"the dialect's %{nxt[1]} (llguidance, XGrammar)"))
         elif tok == "<":
             found.append((at, "token syntax <…> (vocabulary tokens: <[id]>, <|special|>)"))
         elif tok == "&":
             found.append((at, "the intersection & of terminals"))
         elif tok == "~" and not nxt[1][:1].isdigit():
             found.append((at, "the negation ~ of a terminal"))
+        elif tok == "@" and nxt[0] == "name" and at + 1 < len(text) and text[at + 1] != " ":
+            found.append((at, f"the grammar reference @{nxt[1]}"))
         elif tok == ":" and k + 1 < len(items) and items[k + 1][1] == ":":
             found.append((at, "a parametric rule (name::argument)"))
         else:
@@ -81,16 +86,20 @@ def refuse_extensions(text: str) -> None:
         from ..errors import GrammarError
 
         line = text.count("\n", 0, at) + 1
-        column = at - (text.rfind("\n", 0, at) + 1) + 1
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        shown = text[start: len(text) if end < 0 else end]
         raise GrammarError(f"{what} is not supported: gramask reads Lark with the "
-                           "dialect's {m,n}, \"\" and %json only (docs/dialects.md)",
-                           line=line, column=column)
+                           "dialect's {m,n}, \"\", hyphenated names and %json only (docs/dialects.md)",
+                           line=line, column=at - start + 1,
+                           context=shown + "\n" + " " * (at - start) + "^")
 
 
 def rewrite_dialect(text: str) -> str:
     """``text`` with the dialect's repetitions and empty strings in standard Lark syntax;
     the llguidance constructs gramask does not read are refused (:func:`refuse_extensions`)."""
     refuse_extensions(text)
+    text = _hyphenated_names(text)
     if "{" not in text and '""' not in text:
         return text
     out: list[str] = []  # emitted pieces
@@ -122,6 +131,43 @@ def rewrite_dialect(text: str) -> str:
         starts.append(len(out))
         kinds.append(kind)
         out.append(tok)
+    return "".join(out)
+
+
+_HYPHEN_TAIL = re.compile(r"(?:-[A-Za-z0-9_]+)+")
+
+
+def _hyphenated_names(text: str) -> str:
+    """Rule and terminal names with hyphens (``foo-bar``, ``FOO-BAR``: llguidance and XGrammar
+    read them, lark does not) spelt with ``__`` instead; refused where that spelling is
+    already a name of the grammar."""
+    if "-" not in text:
+        return text
+    out: list[str] = []
+    names: set[str] = set()
+    renamed: dict[str, str] = {}
+    pos = 0
+    for m in TOKEN.finditer(text):
+        if m.start() < pos:
+            continue  # inside a hyphenated name already taken
+        tok = m.group()
+        if m.lastgroup == "name":
+            names.add(tok)
+            tail = _HYPHEN_TAIL.match(text, m.end())
+            if tail and not tok.endswith("."):
+                full = tok + tail.group()
+                renamed[full] = full.replace("-", "__")
+                out.append(renamed[full])
+                pos = tail.end()
+                continue
+        out.append(tok)
+        pos = m.end()
+    clash = sorted(full for full, new in renamed.items() if new in names)
+    if clash:
+        from ..errors import GrammarError
+
+        raise GrammarError(f"the hyphenated name {clash[0]!r} is spelt "
+                           f"{renamed[clash[0]]!r} for lark, which the grammar already uses")
     return "".join(out)
 
 
