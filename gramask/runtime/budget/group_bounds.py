@@ -11,6 +11,11 @@ its bytes alone, so a completion from a group's state can be *assembled* rather 
   is the very one the plan was verified by (``a`` ends the same way whatever lexer state
   accepted it, and the newline lexeme, whose end reads the indentation carry, is left out).
 
+A group that ends inside a newline lexeme (``):\n``, blanks: its tokens' carries differ, and
+the lexeme's end reads the carry) is bounded another way: a line break continues the lexeme
+and resets the carry, so after it every token of the group is in one state; a plan walked
+from there, plus the break, bounds them all (``GroupBounds._nl_plan``).
+
 Its length is therefore an upper bound on the tokens that complete from the group's state, and
 a group whose bound fits what is left is admitted with no walk of its own. The plans are kept
 per (terminal, quotient parser state, original parser state) for the whole generation, so a
