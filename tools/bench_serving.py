@@ -20,7 +20,9 @@ fill time:
 
 Workloads: ``python-fim`` (stdlib files, a 1-4 line middle, the suffix up to the next top-level
 definition at least 1 KB on), ``python-prefix`` (the same cuts, no suffix), ``json``
-(generated ~2 KB documents), ``c`` (C files of the Python installation). Requests are set up
+(generated ~2 KB documents), ``c`` (C files of the Python installation); asked by name,
+``python-fim-budget`` and ``python-prefix-budget``: the same requests with a token budget
+(``max_tokens`` = the true continuation's tokens + 8; gramask engines only). Requests are set up
 before the timed steps (setup is reported per request: for the pool, measured in the worker).
 With ``--churn``, a request whose walk ends is removed and a new one is added *during* the
 steps; it joins the batch once ready, so the step times show whether setup stalls a step.
@@ -35,6 +37,8 @@ this process, a worker that started the step late).
     python tools/bench_serving.py --quick                  # B=16,64, fewer steps
     python tools/bench_serving.py --workloads python-fim --batches 64 --workers 1,2 --churn
     python tools/bench_serving.py --json out.json
+    python tools/bench_serving.py --workloads python-fim-budget,python-fim --batches 16 \
+        --workers 2 --engines pool
 """
 
 from __future__ import annotations
@@ -63,7 +67,12 @@ import gramask  # noqa: E402
 from gramask.serving import ConstraintPool  # noqa: E402
 
 WORKLOADS = ("python-fim", "python-prefix", "json", "c")
-GRAMMAR = {"python-fim": "python", "python-prefix": "python", "json": "json", "c": "c"}
+# with a token budget (``max_tokens`` = the true continuation's tokens + BUDGET_SLACK): not in
+# the default run, asked by name
+BUDGETED = ("python-fim-budget", "python-prefix-budget")
+BUDGET_SLACK = 8
+GRAMMAR = {"python-fim": "python", "python-prefix": "python", "json": "json", "c": "c",
+           "python-fim-budget": "python", "python-prefix-budget": "python"}
 
 
 def log(msg: str) -> None:
@@ -77,6 +86,7 @@ class Spec:
     suffix: str | None
     walk: list[int]  # true next tokens
     prefix_tokens: list[int] = field(default_factory=list)  # for llguidance / XGrammar
+    max_tokens: int | None = None  # the budget (gramask only)
 
 
 # ============================================================================ requests
@@ -86,7 +96,11 @@ def _line_starts(text: str) -> list[int]:
 
 def make_specs(workload: str, n: int, steps: int, encode: Any, seed: int) -> list[Spec]:
     """``n`` requests of ``workload`` (distinct cuts of real documents), each with at least
-    ``steps`` tokens to walk where the document allows."""
+    ``steps`` tokens to walk where the document allows. A ``-budget`` workload is the one
+    without it with ``max_tokens`` = the true continuation's tokens (the middle; without a
+    suffix, the rest of the document) + ``BUDGET_SLACK``."""
+    budgeted = workload in BUDGETED
+    workload = workload.removesuffix("-budget")
     rng = random.Random(seed)
     if workload.startswith("python"):
         docs = documents.python_docs(max(8, n // 2), seed)
@@ -112,10 +126,12 @@ def make_specs(workload: str, n: int, steps: int, encode: Any, seed: int) -> lis
             stop = next((s for s in starts if s > end + 1000 and
                          text.startswith(("def ", "class ", "@"), s)), len(text))
             rest, suffix = text[cut:end], text[end:stop]
-        walk = encode(rest)[: 2 * steps]
+        true = encode(rest)
+        walk = true[: 2 * steps]
         if not walk:
             continue
-        out.append(Spec(f"{name}@{cut}", text[:cut], suffix, walk, encode(text[:cut])))
+        out.append(Spec(f"{name}@{cut}", text[:cut], suffix, walk, encode(text[:cut]),
+                        len(true) + BUDGET_SLACK if budgeted else None))
     return out
 
 
@@ -232,7 +248,7 @@ class PoolDriver:
         self.seen: set[int] = set()
 
     def add(self, r: int, s: Spec) -> None:
-        self.pool.add(r, self.key, prefix=s.prefix, suffix=s.suffix)
+        self.pool.add(r, self.key, prefix=s.prefix, suffix=s.suffix, max_tokens=s.max_tokens)
 
     def wait_all(self, ids: list[int]) -> None:
         self.pool.wait_ready(ids)
@@ -275,7 +291,7 @@ class InprocDriver:
 
     def add(self, r: int, s: Spec) -> None:
         t0 = time.perf_counter()
-        self.cs[r] = self.cg.constraint(s.prefix, s.suffix)
+        self.cs[r] = self.cg.constraint(s.prefix, s.suffix, max_tokens=s.max_tokens)
         self.setup[r] = time.perf_counter() - t0
 
     def wait_all(self, ids: list[int]) -> None:

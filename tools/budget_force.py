@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import hashlib
 import json
 import random
 import sys
@@ -200,8 +201,10 @@ def forced_walk(c: gramask.Constraint, ids: list[int], eos: int | None,
 
 
 def force(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: list[int],
-          budget: int, times: list[float], stats: Stats | None = None) -> str | None:
-    """Walk ``ids`` then EOS under ``budget``; None if every token was allowed, else why not."""
+          budget: int, times: list[float], stats: Stats | None = None,
+          digests: list[str] | None = None) -> str | None:
+    """Walk ``ids`` then EOS under ``budget``; None if every token was allowed, else why not.
+    ``digests`` gets one line per step (the mask's SHA-256 prefix), to compare two commits."""
     vocab = cg.vocab
     try:
         c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
@@ -212,6 +215,8 @@ def force(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: lis
     for step in forced_walk(c, ids, eos, ref):
         m, t = step.mask, step.token
         times.append(step.wall)
+        if digests is not None:
+            digests.append(hashlib.sha256(np.packbits(m).tobytes()).hexdigest()[:16])
         if step.plain is not None and stats is not None:
             stats.plain.append(step.plain_cpu)
             stats.budget.append(step.cpu)
@@ -250,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shuffle", type=int, default=None,
                     help="run the cases in an order shuffled with this seed (masks must not "
                     "depend on it: each is a function of its own request)")
+    ap.add_argument("--digests", default="",
+                    help="write one line per step (request, k, step, mask digest) to this "
+                    "file: two commits' files must be identical where masks are meant to be")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     ks = [int(x) for x in args.ks.split(",")]
@@ -265,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     stats = Stats(args.margin)
     t_start = time.perf_counter()
     c_start = time.process_time()
+    digest_lines: list[str] = []
     todo = list(enumerate(cases(args.grammar, args.fim, args.cases, args.seed)))
     if args.only:
         keep = {int(x) for x in args.only.split(",")}
@@ -274,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     for index, case, suffix, ids in runnable(cg, todo, encode, args.fim, args.max_tokens):
         runs += 1
         for k in ks:
-            why = force(cg, case.prefix, suffix, ids, len(ids) + k, times, stats)
+            steps: list[str] = []
+            why = force(cg, case.prefix, suffix, ids, len(ids) + k, times, stats, steps)
+            digest_lines += [f"{index} {k} {i} {d}" for i, d in enumerate(steps)]
             if why is not None:
                 blocked[k] += 1
                 if args.verbose or k >= 4:
@@ -282,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
                           f"({len(ids)} tokens): {why}", file=sys.stderr)
         print(f"  after {runs} requests: "
               + ", ".join(f"k={k}: {blocked[k]}" for k in ks), file=sys.stderr, flush=True)
+    if args.digests:
+        Path(args.digests).write_text("".join(f"{line}\n" for line in digest_lines))
     mode = "fill-in-the-middle" if args.fim else "prefix"
     plain, budget = np.array(stats.plain) * 1000, np.array(stats.budget) * 1000
     extra = budget - plain  # the budgeted mask's CPU time over the plain one, same state

@@ -11,6 +11,11 @@ its bytes alone, so a completion from a group's state can be *assembled* rather 
   is the very one the plan was verified by (``a`` ends the same way whatever lexer state
   accepted it, and the newline lexeme, whose end reads the indentation carry, is left out).
 
+A group that ends inside a newline lexeme (``):\n``, blanks: its tokens' carries differ, and
+the lexeme's end reads the carry) is bounded another way: a line break continues the lexeme
+and resets the carry, so after it every token of the group is in one state; a plan walked
+from there, plus the break, bounds them all (``GroupBounds._nl_plan``).
+
 Its length is therefore an upper bound on the tokens that complete from the group's state, and
 a group whose bound fits what is left is admitted with no walk of its own. The plans are kept
 per (terminal, quotient parser state, original parser state) for the whole generation, so a
@@ -49,6 +54,8 @@ Complete = Callable[[FimState], bool]
 _TERMINALS = 3
 # witness tokens at most (a longer one is not assembled)
 _ENDS = 4
+# new line-break plans a step may search for (``GroupBounds._nl_plan``)
+_NL_PLANS = 4
 
 
 def _view(st: FimState) -> tuple[int, int, PState]:
@@ -82,6 +89,10 @@ class BoundaryPlans:
         self.known = np.zeros(S, dtype=bool)
         nl = qb.nl_live
         self.nl_live = np.array(nl if nl is not None else [False] * S, dtype=bool)
+        # inside a newline lexeme: the completions after a line break, per (lexer state
+        # after it, quotient parser uid, original parser uid) (None: none found)
+        self.nl_plans: dict[tuple[int, int, int], tuple[int, ...] | None] = {}
+        self.nl_ids = tok.tokenize(b"\n") if self.nl_live.any() else None
 
     def finishes(self, states: np.ndarray) -> None:
         """Fill the finishing tables for ``states`` (each lexer state once)."""
@@ -144,6 +155,10 @@ class GroupBounds:
         self.token_bytes = memo.token_bytes
         self.search = search
         self.plans_left = plans
+        # line-break plans have an allowance of their own: one covers every token of a
+        # vertex that ends inside a newline lexeme, the groups a step meets at every line
+        # end, and the terminals' plans (the largest vertices first) would spend it all
+        self.nl_plans_left = _NL_PLANS
         self.trans = qb.trans
 
     # ------------------------------------------------------------------ a step's groups
@@ -240,7 +255,63 @@ class GroupBounds:
             need &= bound.min(axis=1) > self.left
             if not need.any():
                 break
+        nl = np.flatnonzero(need & memo.nl_live[fu])
+        if nl.size:
+            bound = np.concatenate([bound, np.full((fu.size, 1), INF, dtype=np.int64)], axis=1)
+            for j in nl.tolist():
+                ids = self._nl_plan(int(fu[j]), pq, po)
+                if ids is not None:
+                    bound[j, _TERMINALS] = len(ids)
         return bound, plans
+
+    def _nl_plan(self, q: int, pq: PState, po: PState) -> tuple[int, ...] | None:
+        """A completion from every state (q, carry, pq, po), whatever the carry: a line
+        break, then a plan walked from the state it reaches. ``q`` is inside a newline
+        lexeme that a line break continues; the break resets the carry and nothing before
+        it reads the carry (``walk``: no lexeme ends, a token end's check reads the lexer
+        and parser states only), so the state after it is one state for the whole group
+        (:mod:`.carry_free`'s argument, with the reset first)."""
+        memo = self.memo
+        ids0 = memo.nl_ids
+        q2 = memo.rows[q][10]
+        if ids0 is None or q2 < 0 or self.ob.trans_rows[q][10] < 0:
+            return None  # (both lexers must continue the lexeme: else its end reads the carry)
+        key = (q2, pq[PUID], po[PUID])
+        if key in memo.nl_plans:
+            return memo.nl_plans[key]
+        if self.nl_plans_left <= 0:
+            return None  # not known this step (asked again by a later one)
+        self.nl_plans_left -= 1
+        if len(memo.nl_plans) >= 1 << 14:
+            memo.nl_plans.clear()
+        r = memo.nl_plans[key] = self._walked_plan((q, 0, pq, po), ids0)
+        return r
+
+    def _walked_plan(self, s: FimState, head: tuple[int, ...]) -> tuple[int, ...] | None:
+        """``head`` then a plan from where it leads, walked from ``s`` to an end (None: the
+        walk fails or no plan is found)."""
+        s1 = self._walk_ids(s, head)
+        if s1 is None:
+            return None
+        if self.complete(s1):
+            return head
+        try:
+            ids = tuple(self.planner.plan(s1, self.walk, self.complete, _view,
+                                          search=self.search))
+        except PLAN_FAILED:
+            return None
+        end = self._walk_ids(s1, ids)  # walked here too: the bound rests on this walk alone
+        if not ids or end is None or not self.complete(end):
+            return None
+        return (*head, *ids)
+
+    def _walk_ids(self, s: FimState, ids: tuple[int, ...]) -> FimState | None:
+        for t in ids:
+            nxt = self.walk(s, self.token_bytes(t))
+            if isinstance(nxt, int):
+                return None
+            s = nxt
+        return s
 
     def _ends_here(self, q: int, pq: PState, po: PState) -> bool:
         """Is the state (q, pq, po) complete? (An end after a lexeme the suffix's first
@@ -306,6 +377,8 @@ class GroupBounds:
         r = int(bound[0].argmin())
         if bound[0, r] > self.left:
             return None
+        if r == _TERMINALS:  # inside a newline lexeme: a line break, then its plan
+            return self._nl_plan(q, pq, po)
         return (*self.memo.witness[q, r], *plans[int(self.memo.term[q, r])][0])
 
 

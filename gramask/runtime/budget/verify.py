@@ -125,7 +125,10 @@ class VerifiedTokens:
         i = int(self.index[token_id])
         if i >= 0:
             return self.completions[i]
-        return self.lazy(token_id) if self.lazy is not None else None
+        done = self.lazy(token_id) if self.lazy is not None else None
+        if done is None and self.plan and self.plan[0] == token_id:
+            return self.plan[1:]  # the step's own plan (verified), kept by itself
+        return done
 
     def apply(self, m: np.ndarray, complete: bool) -> None:
         """Keep in ``m`` only what was verified — unless nothing was and no plan is known
