@@ -110,6 +110,12 @@ class BoundsRoute:
             if nxt is None or cost >= last:
                 return None  # no way on, or the costs stopped decreasing (inconsistent)
             last = cost
+            if self.markers and nxt[:1] == b"\n" and nxt.strip(b" \t") == b"\n":
+                # fill-in-the-middle: the line break alone first, the loop then tries the
+                # fewest spaces that complete (the suffix's own indentation may be all the
+                # new line needs: ``\n`` before a suffix ``     i`` opens the block at 5,
+                # where the width the costs chose, 5 more spaces, took five tokens more)
+                nxt = b"\n"
             nst = walk(st, nxt)
             if isinstance(nst, int):
                 return None
