@@ -547,6 +547,51 @@ def test_no_walk_through_an_opening_bracket_nothing_closes_is_a_dead_end(
     assert seen > 100
 
 
+# fim_fuzz --indent 1 --seed 512, grammar 1: the token before such a bracket. ``x`` (T0)
+# can only go on as ``x(``, whose shift the masks refuse: ``x`` at the start was allowed
+# with no completion after it (lark's indenter agrees: no ``x(...`` line ever ends). A set
+# whose every way to the end goes through an opening bracket nothing can close is refused
+# now, and the terminal that leads there (gramask/runtime/core/viability.py,
+# unclosable_shifts).
+OPENS_ONLY = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "do" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: "a" | T0 "("+
+T0: "x"
+%import common.WS_INLINE
+%ignore WS_INLINE
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "suffix"), [("", None), ("do:\n ", "\n")])
+def test_a_terminal_that_leads_only_into_an_unclosable_bracket_is_refused(
+        lexer: str, prefix: str, suffix: str | None) -> None:
+    tokens = ["x", "(", "a", "\n", " ", "do", ":", "x("]
+    cg, vocab = tiny(OPENS_ONLY, tokens, lexer=lexer)
+    oracle = _bracket_oracle(OPENS_ONLY)
+    assert lark_accepts(oracle, "a\ndo:\n a\n") and not lark_accepts(oracle, "x(\n")
+    start = cg.constraint(prefix) if suffix is None else cg.constraint(prefix, suffix=suffix)
+    assert not start.is_allowed(vocab.token_id("x"))
+    todo: list[tuple[gramask.Constraint, int]] = [(start, 0)]
+    seen = 0
+    while todo:
+        c, depth = todo.pop()
+        for t in c.allowed().nonzero()[0].tolist():
+            if t == vocab.eos_token_id:
+                continue
+            c2 = c.clone()
+            c2.advance(t)
+            seen += 1
+            done = c2.text + c2.shortest_completion().text  # no dead end
+            assert lark_accepts(oracle, prefix + done + (suffix or "")), (c2.text, done)
+            if depth < 3:
+                todo.append((c2, depth + 1))
+    assert seen > 20
+
 # fim_fuzz --indent 1 --seed 320, grammar 6 (basic), reported as a dead end: after the prefix
 # ``if:\n`` the middle opens a level at 8 (``\tif``) above the suffix's first line `` int``
 # (width 1). That level is no dead end: the middle may close both blocks and open a header at
