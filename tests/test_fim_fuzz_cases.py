@@ -660,7 +660,7 @@ def test_budget_keeps_a_line_before_the_header_the_suffix_needs(lexer: str, k: i
 # after ``if:\n`` the middle `` if:\n  if:\n`` (three levels to close) ended with EOS refused
 # (fim_fuzz --indent 1 --seed 370, 370:7). Where the head fixes that width, the counts are
 # those a stack of rising widths up to it allows; where it does not (the suffix ``"   b\n"``
-# continues a line the middle began), the cap stays (documented).
+# continues a line the middle began), see the next test.
 IF_BLOCKS = r"""
 start: stmt+
 stmt: simple _NEWLINE
@@ -687,6 +687,27 @@ def test_the_end_closes_every_level_below_a_width_the_suffix_fixes(
     _walk(c, vocab, middle)
     assert c.is_allowed(vocab.eos_token_id) and c.is_complete()
 
+
+# The suffix's blanks continue the middle's last newline lexeme (``"   b\n"`` after a middle
+# ending ``\n``): that line stands at 3 or more, so a stack of rising widths may hold three
+# levels above 0 there, and the end closes them all. The branches stopped at two beyond the
+# prefix's (``MAX_EXTRA_DEDENTS``): after ``if:\n`` the middle `` if:\n  if:\n`` ended with
+# EOS refused (fim_fuzz --indent 1 --seed 512, 512:9: ``n():\n`` + `` q():\n  v():\n`` +
+# ``   int\n``; 370:7). Beyond the blanks' width the cap stays (docs/semantics.md).
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n"], "   b\n"),
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n", " "], "   b\n"),
+    ("", ["if", ":", "\n", " ", "if", ":", "\n", " ", " ", "if", ":", "\n", " ", " ", " ", "if",
+          ":", "\n"], "    b\n"),
+])
+def test_the_end_closes_the_levels_below_the_blanks_the_suffix_adds(
+        lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
+    cg, vocab = tiny(IF_BLOCKS, ["if", ":", "\n", " ", "b"], lexer=lexer)
+    assert lark_accepts(_indenter_oracle(IF_BLOCKS), prefix + "".join(middle) + suffix)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, middle)
+    assert c.is_allowed(vocab.eos_token_id) and c.is_complete()
 
 # A tab after a space breaks the line's width (``"\n \t"``: its newline is refused until a
 # fresh line starts), and from there the plan search ran the newline lexeme on by one byte
