@@ -71,6 +71,8 @@ class _ContextualLexemeCosts(LexemeCosts):
     takes ``T1`` the contextual lexer reads it so). (Every terminal's accepting states
     instead made the costs of the others worse: more states to glue after.)"""
 
+    unglued_apart = False  # (the contextual lexer may end a lexeme the greedy one runs on)
+
     def accepting_states(self, t: int) -> np.ndarray:
         own = super().accepting_states(t)
         return own if own.size and t not in self._widened else np.flatnonzero(

@@ -37,6 +37,10 @@ class LexemeCosts:
     ignored terminal with no clean end (a ``//`` comment) is finished together with the
     newline that closes it (``closer``), so a comment never makes a bound infinite."""
 
+    # followers that never glue are set apart (see _greedy_clean_ends); the contextual
+    # mode's lexer may still end a lexeme before them, so there they count as before
+    unglued_apart = True
+
     def __init__(self, mb: MaskBuilder, tok: TokenCounter,
                  preds: list[set[int]] | None = None) -> None:
         dfa = mb.dfa
@@ -163,7 +167,8 @@ class LexemeCosts:
         # with nothing ignored: ``xin`` is one T0) never follows it: it does not decide
         # which ends are clean (else every end was unclean, every bound through ``a``
         # infinite); the bounds price that follower infinite instead (see ``cost``)
-        never = {b for b in follows if not any(self._glue_ok(q, b) for q in states)}
+        never = {b for b in follows if not any(self._glue_ok(q, b) for q in states)
+                 } if self.unglued_apart else set()
         self.unfollowed[a] = frozenset(never)
         keep = [q for q in states
                 if all(self._glue_ok(q, b) for b in follows if b not in never)]
