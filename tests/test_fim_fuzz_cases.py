@@ -8,7 +8,7 @@ import lark
 import pytest
 
 import gramask
-from tests._support import lark_accepts, tiny
+from tests._support import hf_tokenizer, lark_accepts, tiny
 from tools import budget_force
 
 CHARS = [*"abc.=# \t\n*", "aa", " ba", " #"]
@@ -724,3 +724,37 @@ def test_completion_found_after_a_tab_breaks_the_lines_width(lexer: str, prefix:
     _walk(c, vocab, ["\t"])
     done = prefix + c.text + c.shortest_completion().text + suffix
     assert lark_accepts(_indenter_oracle(IF_BLOCKS), done), done
+
+
+# A token's budget check searches at most VERIFY_SEARCH states, a retry _RETRY_DEEP times
+# as many: after the prefix ``if:\n if:\n   `` the middle's `` .`` (a FLOAT begun) before the
+# suffix `` .3`` needs ``0\n if:\n `` (close the float, open the level the suffix stands at),
+# found after about 100 states; a retry searched 64, so `` .`` was forbidden at every k
+# (fim_fuzz --indent 1 --seed 410, grammar 8, contextual, GPT-2's tokens).
+FLOATS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: ["ba"] FLOAT FLOAT*
+%import common.FLOAT
+_SP: /[ \t]+/
+%ignore _SP
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("k", [0, 4])
+def test_budget_check_finds_a_plan_that_opens_the_suffixs_level(k: int) -> None:
+    vocab = gramask.Vocabulary.bundled("gpt2")
+    cg = gramask.compile(gramask.Grammar.from_lark(FLOATS, lexer="contextual"), vocab,
+                         progress=False)
+    prefix = "if:\n if:\n   "
+    middle = "  .86e+4922\n  \n     1295E576\n     .8\n\n if:\n  if:\n  "
+    suffix = " .3\n  ba70.\n\n .819E317\n"
+    assert lark_accepts(_indenter_oracle(FLOATS), prefix + middle + suffix)
+    ids = hf_tokenizer("gpt2")(middle)
+    c = cg.constraint(prefix, suffix=suffix, max_tokens=len(ids) + k)
+    for i in ids[:4]:
+        assert c.is_allowed(i), vocab.token_bytes(i)
+        c.advance(i)
