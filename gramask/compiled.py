@@ -141,6 +141,14 @@ class CompiledGrammar:
                                  if t >= 0)
                     ctx.closable = closing_filter(aut, ctx.open_brackets, ctx.close_brackets,
                                                   barred, lost)
+                    if ctx.closable is not None:  # sets that lead only into such brackets
+                        from .runtime.core.viability import Viability, unclosable_shifts
+
+                        dead = unclosable_shifts(aut, ctx.closable, ctx.open_brackets)
+                        if any(dead):
+                            aut.viable = Viability(aut, [
+                                d | (lost[s] if lost is not None else 0)
+                                for s, d in enumerate(dead)])
             cont = self.grammar.terminal_index(ind.continuation) if ind is not None else -1
             builder = MaskBuilder(self.tables, self.dfa, ctx, len(self.vocab), cont)
             if self.grammar.lexer != "contextual":

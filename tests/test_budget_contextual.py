@@ -375,3 +375,35 @@ def test_a_terminal_spelled_only_where_the_contextual_lexer_reads_it(prefix: str
         assert b.allowed()[i]
         b.advance(i)
     assert b.is_complete()
+
+
+# A key/value grammar where ``-`` alone is a key (``KEY``: the greedy lexer's winner on
+# ``-1``) and a value is a number: after ``k =`` the contextual lexer reads `` -12`` as a
+# number. The plans finished ``-`` only where no terminal sharing a predecessor with the
+# number accepts (``KEY`` and the numbers both follow ``[``): as ``-0.0``, two tokens more
+# than ``-0``, so a budget of the true `` -12\n`` (k = 0, 1) forbade `` -``. The route now
+# also finishes a lexeme where a terminal the parser expects accepts (walked).
+SIGNED = r"""
+start: (item _NL)*
+item: KEY "=" value | "[" KEY "]"
+?value: INTEGER | FLOAT | "[" value "]"
+KEY: /[A-Za-z0-9_-]+/
+INTEGER: /[+-]?[0-9][0-9_]*/
+FLOAT: /[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?/
+_NL: /\n/
+%ignore " "
+"""
+
+
+@pytest.mark.parametrize("k", [0, 1, 4])
+def test_contextual_budget_finishes_a_lexeme_as_the_parser_reads_it(k: int) -> None:
+    vocab = gramask.Vocabulary.bundled("gpt2")
+    cg = gramask.compile(Grammar.from_lark(SIGNED, lexer="contextual"), vocab, progress=False)
+    assert lark.Lark(SIGNED, parser="lalr", lexer="contextual").parse("k = -12\n")
+    pieces = [b" -", b"12", b"\n"]
+    ids = [vocab.token_id(p) for p in pieces]
+    c = cg.constraint("k =", max_tokens=len(ids) + k)
+    for i in ids:
+        assert i is not None and c.is_allowed(i), (k, vocab.token_bytes(i or 0))
+        c.advance(i)
+    assert c.is_complete()

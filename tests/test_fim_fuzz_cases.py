@@ -8,7 +8,7 @@ import lark
 import pytest
 
 import gramask
-from tests._support import lark_accepts, tiny
+from tests._support import hf_tokenizer, lark_accepts, tiny
 from tools import budget_force
 
 CHARS = [*"abc.=# \t\n*", "aa", " ba", " #"]
@@ -547,6 +547,51 @@ def test_no_walk_through_an_opening_bracket_nothing_closes_is_a_dead_end(
     assert seen > 100
 
 
+# fim_fuzz --indent 1 --seed 512, grammar 1: the token before such a bracket. ``x`` (T0)
+# can only go on as ``x(``, whose shift the masks refuse: ``x`` at the start was allowed
+# with no completion after it (lark's indenter agrees: no ``x(...`` line ever ends). A set
+# whose every way to the end goes through an opening bracket nothing can close is refused
+# now, and the terminal that leads there (gramask/runtime/core/viability.py,
+# unclosable_shifts).
+OPENS_ONLY = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "do" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: "a" | T0 "("+
+T0: "x"
+%import common.WS_INLINE
+%ignore WS_INLINE
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "suffix"), [("", None), ("do:\n ", "\n")])
+def test_a_terminal_that_leads_only_into_an_unclosable_bracket_is_refused(
+        lexer: str, prefix: str, suffix: str | None) -> None:
+    tokens = ["x", "(", "a", "\n", " ", "do", ":", "x("]
+    cg, vocab = tiny(OPENS_ONLY, tokens, lexer=lexer)
+    oracle = _bracket_oracle(OPENS_ONLY)
+    assert lark_accepts(oracle, "a\ndo:\n a\n") and not lark_accepts(oracle, "x(\n")
+    start = cg.constraint(prefix) if suffix is None else cg.constraint(prefix, suffix=suffix)
+    assert not start.is_allowed(vocab.token_id("x"))
+    todo: list[tuple[gramask.Constraint, int]] = [(start, 0)]
+    seen = 0
+    while todo:
+        c, depth = todo.pop()
+        for t in c.allowed().nonzero()[0].tolist():
+            if t == vocab.eos_token_id:
+                continue
+            c2 = c.clone()
+            c2.advance(t)
+            seen += 1
+            done = c2.text + c2.shortest_completion().text  # no dead end
+            assert lark_accepts(oracle, prefix + done + (suffix or "")), (c2.text, done)
+            if depth < 3:
+                todo.append((c2, depth + 1))
+    assert seen > 20
+
 # fim_fuzz --indent 1 --seed 320, grammar 6 (basic), reported as a dead end: after the prefix
 # ``if:\n`` the middle opens a level at 8 (``\tif``) above the suffix's first line `` int``
 # (width 1). That level is no dead end: the middle may close both blocks and open a header at
@@ -615,7 +660,7 @@ def test_budget_keeps_a_line_before_the_header_the_suffix_needs(lexer: str, k: i
 # after ``if:\n`` the middle `` if:\n  if:\n`` (three levels to close) ended with EOS refused
 # (fim_fuzz --indent 1 --seed 370, 370:7). Where the head fixes that width, the counts are
 # those a stack of rising widths up to it allows; where it does not (the suffix ``"   b\n"``
-# continues a line the middle began), the cap stays (documented).
+# continues a line the middle began), see the next test.
 IF_BLOCKS = r"""
 start: stmt+
 stmt: simple _NEWLINE
@@ -643,6 +688,27 @@ def test_the_end_closes_every_level_below_a_width_the_suffix_fixes(
     assert c.is_allowed(vocab.eos_token_id) and c.is_complete()
 
 
+# The suffix's blanks continue the middle's last newline lexeme (``"   b\n"`` after a middle
+# ending ``\n``): that line stands at 3 or more, so a stack of rising widths may hold three
+# levels above 0 there, and the end closes them all. The branches stopped at two beyond the
+# prefix's (``MAX_EXTRA_DEDENTS``): after ``if:\n`` the middle `` if:\n  if:\n`` ended with
+# EOS refused (fim_fuzz --indent 1 --seed 512, 512:9: ``n():\n`` + `` q():\n  v():\n`` +
+# ``   int\n``; 370:7). Beyond the blanks' width the cap stays (docs/semantics.md).
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n"], "   b\n"),
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n", " "], "   b\n"),
+    ("", ["if", ":", "\n", " ", "if", ":", "\n", " ", " ", "if", ":", "\n", " ", " ", " ", "if",
+          ":", "\n"], "    b\n"),
+])
+def test_the_end_closes_the_levels_below_the_blanks_the_suffix_adds(
+        lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
+    cg, vocab = tiny(IF_BLOCKS, ["if", ":", "\n", " ", "b"], lexer=lexer)
+    assert lark_accepts(_indenter_oracle(IF_BLOCKS), prefix + "".join(middle) + suffix)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, middle)
+    assert c.is_allowed(vocab.eos_token_id) and c.is_complete()
+
 # A tab after a space breaks the line's width (``"\n \t"``: its newline is refused until a
 # fresh line starts), and from there the plan search ran the newline lexeme on by one byte
 # per lexer state it reaches: the tab reached the lexeme's state first, so ``\n`` (the same
@@ -658,3 +724,37 @@ def test_completion_found_after_a_tab_breaks_the_lines_width(lexer: str, prefix:
     _walk(c, vocab, ["\t"])
     done = prefix + c.text + c.shortest_completion().text + suffix
     assert lark_accepts(_indenter_oracle(IF_BLOCKS), done), done
+
+
+# A token's budget check searches at most VERIFY_SEARCH states, a retry _RETRY_DEEP times
+# as many: after the prefix ``if:\n if:\n   `` the middle's `` .`` (a FLOAT begun) before the
+# suffix `` .3`` needs ``0\n if:\n `` (close the float, open the level the suffix stands at),
+# found after about 100 states; a retry searched 64, so `` .`` was forbidden at every k
+# (fim_fuzz --indent 1 --seed 410, grammar 8, contextual, GPT-2's tokens).
+FLOATS = r"""
+start: stmt+
+stmt: simple _NEWLINE
+    | "if" ":" _NEWLINE _INDENT stmt+ _DEDENT
+simple: ["ba"] FLOAT FLOAT*
+%import common.FLOAT
+_SP: /[ \t]+/
+%ignore _SP
+_NEWLINE: (/\r?\n[\t ]*/)+
+%declare _INDENT _DEDENT
+"""
+
+
+@pytest.mark.parametrize("k", [0, 4])
+def test_budget_check_finds_a_plan_that_opens_the_suffixs_level(k: int) -> None:
+    vocab = gramask.Vocabulary.bundled("gpt2")
+    cg = gramask.compile(gramask.Grammar.from_lark(FLOATS, lexer="contextual"), vocab,
+                         progress=False)
+    prefix = "if:\n if:\n   "
+    middle = "  .86e+4922\n  \n     1295E576\n     .8\n\n if:\n  if:\n  "
+    suffix = " .3\n  ba70.\n\n .819E317\n"
+    assert lark_accepts(_indenter_oracle(FLOATS), prefix + middle + suffix)
+    ids = hf_tokenizer("gpt2")(middle)
+    c = cg.constraint(prefix, suffix=suffix, max_tokens=len(ids) + k)
+    for i in ids[:4]:
+        assert c.is_allowed(i), vocab.token_bytes(i)
+        c.advance(i)

@@ -71,6 +71,8 @@ class _ContextualLexemeCosts(LexemeCosts):
     takes ``T1`` the contextual lexer reads it so). (Every terminal's accepting states
     instead made the costs of the others worse: more states to glue after.)"""
 
+    unglued_apart = False  # (the contextual lexer may end a lexeme the greedy one runs on)
+
     def accepting_states(self, t: int) -> np.ndarray:
         own = super().accepting_states(t)
         return own if own.size and t not in self._widened else np.flatnonzero(
@@ -177,6 +179,38 @@ class _ContextualPlanSearch(PlanSearch):
             if w and (exp >> t) & 1 and not lex.ignored[t] and w not in seen:
                 seen.add(w)
                 out.append(w)
+        return out
+
+    _accept_dist: dict[int, np.ndarray] | None = None  # see _finish_alternative
+
+    def _finish_alternative(self, q: int, p: PState, best: int) -> bytes | None:
+        """The lexeme at ``q`` finished where a terminal the parser expects accepts, greedy
+        winner or not, if that is cheaper than ``best``: the contextual lexer reads it so
+        where the parser does not take the winner. After ``"weird key" =`` the lexeme ``-``
+        ends as ``INTEGER`` by ``1`` (``BARE_KEY``, the greedy winner of ``-1``, is no value),
+        where the costs' finishing, narrowed to states no rival sharing a predecessor
+        accepts (``_widen_finish``), took ``-0.0``: two tokens more, so a budget of the true
+        ``-12`` refused `` -``. The route walks it."""
+        lex = cast("_ContextualLexemeCosts", self.lex)
+        dists = self._accept_dist
+        if dists is None:
+            dists = self._accept_dist = {}
+        exp = p[ES][EXPECTED]
+        out = None
+        for t in range(lex.num_terminals):
+            if not (exp >> t) & 1 or lex.ignored[t] or t == self.nl_t:
+                continue
+            d = dists.get(t)
+            if d is None:
+                d = dists[t] = lex.distances_to(lex.accepting[:, t])
+            if not 0 < d[q] < INF:
+                continue
+            w = lex.path(q, d)
+            c = self.tok.count(w)
+            if c < best:
+                c += self.costs.after_terminal(p, t)
+            if c < best:
+                best, out = c, w
         return out
 
     def _next_lexeme_uncached(self, p: PState, prev: int) -> tuple[bytes | None, int]:

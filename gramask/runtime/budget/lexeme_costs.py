@@ -37,6 +37,10 @@ class LexemeCosts:
     ignored terminal with no clean end (a ``//`` comment) is finished together with the
     newline that closes it (``closer``), so a comment never makes a bound infinite."""
 
+    # followers that never glue are set apart (see _greedy_clean_ends); the contextual
+    # mode's lexer may still end a lexeme before them, so there they count as before
+    unglued_apart = True
+
     def __init__(self, mb: MaskBuilder, tok: TokenCounter,
                  preds: list[set[int]] | None = None) -> None:
         dfa = mb.dfa
@@ -62,6 +66,9 @@ class LexemeCosts:
         # per terminal a, the spelled terminals whose lexemes can come right after one of a
         # (all of them without the grammar's predecessor sets)
         self._follows: list[list[int]] = [[] for _ in range(T)]
+        # per terminal a, the followers that can never stand right after one of its lexemes
+        # (see _greedy_clean_ends)
+        self.unfollowed: dict[int, frozenset[int]] = {}
         for b in range(T):
             for a in (range(T) if preds is None else preds[b]):
                 self._follows[a].append(b)
@@ -110,6 +117,10 @@ class LexemeCosts:
             if w is None or self.ignored[b]:
                 continue
             worst = tok.count(w)
+            if any(b in self.unfollowed.get(a, ()) for a in (range(T) if preds is None
+                                                              else preds[b])
+                   if not self.ignored[a]):
+                continue  # a grammar path through a pair that never glues is no bound
             for a in (range(T) if preds is None else preds[b]):
                 for q in self.ends[a].tolist():
                     g = self.glue(q, b)
@@ -149,12 +160,18 @@ class LexemeCosts:
         ``"int"``, every end of T0 would otherwise be unclean (``a`` + ``ab`` is one T0) and
         T0 unspellable; a ``SENTENCE: /[a-z][^\\n]+/`` that only a newline follows ends
         clean, though most bytes continue it."""
-        states = self.accepting_states(a)
-        keep = []
-        for q in states.tolist():
-            if all(self._glue_ok(q, b) for b in self._follows[a]
-                   if b != a and not self.ignored[b] and self.spell[b]):
-                keep.append(q)
+        states = self.accepting_states(a).tolist()
+        follows = [b for b in self._follows[a]
+                   if b != a and not self.ignored[b] and self.spell[b]]
+        # a follower that glues after no end of ``a`` (``"in"`` right after ``T0: /\w+/``
+        # with nothing ignored: ``xin`` is one T0) never follows it: it does not decide
+        # which ends are clean (else every end was unclean, every bound through ``a``
+        # infinite); the bounds price that follower infinite instead (see ``cost``)
+        never = {b for b in follows if not any(self._glue_ok(q, b) for q in states)
+                 } if self.unglued_apart else set()
+        self.unfollowed[a] = frozenset(never)
+        keep = [q for q in states
+                if all(self._glue_ok(q, b) for b in follows if b not in never)]
         return np.array(keep, dtype=np.int64)
 
     def _closers(self) -> dict[int, bytes]:

@@ -81,18 +81,24 @@ class BoundsRoute:
                     nst = walk(st, btext) if btext else st
                     if not isinstance(nst, int) and complete(nst):
                         return bytes(out + btext)
-                if choice < 0:
-                    return None
-                w = lex.witness(q, choice)
-                if choice == self.nl_t:
-                    now = text_carry(w, carry)
-                    w += self._nl_pad(p, now)
-                if w:
-                    nst = walk(st, w)
-                    if isinstance(nst, int):
-                        return None
-                    out += w
+                alt = self._finish_alternative(q, p, best)
+                nst = walk(st, alt) if alt is not None else -1
+                if alt is not None and not isinstance(nst, int):
+                    out += alt  # (walked: where it fails, the costs' choice stands)
                     st = nst
+                else:
+                    if choice < 0:
+                        return None
+                    w = lex.witness(q, choice)
+                    if choice == self.nl_t:
+                        now = text_carry(w, carry)
+                        w += self._nl_pad(p, now)
+                    if w:
+                        nst = walk(st, w)
+                        if isinstance(nst, int):
+                            return None
+                        out += w
+                        st = nst
                 q, carry, p = view(st)
                 if complete(st):
                     return bytes(out)
@@ -110,11 +116,23 @@ class BoundsRoute:
             if nxt is None or cost >= last:
                 return None  # no way on, or the costs stopped decreasing (inconsistent)
             last = cost
+            if self.markers and nxt[:1] == b"\n" and nxt.strip(b" \t") == b"\n":
+                # fill-in-the-middle: the line break alone first, the loop then tries the
+                # fewest spaces that complete (the suffix's own indentation may be all the
+                # new line needs: ``\n`` before a suffix ``     i`` opens the block at 5,
+                # where the width the costs chose, 5 more spaces, took five tokens more)
+                nxt = b"\n"
             nst = walk(st, nxt)
             if isinstance(nst, int):
                 return None
             out += nxt
             st = nst
+        return None
+
+    def _finish_alternative(self, q: int, p: PState, best: int) -> bytes | None:
+        """Bytes that finish the lexeme at ``q`` for fewer tokens than ``best`` in a way the
+        costs do not see (None here; the contextual mode's planner reads the parser's
+        expected terminals)."""
         return None
 
     def _glue_to_suffix(self, st: S, q: int, carry: int, p: PState, walk: Walk[S],

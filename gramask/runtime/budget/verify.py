@@ -37,7 +37,10 @@ _DEEP = 16
 # opened before the step's own route fits again; `WITH` where the plan was `with`) is found
 # by a deeper search, and a step forbids only what its first few retries could not admit
 _RETRIES = 8
-_RETRY_DEEP = 4
+# 8, 128 states: a middle's ` .` before a suffix ` .3` at a level the middle must open
+# (`0\n if:\n ` first, six tokens) takes about 100 (fim_fuzz --indent 1 --seed 410,
+# grammar 8, contextual: forbidden at every k with 4)
+_RETRY_DEEP = 8
 # a step binds (see budget_binds) where a token may take fewer than this many tokens of
 # detour beyond the step's plan: the margin issue 24 promises completeness at (k >= 4)
 _DETOUR = 4

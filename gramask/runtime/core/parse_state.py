@@ -206,8 +206,22 @@ class ParserContext:
     def keep_openers(self, p: PState, bits: int) -> int:
         """``bits`` (terminals ``p`` expects) without the opening brackets whose shift
         ``closable`` refuses: a lexeme that can only end as one is a dead end, so a token
-        may not stop inside it."""
+        may not stop inside it. Where the automaton refuses sets because of such brackets
+        (``unclosable_shifts``: a set that leads only into one), so are the terminals whose
+        shift it refuses (``T0`` of ``simple: T0 "("+``)."""
         if self.closable is None:
+            return bits
+        if self.automaton.viable is not None:
+            rest = bits & ~(1 << self.nl_t if self.nl_t >= 0 else 0)
+            while rest:
+                low = rest & -rest
+                rest ^= low
+                t = low.bit_length() - 1
+                try:
+                    if t < self.automaton.num_terminals and self.shift(p, t) is None:
+                        bits &= ~low
+                except LimitExceededError:
+                    pass  # (kept: the walk that takes it answers then)
             return bits
         for o in self.open_brackets:
             if (bits >> o) & 1:

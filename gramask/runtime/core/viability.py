@@ -34,7 +34,7 @@ from .earley import ORIGINS, STATES, UID, BelowCut
 if TYPE_CHECKING:
     from .earley import Automaton, EarleySet
 
-__all__ = ["Viability", "closed_in_place", "closing_filter"]
+__all__ = ["Viability", "closed_in_place", "closing_filter", "unclosable_shifts"]
 
 
 class Viability:
@@ -143,6 +143,33 @@ def closing_filter(aut: Automaton, opens: frozenset[int], closes: frozenset[int]
     v = Viability(aut, no, accepting)
     targets = {t for s in range(n) for o in opens if (t := aut.goto_t[s].get(o)) is not None}
     return None if all(v.reach[t] for t in targets) else v
+
+
+def unclosable_shifts(aut: Automaton, closable: Viability, opens: frozenset[int]) -> list[int]:
+    """Per LR(0) state, the opening brackets (a bit set) whose shift leads to items that can
+    never shift a closing bracket, by themselves or through any nonterminal they complete:
+    :func:`closing_filter` refuses every set such a shift makes, so the shift never
+    happens. Removed from the automaton (:class:`Viability`), a set whose every way to the
+    end goes through one is refused too: ``x`` where ``simple: T0 "("+`` and nothing closes
+    the ``(`` (lark's indenter drops the newline inside it, so no line ends), which the
+    masks otherwise took, with no completion after it."""
+    reach, comp = closable.reach, closable.comp
+    lead = 0  # nonterminals whose completion into some state can lead to a closing bracket
+    changed = True
+    while changed:
+        changed = False
+        for moves in aut.goto_n:
+            for sym, t in moves:
+                if not lead >> sym & 1 and (reach[t] or comp[t] & lead):
+                    lead |= 1 << sym
+                    changed = True
+    out = [0] * len(aut.goto_t)
+    for s, moves_t in enumerate(aut.goto_t):
+        for o in opens:
+            u = moves_t.get(o)
+            if u is not None and not reach[u] and not comp[u] & lead:
+                out[s] |= 1 << o
+    return out
 
 
 def closed_in_place(rules: Sequence[Rule], opens: Iterable[str], closes: Iterable[str],

@@ -48,11 +48,13 @@ from .suffix_lexing import (
     closed_bases,
     dedent_counts,
     indent_unit,
+    least_width,
 )
 
 __all__ = ["parse_indented_lattice"]
 
-# (0, depth, seen a significant lexeme, the level the stack tops out at or -1) before the
+# (0, depth, seen a significant lexeme, the level the stack tops out at, or -1 - a width it
+# stands at or above where that level is unknown, see least_width) before the
 # first newline outside brackets; (1, depth, stack, at the beginning of a line, first line's
 # width) after it
 State = tuple[int, int, bool, int] | tuple[int, int, tuple[int, ...], bool, int]
@@ -78,8 +80,9 @@ class _Indenter:
     def first_line(self, w: int, top: int) -> list[tuple[Emit, tuple[int, ...], int]]:
         """The outcomes of the first newline outside brackets, of width ``w``: (terminals
         after the ``_NEWLINE``, the stack then, the floor: levels below it the middle may have
-        opened, -1 for none). ``top`` (-1: unknown): the level the stack tops out at before
-        it, known when the middle's last newline ends inside the suffix."""
+        opened, -1 for none). ``top``: the level the stack tops out at before it, known when
+        the middle's last newline ends inside the suffix; else ``-1 - least``, ``least`` a
+        width it stands at or above (0: none known)."""
         if top >= 0:  # the line before stands at ``top``: the outcome follows
             if top < w:  # the levels below ``top`` assumed as below a first line's
                 return [((self.ind,), (*stack, w), w) for stack in self._bases(top)]
@@ -93,7 +96,8 @@ class _Indenter:
             stack = (*b, w)
             if len(stack) > 1:
                 out.append(((self.ind,), stack, w))
-            out += [((self.ded,) * c, stack, w) for c in dedent_counts(n_gt, w, None)]
+            out += [((self.ded,) * c, stack, w)
+                    for c in dedent_counts(n_gt, w, None, -1 - top)]
         # the middle closed blocks and opened none below ``w``: no level of its own assumed
         out += [((self.ind,), (*b, w), -1) for b in closed_bases(self.prefix, w, opened)]
         return out
@@ -153,7 +157,7 @@ class _Indenter:
         if s[0] == 0:
             n_gt = sum(1 for e in self.prefix if e > 0)
             out: list[Emit] = []
-            for c in dedent_counts(n_gt, 0, s[3]):
+            for c in dedent_counts(n_gt, 0, s[3], max(0, -1 - s[3])):
                 out.append((self.nl, *(self.ded,) * c))
                 if not s[2]:  # nothing significant: the middle may have ended the line
                     out.append((self.ded,) * c)
@@ -260,7 +264,7 @@ def _readings(cx: ContextualLexer, suffix: bytes, k: int, ends: int,
         return [(0, d0, False, top if d0 == 0 else -1) for d0 in range(MAX_DEPTH + 1)]
 
     if not head or nl not in terms or (b"\n" not in head and b"\f" not in head):
-        return [(terms, starts(-1))]
+        return [(terms, starts(-1 - least_width(head, terms, nl, prefix_indent)))]
     top = text_carry(head)
     if top >= TAB_UNIT or any(e >= TAB_UNIT for e in prefix_indent):
         return [(terms, starts(-1))]

@@ -24,6 +24,7 @@ programs: the end of a middle is confirmed exactly, see :mod:`gramask.runtime.fi
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..core.indentation import TAB_UNIT, advance, text_carry
@@ -181,7 +182,8 @@ def lex_suffix(
             for d0 in range(min(-lowest, MAX_DEPTH) + 1):
                 for terms, offs, assumption in _expand(
                         raw, d0, end, prefix_indent, nl_t, indent_t, dedent_t, open_brackets,
-                        close_brackets, top if d0 == 0 else None):
+                        close_brackets, top if d0 == 0 else None,
+                        least_width(suffix[:k], ends, nl_t, prefix_indent) if d0 == 0 else 0):
                     e = seen.setdefault(terms, (offs, set(), set()))
                     e[1].add(d0)
                     e[2].add(assumption)
@@ -237,6 +239,17 @@ def _readings(head: bytes, ends: frozenset[int], nl_t: int, prefix_indent: tuple
     return [(frozenset((nl_t,)), top), *([(rest, None)] if rest else [])]
 
 
+def least_width(head: bytes, ends: Iterable[int], nl_t: int, prefix_indent: tuple[int, ...]
+                ) -> int:
+    """Where ``head`` (``suffix[:k]``) is blanks that continue the middle's last lexeme, and
+    that lexeme may be a newline: the width its line stands at or above (its blanks'); else
+    0. (Tabs: 0, their widths do not compare as numbers, see .indentation.)"""
+    if not head or nl_t not in ends or head.strip(b" \t"):
+        return 0
+    least = text_carry(head)
+    return 0 if least >= TAB_UNIT or any(e >= TAB_UNIT for e in prefix_indent) else least
+
+
 DEFAULT_UNIT = 4  # the indentation step assumed where the prefix shows none
 
 
@@ -275,7 +288,7 @@ def assumed_bases(prefix_indent: tuple[int, ...], w: int, unit: int | None) -> l
     return bases
 
 
-def dedent_counts(n_gt: int, w: int, top: int | None) -> range:
+def dedent_counts(n_gt: int, w: int, top: int | None, least: int = 0) -> range:
     """How many levels above ``w`` the stack may stand at before a line of width ``w`` (the
     ``_DEDENT`` s there), ``n_gt`` of the prefix's levels being above ``w``. Where the line
     before is known to stand at ``top`` (the middle's last newline lexeme ends inside the
@@ -284,9 +297,12 @@ def dedent_counts(n_gt: int, w: int, top: int | None) -> range:
     :data:`MAX_LEVELS`), however many blocks the middle opened (``if:\n`` then `` if:\n
     if:\n`` before the suffix ``"   b\n"``: the end of input closes three). Else the
     middle's last line's width is open: up to :data:`MAX_EXTRA_DEDENTS` beyond the
-    prefix's levels."""
+    prefix's levels, or, where that line is known to stand at ``least`` or more (the
+    suffix's blanks continue the middle's last newline lexeme: ``   int\n`` after a middle
+    ending ``\n``), up to ``least - w`` levels (the middle ended its line with no blanks
+    of its own: ``n():\n`` + `` q():\n  v():\n`` before ``   int\n``, three)."""
     if top is None or top < 0:
-        return range(n_gt + MAX_EXTRA_DEDENTS + 1)
+        return range(max(n_gt + MAX_EXTRA_DEDENTS, min(least - w, MAX_LEVELS)) + 1)
     if top <= w:
         return range(1 if top == w else 0)
     return range(1, min(top - w, MAX_LEVELS) + 1)
@@ -305,11 +321,12 @@ def closed_bases(prefix_indent: tuple[int, ...], w: int,
 
 def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: tuple[int, ...],
             nl_t: int, indent_t: int, dedent_t: int, opens: frozenset[int],
-            closes: frozenset[int], top: int | None = None,
+            closes: frozenset[int], top: int | None = None, least: int = 0,
             ) -> list[tuple[tuple[int, ...], tuple[int, ...], Assumption]]:
     """The terminal sequences of one raw lexing under bracket depth ``d0``, one per outcome
     of the first significant newline (``top``: the level the stack is known to top out at
-    before it, see :func:`_readings`)."""
+    before it, see :func:`_readings`; else ``least``, a width it stands at or above, see
+    :func:`least_width`)."""
     # find the first significant newline (or the end of input)
     depth = d0
     first = len(raw)
@@ -346,7 +363,7 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
         if bb and (top is None or first == len(raw)):
             outcomes.append(([indent_t], [*bb, w]))
         # c dedents: the stack stood at w (c = 0) or above it
-        outcomes += [([dedent_t] * c, [*bb, w]) for c in dedent_counts(n_gt, w, top)]
+        outcomes += [([dedent_t] * c, [*bb, w]) for c in dedent_counts(n_gt, w, top, least)]
     closed = 0  # the last outcomes: the middle closed blocks, opened none below ``w``
     if top is None and first < len(raw):
         extra = [([indent_t], [*bb, w]) for bb in closed_bases(prefix_indent, w, bases)]
