@@ -143,3 +143,17 @@ def test_random_terminal_sets_lex_as_lark(grammar: str, texts: list[str]) -> Non
         if got is None:  # lark backtracks into an earlier end: the automaton cannot
             continue
         assert got == _lark_lex(text, grammar), text
+
+
+def test_a_terminal_cut_off_everywhere_is_named() -> None:
+    text = 'start: T0 ";" | "int" "ab"\nT0: /(a|bc)+/\n'
+    with pytest.warns(gramask.GrammarWarning, match="AB"):  # (its rule never finishes)
+        cg, _ = tiny(text, [*"abc;int"])
+    diags = cg.info["lexer_diagnostics"]
+    assert any(d["message"].startswith("terminal AB can never be produced: T0")
+               for d in diags), diags
+    oracle = lark.Lark(text, parser="earley", lexer="basic")
+    for t in ["intab", "a;", "bca;"]:
+        assert is_program(cg, t) == lark_accepts(oracle, t), t
+    with pytest.raises(gramask.GrammarError, match="AB can never be produced"):
+        tiny('start: "int" "ab" T0\nT0: /(a|bc)+/\n', [*"abc;int"])
