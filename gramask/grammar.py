@@ -118,8 +118,8 @@ class Grammar:
         """Load Lark grammar text.
 
         ``lexer``: ``"contextual"`` (default; what grammars written for lark or llguidance
-        mean) or ``"basic"`` (one longest-match lexer over all terminals, keywords reserved);
-        see docs/semantics.md.
+        mean) or ``"basic"`` (one lexer over all terminals, in lark's terminal order, the
+        first that matches winning: ``lark_order``; keywords reserved); docs/semantics.md.
 
         ``reserved_keywords``: the contextual mode reserves keywords as the basic mode does
         (CPython, C; lark does not, so off by default): :mod:`gramask.compiler.keywords`.
