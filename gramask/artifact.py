@@ -360,6 +360,8 @@ def _check_header(h: Mapping[str, Any]) -> None:
         "indentation": _opt(lambda x: isinstance(x, dict)), "source": _opt(_is_str),
         "reserved_keywords": _opt(lambda x: isinstance(x, bool)),
         "keywords_win": _opt(lambda x: isinstance(x, bool)),
+        "lark_order": _opt(lambda x: isinstance(x, list) and all(
+            isinstance(e, list) and e and _is_strs(e) for e in x)),
     }, "grammar")
     for i, t in enumerate(g["terminals"]):
         _typed(t, _TERMINAL, f"grammar.terminals[{i}]")

@@ -97,6 +97,8 @@ class Grammar:
     # contextual mode: where the parser takes both a string terminal and a regex that matches
     # its text, the string wins (lark's contextual lexer); reserved_keywords goes further
     keywords_win: bool = False
+    # basic mode: lark's terminal order (gramask.frontends.lark_order; () : longest match)
+    lark_order: tuple[tuple[str, ...], ...] = ()
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -116,8 +118,8 @@ class Grammar:
         """Load Lark grammar text.
 
         ``lexer``: ``"contextual"`` (default; what grammars written for lark or llguidance
-        mean) or ``"basic"`` (one longest-match lexer over all terminals, keywords reserved);
-        see docs/semantics.md.
+        mean) or ``"basic"`` (one lexer over all terminals, in lark's terminal order, the
+        first that matches winning: ``lark_order``; keywords reserved); docs/semantics.md.
 
         ``reserved_keywords``: the contextual mode reserves keywords as the basic mode does
         (CPython, C; lark does not, so off by default): :mod:`gramask.compiler.keywords`.
@@ -238,6 +240,7 @@ class Grammar:
             t.name, t.pattern, t.unicode_categories, parsed=parsed))
             if not t.is_string else t for t, parsed in zip(terminals, parsed_of, strict=True)]
         from .frontends.lark_ignored import swallowed_strings
+        from .frontends.lark_order import lark_terminal_order
 
         swallowed = swallowed_strings(lark_terminals, ignore, source)
         terminals = [t for t in terminals if t.name not in swallowed]
@@ -288,6 +291,7 @@ class Grammar:
             lexer=lexer,
             reserved_keywords=bool(reserved_keywords),
             keywords_win=bool(keywords_win),
+            lark_order=lark_terminal_order(lark_terminals, known) if lexer == "basic" else (),
         )
         return splice_json(grammar, json_parts) if json_parts else grammar
 
@@ -381,6 +385,7 @@ class Grammar:
             "lexer": self.lexer,
             **({"reserved_keywords": True} if self.reserved_keywords else {}),  # unset: fingerprint kept
             **({"keywords_win": True} if self.keywords_win else {}),
+            **({"lark_order": [list(e) for e in self.lark_order]} if self.lark_order else {}),
         }
 
     @classmethod
@@ -396,6 +401,7 @@ class Grammar:
             lexer=obj.get("lexer", "basic"),
             reserved_keywords=bool(obj.get("reserved_keywords", False)),
             keywords_win=bool(obj.get("keywords_win", False)),
+            lark_order=tuple(tuple(e) for e in obj.get("lark_order", ())),
         )
 
     def fingerprint(self) -> str:

@@ -3,6 +3,8 @@ minimised and pinned here with lark as the oracle."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import lark
 import pytest
 
@@ -88,7 +90,11 @@ T0: /(a|bc)+/
 
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 def test_clean_ends_ask_only_for_the_terminals_that_can_follow(lexer: str) -> None:
-    cg, _ = tiny(UNFOLLOWED, [*"abc;int"], lexer=lexer)
+    # (basic mode, longest match: in lark's order T0 takes the "a" of "ab", which is never
+    # lexed, tests/test_lark_order.py; the bundled grammars lex by the longest match)
+    g = replace(gramask.Grammar.from_lark(UNFOLLOWED, lexer=lexer), lark_order=())
+    vocab = gramask.Vocabulary.from_tokens([*"abc;int", "</s>"], eos_token_id=7)
+    cg = gramask.compile(g, vocab, cache=False)
     oracle = lark.Lark(UNFOLLOWED, parser="earley", lexer="basic")
     _completions_are_larks(cg, oracle, ["", "a", "bc", "abca"])
     assert cg.constraint("").min_tokens_to_complete() == 2  # 'a;'

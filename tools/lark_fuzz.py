@@ -18,8 +18,9 @@ is skipped). gramask compiles the grammar on a real vocabulary, and
 A grammar lark builds and gramask refuses is listed with gramask's error; any exception that
 is not a ``GramaskError`` is a crash. Each disagreement is minimised (text, then grammar
 lines) and written as one JSON line to ``--out``. docs/semantics.md lists the documented
-differences (longest match against lark's first-match alternation, the LALR state's
-allowed set against the union of Earley items, ...): the report classifies by hand.
+differences (the contextual mode's longest match against lark's first-match alternation,
+the LALR state's allowed set against the union of Earley items, ...): the report classifies
+by hand.
 """
 
 from __future__ import annotations

@@ -115,10 +115,11 @@ def lexer_diagnostics(
     names = dfa.terminal_names
     acc = dfa.accepting
     multi = np.flatnonzero(acc.sum(axis=1) > 1)
+    cut = _cut_off(grammar, dfa) if grammar.lexer == "basic" and grammar.lark_order else []
     if not multi.size:
-        return []
+        return cut
     ex = _examples(dfa)
-    out: list[LexerDiagnostic] = []
+    out: list[LexerDiagnostic] = cut
     if grammar.lexer == "basic":
         wins = np.zeros(len(names), dtype=bool)
         wins[dfa.accept[dfa.accept >= 0]] = True
@@ -151,6 +152,48 @@ def lexer_diagnostics(
                 if len(out) >= limit:
                     return out
     return out
+
+
+def _cut_off(grammar: Grammar, dfa: LexerDFA) -> list[LexerDiagnostic]:
+    """Lark's terminal order (``Grammar.lark_order``): each terminal that accepts in no lexer
+    state, one before it in the order always matching first, as a shadowed one (with the
+    terminal that takes its shortest text, or its first part)."""
+    from .lexer import terminal_dfa
+
+    out: list[LexerDiagnostic] = []
+    for t in np.flatnonzero(~dfa.accepting.any(axis=0)).tolist():
+        own = terminal_dfa(grammar.terminals[t])
+        text = _shortest(own.trans, own.finals)
+        if text is None:
+            continue
+        q, w = 0, -1
+        for b in text:
+            q = int(dfa.trans[q, b])
+            if q < 0:
+                break
+            if dfa.accept[q] >= 0:
+                w = int(dfa.accept[q])
+        other = dfa.terminal_names[w] if w >= 0 else "(no terminal)"
+        out.append(LexerDiagnostic("shadowed", dfa.terminal_names[t], other, _text(text)))
+    return out
+
+
+def _shortest(trans: np.ndarray, finals: np.ndarray) -> bytes | None:
+    """A shortest text from state 0 to a final state of a byte DFA (None: none)."""
+    seen = {0: b""}
+    level = [0]
+    while level:
+        nxt = []
+        for q in level:
+            if finals[q] and seen[q]:
+                return seen[q]
+            for b in range(256):
+                r = int(trans[q, b])
+                if r >= 0 and r not in seen:
+                    seen[r] = seen[q] + bytes((b,))
+                    nxt.append(r)
+        level = nxt
+    return None
 
 
 def _shifted_in(pt: ParseTables, n_lex: int) -> list[int]:

@@ -6,7 +6,9 @@ some terminal alive; when the next byte kills every terminal the lexeme ends, an
 be in an accepting state. The winner among the accepting terminals is the one with the highest
 priority, then string literals before regexes, then grammar order. This is lark's ``basic``
 lexer (keywords are reserved) made deterministic on bytes, which is what lets a token's effect
-from a lexer state be precomputed once, independent of the parser.
+from a lexer state be precomputed once, independent of the parser. A Lark grammar in the basic
+mode follows lark's terminal order instead (the first terminal of the order that matches wins:
+``order``, :mod:`gramask.compiler.lark_order`).
 """
 
 from __future__ import annotations
@@ -212,11 +214,14 @@ def build_lexer_dfa(
     *,
     progress: bool | None = None,
     max_states: int = MAX_LEXER_STATES,
+    order: Sequence[tuple[int, ...]] | None = None,
 ) -> LexerDFA:
     """Product of the per-terminal byte DFAs, restricted to reachable states.
 
     ``progress``: a progress bar over the terminals (None: only on a terminal, and only once
-    compiling them has taken a second). ``max_states``: the product's limit.
+    compiling them has taken a second). ``max_states``: the product's limit. ``order``:
+    lark's terminal order (:func:`gramask.compiler.lark_order.order_indices`): the first
+    terminal in it that matches wins, not the longest lexeme (None: the longest).
 
     Raises
     ------
@@ -265,18 +270,24 @@ def build_lexer_dfa(
 
     start = np.array([offset[i] if _nonempty(dfas[i]) else -1 for i in range(n_terms)],
                      dtype=np.int64)
-    if 0 < n_terms <= _DENSE_TERMINALS:  # (no terminal at all: the sparse path)
+    cut = None
+    if order is not None:
+        from .lark_order import LarkCut
+
+        cut = LarkCut(n_terms, order, owner, final)
+    if cut is None and 0 < n_terms <= _DENSE_TERMINALS:  # (none at all: the sparse path)
         class_ranks = np.stack([rank[reps] for rank, _ in (d.column_rank() for d in dfas)])
         live_ids, cls_trans = explore_dense(table, start, max_states, too_many, class_ranks)
         q_of, col = np.nonzero(live_ids >= 0)  # by state, then terminal: each key's order
         all_ids = live_ids[q_of, col]
         n = live_ids.shape[0]
     else:
-        order, rows = _explore_sparse(table, start, max_states, too_many)
-        cls_trans = np.array(rows, dtype=np.int32).reshape(len(order), n_cls)
-        n = len(order)
-        q_of = np.repeat(np.arange(n), [len(key) for key in order])
-        all_ids = np.fromiter((g for key in order for g in key), dtype=np.int64,
+        keys, rows = _explore_sparse(table, start, max_states, too_many,
+                                     None if cut is None else cut.cut)
+        cls_trans = np.array(rows, dtype=np.int32).reshape(len(keys), n_cls)
+        n = len(keys)
+        q_of = np.repeat(np.arange(n), [len(key) for key in keys])
+        all_ids = np.fromiter((g for key in keys for g in key), dtype=np.int64,
                               count=len(q_of))
     trans = np.take(cls_trans, byte_class, axis=1)  # (2.5x faster than cls_trans[:, byte_class])
 
@@ -289,6 +300,8 @@ def build_lexer_dfa(
     np.minimum.at(best, q_of[fin], rank[owner[all_ids[fin]]])
     accept = np.where(best < n_terms, order_by_rank[np.minimum(best, n_terms - 1)],
                       -1).astype(np.int32) if n_terms else np.full(n, -1, dtype=np.int32)
+    if cut is not None:  # (state 0's lexeme is empty: no winner)
+        accept = np.array([-1] + [cut.winner(k) for k in keys[1:]], dtype=np.int32)
 
     reverse = ReverseEdges(cls_trans)  # (kept: ignored_follows reads the same edges)
     winnable = _winnable(accept, n_terms, reverse)
@@ -317,8 +330,10 @@ _DENSE_TERMINALS = 200
 def _explore_sparse(
     table: np.ndarray, start: np.ndarray, max_states: int,
     on_limit: Callable[[list[tuple[int, ...]]], None],
+    cut: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None,
 ) -> tuple[list[tuple[int, ...]], list[list[int]]]:
-    """:func:`explore` over sorted tuples of live global states (many terminals)."""
+    """:func:`explore` over sorted tuples of live global states (many terminals; or
+    ``cut``, lark's order, dropping threads from each successor)."""
     n_cls = table.shape[1]
     by_state: dict[int, list[int]] = {}  # per global state read, its successor per class
     by_cls = np.ascontiguousarray(table.T)
@@ -336,6 +351,12 @@ def _explore_sparse(
             return [None] * n_cls
         return [tuple(x for x in col if x >= 0) or None
                 for col in zip(*map(state_row, key), strict=True)]
+
+    if cut is not None:
+        plain = successors
+
+        def successors(key: tuple[int, ...]) -> list[tuple[int, ...] | None]:
+            return [None if k is None else cut(k) or None for k in plain(key)]
 
     return explore(tuple(start[start >= 0].tolist()), successors, max_states, on_limit,
                    fresh_start=True)

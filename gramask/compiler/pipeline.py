@@ -38,9 +38,12 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
     t0 = time.perf_counter()
     from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
     from .diagnostics import check_lexer
+    from .lark_order import order_indices
     from .separable_check import check_separable
 
-    dfa = build_lexer_dfa(grammar.terminals, progress=progress,
+    order = (order_indices(grammar.lark_order, grammar.terminal_names)
+             if grammar.lexer == "basic" and grammar.lark_order else None)
+    dfa = build_lexer_dfa(grammar.terminals, progress=progress, order=order,
                           max_states=MAX_LAZY_LEXER_STATES if lazy else MAX_LEXER_STATES)
     pt = build_parse_tables(grammar)
     # A request's schema: its diagnostics cannot fail (contextual lexer) and are logged at

@@ -113,17 +113,23 @@ def load(name: str, start: str | None = None, lexer: str | None = None) -> Gramm
     GrammarError
         Unknown name (a ``ValueError`` too); the message lists the bundled grammars.
     """
+    from dataclasses import replace
+
     from ..grammar import Grammar
 
     mode = lexer or lexer_mode(name)  # (the basic mode reserves keywords by itself)
-    return Grammar.from_lark(
+    # The basic mode takes the longest lexeme here, not lark's terminal order: these grammars
+    # are read as CPython's tokenizer and C compilers read them (maximal munch), and in lark's
+    # order python.lark's generated NAME (the longest pattern text) would take the prefix of
+    # b"...", f'...' (c, sql and json lex alike either way; docs/semantics.md)
+    return replace(Grammar.from_lark(
         text(name), start=start or start_rule(name), source=f"{name}.lark",
         lexer=mode, reserved_keywords=mode == "contextual" and name in _RESERVED,
         keywords_win=False,  # python and c reserve theirs; sql's stay soft (see _RESERVED)
         # both ends of the input as CPython reads them (lark's Indenter, the default for user
         # grammars, reads a first line's blanks as blanks and needs the text to end its line)
         indentation=True if name in _CPYTHON_LINES else None,
-    )
+    ), lark_order=())
 
 
 def load_spec(spec: str, start: str | None = None, lexer: str | None = None) -> Grammar:

@@ -1,0 +1,91 @@
+"""The basic lexer in lark's terminal order: the first terminal of the order that matches wins.
+
+Why: lark's ``BasicLexer`` matches one ``re`` alternation of its terminals, leftmost-first
+(:mod:`gramask.frontends.lark_order` says in which order): once a terminal matches a prefix of
+the text, no terminal after it in the order is tried, however long its match would be
+(``_T.2: "+"`` beside ``/[^\\s()]+/``: ``+0`` is ``+`` ``0``). The lexer automaton is the
+product of the terminals' automata, as for the longest match (``build_lexer_dfa``), with
+the cut of the leftmost-first construction (Russ Cox, "Regular Expression Matching: the
+Virtual Machine Approach"; :mod:`gramask.compiler.regex_ordered` does it inside one regex)
+across terminals: a product state keeps its terminals in lark's order, and where one of them
+accepts, the terminals after it are dropped. Those before it live on (one of them may still
+match, further on, and win). A lexeme then ends where every terminal left has died, as under
+the longest match, so its winner is the first accepting terminal of its last state.
+
+A string that lark folds into a regex (``_create_unless``) has no place in the order: its
+automaton lives on while a regex it is folded into does, and where the regex wins on a
+lexeme the string's pattern matches whole, the string does (the first such string in lark's
+order, as lark's ``UnlessCallback`` asks them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["LarkCut", "order_indices"]
+
+
+def order_indices(
+    entries: Sequence[Sequence[str]], names: Sequence[str],
+) -> list[tuple[int, ...]]:
+    """``Grammar.lark_order`` by terminal index; a terminal the order does not name (none,
+    from ``from_lark``) competes after every named one, in grammar order."""
+    index = {n: i for i, n in enumerate(names)}
+    out = [tuple(index[n] for n in e if n in index) for e in entries if e and e[0] in index]
+    listed = {e[0] for e in out}
+    folded = {s for e in out for s in e[1:]}
+    out += [(i,) for i in range(len(names)) if i not in listed and i not in folded]
+    return out
+
+
+class LarkCut:
+    """The cut and the winners over the product's global states (a terminal's state number
+    plus its offset, as ``build_lexer_dfa`` numbers them)."""
+
+    def __init__(self, n_terms: int, entries: Sequence[tuple[int, ...]],
+                 owner: np.ndarray, final: np.ndarray) -> None:
+        big = n_terms + len(entries) + 1
+        rank = [big] * n_terms  # a folded string: no rank of its own
+        for r, e in enumerate(entries):
+            rank[e[0]] = r
+        self.rank = rank
+        self.big = big
+        hosts: dict[int, set[int]] = {}
+        for e in entries:
+            for s in e[1:]:
+                if rank[s] == big:
+                    hosts.setdefault(s, set()).add(e[0])
+        self.hosts = hosts
+        self.unless = {e[0]: e[1:] for e in entries if len(e) > 1}
+        self.unless_of_rank = {r: frozenset(e[1:]) for r, e in enumerate(entries) if len(e) > 1}
+        self.owner: list[int] = owner.tolist()
+        self.final: list[bool] = final.tolist()
+
+    def cut(self, key: tuple[int, ...]) -> tuple[int, ...]:
+        """A successor set of global states without the threads lark would not try."""
+        owner, final, rank, big = self.owner, self.final, self.rank, self.big
+        best = min((rank[owner[g]] for g in key if final[g]), default=big)
+        if best < big:  # (the strings the first accepting regex becomes stay, to be asked)
+            keep = self.unless_of_rank.get(best, ())
+            key = tuple(g for g in key if rank[owner[g]] <= best or rank[owner[g]] == big
+                        or owner[g] in keep)
+        if self.hosts:
+            present = {owner[g] for g in key}
+            key = tuple(g for g in key if owner[g] not in self.hosts
+                        or self.hosts[owner[g]] & present)
+        return key
+
+    def winner(self, key: Sequence[int]) -> int:
+        """The terminal a lexeme ending in product state ``key`` is (-1: none)."""
+        owner, final, rank, big = self.owner, self.final, self.rank, self.big
+        acc = {owner[g] for g in key if final[g]}
+        ranked = [t for t in acc if rank[t] < big]
+        if not ranked:
+            return -1
+        w: int = min(ranked, key=rank.__getitem__)
+        for s in self.unless.get(w, ()):
+            if s in acc:
+                return s
+        return w
