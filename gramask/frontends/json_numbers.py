@@ -269,6 +269,14 @@ def _capped(mod: np.ndarray, finals: np.ndarray, start: int, cap: int
     count[:, :10] = np.where(k < cap, k + 1, -1)[:, None]
     count[:, _DOT] = count[:, _MINUS] = k
     count[:, _OTHER] = -1
+    return _times(mod, finals, start, count)
+
+
+def _times(mod: np.ndarray, finals: np.ndarray, start: int, count: np.ndarray
+           ) -> tuple[int, np.ndarray, np.ndarray]:
+    """The residue automaton times a counter automaton ``count`` (its start 0, all final):
+    state ``s·n + k``."""
+    n = count.shape[0]
     both = (mod[:, None, :] >= 0) & (count[None, :, :] >= 0)
     table = np.where(both, mod[:, None, :] * n + count[None, :, :], -1).reshape(-1, 13)
     return start * n, table, np.repeat(finals, n)
@@ -286,9 +294,7 @@ def _point_capped(mod: np.ndarray, finals: np.ndarray, start: int, cap: int
     count[:, _DOT] = np.where(k <= cap, cap + 2, -1)
     count[:, _MINUS] = k
     count[:, _OTHER] = -1
-    both = (mod[:, None, :] >= 0) & (count[None, :, :] >= 0)
-    table = np.where(both, mod[:, None, :] * n + count[None, :, :], -1).reshape(-1, 13)
-    return start * n, table, np.repeat(finals, n)
+    return _times(mod, finals, start, count)
 
 
 def _symbols() -> np.ndarray:

@@ -61,11 +61,17 @@ def refuse_extensions(text: str) -> None:
         found.append((m.start(2) - 1, f"lexeme options [{m.group(2).strip()}] on "
                       f"{m.group(1)!r} (llguidance's stop=, max_tokens=, lazy, capture)"))
     items = [(t.lastgroup or "other", t.group(), t.start()) for t in TOKEN.finditer(text)]
+    nexts: list[tuple[str, str]] = []  # the next item that is no blank or comment (backwards)
+    after = ("", "")
+    for kd, tk, _ in reversed(items):
+        nexts.append(after)
+        if kd not in ("space", "comment"):
+            after = (kd, tk)
+    nexts.reverse()
     for k, (kind, tok, at) in enumerate(items):
         if kind != "other":
             continue
-        nxt = next(((kd, tk) for kd, tk, _ in items[k + 1:] if kd not in ("space", "comment")),
-                   ("", ""))
+        nxt = nexts[k]
         if tok == "%" and nxt[0] == "name" and nxt[1] not in _LARK_DIRECTIVES:
             found.append((at, f"the dialect's %{nxt[1]} (llguidance, XGrammar)"))
         elif tok == "<":

@@ -47,9 +47,6 @@ _X_DEFAULTS: dict[str, Any] = {"item_separator": ",", "key_separator": ":",
                                "json_allow_general_unicode_escapes": False}
 _WS = "[ \\t\\n\\r]+"  # llguidance's [\x20\x0A\x0D\x09]+
 _MAX_NULLABLE = 10  # nullable items in one JSON rule (their subsets are spelled out)
-_TERMINAL_DEFAULTS: dict[str, Any] = {"is_string": False, "priority": 0, "ignored": False,
-                                      "automaton": "", "first_match": False,
-                                      "unicode_categories": False}
 
 
 @dataclass(frozen=True)
@@ -118,8 +115,7 @@ def _fresh(text: str, name: str) -> str:
 def splice_json(grammar: Any, parts: list[JsonPart]) -> Any:
     """``grammar`` (a ``Grammar`` loaded from :func:`cut_json`'s text) with each placeholder
     replaced by the JSON part's start nonterminal, its rules and terminals added under fresh
-    names. (New specs are made with ``dataclasses.replace`` from the host's own: gramask.grammar
-    imports this module.)"""
+    names. (The spec classes are the host's, ``type(...)``: gramask.grammar imports this.)"""
     where = f"%json at line {parts[0].line}"
     if grammar.lexer != "contextual":
         raise GrammarError(
@@ -147,11 +143,10 @@ def splice_json(grammar: Any, parts: list[JsonPart]) -> Any:
         k = next((i for i, t in enumerate(terminals) if t.name == part.placeholder), -1)
         if k < 0:  # (in a rule nothing reaches)
             continue
-        proto = terminals[k]
-        terminals[k:k + 1] = [replace(proto, **{**_TERMINAL_DEFAULTS, **t}) for t in jterms]
+        terminals[k:k + 1] = [type(terminals[k])(**t) for t in jterms]
         rules = [replace(r, rhs=tuple(jstart if s == part.placeholder else s for s in r.rhs))
                  for r in rules]
-        rules += [replace(rules[0], lhs=lhs, rhs=rhs) for lhs, rhs in jrules]
+        rules += [type(rules[0])(lhs=lhs, rhs=rhs) for lhs, rhs in jrules]
     return replace(grammar, terminals=tuple(terminals), rules=tuple(rules))
 
 
@@ -250,7 +245,7 @@ def _without_empty(rules: list[tuple[str, tuple[str, ...]]], source: str
                    ) -> list[tuple[str, tuple[str, ...]]]:
     """The same language without its empty string and with no rule deriving it: optional
     whitespace then goes between two items, each some text, so between two tokens only."""
-    nullable: set[str] = set()
+    nullable: set[str] = set()  # (compiler.parse_tables.nullable_symbols: an import cycle)
     grew = True
     while grew:
         grew = False
