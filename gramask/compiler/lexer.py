@@ -296,12 +296,13 @@ def build_lexer_dfa(
     fin = final[all_ids] & (q_of != 0)  # empty lexemes never count
     accepting = np.zeros((n, n_terms), dtype=bool)
     accepting[q_of[fin], owner[all_ids[fin]]] = True
-    best = np.full(n, n_terms, dtype=np.int64)
-    np.minimum.at(best, q_of[fin], rank[owner[all_ids[fin]]])
-    accept = np.where(best < n_terms, order_by_rank[np.minimum(best, n_terms - 1)],
-                      -1).astype(np.int32) if n_terms else np.full(n, -1, dtype=np.int32)
     if cut is not None:  # (state 0's lexeme is empty: no winner)
         accept = np.array([-1] + [cut.winner(k) for k in keys[1:]], dtype=np.int32)
+    else:
+        best = np.full(n, n_terms, dtype=np.int64)
+        np.minimum.at(best, q_of[fin], rank[owner[all_ids[fin]]])
+        accept = np.where(best < n_terms, order_by_rank[np.minimum(best, n_terms - 1)],
+                          -1).astype(np.int32) if n_terms else np.full(n, -1, dtype=np.int32)
 
     reverse = ReverseEdges(cls_trans)  # (kept: ignored_follows reads the same edges)
     winnable = _winnable(accept, n_terms, reverse)

@@ -36,11 +36,12 @@ def lark_terminal_order(
     for r in ts:
         if r.pattern.type == "str":
             continue
+        rx = r.pattern.to_regexp()
         for s in strings:
             if s.priority != r.priority:
                 continue
             value = s.pattern.value
-            m = re.match(r.pattern.to_regexp(), value)
+            m = re.match(rx, value)
             if m is not None and m.group(0) == value:
                 unless.setdefault(r.name, []).append(s.name)
                 if set(s.pattern.flags) <= set(r.pattern.flags):
