@@ -57,10 +57,19 @@ FIM_CUTS = [
      "    top_dir = os.path.dirname(dir",
      "ectory)\n    return top_dir\n"),
     ('"""This is a t', 'est"""\n\nfrom __f', "uture import annotations\n"),
+    # a middle that opens a block the suffix goes on in: ` def` ends the newline lexeme and
+    # its plan must open the block at the suffix's width, not at the cheapest one (the
+    # bounds' route opened it at 5, then found no way on; the plan search needed 184 states)
+    ("class A:\n    def f(self):\n        pass\n\n", '    def g(self):\n        """\n',
+     '        Doc.\n        """\n        return 1\n'),
+    ("class D:\n    def __init__(self):\n        self.d = None\n",
+     "\n    def _decode(self, data, final):\n        if self.d is None:\n",
+     "            out = decode(data)\n            return out\n        return self.d(data)\n"),
 ]
 
 
-@pytest.mark.parametrize(("prefix", "middle", "suffix"), FIM_CUTS, ids=["nl", "doc"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), FIM_CUTS,
+                         ids=["nl", "doc", "block-doc", "block-deeper"])
 def test_true_middle_fits_its_budget(prefix: str, middle: str, suffix: str) -> None:
     cg = _compiled("python", "basic", FIM_VOCAB)
     ids = hf_tokenizer(FIM_VOCAB)(middle)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from ..core.earley import EXPECTED
-from ..core.indentation import indent_text, text_carry
+from ..core.indentation import indent_text, space_pad, text_carry
 from ..core.parse_state import DEPTH, ES, INDENT, PUID
 from ..memo import BoundedMemo
 from .runstate import Complete, LexState, RunState, View, Walk
@@ -27,6 +27,9 @@ __all__ = ["BoundsRoute"]
 
 _MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
 _PADS = (*(b" " * i for i in range(1, 17)), b"\t")
+# fill-in-the-middle: newline widths of the suffix's a failed route is followed again with
+# (see BoundsRoute.completion_text)
+_WIDTH_FORKS = 4
 
 S = TypeVar("S", bound=RunState)
 
@@ -43,6 +46,7 @@ class BoundsRoute:
     markers: dict[int, int]
     nl_t: int
     _nl_live: np.ndarray
+    suffix_widths: tuple[int, ...]  # fill-in-the-middle: where the suffix's blocks are
     # (parser uid, lexer state before) → the cheapest next lexeme (plans from sibling
     # states mostly end the same way: their tails hit this)
     _next: BoundedMemo[tuple[int, int], tuple[bytes | None, int]]
@@ -51,8 +55,30 @@ class BoundsRoute:
                         view: View[S] | None = None,
                         ) -> bytes | None:
         """Bytes that complete the input from runtime state ``st``, following the bounds'
-        choices (see :meth:`~.search.PlanSearch.plan` for the arguments); None if that fails."""
+        choices (see :meth:`~.search.PlanSearch.plan` for the arguments); None if that fails.
+
+        Fill-in-the-middle: where that route fails, it is followed again from each newline
+        lexeme it ended at a block the costs chose the width of, with the block opened at
+        one of the suffix's widths instead (the first _WIDTH_FORKS of them, one fork a
+        route): the costs price a new block at its cheapest width, but a suffix that goes on
+        inside the block fixes it (``def g():`` then a docstring the suffix continues at
+        width 8, where the costs open the block at 5)."""
         view = view or _plain_view
+        forks: list[tuple[S, bytes]] = []
+        text = self._route(st, walk, complete, view, forks, False)
+        if text is not None:
+            return text
+        for nst, head in forks[:_WIDTH_FORKS]:
+            rest = self._route(nst, walk, complete, view, None, True)
+            if rest is not None:
+                return head + rest
+        return None
+
+    def _route(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S],
+               forks: list[tuple[S, bytes]] | None, finished: bool) -> bytes | None:
+        """:meth:`completion_text`'s route from ``st``; with ``forks``, the states (and the
+        bytes up to them) of the newline widths to try where it fails are added to it.
+        ``finished``: the lexeme in progress at ``st`` ends as it is (a fork's newline)."""
         mb = self.mb
         lex = self.lex
         out = bytearray()
@@ -61,14 +87,16 @@ class BoundsRoute:
             q, carry, p = view(st)
             if complete(st):
                 return bytes(out)
-            if q != 0 and self.markers and self._nl_live[q]:
+            # a fork's newline lexeme has its width: straight to its end below
+            settled, finished = finished, False
+            if not settled and q != 0 and self.markers and self._nl_live[q]:
                 # fill-in-the-middle: the suffix may continue this newline lexeme (its
                 # indentation): a few spaces more may be all the middle needs
                 for pad in _PADS:
                     nst = walk(st, pad)
                     if not isinstance(nst, int) and complete(nst):
                         return bytes(out + pad)
-            if q != 0:
+            if q != 0 and not settled:
                 # finish the lexeme in progress as the cheapest terminal
                 best, choice = INF, -1
                 for t, f in lex.fin_list[q]:
@@ -92,13 +120,17 @@ class BoundsRoute:
                     w = lex.witness(q, choice)
                     if choice == self.nl_t:
                         now = text_carry(w, carry)
-                        w += self._nl_pad(p, now)
+                        pad = self._nl_pad(p, now)
+                        if forks is not None and self.markers:
+                            forks += self._width_forks(st, bytes(out), w, p, now, pad, walk)
+                        w += pad
                     if w:
                         nst = walk(st, w)
                         if isinstance(nst, int):
                             return None
                         out += w
                         st = nst
+            if q != 0:
                 q, carry, p = view(st)
                 if complete(st):
                     return bytes(out)
@@ -128,6 +160,28 @@ class BoundsRoute:
             out += nxt
             st = nst
         return None
+
+    def _width_forks(self, st: S, head: bytes, w: bytes, p: PState, now: int, pad: bytes,
+                     walk: Walk[S]) -> list[tuple[S, bytes]]:
+        """Where the route ends the newline lexeme in progress at ``st`` (``head``: its
+        bytes so far) with ``w`` (which leaves the line ``now`` wide) then ``pad``: the
+        states, with the route's bytes to them, that end it at each of the suffix's widths
+        deeper than the open levels instead, nearest first, where the parser opens a block
+        there."""
+        if p[DEPTH] > 0 or not p[INDENT]:
+            return []
+        top = p[INDENT][-1]
+        out: list[tuple[S, bytes]] = []
+        chosen = text_carry(pad, now)
+        for width in sorted(x for x in self.suffix_widths if x > top and x != chosen):
+            d = space_pad(now, width)
+            if d is None or self.ctx.newline(p, width) is None:
+                continue
+            data = w + b" " * d
+            nst = walk(st, data) if data else st
+            if not isinstance(nst, int):
+                out.append((nst, head + data))
+        return out
 
     def _finish_alternative(self, q: int, p: PState, best: int) -> bytes | None:
         """Bytes that finish the lexeme at ``q`` for fewer tokens than ``best`` in a way the
