@@ -6,6 +6,7 @@ it red, and then the mark goes."""
 from __future__ import annotations
 
 import lark
+import pytest
 
 import gramask
 from tests._support import tiny
@@ -97,3 +98,25 @@ def test_budget_takes_a_middle_that_opens_a_deeper_block() -> None:
     assert forced(None)  # the true middle without a budget
     for k in (0, 1, 4):
         assert forced(len(ids) + k), k
+
+
+# The rule above must not reach ignored terminals: every follower of a line comment glues
+# onto it (``b`` after ``-- x`` is more comment), and taking them all as "never follows"
+# made every end of the comment clean, so no plan closed it with a line break:
+# ``shortest_completion()`` after ``a -- x`` raised NoCompletionError (SQL's ``--``,
+# C's ``//``; four tests of the suite), and budgets then refused every token.
+COMMENTED = r"""
+start: "a" "b"
+COMMENT: /--[^\n]*/
+%ignore COMMENT
+%ignore /[ \n]+/
+"""
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_comment_in_progress_is_closed_by_a_line_break(lexer: str) -> None:
+    cg, _ = tiny(COMMENTED, ["a", "b", " ", "\n", "-", "--", "x"], lexer=lexer)
+    for prefix in ("a --", "a -- x"):
+        done = cg.constraint(prefix).shortest_completion().text
+        assert done == "\nb"
+        assert lark.Lark(COMMENTED, parser="lalr", lexer="basic").parse(prefix + done)
