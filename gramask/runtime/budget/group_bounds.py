@@ -348,24 +348,10 @@ class GroupBounds:
         po2 = self.ob.ctx.end_lexeme(po, a, 0)
         if pq2 is None or po2 is None:
             return None
-        s0: FimState = (0, 0, pq2, po2)
-        if self.complete(s0):
-            return (), -1
-        try:
-            ids = self.planner.plan(s0, self.walk, self.complete, _view, search=self.search)
-        except PLAN_FAILED:
+        got = self._walked_plan((0, 0, pq2, po2), ())
+        if got is None:
             return None
-        if not ids:
-            return None
-        cur = s0
-        for t in ids:  # walked here too: the bound rests on this walk alone
-            nxt = self.walk(cur, self.token_bytes(t))
-            if isinstance(nxt, int):
-                return None
-            cur = nxt
-        if not self.complete(cur):
-            return None
-        return tuple(ids), self.token_bytes(ids[0])[0]
+        return (got, self.token_bytes(got[0])[0]) if got else ((), -1)
 
     def after(self, s: FimState | int) -> tuple[int, ...] | None:
         """The assembled completion from the state ``s`` a token led to, if one of at most
