@@ -211,25 +211,18 @@ class ParserContext:
         shift it refuses (``T0`` of ``simple: T0 "("+``)."""
         if self.closable is None:
             return bits
-        if self.automaton.viable is not None:
+        if self.automaton.viable is not None:  # every expected terminal but the newline
             rest = bits & ~(1 << self.nl_t if self.nl_t >= 0 else 0)
-            while rest:
-                low = rest & -rest
-                rest ^= low
-                t = low.bit_length() - 1
-                try:
-                    if t < self.automaton.num_terminals and self.shift(p, t) is None:
-                        bits &= ~low
-                except LimitExceededError:
-                    pass  # (kept: the walk that takes it answers then)
-            return bits
-        for o in self.open_brackets:
-            if (bits >> o) & 1:
-                try:
-                    if self.shift(p, o) is None:
-                        bits &= ~(1 << o)
-                except LimitExceededError:
-                    pass  # (kept: the walk that takes it answers then)
+            tried = [t for t in range(min(rest.bit_length(), self.automaton.num_terminals))
+                     if (rest >> t) & 1]
+        else:
+            tried = [o for o in self.open_brackets if (bits >> o) & 1]
+        for t in tried:
+            try:
+                if self.shift(p, t) is None:
+                    bits &= ~(1 << t)
+            except LimitExceededError:
+                pass  # (kept: the walk that takes it answers then)
         return bits
 
     def expects(self, p: PState) -> int:
