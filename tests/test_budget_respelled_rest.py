@@ -15,7 +15,7 @@ from ._support import follow_along_the_masks
 GRAMMAR = r"""
 start: (NAME "=" value _NL)*
 ?value: BOOL | INT
-BOOL: "true" | "false"
+BOOL.2: "true" | "false"
 INT: /[0-9]+/
 NAME: /[a-z]+/
 _NL: "\n"
