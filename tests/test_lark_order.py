@@ -14,7 +14,7 @@ import gramask
 from gramask.compiler.lark_order import order_indices
 from gramask.compiler.lexer import LexerDFA, build_lexer_dfa
 from gramask.errors import GramaskError
-from tests._support import is_program, lark_accepts, tiny
+from tests._support import follow_along_the_masks, is_program, lark_accepts, tiny
 
 
 def _lexer(g: gramask.Grammar) -> LexerDFA:
@@ -157,3 +157,40 @@ def test_a_terminal_cut_off_everywhere_is_named() -> None:
         assert is_program(cg, t) == lark_accepts(oracle, t), t
     with pytest.raises(gramask.GrammarError, match="AB can never be produced"):
         tiny('start: "int" "ab" T0\nT0: /(a|bc)+/\n', [*"abc;int"])
+
+
+# lark's order leaves the anonymous "all"i no text (MODE wins), and the ignored comment runs
+# on from every byte but a newline: the planner must close it and not price NAME, which
+# follows the never-lexed "all"i in the grammar, infinite
+SQLISH = ('start: "select"i [MODE] NAME ("," NAME)* | "union"i "all"i NAME\n'
+          'MODE.2: "all"i | "distinct"i\nNAME: /[a-z]+/\nCOMMENT: /--[^\\n]*/\n'
+          '%ignore COMMENT\n%ignore /[ \\n]+/\n')
+_SQLISH_TOKENS = ["select", "SELECT", " all", "all", " x", "x", ",", " ", "\n", "-", "--",
+                  " c", "c", " --", "distinct", " distinct"]
+
+
+def test_planner_finishes_a_comment_under_larks_order() -> None:
+    with pytest.warns(gramask.GrammarWarning, match="ALL"):
+        cg, _ = tiny(SQLISH, _SQLISH_TOKENS)
+    oracle = lark.Lark(SQLISH, parser="earley", lexer="basic")
+    for prefix in ["", " --", "select x -- c", "SELECT all x --", "-- c\nselect", "select x,"]:
+        c = cg.constraint(prefix)
+        done = c.shortest_completion()
+        assert lark_accepts(oracle, prefix + done.text), (prefix, done.text)
+        need = c.min_tokens_to_complete()
+        assert need <= len(done.token_ids) < 1000, prefix
+        follow_along_the_masks(c, list(done.token_ids))
+        tight = cg.constraint(prefix, max_tokens=len(done.token_ids))
+        follow_along_the_masks(tight, list(done.token_ids))
+
+
+def test_budget_takes_texts_after_a_keyword_larks_order_never_lexes() -> None:
+    with pytest.warns(gramask.GrammarWarning, match="ALL"):
+        cg, vocab = tiny(SQLISH, _SQLISH_TOKENS)
+    ids = {t: i for i, t in enumerate(_SQLISH_TOKENS)}
+    for text in [["SELECT", " all", " x"], ["select", " x", ",", " x", " --", " c", "\n"]]:
+        c = cg.constraint("", max_tokens=len(text) + 1)
+        for t in text:
+            assert c.allowed()[ids[t]], (text, t)
+            c.advance(ids[t])
+        assert c.allowed()[vocab.eos_token_id], text

@@ -166,11 +166,14 @@ class LexemeCosts:
         # a follower that glues after no end of ``a`` (``"in"`` right after ``T0: /\w+/``
         # with nothing ignored: ``xin`` is one T0) never follows it: it does not decide
         # which ends are clean (else every end was unclean, every bound through ``a``
-        # infinite); the bounds price that follower infinite instead (see ``cost``). Not for
-        # an ignored ``a``: a follower a comment swallows (``b`` after ``-- x``) leaves its end
-        # unclean, so a plan closes the comment with a line break (:meth:`_closers`)
+        # infinite); the bounds price that follower infinite instead (see ``cost``)
+        # (not after an ignored terminal: anything may follow it, so where nothing glues,
+        # a ``--[^\n]*`` comment that every byte but a newline runs on, it is closed by
+        # ``_closers`` instead of counted clean; nor after a terminal with no accepting state,
+        # one that lark's order never lets win: no text has its lexemes, so no follower of
+        # them is priced infinite for it)
         never = {b for b in follows if not any(self._glue_ok(q, b) for q in states)
-                 } if self.unglued_apart and not self.ignored[a] else set()
+                 } if self.unglued_apart and states and not self.ignored[a] else set()
         self.unfollowed[a] = frozenset(never)
         keep = [q for q in states
                 if all(self._glue_ok(q, b) for b in follows if b not in never)]
