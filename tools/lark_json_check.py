@@ -25,6 +25,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fuzz_common import random_steps
+
 import gramask
 from gramask.errors import GramaskError
 
@@ -65,13 +67,7 @@ HOSTS = [
 def walk(cg: gramask.CompiledGrammar, rnd: random.Random, steps: int) -> str:
     """A random masked walk, then gramask's shortest completion."""
     c = cg.constraint()
-    eos = cg.vocab.eos_token_id
-    for _ in range(rnd.randint(0, steps)):
-        ids = c.allowed().nonzero()[0]
-        ids = ids[ids != eos]
-        if not len(ids):
-            break
-        c.advance(int(rnd.choice(ids)))
+    random_steps(c, cg.vocab.eos_token_id, rnd, steps)
     for t in c.shortest_completion().token_ids:
         c.advance(t)
     return c.data.decode()
