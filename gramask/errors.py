@@ -31,6 +31,15 @@ class GrammarError(GramaskError, ValueError):
         super().__init__(text)
 
 
+def text_position(text: str, pos: int) -> tuple[int, int, str]:
+    """Where ``pos`` stands in ``text``: its line and column (from 1) and that line with a
+    caret under it, the ``line``/``column``/``context`` of a :class:`GrammarError`."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    shown = text[start: end if end >= 0 else len(text)]
+    return text.count("\n", 0, pos) + 1, pos - start + 1, f"{shown}\n{' ' * (pos - start)}^"
+
+
 class UnsupportedRegexError(GrammarError):
     """A terminal's regex is valid but has no finite automaton (lookaround, backreference)."""
 
@@ -143,4 +152,5 @@ __all__ = [
     "TokenRejected",
     "UnsupportedRegexError",
     "VocabularyError",
+    "text_position",
 ]

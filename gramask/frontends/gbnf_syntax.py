@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import GrammarError
+from ..errors import GrammarError, text_position
 
 __all__ = ["ANY", "MAX_CODEPOINT", "Alt", "Cls", "Lit", "Node", "Ref", "Rep", "Seq",
            "parse_gbnf", "ref_nodes", "refs"]
@@ -89,15 +89,10 @@ class _Parser:
         return self.text.count("\n", 0, self.pos if pos is None else pos) + 1
 
     def error(self, message: str, pos: int | None = None) -> GrammarError:
-        p = self.pos if pos is None else pos
-        start = self.text.rfind("\n", 0, p) + 1
-        end = self.text.find("\n", p)
-        line_text = self.text[start: end if end >= 0 else len(self.text)]
+        line, column, context = text_position(self.text, self.pos if pos is None else pos)
         where = f" in rule {self.rule!r}" if self.rule else ""
-        return GrammarError(
-            f"{self.source}: {message}{where}", line=self.line(p), column=p - start + 1,
-            context=f"{line_text}\n{' ' * (p - start)}^", name=self.rule or None,
-        )
+        return GrammarError(f"{self.source}: {message}{where}", line=line, column=column,
+                            context=context, name=self.rule or None)
 
     # ---- whitespace: newlines only where llama.cpp allows them (nested / after '|')
     def skip(self, newlines: bool) -> None:

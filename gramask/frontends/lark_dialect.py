@@ -89,16 +89,12 @@ def refuse_extensions(text: str) -> None:
         break
     if found:
         at, what = min(found)
-        from ..errors import GrammarError
+        from ..errors import GrammarError, text_position
 
-        line = text.count("\n", 0, at) + 1
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        shown = text[start: len(text) if end < 0 else end]
+        line, column, context = text_position(text, at)
         raise GrammarError(f"{what} is not supported: gramask reads Lark with the "
-                           "dialect's {m,n}, \"\", hyphenated names and %json only (docs/dialects.md)",
-                           line=line, column=at - start + 1,
-                           context=shown + "\n" + " " * (at - start) + "^")
+                           "dialect's {m,n}, \"\", hyphenated names and %json only "
+                           "(docs/dialects.md)", line=line, column=column, context=context)
 
 
 def rewrite_dialect(text: str) -> str:

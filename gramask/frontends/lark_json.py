@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from itertools import product
 from typing import Any
 
-from ..errors import GrammarError
+from ..errors import GrammarError, text_position
 from .lark_dialect import TOKEN
 
 __all__ = ["JsonPart", "cut_json", "splice_json"]
@@ -78,8 +78,7 @@ def cut_json(text: str) -> tuple[str, list[JsonPart]]:
             at = m.end() + 4
             while at < len(text) and text[at] in " \t\r\n":  # (JSON's whitespace, as
                 at += 1  # llguidance reads the JSON value after %json)
-            line = text.count("\n", 0, pos) + 1
-            column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+            line, column, _ = text_position(text, pos)
             try:
                 schema, end = json.JSONDecoder().raw_decode(text, at)
             except json.JSONDecodeError as e:
