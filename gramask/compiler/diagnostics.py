@@ -159,11 +159,12 @@ def _cut_off(grammar: Grammar, dfa: LexerDFA) -> list[LexerDiagnostic]:
     state, one before it in the order always matching first, as a shadowed one (with the
     terminal that takes its shortest text, or its first part)."""
     from .lexer import terminal_dfa
+    from .separable_check import shortest_text
 
     out: list[LexerDiagnostic] = []
     for t in np.flatnonzero(~dfa.accepting.any(axis=0)).tolist():
         own = terminal_dfa(grammar.terminals[t])
-        text = _shortest(own.trans, own.finals)
+        text = shortest_text(own.trans, own.finals)
         if text is None:
             continue
         q, w = 0, -1
@@ -176,24 +177,6 @@ def _cut_off(grammar: Grammar, dfa: LexerDFA) -> list[LexerDiagnostic]:
         other = dfa.terminal_names[w] if w >= 0 else "(no terminal)"
         out.append(LexerDiagnostic("shadowed", dfa.terminal_names[t], other, _text(text)))
     return out
-
-
-def _shortest(trans: np.ndarray, finals: np.ndarray) -> bytes | None:
-    """A shortest text from state 0 to a final state of a byte DFA (None: none)."""
-    seen = {0: b""}
-    level = [0]
-    while level:
-        nxt = []
-        for q in level:
-            if finals[q] and seen[q]:
-                return seen[q]
-            for b in range(256):
-                r = int(trans[q, b])
-                if r >= 0 and r not in seen:
-                    seen[r] = seen[q] + bytes((b,))
-                    nxt.append(r)
-        level = nxt
-    return None
 
 
 def _shifted_in(pt: ParseTables, n_lex: int) -> list[int]:

@@ -29,7 +29,7 @@ from .separable import (
     terminal_follows,
 )
 
-__all__ = ["check_separable", "shortest_lexeme"]
+__all__ = ["check_separable", "shortest_lexeme", "shortest_text"]
 
 
 def check_separable(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> np.ndarray | None:
@@ -156,9 +156,14 @@ def _answer(grammar: Grammar, dfa: LexerDFA, dead: dict[int, int]) -> None:
 def shortest_lexeme(dfa: LexerDFA, t: int) -> bytes | None:
     """The shortest text the lexer reads as one lexeme of ``t`` (breadth first, smallest
     bytes first), or None."""
-    trans, accept = dfa.trans, dfa.accept
     if dfa.num_states == 0:
         return None
+    return shortest_text(dfa.trans, dfa.accept == t)
+
+
+def shortest_text(trans: np.ndarray, finals: np.ndarray) -> bytes | None:
+    """A shortest non-empty text from state 0 of a byte DFA (``trans[q, b]``, -1 dead) to a
+    state where ``finals`` holds (breadth first, smallest bytes first), or None."""
     prev: dict[int, tuple[int, int]] = {0: (-1, -1)}
     front = [0]
     while front:
@@ -168,7 +173,7 @@ def shortest_lexeme(dfa: LexerDFA, t: int) -> bytes | None:
                 r = int(trans[q, b])
                 if r >= 0 and r not in prev:
                     prev[r] = (q, b)
-                    if accept[r] == t:
+                    if finals[r]:
                         out = bytearray()
                         while r != 0:
                             r, c = prev[r]
