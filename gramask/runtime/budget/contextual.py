@@ -132,6 +132,7 @@ class _ContextualLexemeCosts(LexemeCosts):
     def __init__(self, mb: MaskBuilder, tok: TokenCounter,
                  preds: list[set[int]] | None = None) -> None:
         self.accepting = np.asarray(mb.dfa.accepting, dtype=bool)
+        self._accept_dist: dict[int, np.ndarray] = {}  # see accept_distances
         self._widened: frozenset[int] = frozenset()
         self._fin_ends = None
         self._preds = preds
@@ -152,9 +153,17 @@ class _ContextualLexemeCosts(LexemeCosts):
         w = self.spell[t]
         return w is None or self.tok.count(w) >= INF
 
+    def accept_distances(self, t: int) -> np.ndarray:
+        """Per lexer state, the fewest bytes to a state where ``t`` accepts, winner or not
+        (memoised: the lexer never changes)."""
+        d = self._accept_dist.get(t)
+        if d is None:
+            d = self._accept_dist[t] = self.distances_to(self.accepting[:, t])
+        return d
+
     def _spells_widened(self, t: int) -> bool:
         """Does the shortest lexeme ending where ``t`` accepts at all spell?"""
-        d = self.distances_to(self.accepting[:, t])
+        d = self.accept_distances(t)
         return bool(d[0] < INF) and self.tok.count(self.path(0, d)) < INF
 
 
@@ -181,8 +190,6 @@ class _ContextualPlanSearch(PlanSearch):
                 out.append(w)
         return out
 
-    _accept_dist: dict[int, np.ndarray] | None = None  # see _finish_alternative
-
     def _finish_alternative(self, q: int, p: PState, best: int) -> bytes | None:
         """The lexeme at ``q`` finished where a terminal the parser expects accepts, greedy
         winner or not, if that is cheaper than ``best``: the contextual lexer reads it so
@@ -192,17 +199,12 @@ class _ContextualPlanSearch(PlanSearch):
         accepts (``_widen_finish``), took ``-0.0``: two tokens more, so a budget of the true
         ``-12`` refused `` -``. The route walks it."""
         lex = cast("_ContextualLexemeCosts", self.lex)
-        dists = self._accept_dist
-        if dists is None:
-            dists = self._accept_dist = {}
         exp = p[ES][EXPECTED]
         out = None
         for t in range(lex.num_terminals):
             if not (exp >> t) & 1 or lex.ignored[t] or t == self.nl_t:
                 continue
-            d = dists.get(t)
-            if d is None:
-                d = dists[t] = lex.distances_to(lex.accepting[:, t])
+            d = lex.accept_distances(t)
             if not 0 < d[q] < INF:
                 continue
             w = lex.path(q, d)
