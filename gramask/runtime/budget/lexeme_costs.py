@@ -117,11 +117,10 @@ class LexemeCosts:
             if w is None or self.ignored[b]:
                 continue
             worst = tok.count(w)
-            if any(b in self.unfollowed.get(a, ()) for a in (range(T) if preds is None
-                                                              else preds[b])
-                   if not self.ignored[a]):
+            before = range(T) if preds is None else preds[b]
+            if any(b in self.unfollowed.get(a, ()) for a in before if not self.ignored[a]):
                 continue  # a grammar path through a pair that never glues is no bound
-            for a in (range(T) if preds is None else preds[b]):
+            for a in before:
                 for q in self.ends[a].tolist():
                     g = self.glue(q, b)
                     if g is not None:
@@ -172,11 +171,12 @@ class LexemeCosts:
         # ``_closers`` instead of counted clean; nor after a terminal with no accepting state,
         # one that lark's order never lets win: no text has its lexemes, so no follower of
         # them is priced infinite for it)
-        never = {b for b in follows if not any(self._glue_ok(q, b) for q in states)
+        glues = [[self._glue_ok(q, b) for b in follows] for q in states]  # (state, follower)
+        never = {b for j, b in enumerate(follows) if not any(row[j] for row in glues)
                  } if self.unglued_apart and states and not self.ignored[a] else set()
         self.unfollowed[a] = frozenset(never)
-        keep = [q for q in states
-                if all(self._glue_ok(q, b) for b in follows if b not in never)]
+        keep = [q for q, row in zip(states, glues, strict=True)
+                if all(ok for ok, b in zip(row, follows, strict=True) if b not in never)]
         return np.array(keep, dtype=np.int64)
 
     def _closers(self) -> dict[int, bytes]:
