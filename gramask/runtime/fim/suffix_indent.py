@@ -39,7 +39,7 @@ from collections.abc import Iterable
 
 from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import Automaton, EarleySet
-from ..core.indentation import TAB_UNIT, text_carry
+from ..core.indentation import text_carry
 from .suffix_lattice import SuffixLattice, boundary_ends, lattice_edges
 from .suffix_lexing import (
     MAX_DEPTH,
@@ -49,6 +49,7 @@ from .suffix_lexing import (
     dedent_counts,
     indent_unit,
     least_width,
+    line_readings,
 )
 
 __all__ = ["parse_indented_lattice"]
@@ -254,8 +255,8 @@ def _readings(cx: ContextualLexer, suffix: bytes, k: int, ends: int,
               prefix_indent: tuple[int, ...]) -> list[tuple[frozenset[int], list[State]]]:
     """How the middle's last lexeme, continued by ``suffix[:k]``, can end (``ends``, a
     bitset): each reading's terminals and start states. A newline whose last line begins
-    inside ``suffix[:k]`` fixes the level the stack tops out at (as in the basic mode's
-    :func:`~.suffix_lexing._readings`): a reading of its own."""
+    inside ``suffix[:k]`` fixes the level the stack tops out at (the basic mode's
+    :func:`~.suffix_lexing.line_readings`): a reading of its own."""
     terms = frozenset(t for t in range(cx.ctx.num_lexer_terminals) if (ends >> t) & 1)
     head = suffix[:k]
     nl = cx.ctx.nl_t
@@ -263,10 +264,6 @@ def _readings(cx: ContextualLexer, suffix: bytes, k: int, ends: int,
     def starts(top: int) -> list[State]:
         return [(0, d0, False, top if d0 == 0 else -1) for d0 in range(MAX_DEPTH + 1)]
 
-    if not head or nl not in terms or (b"\n" not in head and b"\f" not in head):
-        return [(terms, starts(-1 - least_width(head, terms, nl, prefix_indent)))]
-    top = text_carry(head)
-    if top >= TAB_UNIT or any(e >= TAB_UNIT for e in prefix_indent):
-        return [(terms, starts(-1))]
-    rest = terms - {nl}
-    return [(frozenset((nl,)), starts(top)), *([(rest, starts(-1))] if rest else [])]
+    least = least_width(head, terms, nl, prefix_indent)  # (0 where head holds a line break)
+    return [(t, starts(-1 - least if top is None else top))
+            for t, top in line_readings(head, terms, nl, prefix_indent)]

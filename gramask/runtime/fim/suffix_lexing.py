@@ -177,7 +177,7 @@ def lex_suffix(
                 depth -= 1
                 lowest = min(lowest, depth)
         any_seen = False
-        for ends, top in _readings(suffix[:k], cands.get(k, frozenset()), nl_t, prefix_indent):
+        for ends, top in line_readings(suffix[:k], cands.get(k, frozenset()), nl_t, prefix_indent):
             seen: dict[tuple[int, ...], tuple[tuple[int, ...], set[int], set[Assumption]]] = {}
             for d0 in range(min(-lowest, MAX_DEPTH) + 1):
                 for terms, offs, assumption in _expand(
@@ -222,8 +222,8 @@ def _unclosed_bracket(raw: list[tuple[int, int, int]], opens: frozenset[int],
     return stack[-1], "a bracket opened there is still open where the suffix ends (is it cut short?)"
 
 
-def _readings(head: bytes, ends: frozenset[int], nl_t: int, prefix_indent: tuple[int, ...]
-              ) -> list[tuple[frozenset[int], int | None]]:
+def line_readings(head: bytes, ends: frozenset[int], nl_t: int,
+                  prefix_indent: tuple[int, ...]) -> list[tuple[frozenset[int], int | None]]:
     """How the middle's last lexeme, continued by ``head`` (``suffix[:k]``), can end: as
     ``ends``, each with the indentation level the stack is known to stand at after it.
     A newline lexeme whose line begins inside ``head`` ends at a width the suffix fixes,
@@ -325,7 +325,7 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
             ) -> list[tuple[tuple[int, ...], tuple[int, ...], Assumption]]:
     """The terminal sequences of one raw lexing under bracket depth ``d0``, one per outcome
     of the first significant newline (``top``: the level the stack is known to top out at
-    before it, see :func:`_readings`; else ``least``, a width it stands at or above, see
+    before it, see :func:`line_readings`; else ``least``, a width it stands at or above, see
     :func:`least_width`)."""
     # find the first significant newline (or the end of input)
     depth = d0
