@@ -93,12 +93,7 @@ def row0_part(w: TokenWalker, first: list[int]) -> tuple[np.ndarray, np.ndarray]
         if w.row0 is not None or w.nl_terminal >= 0:
             return None
         row, _ = w.ensure_shared(0, first)
-        dense = np.full(w.v, -1, dtype=np.int64)
-        bb, bs = w.by_byte, w.byte_start
-        for b in first:
-            dense[bb[bs[b]: bs[b + 1]]] = w.shared[(int(row[b]), b)]
-        idx = np.flatnonzero(dense >= 0)
-        return idx, dense[idx]
+        return w.assemble(row, first)
 
 
 def group_row(idx: np.ndarray, node: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

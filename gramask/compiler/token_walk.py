@@ -211,30 +211,36 @@ class TokenWalker:
     def row(self, q: int) -> tuple[np.ndarray, np.ndarray]:
         """Row ``q``: (token ids ascending, node ids), its walks done on first use."""
         with self.lock:
-            dense, bb, bs = self._dense, self.by_byte, self.byte_start
             if q == 0:  # the suffixes at offset 0 (only row 0 reads them)
                 if self.row0 is None:
                     starts = np.flatnonzero(self.trans[0] >= 0).tolist()
                     if self.nl_terminal >= 0:  # widths count from the start of the token
+                        dense = self._dense
                         toks = self.tokens_of(starts)
                         dense[toks] = self.walk(np.zeros(len(toks), dtype=np.int64), toks, 0,
                                                 True)
+                        idx = np.flatnonzero(dense >= 0)
+                        self.row0 = (idx, dense[idx])
+                        dense[:] = -1
                     else:  # the shared walks of the states the first bytes lead to
                         row, _ = self.ensure_shared(0)
-                        for b in starts:
-                            dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
-                    idx = np.flatnonzero(dense >= 0)
-                    self.row0 = (idx, dense[idx])
-                    dense[:] = -1
+                        self.row0 = self.assemble(row, starts)
                 return self.row0
             row, cont = self.ensure_shared(q)
-            for b in cont:
-                dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
-            idx = np.flatnonzero(dense >= 0)
-            node = dense[idx]
-            dense[:] = -1
             self.assembled[q] = None
-            return idx, node
+            return self.assemble(row, cont)
+
+    def assemble(self, row: np.ndarray, first: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The tokens whose first byte is in ``first`` with their shared walks' nodes from
+        DFA row ``row`` (walks done: :meth:`ensure_shared`): (token ids ascending, node ids).
+        Under :attr:`lock`."""
+        dense, bb, bs = self._dense, self.by_byte, self.byte_start
+        for b in first:
+            dense[bb[bs[b]: bs[b + 1]]] = self.shared[(int(row[b]), b)]
+        idx = np.flatnonzero(dense >= 0)
+        node = dense[idx]
+        dense[:] = -1
+        return idx, node
 
     def ensure_shared(self, q: int, only: list[int] | None = None
                       ) -> tuple[np.ndarray, list[int]]:
