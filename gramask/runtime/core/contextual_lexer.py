@@ -147,6 +147,11 @@ class ContextualLexer(ContextualRule):
             # (allowed set, follows) → class vectors (see ``_class_vectors``)
             self._vecs: BoundedMemo[tuple[object, ...], _Vectors] = BoundedMemo(4096)
 
+    def _sync_nodes(self, tables: TokenTables) -> None:
+        """The node arrays loaded again where a lazily built table's walks added nodes."""
+        if tables.num_nodes != len(self.head):
+            self._load_nodes(tables)
+
     def _load_nodes(self, tables: TokenTables) -> None:
         """The node arrays (again when a lazily built table's rows have added nodes). One
         thread at a time, and never older ones than those loaded: a thread that read the
@@ -215,8 +220,7 @@ class ContextualLexer(ContextualRule):
         if r is None:
             r = group_row(*expand_row(self.tables, q, self._bases))
             self._rows.put(q, r)
-        if self.tables.num_nodes != len(self.head):  # a lazily built table grew
-            self._load_nodes(self.tables)
+        self._sync_nodes(self.tables)
         return r
 
     def _class_vectors(self, a: int, fl: bool, extra: int | bytes | None = None
@@ -385,8 +389,7 @@ class ContextualLexer(ContextualRule):
             add = dat > 0  # (token, node + 1) where q differs; (token, 0) where q lacks it
             r = (idx[~add], *group_row(idx[add], dat[add] - 1))
             self._diffs.put(q, r)
-            if tb.num_nodes != len(self.head):  # a lazy table built in full since
-                self._load_nodes(tb)
+            self._sync_nodes(tb)  # (a lazy table built in full since)
         return r
 
     def _lazy_diff(self, q: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -401,8 +404,8 @@ class ContextualLexer(ContextualRule):
             r = (-1, _NONE, _NONE, _NONE, _NONE) if d is None else (
                 d[0], d[1], *group_row(d[2], d[3]))
             self._lazy.put(q, r)
-            if tb is not None and tb.num_nodes != len(self.head):  # the walks grew it
-                self._load_nodes(tb)
+            if tb is not None:
+                self._sync_nodes(tb)
         return r
 
     def _row_tokens(self, p: PState, q: int, carry: int = 0) -> np.ndarray:
@@ -414,8 +417,7 @@ class ContextualLexer(ContextualRule):
         w = self.tables.walker
         part = self._row0.row(self, w, p, self._rows) if q == 0 and w is not None else None
         if part is not None:  # (before row 0 is walked whole: see Row0Parts)
-            if self.tables.num_nodes != len(self.head):  # the walks grew it
-                self._load_nodes(self.tables)
+            self._sync_nodes(self.tables)
             return self._select(p, *part, carry)
         b = int(self.tables.row_base[q])
         key = -1 - q  # keys < 0: diffs (a lazily built table's below -S: see _lazy_diff)
