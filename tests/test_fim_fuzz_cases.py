@@ -672,6 +672,16 @@ _NEWLINE: (/\r?\n[\t ]*/)+
 """
 
 
+def _end_after_the_middle(lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
+    """IF_BLOCKS: the true middle is taken token by token, then EOS is allowed and the text
+    complete (lark's Indenter accepts the whole)."""
+    cg, vocab = tiny(IF_BLOCKS, ["if", ":", "\n", " ", "b"], lexer=lexer)
+    assert lark_accepts(_indenter_oracle(IF_BLOCKS), prefix + "".join(middle) + suffix)
+    c = cg.constraint(prefix, suffix=suffix)
+    _walk(c, vocab, middle)
+    assert c.is_allowed(vocab.eos_token_id) and c.is_complete()
+
+
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 @pytest.mark.parametrize(("prefix", "middle", "suffix"), [
     ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n"], "\n   b\n"),
@@ -681,11 +691,7 @@ _NEWLINE: (/\r?\n[\t ]*/)+
 ])
 def test_the_end_closes_every_level_below_a_width_the_suffix_fixes(
         lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
-    cg, vocab = tiny(IF_BLOCKS, ["if", ":", "\n", " ", "b"], lexer=lexer)
-    assert lark_accepts(_indenter_oracle(IF_BLOCKS), prefix + "".join(middle) + suffix)
-    c = cg.constraint(prefix, suffix=suffix)
-    _walk(c, vocab, middle)
-    assert c.is_allowed(vocab.eos_token_id) and c.is_complete()
+    _end_after_the_middle(lexer, prefix, middle, suffix)
 
 
 # The suffix's blanks continue the middle's last newline lexeme (``"   b\n"`` after a middle
@@ -703,11 +709,8 @@ def test_the_end_closes_every_level_below_a_width_the_suffix_fixes(
 ])
 def test_the_end_closes_the_levels_below_the_blanks_the_suffix_adds(
         lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
-    cg, vocab = tiny(IF_BLOCKS, ["if", ":", "\n", " ", "b"], lexer=lexer)
-    assert lark_accepts(_indenter_oracle(IF_BLOCKS), prefix + "".join(middle) + suffix)
-    c = cg.constraint(prefix, suffix=suffix)
-    _walk(c, vocab, middle)
-    assert c.is_allowed(vocab.eos_token_id) and c.is_complete()
+    _end_after_the_middle(lexer, prefix, middle, suffix)
+
 
 # A tab after a space breaks the line's width (``"\n \t"``: its newline is refused until a
 # fresh line starts), and from there the plan search ran the newline lexeme on by one byte
