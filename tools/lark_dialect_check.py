@@ -99,6 +99,19 @@ def cases(src: str) -> list[dict[str, Any]]:
     return out
 
 
+def compile_quietly(g: str, vocab: gramask.Vocabulary, width: int
+                    ) -> tuple[gramask.CompiledGrammar | None, str | None]:
+    """``g`` compiled by gramask (uncached, warnings silenced), or its refusal's first line
+    cut to ``width``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return gramask.compile(gramask.Grammar.from_lark(g), vocab, cache=False,
+                                   progress=False), None
+    except GramaskError as e:
+        return None, str(e).strip().splitlines()[0][:width]
+
+
 class LLG:
     """The installed llguidance on whole strings (its tokenizer: GPT-2's, byte-level)."""
 
@@ -168,15 +181,9 @@ def main(argv: list[str] | None = None) -> int:
                 stats["grammars"] += 1
                 lerr = llg.build(g)
                 try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        cg = gramask.compile(gramask.Grammar.from_lark(g), vocab, cache=False,
-                                             progress=False)
-                    gerr = None
-                except GramaskError as e:
-                    gerr = str(e).strip().splitlines()[0][:160]
+                    cg, gerr = compile_quietly(g, vocab, 160)
                 except Exception as e:
-                    gerr = f"CRASH {type(e).__name__}: {e}"
+                    cg, gerr = None, f"CRASH {type(e).__name__}: {e}"
                 row: dict[str, Any] = {"file": f.name, "case": k, "grammar": g}
                 if lerr is not None:
                     key = "both refuse" if gerr is not None else "llguidance refuses, gramask builds"

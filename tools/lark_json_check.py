@@ -17,7 +17,6 @@ import json
 import random
 import re
 import sys
-import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fuzz_common import random_steps
 
 import gramask
-from gramask.errors import GramaskError
 
 # gramask's JSON frontend takes every JSON escape; llguidance by default no \/ and \u only for
 # control characters
@@ -89,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grammars", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
-    from lark_dialect_check import LLG, gramask_verdict
+    from lark_dialect_check import LLG, compile_quietly, gramask_verdict
     from lark_fuzz import small_vocab
 
     llg, vocab, rnd = LLG(), small_vocab(), random.Random(a.seed)
@@ -104,14 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         g = rnd.choice(HOSTS).replace("J", parts[0]).replace("K", parts[1])
         stats["grammars"] += 1
         lerr = llg.build(g)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                cg = gramask.compile(gramask.Grammar.from_lark(g), vocab, cache=False,
-                                     progress=False)
-            gerr = None
-        except GramaskError as e:
-            gerr = str(e).splitlines()[0][:200]
+        cg, gerr = compile_quietly(g, vocab, 200)
         if lerr or gerr:
             stats[f"llguidance {'refuses' if lerr else 'builds'}, gramask "
                   f"{'refuses' if gerr else 'builds'}"] += 1
