@@ -92,3 +92,31 @@ def test_token_widths_match_the_per_token_reading() -> None:
     for i in range(len(vocab)):
         got = (bool(has[i]), int(after[i]), int(total[i]))
         assert got == token_widths_of(vocab.token_bytes(i)), vocab.token_bytes(i)
+
+
+def test_final_states_match_the_per_token_walk() -> None:
+    """The lexer state each token leaves the greedy lexer in, walked for the whole
+    vocabulary at once (columns of bytes, or a trie of them), equals a byte-by-byte walk of
+    each token from every lexer state: a byte that kills the lexeme starts the next one from
+    state 0, and a byte no lexeme starts with ends the walk (-1)."""
+    from ._support import tiny
+
+    rnd = random.Random(11)
+    pieces = ["a", "b", "ab", "1", "12", " ", "(", ")", "\"", "x\"", "\u00e9", "", "+"]
+    tokens = sorted({"".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 7)))
+                     for _ in range(500)} - {""})
+    cg, vocab = tiny('start: (NAME | NUM | STR | "(" start ")")+\nNAME: /[ab]+/\n'
+                     'NUM: /[0-9]+/\nSTR: /"[a-z0-9 ]*"/\n%ignore " "\n', tokens)
+    c = cg.constraint("", max_tokens=4)
+    tm = c._budget_planner().tokens  # type: ignore[attr-defined]
+    trans = tm.trans
+    for q in range(trans.shape[0]):
+        got = tm.final_states(q, None)
+        for i in range(len(vocab)):
+            s = q
+            for x in vocab.token_bytes(i):
+                if s < 0:
+                    break
+                nxt = int(trans[s, x])
+                s = nxt if nxt >= 0 else int(trans[0, x])
+            assert int(got[i]) == s, (q, vocab.token_bytes(i))
