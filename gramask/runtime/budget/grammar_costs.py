@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ...compiler.analysis import cheapest_derivations, rule_uses
 from ..core.earley import UID, set_items
@@ -82,6 +82,23 @@ def lexeme_predecessors(mb: MaskBuilder, rules: Rules, nsym: int) -> list[set[in
     return preds
 
 
+class _Predicted(NamedTuple):
+    """What an item of one automaton state with no origin in set ``o`` gives, whatever the
+    set (per ``k``): ``edges[b]`` = (a, w): once ``b`` is completed with origin ``o`` after
+    ``w`` tokens from ``a``'s move, ``a`` is (:meth:`GrammarCosts.set_costs`'s graph);
+    ``accept[a]``: tokens to finish the input from ``a``'s move alone; ``free_tail[b]`` =
+    (a, w): ``w`` tokens finish from ``a``'s move where ``b`` is free in ``o``
+    (``free_keys``: its keys); ``same[b]``: the ``a`` free once ``b`` is, and ``free_now``:
+    those free at once (:meth:`GrammarCosts.set_free`)."""
+
+    edges: dict[int, list[tuple[int, int]]]
+    accept: dict[int, int]
+    free_tail: dict[int, list[tuple[int, int]]]
+    free_keys: frozenset[int]
+    same: dict[int, list[int]]
+    free_now: frozenset[int]
+
+
 class GrammarCosts:
     """Fewest tokens to complete a parse, per symbol, LR(0) state and Earley set, with a
     newline lexeme priced ``k`` (the caller's bound over the indentation widths in use)."""
@@ -115,6 +132,10 @@ class GrammarCosts:
         self._shifted: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(
             memo_size(lim.step_memo)
         )
+        # per (automaton state, k): what an item of that state with no origin (a prediction,
+        # or the start item) gives :meth:`set_costs` and :meth:`set_free`, which met the same
+        # few prediction states in every new set (see _Predicted)
+        self._pred: dict[tuple[int, int], _Predicted] = {}
 
     def symbol_costs(self, k: int) -> list[int]:
         """Per automaton symbol, the fewest tokens of a complete derivation (newline lexeme
@@ -286,44 +307,50 @@ class GrammarCosts:
             return r
         free = self.set_free(o, k)
         base: dict[int, int] = {}
-        edges: dict[int, list[tuple[int, int]]] = {}
         goto_n = self.automaton.goto_n
+        preds: list[_Predicted] = []
         for s, origin in set_items(o):
-            for a, t in goto_n[s]:
+            if origin is None:  # a prediction of this set (or the start item)
+                pr = self._predicted(s, k)
+                preds.append(pr)
+                for a, w in pr.accept.items():
+                    if w < base.get(a, INF):
+                        base[a] = w
+                for b in free & pr.free_keys:
+                    for a, w in pr.free_tail[b]:
+                        if w < base.get(a, INF):
+                            base[a] = w
+                continue
+            moves = goto_n[s]
+            if not moves:
+                continue
+            after = self.set_costs(origin, k)
+            free_o = self.set_free(origin, k)
+            for a, t in moves:
                 kn, kt, _ = self.kernel(t, k)
                 best = base.get(a, INF)
-                if origin is None:  # a prediction of this set (or the start item)
-                    for b, w in kn.items():
-                        if b == ACCEPT:
-                            best = min(best, w)
-                        else:
-                            edges.setdefault(b, []).append((a, w))
-                    for b, w in kt.items():
-                        if w < best and (b == ACCEPT or b in free):
-                            best = w
-                else:
-                    after = self.set_costs(origin, k)
-                    free_o = self.set_free(origin, k)
-                    for b, w in kn.items():
-                        if w < best:
-                            best = min(best, w + (0 if b == ACCEPT else after.get(b, INF)))
-                    for b, w in kt.items():
-                        if w < best and (b == ACCEPT or b in free_o):
-                            best = w
+                for b, w in kn.items():
+                    if w < best:
+                        best = min(best, w + (0 if b == ACCEPT else after.get(b, INF)))
+                for b, w in kt.items():
+                    if w < best and (b == ACCEPT or b in free_o):
+                        best = w
                 if best < INF:
                     base[a] = best
         dist = dict(base)
-        heap = [(d, a) for a, d in dist.items()]
-        heapq.heapify(heap)
-        while heap:
-            d, b = heapq.heappop(heap)
-            if d > dist.get(b, INF):
-                continue
-            for a, w in edges.get(b, ()):
-                nd = d + w
-                if nd < dist.get(a, INF):
-                    dist[a] = nd
-                    heapq.heappush(heap, (nd, a))
+        if preds:
+            edges = preds[0].edges if len(preds) == 1 else _merged([p.edges for p in preds])
+            heap = [(d, a) for a, d in dist.items()]
+            heapq.heapify(heap)
+            while heap:
+                d, b = heapq.heappop(heap)
+                if d > dist.get(b, INF):
+                    continue
+                for a, w in edges.get(b, ()):
+                    nd = d + w
+                    if nd < dist.get(a, INF):
+                        dist[a] = nd
+                        heapq.heappush(heap, (nd, a))
         self._W.put(key, dist)
         return dist
 
@@ -334,29 +361,61 @@ class GrammarCosts:
         if r is not None:
             return r
         free: set[int] = set()
-        same: dict[int, list[int]] = {}  # b → a: a is free once b is
+        sames: list[dict[int, list[int]]] = []  # b → a: a is free once b is
         goto_n = self.automaton.goto_n
         for s, origin in set_items(o):
+            if origin is None:
+                pr = self._predicted(s, k)  # (the free sets do not depend on k)
+                free |= pr.free_now
+                sames.append(pr.same)
+                continue
             for a, t in goto_n[s]:
-                _, _, kz = self.kernel(t, k)  # the free sets do not depend on k
-                if origin is None:
-                    for b in kz:
-                        if b == ACCEPT:
+                _, _, kz = self.kernel(t, k)
+                if any(b == ACCEPT or b in self.set_free(origin, k) for b in kz):
+                    free.add(a)
+        if sames:
+            work = list(free)
+            while work:
+                b = work.pop()
+                for same in sames:
+                    for a in same.get(b, ()):
+                        if a not in free:
                             free.add(a)
-                        else:
-                            same.setdefault(b, []).append(a)
-                elif any(b == ACCEPT or b in self.set_free(origin, k) for b in kz):
-                    free.add(a)
-        work = list(free)
-        while work:
-            b = work.pop()
-            for a in same.get(b, ()):
-                if a not in free:
-                    free.add(a)
-                    work.append(a)
+                            work.append(a)
         out = frozenset(free)
         self._Wz.put(o[UID], out)
         return out
+
+    def _predicted(self, s: int, k: int) -> _Predicted:
+        """:class:`_Predicted` of automaton state ``s`` (an item with no origin), built once
+        per ``k``: the loops over its moves' kernels that every set holding it ran again."""
+        r = self._pred.get((s, k))
+        if r is None:
+            edges: dict[int, list[tuple[int, int]]] = {}
+            accept: dict[int, int] = {}
+            tails: dict[int, list[tuple[int, int]]] = {}
+            same: dict[int, list[int]] = {}
+            now: set[int] = set()
+            for a, t in self.automaton.goto_n[s]:
+                kn, kt, kz = self.kernel(t, k)
+                for b, w in kn.items():
+                    if b == ACCEPT:
+                        accept[a] = min(accept.get(a, INF), w)
+                    else:
+                        edges.setdefault(b, []).append((a, w))
+                for b, w in kt.items():
+                    if b == ACCEPT:
+                        accept[a] = min(accept.get(a, INF), w)
+                    else:
+                        tails.setdefault(b, []).append((a, w))
+                for b in kz:
+                    if b == ACCEPT:
+                        now.add(a)
+                    else:
+                        same.setdefault(b, []).append(a)
+            r = self._pred[(s, k)] = _Predicted(edges, accept, tails, frozenset(tails), same,
+                                                frozenset(now))
+        return r
 
     def _items_cost(self, es: EarleySet, items: Iterable[tuple[int, EarleySet | None]], k: int) -> int:
         best = INF
@@ -418,3 +477,12 @@ def _shortest(dist: list[int], edges: dict[int, list[tuple[int, int]]]) -> None:
             if nd < dist[b]:
                 dist[b] = nd
                 heapq.heappush(heap, (nd, b))
+
+
+def _merged(parts: list[dict[int, list[tuple[int, int]]]]) -> dict[int, list[tuple[int, int]]]:
+    """The union of several edge lists keyed by their source."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for part in parts:
+        for b, es in part.items():
+            out.setdefault(b, []).extend(es)
+    return out
