@@ -71,6 +71,9 @@ class BoundedBudget(Generic[S]):
         else:
             units = planner.step_units(p, q, carry)
             over = units.costs > left - 1
+            if units.loose is not None and (over & units.loose).any():
+                units.settle(planner.costs, over)  # the exact bounds of the loose ones over
+                over = units.costs > left - 1
             if not over.any():
                 return  # every allowed token's bound fits: nothing to cut, nothing to plan
             # The bounds spell lexemes one by one; groups just over them may still fit once

@@ -61,6 +61,19 @@ class StepUnits(NamedTuple):
     parts: list[tuple[RowFinals, np.ndarray]]  # per group: its row and its sorted runs
     sizes: np.ndarray  # per group: how many tokens it holds
     nl_live: np.ndarray  # per lexer state: a newline lexeme whose width is still open
+    # per group: its bound is loose (:meth:`StateCosts.loose_costs`; None: none is); a
+    # group whose loose bound is over what is left gets the exact one (:meth:`settle`)
+    loose: np.ndarray | None = None
+
+    def settle(self, costs: StateCosts, over: np.ndarray) -> None:
+        """Make the bounds of the groups where ``over`` holds exact (in place: the units
+        are memoised, and an exact bound is at most the loose one it replaces)."""
+        if self.loose is None:
+            return
+        for i in np.flatnonzero(over & self.loose).tolist():
+            f = self.finals[i:i + 1]
+            self.costs[i] = costs.state_costs(self.vertices[int(self.vertex[i])], f)[0]
+            self.loose[i] = False  # (after the bound: a reader never sees a loose one as exact)
 
     def tokens(self, groups: list[int]) -> np.ndarray:
         """The token ids of ``groups`` (one gather per row)."""
@@ -324,7 +337,8 @@ class StepGrouping:
 
     def step_units(self, p: PState, q: int, carry: int) -> StepUnits:
         """The grammar-allowed tokens at (q, carry, p) grouped by the runtime state they lead
-        to, each group with its bound (per token: the bound of the state it leads to),
+        to, each group with its bound (per token: the bound of the state it leads to; loose
+        where not asked yet whether the input may end there, see :meth:`StepUnits.settle`),
         without vocabulary-sized vectors. A step where every group fits the budget (most steps, see
         the README) then costs the trie walk and the groups' bounds, and no token's entry;
         the tokens of a group are gathered only where the budget cuts it. Memoised."""
@@ -335,6 +349,7 @@ class StepGrouping:
             return r
         gids: list[np.ndarray] = []
         costs: list[np.ndarray] = []
+        loose: list[np.ndarray] = []
         finals: list[np.ndarray] = []
         parts: list[tuple[RowFinals, np.ndarray]] = []
         sizes: list[np.ndarray] = []
@@ -351,7 +366,9 @@ class StepGrouping:
             fu, ks, sz = rf.vertex(v, self.mb.class_vector(pp)[rf.row.cls[lo:hi]])
             if fu.size:
                 gids.append(nv * S + fu)
-                costs.append(self.costs.state_costs(pp, fu))
+                c, lz = self.costs.loose_costs(pp, fu)
+                costs.append(c)
+                loose.append(lz if lz is not None else np.zeros(fu.size, bool))
                 finals.append(fu)
                 sizes.append(sz)
                 parts.extend((rf, k) for k in ks)
@@ -370,8 +387,10 @@ class StepGrouping:
                 rk = self._row_finals(0, row0, mb.kill_set(q))
                 walk_row_trie(self.ctx, mb.num_terminals, p2, row0,
                               lambda p3, v: visit(rk, p3, v), 0)
+        lz = np.concatenate(loose) if loose else np.zeros(0, bool)
         r = StepUnits(_cat(gids), _cat(costs), _cat(finals), verts,
-                      np.array(unit_vertex, dtype=np.int64), parts, _cat(sizes), self._nl_live)
+                      np.array(unit_vertex, dtype=np.int64), parts, _cat(sizes), self._nl_live,
+                      lz if lz.any() else None)
         self._units.put(key, r)
         return r
 

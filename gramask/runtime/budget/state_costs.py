@@ -73,6 +73,9 @@ class StateCosts:
         # per parser state, a vector over lexer states (8 bytes each): fewer of them
         self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(
             memo_size(max(64, lim.parser_states // 16)))
+        # the same, for :meth:`loose_costs`' bounds that skipped the end check (-1: none)
+        self._loose: BoundedMemo[int, np.ndarray] = BoundedMemo(
+            memo_size(max(64, lim.parser_states // 16)))
         self._nl_cost: dict[int, int] = {}
         self._k_by_top: dict[tuple[int, tuple[int, ...]], int] = {}
         self._k_newline: dict[tuple[int, ...], int] = {}  # k_newline per indentation stack
@@ -205,17 +208,57 @@ class StateCosts:
             vals = known[states]
         return vals
 
-    def _state_bound(self, p: PState, f: int, after: dict[int, int]) -> int:
+    def loose_costs(self, p: PState, states: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`state_costs`, but a lexer state not priced yet is priced without asking
+        whether the input may end right there (a parse that shifts a lexeme's terminal and
+        finishes: ~a quarter of a cold step's bounds): still an upper bound, only never 0
+        where that check alone would make it 0. Returns the bounds and, per state, whether
+        it is such a loose one (None: all exact); :meth:`state_costs` gives the exact one
+        where a loose bound is over the budget."""
+        key = p[PUID]
+        known = self._cls.get(key)
+        if known is None:
+            known = np.full(self.lex.num_states, -1, dtype=np.int64)
+            self._cls.put(key, known)
+        vals: np.ndarray = known[states]
+        missing = vals < 0
+        if not missing.any():
+            return vals, None
+        loose = self._loose.get(key)
+        if loose is None:
+            loose = np.full(self.lex.num_states, -1, dtype=np.int64)
+            self._loose.put(key, loose)
+        todo = missing & (loose[states] < 0)
+        if todo.any():
+            after: dict[int, int] = {}
+            for f in np.unique(states[todo]).tolist():
+                v = self._state_bound(p, f, after, check=False)
+                if f == 0 or v == 0 or self._open_width(f):  # what the check cannot change
+                    known[f] = v
+                else:
+                    loose[f] = v
+            vals = known[states]
+            missing = vals < 0
+            if not missing.any():
+                return vals, None
+        return np.where(missing, loose[states], vals), missing
+
+    def _open_width(self, f: int) -> bool:
+        """Does a lexeme ending at ``f`` end in a newline lexeme whose width counts at the
+        end (lark's Indenter, not CPython's end of input: a comment that is one, its blanks
+        the width)? The text may then end there only at some widths, and the carry a token
+        leaves is not known: the bound takes the worst, never 0 by the end check."""
+        return bool(self.mb.accept[f] == self.nl_t >= 0) and not self.ctx.cpython_ends
+
+    def _state_bound(self, p: PState, f: int, after: dict[int, int], check: bool = True,
+                     ) -> int:
         """``state_costs`` of one lexer state ``f`` (with no known indentation carry);
-        ``after``: ``after_terminal`` at ``p`` per terminal, as far as known."""
+        ``after``: ``after_terminal`` at ``p`` per terminal, as far as known; ``check``:
+        0 where the text may end right here (see :meth:`loose_costs`)."""
         if f == 0:
             return self.parser_cost(p)
-        # The text may end right here; but where it ends in a newline lexeme whose width
-        # counts at the end (lark's Indenter, not CPython's end of input: a comment that is
-        # one, its blanks the width), only at some widths, and the carry a token leaves
-        # there is not known here: the loop below takes the worst.
-        open_width = self.mb.accept[f] == self.nl_t >= 0 and not self.ctx.cpython_ends
-        if not open_width and self.mb.complete(p, f, 0):
+        # The text may end right here; but see _open_width
+        if check and not self._open_width(f) and self.mb.complete(p, f, 0):
             return 0
         v = self.boundary_cost(f, p)[0] if self.boundary else INF
         nl_t = self.nl_t
