@@ -97,6 +97,10 @@ class _Predicted(NamedTuple):
     free_keys: frozenset[int]
     same: dict[int, list[int]]
     free_now: frozenset[int]
+    # per start node: (node, distance) of every node ``edges`` reach from it (itself at 0),
+    # filled as sets start there (a set with this one prediction state then merges these
+    # instead of running Dijkstra)
+    reach: dict[int, list[tuple[int, int]]]
 
 
 class GrammarCosts:
@@ -337,9 +341,21 @@ class GrammarCosts:
                         best = w
                 if best < INF:
                     base[a] = best
+        if len(preds) == 1:  # (most sets): the closure from each start, once per state
+            reach = preds[0].reach
+            dist: dict[int, int] = {}
+            for a, v in base.items():
+                r = reach.get(a)
+                if r is None:
+                    r = reach[a] = _reach(preds[0].edges, a)
+                for b, d in r:
+                    if v + d < dist.get(b, INF):
+                        dist[b] = v + d
+            self._W.put(key, dist)
+            return dist
         dist = dict(base)
         if preds:
-            edges = preds[0].edges if len(preds) == 1 else _merged([p.edges for p in preds])
+            edges = _merged([p.edges for p in preds])
             heap = [(d, a) for a, d in dist.items()]
             heapq.heapify(heap)
             while heap:
@@ -414,7 +430,7 @@ class GrammarCosts:
                     else:
                         same.setdefault(b, []).append(a)
             r = self._pred[(s, k)] = _Predicted(edges, accept, tails, frozenset(tails), same,
-                                                frozenset(now))
+                                                frozenset(now), {})
         return r
 
     def _items_cost(self, es: EarleySet, items: Iterable[tuple[int, EarleySet | None]], k: int) -> int:
@@ -486,3 +502,20 @@ def _merged(parts: list[dict[int, list[tuple[int, int]]]]) -> dict[int, list[tup
         for b, es in part.items():
             out.setdefault(b, []).extend(es)
     return out
+
+
+def _reach(edges: dict[int, list[tuple[int, int]]], start: int) -> list[tuple[int, int]]:
+    """(node, shortest distance) of every node reachable from ``start`` over ``edges``
+    (Dijkstra; ``start`` itself at 0)."""
+    dist = {start: 0}
+    heap = [(0, start)]
+    while heap:
+        d, b = heapq.heappop(heap)
+        if d > dist[b]:
+            continue
+        for a, w in edges.get(b, ()):
+            nd = d + w
+            if nd < dist.get(a, INF):
+                dist[a] = nd
+                heapq.heappush(heap, (nd, a))
+    return list(dist.items())
