@@ -345,10 +345,10 @@ class GrammarCosts:
             reach = preds[0].reach
             dist: dict[int, int] = {}
             for a, v in base.items():
-                r = reach.get(a)
-                if r is None:
-                    r = reach[a] = _reach(preds[0].edges, a)
-                for b, d in r:
+                ra = reach.get(a)
+                if ra is None:
+                    ra = reach[a] = _reach(preds[0].edges, a)
+                for b, d in ra:
                     if v + d < dist.get(b, INF):
                         dist[b] = v + d
             self._W.put(key, dist)
