@@ -166,8 +166,10 @@ class TokenMatrix:
         self._tok_bytes: np.ndarray | None = None  # (V, longest) token bytes, zero-padded
         self._tok_lens: np.ndarray | None = None
         self._widths: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._finals: BoundedMemo[int, np.ndarray] = BoundedMemo(memo_size(mb.limits.row_cache))
-        self._columns: tuple[np.ndarray, list[np.ndarray], np.ndarray] | None = None
+        # per lexer state: (final states, the tokens they were asked for; None: all)
+        self._finals: BoundedMemo[int, tuple[np.ndarray, np.ndarray | None]] = BoundedMemo(
+            memo_size(mb.limits.row_cache))
+        self._columns: tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray] | None = None
 
     def matrix(self) -> tuple[np.ndarray, np.ndarray]:
         """(the (V, longest) zero-padded byte matrix, per token its length), built once."""
@@ -185,20 +187,25 @@ class TokenMatrix:
         return mat, lens
 
     def final_states(self, q: int, tokens: np.ndarray | None = None) -> np.ndarray:
-        """The lexer state each of ``tokens`` leaves the lexer in from ``q`` (greedy: a byte
-        that kills the lexeme starts the next one; -1: one kills the next lexeme too),
-        vectorised over the whole vocabulary (so any ``tokens`` are answered). Memoised per
-        lexer state (the tables keep only a token's lexeme class; budgets need the state)."""
+        """The lexer state each of ``tokens`` (None: every token) leaves the lexer in from
+        ``q`` (greedy: a byte that kills the lexeme starts the next one; -1: one kills the
+        next lexeme too; -1 too for a token not asked), vectorised over the tokens.
+        Memoised per lexer state (the tables keep only a token's lexeme class; budgets need
+        the state); a row asks for its own tokens, the same every time."""
         r = self._finals.get(q)
-        if r is not None:
-            return r
-        return self._walk_tokens(q)
+        if r is not None and (r[1] is None or r[1] is tokens or (
+                tokens is not None and np.array_equal(r[1], tokens))):
+            return r[0]
+        out = self._walk_tokens(q, tokens)
+        self._finals.put(q, (out, tokens))
+        return out
 
-    def _walk_columns(self) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    def _walk_columns(self) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
         """(the tokens longest first, per byte position j the j-th bytes of those longer
         than j as one contiguous array, the greedy step table: ``step[s * 256 + b]`` is the
         state after byte ``b`` in state ``s``, a dead lexeme restarted from state 0, and the
-        extra state ``S`` a sink for a byte no lexeme starts with). Built once: a walk
+        extra state ``S`` a sink for a byte no lexeme starts with; per token its place in
+        the first). Built once: a walk
         then reads each column in order instead of gathering one byte from each token's
         row of the byte matrix (a row's walk took ~20 ms for 129k tokens)."""
         r = self._columns
@@ -219,19 +226,25 @@ class TokenMatrix:
             if step.shape[1] < 256:  # (a table over fewer byte values: the rest are dead)
                 step = np.concatenate(
                     [step, np.full((S + 1, 256 - step.shape[1]), S, np.int64)], axis=1)
-            r = self._columns = (order, cols, step.reshape(-1))
+            rank = np.empty(order.size, dtype=np.int64)
+            rank[order] = np.arange(order.size)
+            r = self._columns = (order, cols, step.reshape(-1), rank)
         return r
 
-    def _walk_tokens(self, q: int) -> np.ndarray:
-        order, cols, step = self._walk_columns()
-        state = np.full(order.size, q, dtype=np.int64)
+    def _walk_tokens(self, q: int, tokens: np.ndarray | None) -> np.ndarray:
+        order, cols, step, rank = self._walk_columns()
+        # the tokens' places in ``order`` (longest first): those longer than j are then a
+        # prefix of them, and each column is read at increasing places
+        pos = np.arange(order.size) if tokens is None else np.sort(rank[tokens])
+        state = np.full(pos.size, q, dtype=np.int64)
         for col in cols:
-            n = col.size
-            state[:n] = step[state[:n] * 256 + col]
+            n = int(np.searchsorted(pos, col.size))  # (pos sorted: those longer than j)
+            if not n:
+                break
+            state[:n] = step[state[:n] * 256 + col[pos[:n]]]
         S = step.size // 256 - 1
         out = np.full(self.vocab_size, -1, dtype=np.int32)  # per row, kept: half the bytes
-        out[order] = np.where(state == S, -1, state)
-        self._finals.put(q, out)
+        out[order[pos]] = np.where(state == S, -1, state)
         return out
 
     def token_widths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
