@@ -73,8 +73,8 @@ class StateCosts:
         # per parser state, a vector over lexer states (8 bytes each): fewer of them
         self._cls: BoundedMemo[int, np.ndarray] = BoundedMemo(
             memo_size(max(64, lim.parser_states // 16)))
-        # the same, for :meth:`loose_costs`' bounds that skipped the end check (-1: none)
-        self._loose: BoundedMemo[int, np.ndarray] = BoundedMemo(
+        # per parser state, :meth:`loose_costs`' answers: lexer state → (bound, loose)
+        self._loose: BoundedMemo[int, dict[int, tuple[int, bool]]] = BoundedMemo(
             memo_size(max(64, lim.parser_states // 16)))
         self._nl_cost: dict[int, int] = {}
         self._k_by_top: dict[tuple[int, tuple[int, ...]], int] = {}
@@ -216,32 +216,30 @@ class StateCosts:
         it is such a loose one (None: all exact); :meth:`state_costs` gives the exact one
         where a loose bound is over the budget."""
         key = p[PUID]
+        # (Python values, not vectors: a call asks for a few states, and numpy's per-call
+        # overhead was a third of its time)
+        mine = self._loose.get(key)
+        if mine is None:
+            mine = {}
+            self._loose.put(key, mine)
         known = self._cls.get(key)
-        if known is None:
-            known = np.full(self.lex.num_states, -1, dtype=np.int64)
-            self._cls.put(key, known)
-        vals: np.ndarray = known[states]
-        missing = vals < 0
-        if not missing.any():
-            return vals, None
-        loose = self._loose.get(key)
-        if loose is None:
-            loose = np.full(self.lex.num_states, -1, dtype=np.int64)
-            self._loose.put(key, loose)
-        todo = missing & (loose[states] < 0)
-        if todo.any():
-            after: dict[int, int] = {}
-            for f in np.unique(states[todo]).tolist():
-                v = self._state_bound(p, f, after, check=False)
-                if f == 0 or v == 0 or self._open_width(f):  # what the check cannot change
-                    known[f] = v
+        after: dict[int, int] = {}
+        costs: list[int] = []
+        flags: list[bool] = []
+        for f in states.tolist():
+            e = mine.get(f)
+            if e is None:
+                v = -1 if known is None else int(known[f])
+                if v >= 0:
+                    e = (v, False)
                 else:
-                    loose[f] = v
-            vals = known[states]
-            missing = vals < 0
-            if not missing.any():
-                return vals, None
-        return np.where(missing, loose[states], vals), missing
+                    v = self._state_bound(p, f, after, check=False)
+                    e = (v, not (f == 0 or v == 0 or self._open_width(f)))  # (the check: no say)
+                mine[f] = e
+            costs.append(e[0])
+            flags.append(e[1])
+        vals = np.array(costs, dtype=np.int64)
+        return (vals, np.array(flags, dtype=bool)) if any(flags) else (vals, None)
 
     def _open_width(self, f: int) -> bool:
         """Does a lexeme ending at ``f`` end in a newline lexeme whose width counts at the
