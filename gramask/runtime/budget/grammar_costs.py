@@ -136,6 +136,10 @@ class GrammarCosts:
         self._shifted: BoundedMemo[tuple[int, int, int], int] = BoundedMemo(
             memo_size(lim.step_memo)
         )
+        # per set: terminal → the items after shifting it (:meth:`shifted_cost` is asked
+        # for every terminal a set expects)
+        self._moves: BoundedMemo[int, dict[int, list[tuple[int, EarleySet]]]] = BoundedMemo(
+            memo_size(lim.step_memo))
         # per (automaton state, k): what an item of that state with no origin (a prediction,
         # or the start item) gives :meth:`set_costs` and :meth:`set_free`, which met the same
         # few prediction states in every new set (see _Predicted)
@@ -438,12 +442,27 @@ class GrammarCosts:
         for s, o in items:
             org = es if o is None else o
             kn, kt, _ = self.kernel(s, k)
+            after: dict[int, int] | None = None  # (finish_after, read once per item)
             for b, v in kn.items():
                 if v < best:
-                    best = min(best, v + self.finish_after(org, b, k, False))
+                    if b == ACCEPT:
+                        best = v
+                        continue
+                    if after is None:
+                        after = self.set_costs(org, k)
+                    c = v + after.get(b, INF)
+                    if c < best:
+                        best = c
+            free: frozenset[int] | None = None
             for b, v in kt.items():
-                if v < best and self.finish_after(org, b, k, True) == 0:
-                    best = v
+                if v < best:
+                    if b == ACCEPT:
+                        best = v
+                        continue
+                    if free is None:
+                        free = self.set_free(org, k)
+                    if b in free:
+                        best = v
         return best
 
     def earley_cost(self, es: EarleySet, k: int) -> int:
@@ -467,12 +486,15 @@ class GrammarCosts:
         r = self._shifted.get(key)
         if r is not None:
             return r
-        goto_t = self.automaton.goto_t
-        items = []
-        for s, o in set_items(es):
-            t = goto_t[s].get(terminal)
-            if t is not None:
-                items.append((t, es if o is None else o))
+        moves = self._moves.get(es[UID])
+        if moves is None:  # (every terminal's items from one pass over the set's)
+            moves = {}
+            goto_t = self.automaton.goto_t
+            for s, o in set_items(es):
+                for x, t in goto_t[s].items():
+                    moves.setdefault(x, []).append((t, es if o is None else o))
+            self._moves.put(es[UID], moves)
+        items = moves.get(terminal)
         r = self._items_cost(es, items, k) if items else INF
         self._shifted.put(key, r)
         return r
