@@ -120,10 +120,11 @@ class CompiledGrammar:
             if self.grammar.lexer == "contextual":
                 from .compiler.contextual_wins import lost_shifts, terminal_threats
                 from .compiler.keywords import reserved_pairs
+                from .compiler.lark_order import lexing_priorities
                 from .runtime.core.viability import Viability
 
                 reserved = reserved_pairs(self.grammar, self.dfa)
-                prio = [t.priority for t in self.grammar.terminals]
+                prio = lexing_priorities(self.grammar)
                 nl = self.grammar.newline_terminal
                 threats = terminal_threats(self.dfa, prio, reserved, nl)
                 fragile = sum(1 << t for t in threats)
@@ -155,11 +156,12 @@ class CompiledGrammar:
                 builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables,
                                                          self.parse_tables)
             if self.grammar.lexer == "contextual":
+                from .compiler.lark_order import lexing_priorities
                 from .runtime.core.contextual_lexer import ContextualLexer
 
                 tokens, special = self.vocab.token_tuple, self.vocab.special_mask  # shared
                 builder.contextual = ContextualLexer(
-                    self.dfa, ctx, [t.priority for t in self.grammar.terminals],
+                    self.dfa, ctx, lexing_priorities(self.grammar),
                     tokens, special,
                     nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
                     tab_len=ind.tab_len if ind is not None else 8,

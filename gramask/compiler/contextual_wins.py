@@ -30,8 +30,8 @@ from .analysis import GrammarWarning
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
 
-__all__ = ["check_wins", "close_under", "end_reach", "lost_shifts", "reserved_maps",
-           "terminal_threats"]
+__all__ = ["always_expected", "check_wins", "close_under", "end_reach", "lost_shifts",
+           "reserved_maps", "terminal_threats"]
 
 
 def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
@@ -134,6 +134,11 @@ def terminal_threats(dfa: LexerDFA, priorities: Sequence[int],
                 threats.pop(t, None)
             else:
                 threats.setdefault(t, []).append((keys, higher))
+    # a terminal no state accepts (lark's order drops it wherever it could match: see
+    # gramask.compiler.lark_order.contextual_cuts) loses every lexeme, to no one in particular
+    for t in np.flatnonzero(~dfa.accepting.any(axis=0)).tolist():
+        if not ignored[t] and t != nl_terminal:
+            threats[t] = []
     return threats
 
 
@@ -184,8 +189,9 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
     where the parser expects it (masks refuse what leads only there). Nothing for a grammar
     with no priorities and no keyword that a regex can lose every lexeme to."""
     from .keywords import reserved_pairs
+    from .lark_order import lexing_priorities
 
-    prio = [t.priority for t in grammar.terminals]
+    prio = lexing_priorities(grammar)
     nl = grammar.newline_terminal
     if not (len(set(prio)) > 1 and terminal_threats(dfa, prio, (), nl)) and not _keyword_bound(
             grammar, dfa):
@@ -205,11 +211,15 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
                          pt.nonkernel.tolist(), pt.accepting.tolist(), lost)
     names = [t.name for t in grammar.terminals]
     never = sorted({t for v in lost for t in bit_indices(v)} - set(bit_indices(shifted)))
+    gp = [t.priority for t in grammar.terminals]
     why = "; ".join(
-        f"{names[t]} loses every lexeme to "
-        + ", ".join(sorted({names[u] + (f" (priority {prio[u]})" if prio[u] > prio[t]
-                                        else " (a keyword)")
-                            for keys, higher in threats[t] for u in bit_indices(keys | higher)}))
+        (f"{names[t]} loses every lexeme to "
+         + ", ".join(sorted({names[u] + (f" (priority {gp[u]})" if gp[u] > gp[t]
+                                         else " (earlier in lark's order)" if prio[u] > prio[t]
+                                         else " (a keyword)")
+                             for keys, higher in threats[t] for u in bit_indices(keys | higher)}))
+         if threats[t] else f"{names[t]} is never lexed (a terminal before it in lark's order "
+         "matches first)")
         for t in (never or sorted({t for v in lost for t in bit_indices(v)}))[:4])
     src = grammar.source or "<grammar>"
     if not reach[pt.start_state]:
@@ -246,6 +256,14 @@ def _keyword_bound(grammar: Grammar, dfa: LexerDFA) -> bool:
         if mine.any() and bool(with_string[mine].all()):
             return True
     return False
+
+
+def always_expected(pt: ParseTables, nt: int) -> tuple[list[int], list[int]]:
+    """Per LR(0) state of ``pt``: (the lexer terminals below ``nt`` every Earley set holding
+    it expects, a lower bound; those it shifts), each a bit set (lark's contextual order,
+    :func:`gramask.compiler.lark_order.contextual_cuts`, asks which terminals come together)."""
+    moves = _moves(pt, nt)
+    return _always_expected(pt, *moves), moves[2]
 
 
 def _moves(pt: ParseTables, nt: int

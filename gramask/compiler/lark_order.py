@@ -16,15 +16,29 @@ A string that lark folds into a regex (``_create_unless``) has no place in the o
 automaton lives on while a regex it is folded into does, and where the regex wins on a
 lexeme the string's pattern matches whole, the string does (the first such string in lark's
 order, as lark's ``UnlessCallback`` asks them).
+
+lark's contextual lexer builds that basic lexer per parser state, over the terminals the state
+accepts and the ``%ignore``d ones: the same order, restricted to that set. gramask's one
+product automaton serves every allowed set, so it can only cut where the cut does not depend
+on the set: ``t`` drops ``u`` (after it in the order) where every allowed set holding ``u``
+holds ``t`` (:func:`contextual_cuts`, read off the LR(0) states); where ``t`` may be absent
+while ``u`` competes, ``u`` lives on, as under the longest match.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["LarkCut", "order_indices"]
+if TYPE_CHECKING:
+    from ..grammar import Grammar
+    from .lexer import LexerDFA
+    from .parse_tables import ParseTables
+
+__all__ = ["LarkCut", "contextual_cuts", "contextual_order", "cut_by", "cuts_matter",
+           "lexing_priorities", "order_indices"]
 
 
 def order_indices(
@@ -89,3 +103,127 @@ class LarkCut:
             if s in acc:
                 return s
         return w
+
+
+def lexing_priorities(grammar: Grammar) -> list[int]:
+    """Per terminal, the priority the contextual rule ranks a lexeme's terminals by
+    (:mod:`gramask.runtime.core.contextual_rule`): the grammar's, and for a Lark grammar
+    with lark's order (as :func:`contextual_order` reads it) that order among equal
+    priorities, so one terminal wins a lexeme, the first of the order, as in lark's lexer. A
+    string folded into a regex takes the regex's place (the keyword then beats its regex,
+    ``Grammar.keywords_win``, as lark's ``unless`` turns the regex's lexeme into it)."""
+    prio = [t.priority for t in grammar.terminals]
+    if grammar.lexer != "contextual" or not grammar.lark_order or grammar.reserved_keywords:
+        return prio
+    entries = order_indices(grammar.lark_order, grammar.terminal_names)
+    width = len(entries) + 1
+    place: dict[int, int] = {}
+    for r, e in enumerate(entries):
+        place[e[0]] = r
+    for r, e in enumerate(entries):
+        for s in e[1:]:
+            place.setdefault(s, r)
+    return [p * width + (width - 1 - place.get(t, width - 1)) for t, p in enumerate(prio)]
+
+
+def contextual_order(grammar: Grammar, pt: ParseTables, dfa: LexerDFA) -> list[int] | None:
+    """:func:`contextual_cuts` of a contextual grammar with lark's order (``Grammar.
+    lark_order``), where they change the automaton ``dfa`` built without them (None: no
+    cut, or another grammar: the longest lexeme). Reserved keywords (which close the
+    allowed set under their pairs, unlike lark) keep the longest lexeme too."""
+    if grammar.lexer != "contextual" or not grammar.lark_order or grammar.reserved_keywords:
+        return None
+    names = grammar.terminal_names
+    ts = grammar.terminals
+    n = len(ts)
+    ignored = [t.ignored for t in ts]
+    exempt = 0
+    ind = grammar.indentation
+    for name in ((ind.newline, ind.continuation) if ind is not None else ()):
+        if name is not None and name in names:
+            exempt |= 1 << names.index(name)
+    entries = order_indices(grammar.lark_order, names)
+    # every terminal competing everywhere first (no LR(0) states read): most grammars have
+    # no state where a terminal accepts beside one after it in the order
+    every = contextual_cuts(entries, ignored, [(1 << n) - 1], [(1 << n) - 1], exempt)
+    if every is None or not cuts_matter(dfa.accepting, dfa.live, every):
+        return None
+    from .contextual_wins import always_expected
+
+    low, shifted = always_expected(pt, n)
+    cuts = contextual_cuts(entries, ignored, low, shifted, exempt)
+    return cuts if cuts is not None and cuts_matter(dfa.accepting, dfa.live, cuts) else None
+
+
+def contextual_cuts(entries: Sequence[tuple[int, ...]], ignored: Sequence[bool],
+                    low: Sequence[int], shifted: Sequence[int], exempt: int = 0,
+                    ) -> list[int] | None:
+    """Per terminal, the terminals its accepting drops in the contextual lexer, each a bit
+    set (None: none). ``entries``: :func:`order_indices`; ``low``, ``shifted``: per LR(0)
+    state, the terminals every Earley set holding it expects and those it shifts
+    (:func:`gramask.compiler.contextual_wins.always_expected`). ``t`` drops ``u`` where ``u``
+    comes after ``t`` in lark's order and every allowed set holding ``u`` holds ``t`` (``t``
+    ``%ignore``d, or expected wherever a state shifting ``u`` is live), so lark's lexer of
+    that set would drop it too. A string folded into a regex (no rank of its own, or in the
+    ``unless`` list of ``t``) and the ``exempt`` terminals (the indentation newline) neither
+    drop nor are dropped."""
+    n = len(ignored)
+    ign = sum(1 << t for t in range(n) if ignored[t])
+    need = [-1] * n  # per terminal u: the terminals every allowed set holding u holds
+    for s, bits in enumerate(shifted):
+        b = bits
+        while b:
+            low_bit = b & -b
+            b ^= low_bit
+            u = low_bit.bit_length() - 1
+            need[u] &= low[s] | ign
+    earlier = 0  # the ranked terminals before the current entry
+    cuts = [0] * n
+    for e in entries:
+        u = e[0]
+        by = earlier & (ign if ignored[u] else need[u]) & ~exempt
+        if not exempt >> u & 1:
+            while by:
+                low_bit = by & -by
+                by ^= low_bit
+                t = low_bit.bit_length() - 1
+                cuts[t] |= 1 << u
+        earlier |= 1 << u
+    for e in entries:  # (a string the regex's lexeme becomes stays, to be asked)
+        for s in e[1:]:
+            cuts[e[0]] &= ~(1 << s)
+    return cuts if any(cuts) else None
+
+
+def cuts_matter(accepting: np.ndarray, live: np.ndarray, cuts: Sequence[int]) -> bool:
+    """Does a state of the automaton built without ``cuts`` (its ``accepting`` and ``live``
+    matrices) hold a terminal accepting beside one it drops? If not, the cut changes
+    nothing."""
+    for t, c in enumerate(cuts):
+        if not c:
+            continue
+        rows = accepting[:, t]
+        if not rows.any():
+            continue
+        cols = [u for u in range(live.shape[1]) if c >> u & 1]
+        if bool(live[rows][:, cols].any()):
+            return True
+    return False
+
+
+def cut_by(cuts: Sequence[int], owner: np.ndarray, final: np.ndarray,
+           ) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+    """The successor cut of :func:`contextual_cuts` over global states (as
+    :meth:`LarkCut.cut`): the threads of the terminals an accepting one drops go."""
+    owner_l: list[int] = owner.tolist()
+    final_l: list[bool] = final.tolist()
+
+    def cut(key: tuple[int, ...]) -> tuple[int, ...]:
+        drop = 0
+        for g in key:
+            if final_l[g]:
+                drop |= cuts[owner_l[g]]
+        if not drop:
+            return key
+        return tuple(g for g in key if not drop >> owner_l[g] & 1)
+    return cut
