@@ -118,9 +118,12 @@ class CompiledGrammar:
             lost = None
             fragile = 0  # terminals that may lose every lexeme under some allowed set
             if self.grammar.lexer == "contextual":
-                from .compiler.contextual_wins import lost_shifts, terminal_threats
+                from .compiler.contextual_wins import (
+                    lexing_priorities,
+                    lost_shifts,
+                    terminal_threats,
+                )
                 from .compiler.keywords import reserved_pairs
-                from .compiler.lark_order import lexing_priorities
                 from .runtime.core.viability import Viability
 
                 reserved = reserved_pairs(self.grammar, self.dfa)
@@ -156,7 +159,7 @@ class CompiledGrammar:
                 builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables,
                                                          self.parse_tables)
             if self.grammar.lexer == "contextual":
-                from .compiler.lark_order import lexing_priorities
+                from .compiler.contextual_wins import lexing_priorities
                 from .runtime.core.contextual_lexer import ContextualLexer
 
                 tokens, special = self.vocab.token_tuple, self.vocab.special_mask  # shared

@@ -97,9 +97,7 @@ class Grammar:
     # contextual mode: where the parser takes both a string terminal and a regex that matches
     # its text, the string wins (lark's contextual lexer); reserved_keywords goes further
     keywords_win: bool = False
-    # lark's terminal order (gramask.frontends.lark_order; () : longest match): the basic
-    # lexer's, and the contextual one's where the allowed set does not decide
-    # (gramask.compiler.lark_order.contextual_cuts)
+    # lark's terminal order (gramask.frontends.lark_order; (): longest match), both modes
     lark_order: tuple[tuple[str, ...], ...] = ()
 
     # ------------------------------------------------------------------ loading
@@ -119,11 +117,9 @@ class Grammar:
     ) -> Grammar:
         """Load Lark grammar text.
 
-        ``lexer``: ``"contextual"`` (default; what grammars written for lark or llguidance
-        mean: the terminals the parser can take, in lark's terminal order where the allowed
-        set does not change it) or ``"basic"`` (one lexer over all terminals, in lark's
-        terminal order, the first that matches winning: ``lark_order``; keywords reserved);
-        docs/semantics.md.
+        ``lexer``: ``"contextual"`` (default: the terminals the parser can take compete) or
+        ``"basic"`` (all terminals, keywords reserved); both in lark's terminal order, the
+        first that matches winning (``lark_order``; docs/semantics.md).
 
         ``reserved_keywords``: the contextual mode reserves keywords as the basic mode does
         (CPython, C; lark does not, so off by default): :mod:`gramask.compiler.keywords`.

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gramask
-from gramask.compiler.lark_order import contextual_order, order_indices
+from gramask.compiler.contextual_wins import contextual_order
+from gramask.compiler.lark_order import order_indices
 from gramask.compiler.lexer import build_lexer_dfa
 from gramask.compiler.parse_tables import build_parse_tables
 from gramask.errors import GramaskError

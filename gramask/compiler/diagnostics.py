@@ -135,7 +135,7 @@ def lexer_diagnostics(
                 kind = "partial_shadow" if wins[t] else "shadowed"
                 out.append(LexerDiagnostic(kind, names[t], names[w], _text(ex[q])))
         return out
-    from .lark_order import lexing_priorities
+    from .contextual_wins import lexing_priorities
 
     prio = lexing_priorities(grammar)  # (lark's order: one terminal wins, no collision)
     shifted = _shifted_in(pt, len(names)) if pt is not None else None

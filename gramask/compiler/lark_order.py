@@ -21,24 +21,18 @@ lark's contextual lexer builds that basic lexer per parser state, over the termi
 accepts and the ``%ignore``d ones: the same order, restricted to that set. gramask's one
 product automaton serves every allowed set, so it can only cut where the cut does not depend
 on the set: ``t`` drops ``u`` (after it in the order) where every allowed set holding ``u``
-holds ``t`` (:func:`contextual_cuts`, read off the LR(0) states); where ``t`` may be absent
+holds ``t`` (:func:`contextual_cuts`, read off the LR(0) states by
+:func:`gramask.compiler.contextual_wins.contextual_order`); where ``t`` may be absent
 while ``u`` competes, ``u`` lives on, as under the longest match.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ..grammar import Grammar
-    from .lexer import LexerDFA
-    from .parse_tables import ParseTables
-
-__all__ = ["LarkCut", "contextual_cuts", "contextual_order", "cut_by", "cuts_matter",
-           "lexing_priorities", "order_indices"]
+__all__ = ["LarkCut", "contextual_cuts", "cut_by", "cuts_matter", "order_indices"]
 
 
 def order_indices(
@@ -103,56 +97,6 @@ class LarkCut:
             if s in acc:
                 return s
         return w
-
-
-def lexing_priorities(grammar: Grammar) -> list[int]:
-    """Per terminal, the priority the contextual rule ranks a lexeme's terminals by
-    (:mod:`gramask.runtime.core.contextual_rule`): the grammar's, and for a Lark grammar
-    with lark's order (as :func:`contextual_order` reads it) that order among equal
-    priorities, so one terminal wins a lexeme, the first of the order, as in lark's lexer. A
-    string folded into a regex takes the regex's place (the keyword then beats its regex,
-    ``Grammar.keywords_win``, as lark's ``unless`` turns the regex's lexeme into it)."""
-    prio = [t.priority for t in grammar.terminals]
-    if grammar.lexer != "contextual" or not grammar.lark_order or grammar.reserved_keywords:
-        return prio
-    entries = order_indices(grammar.lark_order, grammar.terminal_names)
-    width = len(entries) + 1
-    place: dict[int, int] = {}
-    for r, e in enumerate(entries):
-        place[e[0]] = r
-    for r, e in enumerate(entries):
-        for s in e[1:]:
-            place.setdefault(s, r)
-    return [p * width + (width - 1 - place.get(t, width - 1)) for t, p in enumerate(prio)]
-
-
-def contextual_order(grammar: Grammar, pt: ParseTables, dfa: LexerDFA) -> list[int] | None:
-    """:func:`contextual_cuts` of a contextual grammar with lark's order (``Grammar.
-    lark_order``), where they change the automaton ``dfa`` built without them (None: no
-    cut, or another grammar: the longest lexeme). Reserved keywords (which close the
-    allowed set under their pairs, unlike lark) keep the longest lexeme too."""
-    if grammar.lexer != "contextual" or not grammar.lark_order or grammar.reserved_keywords:
-        return None
-    names = grammar.terminal_names
-    ts = grammar.terminals
-    n = len(ts)
-    ignored = [t.ignored for t in ts]
-    exempt = 0
-    ind = grammar.indentation
-    for name in ((ind.newline, ind.continuation) if ind is not None else ()):
-        if name is not None and name in names:
-            exempt |= 1 << names.index(name)
-    entries = order_indices(grammar.lark_order, names)
-    # every terminal competing everywhere first (no LR(0) states read): most grammars have
-    # no state where a terminal accepts beside one after it in the order
-    every = contextual_cuts(entries, ignored, [(1 << n) - 1], [(1 << n) - 1], exempt)
-    if every is None or not cuts_matter(dfa.accepting, dfa.live, every):
-        return None
-    from .contextual_wins import always_expected
-
-    low, shifted = always_expected(pt, n)
-    cuts = contextual_cuts(entries, ignored, low, shifted, exempt)
-    return cuts if cuts is not None and cuts_matter(dfa.accepting, dfa.live, cuts) else None
 
 
 def contextual_cuts(entries: Sequence[tuple[int, ...]], ignored: Sequence[bool],

@@ -37,8 +37,9 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
 
     t0 = time.perf_counter()
     from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
+    from .contextual_wins import contextual_order
     from .diagnostics import check_lexer
-    from .lark_order import contextual_order, order_indices
+    from .lark_order import order_indices
     from .separable_check import check_separable
 
     order = (order_indices(grammar.lark_order, grammar.terminal_names)
