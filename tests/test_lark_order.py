@@ -67,6 +67,10 @@ CASES = [
     # regex's lexemes that the keyword's pattern matches whole are the keyword
     ('start: (NAME|SEL)+\nNAME: /[a-z]+/\nSEL: "sel"i\n%ignore " "\n',
      ["sel", "SEL", "Sel x", "selx", "sels"]),
+    # a case-insensitive keyword the regex before it asks (lark's unless) but that keeps its
+    # own place: once the regex has matched "i", "if"i competes no more, so "iF" is "i" then
+    # a refusal (tools/lark_fuzz.py seed 9101; gramask read "iF" as the keyword)
+    ('start: (T0|IF)+\nT0: /i[nf]?/\nIF: "if"i\n', ["iniiF", "iF", "IF", "if", "iif", "inIf"]),
     # longer pattern text first among unbounded regexes of one priority
     ("start: (INT|NUM|DOT)+\nINT: /[0-9]+/\nNUM: /[0-9]+(x[0-9]+)?/\nDOT: \".\"\n",
      ["12", "12x3", "1.2"]),

@@ -50,7 +50,14 @@ def order_indices(
 
 class LarkCut:
     """The cut and the winners over the product's global states (a terminal's state number
-    plus its offset, as ``build_lexer_dfa`` numbers them)."""
+    plus its offset, as ``build_lexer_dfa`` numbers them).
+
+    A string with a place of its own in the order that a regex before it also asks (lark's
+    ``unless`` keeps a string whose flags the regex lacks in the alternation: ``"if"i``
+    beside ``/i[nf]?/``) is cut as a competitor where the regex accepts, yet still asked
+    whether the regex's lexeme is it: its thread goes on as a *shadow* (global state plus
+    ``shadow_base``: :attr:`shadows`), which competes for nothing and dies with the last
+    regex asking it (``iF`` is ``i`` then a refusal, as in lark, not ``"if"i``)."""
 
     def __init__(self, n_terms: int, entries: Sequence[tuple[int, ...]],
                  owner: np.ndarray, final: np.ndarray) -> None:
@@ -61,35 +68,52 @@ class LarkCut:
         self.rank = rank
         self.big = big
         hosts: dict[int, set[int]] = {}
+        asked: dict[int, set[int]] = {}  # a ranked string -> the regexes before it asking it
         for e in entries:
             for s in e[1:]:
                 if rank[s] == big:
                     hosts.setdefault(s, set()).add(e[0])
+                elif rank[s] > rank[e[0]]:
+                    asked.setdefault(s, set()).add(e[0])
         self.hosts = hosts
+        self.asked = asked
         self.unless = {e[0]: e[1:] for e in entries if len(e) > 1}
         self.unless_of_rank = {r: frozenset(e[1:]) for r, e in enumerate(entries) if len(e) > 1}
+        self.base = len(owner) if asked else -1  # shadows: global state + base
+        self.shadows = bool(asked)
+        if asked:
+            owner, final = np.concatenate([owner, owner]), np.concatenate([final, final])
         self.owner: list[int] = owner.tolist()
         self.final: list[bool] = final.tolist()
 
     def cut(self, key: tuple[int, ...]) -> tuple[int, ...]:
         """A successor set of global states without the threads lark would not try."""
-        owner, final, rank, big = self.owner, self.final, self.rank, self.big
-        best = min((rank[owner[g]] for g in key if final[g]), default=big)
+        owner, final, rank, big, base = self.owner, self.final, self.rank, self.big, self.base
+        best = min((rank[owner[g]] for g in key if final[g] and not 0 <= base <= g),
+                   default=big)
         if best < big:  # (the strings the first accepting regex becomes stay, to be asked)
             keep = self.unless_of_rank.get(best, ())
-            key = tuple(g for g in key if rank[owner[g]] <= best or rank[owner[g]] == big
-                        or owner[g] in keep)
-        if self.hosts:
-            present = {owner[g] for g in key}
-            key = tuple(g for g in key if owner[g] not in self.hosts
-                        or self.hosts[owner[g]] & present)
+            out = []
+            for g in key:
+                r = rank[owner[g]]
+                if r <= best or r == big or 0 <= base <= g:
+                    out.append(g)
+                elif owner[g] in keep:
+                    out.append(g + base if owner[g] in self.asked else g)
+            key = tuple(out)
+        if self.hosts or self.shadows:
+            present = {owner[g] for g in key if not 0 <= base <= g}
+            key = tuple(g for g in key if (
+                self.asked[owner[g]] & present if 0 <= base <= g
+                else owner[g] not in self.hosts or self.hosts[owner[g]] & present))
         return key
 
     def winner(self, key: Sequence[int]) -> int:
         """The terminal a lexeme ending in product state ``key`` is (-1: none)."""
-        owner, final, rank, big = self.owner, self.final, self.rank, self.big
+        owner, final, rank, big, base = self.owner, self.final, self.rank, self.big, self.base
         acc = {owner[g] for g in key if final[g]}
-        ranked = [t for t in acc if rank[t] < big]
+        ranked = [owner[g] for g in key
+                  if final[g] and rank[owner[g]] < big and not 0 <= base <= g]
         if not ranked:
             return -1
         w: int = min(ranked, key=rank.__getitem__)
