@@ -118,12 +118,16 @@ class CompiledGrammar:
             lost = None
             fragile = 0  # terminals that may lose every lexeme under some allowed set
             if self.grammar.lexer == "contextual":
-                from .compiler.contextual_wins import lost_shifts, terminal_threats
+                from .compiler.contextual_wins import (
+                    lexing_priorities,
+                    lost_shifts,
+                    terminal_threats,
+                )
                 from .compiler.keywords import reserved_pairs
                 from .runtime.core.viability import Viability
 
                 reserved = reserved_pairs(self.grammar, self.dfa)
-                prio = [t.priority for t in self.grammar.terminals]
+                prio = lexing_priorities(self.grammar)
                 nl = self.grammar.newline_terminal
                 threats = terminal_threats(self.dfa, prio, reserved, nl)
                 fragile = sum(1 << t for t in threats)
@@ -155,11 +159,12 @@ class CompiledGrammar:
                 builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables,
                                                          self.parse_tables)
             if self.grammar.lexer == "contextual":
+                from .compiler.contextual_wins import lexing_priorities
                 from .runtime.core.contextual_lexer import ContextualLexer
 
                 tokens, special = self.vocab.token_tuple, self.vocab.special_mask  # shared
                 builder.contextual = ContextualLexer(
-                    self.dfa, ctx, [t.priority for t in self.grammar.terminals],
+                    self.dfa, ctx, lexing_priorities(self.grammar),
                     tokens, special,
                     nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
                     tab_len=ind.tab_len if ind is not None else 8,

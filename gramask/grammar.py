@@ -97,7 +97,7 @@ class Grammar:
     # contextual mode: where the parser takes both a string terminal and a regex that matches
     # its text, the string wins (lark's contextual lexer); reserved_keywords goes further
     keywords_win: bool = False
-    # basic mode: lark's terminal order (gramask.frontends.lark_order; () : longest match)
+    # lark's terminal order (gramask.frontends.lark_order; (): longest match), both modes
     lark_order: tuple[tuple[str, ...], ...] = ()
 
     # ------------------------------------------------------------------ loading
@@ -117,9 +117,9 @@ class Grammar:
     ) -> Grammar:
         """Load Lark grammar text.
 
-        ``lexer``: ``"contextual"`` (default; what grammars written for lark or llguidance
-        mean) or ``"basic"`` (one lexer over all terminals, in lark's terminal order, the
-        first that matches winning: ``lark_order``; keywords reserved); docs/semantics.md.
+        ``lexer``: ``"contextual"`` (default: the terminals the parser can take compete) or
+        ``"basic"`` (all terminals, keywords reserved); both in lark's terminal order, the
+        first that matches winning (``lark_order``; docs/semantics.md).
 
         ``reserved_keywords``: the contextual mode reserves keywords as the basic mode does
         (CPython, C; lark does not, so off by default): :mod:`gramask.compiler.keywords`.
@@ -291,7 +291,7 @@ class Grammar:
             lexer=lexer,
             reserved_keywords=bool(reserved_keywords),
             keywords_win=bool(keywords_win),
-            lark_order=lark_terminal_order(lark_terminals, known) if lexer == "basic" else (),
+            lark_order=lark_terminal_order(lark_terminals, known),
         )
         return splice_json(grammar, json_parts) if json_parts else grammar
 

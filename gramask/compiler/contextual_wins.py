@@ -27,11 +27,12 @@ from ..encoding import bit_indices, bits_of_rows
 from ..errors import GrammarError
 from ..grammar import Grammar
 from .analysis import GrammarWarning
+from .lark_order import contextual_cuts, cuts_matter, order_indices
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
 
-__all__ = ["check_wins", "close_under", "end_reach", "lost_shifts", "reserved_maps",
-           "terminal_threats"]
+__all__ = ["always_expected", "check_wins", "close_under", "contextual_order", "end_reach",
+           "lexing_priorities", "lost_shifts", "reserved_maps", "terminal_threats"]
 
 
 def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
@@ -134,6 +135,11 @@ def terminal_threats(dfa: LexerDFA, priorities: Sequence[int],
                 threats.pop(t, None)
             else:
                 threats.setdefault(t, []).append((keys, higher))
+    # a terminal no state accepts (lark's order drops it wherever it could match: see
+    # gramask.compiler.lark_order.contextual_cuts) loses every lexeme, to no one in particular
+    for t in np.flatnonzero(~dfa.accepting.any(axis=0)).tolist():
+        if not ignored[t] and t != nl_terminal:
+            threats[t] = []
     return threats
 
 
@@ -185,7 +191,7 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
     with no priorities and no keyword that a regex can lose every lexeme to."""
     from .keywords import reserved_pairs
 
-    prio = [t.priority for t in grammar.terminals]
+    prio = lexing_priorities(grammar)
     nl = grammar.newline_terminal
     if not (len(set(prio)) > 1 and terminal_threats(dfa, prio, (), nl)) and not _keyword_bound(
             grammar, dfa):
@@ -205,11 +211,15 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
                          pt.nonkernel.tolist(), pt.accepting.tolist(), lost)
     names = [t.name for t in grammar.terminals]
     never = sorted({t for v in lost for t in bit_indices(v)} - set(bit_indices(shifted)))
+    gp = [t.priority for t in grammar.terminals]
     why = "; ".join(
-        f"{names[t]} loses every lexeme to "
-        + ", ".join(sorted({names[u] + (f" (priority {prio[u]})" if prio[u] > prio[t]
-                                        else " (a keyword)")
-                            for keys, higher in threats[t] for u in bit_indices(keys | higher)}))
+        (f"{names[t]} loses every lexeme to "
+         + ", ".join(sorted({names[u] + (f" (priority {gp[u]})" if gp[u] > gp[t]
+                                         else " (earlier in lark's order)" if prio[u] > prio[t]
+                                         else " (a keyword)")
+                             for keys, higher in threats[t] for u in bit_indices(keys | higher)}))
+         if threats[t] else f"{names[t]} is never lexed (a terminal before it in lark's order "
+         "matches first)")
         for t in (never or sorted({t for v in lost for t in bit_indices(v)}))[:4])
     src = grammar.source or "<grammar>"
     if not reach[pt.start_state]:
@@ -246,6 +256,62 @@ def _keyword_bound(grammar: Grammar, dfa: LexerDFA) -> bool:
         if mine.any() and bool(with_string[mine].all()):
             return True
     return False
+
+
+def lexing_priorities(grammar: Grammar) -> list[int]:
+    """Per terminal, the priority the contextual rule ranks a lexeme's terminals by
+    (:mod:`gramask.runtime.core.contextual_rule`): the grammar's, and for a Lark grammar
+    with lark's order (as :func:`contextual_order` reads it) that order among equal
+    priorities, so one terminal wins a lexeme, the first of the order, as in lark's lexer. A
+    string folded into a regex takes the regex's place (the keyword then beats its regex,
+    ``Grammar.keywords_win``, as lark's ``unless`` turns the regex's lexeme into it)."""
+    prio = [t.priority for t in grammar.terminals]
+    if grammar.lexer != "contextual" or not grammar.lark_order or grammar.reserved_keywords:
+        return prio
+    entries = order_indices(grammar.lark_order, grammar.terminal_names)
+    width = len(entries) + 1
+    place: dict[int, int] = {}
+    for r, e in enumerate(entries):
+        place[e[0]] = r
+    for r, e in enumerate(entries):
+        for s in e[1:]:
+            place.setdefault(s, r)
+    return [p * width + (width - 1 - place.get(t, width - 1)) for t, p in enumerate(prio)]
+
+
+def contextual_order(grammar: Grammar, pt: ParseTables, dfa: LexerDFA) -> list[int] | None:
+    """:func:`contextual_cuts` of a contextual grammar with lark's order (``Grammar.
+    lark_order``), where they change the automaton ``dfa`` built without them (None: no
+    cut, or another grammar: the longest lexeme). Reserved keywords (which close the
+    allowed set under their pairs, unlike lark) keep the longest lexeme too."""
+    if grammar.lexer != "contextual" or not grammar.lark_order or grammar.reserved_keywords:
+        return None
+    names = grammar.terminal_names
+    ts = grammar.terminals
+    n = len(ts)
+    ignored = [t.ignored for t in ts]
+    exempt = 0
+    ind = grammar.indentation
+    for name in ((ind.newline, ind.continuation) if ind is not None else ()):
+        if name is not None and name in names:
+            exempt |= 1 << names.index(name)
+    entries = order_indices(grammar.lark_order, names)
+    # every terminal competing everywhere first (no LR(0) states read): most grammars have
+    # no state where a terminal accepts beside one after it in the order
+    every = contextual_cuts(entries, ignored, [(1 << n) - 1], [(1 << n) - 1], exempt)
+    if every is None or not cuts_matter(dfa.accepting, dfa.live, every):
+        return None
+    low, shifted = always_expected(pt, n)
+    cuts = contextual_cuts(entries, ignored, low, shifted, exempt)
+    return cuts if cuts is not None and cuts_matter(dfa.accepting, dfa.live, cuts) else None
+
+
+def always_expected(pt: ParseTables, nt: int) -> tuple[list[int], list[int]]:
+    """Per LR(0) state of ``pt``: (the lexer terminals below ``nt`` every Earley set holding
+    it expects, a lower bound; those it shifts), each a bit set (lark's contextual order,
+    :func:`gramask.compiler.lark_order.contextual_cuts`, asks which terminals come together)."""
+    moves = _moves(pt, nt)
+    return _always_expected(pt, *moves), moves[2]
 
 
 def _moves(pt: ParseTables, nt: int

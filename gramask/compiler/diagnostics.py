@@ -9,6 +9,8 @@ lexeme read so far (``LexerDFA.accepting``):
   naming both terminals and a text they share (lark builds such a grammar, warning of the
   collision at most, and its lexer never produces the terminal either: the rules needing it
   never finish, and masks refuse them as the runtime refuses any shift that cannot happen).
+  The contextual lexer of a Lark grammar can drop a terminal wherever it could match too
+  (lark's order, :func:`gramask.compiler.lark_order.contextual_cuts`): the same warning.
   One that loses only sometimes (a keyword inside an identifier's language) is a *partial
   shadow*: listed by ``gramask inspect`` and logged as a warning.
 * contextual mode — ties of equal priority are fine when the parser never expects both
@@ -54,8 +56,8 @@ class LexerDiagnostic:
     def message(self) -> str:
         if self.kind == "shadowed":
             return (f"terminal {self.terminal} can never be produced: {self.other} always "
-                    f"wins on its texts, e.g. {self.example!r} (basic lexer; as in lark's, the "
-                    "rules needing it never finish)")
+                    f"wins on its texts, e.g. {self.example!r} (lark's terminal order; as in "
+                    "lark's lexer, the rules needing it never finish)")
         if self.kind == "partial_shadow":
             return (f"terminal {self.terminal} loses to {self.other} on some texts, e.g. "
                     f"{self.example!r} (basic lexer: {self.other} is reserved there)")
@@ -115,7 +117,7 @@ def lexer_diagnostics(
     names = dfa.terminal_names
     acc = dfa.accepting
     multi = np.flatnonzero(acc.sum(axis=1) > 1)
-    cut = _cut_off(grammar, dfa) if grammar.lexer == "basic" and grammar.lark_order else []
+    cut = _cut_off(grammar, dfa) if grammar.lark_order else []  # (contextual: where it cut)
     if not multi.size:
         return cut
     ex = _examples(dfa)
@@ -133,7 +135,9 @@ def lexer_diagnostics(
                 kind = "partial_shadow" if wins[t] else "shadowed"
                 out.append(LexerDiagnostic(kind, names[t], names[w], _text(ex[q])))
         return out
-    prio = [t.priority for t in grammar.terminals]
+    from .contextual_wins import lexing_priorities
+
+    prio = lexing_priorities(grammar)  # (lark's order: one terminal wins, no collision)
     shifted = _shifted_in(pt, len(names)) if pt is not None else None
     # reserved keywords beat their regexes wherever either competes: no collision
     seen2: set[tuple[int, int]] = set()
@@ -216,7 +220,7 @@ def check_lexer(
         if grammar.start not in productive_symbols(grammar.rules, kept):
             raise GrammarError(
                 f"{grammar.source or '<grammar>'}: the language is empty: every program needs "
-                f"a terminal the basic lexer never produces; "
+                f"a terminal the lexer never produces; "
                 + "; ".join(d.message() for d in lost.values()), name=next(iter(lost)))
     # A literal that wins over a regex on exactly its own text is a reserved keyword: what the
     # basic mode is chosen for (python, c). Logged at INFO; every other diagnostic warns.

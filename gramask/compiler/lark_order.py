@@ -16,15 +16,23 @@ A string that lark folds into a regex (``_create_unless``) has no place in the o
 automaton lives on while a regex it is folded into does, and where the regex wins on a
 lexeme the string's pattern matches whole, the string does (the first such string in lark's
 order, as lark's ``UnlessCallback`` asks them).
+
+lark's contextual lexer builds that basic lexer per parser state, over the terminals the state
+accepts and the ``%ignore``d ones: the same order, restricted to that set. gramask's one
+product automaton serves every allowed set, so it can only cut where the cut does not depend
+on the set: ``t`` drops ``u`` (after it in the order) where every allowed set holding ``u``
+holds ``t`` (:func:`contextual_cuts`, read off the LR(0) states by
+:func:`gramask.compiler.contextual_wins.contextual_order`); where ``t`` may be absent
+while ``u`` competes, ``u`` lives on, as under the longest match.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["LarkCut", "order_indices"]
+__all__ = ["LarkCut", "contextual_cuts", "cut_by", "cuts_matter", "order_indices"]
 
 
 def order_indices(
@@ -42,7 +50,14 @@ def order_indices(
 
 class LarkCut:
     """The cut and the winners over the product's global states (a terminal's state number
-    plus its offset, as ``build_lexer_dfa`` numbers them)."""
+    plus its offset, as ``build_lexer_dfa`` numbers them).
+
+    A string with a place of its own in the order that a regex before it also asks (lark's
+    ``unless`` keeps a string whose flags the regex lacks in the alternation: ``"if"i``
+    beside ``/i[nf]?/``) is cut as a competitor where the regex accepts, yet still asked
+    whether the regex's lexeme is it: its thread goes on as a *shadow* (global state plus
+    ``shadow_base``: :attr:`shadows`), which competes for nothing and dies with the last
+    regex asking it (``iF`` is ``i`` then a refusal, as in lark, not ``"if"i``)."""
 
     def __init__(self, n_terms: int, entries: Sequence[tuple[int, ...]],
                  owner: np.ndarray, final: np.ndarray) -> None:
@@ -53,35 +68,52 @@ class LarkCut:
         self.rank = rank
         self.big = big
         hosts: dict[int, set[int]] = {}
+        asked: dict[int, set[int]] = {}  # a ranked string -> the regexes before it asking it
         for e in entries:
             for s in e[1:]:
                 if rank[s] == big:
                     hosts.setdefault(s, set()).add(e[0])
+                elif rank[s] > rank[e[0]]:
+                    asked.setdefault(s, set()).add(e[0])
         self.hosts = hosts
+        self.asked = asked
         self.unless = {e[0]: e[1:] for e in entries if len(e) > 1}
         self.unless_of_rank = {r: frozenset(e[1:]) for r, e in enumerate(entries) if len(e) > 1}
+        self.base = len(owner) if asked else -1  # shadows: global state + base
+        self.shadows = bool(asked)
+        if asked:
+            owner, final = np.concatenate([owner, owner]), np.concatenate([final, final])
         self.owner: list[int] = owner.tolist()
         self.final: list[bool] = final.tolist()
 
     def cut(self, key: tuple[int, ...]) -> tuple[int, ...]:
         """A successor set of global states without the threads lark would not try."""
-        owner, final, rank, big = self.owner, self.final, self.rank, self.big
-        best = min((rank[owner[g]] for g in key if final[g]), default=big)
+        owner, final, rank, big, base = self.owner, self.final, self.rank, self.big, self.base
+        best = min((rank[owner[g]] for g in key if final[g] and not 0 <= base <= g),
+                   default=big)
         if best < big:  # (the strings the first accepting regex becomes stay, to be asked)
             keep = self.unless_of_rank.get(best, ())
-            key = tuple(g for g in key if rank[owner[g]] <= best or rank[owner[g]] == big
-                        or owner[g] in keep)
-        if self.hosts:
-            present = {owner[g] for g in key}
-            key = tuple(g for g in key if owner[g] not in self.hosts
-                        or self.hosts[owner[g]] & present)
+            out = []
+            for g in key:
+                r = rank[owner[g]]
+                if r <= best or r == big or 0 <= base <= g:
+                    out.append(g)
+                elif owner[g] in keep:
+                    out.append(g + base if owner[g] in self.asked else g)
+            key = tuple(out)
+        if self.hosts or self.shadows:
+            present = {owner[g] for g in key if not 0 <= base <= g}
+            key = tuple(g for g in key if (
+                self.asked[owner[g]] & present if 0 <= base <= g
+                else owner[g] not in self.hosts or self.hosts[owner[g]] & present))
         return key
 
     def winner(self, key: Sequence[int]) -> int:
         """The terminal a lexeme ending in product state ``key`` is (-1: none)."""
-        owner, final, rank, big = self.owner, self.final, self.rank, self.big
+        owner, final, rank, big, base = self.owner, self.final, self.rank, self.big, self.base
         acc = {owner[g] for g in key if final[g]}
-        ranked = [t for t in acc if rank[t] < big]
+        ranked = [owner[g] for g in key
+                  if final[g] and rank[owner[g]] < big and not 0 <= base <= g]
         if not ranked:
             return -1
         w: int = min(ranked, key=rank.__getitem__)
@@ -89,3 +121,77 @@ class LarkCut:
             if s in acc:
                 return s
         return w
+
+
+def contextual_cuts(entries: Sequence[tuple[int, ...]], ignored: Sequence[bool],
+                    low: Sequence[int], shifted: Sequence[int], exempt: int = 0,
+                    ) -> list[int] | None:
+    """Per terminal, the terminals its accepting drops in the contextual lexer, each a bit
+    set (None: none). ``entries``: :func:`order_indices`; ``low``, ``shifted``: per LR(0)
+    state, the terminals every Earley set holding it expects and those it shifts
+    (:func:`gramask.compiler.contextual_wins.always_expected`). ``t`` drops ``u`` where ``u``
+    comes after ``t`` in lark's order and every allowed set holding ``u`` holds ``t`` (``t``
+    ``%ignore``d, or expected wherever a state shifting ``u`` is live), so lark's lexer of
+    that set would drop it too. A string folded into a regex (no rank of its own, or in the
+    ``unless`` list of ``t``) and the ``exempt`` terminals (the indentation newline) neither
+    drop nor are dropped."""
+    n = len(ignored)
+    ign = sum(1 << t for t in range(n) if ignored[t])
+    need = [-1] * n  # per terminal u: the terminals every allowed set holding u holds
+    for s, bits in enumerate(shifted):
+        b = bits
+        while b:
+            low_bit = b & -b
+            b ^= low_bit
+            u = low_bit.bit_length() - 1
+            need[u] &= low[s] | ign
+    earlier = 0  # the ranked terminals before the current entry
+    cuts = [0] * n
+    for e in entries:
+        u = e[0]
+        by = earlier & (ign if ignored[u] else need[u]) & ~exempt
+        if not exempt >> u & 1:
+            while by:
+                low_bit = by & -by
+                by ^= low_bit
+                t = low_bit.bit_length() - 1
+                cuts[t] |= 1 << u
+        earlier |= 1 << u
+    for e in entries:  # (a string the regex's lexeme becomes stays, to be asked)
+        for s in e[1:]:
+            cuts[e[0]] &= ~(1 << s)
+    return cuts if any(cuts) else None
+
+
+def cuts_matter(accepting: np.ndarray, live: np.ndarray, cuts: Sequence[int]) -> bool:
+    """Does a state of the automaton built without ``cuts`` (its ``accepting`` and ``live``
+    matrices) hold a terminal accepting beside one it drops? If not, the cut changes
+    nothing."""
+    for t, c in enumerate(cuts):
+        if not c:
+            continue
+        rows = accepting[:, t]
+        if not rows.any():
+            continue
+        cols = [u for u in range(live.shape[1]) if c >> u & 1]
+        if bool(live[rows][:, cols].any()):
+            return True
+    return False
+
+
+def cut_by(cuts: Sequence[int], owner: np.ndarray, final: np.ndarray,
+           ) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+    """The successor cut of :func:`contextual_cuts` over global states (as
+    :meth:`LarkCut.cut`): the threads of the terminals an accepting one drops go."""
+    owner_l: list[int] = owner.tolist()
+    final_l: list[bool] = final.tolist()
+
+    def cut(key: tuple[int, ...]) -> tuple[int, ...]:
+        drop = 0
+        for g in key:
+            if final_l[g]:
+                drop |= cuts[owner_l[g]]
+        if not drop:
+            return key
+        return tuple(g for g in key if not drop >> owner_l[g] & 1)
+    return cut

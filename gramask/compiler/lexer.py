@@ -215,13 +215,17 @@ def build_lexer_dfa(
     progress: bool | None = None,
     max_states: int = MAX_LEXER_STATES,
     order: Sequence[tuple[int, ...]] | None = None,
+    cuts: Sequence[int] | None = None,
 ) -> LexerDFA:
     """Product of the per-terminal byte DFAs, restricted to reachable states.
 
     ``progress``: a progress bar over the terminals (None: only on a terminal, and only once
     compiling them has taken a second). ``max_states``: the product's limit. ``order``:
     lark's terminal order (:func:`gramask.compiler.lark_order.order_indices`): the first
-    terminal in it that matches wins, not the longest lexeme (None: the longest).
+    terminal in it that matches wins, not the longest lexeme (None: the longest). ``cuts``:
+    the contextual mode's part of that order (:func:`gramask.compiler.lark_order.
+    contextual_cuts`): per terminal, those its accepting drops; the winners stay the
+    runtime's to choose.
 
     Raises
     ------
@@ -275,15 +279,23 @@ def build_lexer_dfa(
         from .lark_order import LarkCut
 
         cut = LarkCut(n_terms, order, owner, final)
-    if cut is None and 0 < n_terms <= _DENSE_TERMINALS:  # (none at all: the sparse path)
+        if cut.shadows:  # (a shadow thread moves as its state does, as a shadow)
+            table = np.concatenate([table, np.where(table >= 0, table + cut.base, -1)])
+            owner, final = np.asarray(cut.owner), np.asarray(cut.final)
+    cut_fn: Callable[[tuple[int, ...]], tuple[int, ...]] | None = (
+        None if cut is None else cut.cut)
+    if cuts is not None and any(cuts):
+        from .lark_order import cut_by
+
+        cut_fn = cut_by(cuts, owner, final)
+    if cut_fn is None and 0 < n_terms <= _DENSE_TERMINALS:  # (none at all: the sparse path)
         class_ranks = np.stack([rank[reps] for rank, _ in (d.column_rank() for d in dfas)])
         live_ids, cls_trans = explore_dense(table, start, max_states, too_many, class_ranks)
         q_of, col = np.nonzero(live_ids >= 0)  # by state, then terminal: each key's order
         all_ids = live_ids[q_of, col]
         n = live_ids.shape[0]
     else:
-        keys, rows = _explore_sparse(table, start, max_states, too_many,
-                                     None if cut is None else cut.cut)
+        keys, rows = _explore_sparse(table, start, max_states, too_many, cut_fn)
         cls_trans = np.array(rows, dtype=np.int32).reshape(len(keys), n_cls)
         n = len(keys)
         q_of = np.repeat(np.arange(n), [len(key) for key in keys])

@@ -37,15 +37,21 @@ def build(grammar: Grammar, vocab: Vocabulary, *, progress: bool | None = None,
 
     t0 = time.perf_counter()
     from ..frontends.json_schema_base import SOURCE as JSON_SCHEMA_SOURCE
+    from .contextual_wins import contextual_order
     from .diagnostics import check_lexer
     from .lark_order import order_indices
     from .separable_check import check_separable
 
     order = (order_indices(grammar.lark_order, grammar.terminal_names)
              if grammar.lexer == "basic" and grammar.lark_order else None)
+    max_states = MAX_LAZY_LEXER_STATES if lazy else MAX_LEXER_STATES
     dfa = build_lexer_dfa(grammar.terminals, progress=progress, order=order,
-                          max_states=MAX_LAZY_LEXER_STATES if lazy else MAX_LEXER_STATES)
+                          max_states=max_states)
     pt = build_parse_tables(grammar)
+    cuts = contextual_order(grammar, pt, dfa)  # (lark's order, where it changes the lexer)
+    if cuts is not None:
+        dfa = build_lexer_dfa(grammar.terminals, progress=False, cuts=cuts,
+                              max_states=max_states)
     # A request's schema: its diagnostics cannot fail (contextual lexer) and are logged at
     # DEBUG only, so they wait until stats() or save() reads them, not before the first mask.
     defer = lazy and grammar.lexer == "contextual" and grammar.source == JSON_SCHEMA_SOURCE
