@@ -198,22 +198,39 @@ class _ContextualPlanSearch(PlanSearch):
         where the costs' finishing, narrowed to states no rival sharing a predecessor
         accepts (``_widen_finish``), took ``-0.0``: two tokens more, so a budget of the true
         ``-12`` refused `` -``. The route walks it."""
-        lex = cast("_ContextualLexemeCosts", self.lex)
         exp = p[ES][EXPECTED]
         out = None
-        for t in range(lex.num_terminals):
-            if not (exp >> t) & 1 or lex.ignored[t] or t == self.nl_t:
+        for t, w, c in self._finishes(q):  # by terminal, as the loop over all ran
+            if not (exp >> t) & 1:
                 continue
-            d = lex.accept_distances(t)
-            if not 0 < d[q] < INF:
-                continue
-            w = lex.path(q, d)
-            c = self.tok.count(w)
             if c < best:
                 c += self.costs.after_terminal(p, t)
             if c < best:
                 best, out = c, w
         return out
+
+    _fin_memo: dict[int, list[tuple[int, bytes, int]]] | None = None
+
+    def _finishes(self, q: int) -> list[tuple[int, bytes, int]]:
+        """Per lexer state ``q``: each terminal (not ignored, not the newline) that accepts
+        a few bytes on, the shortest bytes there and their token count, by terminal
+        (memoised: they depend on the lexer alone; the parser only picks among them)."""
+        memo = self._fin_memo
+        if memo is None:
+            memo = self._fin_memo = {}
+        r = memo.get(q)
+        if r is None:
+            lex = cast("_ContextualLexemeCosts", self.lex)
+            r = []
+            for t in range(lex.num_terminals):
+                if lex.ignored[t] or t == self.nl_t:
+                    continue
+                d = lex.accept_distances(t)
+                if 0 < d[q] < INF:
+                    w = lex.path(q, d)
+                    r.append((t, w, self.tok.count(w)))
+            memo[q] = r
+        return r
 
     def _next_lexeme_uncached(self, p: PState, prev: int) -> tuple[bytes | None, int]:
         """The bounds' next lexeme; where none is glued on (the basic lexer would read each
@@ -332,6 +349,8 @@ class ContextualBudgetPlanner(BudgetPlanner):
                 ends[k] = r
             return r
 
+        luv = np.stack(lu)  # restacked only when a lexeme end adds a parser state
+
         for j in range(int(olens[0]) if n_all else 0):
             n = int((olens > j).sum())
             idx = np.flatnonzero(alive[:n])
@@ -340,7 +359,6 @@ class ContextualBudgetPlanner(BudgetPlanner):
             b = mat[order[idx], j].astype(np.int64)
             cq, cp = qs[idx], ps[idx]
             nq = trans[cq, b]
-            luv = np.stack(lu)
             ok = (nq >= 0) & luv[cp, np.maximum(nq, 0)]
             cc = cs[idx] if track else None
             if not ok.all():
@@ -357,7 +375,8 @@ class ContextualBudgetPlanner(BudgetPlanner):
                     uniq, inv = np.unique(pair, return_inverse=True)
                     newp = np.array([end_of(int(k) // S, int(k) % S, 0)
                                      for k in uniq.tolist()], dtype=np.int64)[inv]
-                luv = np.stack(lu)
+                if len(lu) > luv.shape[0]:
+                    luv = np.stack(lu)
                 nq0 = trans[0, b[bad]]
                 ok2 = (newp >= 0) & (nq0 >= 0) & luv[np.maximum(newp, 0), np.maximum(nq0, 0)]
                 nq[bad] = nq0
