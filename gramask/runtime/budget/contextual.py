@@ -36,7 +36,7 @@ from .lexeme_costs import LexemeCosts
 from .planner import BudgetPlanner
 from .search import PlanSearch
 from .spelling import INF, TokenCounter
-from .verify import WalkedVerifier, verified_step
+from .verify import WalkedVerifier, budget_binds, verified_step
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
@@ -506,11 +506,15 @@ class ContextualBudgetConstraint(Constraint[LexState]):
             # is dropped, so the plans of one (lexer state, parser state) are shared
             ver = WalkedVerifier(self, left - 1, pl.state_key, pl.norm_state, rec.plan)
             groups = self._state_groups(st, np.flatnonzero(m))[: self.MAX_GROUPS]
-            # the groups the planner's bound says fit first (plans are capped), the largest
-            # first within each kind: the bound orders, the walked plan decides
-            over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
-            order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
-            for s, members in (groups[i] for i in order):
+            # where the budget binds, the groups the planner's bound says fit first (plans
+            # are capped), the largest first within each kind: the bound orders, the walked
+            # plan decides; elsewhere (room for a detour beyond the step's plan) the largest
+            # first, unpriced (a bound per group was a tenth of a step's cost)
+            if budget_binds(rec.plan, left - 1):
+                over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
+                order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
+                groups = [groups[i] for i in order]
+            for s, members in groups:
                 done = ver.state(s, s[2][PUID], self._vocab.token_bytes(int(members[0])),
                                  members.size)
                 if done is not None:
@@ -521,13 +525,14 @@ class ContextualBudgetConstraint(Constraint[LexState]):
                       ) -> list[tuple[LexState, np.ndarray]]:
         """``toks`` grouped by the state they lead to (:meth:`ContextualBudgetPlanner.
         group_tokens`, vectorised), largest groups first; each group's state is checked
-        against a real walk of its first member."""
+        against a real walk of its shortest member."""
         vocab = self._vocab
         pl = self._cx_planner()
         out: list[tuple[LexState, np.ndarray]] = []
         q, carry, p = st
         for fq, fc, fp, members in pl.group_tokens(q, p, toks, carry):
-            s = self._walk(st, vocab.token_bytes(int(members[0])))
+            # (its shortest member: a walk costs per byte; members run longest first)
+            s = self._walk(st, vocab.token_bytes(int(members[-1])))
             # the vectorised walk and the real one agree (tests pin it); if they ever
             # did not, the group is dropped: never admitted on a guess
             if not isinstance(s, int) and s[0] == fq and s[2][PUID] == fp[PUID] \
