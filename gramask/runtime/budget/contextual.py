@@ -26,17 +26,14 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from ..core.constraint import Constraint, LexState
-from ..core.earley import EXPECTED
 from ..core.indentation import BROKEN, FORMFEED, NEWLINE, TAB_UNIT
-from ..core.parse_state import ES, PUID
+from ..core.parse_state import PUID
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
+from .contextual_costs import ContextualLexemeCosts, ContextualPlanSearch, ContextualView
 from .grammar_costs import Rules
-from .lexeme_costs import LexemeCosts
 from .planner import BudgetPlanner
-from .search import PlanSearch
-from .spelling import INF, TokenCounter
-from .verify import WalkedVerifier, verified_step
+from .verify import WalkedVerifier, budget_binds, verified_step
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
@@ -45,195 +42,6 @@ if TYPE_CHECKING:
     from ..core.parse_state import PState
 
 __all__ = ["ContextualBudgetConstraint", "ContextualBudgetPlanner"]
-
-
-class _ContextualView:
-    """The mask builder as the planner sees it in the contextual mode: the same DFA and
-    parser, lexemes ended by the contextual rule (``lexeme_end``; ``complete`` already
-    dispatches to it)."""
-
-    def __init__(self, mb: MaskBuilder) -> None:
-        cx = mb.contextual
-        assert cx is not None
-        self._mb = mb
-        self.lexeme_end = cx.lexeme_end
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._mb, name)
-
-
-class _ContextualLexemeCosts(LexemeCosts):
-    """Lexer-side costs where a terminal the greedy lexer never produces (a ``BIT`` that
-    the literals ``"0"`` and ``"1"`` shadow) may end wherever it accepts: the contextual
-    lexer reads it where the parser allows it and not the other one. So may a terminal
-    whose own lexemes the vocabulary cannot spell (``T1: /i[nf]?/i`` beside
-    ``WORD: /[a-zA-Z]+/`` is its own only as ``İ``: ``i`` is both, and where the parser
-    takes ``T1`` the contextual lexer reads it so). (Every terminal's accepting states
-    instead made the costs of the others worse: more states to glue after.)"""
-
-    unglued_apart = False  # (the contextual lexer may end a lexeme the greedy one runs on)
-
-    def accepting_states(self, t: int) -> np.ndarray:
-        own = super().accepting_states(t)
-        return own if own.size and t not in self._widened else np.flatnonzero(
-            self.accepting[:, t])
-
-    def _clean_ends(self, a: int) -> np.ndarray:
-        # none clean (every end of BIT starts the literal "00000"): any end, the contextual
-        # lexer ends it where the parser allows nothing longer
-        own = super()._clean_ends(a)
-        return own if own.size else self.accepting_states(a)
-
-    _fin_ends: list[np.ndarray] | None = None  # see _widen_finish
-
-    def finish_ends(self, t: int) -> np.ndarray:
-        fe = self._fin_ends
-        return self.ends[t] if fe is None else fe[t]
-
-    def _widen_finish(self) -> None:
-        # a lexeme is finished wherever its terminal accepts and what may follow it can
-        # start: after ``a=-`` the contextual lexer reads ``-0`` as ``FLOAT`` where the
-        # parser does not take ``BARE_KEY: /[A-Za-z0-9_-]+/``, the greedy winner there (its
-        # own ends alone planned ``-0.0``: a budget of the true ``0`` was refused). The
-        # clean ends stay the greedy ones: ``cost`` glues after each of them, and more
-        # would make every bound worse. Plans are walked, so wider is safe here.
-        # Only states where no terminal that may be allowed beside ``t`` accepts too (none
-        # that can follow a terminal ``t`` can follow): elsewhere the parser may take both,
-        # and a plan through them misleads the route more than it helps (a nested GBNF rule
-        # then took its fallback search, slowly)
-        widened: list[np.ndarray] = []
-        preds = self._preds
-        for t in range(self.num_terminals):
-            own = self.ends[t]
-            if self.ignored[t] or t == self.nl_t or preds is None:
-                widened.append(own)
-                continue
-            rivals = np.zeros(self.num_terminals, dtype=bool)
-            for u in range(self.num_terminals):
-                rivals[u] = u != t and (self.ignored[u] or u == self.nl_t or any(
-                    not self.ignored[a] for a in preds[t] & preds[u]))
-            alone = ~(self.accepting[:, rivals].any(axis=1))
-            extra = [q for q in np.flatnonzero(self.accepting[:, t] & alone).tolist()
-                     if all(self._glue_ok(q, b) for b in self._follows[t]
-                            if b != t and not self.ignored[b] and self.spell[b])]
-            widened.append(np.union1d(own, np.array(extra, dtype=np.int64)))
-        self._fin_ends = widened
-        self._dist.clear()
-        self._fin_str.clear()
-        self.spell = self._spellings()
-
-    def ends_as(self, states: np.ndarray, terms: list[int]) -> np.ndarray:
-        # any terminal accepting there: where the parser takes ``_T2: /i[nf]?/`` and not
-        # the literal ``"in"``, the contextual lexer reads ``in`` as ``_T2`` (the greedy
-        # winner alone left the middle's ``i`` before the suffix ``nif`` no boundary to
-        # plan through: no plan, so no budget). Plans are walked, so wider is safe here.
-        return np.asarray(self.accepting[states][:, terms].any(axis=1), dtype=bool)
-
-    def __init__(self, mb: MaskBuilder, tok: TokenCounter,
-                 preds: list[set[int]] | None = None) -> None:
-        self.accepting = np.asarray(mb.dfa.accepting, dtype=bool)
-        self._accept_dist: dict[int, np.ndarray] = {}  # see accept_distances
-        self._widened: frozenset[int] = frozenset()
-        self._fin_ends = None
-        self._preds = preds
-        super().__init__(mb, tok, preds)
-        # the terminals whose own lexemes do not spell, where some other accepting state
-        # does: built again with those widened (only grammars that have such a terminal)
-        widen = frozenset(
-            t for t in range(self.num_terminals)
-            if not self.ignored[t] and self._unspelled(t)
-            and LexemeCosts.accepting_states(self, t).size and self._spells_widened(t))
-        if widen:
-            self._widened = widen
-            self._fin_ends = None
-            super().__init__(mb, tok, preds)
-
-    def _unspelled(self, t: int) -> bool:
-        """Can the vocabulary not spell ``t``'s lexeme?"""
-        w = self.spell[t]
-        return w is None or self.tok.count(w) >= INF
-
-    def accept_distances(self, t: int) -> np.ndarray:
-        """Per lexer state, the fewest bytes to a state where ``t`` accepts, winner or not
-        (memoised: the lexer never changes)."""
-        d = self._accept_dist.get(t)
-        if d is None:
-            d = self._accept_dist[t] = self.distances_to(self.accepting[:, t])
-        return d
-
-    def _spells_widened(self, t: int) -> bool:
-        """Does the shortest lexeme ending where ``t`` accepts at all spell?"""
-        d = self.accept_distances(t)
-        return bool(d[0] < INF) and self.tok.count(self.path(0, d)) < INF
-
-
-class _ContextualPlanSearch(PlanSearch):
-    """Plans whose fallback search also tries lexemes with no separator (see ``_chunks``);
-    ``mb`` is the :class:`_ContextualView` (lexemes end by the contextual rule)."""
-
-    def _chunks(self, q: int, carry: int, p: PState) -> list[bytes]:
-        """The fallback search's chunks, plus each expected next lexeme's spelling with no
-        separator: the planner glues a separator on where the basic lexer would read the
-        next lexeme's first byte into the one before, but the contextual lexer ends that one
-        there when no terminal the parser allows goes on (``KEY`` before ``=`` where a
-        ``VALUE`` could swallow it); the walk decides."""
-        out = super()._chunks(q, carry, p)
-        p2 = self.mb.lexeme_end(p, q, carry) if q else p
-        if p2 is None:
-            return out
-        lex, exp = self.lex, p2[ES][EXPECTED]
-        seen = set(out)
-        for t in range(lex.num_terminals):
-            w = lex.spell[t]
-            if w and (exp >> t) & 1 and not lex.ignored[t] and w not in seen:
-                seen.add(w)
-                out.append(w)
-        return out
-
-    def _finish_alternative(self, q: int, p: PState, best: int) -> bytes | None:
-        """The lexeme at ``q`` finished where a terminal the parser expects accepts, greedy
-        winner or not, if that is cheaper than ``best``: the contextual lexer reads it so
-        where the parser does not take the winner. After ``"weird key" =`` the lexeme ``-``
-        ends as ``INTEGER`` by ``1`` (``BARE_KEY``, the greedy winner of ``-1``, is no value),
-        where the costs' finishing, narrowed to states no rival sharing a predecessor
-        accepts (``_widen_finish``), took ``-0.0``: two tokens more, so a budget of the true
-        ``-12`` refused `` -``. The route walks it."""
-        lex = cast("_ContextualLexemeCosts", self.lex)
-        exp = p[ES][EXPECTED]
-        out = None
-        for t in range(lex.num_terminals):
-            if not (exp >> t) & 1 or lex.ignored[t] or t == self.nl_t:
-                continue
-            d = lex.accept_distances(t)
-            if not 0 < d[q] < INF:
-                continue
-            w = lex.path(q, d)
-            c = self.tok.count(w)
-            if c < best:
-                c += self.costs.after_terminal(p, t)
-            if c < best:
-                best, out = c, w
-        return out
-
-    def _next_lexeme_uncached(self, p: PState, prev: int) -> tuple[bytes | None, int]:
-        """The bounds' next lexeme; where none is glued on (the basic lexer would read each
-        one's first byte into the lexeme before), the cheapest expected one with no
-        separator, as ``_chunks`` tries it: the contextual lexer may end the one before
-        there, and the route's walk decides (else the plan was left to the search, which
-        gives up on long ones: a sixth nested GBNF rule)."""
-        text, best = super()._next_lexeme_uncached(p, prev)
-        if text is not None:
-            return text, best
-        lex, exp = self.lex, p[ES][EXPECTED]
-        k = self.costs.k_newline(p)
-        for t in range(lex.num_terminals):
-            w = lex.spell[t]
-            if not w or not (exp >> t) & 1 or lex.ignored[t] or t == self.nl_t:
-                continue
-            c = self.tok.count(w) + self.costs.grammar.shifted_cost(p[ES], t, k)
-            if c < best:
-                best, text = c, w
-        return text, best
 
 
 # tokens grouped by the state they lead to: (lexer state, carry, parser state, members)
@@ -245,15 +53,15 @@ class ContextualBudgetPlanner(BudgetPlanner):
     are walked with the contextual lexer), plus the grouping of tokens by the state they
     lead to."""
 
-    lexeme_costs_class = _ContextualLexemeCosts
-    search_class = _ContextualPlanSearch
+    lexeme_costs_class = ContextualLexemeCosts
+    search_class = ContextualPlanSearch
 
     def __init__(self, mb: MaskBuilder, vocab: Vocabulary, rules: Rules, tab_len: int, *,
                  parent: BudgetPlanner | None = None,
                  markers: dict[int, int] | None = None) -> None:
         """As :class:`BudgetPlanner` (``parent``, ``markers``: a fill-in-the-middle
         request's quotient planner)."""
-        super().__init__(cast("MaskBuilder", _ContextualView(mb)), vocab, rules, tab_len,
+        super().__init__(cast("MaskBuilder", ContextualView(mb)), vocab, rules, tab_len,
                          parent=parent, markers=markers)
         cx = mb.contextual
         assert cx is not None
@@ -278,6 +86,22 @@ class ContextualBudgetPlanner(BudgetPlanner):
     def state_key(self, s: LexState) -> tuple[int, ...]:
         return (s[0], self.norm_carry(s), s[2][PUID])
 
+    _by_length: np.ndarray | None = None  # every token id, longest first (ids ascending)
+
+    def _longest_first(self, toks: np.ndarray, lens: np.ndarray) -> np.ndarray:
+        """``toks`` without the empty token, longest first and by id among equals (the
+        vocabulary's order filtered by a mask where ``toks`` is one ascending, as a mask's
+        ids are: a sort of ~100k ids per step was a tenth of the grouping)."""
+        toks = toks[lens[toks] > 0]  # an empty token is never advanced
+        if toks.size < 2 or not bool((toks[1:] > toks[:-1]).all()):
+            return toks[np.argsort(-lens[toks], kind="stable")]
+        by = self._by_length
+        if by is None:
+            by = self._by_length = np.argsort(-lens, kind="stable")
+        keep = np.zeros(lens.size, dtype=bool)
+        keep[toks] = True
+        return by[keep[by]]
+
     def live_under(self, p: PState) -> np.ndarray:
         """Per lexer state: does some terminal the parser at ``p`` allows stay alive there?"""
         return self.cx.live_under(self.cx.allowed(p))
@@ -299,8 +123,7 @@ class ContextualBudgetPlanner(BudgetPlanner):
         if r is not None:
             return r
         mat, lens = self.tokens.matrix()
-        toks = toks[lens[toks] > 0]  # an empty token is never advanced
-        order = toks[np.argsort(-lens[toks], kind="stable")]  # longest first
+        order = self._longest_first(toks, lens)
         olens = lens[order]
         n_all = order.size
         qs = np.full(n_all, q, dtype=np.int64)
@@ -332,6 +155,8 @@ class ContextualBudgetPlanner(BudgetPlanner):
                 ends[k] = r
             return r
 
+        luv = np.stack(lu)  # restacked only when a lexeme end adds a parser state
+
         for j in range(int(olens[0]) if n_all else 0):
             n = int((olens > j).sum())
             idx = np.flatnonzero(alive[:n])
@@ -340,7 +165,6 @@ class ContextualBudgetPlanner(BudgetPlanner):
             b = mat[order[idx], j].astype(np.int64)
             cq, cp = qs[idx], ps[idx]
             nq = trans[cq, b]
-            luv = np.stack(lu)
             ok = (nq >= 0) & luv[cp, np.maximum(nq, 0)]
             cc = cs[idx] if track else None
             if not ok.all():
@@ -357,7 +181,8 @@ class ContextualBudgetPlanner(BudgetPlanner):
                     uniq, inv = np.unique(pair, return_inverse=True)
                     newp = np.array([end_of(int(k) // S, int(k) % S, 0)
                                      for k in uniq.tolist()], dtype=np.int64)[inv]
-                luv = np.stack(lu)
+                if len(lu) > luv.shape[0]:
+                    luv = np.stack(lu)
                 nq0 = trans[0, b[bad]]
                 ok2 = (newp >= 0) & (nq0 >= 0) & luv[np.maximum(newp, 0), np.maximum(nq0, 0)]
                 nq[bad] = nq0
@@ -487,11 +312,15 @@ class ContextualBudgetConstraint(Constraint[LexState]):
             # is dropped, so the plans of one (lexer state, parser state) are shared
             ver = WalkedVerifier(self, left - 1, pl.state_key, pl.norm_state, rec.plan)
             groups = self._state_groups(st, np.flatnonzero(m))[: self.MAX_GROUPS]
-            # the groups the planner's bound says fit first (plans are capped), the largest
-            # first within each kind: the bound orders, the walked plan decides
-            over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
-            order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
-            for s, members in (groups[i] for i in order):
+            # where the budget binds, the groups the planner's bound says fit first (plans
+            # are capped), the largest first within each kind: the bound orders, the walked
+            # plan decides; elsewhere (room for a detour beyond the step's plan) the largest
+            # first, unpriced (a bound per group was a tenth of a step's cost)
+            if budget_binds(rec.plan, left - 1):
+                over = [pl.state_cost(*s) > left - 1 for s, _ in groups]
+                order = sorted(range(len(groups)), key=lambda i: (over[i], -groups[i][1].size))
+                groups = [groups[i] for i in order]
+            for s, members in groups:
                 done = ver.state(s, s[2][PUID], self._vocab.token_bytes(int(members[0])),
                                  members.size)
                 if done is not None:
@@ -502,13 +331,14 @@ class ContextualBudgetConstraint(Constraint[LexState]):
                       ) -> list[tuple[LexState, np.ndarray]]:
         """``toks`` grouped by the state they lead to (:meth:`ContextualBudgetPlanner.
         group_tokens`, vectorised), largest groups first; each group's state is checked
-        against a real walk of its first member."""
+        against a real walk of its shortest member."""
         vocab = self._vocab
         pl = self._cx_planner()
         out: list[tuple[LexState, np.ndarray]] = []
         q, carry, p = st
         for fq, fc, fp, members in pl.group_tokens(q, p, toks, carry):
-            s = self._walk(st, vocab.token_bytes(int(members[0])))
+            # (its shortest member: a walk costs per byte; members run longest first)
+            s = self._walk(st, vocab.token_bytes(int(members[-1])))
             # the vectorised walk and the real one agree (tests pin it); if they ever
             # did not, the group is dropped: never admitted on a guess
             if not isinstance(s, int) and s[0] == fq and s[2][PUID] == fp[PUID] \

@@ -303,12 +303,13 @@ class ContextualRule:
     def walk(self, st: LexState, data: bytes) -> LexState | int:
         """Feed bytes; the new state, or the offset where the offending lexeme starts."""
         q, carry, p = st
-        rows, live, allowed = self.rows, self.live, self.allowed
+        rows, live = self.rows, self.live
+        a = self.allowed(p)  # (read again only where a lexeme ends: p changes there)
         lex_start = 0
         quiet = True  # every lexeme ended after the first byte was an ignored one
         for i, byte in enumerate(data):
             nq = rows[q][byte]
-            if nq < 0 or not live[nq] & allowed(p):
+            if nq < 0 or not live[nq] & a:
                 if q == 0:
                     return i
                 p2 = self.lexeme_end(p, q, carry)
@@ -317,8 +318,9 @@ class ContextualRule:
                 # (a lexeme the first byte ends: the rest reads as a fresh walk from p2)
                 quiet = i == 0 or (quiet and p2 is p)
                 p, carry, lex_start = p2, 0, i
+                a = self.allowed(p)
                 nq = rows[0][byte]
-                if nq < 0 or not live[nq] & allowed(p):
+                if nq < 0 or not live[nq] & a:
                     return i
             q = nq
             if byte <= 32:
