@@ -66,7 +66,10 @@ CASES = [
     # case-insensitive keyword beside a case-sensitive regex: both in the order, and the
     # regex's lexemes that the keyword's pattern matches whole are the keyword
     ('start: (NAME|SEL)+\nNAME: /[a-z]+/\nSEL: "sel"i\n%ignore " "\n',
-     ["sel", "SEL", "Sel x", "selx", "sels"]),
+     ["sel", "SEL", "Sel x", "selx", "sels", "seL", "sEL x"]),
+    # ... and where the regex's lexeme ends before the keyword's would, the regex wins it:
+    # the keyword's pattern only renames the regex's lexemes, it never lengthens them
+    ('start: (T0|ABC|"in")+\nT0: /(a|bc)+/\nABC: "abc"i\n', ["aBC", "abc", "abcaBC", "ABC"]),
     # longer pattern text first among unbounded regexes of one priority
     ("start: (INT|NUM|DOT)+\nINT: /[0-9]+/\nNUM: /[0-9]+(x[0-9]+)?/\nDOT: \".\"\n",
      ["12", "12x3", "1.2"]),

@@ -15,7 +15,11 @@ the longest match, so its winner is the first accepting terminal of its last sta
 A string that lark folds into a regex (``_create_unless``) has no place in the order: its
 automaton lives on while a regex it is folded into does, and where the regex wins on a
 lexeme the string's pattern matches whole, the string does (the first such string in lark's
-order, as lark's ``UnlessCallback`` asks them).
+order, as lark's ``UnlessCallback`` asks them). A string the regex renames without folding it
+(``"sel"i`` beside ``/[a-z]+/``: flags the regex lacks) has a place of its own too; past a cut
+that drops it, its threads go on in a shadow copy of its automaton, which (like a folded
+string) lives only while a regex that renames it does and never wins by its own place: the
+string renames the regex's lexeme, it never lengthens it (``seL`` is ``se`` then ``L``).
 """
 
 from __future__ import annotations
@@ -60,31 +64,57 @@ class LarkCut:
         self.hosts = hosts
         self.unless = {e[0]: e[1:] for e in entries if len(e) > 1}
         self.unless_of_rank = {r: frozenset(e[1:]) for r, e in enumerate(entries) if len(e) > 1}
+        for e in entries:  # (a renamed string with a place of its own: only its shadow's hosts)
+            for s in e[1:]:
+                if rank[s] < big:
+                    hosts.setdefault(s, set()).add(e[0])
         self.owner: list[int] = owner.tolist()
         self.final: list[bool] = final.tolist()
+        self.grank = [rank[t] for t in self.owner]  # per global state; a shadow's: big
+        self.shadow_of: dict[int, int] = {}  # a renamed string's global state -> its shadow's
+
+    def add_shadows(self, table: np.ndarray, offset: np.ndarray) -> np.ndarray:
+        """``table`` with a shadow copy of each renamed string with a place of its own
+        appended (its global states after every terminal's); owner and final extended."""
+        renamed = sorted({s for ss in self.unless.values() for s in ss
+                          if self.rank[s] < self.big})
+        rows, n = [table], table.shape[0]
+        for s in renamed:
+            lo, hi = int(offset[s]), int(offset[s + 1])
+            block = table[lo:hi]
+            rows.append(np.where(block >= 0, block - lo + n, -1))
+            for g in range(lo, hi):
+                self.shadow_of[g] = n + g - lo
+                self.owner.append(s)
+                self.final.append(self.final[g])
+                self.grank.append(self.big)
+            n += hi - lo
+        return np.concatenate(rows) if len(rows) > 1 else table
 
     def cut(self, key: tuple[int, ...]) -> tuple[int, ...]:
         """A successor set of global states without the threads lark would not try."""
-        owner, final, rank, big = self.owner, self.final, self.rank, self.big
-        best = min((rank[owner[g]] for g in key if final[g]), default=big)
+        owner, final, grank, big = self.owner, self.final, self.grank, self.big
+        best = min((grank[g] for g in key if final[g]), default=big)
         if best < big:  # (the strings the first accepting regex becomes stay, to be asked)
             keep = self.unless_of_rank.get(best, ())
-            key = tuple(g for g in key if rank[owner[g]] <= best or rank[owner[g]] == big
-                        or owner[g] in keep)
+            shadow = self.shadow_of
+            key = tuple(sorted(
+                g if grank[g] <= best or grank[g] == big else shadow[g]
+                for g in key if grank[g] <= best or grank[g] == big or owner[g] in keep))
         if self.hosts:
-            present = {owner[g] for g in key}
-            key = tuple(g for g in key if owner[g] not in self.hosts
+            present = {owner[g] for g in key if grank[g] < big}
+            key = tuple(g for g in key if grank[g] < big or owner[g] not in self.hosts
                         or self.hosts[owner[g]] & present)
         return key
 
     def winner(self, key: Sequence[int]) -> int:
         """The terminal a lexeme ending in product state ``key`` is (-1: none)."""
-        owner, final, rank, big = self.owner, self.final, self.rank, self.big
+        owner, final, grank, big = self.owner, self.final, self.grank, self.big
         acc = {owner[g] for g in key if final[g]}
-        ranked = [t for t in acc if rank[t] < big]
+        ranked = [owner[g] for g in key if final[g] and grank[g] < big]
         if not ranked:
             return -1
-        w: int = min(ranked, key=rank.__getitem__)
+        w: int = min(ranked, key=self.rank.__getitem__)
         for s in self.unless.get(w, ()):
             if s in acc:
                 return s

@@ -275,6 +275,8 @@ def build_lexer_dfa(
         from .lark_order import LarkCut
 
         cut = LarkCut(n_terms, order, owner, final)
+        table = cut.add_shadows(table, offset)
+        owner, final = np.array(cut.owner, dtype=np.int64), np.array(cut.final, dtype=bool)
     if cut is None and 0 < n_terms <= _DENSE_TERMINALS:  # (none at all: the sparse path)
         class_ranks = np.stack([rank[reps] for rank, _ in (d.column_rank() for d in dfas)])
         live_ids, cls_trans = explore_dense(table, start, max_states, too_many, class_ranks)
