@@ -91,10 +91,9 @@ class _Indenter:
                 return [(ind, (*stack, w), w) for stack in self._bases(top)] + [
                     (ind, (*b, top, w), -1) for b in self._closed(top)]
             n_gt = sum(1 for e in self.prefix if e > w)
-            counts = dedent_counts(n_gt, w, top)
-            return [((self.ded,) * c, stack, w) for c in counts
+            return [((self.ded,) * c, stack, w) for c in dedent_counts(n_gt, w, top)
                     for stack in self._bases(w)] + [
-                ((self.ded,) * c, (*b, w), -1) for c in counts for b in self._closed(w)]
+                ((), (*b, w), -1) for b in (self._closed(w) if top == w else ())]
         out: list[tuple[Emit, tuple[int, ...], int]] = []
         n_gt = sum(1 for e in self.prefix if e > w)
         opened = assumed_bases(self.prefix, w, self.unit)
@@ -106,12 +105,11 @@ class _Indenter:
                     for c in dedent_counts(n_gt, w, None, -1 - top)]
         # the middle closed blocks and opened none below ``w``: no level of its own assumed
         # (the first line opens a block, or the middle's last line is known to stand at
-        # ``w`` or above)
+        # ``w``)
         for b in closed_bases(self.prefix, w, opened):
             out.append(((self.ind,), (*b, w), -1))
-            if -1 - top >= w:
-                out += [((self.ded,) * c, (*b, w), -1)
-                        for c in dedent_counts(n_gt, w, None, -1 - top)]
+            if -1 - top == w:  # (the suffix's blanks fix that line at ``w``)
+                out.append(((), (*b, w), -1))
         return out
 
     def _closed(self, w: int) -> list[list[int]]:

@@ -371,12 +371,12 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
     if bases and first < len(raw):
         cb = closed_bases(prefix_indent, w, bases)
         extra = [([indent_t], [*bb, w]) for bb in cb] if top is None else []
-        # or the middle opened the first line's block itself, where that line is known to
-        # stand at ``w`` or above (``a():\n -\n`` + ``t():\n`` before ``  -\n  -\n``: the
-        # stack is 0, 2 there)
-        if (least if top is None else top) >= w:
-            extra += [([dedent_t] * c, [*bb, w]) for bb in cb
-                      for c in dedent_counts(n_gt, w, top, least)]
+        # or the middle opened the first line's block itself, where the suffix fixes its
+        # last line at ``w`` (``a():\n -\n`` + ``t():\n`` before ``  -\n  -\n``: the stack
+        # is 0, 2 there; not more levels above ``w`` as well: few middles do that, and each
+        # branch is one more the budget's planner may chase)
+        if (least if top is None else top) == w:
+            extra += [([], [*bb, w]) for bb in cb]
     outcomes += extra
     closed = len(extra)
     out: list[tuple[tuple[int, ...], tuple[int, ...], Assumption]] = []
