@@ -16,7 +16,10 @@ itself, plus any lower level the suffix later returns to (the middle must have o
 a second hypothesis also fills the gap between the prefix's top level and the first line's
 width on the prefix's indentation step (the middle opened those blocks), or, where the gap is
 no multiple of that step, with one or two levels of a step of the middle's own (``if:\n ``
-then the suffix ``if:\n   x\n``: the end of input closes the middle's block too).
+then the suffix ``if:\n   x\n``: the end of input closes the middle's block too). A third
+keeps only some of the prefix's lower levels (the middle closed the others), where the first
+line opens a block, or where the suffix fixes the middle's last line at the first line's width
+(``a():\n -\n`` + ``t():\n`` before ``  -\n  -\n``: the stack is 0, 2 there, not 0, 1, 2).
 That assumption can only lose middles that re-indent the levels below (it never adds
 programs: the end of a middle is confirmed exactly, see :mod:`gramask.runtime.fim.constraint`).
 """
