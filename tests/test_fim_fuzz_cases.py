@@ -761,3 +761,23 @@ def test_budget_check_finds_a_plan_that_opens_the_suffixs_level(k: int) -> None:
     for i in ids[:4]:
         assert c.is_allowed(i), vocab.token_bytes(i)
         c.advance(i)
+
+
+# The middle closes one of the prefix's blocks and opens a deeper one, whose level the
+# suffix's first line continues (``if:\n b\n`` + ``if:\n`` + ``  b\n  b\n``: the stack is 0, 2
+# at the suffix's first newline, not the prefix's 0, 1 topped by 2): the end closes one
+# block, where the branches only had the prefix's levels below 2 (or, for a stack cut short,
+# a first line that opens the block), and EOS was refused after the true middle
+# (fim_fuzz --seed 7702, 7702:11, both lexer modes; with ``\n`` leading the suffix the
+# width is fixed inside it, the same, and so where the suffix's first line opens a block).
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("if:\n b\n", ["if", ":", "\n"], "  b\n  b\n"),
+    ("if:\n b\n", ["if", ":", "\n"], "\n  b\n  b\n"),
+    ("if:\n b\n", ["if", ":", "\n"], "\n  if:\n   b\n"),
+    ("if:\n if:\n", [" ", " ", "b", "\n", "if", ":", "\n", " ", "b", "\n", "if", ":", "\n"],
+     "  b\n  b\n"),
+])
+def test_a_middle_that_closes_a_prefix_block_then_opens_the_suffixs_level_ends_complete(
+        lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
+    _end_after_the_middle(lexer, prefix, middle, suffix)

@@ -464,3 +464,16 @@ def test_the_explosive_terminal_from_the_issue_is_refused_quickly(count):
     g = Grammar.from_lark(f"start: A\nA: /(a|b)*a(a|b){{{count}}}/")
     with pytest.raises(gramask.GrammarError, match=r"terminal A: .*automaton states"):
         gramask.compile(g, _tokens_vocab(), cache=False)
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_budget_under_thousands_of_open_levels_does_not_overflow_the_stack(lexer: str) -> None:
+    """The budget's costs of an Earley set were solved through its items' origins on demand,
+    one Python frame per open level: 1,500 ``(`` before a one-token completion raised
+    RecursionError (probe_hostile's json_budget_deep_2000 did, from 2,000 ``[``)."""
+    vocab = gramask.Vocabulary.from_tokens([b"(", b"x", b"((", b"</s>"], eos_token_id=3)
+    g = gramask.Grammar.from_lark('start: "(" start | "x"\n', lexer=lexer)
+    cg = gramask.compile(g, vocab, cache=False)
+    c = cg.constraint(prefix="(" * 3000, max_tokens=1)
+    assert c.allowed().nonzero()[0].tolist() == [1]
+    assert c.min_tokens_to_complete() == 1 and c.shortest_completion().text == "x"

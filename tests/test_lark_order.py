@@ -66,7 +66,10 @@ CASES = [
     # case-insensitive keyword beside a case-sensitive regex: both in the order, and the
     # regex's lexemes that the keyword's pattern matches whole are the keyword
     ('start: (NAME|SEL)+\nNAME: /[a-z]+/\nSEL: "sel"i\n%ignore " "\n',
-     ["sel", "SEL", "Sel x", "selx", "sels"]),
+     ["sel", "SEL", "Sel x", "selx", "sels", "seL", "sEL x"]),
+    # ... and where the regex's lexeme ends before the keyword's would, the regex wins it:
+    # the keyword's pattern only renames the regex's lexemes, it never lengthens them
+    ('start: (T0|ABC|"in")+\nT0: /(a|bc)+/\nABC: "abc"i\n', ["aBC", "abc", "abcaBC", "ABC"]),
     # a case-insensitive keyword the regex before it asks (lark's unless) but that keeps its
     # own place: once the regex has matched "i", "if"i competes no more, so "iF" is "i" then
     # a refusal (tools/lark_fuzz.py seed 9101; gramask read "iF" as the keyword)

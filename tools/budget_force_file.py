@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 import budget_force as bf  # noqa: E402
 import fim_eval  # noqa: E402
-from heldout_lark_check import oracle  # noqa: E402
+from heldout_lark_check import indenter, oracle  # noqa: E402
 
 import gramask  # noqa: E402
 
@@ -61,7 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     ks = [int(x) for x in args.ks.split(",")]
     text = args.grammar.read_text()
     docs = [d.read_text() for d in args.docs]
-    parser = oracle(text, str(args.grammar.parent), args.lexer, None)[0]
+    g = gramask.Grammar.from_lark(text, import_paths=[args.grammar.parent],
+                                  source=args.grammar.name, lexer=args.lexer)
+    # (lark's Indenter where the grammar declares _INDENT/_DEDENT, as heldout_lark_check)
+    postlex = indenter(g.indentation) if g.indentation is not None else None
+    parser = oracle(text, str(args.grammar.parent), args.lexer, postlex)[0]
     for path, doc in zip(args.docs, docs, strict=True):
         try:
             parser.parse(doc)
@@ -72,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     encode = hf_tokenizer(args.vocab)
     vocab = gramask.Vocabulary.bundled(args.vocab)
-    g = gramask.Grammar.from_lark(text, import_paths=[args.grammar.parent],
-                                  source=args.grammar.name, lexer=args.lexer)
     cg = gramask.compile(g, vocab, progress=False)
     name = args.grammar.stem
     todo = list(enumerate(fim_eval.doc_cases(docs, name, args.cases, args.seed) if args.fim

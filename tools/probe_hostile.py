@@ -186,6 +186,57 @@ def _(cg: Any) -> Any:
     return int(cg.constraint(prefix="x = ", suffix=suffix).allowed().sum())
 
 
+# ------------------------------------------- deep nesting, long lines, odd unicode (fza)
+@case("py_prefix_paren_5000")
+def _(cg: Any) -> Any:
+    return int(cg.constraint(prefix="x = " + "(" * 5000).allowed().sum())
+
+
+@case("py_prefix_long_line_1MB")
+def _(cg: Any) -> Any:
+    return int(cg.constraint(prefix="x = " + "1+" * 500_000).allowed().sum())
+
+
+@case("py_budget_paren_200")
+def _(cg: Any) -> Any:
+    c = cg.constraint(prefix="x = " + "(" * 200, max_tokens=260)
+    return int(c.allowed().sum()), c.min_tokens_to_complete()
+
+
+@case("py_fim_suffix_bidi_zwsp")
+def _(cg: Any) -> Any:  # bidi override, zero-width space, BOM and astral letters in a string
+    suffix = "'\u202e\u200b\ufeff\U0001d518'\ny = 1\n"
+    return int(cg.constraint(prefix="x = ", suffix=suffix).allowed().sum())
+
+
+@case("py_fim_suffix_nul")
+def _(cg: Any) -> Any:
+    return cg.constraint(prefix="x = ", suffix="1\x00\n")
+
+
+@case("py_fim_suffix_crlf_lone_cr")
+def _(cg: Any) -> Any:
+    return int(cg.constraint(prefix="if x:\r\n", suffix="    y = 1\r\n\rz = 2\n")
+               .allowed().sum())
+
+
+@case("py_fim_suffix_unicode_ident_1MB")
+def _(cg: Any) -> Any:
+    suffix = "\nλ = 1\n" + "ß名 = λ\n" * 100_000
+    return int(cg.constraint(prefix="x = ", suffix=suffix).allowed().sum())
+
+
+@case("json_prefix_deep_100000")
+def _(cg: Any) -> Any:
+    return int(cg.constraint(prefix="[" * 100_000).allowed().sum())
+
+
+@case("json_budget_deep_2000")
+def _(cg: Any) -> Any:
+    c = cg.constraint(prefix="[" * 2000, max_tokens=2100)
+    return int(c.allowed().sum()), c.min_tokens_to_complete()
+
+
 # --------------------------------------------------------------------- argument types
 @case("py_suffix_int")
 def _(cg: Any) -> Any:

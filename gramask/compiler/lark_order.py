@@ -15,7 +15,11 @@ the longest match, so its winner is the first accepting terminal of its last sta
 A string that lark folds into a regex (``_create_unless``) has no place in the order: its
 automaton lives on while a regex it is folded into does, and where the regex wins on a
 lexeme the string's pattern matches whole, the string does (the first such string in lark's
-order, as lark's ``UnlessCallback`` asks them).
+order, as lark's ``UnlessCallback`` asks them). A string the regex renames without folding it
+(``"sel"i`` beside ``/[a-z]+/``: flags the regex lacks) has a place of its own too; past a cut
+that drops it, its threads go on in a shadow copy of its automaton, which (like a folded
+string) lives only while a regex that renames it does and never wins by its own place: the
+string renames the regex's lexeme, it never lengthens it (``seL`` is ``se`` then ``L``).
 
 lark's contextual lexer builds that basic lexer per parser state, over the terminals the state
 accepts and the ``%ignore``d ones: the same order, restricted to that set. gramask's one
@@ -55,9 +59,9 @@ class LarkCut:
     A string with a place of its own in the order that a regex before it also asks (lark's
     ``unless`` keeps a string whose flags the regex lacks in the alternation: ``"if"i``
     beside ``/i[nf]?/``) is cut as a competitor where the regex accepts, yet still asked
-    whether the regex's lexeme is it: its thread goes on as a *shadow* (global state plus
-    ``shadow_base``: :attr:`shadows`), which competes for nothing and dies with the last
-    regex asking it (``iF`` is ``i`` then a refusal, as in lark, not ``"if"i``)."""
+    whether the regex's lexeme is it: its thread goes on in a *shadow* copy
+    (:meth:`add_shadows`), which competes for nothing and dies with the last regex asking
+    it (``iF`` is ``i`` then a refusal, as in lark, not ``"if"i``)."""
 
     def __init__(self, n_terms: int, entries: Sequence[tuple[int, ...]],
                  owner: np.ndarray, final: np.ndarray) -> None:
@@ -67,56 +71,60 @@ class LarkCut:
             rank[e[0]] = r
         self.rank = rank
         self.big = big
-        hosts: dict[int, set[int]] = {}
-        asked: dict[int, set[int]] = {}  # a ranked string -> the regexes before it asking it
-        for e in entries:
+        hosts: dict[int, set[int]] = {}  # a string -> the regexes that rename it
+        for e in entries:  # (a ranked one's hosts keep only its shadow alive)
             for s in e[1:]:
-                if rank[s] == big:
-                    hosts.setdefault(s, set()).add(e[0])
-                elif rank[s] > rank[e[0]]:
-                    asked.setdefault(s, set()).add(e[0])
+                hosts.setdefault(s, set()).add(e[0])
         self.hosts = hosts
-        self.asked = asked
         self.unless = {e[0]: e[1:] for e in entries if len(e) > 1}
         self.unless_of_rank = {r: frozenset(e[1:]) for r, e in enumerate(entries) if len(e) > 1}
-        self.base = len(owner) if asked else -1  # shadows: global state + base
-        self.shadows = bool(asked)
-        if asked:
-            owner, final = np.concatenate([owner, owner]), np.concatenate([final, final])
         self.owner: list[int] = owner.tolist()
         self.final: list[bool] = final.tolist()
+        self.grank = [rank[t] for t in self.owner]  # per global state; a shadow's: big
+        self.shadow_of: dict[int, int] = {}  # a renamed string's global state -> its shadow's
+
+    def add_shadows(self, table: np.ndarray, offset: np.ndarray) -> np.ndarray:
+        """``table`` with a shadow copy of each renamed string with a place of its own
+        appended (its global states after every terminal's); owner and final extended."""
+        renamed = sorted({s for ss in self.unless.values() for s in ss
+                          if self.rank[s] < self.big})
+        rows, n = [table], table.shape[0]
+        for s in renamed:
+            lo, hi = int(offset[s]), int(offset[s + 1])
+            block = table[lo:hi]
+            rows.append(np.where(block >= 0, block - lo + n, -1))
+            for g in range(lo, hi):
+                self.shadow_of[g] = n + g - lo
+                self.owner.append(s)
+                self.final.append(self.final[g])
+                self.grank.append(self.big)
+            n += hi - lo
+        return np.concatenate(rows) if len(rows) > 1 else table
 
     def cut(self, key: tuple[int, ...]) -> tuple[int, ...]:
         """A successor set of global states without the threads lark would not try."""
-        owner, final, rank, big, base = self.owner, self.final, self.rank, self.big, self.base
-        best = min((rank[owner[g]] for g in key if final[g] and not 0 <= base <= g),
-                   default=big)
+        owner, final, grank, big = self.owner, self.final, self.grank, self.big
+        best = min((grank[g] for g in key if final[g]), default=big)
         if best < big:  # (the strings the first accepting regex becomes stay, to be asked)
             keep = self.unless_of_rank.get(best, ())
-            out = []
-            for g in key:
-                r = rank[owner[g]]
-                if r <= best or r == big or 0 <= base <= g:
-                    out.append(g)
-                elif owner[g] in keep:
-                    out.append(g + base if owner[g] in self.asked else g)
-            key = tuple(out)
-        if self.hosts or self.shadows:
-            present = {owner[g] for g in key if not 0 <= base <= g}
-            key = tuple(g for g in key if (
-                self.asked[owner[g]] & present if 0 <= base <= g
-                else owner[g] not in self.hosts or self.hosts[owner[g]] & present))
+            shadow = self.shadow_of
+            key = tuple(sorted(
+                g if grank[g] <= best or grank[g] == big else shadow[g]
+                for g in key if grank[g] <= best or grank[g] == big or owner[g] in keep))
+        if self.hosts:
+            present = {owner[g] for g in key if grank[g] < big}
+            key = tuple(g for g in key if grank[g] < big or owner[g] not in self.hosts
+                        or self.hosts[owner[g]] & present)
         return key
 
     def winner(self, key: Sequence[int]) -> int:
         """The terminal a lexeme ending in product state ``key`` is (-1: none)."""
-        owner, final, rank, big, base = self.owner, self.final, self.rank, self.big, self.base
+        owner, final, grank, big = self.owner, self.final, self.grank, self.big
         acc = {owner[g] for g in key if final[g]}
-        ranked = [owner[g] for g in key
-                  if final[g] and rank[owner[g]] < big and not 0 <= base <= g]
+        ranked = [owner[g] for g in key if final[g] and grank[g] < big]
         if not ranked:
             return -1
-        w: int = min(ranked, key=rank.__getitem__)
+        w: int = min(ranked, key=self.rank.__getitem__)
         for s in self.unless.get(w, ()):
             if s in acc:
                 return s

@@ -279,9 +279,8 @@ def build_lexer_dfa(
         from .lark_order import LarkCut
 
         cut = LarkCut(n_terms, order, owner, final)
-        if cut.shadows:  # (a shadow thread moves as its state does, as a shadow)
-            table = np.concatenate([table, np.where(table >= 0, table + cut.base, -1)])
-            owner, final = np.asarray(cut.owner), np.asarray(cut.final)
+        table = cut.add_shadows(table, offset)
+        owner, final = np.array(cut.owner, dtype=np.int64), np.array(cut.final, dtype=bool)
     cut_fn: Callable[[tuple[int, ...]], tuple[int, ...]] | None = (
         None if cut is None else cut.cut)
     if cuts is not None and any(cuts):

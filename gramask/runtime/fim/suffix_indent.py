@@ -85,11 +85,15 @@ class _Indenter:
         the middle's last newline ends inside the suffix; else ``-1 - least``, ``least`` a
         width it stands at or above (0: none known)."""
         if top >= 0:  # the line before stands at ``top``: the outcome follows
+            # (or the middle closed some of the prefix's blocks first: no level of its own)
+            ind: Emit = (self.ind,)
             if top < w:  # the levels below ``top`` assumed as below a first line's
-                return [((self.ind,), (*stack, w), w) for stack in self._bases(top)]
+                return [(ind, (*stack, w), w) for stack in self._bases(top)] + [
+                    (ind, (*b, top, w), -1) for b in self._closed(top)]
             n_gt = sum(1 for e in self.prefix if e > w)
             return [((self.ded,) * c, stack, w) for c in dedent_counts(n_gt, w, top)
-                    for stack in self._bases(w)]
+                    for stack in self._bases(w)] + [
+                ((), (*b, w), -1) for b in (self._closed(w) if top == w else ())]
         out: list[tuple[Emit, tuple[int, ...], int]] = []
         n_gt = sum(1 for e in self.prefix if e > w)
         opened = assumed_bases(self.prefix, w, self.unit)
@@ -100,8 +104,17 @@ class _Indenter:
             out += [((self.ded,) * c, stack, w)
                     for c in dedent_counts(n_gt, w, None, -1 - top)]
         # the middle closed blocks and opened none below ``w``: no level of its own assumed
-        out += [((self.ind,), (*b, w), -1) for b in closed_bases(self.prefix, w, opened)]
+        # (the first line opens a block, or the middle's last line is known to stand at
+        # ``w``)
+        for b in closed_bases(self.prefix, w, opened):
+            out.append(((self.ind,), (*b, w), -1))
+            if -1 - top == w:  # (the suffix's blanks fix that line at ``w``)
+                out.append(((), (*b, w), -1))
         return out
+
+    def _closed(self, w: int) -> list[list[int]]:
+        """The prefix's levels below ``w`` cut short (:func:`closed_bases`)."""
+        return closed_bases(self.prefix, w, assumed_bases(self.prefix, w, self.unit))
 
     def _bases(self, w: int) -> list[tuple[int, ...]]:
         """The stacks assumed after a first line of width ``w``: the prefix's levels below

@@ -16,7 +16,10 @@ itself, plus any lower level the suffix later returns to (the middle must have o
 a second hypothesis also fills the gap between the prefix's top level and the first line's
 width on the prefix's indentation step (the middle opened those blocks), or, where the gap is
 no multiple of that step, with one or two levels of a step of the middle's own (``if:\n ``
-then the suffix ``if:\n   x\n``: the end of input closes the middle's block too).
+then the suffix ``if:\n   x\n``: the end of input closes the middle's block too). A third
+keeps only some of the prefix's lower levels (the middle closed the others), where the first
+line opens a block, or where the suffix fixes the middle's last line at the first line's width
+(``a():\n -\n`` + ``t():\n`` before ``  -\n  -\n``: the stack is 0, 2 there, not 0, 1, 2).
 That assumption can only lose middles that re-indent the levels below (it never adds
 programs: the end of a middle is confirmed exactly, see :mod:`gramask.runtime.fim.constraint`).
 """
@@ -351,11 +354,15 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
     n_gt = sum(1 for e in prefix_indent if e > w)
     unit = indent_unit(prefix_indent)
     outcomes: list[tuple[list[int], list[int]]] = []  # (terminals after NL, stack)
+    # the last outcomes: the middle closed blocks, opened none below ``w`` (or ``top``)
+    extra: list[tuple[list[int], list[int]]] = []
     if top is not None and first < len(raw) and top < w:
         # the stack tops out at ``top``, below the first line: that line opens a block
-        # (the levels below ``top`` assumed as below ``w``: the middle may have opened some)
-        outcomes += [([indent_t], [*bb, top, w])
-                     for bb in assumed_bases(prefix_indent, top, unit)]
+        # (the levels below ``top`` assumed as below ``w``: the middle may have opened some,
+        # or closed some of the prefix's first)
+        tb = assumed_bases(prefix_indent, top, unit)
+        outcomes += [([indent_t], [*bb, top, w]) for bb in tb]
+        extra = [([indent_t], [*bb, top, w]) for bb in closed_bases(prefix_indent, top, tb)]
         bases = []
     else:
         bases = assumed_bases(prefix_indent, w, unit)
@@ -364,11 +371,17 @@ def _expand(raw: list[tuple[int, int, int]], d0: int, end: int, prefix_indent: t
             outcomes.append(([indent_t], [*bb, w]))
         # c dedents: the stack stood at w (c = 0) or above it
         outcomes += [([dedent_t] * c, [*bb, w]) for c in dedent_counts(n_gt, w, top, least)]
-    closed = 0  # the last outcomes: the middle closed blocks, opened none below ``w``
-    if top is None and first < len(raw):
-        extra = [([indent_t], [*bb, w]) for bb in closed_bases(prefix_indent, w, bases)]
-        outcomes += extra
-        closed = len(extra)
+    if bases and first < len(raw):
+        cb = closed_bases(prefix_indent, w, bases)
+        extra = [([indent_t], [*bb, w]) for bb in cb] if top is None else []
+        # or the middle opened the first line's block itself, where the suffix fixes its
+        # last line at ``w`` (``a():\n -\n`` + ``t():\n`` before ``  -\n  -\n``: the stack
+        # is 0, 2 there; not more levels above ``w`` as well: few middles do that, and each
+        # branch is one more the budget's planner may chase)
+        if (least if top is None else top) == w:
+            extra += [([], [*bb, w]) for bb in cb]
+    outcomes += extra
+    closed = len(extra)
     out: list[tuple[tuple[int, ...], tuple[int, ...], Assumption]] = []
     for n_out, (after, stack0) in enumerate(outcomes):
         if first == len(raw):
