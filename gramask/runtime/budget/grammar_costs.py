@@ -313,38 +313,6 @@ class GrammarCosts:
         r = self._W.get(key)
         if r is not None:
             return r
-        self._origins_first(o, k, True)
-        r = self._W.get(key)
-        return r if r is not None else self._solve_costs(o, k)
-
-    def _origins_first(self, o: EarleySet, k: int, costs: bool) -> None:
-        """Solve (``set_free``, and ``set_costs`` too where ``costs``) the sets ``o``'s items
-        lead to through their origins, earliest first, then ``o``: each solve then finds its origins' answers memoised, where solving on demand
-        recursed once per open nesting level (2,000 ``[`` ran past Python's recursion limit)."""
-        stack: list[tuple[EarleySet, bool]] = [(o, False)]
-        done: set[int] = set()
-        while stack:
-            x, expanded = stack.pop()
-            u = x[UID]
-            if u in done:
-                continue
-            if expanded:
-                done.add(u)
-                if self._Wz.get(u) is None:
-                    self._solve_free(x, k)
-                if costs and self._W.get((u, k)) is None:
-                    self._solve_costs(x, k)
-                continue
-            if self._Wz.get(u) is not None and (not costs or self._W.get((u, k)) is not None):
-                done.add(u)
-                continue
-            stack.append((x, True))
-            stack += [(origin, False) for _, origin in set_items(x)
-                      if origin is not None and origin[UID] not in done]
-
-    def _solve_costs(self, o: EarleySet, k: int) -> dict[int, int]:
-        """:meth:`set_costs` once its origins' answers are known (or found on demand)."""
-        key = (o[UID], k)
         free = self.set_free(o, k)
         base: dict[int, int] = {}
         goto_n = self.automaton.goto_n
@@ -412,12 +380,6 @@ class GrammarCosts:
         r = self._Wz.get(o[UID])
         if r is not None:
             return r
-        self._origins_first(o, k, False)
-        r = self._Wz.get(o[UID])
-        return r if r is not None else self._solve_free(o, k)
-
-    def _solve_free(self, o: EarleySet, k: int) -> frozenset[int]:
-        """:meth:`set_free` once its origins' answers are known (or found on demand)."""
         free: set[int] = set()
         sames: list[dict[int, list[int]]] = []  # b → a: a is free once b is
         goto_n = self.automaton.goto_n
