@@ -10,7 +10,7 @@ the hash-consed sets. A trailing newline and dedents cost nothing at the very en
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ...compiler.analysis import cheapest_derivations, rule_uses
@@ -25,61 +25,12 @@ if TYPE_CHECKING:
     from ..core.earley import EarleySet
     from ..core.masks import MaskBuilder
 
-__all__ = ["ACCEPT", "GrammarCosts", "Rules", "lexeme_predecessors"]
+__all__ = ["ACCEPT", "GrammarCosts", "Rules"]
 
 ACCEPT = -1  # pseudo-symbol: the augmented start rule completed
 Rules = Sequence[tuple[int, tuple[int, ...]]]  # (lhs, rhs) as symbol ids of the automaton
 # per LR(0) state: (Kn, Kt, Kz), see GrammarCosts.kernel
 Kernel = tuple[dict[int, int], dict[int, int], frozenset[int]]
-
-
-def lexeme_predecessors(mb: MaskBuilder, rules: Rules, nsym: int) -> list[set[int]]:
-    """Per lexer terminal b, the lexer terminals whose lexeme can come right before one
-    of b: the grammar's FOLLOW relation, seen through the indentation terminals (they
-    ride on the newline lexeme), plus every ignored terminal."""
-    ctx = mb.ctx
-    n = nsym
-    nt = ctx.automaton.num_terminals
-    T = mb.dfa.num_terminals
-    nullable: set[int] = set()
-    first: list[set[int]] = [{x} if x < nt else set() for x in range(n)]
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs not in nullable and all(x in nullable for x in rhs):
-                nullable.add(lhs)
-                changed = True
-            for x in rhs:
-                if not first[x] <= first[lhs]:
-                    first[lhs] |= first[x]
-                    changed = True
-                if x not in nullable:
-                    break
-    follow: list[set[int]] = [set() for _ in range(n)]
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            trail = set(follow[lhs])
-            for x in reversed(rhs):
-                if not trail <= follow[x]:
-                    follow[x] |= trail
-                    changed = True
-                trail = (first[x] | trail) if x in nullable else set(first[x])
-    layout = {x for x in (ctx.indent_t, ctx.dedent_t) if x >= 0}
-    preds: list[set[int]] = [set() for _ in range(T)]
-    ignored = [t for t in range(T) if mb.dfa.ignored[t]]
-    for a in range(nt):
-        src = ctx.nl_t if a in layout else a
-        if not 0 <= src < T:
-            continue
-        for b in follow[a]:
-            if b < T:
-                preds[b].add(src)
-    for b in range(T):
-        preds[b].update(ignored)
-    return preds
 
 
 class _Predicted(NamedTuple):
@@ -313,6 +264,8 @@ class GrammarCosts:
         r = self._W.get(key)
         if r is not None:
             return r
+        _origins_first(o, lambda x: self._W.get((x[UID], k)) is not None,
+                       lambda x: self.set_costs(x, k))
         free = self.set_free(o, k)
         base: dict[int, int] = {}
         goto_n = self.automaton.goto_n
@@ -380,6 +333,8 @@ class GrammarCosts:
         r = self._Wz.get(o[UID])
         if r is not None:
             return r
+        _origins_first(o, lambda x: self._Wz.get(x[UID]) is not None,
+                       lambda x: self.set_free(x, k))
         free: set[int] = set()
         sames: list[dict[int, list[int]]] = []  # b → a: a is free once b is
         goto_n = self.automaton.goto_n
@@ -541,3 +496,20 @@ def _reach(edges: dict[int, list[tuple[int, int]]], start: int) -> list[tuple[in
                 dist[a] = nd
                 heapq.heappush(heap, (nd, a))
     return list(dist.items())
+
+
+def _origins_first(o: EarleySet, done: Callable[[EarleySet], bool],
+                   solve: Callable[[EarleySet], object]) -> None:
+    """``solve`` the sets ``o``'s items come from that are not ``done``, each after its own
+    origins, without recursion: a set's answer needs its origins', and a right-recursive
+    rule (``ws ::= ([ \t\n] ws)?``) opens one origin per character, so 1,000 blanks
+    recursed past Python's limit (RecursionError in ``shortest_completion``)."""
+    stack: list[tuple[EarleySet, bool]] = [(x, False) for _, x in set_items(o)
+                                           if x is not None and not done(x)]
+    while stack:
+        x, ready = stack.pop()
+        if ready:
+            solve(x)  # (its origins are solved: they were pushed after it)
+        elif not done(x):
+            stack.append((x, True))
+            stack += [(y, False) for _, y in set_items(x) if y is not None and not done(y)]

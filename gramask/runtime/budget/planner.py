@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from ...compiler.parse_tables import free_closure
-from .grammar_costs import GrammarCosts, Rules, lexeme_predecessors
+from .grammar_costs import GrammarCosts, Rules
 from .grouping import StepGrouping, StepUnits, TokenGroups, TokenMatrix
 from .lexeme_costs import LexemeCosts
+from .lexeme_follows import lexeme_predecessors
 from .runstate import Complete, RunState, View, Walk
 from .search import SEARCH_NODES, Planner, PlanSearch
 from .spelling import INF, TokenCounter
