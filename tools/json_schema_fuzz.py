@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                                  progress=False)
         except gramask.GrammarError as e:
             n["refused"] += 1
-            print("REFUSED", str(e).splitlines()[0][:160])
+            print("REFUSED", str(e).splitlines()[0][:160], json.dumps(schema))
             continue
         except Exception as e:  # a crash is a finding
             n["crash"] += 1
