@@ -333,3 +333,16 @@ def test_readme_gbnf_example_prints_what_it_shows(capsys: pytest.CaptureFixture[
     from tests.test_readme import _run_section
 
     _run_section("GBNF grammars", capsys)
+
+
+@pytest.mark.parametrize("kw", [{}, {"max_tokens": 4}])
+def test_long_right_recursive_whitespace_completes(kw: dict[str, int]) -> None:
+    """llama.cpp's older JSON grammars write ``ws ::= ([ \\t\\n] ws)?``: one Earley origin
+    per blank, and the completion costs walked that chain recursively, so 1,500 blanks (a
+    model stuck on spaces) raised RecursionError in ``shortest_completion`` and in a
+    ``max_tokens`` mask (gbnf_real_fuzz, json_arr.gbnf, qwen2, seed 4101)."""
+    cg = _compiled('root ::= "[" ws "1" ws "]"\nws ::= ([ \\t\\n] ws)?\n')
+    c = cg.constraint("[1" + " \n\t" * 500, **kw)
+    assert c.allowed()[ord("]")]
+    done = c.shortest_completion()
+    assert b"".join(cg.vocab.token_bytes(t) for t in done.token_ids) == b"]"

@@ -10,7 +10,7 @@ the hash-consed sets. A trailing newline and dedents cost nothing at the very en
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ...compiler.analysis import cheapest_derivations, rule_uses
@@ -284,6 +284,8 @@ class GrammarCosts:
         r = self._W.get(key)
         if r is not None:
             return r
+        _origins_first(o, lambda x: self._W.get((x[UID], k)) is not None,
+                       lambda x: self.set_costs(x, k))
         free = self.set_free(o, k)
         base: dict[int, int] = {}
         edges: dict[int, list[tuple[int, int]]] = {}
@@ -333,6 +335,8 @@ class GrammarCosts:
         r = self._Wz.get(o[UID])
         if r is not None:
             return r
+        _origins_first(o, lambda x: self._Wz.get(x[UID]) is not None,
+                       lambda x: self.set_free(x, k))
         free: set[int] = set()
         same: dict[int, list[int]] = {}  # b → a: a is free once b is
         goto_n = self.automaton.goto_n
@@ -418,3 +422,20 @@ def _shortest(dist: list[int], edges: dict[int, list[tuple[int, int]]]) -> None:
             if nd < dist[b]:
                 dist[b] = nd
                 heapq.heappush(heap, (nd, b))
+
+
+def _origins_first(o: EarleySet, done: Callable[[EarleySet], bool],
+                   solve: Callable[[EarleySet], object]) -> None:
+    """``solve`` the sets ``o``'s items come from that are not ``done``, each after its own
+    origins, without recursion: a set's answer needs its origins', and a right-recursive
+    rule (``ws ::= ([ \t\n] ws)?``) opens one origin per character, so 1,000 blanks
+    recursed past Python's limit (RecursionError in ``shortest_completion``)."""
+    stack: list[tuple[EarleySet, bool]] = [(x, False) for _, x in set_items(o)
+                                           if x is not None and not done(x)]
+    while stack:
+        x, ready = stack.pop()
+        if ready:
+            solve(x)  # (its origins are solved: they were pushed after it)
+        elif not done(x):
+            stack.append((x, True))
+            stack += [(y, False) for _, y in set_items(x) if y is not None and not done(y)]
