@@ -169,3 +169,54 @@ def _decimal_text(v: Fraction) -> str:
     k = next(k for k in range(60) if (v * 10**k).denominator == 1)
     digits = str(abs(v.numerator * 10**k // v.denominator)).rjust(k + 1, "0")
     return ("-" if v < 0 else "") + (f"{digits[:-k]}.{digits[-k:]}" if k else digits)
+
+
+def test_one_of_closed_objects_told_apart_by_a_required_key() -> None:
+    """Closed objects that each require a key the others forbid (a tagged union without a
+    tag: SchemaStore's utam selector) are exclusive: ``oneOf`` is their ``anyOf`` (it was
+    refused, the complement of ``additionalProperties`` being unwritten)."""
+    def closed(key: str) -> dict[str, Any]:
+        return {"type": "object", "properties": {key: {"type": "string"}, "all": {
+            "type": "boolean"}}, "required": [key], "additionalProperties": False}
+    check({"oneOf": [closed("css"), closed("xpath"), closed("id")]},
+          passing=[{"css": "a"}, {"xpath": "//b", "all": True}, {"id": "c"}],
+          failing=[{"css": "a", "xpath": "b"}, {}, {"all": True}, {"css": 1}])
+    # 'false' for the key in properties forbids it too (every value is in one branch)
+    check({"oneOf": [{"type": "object", "required": ["a"]},
+                     {"properties": {"a": False}}]},
+          passing=[{"a": 1}, {"b": 1}, {}, 3, "x"], failing=[])
+
+
+def test_one_of_branch_types_through_any_of() -> None:
+    """A branch's types are its ``anyOf`` branches' (nodemon's ignore: a string or an
+    ``{"re": ...}`` object, or an array of them): exclusive by type."""
+    pattern = {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"re": {
+        "type": "string"}}, "required": ["re"], "additionalProperties": False}]}
+    check({"$defs": {"p": pattern}, "oneOf": [{"$ref": "#/$defs/p"},
+                                              {"type": "array", "items": {"$ref": "#/$defs/p"}}]},
+          passing=["a", {"re": "x"}, ["a", {"re": "y"}], []],
+          failing=[1, None, {"re": 1}, [1]])
+
+
+@pytest.mark.parametrize("schema", [
+    # a key one branch requires and the other allows through patternProperties: overlap
+    {"oneOf": [{"type": "object", "required": ["a"]},
+               {"type": "object", "patternProperties": {"^a$": {}},
+                "additionalProperties": False}]},
+    # the closed branch has the key: overlap
+    {"oneOf": [{"type": "object", "required": ["a"]},
+               {"type": "object", "properties": {"a": {}}, "additionalProperties": False}]},
+    # an anyOf branch with a $ref is of any type
+    {"$defs": {"s": {"type": "string"}}, "oneOf": [{"anyOf": [{"$ref": "#/$defs/s"}]},
+                                                    {"type": "string", "minLength": 2}]},
+])
+def test_overlapping_one_of_is_not_taken_for_exclusive(schema: Any) -> None:
+    """Where the branches share a value, ``oneOf`` is not compiled as their ``anyOf``: it is
+    compiled with complements, or refused; never a text valid under both."""
+    try:
+        cg = _compiled(json.dumps(schema))
+    except GrammarError:
+        return
+    for inst in [{"a": 1}, "ab", "a", {}]:
+        if accepts(cg, byte_ids(json.dumps(inst))):
+            assert valid(schema, inst), inst

@@ -19,7 +19,9 @@ of each) are written as a JSON line. A walk that does not end at EOS is then com
 gramask's ``shortest_completion()``, whose text XGrammar must accept as a whole.
 
 The oracles are exact (Earley parsers); where they disagree with each other the step is
-counted under "oracles disagree" and not blamed on gramask.
+counted under "oracles disagree" and not blamed on gramask. XGrammar lets a pending lead byte
+``\xed`` continue with ``\xa0``-``\xbf`` (a surrogate's three bytes, no UTF-8): where that is
+all the masks differ in, the step is counted apart and the walk goes on.
 """
 
 from __future__ import annotations
@@ -114,6 +116,17 @@ def compile_gramask(text: str, vocab: gramask.Vocabulary) -> gramask.CompiledGra
                                progress=False)
 
 
+def _surrogates_only(vocab: gramask.Vocabulary, data: bytes, theirs: np.ndarray,
+                     ours: np.ndarray) -> bool:
+    """Whether the oracle's mask is gramask's plus only tokens that continue a pending
+    ``\xed`` with ``\xa0``-``\xbf``: the UTF-8 spelling of a surrogate (U+D800-DFFF),
+    which is no UTF-8. XGrammar allows it after a lead byte ``\xed`` in a negated class."""
+    if (ours & ~theirs).any() or not data.endswith(b"\xed"):
+        return False
+    firsts = [vocab.token_bytes(int(i))[:1] for i in np.nonzero(theirs & ~ours)[0]]
+    return all(b"\xa0" <= b <= b"\xbf" for b in firsts)
+
+
 def _diff(vocab: gramask.Vocabulary, a: np.ndarray, b: np.ndarray) -> list[str]:
     return [repr(vocab.token_bytes(int(i))) for i in np.nonzero(a & ~b)[0][:8]]
 
@@ -135,6 +148,10 @@ def walk(cg: gramask.CompiledGrammar, oracles: dict[str, Any], keep: np.ndarray,
             masks[name] = o.allowed() & keep
         ref = masks["gramask"]
         for name in oracles:
+            if not np.array_equal(masks[name], ref) and _surrogates_only(
+                    vocab, c.data, masks[name], ref):
+                stats[f"{name} allows UTF-8-encoded surrogates (gramask: invalid UTF-8)"] += 1
+                masks[name] = ref  # (the walk goes on: the oracle is right otherwise)
             if not np.array_equal(masks[name], ref):
                 if name != "XGrammar" and "XGrammar" in masks and np.array_equal(
                         masks["XGrammar"], ref):

@@ -275,8 +275,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             cg = gramask.compile(gramask.Grammar.from_json_schema(schema), vocab, cache=False,
                                  progress=False)
-        except gramask.GrammarError:
+        except gramask.GrammarError as e:
             n["refused"] += 1
+            print("REFUSED", str(e).splitlines()[0][:160], json.dumps(schema))
             continue
         except Exception as e:  # a crash is a finding
             n["crash"] += 1

@@ -145,7 +145,10 @@ FORMATS = {
 UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "color", "host-name", "ip-address"})
 
 
-def _types_of(schema: Any) -> set[str] | None:
+def _types_of(schema: Any, depth: int = 0) -> set[str] | None:
+    """The types a value of ``schema`` may have (None: any): its ``const``/``enum``/``type``,
+    or, without those, the union of its ``anyOf``/``oneOf`` branches' (a ``$ref`` among them,
+    unresolved here, is any type)."""
     if not isinstance(schema, dict):
         return None
     if "const" in schema:
@@ -154,6 +157,12 @@ def _types_of(schema: Any) -> set[str] | None:
         return {json_type(v) for v in schema["enum"]}
     t = schema.get("type")
     if t is None:
+        for kw in ("anyOf", "oneOf"):
+            alts = schema.get(kw)
+            if isinstance(alts, list) and alts and depth < 8:
+                each = [set() if x is False else _types_of(x, depth + 1) for x in alts]
+                if all(ts is not None for ts in each):
+                    return set().union(*each)  # type: ignore[arg-type]
         return None
     ts = set(t if isinstance(t, list) else [t])
     if "number" in ts:
@@ -161,6 +170,17 @@ def _types_of(schema: Any) -> set[str] | None:
     if "integer" in ts:
         ts.add("number_int")
     return ts
+
+
+def _forbids(schema: dict[str, Any], key: str) -> bool:
+    """Whether no object ``schema`` accepts has the property ``key`` (it is closed without
+    it, or its ``properties`` give it ``false``)."""
+    props = schema.get("properties", {})
+    if not isinstance(props, dict):
+        return False
+    if key in props:
+        return props[key] is False
+    return schema.get("additionalProperties") is False and not schema.get("patternProperties")
 
 
 def _values_of(schema: Any) -> set[str] | None:
@@ -186,6 +206,13 @@ def disjoint(a: Any, b: Any) -> bool:
     if va is not None and vb is not None and not (va & vb):
         return True
     if isinstance(a, dict) and isinstance(b, dict):
+        if {"object"} in (ta, tb):  # a value of both is an object: one that has a key the
+            # other requires, where the other forbids it, is none
+            for x, y in ((a, b), (b, a)):
+                req = x.get("required", [])
+                if isinstance(req, list) and any(isinstance(k, str) and _forbids(y, k)
+                                                 for k in req):
+                    return True
         pa, pb = a.get("properties", {}), b.get("properties", {})
         ra, rb = set(a.get("required", [])), set(b.get("required", []))
         for k in ra & rb:

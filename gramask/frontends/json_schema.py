@@ -68,6 +68,7 @@ class _Compiler(TypeKeywords):
     # ------------------------------------------------------------------ schemas
     def value(self, schema: Any, ptr: str) -> str:
         """The nonterminal of the values ``schema`` accepts."""
+        ptr = self.at(schema, ptr)
         if isinstance(schema, dict) and not set(schema) <= _KNOWN:
             schema = {k: v for k, v in schema.items() if k in _KNOWN}
         if schema is True or (isinstance(schema, dict) and not (set(schema) - _ANNOTATIONS)):
@@ -100,9 +101,15 @@ class _Compiler(TypeKeywords):
             siblings = {k: v for k, v in schema.items() if k != "$ref" and k not in _ANNOTATIONS}
             if self.ref_siblings_ignored or not siblings:
                 return self.ref_rule(schema["$ref"], ptr)
-            return self.value({"allOf": [{"$ref": schema["$ref"]}, siblings]}, ptr)
+            return self.value({"allOf": [{"$ref": schema["$ref"]}, self.note(siblings, ptr)]},
+                              ptr)
         if "allOf" in schema:
-            return self.value(self.merge_all(schema, ptr, []), ptr)
+            merged, origin = self.merge_all(schema, ptr, [])
+            self.origins.append((ptr, origin))  # (refusals at ptr name the part's place)
+            try:
+                return self.value(merged, ptr)
+            finally:
+                self.origins.pop()
         if "anyOf" in schema or "oneOf" in schema:
             return self.disjunction(schema, ptr)
         return self.plain(schema, ptr)
@@ -196,7 +203,7 @@ class _Compiler(TypeKeywords):
         :func:`negate` writes; refused where it writes none."""
         parts: list[Any] = []
         if "not" in out:
-            neg = self.complement(out.pop("not"), ptr)
+            neg = self.note(self.complement(out.pop("not"), ptr), ptr)
             if neg is None:
                 self.refuse("not", ptr, "supported over type, const/enum, required, properties, "
                                         "number bounds, multipleOf, string lengths (and "
@@ -205,7 +212,7 @@ class _Compiler(TypeKeywords):
                 parts.append(neg)
         if "if" in out:
             cond, then, other = out.pop("if"), out.pop("then", True), out.pop("else", True)
-            neg = self.complement(cond, ptr)
+            neg = self.note(self.complement(cond, ptr), ptr)
             if neg is None:
                 self.refuse("if", ptr, "supported where the condition is over type, "
                                        "const/enum, required, properties, number bounds, "
@@ -225,7 +232,7 @@ class _Compiler(TypeKeywords):
             alts = schema[kw]
             if not isinstance(alts, list) or not alts:
                 raise self.bad(kw, ptr, "must be a non-empty array of schemas")
-            subs = [(a, _ptr_join(ptr, kw, i)) for i, a in enumerate(alts)]
+            subs = [(a, _ptr_join(self.user_ptr(kw, ptr), kw, i)) for i, a in enumerate(alts)]
             if kw == "oneOf" and len(subs) > 1 and not self.exclusive([a for a, _ in subs], ptr):
                 subs = self.exactly_one(subs, ptr)
             branch_sets.append(subs)
@@ -238,8 +245,8 @@ class _Compiler(TypeKeywords):
         base_has = bool(set(base) - _ANNOTATIONS)
         alts_out = []
         for combo in combos:
-            parts = ([base] if base_has else []) + [s for s, _ in combo]
-            sub_ptr = combo[-1][1]
+            parts = ([self.note(base, ptr)] if base_has else []) + [s for s, _ in combo]
+            sub_ptr = self.at(*combo[-1])
             if len(parts) == 1:
                 alts_out.append((self.value(parts[0], sub_ptr),))
             else:
@@ -249,7 +256,7 @@ class _Compiler(TypeKeywords):
     def exactly_one(self, subs: list[tuple[Any, str]], ptr: str) -> list[tuple[Any, str]]:
         """``oneOf`` branches that may overlap, as ``anyOf`` branches: each one with the
         complements of the others (:func:`negate`); refused where one has no complement."""
-        negs = [self.complement(a, ptr) for a, _ in subs]
+        negs = [self.note(self.complement(a, ptr), p) for a, p in subs]
         if any(n is None for n in negs) or len(subs) > 8:
             self.refuse("oneOf", ptr, "its branches may overlap, and gramask cannot write the "
                                       "complement of each of them (see not), or there are "
@@ -276,14 +283,19 @@ class _Compiler(TypeKeywords):
         return schema
 
     # ------------------------------------------------------------------ allOf
-    def merge_all(self, schema: dict[str, Any], ptr: str, stack: list[str]) -> dict[str, Any]:
-        parts = self.flatten(schema, ptr, stack)
+    def merge_all(self, schema: dict[str, Any], ptr: str, stack: list[str]
+                  ) -> tuple[dict[str, Any], dict[str, str]]:
+        """The parts of ``allOf`` merged, and the pointer of the part each keyword came from."""
         merged: dict[str, Any] = {}
-        for part, pptr in parts:
+        origin: dict[str, str] = {}
+        for part, pptr in self.flatten(schema, ptr, stack):
             merged = self.merge(merged, part, pptr)
-        return merged
+            for k in part:
+                origin.setdefault(k, pptr)
+        return merged, origin
 
     def flatten(self, schema: Any, ptr: str, stack: list[str]) -> list[tuple[Any, str]]:
+        ptr = self.at(schema, ptr)
         if schema is True:
             return []
         if schema is False:

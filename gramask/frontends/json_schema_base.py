@@ -84,6 +84,7 @@ _KNOWN = _ANNOTATIONS | _ENFORCED | _REFUSED
 # keywords of draft 2019-09 and later: unknown (so ignored) in drafts 4 to 7
 _NEWER = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
                     "$recursiveRef", "$recursiveAnchor", "contentSchema"})
+_COMPLEMENTS = (EXCEPT, NOT_MULTIPLE, NOT_PATTERN, FRACTIONS)  # the keywords a not writes
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 _STRING_KW = ("minLength", "maxLength", "pattern", "format", NOT_PATTERN)
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -100,6 +101,19 @@ MAX_PLAIN_LENGTH = 512  # 11,300 of the lexer's 16,384 states
 
 def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _locate(node: Any, ptr: str, where: dict[int, list[str]]) -> None:
+    """Record the pointer of every object in the document ``node`` (iteratively: deep
+    documents do not reach Python's recursion limit)."""
+    todo = [(node, ptr)]
+    while todo:
+        node, ptr = todo.pop()
+        if isinstance(node, dict):
+            where.setdefault(id(node), []).append(ptr)
+            todo += [(v, _ptr_join(ptr, k)) for k, v in node.items()]
+        elif isinstance(node, list):
+            todo += [(v, _ptr_join(ptr, i)) for i, v in enumerate(node)]
 
 
 def _ptr_join(ptr: str, *parts: object) -> str:
@@ -132,16 +146,54 @@ class SchemaCompilerBase:
         self.draft4 = any(d in str(schema_uri) for d in ("draft-03", "draft-04"))
         self.root = canonical_refs(root, modern=not self.ref_siblings_ignored,
                                    id_key="id" if self.draft4 else "$id")
+        # where each of the user's schema objects sits: rewrites (if/then, allOf merges,
+        # dependentSchemas) pass the user's objects on under pointers of their own making
+        self.where: dict[int, list[str]] = {}
+        self.kept: list[Any] = []  # rewritten schemas :meth:`note`d (their ids stay theirs)
+        # merged allOf schemas being compiled: (pointer, the part's pointer of each keyword)
+        self.origins: list[tuple[str, dict[str, str]]] = []
+        _locate(self.root, "#", self.where)
         if options.whitespace not in WHITESPACE_MODES:
             raise GrammarError(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, "
                                f"not {options.whitespace!r}")
         if options.whitespace == "flexible":
             self.b.terminal(jt.JSON_WS, hint="WS", ignored=True)
 
+    # ------------------------------------------------------------------ pointers
+    def at(self, schema: Any, ptr: str) -> str:
+        """The user's pointer to ``schema``: ``ptr`` where it names the object's place in the
+        document, else where the object sits (a rewrite's ``#/anyOf/0`` for a ``then`` is
+        ``#/then``); ``ptr`` for a schema not in the document."""
+        places = self.where.get(id(schema))
+        return ptr if not places or ptr in places else places[0]
+
+    def user_ptr(self, keyword: str, ptr: str) -> str:
+        """Where the user wrote ``keyword`` of the schema at ``ptr``: the ``allOf`` part it
+        came from where that schema is a merge, else ``ptr``."""
+        keys = [keyword, *_COMPLEMENTS] if keyword == "not" else [keyword]  # (a complement's)
+        for at, origin in reversed(self.origins):
+            if at == ptr:
+                return next((origin[k] for k in keys if k in origin), ptr)
+        return ptr
+
+    def note(self, schema: Any, ptr: str) -> Any:
+        """``schema``, a rewrite's own object, recorded as standing for the user's ``ptr``,
+        with the branches of its own ``anyOf``/``allOf`` (a complement's ``anyOf`` is no
+        place the user wrote)."""
+        todo = [schema]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, dict) and id(node) not in self.where:
+                self.kept.append(node)
+                self.where[id(node)] = [ptr]
+                todo += [x for k in ("anyOf", "allOf") if isinstance(node.get(k), list)
+                         for x in node[k]]
+        return schema
+
     # ------------------------------------------------------------------ errors
     def refuse(self, keyword: str, ptr: str, why: str) -> None:
         """Refuse (or, lenient, warn about) a keyword gramask cannot enforce."""
-        msg = f"JSON Schema keyword {keyword!r} at {ptr or '#'}: {why}"
+        msg = f"JSON Schema keyword {keyword!r} at {self.user_ptr(keyword, ptr) or '#'}: {why}"
         if self.opt.lenient:
             warnings.warn(f"gramask: ignored {msg}", SchemaWarning, stacklevel=5)
             return
@@ -158,8 +210,8 @@ class SchemaCompilerBase:
         return None if hi is not None and lo > hi else (lo, hi)
 
     def bad(self, keyword: str, ptr: str, why: str) -> GrammarError:
-        return GrammarError(f"JSON Schema keyword {keyword!r} at {ptr or '#'}: {why}",
-                            name=keyword)
+        return GrammarError(f"JSON Schema keyword {keyword!r} at "
+                            f"{self.user_ptr(keyword, ptr) or '#'}: {why}", name=keyword)
 
     # ------------------------------------------------------------------ symbols
     def lit(self, text: str) -> str:
