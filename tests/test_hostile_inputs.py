@@ -26,6 +26,7 @@ import gramask.artifact as art
 from gramask.cache.store import CacheWarning
 from gramask.grammar import Grammar
 
+from ._support import compiled
 from .test_runtime import PARENS, PARENS_TOKENS
 
 
@@ -477,3 +478,17 @@ def test_budget_under_thousands_of_open_levels_does_not_overflow_the_stack(lexer
     c = cg.constraint(prefix="(" * 3000, max_tokens=1)
     assert c.allowed().nonzero()[0].tolist() == [1]
     assert c.min_tokens_to_complete() == 1 and c.shortest_completion().text == "x"
+
+
+@pytest.mark.parametrize("opener", ["[", '{"a":'])
+def test_a_completion_of_more_than_256_lexemes_is_found(opener: str) -> None:
+    """The bounds' route gave up after 256 lexemes: 300 open ``[`` or ``{"a":`` in the
+    bundled JSON grammar had no completion (NoCompletionError, and a budget mask with no
+    token), though every level closes with one ``]`` or ``}``; the route ends because each
+    lexeme's cost to finish is below the last, not at a count."""
+    cg = compiled("json", "gpt2")
+    c = cg.constraint(prefix=opener * 300 + "1")
+    closer = "]" if opener == "[" else "}"
+    assert c.shortest_completion().text == closer * 300
+    c = cg.constraint(prefix=opener * 300 + "1", max_tokens=300)
+    assert c.allowed().any() and c.shortest_completion().text == closer * 300

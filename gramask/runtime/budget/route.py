@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BoundsRoute"]
 
-_MAX_PLAN_LEXEMES = 256  # a longer shortest completion is not looked for
 _PADS = (*(b" " * i for i in range(1, 17)), b"\t")
 # fill-in-the-middle: newline widths of the suffix's a failed route is followed again with
 # (see BoundsRoute.completion_text)
@@ -83,7 +82,7 @@ class BoundsRoute:
         lex = self.lex
         out = bytearray()
         last = INF + 1
-        for _ in range(_MAX_PLAN_LEXEMES):
+        while True:  # (ends: each lexeme's cost to finish is below the one before)
             q, carry, p = view(st)
             if complete(st):
                 return bytes(out)
@@ -159,7 +158,6 @@ class BoundsRoute:
                 return None
             out += nxt
             st = nst
-        return None
 
     def _width_forks(self, st: S, head: bytes, w: bytes, p: PState, now: int, pad: bytes,
                      walk: Walk[S]) -> list[tuple[S, bytes]]:
