@@ -197,7 +197,7 @@ class SchemaCompilerBase:
         if self.opt.lenient:
             warnings.warn(f"gramask: ignored {msg}", SchemaWarning, stacklevel=5)
             return
-        raise GrammarError(msg, name=keyword)
+        raise GrammarError(f"{msg} (lenient=True ignores it, with a warning)", name=keyword)
 
     def counts(self, schema: dict[str, Any], ptr: str, kind: str
                ) -> tuple[int, int | None] | None:
