@@ -15,6 +15,7 @@ import pytest
 import gramask
 from gramask.runtime.budget import carry_free
 from gramask.runtime.budget.verify import VerifiedTokens
+from gramask.runtime.fim.constraint import FimConstraint
 
 from ._support import compiled, tiny
 
@@ -68,6 +69,9 @@ def _check_step(c: gramask.Constraint, rnd: random.Random, sample: int) -> int:
 
 def test_python_comment_words_share_one_check(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _learned(monkeypatch)
+    # without the group bounds, which admit a comment's tokens with no walked check at all
+    # (a line break then the plan after it: test_budget_nl_bounds.py)
+    monkeypatch.setattr(FimConstraint, "BOUND_PLANS", 0)
     cg = compiled("python", "deepseek-v4")
     vocab = cg.vocab
     prefix = "def f(x):\n    y = x + 1  # add\tone"

@@ -73,3 +73,41 @@ def test_newline_groups_admitted_by_bound_end_complete(
         checked += 1
     if extra >= 4:
         assert any(found) and checked > 0, (found, checked)
+
+
+@pytest.mark.parametrize("extra", [4, 12])
+def test_comment_cut_inside_a_character_admitted_by_bound(extra: int) -> None:
+    """A comment's token that ends inside a UTF-8 character (``\\xc3`` of ``é``) leaves the
+    lexer where a line break cannot come next; the bytes that finish the character go
+    first, then the break (``GroupBounds._break_head``): such tokens are admitted by the
+    bound, and the completion kept for each walks, from its own state, to an end."""
+    cg = compiled("python", "deepseek-v4")
+    prefix, suffix = "def f(x):\n    y = x + 1  # caf", "\n    return y\n"
+    free = cg.constraint(prefix, suffix=suffix)
+    budget = free.min_tokens_to_complete() + extra
+    c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
+    st = c._history[-1]  # type: ignore[attr-defined]
+    left = c.remaining_tokens
+    assert left is not None and left >= 1
+    m = c._grammar_mask(st)  # type: ignore[attr-defined]
+    rec = verified_step(c, st, left)  # type: ignore[arg-type]
+    every = c._bounded_groups(st, m, rec, left - 1)  # type: ignore[attr-defined]
+    kept = m if every else m & rec.keep
+    rows = c._b.trans_rows  # type: ignore[attr-defined]
+    tb = cg.vocab.token_bytes
+    cut = 0
+    for t in np.flatnonzero(m).tolist():
+        s = c._walk(st, tb(t))  # type: ignore[attr-defined]
+        if isinstance(s, int) or not c._b.nl_live[s[0]] or rows[s[0]][10] >= 0:  # type: ignore[attr-defined]
+            continue
+        if not kept[t]:
+            assert extra < 12, tb(t)  # with tokens to spare every such token fits
+            continue
+        done = rec.after(t)
+        assert done is not None and len(done) <= left - 1, tb(t)
+        for d in done:
+            s = c._walk(s, tb(d))  # type: ignore[attr-defined]
+            assert not isinstance(s, int), (tb(t), done)
+        assert c._complete(s), (tb(t), done)  # type: ignore[attr-defined]
+        cut += 1
+    assert cut > 0  # such tokens are admitted by the bound

@@ -14,7 +14,9 @@ its bytes alone, so a completion from a group's state can be *assembled* rather 
 A group that ends inside a newline lexeme (``):\n``, blanks: its tokens' carries differ, and
 the lexeme's end reads the carry) is bounded another way: a line break continues the lexeme
 and resets the carry, so after it every token of the group is in one state; a plan walked
-from there, plus the break, bounds them all (``GroupBounds._nl_plan``).
+from there, plus the break, bounds them all (``GroupBounds._nl_plan``). Where the break cannot
+come at once (a comment's token ends inside a UTF-8 character: ``# é`` cut after ``\xc3``),
+the fewest bytes that lead, inside the lexeme, to a state it can come in go first.
 
 Its length is therefore an upper bound on the tokens that complete from the group's state, and
 a group whose bound fits what is left is admitted with no walk of its own. The plans are kept
@@ -33,6 +35,7 @@ import numpy as np
 from ..core.earley import EXPECTED
 from ..core.indentation import newline_width
 from ..core.parse_state import ES, PUID, PState
+from ..memo import MISSING
 from .bounded import PLAN_FAILED
 from .spelling import INF
 
@@ -56,6 +59,8 @@ _TERMINALS = 3
 _ENDS = 4
 # new line-break plans a step may search for (``GroupBounds._nl_plan``)
 _NL_PLANS = 4
+# bytes at most before the line break of a line-break plan (``GroupBounds._break_head``)
+_BREAK_BYTES = 3
 
 
 def _view(st: FimState) -> tuple[int, int, PState]:
@@ -90,8 +95,10 @@ class BoundaryPlans:
         nl = qb.nl_live
         self.nl_live = np.array(nl if nl is not None else [False] * S, dtype=bool)
         # inside a newline lexeme: the completions after a line break, per (lexer state
-        # after it, quotient parser uid, original parser uid) (None: none found)
+        # after it, quotient parser uid, original parser uid) (None: none found), and per
+        # lexer state the tokens up to and including the break (``GroupBounds._break_head``)
         self.nl_plans: dict[tuple[int, int, int], tuple[int, ...] | None] = {}
+        self.breaks: dict[int, tuple[tuple[int, ...], int] | None] = {}
         self.nl_ids = tok.tokenize(b"\n") if self.nl_live.any() else None
 
     def finishes(self, states: np.ndarray) -> None:
@@ -272,20 +279,55 @@ class GroupBounds:
         and parser states only), so the state after it is one state for the whole group
         (:mod:`.carry_free`'s argument, with the reset first)."""
         memo = self.memo
-        ids0 = memo.nl_ids
-        q2 = memo.rows[q][10]
-        if ids0 is None or q2 < 0 or self.ob.trans_rows[q][10] < 0:
-            return None  # (both lexers must continue the lexeme: else its end reads the carry)
+        head = memo.breaks.get(q, MISSING)
+        if head is MISSING:
+            head = memo.breaks[q] = self._break_head(q)
+        if head is None:
+            return None
+        ids0, q2 = head
         key = (q2, pq[PUID], po[PUID])
         if key in memo.nl_plans:
-            return memo.nl_plans[key]
+            tail = memo.nl_plans[key]
+            if tail is None:
+                return None
+            if len(ids0) > 1:  # (its inner token ends are checked by a walk of its own)
+                s1 = self._walk_ids((q, 0, pq, po), ids0)
+                if s1 is None or s1[0] != q2:
+                    return None
+            return (*ids0, *tail)
         if self.nl_plans_left <= 0:
             return None  # not known this step (asked again by a later one)
         self.nl_plans_left -= 1
         if len(memo.nl_plans) >= 1 << 14:
             memo.nl_plans.clear()
-        r = memo.nl_plans[key] = self._walked_plan((q, 0, pq, po), ids0)
+        r = self._walked_plan((q, 0, pq, po), ids0)
+        memo.nl_plans[key] = None if r is None else r[len(ids0):]
         return r
+
+    def _break_head(self, q: int) -> tuple[tuple[int, ...], int] | None:
+        """The tokens of the fewest bytes that lead from lexer state ``q`` (inside a newline
+        lexeme) through a line break, every byte continuing the lexeme in both lexers (no
+        lexeme ends, so nothing reads the carry before the break resets it), and the lexer
+        state after the break; None if there are none within _BREAK_BYTES bytes."""
+        rows, orows = self.memo.rows, self.ob.trans_rows
+        if self.memo.nl_ids is None:
+            return None
+        seen = {q: b""}
+        frontier = [q]
+        for _ in range(_BREAK_BYTES + 1):
+            nxt: list[int] = []
+            for x in frontier:
+                w = seen[x]
+                if rows[x][10] >= 0 and orows[x][10] >= 0:
+                    ids = self.memo.tok.tokenize(w + b"\n")
+                    return None if ids is None else (ids, rows[x][10])
+                for byte in range(256):
+                    y = rows[x][byte]
+                    if y >= 0 and orows[x][byte] == y and y not in seen:
+                        seen[y] = w + bytes([byte])
+                        nxt.append(y)
+            frontier = nxt
+        return None
 
     def _walked_plan(self, s: FimState, head: tuple[int, ...]) -> tuple[int, ...] | None:
         """``head`` then a plan from where it leads, walked from ``s`` to an end (None: the
