@@ -118,21 +118,13 @@ class CompiledGrammar:
             lost = None
             fragile = 0  # terminals that may lose every lexeme under some allowed set
             if self.grammar.lexer == "contextual":
-                from .compiler.contextual_wins import (
-                    lexing_priorities,
-                    lost_shifts,
-                    terminal_threats,
-                )
-                from .compiler.keywords import reserved_pairs
+                from .compiler.contextual_wins import wins
                 from .runtime.core.viability import Viability
 
-                reserved = reserved_pairs(self.grammar, self.dfa)
-                prio = lexing_priorities(self.grammar)
-                nl = self.grammar.newline_terminal
-                threats = terminal_threats(self.dfa, prio, reserved, nl)
-                fragile = sum(1 << t for t in threats)
-                lost = lost_shifts(self.dfa, pt, prio, reserved, self.grammar.reserved_keywords,
-                                   nl, threats)
+                # (the compile-time check's, where this process compiled the grammar)
+                w = wins(self.grammar, self.dfa, pt)
+                reserved, lost = w.reserved, w.lost
+                fragile = sum(1 << t for t in w.threats)
                 if lost is not None:  # (no bundled grammar: their sets are all kept)
                     aut.viable = Viability(aut, lost)
             ctx = ParserContext(aut, self.dfa.num_terminals, ignored_bits, **kw)
