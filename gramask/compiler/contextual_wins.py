@@ -77,11 +77,19 @@ def wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> Wins:
         prio = lexing_priorities(grammar)
         nl = grammar.newline_terminal
         reserved = reserved_pairs(grammar, dfa)
-        threats = terminal_threats(dfa, prio, reserved, nl)
+        threats = _threats(dfa, prio, reserved, nl)
         lost = lost_shifts(dfa, pt, prio, reserved, grammar.reserved_keywords, nl, threats)
         return Wins(prio, reserved, threats, lost)
 
     return _memo((grammar, dfa, pt), (), make)
+
+
+def _threats(dfa: LexerDFA, prio: list[int], reserved: Sequence[tuple[int, int]],
+             nl: int) -> dict[int, list[tuple[int, int]]]:
+    """:func:`terminal_threats`, memoised on ``dfa`` and the arguments (check_wins' gate
+    asks it without keywords: the same question where the grammar pairs none)."""
+    return _memo((dfa,), (tuple(prio), tuple(reserved), nl),
+                 lambda: terminal_threats(dfa, prio, reserved, nl))
 
 
 def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
@@ -237,13 +245,10 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
     where the parser expects it (masks refuse what leads only there). Nothing for a grammar
     with no priorities and no keyword that a regex can lose every lexeme to."""
     prio = lexing_priorities(grammar)
-    bound = _keyword_bound(grammar, dfa)
-    if not bound and len(set(prio)) <= 1:
+    if not (len(set(prio)) > 1 and _threats(dfa, prio, (), grammar.newline_terminal)
+            ) and not _keyword_bound(grammar, dfa):
         return  # (no terminal can lose every lexeme)
-    w = wins(grammar, dfa, pt)  # (the runtime builder reuses it)
-    if not bound and not (w.threats if not w.reserved else terminal_threats(
-            dfa, prio, (), grammar.newline_terminal)):
-        return  # (no priority makes a terminal lose every lexeme, and no keyword does)
+    w = wins(grammar, dfa, pt)  # (memoised: the runtime builder reuses it)
     threats, lost = w.threats, w.lost
     if lost is None:
         return
