@@ -115,24 +115,17 @@ class CompiledGrammar:
                 )
             aut = Automaton(pt, self._limits)
             reserved: list[tuple[int, int]] = []
+            prio: list[int] = []  # (contextual: the lexing priorities)
             lost = None
             fragile = 0  # terminals that may lose every lexeme under some allowed set
             if self.grammar.lexer == "contextual":
-                from .compiler.contextual_wins import (
-                    lexing_priorities,
-                    lost_shifts,
-                    terminal_threats,
-                )
-                from .compiler.keywords import reserved_pairs
+                from .compiler.contextual_wins import wins
                 from .runtime.core.viability import Viability
 
-                reserved = reserved_pairs(self.grammar, self.dfa)
-                prio = lexing_priorities(self.grammar)
-                nl = self.grammar.newline_terminal
-                threats = terminal_threats(self.dfa, prio, reserved, nl)
-                fragile = sum(1 << t for t in threats)
-                lost = lost_shifts(self.dfa, pt, prio, reserved, self.grammar.reserved_keywords,
-                                   nl, threats)
+                # (the compile-time check's, where this process compiled the grammar)
+                w = wins(self.grammar, self.dfa, pt)
+                prio, reserved, lost = w.priorities, w.reserved, w.lost
+                fragile = sum(1 << t for t in w.threats)
                 if lost is not None:  # (no bundled grammar: their sets are all kept)
                     aut.viable = Viability(aut, lost)
             ctx = ParserContext(aut, self.dfa.num_terminals, ignored_bits, **kw)
@@ -159,12 +152,11 @@ class CompiledGrammar:
                 builder.end_conditions = _end_conditions(self.grammar, self.dfa, self.tables,
                                                          self.parse_tables)
             if self.grammar.lexer == "contextual":
-                from .compiler.contextual_wins import lexing_priorities
                 from .runtime.core.contextual_lexer import ContextualLexer
 
                 tokens, special = self.vocab.token_tuple, self.vocab.special_mask  # shared
                 builder.contextual = ContextualLexer(
-                    self.dfa, ctx, lexing_priorities(self.grammar),
+                    self.dfa, ctx, prio,
                     tokens, special,
                     nl_terminal=self.tables.nl_terminal, continuation_terminal=cont,
                     tab_len=ind.tab_len if ind is not None else 8,

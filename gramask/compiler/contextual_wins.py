@@ -19,7 +19,9 @@ path of shifts that can happen reaches the end (:mod:`gramask.runtime.core.viabi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -31,8 +33,63 @@ from .lark_order import contextual_cuts, cuts_matter, order_indices
 from .lexer import LexerDFA
 from .parse_tables import ParseTables
 
-__all__ = ["always_expected", "check_wins", "close_under", "contextual_order", "end_reach",
-           "lexing_priorities", "lost_shifts", "reserved_maps", "terminal_threats"]
+__all__ = ["Wins", "always_expected", "check_wins", "close_under", "contextual_order",
+           "end_reach", "lexing_priorities", "lost_shifts", "reserved_maps", "terminal_threats",
+           "wins"]
+
+_T = TypeVar("_T")
+# (ids of the objects) → (weak references to them, the value): a few entries, enough for
+# the compile-time check and the runtime builder of one compile to share the analysis
+_MEMO: dict[tuple[Any, ...], tuple[tuple[weakref.ref[Any], ...], Any]] = {}
+
+
+def _memo(objs: tuple[object, ...], extra: tuple[Any, ...], make: Callable[[], _T]) -> _T:
+    """``make()``, remembered while ``objs`` (compared by identity) live. The values are
+    shared: callers must not change them."""
+    key = tuple(id(o) for o in objs) + extra
+    hit = _MEMO.get(key)
+    if hit is not None and all(r() is o for r, o in zip(hit[0], objs, strict=True)):
+        value: _T = hit[1]
+        return value
+    value = make()
+    while len(_MEMO) >= 8:
+        _MEMO.pop(next(iter(_MEMO)), None)
+    _MEMO[key] = (tuple(weakref.ref(o) for o in objs), value)
+    return value
+
+
+class Wins(NamedTuple):
+    """The contextual lexer's lost-shifts analysis of one grammar (:func:`wins`)."""
+
+    priorities: list[int]  # lexing_priorities
+    reserved: list[tuple[int, int]]  # keywords.reserved_pairs
+    threats: dict[int, list[tuple[int, int]]]  # terminal_threats
+    lost: list[int] | None  # lost_shifts
+
+
+def wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> Wins:
+    """The lost-shifts analysis of a contextual grammar, memoised on the three objects: the
+    compile-time check (:func:`check_wins`) and the runtime builder of the same compile
+    share one (a loaded artifact computes it afresh)."""
+    def make() -> Wins:
+        from .keywords import reserved_pairs
+
+        prio = lexing_priorities(grammar)
+        nl = grammar.newline_terminal
+        reserved = reserved_pairs(grammar, dfa)
+        threats = _threats(dfa, prio, reserved, nl)
+        lost = lost_shifts(dfa, pt, prio, reserved, grammar.reserved_keywords, nl, threats)
+        return Wins(prio, reserved, threats, lost)
+
+    return _memo((grammar, dfa, pt), (), make)
+
+
+def _threats(dfa: LexerDFA, prio: list[int], reserved: Sequence[tuple[int, int]],
+             nl: int) -> dict[int, list[tuple[int, int]]]:
+    """:func:`terminal_threats`, memoised on ``dfa`` and the arguments (check_wins' gate
+    asks it without keywords: the same question where the grammar pairs none)."""
+    return _memo((dfa,), (tuple(prio), tuple(reserved), nl),
+                 lambda: terminal_threats(dfa, prio, reserved, nl))
 
 
 def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
@@ -54,12 +111,10 @@ def lost_shifts(dfa: LexerDFA, pt: ParseTables, priorities: Sequence[int],
     ign = sum(1 << t for t in range(nt) if dfa.ignored[t])
     partners = reserved_maps(reserved)[0]
     fragile = sum(1 << t for t in threats)
-    moves = _moves(pt, nt)
-    low = _always_expected(pt, *moves)
+    low, term_bits = always_expected(pt, nt)
     if not any(v & fragile for v in low):
         return None
     memo: dict[tuple[int, int], bool] = {}
-    term_bits = moves[2]
     out = [0] * len(low)
     for s in range(len(low)):
         cand = term_bits[s] & fragile
@@ -189,16 +244,12 @@ def check_wins(grammar: Grammar, dfa: LexerDFA, pt: ParseTables) -> None:
     terminals and what beats them; a :class:`GrammarWarning` for a terminal that never wins
     where the parser expects it (masks refuse what leads only there). Nothing for a grammar
     with no priorities and no keyword that a regex can lose every lexeme to."""
-    from .keywords import reserved_pairs
-
     prio = lexing_priorities(grammar)
-    nl = grammar.newline_terminal
-    if not (len(set(prio)) > 1 and terminal_threats(dfa, prio, (), nl)) and not _keyword_bound(
-            grammar, dfa):
-        return  # (no terminal can lose every lexeme: every bundled grammar)
-    reserved = reserved_pairs(grammar, dfa)
-    threats = terminal_threats(dfa, prio, reserved, nl)
-    lost = lost_shifts(dfa, pt, prio, reserved, grammar.reserved_keywords, nl, threats)
+    if not (len(set(prio)) > 1 and _threats(dfa, prio, (), grammar.newline_terminal)
+            ) and not _keyword_bound(grammar, dfa):
+        return  # (no terminal can lose every lexeme)
+    w = wins(grammar, dfa, pt)  # (memoised: the runtime builder reuses it)
+    threats, lost = w.threats, w.lost
     if lost is None:
         return
     n = pt.num_states
@@ -309,9 +360,13 @@ def contextual_order(grammar: Grammar, pt: ParseTables, dfa: LexerDFA) -> list[i
 def always_expected(pt: ParseTables, nt: int) -> tuple[list[int], list[int]]:
     """Per LR(0) state of ``pt``: (the lexer terminals below ``nt`` every Earley set holding
     it expects, a lower bound; those it shifts), each a bit set (lark's contextual order,
-    :func:`gramask.compiler.lark_order.contextual_cuts`, asks which terminals come together)."""
-    moves = _moves(pt, nt)
-    return _always_expected(pt, *moves), moves[2]
+    :func:`gramask.compiler.lark_order.contextual_cuts`, asks which terminals come together).
+    Memoised per ``pt`` (:func:`lost_shifts` asks too): shared, not to be changed."""
+    def make() -> tuple[list[int], list[int]]:
+        moves = _moves(pt, nt)
+        return _always_expected(pt, *moves), moves[2]
+
+    return _memo((pt,), (nt,), make)
 
 
 def _moves(pt: ParseTables, nt: int

@@ -36,6 +36,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..encoding import bit_indices
+
 __all__ = ["LarkCut", "contextual_cuts", "cut_by", "cuts_matter", "order_indices"]
 
 
@@ -147,11 +149,7 @@ def contextual_cuts(entries: Sequence[tuple[int, ...]], ignored: Sequence[bool],
     ign = sum(1 << t for t in range(n) if ignored[t])
     need = [-1] * n  # per terminal u: the terminals every allowed set holding u holds
     for s, bits in enumerate(shifted):
-        b = bits
-        while b:
-            low_bit = b & -b
-            b ^= low_bit
-            u = low_bit.bit_length() - 1
+        for u in bit_indices(bits):
             need[u] &= low[s] | ign
     earlier = 0  # the ranked terminals before the current entry
     cuts = [0] * n
@@ -159,10 +157,7 @@ def contextual_cuts(entries: Sequence[tuple[int, ...]], ignored: Sequence[bool],
         u = e[0]
         by = earlier & (ign if ignored[u] else need[u]) & ~exempt
         if not exempt >> u & 1:
-            while by:
-                low_bit = by & -by
-                by ^= low_bit
-                t = low_bit.bit_length() - 1
+            for t in bit_indices(by):
                 cuts[t] |= 1 << u
         earlier |= 1 << u
     for e in entries:  # (a string the regex's lexeme becomes stays, to be asked)
@@ -181,7 +176,7 @@ def cuts_matter(accepting: np.ndarray, live: np.ndarray, cuts: Sequence[int]) ->
         rows = accepting[:, t]
         if not rows.any():
             continue
-        cols = [u for u in range(live.shape[1]) if c >> u & 1]
+        cols = bit_indices(c)
         if bool(live[rows][:, cols].any()):
             return True
     return False

@@ -242,10 +242,10 @@ class _Compiler(TypeKeywords):
             if len(combos) > 256:
                 raise self.bad("anyOf", ptr, "more than 256 combinations of anyOf/oneOf branches")
         name = self.b.fresh("any_of")
-        base_has = bool(set(base) - _ANNOTATIONS)
+        head = [self.note(base, ptr)] if set(base) - _ANNOTATIONS else []
         alts_out = []
         for combo in combos:
-            parts = ([self.note(base, ptr)] if base_has else []) + [s for s, _ in combo]
+            parts = head + [s for s, _ in combo]
             sub_ptr = self.at(*combo[-1])
             if len(parts) == 1:
                 alts_out.append((self.value(parts[0], sub_ptr),))

@@ -246,15 +246,6 @@ class GrammarCosts:
         return memo[s]
 
     # ------------------------------------------------------------------ Earley sets
-    def finish_after(self, o: EarleySet, a: int, k: int, tail: bool) -> int:
-        """Fewest tokens to finish the input once ``a`` is completed with origin ``o``
-        (``tail``: only free symbols may follow — the answer is then 0 or INF)."""
-        if a == ACCEPT:
-            return 0
-        if tail:
-            return 0 if a in self.set_free(o, k) else INF
-        return self.set_costs(o, k).get(a, INF)
-
     def set_costs(self, o: EarleySet, k: int) -> dict[int, int]:
         """Per nonterminal that items of ``o`` wait for: the fewest tokens to finish the
         input once it is completed with origin ``o``. One shortest-path problem per set: the
@@ -312,18 +303,7 @@ class GrammarCosts:
             return dist
         dist = dict(base)
         if preds:
-            edges = _merged([p.edges for p in preds])
-            heap = [(d, a) for a, d in dist.items()]
-            heapq.heapify(heap)
-            while heap:
-                d, b = heapq.heappop(heap)
-                if d > dist.get(b, INF):
-                    continue
-                for a, w in edges.get(b, ()):
-                    nd = d + w
-                    if nd < dist.get(a, INF):
-                        dist[a] = nd
-                        heapq.heappush(heap, (nd, a))
+            _relax(dist, _merged([p.edges for p in preds]))
         self._W.put(key, dist)
         return dist
 
@@ -397,7 +377,7 @@ class GrammarCosts:
         for s, o in items:
             org = es if o is None else o
             kn, kt, _ = self.kernel(s, k)
-            after: dict[int, int] | None = None  # (finish_after, read once per item)
+            after: dict[int, int] | None = None  # (set_costs of the origin, read once per item)
             for b, v in kn.items():
                 if v < best:
                     if b == ACCEPT:
@@ -483,19 +463,26 @@ def _merged(parts: list[dict[int, list[tuple[int, int]]]]) -> dict[int, list[tup
 
 def _reach(edges: dict[int, list[tuple[int, int]]], start: int) -> list[tuple[int, int]]:
     """(node, shortest distance) of every node reachable from ``start`` over ``edges``
-    (Dijkstra; ``start`` itself at 0)."""
+    (``start`` itself at 0)."""
     dist = {start: 0}
-    heap = [(0, start)]
+    _relax(dist, edges)
+    return list(dist.items())
+
+
+def _relax(dist: dict[int, int], edges: dict[int, list[tuple[int, int]]]) -> None:
+    """Lower ``dist`` in place to the shortest distances over ``edges[b] = [(a, w), ...]``
+    (w ≥ 0) from its entries (Dijkstra; a node missing is unreached)."""
+    heap = [(d, a) for a, d in dist.items()]
+    heapq.heapify(heap)
     while heap:
         d, b = heapq.heappop(heap)
-        if d > dist[b]:
+        if d > dist.get(b, INF):
             continue
         for a, w in edges.get(b, ()):
             nd = d + w
             if nd < dist.get(a, INF):
                 dist[a] = nd
                 heapq.heappush(heap, (nd, a))
-    return list(dist.items())
 
 
 def _origins_first(o: EarleySet, done: Callable[[EarleySet], bool],

@@ -71,8 +71,8 @@ class StepUnits(NamedTuple):
         if self.loose is None:
             return
         for i in np.flatnonzero(over & self.loose).tolist():
-            f = self.finals[i:i + 1]
-            self.costs[i] = costs.state_costs(self.vertices[int(self.vertex[i])], f)[0]
+            self.costs[i] = costs.settle(self.vertices[int(self.vertex[i])],
+                                         int(self.finals[i]), int(self.costs[i]))
             self.loose[i] = False  # (after the bound: a reader never sees a loose one as exact)
 
     def tokens(self, groups: list[int]) -> np.ndarray:

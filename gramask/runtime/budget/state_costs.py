@@ -228,18 +228,37 @@ class StateCosts:
         flags: list[bool] = []
         for f in states.tolist():
             e = mine.get(f)
-            if e is None:
+            if e is None or e[1]:  # (a loose one: exact now if state_costs priced it since)
                 v = -1 if known is None else int(known[f])
                 if v >= 0:
-                    e = (v, False)
-                else:
+                    e = mine[f] = (v, False)
+                elif e is None:
                     v = self._state_bound(p, f, after, check=False)
                     e = (v, not (f == 0 or v == 0 or self._open_width(f)))  # (the check: no say)
-                mine[f] = e
+                    mine[f] = e
             costs.append(e[0])
             flags.append(e[1])
         vals = np.array(costs, dtype=np.int64)
         return (vals, np.array(flags, dtype=bool)) if any(flags) else (vals, None)
+
+    def settle(self, p: PState, f: int, loose: int) -> int:
+        """The exact bound of lexer state ``f`` at ``p`` whose :meth:`loose_costs` bound is
+        the loose ``loose``: only the end-of-input check it skipped is missing (a loose one
+        has ``f`` != 0, a bound != 0 and no open width), so 0 where the text may end at
+        ``f``, else ``loose``. Recorded for :meth:`state_costs` and :meth:`loose_costs`."""
+        key = p[PUID]
+        known = self._cls.get(key)
+        if known is None:
+            known = np.full(self.lex.num_states, -1, dtype=np.int64)
+            self._cls.put(key, known)
+        v = int(known[f])
+        if v < 0:
+            v = 0 if self.mb.complete(p, f, 0) else loose
+            known[f] = v
+        mine = self._loose.get(key)
+        if mine is not None:
+            mine[f] = (v, False)
+        return v
 
     def _open_width(self, f: int) -> bool:
         """Does a lexeme ending at ``f`` end in a newline lexeme whose width counts at the
