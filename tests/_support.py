@@ -13,6 +13,7 @@ from typing import Any
 import lark
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 import gramask
 from gramask.grammar import Grammar
@@ -292,3 +293,20 @@ def longest_end(dfa: Any, data: bytes) -> int | None:
         if dfa.finals[s]:
             last = i + 1
     return last
+
+
+TERMINAL_ATOMS = ["a", "b", "+", "ab", "a+", "ba", "+a"]
+
+
+def terminal_lines(draw: st.DrawFn, n: int, regexes: list[str]) -> list[str]:
+    """``n`` random Lark terminals ``T0``…, each a string of :data:`TERMINAL_ATOMS` or one of
+    ``regexes``, some with a priority: the lexer-order tests' overlapping terminal sets."""
+    lines = []
+    for i in range(n):
+        prio = draw(st.sampled_from(["", "", ".2", ".-1"]))
+        if draw(st.booleans()):
+            body = '"' + draw(st.sampled_from(TERMINAL_ATOMS)) + '"'
+        else:
+            body = "/" + draw(st.sampled_from(regexes)) + "/"
+        lines.append(f"T{i}{prio}: {body}")
+    return lines

@@ -17,7 +17,7 @@ from gramask.compiler.lark_order import order_indices
 from gramask.compiler.lexer import build_lexer_dfa
 from gramask.compiler.parse_tables import build_parse_tables
 from gramask.errors import GramaskError
-from tests._support import is_program, lark_accepts, tiny
+from tests._support import is_program, lark_accepts, terminal_lines, tiny
 from tests.test_lark_order import _lex
 
 # (grammar, texts): each case's first text is read differently under the longest match
@@ -96,21 +96,13 @@ def test_bundled_grammars_and_reserved_keywords_keep_the_longest_match() -> None
 
 # Every terminal is expected at every lexeme start, and each is followed by a marker only it
 # is followed by: a text is a program iff it lexes as lark lexes it
-_ATOMS = ["a", "b", "+", "ab", "a+", "ba", "+a"]
 _REGEXES = ["[ab]+", "a[ab]*", "[^ 012]+", "b|ab", "a+b?", "[a+]+", "(ab)+", "\\+[ab]"]
 
 
 @st.composite
 def _grammars(draw: st.DrawFn) -> str:
     n = draw(st.integers(2, 3))
-    lines = []
-    for i in range(n):
-        prio = draw(st.sampled_from(["", "", ".2", ".-1"]))
-        if draw(st.booleans()):
-            body = '"' + draw(st.sampled_from(_ATOMS)) + '"'
-        else:
-            body = "/" + draw(st.sampled_from(_REGEXES)) + "/"
-        lines.append(f"T{i}{prio}: {body}")
+    lines = terminal_lines(draw, n, _REGEXES)
     alts = " | ".join(f'T{i} "{i}"' for i in range(n))
     return f"start: ({alts})+\n" + "\n".join(lines) + '\n%ignore " "\n'
 

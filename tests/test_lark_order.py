@@ -14,7 +14,7 @@ import gramask
 from gramask.compiler.lark_order import order_indices
 from gramask.compiler.lexer import LexerDFA, build_lexer_dfa
 from gramask.errors import GramaskError
-from tests._support import follow_along_the_masks, is_program, lark_accepts, tiny
+from tests._support import follow_along_the_masks, is_program, lark_accepts, terminal_lines, tiny
 
 
 def _lexer(g: gramask.Grammar) -> LexerDFA:
@@ -118,21 +118,13 @@ def test_an_artifact_keeps_the_order(tmp_path: Path) -> None:
     assert is_program(back, "+0") == is_program(cg, "+0")
 
 
-_ATOMS = ["a", "b", "+", "ab", "a+", "ba", "+a"]
 _REGEXES = ["[ab]+", "a[ab]*", "[^ ]+", "b|ab", "a+b?", "[a+]+", "(ab)+", "\\+[ab]"]
 
 
 @st.composite
 def _grammars(draw: st.DrawFn) -> str:
     n = draw(st.integers(2, 4))
-    lines = []
-    for i in range(n):
-        prio = draw(st.sampled_from(["", "", ".2", ".-1"]))
-        if draw(st.booleans()):
-            body = '"' + draw(st.sampled_from(_ATOMS)) + '"'
-        else:
-            body = "/" + draw(st.sampled_from(_REGEXES)) + "/"
-        lines.append(f"T{i}{prio}: {body}")
+    lines = terminal_lines(draw, n, _REGEXES)
     names = " | ".join(f"T{i}" for i in range(n))
     return f"start: ({names})+\n" + "\n".join(lines) + '\n%ignore " "\n'
 
