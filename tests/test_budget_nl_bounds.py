@@ -8,6 +8,8 @@ state (its own carry), that ends complete within what is left; and the route mus
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -39,22 +41,40 @@ def _nl_routes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return found
 
 
+def _first_step(cg: Any, prefix: str, suffix: str, extra: int) -> tuple[Any, Any, int, Any, Any, Any]:
+    """A FIM request budgeted at its minimum + ``extra``, and its first step: (constraint,
+    state, tokens left, grammar mask, the verified step's record, the tokens the step
+    keeps)."""
+    free = cg.constraint(prefix, suffix=suffix)
+    budget = free.min_tokens_to_complete() + extra
+    c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
+    st = c._history[-1]
+    left = c.remaining_tokens
+    assert left is not None and left >= 1
+    m = c._grammar_mask(st)
+    rec = verified_step(c, st, left)
+    every = c._bounded_groups(st, m, rec, left - 1)
+    return c, st, left, m, rec, (m if every else m & rec.keep)
+
+
+def _ends_within(c: Any, tb: Any, s: Any, done: tuple[int, ...] | None, most: int,
+                 token: bytes) -> None:
+    """The completion kept for a token, walked from the token's own state (its own carry),
+    fits in ``most`` tokens and ends complete."""
+    assert done is not None and len(done) <= most, token
+    for d in done:
+        s = c._walk(s, tb(d))
+        assert not isinstance(s, int), (token, done)
+    assert c._complete(s), (token, done)
+
+
 @pytest.mark.parametrize("prefix,suffix", CASES)
 @pytest.mark.parametrize("extra", [1, 2, 4, 12])
 def test_newline_groups_admitted_by_bound_end_complete(
         monkeypatch: pytest.MonkeyPatch, prefix: str, suffix: str, extra: int) -> None:
     found = _nl_routes(monkeypatch)
     cg = compiled("python", "deepseek-v4")
-    free = cg.constraint(prefix, suffix=suffix)
-    budget = free.min_tokens_to_complete() + extra
-    c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
-    st = c._history[-1]  # type: ignore[attr-defined]
-    left = c.remaining_tokens
-    assert left is not None and left >= 1
-    m = c._grammar_mask(st)  # type: ignore[attr-defined]
-    rec = verified_step(c, st, left)  # type: ignore[arg-type]
-    every = c._bounded_groups(st, m, rec, left - 1)  # type: ignore[attr-defined]
-    kept = m if every else m & rec.keep
+    c, st, left, _, rec, kept = _first_step(cg, prefix, suffix, extra)
     nl_live = c._b.nl_live  # type: ignore[attr-defined]
     tb = cg.vocab.token_bytes
     checked = 0
@@ -64,12 +84,7 @@ def test_newline_groups_admitted_by_bound_end_complete(
         s = c._walk(st, tb(t))  # type: ignore[attr-defined]
         if isinstance(s, int) or not nl_live[s[0]]:
             continue
-        done = rec.after(t)
-        assert done is not None and len(done) <= left - 1, tb(t)
-        for d in done:  # walked from the token's own state, its own carry
-            s = c._walk(s, tb(d))  # type: ignore[attr-defined]
-            assert not isinstance(s, int), (tb(t), done)
-        assert c._complete(s), (tb(t), done)  # type: ignore[attr-defined]
+        _ends_within(c, tb, s, rec.after(t), left - 1, tb(t))
         checked += 1
     if extra >= 4:
         assert any(found) and checked > 0, (found, checked)
@@ -83,16 +98,7 @@ def test_comment_cut_inside_a_character_admitted_by_bound(extra: int) -> None:
     bound, and the completion kept for each walks, from its own state, to an end."""
     cg = compiled("python", "deepseek-v4")
     prefix, suffix = "def f(x):\n    y = x + 1  # caf", "\n    return y\n"
-    free = cg.constraint(prefix, suffix=suffix)
-    budget = free.min_tokens_to_complete() + extra
-    c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
-    st = c._history[-1]  # type: ignore[attr-defined]
-    left = c.remaining_tokens
-    assert left is not None and left >= 1
-    m = c._grammar_mask(st)  # type: ignore[attr-defined]
-    rec = verified_step(c, st, left)  # type: ignore[arg-type]
-    every = c._bounded_groups(st, m, rec, left - 1)  # type: ignore[attr-defined]
-    kept = m if every else m & rec.keep
+    c, st, left, m, rec, kept = _first_step(cg, prefix, suffix, extra)
     rows = c._b.trans_rows  # type: ignore[attr-defined]
     tb = cg.vocab.token_bytes
     cut = 0
@@ -103,11 +109,6 @@ def test_comment_cut_inside_a_character_admitted_by_bound(extra: int) -> None:
         if not kept[t]:
             assert extra < 12, tb(t)  # with tokens to spare every such token fits
             continue
-        done = rec.after(t)
-        assert done is not None and len(done) <= left - 1, tb(t)
-        for d in done:
-            s = c._walk(s, tb(d))  # type: ignore[attr-defined]
-            assert not isinstance(s, int), (tb(t), done)
-        assert c._complete(s), (tb(t), done)  # type: ignore[attr-defined]
+        _ends_within(c, tb, s, rec.after(t), left - 1, tb(t))
         cut += 1
     assert cut > 0  # such tokens are admitted by the bound
