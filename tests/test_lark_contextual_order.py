@@ -13,12 +13,11 @@ from hypothesis import strategies as st
 
 import gramask
 from gramask.compiler.contextual_wins import contextual_order
-from gramask.compiler.lark_order import order_indices
 from gramask.compiler.lexer import build_lexer_dfa
 from gramask.compiler.parse_tables import build_parse_tables
 from gramask.errors import GramaskError
 from tests._support import is_program, lark_accepts, terminal_lines, tiny
-from tests.test_lark_order import _lex
+from tests.test_lark_order import _lex, _lexer
 
 # (grammar, texts): each case's first text is read differently under the longest match
 CASES = [
@@ -120,9 +119,7 @@ def test_random_terminal_sets_parse_as_lark(grammar: str, texts: list[str]) -> N
         return  # (a grammar either refuses is other tests' business)
     # where lark backtracks into an earlier end, the automaton cannot follow (as in the basic
     # mode, which lexes these texts alike: every terminal competes at every start)
-    g = gramask.Grammar.from_lark(grammar, lexer="basic")
-    basic = build_lexer_dfa(g.terminals, progress=False,
-                            order=order_indices(g.lark_order, g.terminal_names))
+    basic = _lexer(gramask.Grammar.from_lark(grammar, lexer="basic"))
     for text in texts:
         if _lex(basic, text) is None:
             continue
