@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...compiler.parse_tables import nullable_symbols
+
 if TYPE_CHECKING:
     from ..core.masks import MaskBuilder
     from .grammar_costs import Rules
@@ -21,15 +23,12 @@ def lexeme_predecessors(mb: MaskBuilder, rules: Rules, nsym: int) -> list[set[in
     n = nsym
     nt = ctx.automaton.num_terminals
     T = mb.dfa.num_terminals
-    nullable: set[int] = set()
+    nullable = nullable_symbols(rules)
     first: list[set[int]] = [{x} if x < nt else set() for x in range(n)]
     changed = True
     while changed:
         changed = False
         for lhs, rhs in rules:
-            if lhs not in nullable and all(x in nullable for x in rhs):
-                nullable.add(lhs)
-                changed = True
             for x in rhs:
                 if not first[x] <= first[lhs]:
                     first[lhs] |= first[x]
