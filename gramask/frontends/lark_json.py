@@ -129,7 +129,8 @@ def splice_json(grammar: Any, parts: list[JsonPart]) -> Any:
             "ignored terminals apply everywhere", line=parts[0].line)
     terminals = list(grammar.terminals)
     rules = list(grammar.rules)
-    _refuse_adjacent(rules, parts, grammar.source)
+    opts = {p.placeholder: _options(p, grammar.source) for p in parts}  # (checks every part)
+    _refuse_adjacent(rules, parts, {h for h, o in opts.items() if o[1]}, grammar.source)
     used = {t.name for t in terminals} | {r.lhs for r in rules}
     for part in parts:
         for t in terminals:
@@ -138,7 +139,8 @@ def splice_json(grammar: Any, parts: list[JsonPart]) -> Any:
                     f"{grammar.source}: %json in terminal {t.name}: a JSON part is a rule "
                     "item, not part of a terminal", line=part.line, column=part.column,
                     name=t.name)
-        jterms, jrules, jstart = _json_grammar(part, grammar.source, used)
+        jterms, jrules, jstart = _json_grammar(part, opts[part.placeholder], grammar.source,
+                                               used)
         k = next((i for i, t in enumerate(terminals) if t.name == part.placeholder), -1)
         if k < 0:  # (in a rule nothing reaches)
             continue
@@ -149,7 +151,8 @@ def splice_json(grammar: Any, parts: list[JsonPart]) -> Any:
     return replace(grammar, terminals=tuple(terminals), rules=tuple(rules))
 
 
-def _refuse_adjacent(rules: list[Any], parts: list[JsonPart], source: str) -> None:
+def _refuse_adjacent(rules: list[Any], parts: list[JsonPart], flexible: set[str],
+                     source: str) -> None:
     """Refuse a JSON part that can follow another with no lexeme between, either with
     whitespace: llguidance merges the two lexeme classes and takes whitespace between them
     (``%json{…} %json{…}`` reads ``1 2``), which no rule here spells out."""
@@ -189,13 +192,14 @@ def _refuse_adjacent(rules: list[Any], parts: list[JsonPart], source: str) -> No
                     break
 
 
-def _json_grammar(part: JsonPart, source: str, used: set[str]
+def _json_grammar(part: JsonPart, options: tuple[Any, bool, bool, dict[str, str]], source: str,
+                  used: set[str],
                   ) -> tuple[list[dict[str, Any]], list[tuple[str, tuple[str, ...]]], str]:
     """The JSON part's terminals (TerminalSpec fields), rules (renamed apart from ``used``,
-    which grows) and start."""
+    which grows) and start; ``options``: its :func:`_options`."""
     from .json_schema import JsonSchemaOptions, grammar_from_json_schema
 
-    schema, flexible, lenient, separators = _options(part, source)
+    schema, flexible, lenient, separators = options
     try:
         g = grammar_from_json_schema(
             schema, JsonSchemaOptions(whitespace="compact", lenient=lenient))
