@@ -175,14 +175,13 @@ class TokenMatrix:
         """(the (V, longest) zero-padded byte matrix, per token its length), built once."""
         mat, lens = self._tok_bytes, self._tok_lens  # read once: threads may build it too
         if mat is None or lens is None:
-            toks = self.vocab.tokens
-            lens = np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
+            tb = self.vocab.flat_bytes  # (the vocabulary's one flat copy of its bytes)
+            lens = tb.lens
             width = int(lens.max(initial=1))
-            mat = np.zeros((len(toks), width), dtype=np.uint8)
-            flat = np.frombuffer(b"".join(toks), dtype=np.uint8)
-            rows = np.repeat(np.arange(len(toks)), lens)
-            cols = np.arange(flat.size) - np.repeat(np.cumsum(lens) - lens, lens)
-            mat[rows, cols] = flat
+            mat = np.zeros((lens.size, width), dtype=np.uint8)
+            rows = np.repeat(np.arange(lens.size), lens)
+            cols = np.arange(tb.flat.size) - np.repeat(tb.start, lens)
+            mat[rows, cols] = tb.flat
             self._tok_bytes, self._tok_lens = mat, lens
         return mat, lens
 
