@@ -37,6 +37,7 @@ from ..core.indentation import newline_width
 from ..core.parse_state import ES, PUID, PState
 from ..memo import MISSING
 from .bounded import PLAN_FAILED
+from .runstate import walk_ids
 from .spelling import INF
 
 if TYPE_CHECKING:
@@ -348,12 +349,7 @@ class GroupBounds:
         return (*head, *ids)
 
     def _walk_ids(self, s: FimState, ids: tuple[int, ...]) -> FimState | None:
-        for t in ids:
-            nxt = self.walk(s, self.token_bytes(t))
-            if isinstance(nxt, int):
-                return None
-            s = nxt
-        return s
+        return walk_ids(self.walk, self.token_bytes, s, ids)
 
     def _ends_here(self, q: int, pq: PState, po: PState) -> bool:
         """Is the state (q, pq, po) complete? (An end after a lexeme the suffix's first

@@ -4,12 +4,13 @@ and contextual constraints alike)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 from ..core.parse_state import PUID
 from ..core.step_state import LexState, RunState
 
-__all__ = ["Complete", "LexState", "RunState", "View", "Walk", "memo_key"]
+__all__ = ["Complete", "LexState", "RunState", "View", "Walk", "memo_key", "walk_ids"]
 
 S = TypeVar("S", bound=RunState)
 S_contra = TypeVar("S_contra", bound=RunState, contravariant=True)
@@ -38,3 +39,15 @@ def memo_key(q: int, carry: int, st: RunState) -> tuple[int, ...]:
     state (parser states by their uid; a contextual fill-in-the-middle state also holds the
     original side's lexer state and carry, plain ints)."""
     return (q, carry, *(x if isinstance(x, int) else x[PUID] for x in st[2:]))
+
+
+def walk_ids(walk: Walk[S], token_bytes: Callable[[int], bytes], st: S, ids: Iterable[int],
+             ) -> S | None:
+    """The state after the tokens ``ids`` from ``st``, walked token by token as a generation
+    takes them (each token's end checked), or None where one fails."""
+    for t in ids:
+        nxt = walk(st, token_bytes(t))
+        if isinstance(nxt, int):
+            return None
+        st = nxt
+    return st

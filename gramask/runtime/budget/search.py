@@ -22,7 +22,7 @@ from ..core.parse_state import DEPTH, ES, INDENT
 from ..limits import memo_size
 from ..memo import BoundedMemo
 from .route import BoundsRoute, _plain_view
-from .runstate import Complete, RunState, View, Walk, memo_key
+from .runstate import Complete, RunState, View, Walk, memo_key, walk_ids
 from .spelling import INF
 from .state_costs import SearchEstimate, StateCosts
 
@@ -199,13 +199,8 @@ class PlanSearch(BoundsRoute):
         ids = self.tok.tokenize(text) if text is not None else None
         if ids is None:
             return None
-        cur = st
-        for i in ids:
-            nxt = walk(cur, self.vocab.token_bytes(i))
-            if isinstance(nxt, int):
-                return None
-            cur = nxt
-        return ids if complete(cur) else None
+        end = walk_ids(walk, self.vocab.token_bytes, st, ids)
+        return ids if end is not None and complete(end) else None
 
     def search_text(self, st: S, walk: Walk[S], complete: Complete[S], view: View[S] | None,
                     limit: int,

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import LimitExceededError, NoCompletionError
 from .bounded import PLAN_FAILED
-from .runstate import LexState, RunState
+from .runstate import LexState, RunState, walk_ids
 from .search import cheapest_steps
 
 if TYPE_CHECKING:
@@ -398,12 +398,7 @@ class WalkedVerifier(Generic[S]):
         """The state after ``ids`` token by token, as a generation takes them (each token's
         end is checked), or None."""
         c = self.c
-        for i in ids:
-            r = c._walk(s, c._vocab.token_bytes(i))
-            if isinstance(r, int):
-                return None
-            s = r
-        return s
+        return walk_ids(c._walk, c._vocab.token_bytes, s, ids)
 
     def cheap(self, s: S, data: bytes = b"", vertex: Hashable | None = None,
               ) -> tuple[int, ...] | None:
