@@ -312,7 +312,7 @@ def test_vectorised_grouping_matches_real_walks(name: str) -> None:
         for _ in range(3 if name == "python" else 6):
             st = c._history[-1]
             toks = np.flatnonzero(c._grammar_mask(st))
-            pl = c._cx_planner()
+            pl = c._budget_planner()
             groups = pl.group_tokens(st[0], st[2], toks, st[1])
             assert sum(g[3].size for g in groups) == toks.size  # every allowed token walks
             for fq, fc, fp, members in groups:

@@ -292,9 +292,6 @@ class ContextualBudgetConstraint(Constraint[LexState]):
             memo.put(key, r)
         return r
 
-    def _cx_planner(self) -> ContextualBudgetPlanner:
-        return self._budget_planner()
-
     def _budget_planner(self) -> ContextualBudgetPlanner:
         return cast(ContextualBudgetPlanner, super()._budget_planner())
 
@@ -307,7 +304,7 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         if left >= 1:
             cx = self._b.contextual
             assert cx is not None
-            pl = self._cx_planner()
+            pl = self._budget_planner()
             # the carry decides only where the indentation newline is live: elsewhere it
             # is dropped, so the plans of one (lexer state, parser state) are shared
             ver = WalkedVerifier(self, left - 1, pl.state_key, pl.norm_state, rec.plan)
@@ -333,7 +330,7 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         group_tokens`, vectorised), largest groups first; each group's state is checked
         against a real walk of its shortest member."""
         vocab = self._vocab
-        pl = self._cx_planner()
+        pl = self._budget_planner()
         out: list[tuple[LexState, np.ndarray]] = []
         q, carry, p = st
         for fq, fc, fp, members in pl.group_tokens(q, p, toks, carry):

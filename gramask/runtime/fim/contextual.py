@@ -151,9 +151,10 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
         rows, live, allowed = cx.rows, cx.live, cx.allowed
         seen: list[tuple[int, int]] = []
         result: bool | None = None
+        a = allowed(p)  # (the parser state's; it changes only where a lexeme ends)
         for i, byte in enumerate(self._suffix):
             nq = rows[q][byte]
-            if nq < 0 or not live[nq] & allowed(p):
+            if nq < 0 or not live[nq] & a:
                 if q == 0:
                     result = False
                     break
@@ -162,11 +163,12 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
                     result = False
                     break
                 p, carry = p2, 0
+                a = allowed(p)
                 result = self._met_before(i, p, seen)
                 if result is not None:
                     break
                 nq = rows[0][byte]
-                if nq < 0 or not live[nq] & allowed(p):
+                if nq < 0 or not live[nq] & a:
                     result = False
                     break
             q = nq
@@ -196,7 +198,7 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
         assert left is not None
         rec = verified_step(self, st, left)
         if left >= 1:
-            pl = self._cx_planner()
+            pl = self._budget_planner()
             if self._completion_pool is None:
                 self._completion_pool = CompletionPool()
             ver = WalkedVerifier(self, left - 1, _ctx_key(pl), _ctx_norm(pl), rec.plan,
@@ -222,16 +224,13 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
     def _budget_planner(self) -> ContextualBudgetPlanner:
         return cast(ContextualBudgetPlanner, super()._budget_planner())
 
-    def _cx_planner(self) -> ContextualBudgetPlanner:
-        return self._budget_planner()
-
     def _state_groups(self, st: CtxFimState, toks: np.ndarray
                       ) -> list[tuple[CtxFimState, np.ndarray]]:
         """``toks`` grouped by the state they lead to on both sides (each side's vectorised
         contextual walk, :meth:`ContextualBudgetPlanner.group_tokens`), largest first; each
         group's state checked against a real walk of its first member (a group that
         disagrees is dropped: never admitted on a guess)."""
-        pl = self._cx_planner()
+        pl = self._budget_planner()
         assert self._orig_planner is not None
         opl = cast(ContextualBudgetPlanner, self._orig_planner())
         q, carry, pq, qo, co, po = st
@@ -368,9 +367,10 @@ def _equivalent(cx: ContextualLexer, data: bytes, start: LexState
     rows, live, allowed = cx.rows, cx.live, cx.allowed
     bounds: list[tuple[int, PState]] = []
     lex_start = 0
+    a = allowed(p)  # (the parser state's; it changes only where a lexeme ends)
     for i, byte in enumerate(data):
         nq = rows[q][byte]
-        if nq < 0 or not live[nq] & allowed(p):
+        if nq < 0 or not live[nq] & a:
             if q == 0:
                 raise InvalidPrefixError("the prefix is not a prefix of any program", position=i)
             p2 = cx.lexeme_end(p, q, carry)
@@ -378,9 +378,10 @@ def _equivalent(cx: ContextualLexer, data: bytes, start: LexState
                 raise InvalidPrefixError("the prefix is not a prefix of any program",
                                          position=lex_start)
             p, carry, lex_start = p2, 0, i
+            a = allowed(p)
             bounds.append((i, p))
             nq = rows[0][byte]
-            if nq < 0 or not live[nq] & allowed(p):
+            if nq < 0 or not live[nq] & a:
                 raise InvalidPrefixError("the prefix is not a prefix of any program", position=i)
         q = nq
         if byte <= 32:
