@@ -15,6 +15,7 @@ from typing import Final, TypeAlias
 
 import numpy as np
 
+from ...encoding import bit_indices
 from ...errors import LimitExceededError
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo, InternTable
@@ -213,8 +214,8 @@ class ParserContext:
             return bits
         if self.automaton.viable is not None:  # every expected terminal but the newline
             rest = bits & ~(1 << self.nl_t if self.nl_t >= 0 else 0)
-            tried = [t for t in range(min(rest.bit_length(), self.automaton.num_terminals))
-                     if (rest >> t) & 1]
+            nt = self.automaton.num_terminals
+            tried = [t for t in bit_indices(rest) if t < nt]
         else:
             tried = [o for o in self.open_brackets if (bits >> o) & 1]
         for t in tried:
