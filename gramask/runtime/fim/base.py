@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Self, TypeVar
 
 from ...errors import InvalidPrefixError, InvalidSuffixError
+from ..budget.verify import CompletionPool
 from ..core.constraint import Constraint, Explanation, TokenBudget, starts_a_line
 from ..core.indentation import advance
 from ..core.parse_state import PUID
@@ -76,6 +77,7 @@ class FimBase(Constraint[F]):
     # " _," after "for" was forbidden with tokens to spare where the searched plans ran out)
     GREEDY_PLANS = 384
     _inputs = "prefix and suffix"
+    _completion_pool: CompletionPool | None = None  # (per constraint; clones start afresh)
 
     def __init__(
         self,
@@ -237,6 +239,12 @@ class FimBase(Constraint[F]):
         )
         c._prefix = self._prefix
         return c
+
+    def _pool(self) -> CompletionPool:
+        """This generation's recently verified completions (:class:`CompletionPool`)."""
+        if self._completion_pool is None:
+            self._completion_pool = CompletionPool()
+        return self._completion_pool
 
     @property
     def suffix(self) -> bytes:

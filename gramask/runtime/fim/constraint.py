@@ -28,7 +28,7 @@ from ..budget.bounded import BoundedBudget
 from ..budget.carry_free import CarryClasses
 from ..budget.group_bounds import BoundaryPlans, GroupBounds
 from ..budget.quotient_planner import quotient_planner
-from ..budget.verify import CompletionPool, VerifiedTokens, WalkedVerifier, verified_step
+from ..budget.verify import VerifiedTokens, WalkedVerifier, verified_step
 from ..core.constraint import Constraint
 from ..core.earley import ACCEPTS
 from ..core.indentation import TAB_UNIT, advance, join
@@ -265,7 +265,6 @@ class FimConstraint(BasicFimBase):
             if cls is not None:
                 cls.learn(raw, done)
 
-    _completion_pool: CompletionPool | None = None
     _boundary_plans: BoundaryPlans | None = None
 
     def _bounded_groups(self, st: FimState, m: np.ndarray, rec: VerifiedTokens,
@@ -292,12 +291,6 @@ class FimConstraint(BasicFimBase):
         for rf, rs in by_row.values():
             rec.keep[rf.tokens_of(np.concatenate(rs))] = True
         return False
-
-    def _pool(self) -> CompletionPool:
-        """This generation's recently verified completions (:class:`CompletionPool`)."""
-        if self._completion_pool is None:
-            self._completion_pool = CompletionPool()
-        return self._completion_pool
 
     def _budget_planner(self) -> BudgetPlanner:
         pl = cast("BudgetPlanner", super()._budget_planner())

@@ -35,7 +35,7 @@ from ...errors import InvalidPrefixError, InvalidSuffixError
 from ..budget.bounded import BoundedBudget
 from ..budget.contextual import ContextualBudgetPlanner
 from ..budget.quotient_planner import quotient_planner
-from ..budget.verify import CompletionPool, WalkedVerifier, budget_binds, verified_step
+from ..budget.verify import WalkedVerifier, budget_binds, verified_step
 from ..core.constraint import starts_a_line
 from ..core.contextual_lexer import ContextualLexer
 from ..core.earley import ACCEPTS
@@ -188,7 +188,6 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
     VERIFY_SEARCH = 16  # states a token's plan may search (the step's own plan: more)
     # the original grammar's planner (its vectorised walk groups the original side)
     _orig_planner: Callable[[], BudgetPlanner] | None = None
-    _completion_pool: CompletionPool | None = None
 
     def _apply_budget(self, st: CtxFimState, m: np.ndarray) -> None:
         """Keep in ``m`` only tokens after which a walked completion of at most
@@ -199,10 +198,8 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
         rec = verified_step(self, st, left)
         if left >= 1:
             pl = self._budget_planner()
-            if self._completion_pool is None:
-                self._completion_pool = CompletionPool()
             ver = WalkedVerifier(self, left - 1, _ctx_key(pl), _ctx_norm(pl), rec.plan,
-                                 pool=self._completion_pool)
+                                 pool=self._pool())
             vocab = self._vocab
             groups = self._state_groups(st, np.flatnonzero(m & ~rec.keep))
             if budget_binds(rec.plan, left - 1):
