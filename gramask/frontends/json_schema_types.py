@@ -100,14 +100,14 @@ def _intersected(schema: dict[str, Any], lo: int, hi: int | None) -> dict[str, A
     """The key-region spec (:mod:`.json_strings`) of a ``pattern`` that opens with
     lookaheads (``jt.pattern_lookaheads``: pydantic 2.12's ``Decimal``, password policies), with
     the schema's format and length beside it, or of a pattern beside a format (``^x-`` and
-    a uuid); None where one regex does (no such pattern). Raises ``PatternError``."""
+    a uuid, and a length up to 64); None where one regex does. Raises ``PatternError``."""
     pat, fmt = schema.get("pattern"), schema.get("format")
     if not isinstance(pat, str):
         return None
     where = f"pattern {pat!r}"
     parts = jt.pattern_lookaheads(pat, where)
     if parts is None:
-        if fmt not in _FORMATS or lo or hi is not None:
+        if fmt not in _FORMATS:
             return None
         parts = [jt.pattern_regex(pat, where)], []
     match, nomatch = parts
@@ -118,8 +118,8 @@ def _intersected(schema: dict[str, Any], lo: int, hi: int | None) -> dict[str, A
         match.append(_FORMATS[fmt])
     if lo or hi is not None:
         if max(lo, hi or 0) > MAX_COUNTED_LENGTH:
-            raise jt.PatternError(f"{where} with lookaheads beside a length above "
-                                  f"{MAX_COUNTED_LENGTH} is not supported")
+            raise jt.PatternError(f"{where} beside a format, or with lookaheads, and a length "
+                                  f"above {MAX_COUNTED_LENGTH} is not supported")
         match.append(f"(?:[^\\n]|\\n){{{lo},{'' if hi is None else hi}}}")
     return {"match": match, "nomatch": nomatch, "except": []}
 
