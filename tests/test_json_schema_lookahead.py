@@ -112,3 +112,12 @@ def test_lookarounds_elsewhere_stay_refused(pattern: str) -> None:
 def test_lookaheads_beside_a_long_length_are_refused_by_name() -> None:
     with pytest.raises(GrammarError, match="with lookaheads, and a length above 64"):
         Grammar.from_json_schema({"type": "string", "pattern": PASSWORD, "maxLength": 200})
+
+
+def test_leading_lookaheads_filter_an_enum() -> None:
+    """Beside ``enum`` the pattern filters the listed values (it refused the schema)."""
+    schema = {"enum": ["1.5", "+", 3, "x", "."], "pattern": DECIMAL}
+    cg = _compiled(json.dumps(schema))
+    v = jsonschema.Draft202012Validator(schema)
+    for inst in schema["enum"]:
+        assert _complete(cg, json.dumps(inst)) == v.is_valid(inst), inst
