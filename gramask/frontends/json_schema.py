@@ -500,6 +500,11 @@ def _kept_values(values: list[Any], kw: str, arg: Any) -> list[Any] | None:
         return [v for v in values if not applies(v) or _HOLDS[kw](v, arg)]
     if kw in ("pattern", NOT_PATTERN):  # matching in both readings; (not) in either
         try:
+            ahead = jt.pattern_lookaheads(arg, "") if kw == "pattern" else None
+            if ahead is not None:  # every part matched, in both readings, and no (?!B)
+                yes, no = ([jt.pattern_test(r) for r in rs] for rs in ahead)
+                return [v for v in values if not applies(v)
+                        or (all(t(v) for t in yes) and not any(t(v) for t in no))]
             pats = [arg] if kw == "pattern" else list(arg)
             tests = [jt.pattern_test(jt.pattern_regex(p, f"pattern {p!r}",
                                                       wide=kw == NOT_PATTERN)) for p in pats]

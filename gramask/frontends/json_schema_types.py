@@ -96,6 +96,34 @@ def finite_items(schema: dict[str, Any], resolve: Callable[[str], Any] | None = 
     return distinct if len(distinct) <= MAX_ORDERED_UNIQUE else None
 
 
+def _intersected(schema: dict[str, Any], lo: int, hi: int | None) -> dict[str, Any] | None:
+    """The key-region spec (:mod:`.json_strings`) of a ``pattern`` that opens with
+    lookaheads (``jt.pattern_lookaheads``: pydantic 2.12's ``Decimal``, password policies), with
+    the schema's format and length beside it, or of a pattern beside a format (``^x-`` and
+    a uuid, and a length up to 64); None where one regex does. Raises ``PatternError``."""
+    pat, fmt = schema.get("pattern"), schema.get("format")
+    if not isinstance(pat, str):
+        return None
+    where = f"pattern {pat!r}"
+    parts = jt.pattern_lookaheads(pat, where)
+    if parts is None:
+        if fmt not in _FORMATS:
+            return None
+        parts = [jt.pattern_regex(pat, where)], []
+    match, nomatch = parts
+    if fmt is not None:
+        if fmt not in _FORMATS:
+            raise jt.PatternError(f"{where} with lookaheads beside format {fmt!r} is not "
+                                  "supported")
+        match.append(_FORMATS[fmt])
+    if lo or hi is not None:
+        if max(lo, hi or 0) > MAX_COUNTED_LENGTH:
+            raise jt.PatternError(f"{where} beside a format, or with lookaheads, and a length "
+                                  f"above {MAX_COUNTED_LENGTH} is not supported")
+        match.append(f"(?:[^\\n]|\\n){{{lo},{'' if hi is None else hi}}}")
+    return {"match": match, "nomatch": nomatch, "except": []}
+
+
 class TypeKeywords(ObjectKeywords):
     """The compilers of ``type``'s keywords, one method per instance type."""
 
@@ -118,15 +146,14 @@ class TypeKeywords(ObjectKeywords):
             spec["min"] = lo
         if hi is not None:
             spec["max"] = hi
-        if "pattern" in schema and schema.get("format") in _FORMATS and not spec:
-            try:  # both: a string matching the two regexes (a key region's "match")
-                rx = jt.pattern_regex(schema["pattern"], f"pattern {schema['pattern']!r}")
-            except jt.PatternError as e:
-                self.refuse("pattern", ptr, str(e))
-            else:
-                return self.string_terminal(jt.JSON_STRING, hint=str(schema["format"]),
-                                            key=False, match=[rx, _FORMATS[schema["format"]]],
-                                            nomatch=[], **{"except": []})
+        try:  # several regexes at once: a key region's automaton, their intersection
+            both = _intersected(schema, lo, hi)
+        except jt.PatternError as e:
+            self.refuse("pattern", ptr, str(e))
+            schema, both = {k: v for k, v in schema.items() if k != "pattern"}, None
+        if both is not None:
+            return self.string_terminal(jt.JSON_STRING, hint=str(schema.get("format", "STRING")),
+                                        key=False, **both)
         if "pattern" in schema and "format" in schema:
             self.refuse("format", ptr, "together with pattern and a length is not supported")
         if "pattern" in schema:

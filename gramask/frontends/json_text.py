@@ -28,6 +28,7 @@ __all__ = [
     "integer_range_regex",
     "literal_string_regex",
     "number_range_regex",
+    "pattern_lookaheads",
     "pattern_regex",
 ]
 
@@ -272,11 +273,17 @@ def pattern_regex(pattern: str, where: str, wide: bool = False) -> str:
     if parsed.state.flags & ~(_sre_c.SRE_FLAG_UNICODE):
         _bad(where, "inline flags")
     items = list(parsed)
-    start_anchor = end_anchor = False
+    start_anchor = False
     if items and str(items[0][0]) == "AT" and str(items[0][1]) in ("AT_BEGINNING",
                                                                    "AT_BEGINNING_STRING"):
         start_anchor = True
         items = items[1:]
+    return _anchored(items, start_anchor, where, wide)
+
+
+def _anchored(items: list[tuple[Any, Any]], start_anchor: bool, where: str, wide: bool) -> str:
+    """:func:`pattern_regex` of parsed items, their leading ``^`` already read."""
+    end_anchor = False
     if items and str(items[-1][0]) == "AT" and str(items[-1][1]) in ("AT_END", "AT_END_STRING"):
         end_anchor = True
         items = items[:-1]
@@ -284,6 +291,43 @@ def pattern_regex(pattern: str, where: str, wide: bool = False) -> str:
     any_rep = f"{_ANY_DECODED}*"
     end = any_rep if not end_anchor else "\\n?" if wide else ""  # re reads $ before a final newline too
     return ("" if start_anchor else any_rep) + body + end
+
+
+def pattern_lookaheads(pattern: str, where: str) -> tuple[list[str], list[str]] | None:
+    """A pattern that opens with lookaheads at its anchored start (``^(?=.*\\d)(?!0+$)...``,
+    pydantic 2.12's ``Decimal`` and password policies): the whole-match regexes a string must
+    match for certain (each ``(?=A)``, then the rest) and those it must match in neither
+    reading (each ``(?!B)``), as :func:`pattern_regex` reads them; the language is their
+    intersection, a regular one that a key region's automaton builds. None for a pattern
+    without such a start (a lookaround anywhere else stays refused)."""
+    try:
+        parsed = _sre_parse.parse(pattern)
+    except Exception as e:  # re.error, OverflowError
+        raise PatternError(f"{where} is invalid: {e}") from None
+    if parsed.state.flags & ~(_sre_c.SRE_FLAG_UNICODE):
+        _bad(where, "inline flags")
+    items = list(parsed)
+    if not (items and str(items[0][0]) == "AT"
+            and str(items[0][1]) in ("AT_BEGINNING", "AT_BEGINNING_STRING")):
+        return None
+    k = 1
+    while k < len(items) and str(items[k][0]) in ("ASSERT", "ASSERT_NOT") \
+            and items[k][1][0] == 1:  # a lookahead (a lookbehind's direction is -1)
+        k += 1
+    if k == 1:
+        return None
+    match, nomatch = [], []
+    for op, (_dir, sub) in items[1:k]:
+        body = list(sub)  # at the string's start: its own ^ holds, as the outer one does
+        if body and str(body[0][0]) == "AT" and str(body[0][1]) in ("AT_BEGINNING",
+                                                                   "AT_BEGINNING_STRING"):
+            body = body[1:]
+        if str(op) == "ASSERT":
+            match.append(_anchored(body, True, where, wide=False))
+        else:  # excluded where either reading matches
+            nomatch.append(_anchored(body, True, where, wide=True))
+    match.append(_anchored(items[k:], True, where, wide=False))
+    return match, nomatch
 
 
 def pattern_test(regex: str) -> Callable[[str], bool]:
