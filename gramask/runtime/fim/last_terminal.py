@@ -79,18 +79,29 @@ def last_sets(ob: MaskBuilder, base: _Base, markers: list[tuple[Branch, int, int
         ign.append(ob.continuation_t)
     if nl >= 0 and ctx.open_brackets:
         ign.append(nl)  # (dropped inside brackets)
-    memo: dict[int, int] = {}
+    # per compiled grammar and mode, kept on the base: a pass over the lexer's states each
+    # (C's bundled grammar: a tenth of a request's setup when asked afresh)
+    ctxl = getattr(ob, "contextual", None) is not None
+    memo: dict[tuple[bool, int], int] = base.__dict__.setdefault("_dies_on", {})
 
     def dies(byte: int) -> int:
-        r = memo.get(byte)
+        r = memo.get((ctxl, byte))
         if r is None:
-            r = memo[byte] = _dies_on(ob, byte)
+            r = memo[(ctxl, byte)] = _dies_on(ob, byte)
         return r
 
-    first_bytes = ob.dfa.live[ob.dfa.trans[0].clip(0)][:, ign].any(axis=1) & (ob.dfa.trans[0] >= 0)
-    after_ignored = 0
-    for byte in np.flatnonzero(first_bytes).tolist():
-        after_ignored |= dies(byte)
+    def after_ignored() -> int:
+        key = (ctxl, -1 - sum(1 << a for a in ign))
+        r = memo.get(key)
+        if r is None:
+            trans, live = ob.dfa.trans, ob.dfa.live
+            first = live[trans[0].clip(0)][:, ign].any(axis=1) & (trans[0] >= 0)
+            r = 0
+            for byte in np.flatnonzero(first).tolist():
+                r |= dies(byte)
+            memo[key] = r
+        return r
+
     full = (1 << base.num_terminals) - 1
     virtual = full & ~((1 << n_lex) - 1)
     for t in (ctx.indent_t, ctx.dedent_t):
@@ -104,14 +115,14 @@ def last_sets(ob: MaskBuilder, base: _Base, markers: list[tuple[Branch, int, int
         if br.k == 0:
             allowed = dies(suffix[0])
             if allowed & ign_bits:
-                allowed |= after_ignored
+                allowed |= after_ignored()
         else:
             allowed = 0
             for e in br.ends:
                 if e == nl and 0 in br.depths and _width(suffix[:br.k]) < BROKEN:
                     allowed |= 1 << e  # (a line with a tab after a space is refused)
                 if e in ign or (e == nl and any(br.depths)):
-                    allowed |= after_ignored
+                    allowed |= after_ignored()
                 elif e in ctx.open_brackets or e in ctx.close_brackets:
                     allowed |= 1 << e
         if nl >= 0 and (allowed >> nl) & 1:
