@@ -40,6 +40,7 @@ from ...grammar import Grammar
 from ..core.earley import ACCEPTS, EXPECTED, UID, Automaton, EarleySet, set_items
 from ..core.masks import MaskBuilder
 from ..core.parse_state import ES, PUID, ParserContext, PState
+from .last_terminal import last_sets, restrict_last
 from .lazy_automaton import LazyAutomaton
 from .quotient_base import base_for
 from .suffix_lexing import Branch
@@ -256,7 +257,17 @@ def build_quotient(
             "no middle connects the prefix to this suffix: the code after the cursor is not "
             "the end of any program", position=max(bad, 0))
     qstart = ids[(start_sym, root[UID])]
-    aut = LazyAutomaton(base, list(rules), next_id, [m for _, m, _ in markers], qstart,
+    qrules = list(rules)
+    restrict = last_sets(ob, base, markers, suffix)
+    got = restrict_last(base, qrules, set(ids.values()), {m for _, m, _ in markers},
+                        restrict, qstart, next_id, names) if restrict else None
+    if got is not None:
+        qrules, qstart, next_id = got
+        if not any(lhs == qstart for lhs, _ in qrules):
+            raise InvalidSuffixError(
+                "no middle connects the prefix to this suffix: the code after the cursor "
+                "cannot follow any lexeme where it starts", position=0)
+    aut = LazyAutomaton(base, qrules, next_id, [m for _, m, _ in markers], qstart,
                         (*names, "$quotient"), ob.ctx.automaton.limits)
     qb = _builder_for(ob, aut, [m for _, m, a in markers if a < 0],
                       [(m, a) for _, m, a in markers if a >= 0])
