@@ -382,7 +382,9 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         if memo is None:
             memo = self._walks = BoundedMemo(1 << 15)
         key = (st[0], st[1], st[2][PUID], data)
-        r = memo.get(key, MISSING)
+        r = memo.young.get(key, MISSING)  # (a hit: one lookup, no call)
+        if r is MISSING:
+            r = memo.get(key, MISSING)
         if r is MISSING:
             r = super()._walk(st, data)
             memo.put(key, r)
@@ -397,7 +399,9 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         if memo is None:
             memo = self._completes = BoundedMemo(1 << 15)
         key = (st[0], st[1], st[2][PUID])
-        r = memo.get(key)
+        r = memo.young.get(key)
+        if r is None:
+            r = memo.get(key)
         if r is None:
             r = super()._complete(st)
             memo.put(key, r)
