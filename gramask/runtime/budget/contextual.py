@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 __all__ = ["ContextualBudgetConstraint", "ContextualBudgetPlanner"]
 
 
+# :meth:`ContextualBudgetPlanner._first_ends` kept (each an int32 per token: 0.5 MB on a
+# 128k vocabulary)
+_FIRSTS = 128
+_NEVER = 1 << 30  # a start position no token reaches
+
 # tokens grouped by the state they lead to: (lexer state, carry, parser state, members)
 _Groups = list[tuple[int, int, "PState", np.ndarray]]
 
@@ -71,6 +76,8 @@ class ContextualBudgetPlanner(BudgetPlanner):
         self._accepting = np.asarray(mb.dfa.accepting, dtype=bool)
         self._groups: BoundedMemo[tuple[int, int, int], _Groups] = BoundedMemo(
             memo_size(mb.limits.mask_cache))
+        # (lexer state, allowed set) → :meth:`_first_ends` (a vocabulary's worth each)
+        self._firsts: BoundedMemo[tuple[int, int], np.ndarray] = BoundedMemo(_FIRSTS)
 
     def norm_carry(self, s: LexState) -> int:
         """``s``'s carry where it can decide something (the indentation newline is live at
@@ -106,6 +113,70 @@ class ContextualBudgetPlanner(BudgetPlanner):
         """Per lexer state: does some terminal the parser at ``p`` allows stay alive there?"""
         return self.cx.live_under(self.cx.allowed(p))
 
+    def _first_ends(self, q: int, a: int) -> np.ndarray:
+        """Per token id, its contextual walk from lexer state ``q`` under the allowed set
+        ``a`` up to the first lexeme end that shifts a terminal (an ignored lexeme's end
+        leaves the parser, so the allowed set, as it was): the lexer state it ends in where
+        none does (>= 0), -1 where it fails first (or is empty), else ``-2 - (e * S + qb)``:
+        the lexeme at lexer state ``qb`` ends before its byte ``e`` as a terminal the parser
+        shifts (walked on by :meth:`group_tokens` from there, with the parser). Without an
+        indentation terminal only (the carry is not followed); memoised per (q, a): most
+        steps meet a lexer state and allowed set seen before, and most tokens (names, a
+        blank and a name) shift nothing inside themselves."""
+        key = (q, a)
+        r = self._firsts.get(key)
+        if r is not None:
+            return r
+        cx = self.cx
+        mat, lens = self.tokens.matrix()
+        S = self._trans.shape[0]
+        trans = self._trans
+        by = self._by_length
+        if by is None:
+            by = self._by_length = np.argsort(-lens, kind="stable")
+        by = by[lens[by] > 0]
+        blens = lens[by]
+        lv = cx.live_under(a)
+        cur = np.full(by.size, q, dtype=np.int64)
+        act = np.ones(by.size, dtype=bool)
+        out = np.full(by.size, -1, dtype=np.int64)
+        kinds: dict[int, int] = {}  # lexer state → 0: the walk fails, 1: ignored, 2: shifts
+
+        def kind(x: int) -> int:
+            k = kinds.get(x)
+            if k is None:
+                w = cx._winners(cx.accepting[x] & a) if x else 0
+                k = kinds[x] = 0 if not w else 2 if w & ~cx.ignored_bits else 1
+            return k
+
+        longer = np.searchsorted(-blens, -np.arange(int(blens[0]) if by.size else 0), "left")
+        slots = np.empty(S, dtype=np.int64)  # _dense_unique's scratch, by lexer state
+        for j in range(longer.size):
+            idx = np.flatnonzero(act[:int(longer[j])])
+            if not idx.size:
+                break
+            b = mat[by[idx], j].astype(np.int64)
+            cq = cur[idx]
+            nq = trans[cq, b]
+            ok = (nq >= 0) & lv[np.maximum(nq, 0)]
+            if not ok.all():
+                bad = np.flatnonzero(~ok)
+                qb = cq[bad]
+                uq, inv = _dense_unique(qb, slots)
+                kb = np.array([kind(x) for x in uq.tolist()], dtype=np.int64)[inv]
+                nq0 = trans[0, b[bad]]
+                on = (kb == 1) & (nq0 >= 0) & lv[np.maximum(nq0, 0)]
+                sh = kb == 2
+                out[idx[bad[sh]]] = -2 - (j * S + qb[sh])
+                act[idx[bad[~on]]] = False
+                nq[bad] = nq0
+            cur[idx] = nq
+        out[act] = cur[act]
+        r = np.full(lens.size, -1, dtype=np.int32)  # (fits: S * the longest token < 2**31)
+        r[by] = out
+        self._firsts.put(key, r)
+        return r
+
     def group_tokens(self, q: int, p: PState, toks: np.ndarray, carry: int = 0) -> _Groups:
         """``toks`` (tokens the grammar mask allows at (q, carry, p)) grouped by the state the
         contextual walk of their bytes ends in, largest groups first; tokens whose walk
@@ -123,6 +194,7 @@ class ContextualBudgetPlanner(BudgetPlanner):
         if r is not None:
             return r
         mat, lens = self.tokens.matrix()
+        S = self._trans.shape[0]
         order = self._longest_first(toks, lens)
         olens = lens[order]
         n_all = order.size
@@ -130,16 +202,33 @@ class ContextualBudgetPlanner(BudgetPlanner):
         ps = np.zeros(n_all, dtype=np.int64)  # index into vert
         cs = np.full(n_all, carry if track else 0, dtype=np.int64)
         alive = np.ones(n_all, dtype=bool)
+        # the byte position each token's walk below starts at (its lexer state there in qs)
+        start = np.zeros(n_all, dtype=np.int64)
+        if not track and n_all:
+            # up to its first lexeme end that shifts, a token's walk depends on (q, the
+            # allowed set) alone (memoised): those that shift go on below from there
+            codes = self._first_ends(q, cx.allowed(p))[order]
+            shift = codes <= -2
+            at = -2 - codes[shift].astype(np.int64)
+            qs = np.where(codes >= 0, codes, q).astype(np.int64)
+            qs[shift] = at % S
+            alive[codes == -1] = False
+            start[:] = _NEVER
+            start[shift] = at // S
         vert: list[PState] = [p]
         vid = {p[PUID]: 0}
-        lu = [self.live_under(p)]
-        S = self._trans.shape[0]
+        # per vertex, live_under of its allowed set: rows of ``luv``, grown by doubling (a
+        # lexeme end adds a vertex at most byte positions; restacking them all each time
+        # was a tenth of the grouping)
+        luv = np.empty((8, self._trans.shape[0]), dtype=bool)
+        luv[0] = self.live_under(p)
         trans = self._trans
         # per lexer state: can a lexeme ending there be the newline (its carry decides)?
         acc_nl = self._accepting[:, nl] if track else None
         ends: dict[tuple[int, int], int] = {}  # (pidx * S + q, carry) → pidx after the end
 
         def end_of(pi: int, qq: int, cc: int) -> int:
+            nonlocal luv
             k = (pi * S + qq, cc)
             r = ends.get(k)
             if r is None:
@@ -151,15 +240,19 @@ class ContextualBudgetPlanner(BudgetPlanner):
                     if r < 0:
                         r = vid[p2[PUID]] = len(vert)
                         vert.append(p2)
-                        lu.append(self.live_under(p2))
+                        if r >= luv.shape[0]:
+                            luv = np.concatenate([luv, np.empty_like(luv)])
+                        luv[r] = self.live_under(p2)
                 ends[k] = r
             return r
 
-        luv = np.stack(lu)  # restacked only when a lexeme end adds a parser state
+        slots = np.empty(0, dtype=np.int64)  # _dense_unique's scratch, by (vertex, state)
+        # tokens longer than j: the first ``longer[j]`` (longest first)
+        longer = np.searchsorted(-olens, -np.arange(int(olens[0]) if n_all else 0), "left")
 
-        for j in range(int(olens[0]) if n_all else 0):
-            n = int((olens > j).sum())
-            idx = np.flatnonzero(alive[:n])
+        for j in range(int(start.min()) if n_all else 0, longer.size):
+            n = int(longer[j])
+            idx = np.flatnonzero(alive[:n] & (start[:n] <= j))
             if not idx.size:
                 continue
             b = mat[order[idx], j].astype(np.int64)
@@ -178,11 +271,11 @@ class ContextualBudgetPlanner(BudgetPlanner):
                     cc = cc.copy()
                     cc[bad] = 0  # a lexeme ended: the carry starts afresh
                 else:
-                    uniq, inv = np.unique(pair, return_inverse=True)
+                    if slots.size <= len(vert) * S:
+                        slots = np.empty(2 * len(vert) * S, dtype=np.int64)
+                    uniq, inv = _dense_unique(pair, slots)
                     newp = np.array([end_of(int(k) // S, int(k) % S, 0)
                                      for k in uniq.tolist()], dtype=np.int64)[inv]
-                if len(lu) > luv.shape[0]:
-                    luv = np.stack(lu)
                 nq0 = trans[0, b[bad]]
                 ok2 = (newp >= 0) & (nq0 >= 0) & luv[np.maximum(newp, 0), np.maximum(nq0, 0)]
                 nq[bad] = nq0
@@ -196,9 +289,11 @@ class ContextualBudgetPlanner(BudgetPlanner):
             ps[idx] = cp
         # a walk may stop inside a lexeme only where ``end_ok`` holds
         sel = np.flatnonzero(alive & (qs != 0))
+        if slots.size <= len(vert) * S:
+            slots = np.empty(len(vert) * S + 1, dtype=np.int64)
         if sel.size:
             pair = ps[sel] * S + qs[sel]
-            uniq, inv = np.unique(pair, return_inverse=True)
+            uniq, inv = _dense_unique(pair, slots)
             fine = np.array([cx.end_ok(vert[int(k) // S], int(k) % S) for k in uniq.tolist()],
                             dtype=bool)[inv]
             alive[sel[~fine]] = False
@@ -206,11 +301,14 @@ class ContextualBudgetPlanner(BudgetPlanner):
         if track:
             nl_live = self._live[:, nl]
             gc = np.where(nl_live[qs[live]], cs[live], 0)
+            gpairs, ginv = _unique_pairs(ps[live] * S + qs[live], gc)
         else:
-            gc = np.zeros(live.size, dtype=np.int64)
-        gpairs, ginv = _unique_pairs(ps[live] * S + qs[live], gc)
+            gu, ginv = _dense_unique(ps[live] * S + qs[live], slots)
+            gpairs = [(k, 0) for k in gu.tolist()]
         counts = np.bincount(ginv, minlength=len(gpairs))
-        members = order[live][np.argsort(ginv, kind="stable")]
+        # (a stable sort of small integers is a radix sort: the group ids fit 16 bits)
+        gi = ginv.astype(np.int16) if len(gpairs) < 1 << 15 else ginv
+        members = order[live][np.argsort(gi, kind="stable")]
         cuts = np.concatenate(([0], np.cumsum(counts)))
         out: _Groups = [
             (k % S, c2, vert[k // S], members[cuts[i]:cuts[i + 1]])
@@ -219,6 +317,19 @@ class ContextualBudgetPlanner(BudgetPlanner):
         out.sort(key=lambda g: -g[3].size)
         self._groups.put(key, out)
         return out
+
+
+def _dense_unique(a: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, return_inverse=True)`` for values below ``slots.size``, without sorting
+    ``a`` (only its distinct values): ``slots`` is scratch, read only where written here. A
+    step's walk asks it at every byte position of tens of thousands of tokens that share a
+    few lexer states, and the sorts were a third of the grouping."""
+    n = a.size
+    slots[a] = np.arange(n)
+    first = np.flatnonzero(slots[a] == np.arange(n))  # one position per distinct value
+    uniq = np.sort(a[first])
+    slots[uniq] = np.arange(uniq.size)
+    return uniq, slots[a]
 
 
 def _unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
@@ -271,7 +382,9 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         if memo is None:
             memo = self._walks = BoundedMemo(1 << 15)
         key = (st[0], st[1], st[2][PUID], data)
-        r = memo.get(key, MISSING)
+        r = memo.young.get(key, MISSING)  # (a hit: one lookup, no call)
+        if r is MISSING:
+            r = memo.get(key, MISSING)
         if r is MISSING:
             r = super()._walk(st, data)
             memo.put(key, r)
@@ -286,7 +399,9 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         if memo is None:
             memo = self._completes = BoundedMemo(1 << 15)
         key = (st[0], st[1], st[2][PUID])
-        r = memo.get(key)
+        r = memo.young.get(key)
+        if r is None:
+            r = memo.get(key)
         if r is None:
             r = super()._complete(st)
             memo.put(key, r)

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextualRule"]
 
+_MISS = object()  # (a lexeme end may be None: a memo's miss is this)
+
 
 class DeadEnds(Protocol):
     """The dead-end search as a walk asks it (:class:`.contextual_ends.ContextualEnds`)."""
@@ -208,10 +210,28 @@ class ContextualRule:
         return got
 
     def lexeme_end(self, p: PState, q: int, carry: int, at_eof: bool = False) -> PState | None:
-        """Parser state after the lexeme in progress at ``q`` ends here (None if it cannot)."""
+        """Parser state after the lexeme in progress at ``q`` ends here (None if it cannot).
+        Memoised per (parser state, lexer state, and where the indentation newline exists,
+        carry and ``at_eof``), kept per parser context like ``_walk_end_ok``'s and sized like
+        its parser-state memos (what it holds are the parser's own steps): a budget step ends
+        the same few lexemes hundreds of thousands of times (its token grouping, its checks'
+        walks), each an allowed set, a winner and a parser step."""
         if q == 0:
             return p
-        return self._end_with(p, self.accepting[q], carry, at_eof)
+        memo = self.__dict__.get("_ends")
+        if memo is None or memo[0] is not self.ctx:
+            memo = self._ends = (self.ctx, BoundedMemo[tuple[int, int, int, bool], object](
+                memo_size(self.ctx.automaton.limits.parser_states)))
+        nl = self.nl_t >= 0
+        key = (p[PUID], q, carry if nl else 0, at_eof and nl)
+        ends = memo[1]
+        r = ends.young.get(key, _MISS)
+        if r is _MISS:
+            r = ends.get(key, _MISS)
+            if r is _MISS:
+                r = self._end_with(p, self.accepting[q], carry, at_eof)
+                ends.put(key, r)
+        return r  # type: ignore[return-value]
 
     def _end_with(self, p: PState, accepting: int, carry: int, at_eof: bool = False
                   ) -> PState | None:
