@@ -17,6 +17,7 @@ from typing import Any
 
 from .compiler.regex_features import has_category, parse_regex
 from .errors import GrammarError
+from .frontends.lark_equivalents import regular_equivalent
 from .lark_errors import guess_line, import_error, lex_error, undefined_start, visit_error
 
 __all__ = ["LEXER_MODES", "Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
@@ -216,8 +217,8 @@ class Grammar:
             pat = t.pattern
             is_string = pat.type == "str"
             regex = re.escape(pat.value) if is_string else pat.value
-            regex = _REGULAR_EQUIVALENTS.get(regex, regex)
             flags = "".join(sorted(f for f in pat.flags if f in "ismx"))
+            regex = regex if is_string else regular_equivalent(regex, flags)
             if flags:
                 regex = f"(?{flags}:{regex})"
             parsed = None if is_string else parse_regex(regex)  # (a string has neither)
@@ -509,25 +510,6 @@ def _indentation_json(spec: IndentationSpec) -> dict[str, Any]:
 def _indentation_from_json(obj: dict[str, Any]) -> IndentationSpec:
     kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in obj.items()}
     return IndentationSpec(**kwargs)
-
-
-# lark's common.lark and python.lark write these with lookarounds; the same lexemes as
-# regexes without (lazy repeats: a lexeme ends at the first closing quote not escaped).
-_STRING_PREFIX = "(?:|[ubf]|r|[ubf]r|r[ubf])"  # python.lark's ([ubf]?r?|r[ubf]), no greedy ?
-_REGULAR_EQUIVALENTS = {
-    # common.ESCAPED_STRING: a double-quoted one-line string with backslash escapes
-    '".*?(?<!\\\\)(\\\\\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
-    # python.lark's STRING, read without its (?!"") (which only leaves a triple quote to
-    # LONG_STRING, the longer lexeme there anyway; an unterminated """x" lexes as "" "x")
-    r"""([ubf]?r?|r[ubf])("(?!"").*?(?<!\\)(\\\\)*?"|'(?!'').*?(?<!\\)(\\\\)*?')""":
-        _STRING_PREFIX + r"""(?:"(?:[^\\\n]|\\[^\n])*?"|'(?:[^\\\n]|\\[^\n])*?')""",
-    # python.lark's LONG_STRING (flags i, s)
-    r'([ubf]?r?|r[ubf])(""".*?(?<!\\)(\\\\)*?"""|' + r"'''.*?(?<!\\)(\\\\)*?''')":
-        _STRING_PREFIX + r'(?:"""(?:[^\\]|\\[\s\S])*?"""|' + r"'''(?:[^\\]|\\[\s\S])*?''')",
-    # python.lark's DEC_NUMBER without its (?![1-9]) after zeros ("01" lexes as "0" "1",
-    # two numbers no Python rule puts side by side: refused by the parser instead)
-    r"(?:0(?:(?:_)?0)*(?![1-9])|[1-9](?:(?:_)?[0-9])*)": r"(?:0(?:(?:_)?0)*|[1-9](?:(?:_)?[0-9])*)",
-}
 
 
 def _check_terminals(terminals: Sequence[TerminalSpec], text: str, source: str) -> None:

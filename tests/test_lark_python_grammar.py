@@ -1,7 +1,7 @@
 """lark's own ``python.lark`` (shipped in the lark package) loads and reads Python as lark does.
 
 Its STRING, LONG_STRING and DEC_NUMBER use lookarounds, which no finite automaton has; gramask
-reads them as regexes without (``gramask.grammar._REGULAR_EQUIVALENTS``, lazy repeats ending at
+reads them as regexes without (``gramask.frontends.lark_equivalents``, lazy repeats ending at
 the first closing quote), and its COMMENT, which ``_NEWLINE`` always wins in the basic mode, is
 ignored: a warning, not an error. Oracle: lark's LALR parser with its ``PythonIndenter``."""
 

@@ -54,7 +54,7 @@ def lark_terminal_order(
 # (terminal, the terminal its lookahead leaves a text to): python.lark's STRING refuses a
 # triple quote with ``(?!"")`` so that LONG_STRING, after it in lark's order, takes it. gramask
 # reads STRING without the lookahead (a lookahead is no regular language: grammar.py's
-# ``_REGULAR_EQUIVALENTS``), so LONG_STRING comes first instead: then STRING's ``""`` cuts
+# ``lark_equivalents``), so LONG_STRING comes first instead: then STRING's ``""`` cuts
 # it no more, and the lexemes are lark's (an unterminated ``"""x"`` is refused, as in lark)
 _GUARDS = (("STRING", "LONG_STRING"),)
 
