@@ -55,6 +55,8 @@ DOCUMENTED_REFUSALS = [
     ("can never be produced", "a terminal another always wins against (basic mode)"),
     ("declared terminals that nothing produces", "a language empty but for %declare'd terms"),
     ("derives no terminal string", "an empty language: no derivation of start finishes"),
+    ("which has no finite automaton", "a lookaround or backreference (ESCAPED_STRING with text "
+     "after it in one terminal)"),
 ]
 
 
