@@ -98,6 +98,38 @@ def test_lexical_rules_agree_with_ast_parse(source: str, ok: bool) -> None:
     assert got == ok
 
 
+@pytest.mark.parametrize(("source", "ok"), [
+    # CPython's del_targets hold no starred target at any depth; the grammar took the
+    # assignment targets there, so the first five were complete (found by random sentences
+    # of python.lark checked with ast.parse)
+    ("del [a, *b]\n", False),
+    ("del (a, *b)\n", False),
+    ("del [*a]\n", False),
+    ("del ([a, *b],)\n", False),
+    ("del a, (b, (c, *d))\n", False),
+    ("del [a, (b, [c])], d,\n", True),
+    ("del (), [], ((a))\n", True),
+    ("del [*a].b, (a, *b)[0]\n", True),
+    ("[a, (b, *c)] = d\n", True),
+    ("for [a, *b], (c, [*d]) in e: pass\n", True),
+    ("with (a, [b, *c]) as d, e as [*g]: pass\n", True),
+    ("with ([a], [b, *c] as d): pass\n", True),
+    ("x = ([a], [*b], c + 1)\n", True),
+])
+def test_del_targets_have_no_star_at_any_depth(source: str, ok: bool) -> None:
+    try:
+        ast.parse(source)
+        expected = True
+    except SyntaxError:
+        expected = False
+    assert expected == ok, "the case table is wrong for this interpreter"
+    try:
+        got = compiled("python", "gpt2").constraint(source).is_complete()
+    except gramask.InvalidPrefixError:
+        got = False
+    assert got == ok
+
+
 def test_line_continuations_at_line_start_indent_as_cpython() -> None:
     """A backslash line continuation where a line's indentation is measured: CPython 3.11
     takes the column of the first backslash after blanks, or, in the very first column, the
