@@ -70,9 +70,13 @@ class RecordingIndenter(PythonIndenter):
 def load_oracle(grammar_path: Path = GRAMMAR_PATH) -> tuple[Lark, RecordingIndenter]:
     indenter = RecordingIndenter()
     from gramask.grammars import _GENERATED, _NAME_FOR_LARK  # lark's collision check is slow
+    from gramask.grammars import text as bundled_text
 
+    text = grammar_path.read_text(encoding="utf-8")
+    if grammar_path == GRAMMAR_PATH:  # the bundled grammar as the running interpreter has it
+        text = bundled_text("python")
     parser = Lark(
-        _GENERATED.sub(lambda _m: _NAME_FOR_LARK, grammar_path.read_text(encoding="utf-8")),
+        _GENERATED.sub(lambda _m: _NAME_FOR_LARK, text),
         parser="lalr",
         lexer="basic",
         postlex=indenter,

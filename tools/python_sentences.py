@@ -4,9 +4,9 @@
 The soundness walks draw tokens a model might write; these draw the grammar's own rules, so
 they reach corners a walk from stdlib cuts rarely does (`del [a, *b]`, `case _.a:`, `(a).b:
 int` were found so). Rules are expanded at random down to ``--depth``, then along the
-shortest derivation; terminals get a few fixed spellings; 3.12-only rules (``type_alias``,
-``type_params``) are left out, and no f-string is written (their fields are the documented
-superset)::
+shortest derivation; terminals get a few fixed spellings (the grammar is the running
+interpreter's: ``gramask.grammars.text`` cuts newer syntax), and no f-string is written (their
+fields are the documented superset)::
 
     PYTHONPATH=. python tools/python_sentences.py --sentences 4000 --seed 5 --depth 10
 """
@@ -30,7 +30,6 @@ from lark.load_grammar import load_grammar
 import gramask
 import gramask.grammars
 
-SKIP_RULES = {"type_alias", "type_params"}
 SAMPLES = {
     "NAME": ["x", "y", "foo", "_a", "é", "A1"],
     "STRING": ['"s"', "'t'", 'r"\\d"', 'u"u"', '""'],
@@ -54,9 +53,7 @@ class Sentences:
         self.literals = {t.name: t.pattern.value for t in terms if t.pattern.type == "str"}
         self.rules: dict[str, list[list[Any]]] = collections.defaultdict(list)
         for r in rules:
-            alt = list(r.expansion)
-            if not any(isinstance(s, NonTerminal) and s.name in SKIP_RULES for s in alt):
-                self.rules[r.origin.name].append(alt)
+            self.rules[r.origin.name].append(list(r.expansion))
         self.height: dict[str, int] = collections.defaultdict(lambda: 10**9)
         changed = True
         while changed:  # shortest derivation height of every rule

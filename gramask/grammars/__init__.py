@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pathlib
 import re
+import sys
+from collections.abc import Callable
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING
@@ -21,7 +23,7 @@ from ..errors import GrammarError
 if TYPE_CHECKING:
     from ..grammar import Grammar
 
-__all__ = ["lark_text", "lexer_mode", "load", "load_spec", "names", "path", "start_rule", "text"]
+__all__ = ["for_python", "lark_text", "lexer_mode", "load", "load_spec", "names", "path", "start_rule", "text"]
 
 _SUFFIX = ".lark"
 
@@ -54,8 +56,46 @@ def path(name: str) -> pathlib.Path:
 
 
 def text(name: str) -> str:
-    """Source text of bundled grammar ``name``."""
-    return str(_files().joinpath(_check(name) + _SUFFIX).read_text(encoding="utf-8"))
+    """Source text of bundled grammar ``name`` (python's for the running interpreter)."""
+    source = str(_files().joinpath(_check(name) + _SUFFIX).read_text(encoding="utf-8"))
+    return for_python(source, sys.version_info[:2]) if name == "python" else source
+
+
+# python.lark is written for the newest syntax it covers; what an older interpreter's ast.parse
+# refuses is cut out for it, so the grammar is exact against the interpreter that runs it.
+_TYPE_PARAM = re.compile(r"^type_param:.*\n(?:^ +\|.*\n)*", re.M)
+_DEFAULT = re.compile(r' \["=" (?:test|\(test \| star_expr\))\]')
+
+
+def _cut(_m: re.Match[str]) -> str:
+    return ""
+
+
+def _without_defaults(m: re.Match[str]) -> str:
+    return _DEFAULT.sub("", m.group())
+
+
+# (the version the syntax arrived in, where it is written, what is left of it, how many places)
+_NEWER_SYNTAX: list[tuple[tuple[int, int], re.Pattern[str], Callable[[re.Match[str]], str], int]]
+_NEWER_SYNTAX = [
+    ((3, 13), _TYPE_PARAM, _without_defaults, 1),  # PEP 696 type parameter defaults
+    # PEP 695 type parameter lists and `type X = ...`
+    ((3, 12), re.compile(r" \[type_params\]"), _cut, 3),
+    ((3, 12), re.compile(r" \| type_alias(?=\n)"), _cut, 1),
+    ((3, 12), re.compile(r"^type_alias:.*\n", re.M), _cut, 1),
+    ((3, 12), re.compile(r"^type_params:.*\n", re.M), _cut, 1),
+    ((3, 12), _TYPE_PARAM, _cut, 1),
+]
+
+
+def for_python(source: str, version: tuple[int, int]) -> str:
+    """python.lark's ``source`` without the syntax newer than ``version``."""
+    for since, pattern, replace, count in _NEWER_SYNTAX:
+        if version < since:
+            source, n = pattern.subn(replace, source)
+            if n != count:  # python.lark changed under these patterns: say so, do not drift
+                raise GrammarError(f"python.lark: {pattern.pattern!r} cut {n} times, not {count}")
+    return source
 
 
 # lark's basic and contextual lexers check terminal collisions with interegular, which lists every
