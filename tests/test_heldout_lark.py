@@ -46,3 +46,26 @@ def test_a_soft_pair_stays_soft_in_the_reserved_mode() -> None:
     g = gramask.Grammar.from_lark(SOFT_PAIR, lexer="contextual", reserved_keywords=True)
     cg = gramask.compile(g, vocab, cache=False)
     assert is_program(cg, "nil := a")
+
+
+# Mistakes made while writing the held-out grammars: lark's message names neither the line
+# nor (for an %import) the statement at fault, and calls a terminal a rule.
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ('start: x\nx: "a" NOPE\n', 2, "terminal 'NOPE' is used but not defined"),
+        ('start: x\nx: "a" y\n', 2, "rule 'y' is used but not defined"),
+        ('start: NUMBER X\n%import common.NUMBER\n%import common.NOPE -> X\n', 3,
+         "%import common.NOPE: common defines no terminal NOPE"),
+        ('%import common (WS, NOPE)\nstart: WS NOPE\n', 1,
+         "%import common: common defines no terminal NOPE"),
+        ('start: "x"\n%ignore " "\n%ignore /#[^\\n]*/\n%ignore /\\s*/\n', 4,
+         "%ignore /\\s*/ matches the empty string"),
+        ('start: x\n%import .nowhere.x\n', 2, "%import .nowhere.x: no grammar file"),
+    ],
+)
+def test_load_errors_name_the_statement_and_its_line(text: str, line: int, words: str) -> None:
+    with pytest.raises(gramask.GrammarError) as info:
+        gramask.Grammar.from_lark(text, source="g.lark")
+    assert words in str(info.value) and str(info.value).startswith("g.lark: ")
+    assert info.value.line == line
