@@ -18,7 +18,14 @@ from typing import Any
 from .compiler.regex_features import has_category, parse_regex
 from .errors import GrammarError
 from .frontends.lark_equivalents import regular_equivalent
-from .lark_errors import guess_line, import_error, lex_error, undefined_start, visit_error
+from .lark_errors import (
+    guess_line,
+    import_error,
+    lex_error,
+    load_error,
+    undefined_start,
+    visit_error,
+)
 
 __all__ = ["LEXER_MODES", "Grammar", "IndentationSpec", "RuleSpec", "TerminalSpec"]
 
@@ -189,14 +196,7 @@ class Grammar:
                 context=e.get_context(lark_text) if hasattr(e, "get_context") else None,
             ) from None
         except (LarkGrammarError, KeyError) as e:
-            msg = str(e).strip("'\"")
-            undefined = re.fullmatch(r"Using an undefined rule: NonTerminal\('(\w+)'\)", msg)
-            if undefined and undefined.group(1) == start:  # lark names its internal class
-                raise undefined_start(text, source, start) from None
-            if undefined:
-                msg = f"rule {undefined.group(1)!r} is used but not defined"
-            line = guess_line(text, msg)
-            raise GrammarError(f"{source}: {msg}", line=line) from None
+            raise load_error(text, source, start, str(e).strip("'\"")) from None
         except LexError as e:
             raise lex_error(text, source, str(e)) from None
         except re.error as e:

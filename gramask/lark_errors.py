@@ -10,7 +10,8 @@ from typing import Any
 
 from .errors import GrammarError, InvalidRegexError
 
-__all__ = ["guess_line", "import_error", "lex_error", "undefined_start", "visit_error"]
+__all__ = ["guess_line", "import_error", "lex_error", "load_error", "undefined_start",
+           "visit_error"]
 
 
 def undefined_start(text: str, source: str, start: str) -> GrammarError:
@@ -21,6 +22,36 @@ def undefined_start(text: str, source: str, start: str) -> GrammarError:
         f"{source}: the start rule {start!r} is not defined (start= / --start); "
         f"the grammar's rules: {', '.join(rules[:20]) or 'none'}"
         + (", ..." if len(rules) > 20 else ""), name=start)
+
+
+def load_error(text: str, source: str, start: str, msg: str) -> GrammarError:
+    """lark's ``GrammarError`` while loading: an undefined start rule listed with the rules
+    there are; an undefined terminal called a terminal (lark says "Rule" for both), and one a
+    ``%import`` names traced to that ``%import``'s line (the module has no such name)."""
+    undefined = re.fullmatch(r"Using an undefined rule: NonTerminal\('(\w+)'\)", msg)
+    if undefined and undefined.group(1) == start:  # lark names its internal class
+        return undefined_start(text, source, start)
+    if undefined:
+        msg = f"rule {undefined.group(1)!r} is used but not defined"
+    used = re.fullmatch(r"Rule '(\w+)' used but not defined(.*)", msg, flags=re.DOTALL)
+    if used:
+        name = used.group(1)
+        for m in _IMPORT.finditer(text):
+            names = {m.group(1).rsplit(".", 1)[-1]}
+            if m.group(2):  # %import module (A, b): the names in parentheses
+                end = text.find(")", m.end())
+                names = set(re.findall(r"\w+", text[m.end():end if end >= 0 else None]))
+            arrow = re.match(r"[ \t]*->[ \t]*(\w+)", text[m.end():])
+            if name in names or (arrow and arrow.group(1) == name):
+                module = m.group(1) if m.group(2) else m.group(1).rsplit(".", 1)[0]
+                wanted = name if name in names else m.group(1).rsplit(".", 1)[-1]
+                return GrammarError(
+                    f"{source}: %import {m.group(1)}: {module} defines no "
+                    f"{'terminal' if wanted.lstrip('_')[:1].isupper() else 'rule'} {wanted}",
+                    line=text.count("\n", 0, m.start()) + 1, name=name)
+        kind = "terminal" if name.lstrip("_")[:1].isupper() else "rule"
+        msg = f"{kind} {name!r} is used but not defined{used.group(2)}"
+    return GrammarError(f"{source}: {msg}", line=guess_line(text, msg))
 
 
 def visit_error(text: str, source: str, e: Any) -> GrammarError:
@@ -65,8 +96,14 @@ def import_error(
     for m in _IMPORT.finditer(text):
         parts = m.group(1).split(".")
         module = parts if m.group(2) else parts[:-1]
-        if not module or not module[0]:
-            continue  # a relative import (".x"): resolved against the grammar's own file
+        if not module or not module[0]:  # a relative import (".x"): beside the grammar file
+            rel = os.path.join(*[p for p in module if p]) + ".lark" if any(module) else ""
+            if rel and str(getattr(error, "filename", "")).endswith(rel):
+                return GrammarError(
+                    f"{source}: %import {m.group(1)}: no grammar file {rel} beside this "
+                    "grammar (a relative import reads the folder of the grammar file)",
+                    line=text.count("\n", 0, m.start()) + 1, name=m.group(1))
+            continue
         if module[0] in _LARK_MODULES and len(module) == 1:
             continue
         rel = os.path.join(*module) + ".lark"
@@ -87,11 +124,18 @@ def lex_error(text: str, source: str, message: str) -> GrammarError:
     """Lark's ``LexError`` about one terminal, as a GrammarError naming it and its line."""
     m = re.search(r"zero-width terminals\. \((\w+): (.*)\)$", message)
     if m:
-        name = m.group(1)
+        name, line = m.group(1), guess_line(text, m.group(1))
+        what = f"terminal {name}"
+        if name.startswith("__IGNORE_"):  # lark's name for the n-th %ignore, if inline
+            n = int(name.rsplit("_", 1)[1])
+            ignores = list(re.finditer(r"^[ \t]*%ignore[ \t]+(.*?)[ \t]*$", text, re.M))
+            if n < len(ignores):
+                what = f"%ignore {ignores[n].group(1)}"
+                line = text.count("\n", 0, ignores[n].start()) + 1
         return GrammarError(
-            f"{source}: terminal {name} matches the empty string ({m.group(2)}); a terminal "
+            f"{source}: {what} matches the empty string ({m.group(2)}); a terminal "
             f"must consume at least one character",
-            line=guess_line(text, name), name=name,
+            line=line, name=name,
         )
     m = re.search(r"Cannot compile token (\w+): (.*)$", message)
     if m:

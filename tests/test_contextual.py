@@ -251,8 +251,10 @@ def test_partial_shadows_and_collisions_are_listed_and_logged(caplog) -> None:
 
     vocab = gramask.Vocabulary.from_tokens([b"a", b"b", b"</s>"], eos_token_id=2)
     # the longest lexeme (lark's order drops C wherever A is expected, so it never collides:
-    # tests/test_lark_contextual_order.py)
-    g = replace(gramask.Grammar.from_lark(SHADOW, lexer="contextual"), lark_order=())
+    # tests/test_lark_contextual_order.py), and every match kept (lark's rule would make B
+    # win "ab" from A: tests/test_heldout_lark.py)
+    g = replace(gramask.Grammar.from_lark(SHADOW, lexer="contextual", keywords_win=False),
+                lark_order=())
     with caplog.at_level("WARNING", logger="gramask"):
         cg = gramask.compile(g, vocab, cache=False, progress=False)
     pairs = {(d["terminal"], d["other"], d["example"]) for d in cg.stats()["lexer_diagnostics"]}

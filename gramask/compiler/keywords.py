@@ -15,7 +15,9 @@ language (read off the lexer DFA; for a case-insensitive ``s``, its value as wri
 pairs them: ``"x"i`` beside ``/x+/`` wins ``x``, and ``X`` is ``s`` alone), ``s`` ahead of ``r`` in the basic mode's winner order
 (priority, then strings before regexes), neither ignored, and ``s`` not a *soft* keyword of
 ``r``: one that some rule turns back into what ``r`` is (a rule with both ``N → r`` and
-``N → s``, as python.lark's ``name: NAME | "match" | "case" | "type" | "_"``).
+``N → s``, as python.lark's ``name: NAME | "match" | "case" | "type" | "_"``). The soft
+exception is the reserved mode's: lark's own rule (``Grammar.keywords_win``) pairs every
+string with its regexes, as lark's ``unless`` does, whatever the rules derive.
 """
 
 from __future__ import annotations
@@ -93,11 +95,15 @@ def _accepting_ends(dfa: LexerDFA, t: int) -> np.ndarray:
 def reserved_pairs(grammar: Grammar, dfa: LexerDFA) -> list[tuple[int, int]]:
     """The (string, regex) terminal index pairs the grammar reserves (see the module
     docstring); empty unless ``grammar.reserved_keywords`` or ``grammar.keywords_win`` (the
-    pairs then decide ties only where the parser takes both, as lark's contextual lexer)."""
+    pairs then decide ties only where the parser takes both, as lark's contextual lexer, and
+    soft keywords are paired too: lark's ``unless`` has no such exception)."""
     if not (grammar.reserved_keywords or grammar.keywords_win):
         return []
     ts = grammar.terminals
-    soft = soft_pairs(grammar)
+    # Soft keywords are the reserved mode's own exception; lark's ``unless`` (keywords_win
+    # alone) knows no rules: ``x: NAME | "nil"`` still makes ``nil`` the keyword wherever
+    # the parser takes both, so ``nil := 1`` is no assignment to a name there.
+    soft = soft_pairs(grammar) if grammar.reserved_keywords else set()
     regexes = [i for i, t in enumerate(ts) if not t.is_string and not t.ignored]
     rank = {t: r for r, t in enumerate(winner_order(ts))}  # the basic mode's tie order
     out: list[tuple[int, int]] = []
