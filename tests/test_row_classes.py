@@ -9,9 +9,11 @@ import functools
 import random
 
 import numpy as np
+import pytest
 
 import gramask
 from gramask import Grammar
+from gramask.compiler import token_walk
 from gramask.compiler.pipeline import build
 from gramask.compiler.row_classes import row_representatives
 
@@ -42,7 +44,7 @@ def test_equal_rows_per_class() -> None:
     w = lazy.tables.walker
     assert w is not None and w.share_rows
     assert w.lmax < N
-    rep = row_representatives(w.dfa, w.state_class, w.lmax)
+    rep = row_representatives(w.dfa, w.state_class, w.lmax)  # (what the walker uses)
     assert len(set(rep.tolist())) < w.dfa.num_states - 10 * (N - w.lmax)
     other = build(Grammar.from_json_schema(SCHEMA), vocab, progress=False, lazy=True)
     plain = other.tables.walker
@@ -59,9 +61,13 @@ def test_equal_rows_per_class() -> None:
             classes[r] = (ids, nodes)
 
 
-def test_masks_inside_counted_strings() -> None:
+@pytest.mark.parametrize("after", [0, token_walk.SHARE_AFTER])
+def test_masks_inside_counted_strings(monkeypatch: pytest.MonkeyPatch, after: int) -> None:
     """Forced strings of every length up to N and past it, and random walks, have the full
-    build's masks; the string's rows walked lazily stay few."""
+    build's masks, rows shared from the first (``after`` 0) or once ``SHARE_AFTER`` rows
+    are walked (then the shared walks are keyed by states first, by classes after); the
+    string's rows walked lazily stay few."""
+    monkeypatch.setattr(token_walk, "SHARE_AFTER", after)
     vocab = _vocab()
     g = Grammar.from_json_schema(SCHEMA)
     eager = build(g, vocab, progress=False)
@@ -79,7 +85,7 @@ def test_masks_inside_counted_strings() -> None:
             ca.advance(t)
             cb.advance(t)
     w = lazy.tables.walker
-    assert w is not None and len(w.assembled) < N
+    assert w is not None and len(w.assembled) < N + after
     rng = random.Random(3)
     for _ in range(4):
         ca, cb = eager.constraint(), lazy.constraint()

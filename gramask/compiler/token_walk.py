@@ -43,8 +43,12 @@ from .walk_inputs import (
     token_starts,
 )
 
-__all__ = ["TokenWalker"]
+__all__ = ["SHARE_AFTER", "TokenWalker"]
 
+# rows assembled in full before a lazy table looks for rows to share (row_classes): the
+# partition costs ~0.2 ms per lexer state (a 46k-state counted string: ~9 s on a loaded
+# machine), a row ~60 ms; most requests walk a handful of rows and never pay for it
+SHARE_AFTER = 16
 
 
 class TokenWalker:
@@ -239,9 +243,9 @@ class TokenWalker:
 
     def rep_of(self, q: int) -> int:
         """The state whose row ``q``'s row is (:mod:`.row_classes`; ``q`` in a full build)."""
-        if not self.share_rows:
-            return q
-        if self._rep is None:
+        if self._rep is None:  # (once rows are many: a request in a long counted string)
+            if not self.share_rows or len(self.assembled) < SHARE_AFTER:
+                return q
             self._rep = row_representatives(self.dfa, self.state_class, self.lmax)
         return int(self._rep[q])
 
@@ -249,10 +253,9 @@ class TokenWalker:
         """DFA row ``q`` (or rows) with each state replaced by :meth:`rep_of`'s: the shared walks'
         keys (the walks from states that agree on every token's bytes are equal)."""
         row: np.ndarray = self.trans[q]
-        if not self.share_rows:
-            return row
         self.rep_of(0)
-        assert self._rep is not None
+        if self._rep is None:
+            return row
         keys: np.ndarray = np.where(row >= 0, self._rep[np.maximum(row, 0)], -1)
         return keys
 
