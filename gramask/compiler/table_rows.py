@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 __all__ = ["expand_row", "group_row", "lazy_diff", "row0_part", "select_tokens"]
 
+_EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY.flags.writeable = False
+
 
 def expand_row(
     tables: TokenTables, q: int, bases: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
@@ -59,22 +62,30 @@ def lazy_diff(w: TokenWalker, q: int, most: int
     those, ``q``'s entries: token ids, nodes), walked on first use; None where more than
     ``most`` tokens differ, for row 0 and for rows assembled in full. A row costs what it
     adds (the rows inside a string differ in a few first bytes: a key's next letter, a UTF-8
-    lead), not the vocabulary-sized assembly, sort and scatter of a whole row."""
+    lead), not the vocabulary-sized assembly, sort and scatter of a whole row; a row equal to
+    another's (:mod:`gramask.compiler.row_classes`: a count of a long string) costs nothing."""
     with w.lock:
-        if q == 0 or q in w.assembled or not w.assembled:
+        if q == 0 or q in w.assembled:
+            return None
+        r = w.rep_of(q)
+        if r != q:  # the same row as ``r``'s (row_classes): nothing differs
+            w.row(r)
+            return r, _EMPTY, _EMPTY, _EMPTY
+        if not w.assembled:
             return None
         cand = np.fromiter(w.assembled, dtype=np.int64, count=len(w.assembled))
-        tq = w.trans[q]
-        cost = (w.trans[cand] != tq[None, :]) @ np.diff(w.byte_start)  # tokens differing
+        tq = w.key_row(q)
+        keys = w.key_row(cand)
+        cost = (keys != tq[None, :]) @ np.diff(w.byte_start)  # tokens differing
         j = int(np.argmin(cost))
         if int(cost[j]) > most:
             return None
         base = int(cand[j])
-        diff = np.flatnonzero(w.trans[base] != tq).tolist()
+        diff = np.flatnonzero(keys[j] != tq).tolist()
         cont = [b for b in diff if tq[b] >= 0]
         w.ensure_shared(q, cont)
         node = (np.concatenate([w.shared[(int(tq[b]), b)] for b in cont]) if cont
-                else np.zeros(0, dtype=np.int64))
+                else _EMPTY)
         idx = w.tokens_of(cont)
         keep = node >= 0
         return base, w.tokens_of(diff), idx[keep], node[keep].astype(np.int64)

@@ -290,7 +290,7 @@ def lazy_token_tables(
     """The tables of :func:`build_token_tables` with no row walked yet: each is walked when
     first read (a grammar compiled per request visits a few of its lexer states)."""
     w = TokenWalker(dfa, tokens, special, nl_terminal=nl_terminal, tab_len=tab_len,
-                    contextual=contextual, end_ids=end_ids)
+                    contextual=contextual, end_ids=end_ids, share_rows=True)
     empty = np.zeros(0, dtype=np.int32)
     return TokenTables(
         rows_indptr=np.zeros(1, dtype=np.int64), rows_indices=empty, rows_data=empty,
@@ -375,7 +375,7 @@ def _row_diff(w: TokenWalker, q: int, b: int, limit: int
     then stored whole: neither sorted nor kept). Both rows are made of the shared walks of
     their bytes, so only the bytes on which ``q`` and ``b`` lead to different states can
     differ, and only those are compared (not two vocabulary-sized vectors)."""
-    rq, rb = w.trans[q], w.trans[b]
+    rq, rb = w.key_row(q), w.key_row(b)  # (the shared walks' keys)
     bb, bs = w.by_byte, w.byte_start
     ids: list[np.ndarray] = []
     data: list[np.ndarray] = []

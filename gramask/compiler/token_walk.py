@@ -22,13 +22,14 @@ from collections.abc import Generator, Sequence
 
 import numpy as np
 
-from ..encoding import nl_code, unique_rows
+from ..encoding import unique_rows
 from .ignored_follows import ignored_follows
 from .interner import Interner
 from .kept import drop_oldest
 from .lexer import LexerDFA
 from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
 from .plain_chars import PlainChains
+from .row_classes import row_representatives
 from .suffix_memo import SuffixMemo
 from .walk_inputs import (
     TAIL,
@@ -36,13 +37,18 @@ from .walk_inputs import (
     byte_groups,
     end_classes,
     jump_tail,
+    nl_heads,
     split_classes,
     token_matrix,
     token_starts,
 )
 
-__all__ = ["TokenWalker"]
+__all__ = ["SHARE_AFTER", "TokenWalker"]
 
+# rows assembled in full before a lazy table looks for rows to share (row_classes): the
+# partition costs ~0.2 ms per lexer state (a 46k-state counted string: ~9 s on a loaded
+# machine), a row ~60 ms; most requests walk a handful of rows and never pay for it
+SHARE_AFTER = 16
 
 
 class TokenWalker:
@@ -54,7 +60,7 @@ class TokenWalker:
     def __init__(
         self, dfa: LexerDFA, tokens: Sequence[bytes], special: np.ndarray, *,
         nl_terminal: int = -1, tab_len: int = 8, contextual: bool = False,
-        end_ids: np.ndarray | None = None,
+        end_ids: np.ndarray | None = None, share_rows: bool = False,
     ) -> None:
         self.dfa = dfa
         self.n_states, n_terms = dfa.num_states, dfa.num_terminals
@@ -103,6 +109,8 @@ class TokenWalker:
         self.succ = Successors(self.trans)  # what the searches for local automata share
         self.chains = PlainChains(self.trans, self.state_class, self.lens, self.buf)
         self.lock = threading.RLock()
+        self.share_rows = share_rows  # (a lazy table) equal rows walked once: row_classes
+        self._rep: np.ndarray | None = None
 
     # ------------------------------------------------------------------ memos
     def suffix(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -226,9 +234,30 @@ class TokenWalker:
                         row, _ = self.ensure_shared(0)
                         self.row0 = self.assemble(row, starts)
                 return self.row0
+            r = self.rep_of(q)
+            if r != q:  # (a count with room for any token: the row of its class)
+                return self.row(r)
             row, cont = self.ensure_shared(q)
             self.assembled[q] = None
             return self.assemble(row, cont)
+
+    def rep_of(self, q: int) -> int:
+        """The state whose row ``q``'s row is (:mod:`.row_classes`; ``q`` in a full build)."""
+        if self._rep is None:  # (once rows are many: a request in a long counted string)
+            if not self.share_rows or len(self.assembled) < SHARE_AFTER:
+                return q
+            self._rep = row_representatives(self.dfa, self.state_class, self.lmax)
+        return int(self._rep[q])
+
+    def key_row(self, q: int | np.ndarray) -> np.ndarray:
+        """DFA row ``q`` (or rows) with each state replaced by :meth:`rep_of`'s: the shared walks'
+        keys (the walks from states that agree on every token's bytes are equal)."""
+        row: np.ndarray = self.trans[q]
+        self.rep_of(0)
+        if self._rep is None:
+            return row
+        keys: np.ndarray = np.where(row >= 0, self._rep[np.maximum(row, 0)], -1)
+        return keys
 
     def assemble(self, row: np.ndarray, first: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """The tokens whose first byte is in ``first`` with their shared walks' nodes from
@@ -244,9 +273,9 @@ class TokenWalker:
 
     def ensure_shared(self, q: int, only: list[int] | None = None
                       ) -> tuple[np.ndarray, list[int]]:
-        """(row ``q`` of the DFA, the bytes continuing it, of ``only`` if given), their shared
-        walks done."""
-        row = self.trans[q]
+        """(row ``q`` of the DFA as :meth:`key_row` keys it, the bytes continuing it, of
+        ``only`` if given), their shared walks done."""
+        row = self.key_row(q)
         cont = np.flatnonzero(row >= 0).tolist() if only is None else only
         missing: dict[int, list[int]] = {}
         for b in cont:
@@ -369,7 +398,7 @@ class TokenWalker:
                     if good.any():
                         eg = ends[good]
                         out[eg] = interner.cons(
-                            self._lex_heads(cur[eg], None, idx[eg], k[eg], lex_start[eg],
+                            _lex_heads(self, cur[eg], None, idx[eg], k[eg], lex_start[eg],
                                             from_start), tail[good])
             elif stop.size:
                 win = accept[cur[stop]]
@@ -386,7 +415,7 @@ class TokenWalker:
                     if nl_terminal >= 0:
                         nl = heads == nl_terminal
                         if nl.any():
-                            heads[nl] = _nl_heads(self.buf, n_terms, te[nl], ke[nl],
+                            heads[nl] = nl_heads(self.buf, n_terms, te[nl], ke[nl],
                                                   lex_start[ends[nl]], from_start)
                     keep = (heads >= n_terms) | ~ignored[np.minimum(heads, n_terms - 1)]
                     if keep.any():
@@ -417,30 +446,32 @@ class TokenWalker:
         if ok.any():
             starts = lex_start[ok] if lex_start is not None else None
             res[ok] = self.interner.cons(
-                self._lex_heads(states[ok], sets[ok], tidx[ok], kpos[ok], starts, from_start),
+                _lex_heads(self, states[ok], sets[ok], tidx[ok], kpos[ok], starts, from_start),
                 tail[ok])
         return res
 
-    def _lex_heads(self, states: np.ndarray, sets: np.ndarray | None, t: np.ndarray,
-                   k: np.ndarray, lex_start: np.ndarray | None, from_start: bool
-                   ) -> np.ndarray:
-        """Set ids of LEX nodes for lexemes of tokens ``t`` ending before byte ``k`` in
-        ``states`` (``sets``: their terminal sets, None for the states' accepting sets).
-        A set that holds the indentation newline is interned with the width the newline
-        would carry (counted as the basic tables count it, :func:`_nl_heads`)."""
-        nl_t = self.nl_terminal
-        rows = self.dfa.accepting[states] if sets is None else sets
-        ids: np.ndarray = (self.acc_id[states] if sets is None
-                           else self.interner.set_ids(sets))
-        if nl_t < 0:
-            return ids
-        nl = np.flatnonzero(rows[:, nl_t])
-        if nl.size:
-            assert lex_start is not None, "a newline lexeme needs where it began"
-            codes = _nl_heads(self.buf, self.n_terms, t[nl], k[nl], lex_start[nl], from_start)
-            ids = ids.copy()
-            ids[nl] = self.interner.set_ids(rows[nl], codes)
+
+def _lex_heads(w: TokenWalker, states: np.ndarray, sets: np.ndarray | None, t: np.ndarray,
+               k: np.ndarray, lex_start: np.ndarray | None, from_start: bool
+               ) -> np.ndarray:
+    """Set ids of ``w``'s LEX nodes for lexemes of tokens ``t`` ending before byte ``k`` in
+    ``states`` (``sets``: their terminal sets, None for the states' accepting sets).
+    A set that holds the indentation newline is interned with the width the newline
+    would carry (counted as the basic tables count it, :func:`nl_heads`). (A function of the module:
+    the class stays within its size.)"""
+    nl_t = w.nl_terminal
+    rows = w.dfa.accepting[states] if sets is None else sets
+    ids: np.ndarray = (w.acc_id[states] if sets is None
+                       else w.interner.set_ids(sets))
+    if nl_t < 0:
         return ids
+    nl = np.flatnonzero(rows[:, nl_t])
+    if nl.size:
+        assert lex_start is not None, "a newline lexeme needs where it began"
+        codes = nl_heads(w.buf, w.n_terms, t[nl], k[nl], lex_start[nl], from_start)
+        ids = ids.copy()
+        ids[nl] = w.interner.set_ids(rows[nl], codes)
+    return ids
 
 
 def _keep(w: TokenWalker, s_after: int, bytes_in: list[int], nodes: np.ndarray) -> None:
@@ -513,30 +544,6 @@ def _local_nodes(w: TokenWalker, s_after: int, bytes_in: list[int], toks: np.nda
             if f.any():
                 out[at_k[f]] = w.interner.branch(cw[f], out[at_k[f]], alt[f])
     return out
-
-
-def _nl_heads(buf: np.ndarray, n_terms: int, t: np.ndarray, k: np.ndarray,
-              lex_start: np.ndarray, from_start: bool) -> np.ndarray:
-    """Heads of indentation newlines ending at byte ``k`` of tokens ``t`` (their lexemes
-    began at ``lex_start``): the carry of runtime.core.indentation, counted over the
-    bytes after the last newline or form feed, read off the tokens' bytes (the bytes
-    before ``k`` only: most tokens are short, and a table per token and offset would be
-    five vocabulary × longest-token arrays)."""
-    w = int(k.max())
-    rows = buf[t, :w]
-    pos = np.arange(w, dtype=np.int64)[None, :]
-    before = pos < k[:, None]
-    last_nl = np.where(((rows == 10) | (rows == 12)) & before, pos, -1).max(axis=1,
-                                                                           initial=-1)
-    seg = np.maximum(last_nl + 1, lex_start)
-    inside = before & (pos >= seg[:, None])  # the bytes counted: after the last reset
-    sp, tab = (rows == 32) & inside, (rows == 9) & inside
-    last_tab = np.where(tab, pos, -1).max(axis=1, initial=-1)
-    first_sp = np.where(sp, pos, w).min(axis=1, initial=w)
-    rel = (last_nl < lex_start) & (not from_start) & (lex_start == 0)
-    heads: np.ndarray = nl_code(n_terms, sp.sum(axis=1), tab.sum(axis=1),
-                                (last_tab >= 0) & (first_sp < last_tab), rel)
-    return heads
 
 
 # (id of a vocabulary's by-byte order, the first bytes) → (that order, its tokens joined)

@@ -8,12 +8,12 @@ from itertools import compress
 
 import numpy as np
 
-from ..encoding import bits_of_rows, rows_of_bits, unique_rows
+from ..encoding import bits_of_rows, nl_code, rows_of_bits, unique_rows
 from .kept import drop_oldest
 from .lexer import LexerDFA
 
-__all__ = ["TAIL", "LoopRuns", "byte_groups", "end_classes", "jump_tail", "run_ends", "run_stops",
-           "token_matrix", "token_starts", "wide_first_bytes"]
+__all__ = ["TAIL", "LoopRuns", "byte_groups", "end_classes", "jump_tail", "nl_heads", "run_ends",
+           "run_stops", "token_matrix", "token_starts", "wide_first_bytes"]
 
 # a walk with at most this many tokens left steps them in Python (:func:`jump_tail`)
 TAIL = 48
@@ -305,3 +305,28 @@ def byte_groups(lens: np.ndarray, buf: np.ndarray) -> tuple[np.ndarray, np.ndarr
     drop_oldest(_GROUPS, 4)
     _GROUPS[id(lens)] = (lens, valid, by_byte, byte_start)
     return valid, by_byte, byte_start
+
+
+def nl_heads(buf: np.ndarray, n_terms: int, t: np.ndarray, k: np.ndarray,
+             lex_start: np.ndarray, from_start: bool) -> np.ndarray:
+    """Heads of indentation newlines ending at byte ``k`` of tokens ``t`` (their lexemes
+    began at ``lex_start``): the carry of runtime.core.indentation, counted over the
+    bytes after the last newline or form feed, read off the tokens' bytes (the bytes
+    before ``k`` only: most tokens are short, and a table per token and offset would be
+    five vocabulary × longest-token arrays)."""
+    w = int(k.max())
+    rows = buf[t, :w]
+    pos = np.arange(w, dtype=np.int64)[None, :]
+    before = pos < k[:, None]
+    last_nl = np.where(((rows == 10) | (rows == 12)) & before, pos, -1).max(axis=1,
+                                                                           initial=-1)
+    seg = np.maximum(last_nl + 1, lex_start)
+    inside = before & (pos >= seg[:, None])  # the bytes counted: after the last reset
+    sp, tab = (rows == 32) & inside, (rows == 9) & inside
+    last_tab = np.where(tab, pos, -1).max(axis=1, initial=-1)
+    first_sp = np.where(sp, pos, w).min(axis=1, initial=w)
+    rel = (last_nl < lex_start) & (not from_start) & (lex_start == 0)
+    heads: np.ndarray = nl_code(n_terms, sp.sum(axis=1), tab.sum(axis=1),
+                                (last_tab >= 0) & (first_sp < last_tab), rel)
+    return heads
+
