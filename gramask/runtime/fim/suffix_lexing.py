@@ -283,11 +283,14 @@ def assumed_bases(prefix_indent: tuple[int, ...], w: int, unit: int | None) -> l
         filled = [*base, *range(base[-1] + step, w, step)]
         if filled != base:
             bases.insert(0, filled)
-        # beside the filled stack too: the middle need not follow the prefix's step
-        counts = {len(b) for b in bases}
+        # beside the filled stack too: the middle need not follow the prefix's step. Not
+        # only counts the filled stack lacks: a suffix that returns to a width below ``w``
+        # keeps the levels below that width, so [0, 4] and [0, 1] differ under a suffix
+        # line back at 4 (two levels there against three)
         bases += [[*base, *range(base[-1] + 1, base[-1] + j + 1)]
                   for j in range(1, MAX_EXTRA_DEDENTS + 1)
-                  if base[-1] + j < w and len(base) + j not in counts]
+                  if base[-1] + j < w and [*base, *range(base[-1] + 1, base[-1] + j + 1)]
+                  not in bases]
     return bases
 
 
