@@ -266,19 +266,25 @@ def pattern_regex(pattern: str, where: str, wide: bool = False) -> str:
     backreferences, inline flags or anchors elsewhere, its message opening with ``where``
     (``pattern '(?=a)'``: the caller's refusal names the keyword and its pointer).
     """
+    items = _parsed(pattern, where)
+    start_anchor = _starts_anchored(items)
+    return _anchored(items[start_anchor:], start_anchor, where, wide)
+
+
+def _parsed(pattern: str, where: str) -> list[tuple[Any, Any]]:
+    """``re``'s parse of a pattern, refused (``where`` named) if invalid or with inline flags."""
     try:
         parsed = _sre_parse.parse(pattern)
     except Exception as e:  # re.error, OverflowError
         raise PatternError(f"{where} is invalid: {e}") from None
     if parsed.state.flags & ~(_sre_c.SRE_FLAG_UNICODE):
         _bad(where, "inline flags")
-    items = list(parsed)
-    start_anchor = False
-    if items and str(items[0][0]) == "AT" and str(items[0][1]) in ("AT_BEGINNING",
-                                                                   "AT_BEGINNING_STRING"):
-        start_anchor = True
-        items = items[1:]
-    return _anchored(items, start_anchor, where, wide)
+    return list(parsed)
+
+
+def _starts_anchored(items: list[tuple[Any, Any]]) -> bool:
+    return bool(items) and str(items[0][0]) == "AT" and str(items[0][1]) in (
+        "AT_BEGINNING", "AT_BEGINNING_STRING")
 
 
 def _anchored(items: list[tuple[Any, Any]], start_anchor: bool, where: str, wide: bool) -> str:
@@ -300,15 +306,8 @@ def pattern_lookaheads(pattern: str, where: str) -> tuple[list[str], list[str]] 
     reading (each ``(?!B)``), as :func:`pattern_regex` reads them; the language is their
     intersection, a regular one that a key region's automaton builds. None for a pattern
     without such a start (a lookaround anywhere else stays refused)."""
-    try:
-        parsed = _sre_parse.parse(pattern)
-    except Exception as e:  # re.error, OverflowError
-        raise PatternError(f"{where} is invalid: {e}") from None
-    if parsed.state.flags & ~(_sre_c.SRE_FLAG_UNICODE):
-        _bad(where, "inline flags")
-    items = list(parsed)
-    if not (items and str(items[0][0]) == "AT"
-            and str(items[0][1]) in ("AT_BEGINNING", "AT_BEGINNING_STRING")):
+    items = _parsed(pattern, where)
+    if not _starts_anchored(items):
         return None
     k = 1
     while k < len(items) and str(items[k][0]) in ("ASSERT", "ASSERT_NOT") \
@@ -319,9 +318,7 @@ def pattern_lookaheads(pattern: str, where: str) -> tuple[list[str], list[str]] 
     match, nomatch = [], []
     for op, (_dir, sub) in items[1:k]:
         body = list(sub)  # at the string's start: its own ^ holds, as the outer one does
-        if body and str(body[0][0]) == "AT" and str(body[0][1]) in ("AT_BEGINNING",
-                                                                   "AT_BEGINNING_STRING"):
-            body = body[1:]
+        body = body[_starts_anchored(body):]
         if str(op) == "ASSERT":
             match.append(_anchored(body, True, where, wide=False))
         else:  # excluded where either reading matches
