@@ -128,6 +128,19 @@ def lark_accepts(parser: lark.Lark, text: str) -> bool:
     return True
 
 
+def indenter_oracle(grammar: str) -> lark.Lark:
+    """lark's LALR parser of an indentation grammar (``_NEWLINE``, ``_INDENT``, ``_DEDENT``,
+    tabs to 8, no brackets): the oracle of FIM tests with blocks."""
+    from lark.indenter import Indenter
+
+    class Ind(Indenter):
+        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
+        OPEN_PAREN_types: list[str] = []  # noqa: RUF012 (lark's own attribute)
+        CLOSE_PAREN_types: list[str] = []  # noqa: RUF012
+
+    return lark.Lark(grammar, parser="lalr", postlex=Ind())
+
+
 def run_threads(*targets: Callable[[], Any]) -> list[BaseException]:
     """Run each target on a thread of its own, all at once; what they raised."""
     errors: list[BaseException] = []

@@ -8,7 +8,7 @@ import lark
 import pytest
 
 import gramask
-from tests._support import hf_tokenizer, lark_accepts, tiny
+from tests._support import hf_tokenizer, indenter_oracle, lark_accepts, tiny
 from tools import budget_force
 
 CHARS = [*"abc.=# \t\n*", "aa", " ba", " #"]
@@ -138,23 +138,12 @@ _NEWLINE: (/\r?\n[\t ]*/ | /#[^\n]*/)+
 """
 
 
-def _indenter_oracle(grammar: str) -> lark.Lark:
-    from lark.indenter import Indenter
-
-    class Ind(Indenter):
-        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
-        OPEN_PAREN_types: list[str] = []  # noqa: RUF012 (lark's own attribute)
-        CLOSE_PAREN_types: list[str] = []  # noqa: RUF012
-
-    return lark.Lark(grammar, parser="lalr", postlex=Ind())
-
-
 def _true_middle_ends_complete(grammar: str, alphabet: str, lexer: str, prefix: str,
                                middle: str, suffix: str
                                ) -> tuple[gramask.CompiledGrammar, gramask.Vocabulary]:
     """lark's Indenter takes prefix + middle + suffix, and gramask, over a vocabulary of
     ``alphabet``'s characters, walks the middle and allows EOS after it."""
-    assert lark_accepts(_indenter_oracle(grammar), prefix + middle + suffix)
+    assert lark_accepts(indenter_oracle(grammar), prefix + middle + suffix)
     cg, vocab = tiny(grammar, [*alphabet], lexer=lexer)
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, list(middle))
@@ -275,7 +264,7 @@ def test_blocks_the_middle_opens_when_the_prefix_shows_no_step_close_at_the_end(
     for t in done.shortest_completion().token_ids:
         done.advance(t)
     assert done.is_complete()
-    assert lark_accepts(_indenter_oracle(BLOCK_HEADERS),
+    assert lark_accepts(indenter_oracle(BLOCK_HEADERS),
                         prefix + done.text + suffix)
 
 
@@ -376,7 +365,7 @@ _NEWLINE: (/\r?\n[\t ]*/)+
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 def test_a_block_the_middle_opens_off_the_prefixs_step_ends_complete(lexer: str) -> None:
     prefix, middle, suffix = "if:\n /**", "/\nif:\n if:\n  ", "if:\n    /**/\n"
-    assert lark_accepts(_indenter_oracle(COMMENT_BLOCKS), prefix + middle + suffix)
+    assert lark_accepts(indenter_oracle(COMMENT_BLOCKS), prefix + middle + suffix)
     cg, vocab = tiny(COMMENT_BLOCKS, [*"if:/*\n "], lexer=lexer)
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, [*middle])
@@ -406,10 +395,10 @@ def test_budget_takes_a_block_header_before_a_suffix_with_no_separator(lexer: st
     tokens = [";", "\n", "if", ":", " ", "  ", "\t", "\r", "i", "f"]
     cg, vocab = tiny(NO_SEPARATOR, tokens, lexer=lexer)
     prefix, middle, suffix = "if:\n  ", [";", "\n", "if", ":"], "\n ;\n"
-    assert lark_accepts(_indenter_oracle(NO_SEPARATOR), prefix + "".join(middle) + suffix)
+    assert lark_accepts(indenter_oracle(NO_SEPARATOR), prefix + "".join(middle) + suffix)
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, [";"])
-    assert lark_accepts(_indenter_oracle(NO_SEPARATOR),
+    assert lark_accepts(indenter_oracle(NO_SEPARATOR),
                         prefix + ";" + c.shortest_completion().text + suffix)
     ids = [tokens.index(t) for t in middle]
     why = budget_force.force(cg, prefix, suffix, ids, len(ids) + k, [])
@@ -435,7 +424,7 @@ _NEWLINE: (/\r?\n[\t ]*/)+
 def test_a_middle_that_closes_a_block_then_opens_a_deeper_one_ends_complete(
         lexer: str, suffix: str) -> None:
     prefix, middle = "if:\n if:\n  1", ["\n", " ", "if"]
-    assert lark_accepts(_indenter_oracle(DEDENT_THEN_DEEPER), prefix + "".join(middle) + suffix)
+    assert lark_accepts(indenter_oracle(DEDENT_THEN_DEEPER), prefix + "".join(middle) + suffix)
     cg, vocab = tiny(DEDENT_THEN_DEEPER, ["if", ":", "1", "\n", " ", "  "], lexer=lexer)
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, middle)
@@ -615,7 +604,7 @@ def test_a_level_above_the_suffixs_first_line_can_still_be_closed(
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, middle)
     done = prefix + c.text + c.shortest_completion().text + suffix
-    assert lark_accepts(_indenter_oracle(INT_BLOCKS), done), done
+    assert lark_accepts(indenter_oracle(INT_BLOCKS), done), done
 
 
 # After ``w():\n`` the middle `` '\nc():\n`` before the suffix ``"  '\n"``: the budget
@@ -642,7 +631,7 @@ def test_budget_keeps_a_line_before_the_header_the_suffix_needs(lexer: str, k: i
     chars = [*"'\n ():abcgsyzwi", " '", "()", "\n "]
     cg, vocab = tiny(DEEPER_HEADER, chars, lexer=lexer)
     prefix, middle, suffix = "w():\n", " '\nc():\n", "  '\n"
-    assert lark_accepts(_indenter_oracle(DEEPER_HEADER), prefix + middle + suffix)
+    assert lark_accepts(indenter_oracle(DEEPER_HEADER), prefix + middle + suffix)
     pieces = [" '", "\n", "c", "()", ":", "\n"]
     c = cg.constraint(prefix, suffix=suffix, max_tokens=len(pieces) + k)
     _walk(c, vocab, pieces)
@@ -672,7 +661,7 @@ def _end_after_the_middle(lexer: str, prefix: str, middle: list[str], suffix: st
     """IF_BLOCKS: the true middle is taken token by token, then EOS is allowed and the text
     complete (lark's Indenter accepts the whole)."""
     cg, vocab = tiny(IF_BLOCKS, ["if", ":", "\n", " ", "b"], lexer=lexer)
-    assert lark_accepts(_indenter_oracle(IF_BLOCKS), prefix + "".join(middle) + suffix)
+    assert lark_accepts(indenter_oracle(IF_BLOCKS), prefix + "".join(middle) + suffix)
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, middle)
     assert c.is_allowed(vocab.eos_token_id) and c.is_complete()
@@ -722,7 +711,7 @@ def test_completion_found_after_a_tab_breaks_the_lines_width(lexer: str, prefix:
     c = cg.constraint(prefix, suffix=suffix)
     _walk(c, vocab, ["\t"])
     done = prefix + c.text + c.shortest_completion().text + suffix
-    assert lark_accepts(_indenter_oracle(IF_BLOCKS), done), done
+    assert lark_accepts(indenter_oracle(IF_BLOCKS), done), done
 
 
 # A token's budget check searches at most VERIFY_SEARCH states, a retry _RETRY_DEEP times
@@ -751,7 +740,7 @@ def test_budget_check_finds_a_plan_that_opens_the_suffixs_level(k: int) -> None:
     prefix = "if:\n if:\n   "
     middle = "  .86e+4922\n  \n     1295E576\n     .8\n\n if:\n  if:\n  "
     suffix = " .3\n  ba70.\n\n .819E317\n"
-    assert lark_accepts(_indenter_oracle(FLOATS), prefix + middle + suffix)
+    assert lark_accepts(indenter_oracle(FLOATS), prefix + middle + suffix)
     ids = hf_tokenizer("gpt2")(middle)
     c = cg.constraint(prefix, suffix=suffix, max_tokens=len(ids) + k)
     for i in ids[:4]:

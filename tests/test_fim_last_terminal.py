@@ -14,7 +14,7 @@ import lark
 import pytest
 
 import gramask
-from tests._support import lark_accepts, tiny
+from tests._support import indenter_oracle, lark_accepts, tiny
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import lark_fuzz as lf
@@ -34,17 +34,6 @@ _NEWLINE: (/\r?\n[\t ]*/)+
 %declare _INDENT _DEDENT
 """
 TOKENS = [" ", "\t", ".", "0", "\n", "do", "x", ":", " .", "\n "]
-
-
-def _oracle(grammar: str) -> lark.Lark:
-    from lark.indenter import Indenter
-
-    class Ind(Indenter):
-        NL_type, INDENT_type, DEDENT_type, tab_len = "_NEWLINE", "_INDENT", "_DEDENT", 8
-        OPEN_PAREN_types: list[str] = []  # noqa: RUF012 (lark's own attribute)
-        CLOSE_PAREN_types: list[str] = []  # noqa: RUF012
-
-    return lark.Lark(grammar, parser="lalr", postlex=Ind())
 
 
 def _allowed(c: gramask.Constraint, vocab: gramask.Vocabulary) -> list[str]:
@@ -76,7 +65,7 @@ def no_dead_end(c: gramask.Constraint, vocab: gramask.Vocabulary, depth: int,
 @pytest.mark.parametrize("lexer", ["basic", "contextual"])
 def test_no_middle_whose_last_newline_the_suffixs_blank_would_continue(lexer: str) -> None:
     cg, vocab = tiny(DOTS, TOKENS, lexer=lexer)
-    check = _oracle(DOTS)
+    check = indenter_oracle(DOTS)
     assert lark_accepts(check, " \t.\n") and not lark_accepts(check, " .\n \t.\n")
     c = cg.constraint("", suffix=" \t.\n")
     assert _allowed(c, vocab) == [" ", "\t", "EOS"]
@@ -100,7 +89,7 @@ def test_no_middle_whose_last_newline_the_suffixs_blank_would_continue(lexer: st
 def test_true_middles_still_end_complete(lexer: str, prefix: str, middle: list[str],
                                          suffix: str) -> None:
     cg, vocab = tiny(DOTS, TOKENS, lexer=lexer)
-    check = _oracle(DOTS)
+    check = indenter_oracle(DOTS)
     assert lark_accepts(check, prefix + "".join(middle) + suffix)
     c = cg.constraint(prefix, suffix=suffix)
     for piece in middle:
