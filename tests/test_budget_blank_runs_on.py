@@ -52,3 +52,23 @@ def test_the_blank_is_allowed_before_a_suffix(mode: str, vocab: list[str]) -> No
     assert cg.constraint(":=", suffix="\n").allowed()[1]
     for budget in (2, 10):
         assert cg.constraint(":=", suffix="\n", max_tokens=budget).allowed()[1], budget
+
+
+@pytest.mark.parametrize("mode", ["basic", "contextual"])
+def test_every_budgeted_walk_ends_complete_in_time(mode: str) -> None:
+    # soundness beside the fix: the blank's new clean end never admits a token that
+    # strands the walk (every path through the budgeted masks, budgets 2 to 5)
+    cg = _compiled(mode, tuple(LONG))
+    eos = len(LONG)
+    for budget in range(2, 6):
+        stack = [cg.constraint("", max_tokens=budget)]
+        while stack:
+            c = stack.pop()
+            m = c.allowed()
+            assert c.remaining_tokens or c.is_complete(), (budget, c)
+            assert m.any(), (budget, c)
+            for t in map(int, m.nonzero()[0]):
+                if t != eos:
+                    d = c.clone()
+                    d.advance(t)
+                    stack.append(d)
