@@ -228,8 +228,14 @@ class LexemeCosts:
         for sep, end in self._seps_plain:
             if self.trans[q, sep[0]] < 0 and self.trans[end, w[0]] < 0:
                 return sep + w
-        after = self._spell_after(q, b)
         a = int(self.accept[q])
+        if a >= 0 and self.ignored[a] and bool((self.ends[b] == self.end_state(q, w)).any()):
+            # an ignored lexeme that ``b``'s spelling runs on into one lexeme of ``b`` (a
+            # blank then ``\n`` is one ``/\s*\n\s*/``): the blank drops out of the parse either
+            # way, so that text is ``b`` after it (else the blank had no clean end at all and
+            # every bound through it was infinite)
+            return w
+        after = self._spell_after(q, b)
         if (after is not None and self.tok.count(after) < INF) or (
                 a >= 0 and self.ignored[a]):
             return after  # (an ignored lexeme a line break ends has its closer: _closers)
