@@ -128,7 +128,15 @@ class CompiledGrammar:
                 fragile = sum(1 << t for t in w.threats)
                 if lost is not None:  # (no bundled grammar: their sets are all kept)
                     aut.viable = Viability(aut, lost)
+            else:  # a terminal the basic lexer never produces: the same, in every state
+                from .runtime.core.viability import Viability, never_lexed
+
+                never = never_lexed(self.dfa, pt, ignored_bits)
+                if never:  # (none in the bundled grammars)
+                    lost = [never] * len(pt.accepting)
+                    aut.viable = Viability(aut, lost)
             ctx = ParserContext(aut, self.dfa.num_terminals, ignored_bits, **kw)
+            ctx.shifts_tried = self.grammar.lexer != "contextual" and aut.viable is not None
             if ind is not None:  # (openers nothing closes: see closing_filter)
                 from .runtime.core.viability import closed_in_place, closing_filter
 

@@ -46,6 +46,9 @@ class ParserContext:
     # refuses the shift of an opening bracket into a set from which no closing one can be
     # shifted (:func:`gramask.runtime.core.viability.closing_filter`; None: keeps them all)
     closable: SetFilter | None = None
+    # basic mode: terminals the lexer never produces are lost shifts (``never_lexed``): every
+    # expected terminal's shift is tried, as where ``closable`` has the automaton refuse sets
+    shifts_tried: bool = False
 
     def __init__(
         self,
@@ -210,7 +213,7 @@ class ParserContext:
         may not stop inside it. Where the automaton refuses sets because of such brackets
         (``unclosable_shifts``: a set that leads only into one), so are the terminals whose
         shift it refuses (``T0`` of ``simple: T0 "("+``)."""
-        if self.closable is None:
+        if self.closable is None and not self.shifts_tried:
             return bits
         if self.automaton.viable is not None:  # every expected terminal but the newline
             rest = bits & ~(1 << self.nl_t if self.nl_t >= 0 else 0)

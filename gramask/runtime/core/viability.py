@@ -25,6 +25,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ...compiler.analysis import Rule, productive_symbols
 from ...compiler.contextual_wins import end_reach
 from ..limits import memo_size
@@ -32,9 +34,23 @@ from ..memo import BoundedMemo
 from .earley import ORIGINS, STATES, UID, BelowCut
 
 if TYPE_CHECKING:
+    from ...compiler.lexer import LexerDFA
+    from ...compiler.parse_tables import ParseTables
     from .earley import Automaton, EarleySet
 
-__all__ = ["Viability", "closed_in_place", "closing_filter", "unclosable_shifts"]
+__all__ = ["Viability", "closed_in_place", "closing_filter", "never_lexed", "unclosable_shifts"]
+
+
+def never_lexed(dfa: LexerDFA, pt: ParseTables, ignored_bits: int) -> int:
+    """The terminals (bits) the parser shifts somewhere but the basic lexer never produces:
+    another always wins their lexemes (``CMP.2: "=" | "<"`` beside ``"="``; a warning at
+    compile time). Rules needing one never finish; their sets are refused like the contextual
+    mode's lost shifts, so a prefix that can only finish through one (``let x`` where every
+    ``let`` needs ``"="``) is refused, not left without an end."""
+    won = {int(t) for t in np.unique(dfa.accept) if t >= 0}
+    nt = dfa.num_terminals
+    shifted = {int(t) for t in np.unique(pt.goto_symbol) if t < nt}
+    return sum(1 << t for t in shifted - won if not ignored_bits >> t & 1)
 
 
 class Viability:
