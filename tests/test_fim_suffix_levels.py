@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import gramask
-from tests._support import hf_tokenizer, lark_accepts
-from tests.test_fim_fuzz_cases import _end_after_the_middle, _indenter_oracle
+from tests._support import hf_tokenizer, indenter_oracle, lark_accepts
+from tests.test_fim_fuzz_cases import _end_after_the_middle
 
 
 # The suffix's first line opens a block (width 5) and a later one returns to 4, a level the
@@ -55,7 +55,7 @@ def test_budget_check_finds_the_plan_back_to_a_lower_level() -> None:
     cg = gramask.compile(gramask.Grammar.from_lark(BLOCKS, lexer="basic"), vocab,
                          progress=False)
     prefix, middle, suffix = "l():\n", " y():\n  1\ne():\n    o():", "\n     1\n    t():\n     1\n"
-    assert lark_accepts(_indenter_oracle(BLOCKS), prefix + middle + suffix)
+    assert lark_accepts(indenter_oracle(BLOCKS), prefix + middle + suffix)
     ids = hf_tokenizer("gpt2")(middle)
     c = cg.constraint(prefix, suffix=suffix, max_tokens=len(ids) + 4)
     for i in ids:
