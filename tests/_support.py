@@ -128,6 +128,22 @@ def lark_accepts(parser: lark.Lark, text: str) -> bool:
     return True
 
 
+def walk_in_lockstep(a: gramask.CompiledGrammar, b: gramask.CompiledGrammar,
+                     rnd: random.Random, steps: int, label: object = None) -> None:
+    """One random walk of non-EOS tokens through constraints of ``a`` and ``b`` (the same
+    grammar built two ways): their masks must be equal at every step."""
+    ca, cb = a.constraint(), b.constraint()
+    for _ in range(steps):
+        ma, mb = ca.allowed(), cb.allowed()
+        assert np.array_equal(ma, mb), (label, np.flatnonzero(ma != mb)[:10])
+        ok = [t for t in np.flatnonzero(ma).tolist() if t != a.vocab.eos_token_id]
+        if not ok:
+            break
+        t = rnd.choice(ok)
+        ca.advance(t)
+        cb.advance(t)
+
+
 def indenter_oracle(grammar: str) -> lark.Lark:
     """lark's LALR parser of an indentation grammar (``_NEWLINE``, ``_INDENT``, ``_DEDENT``,
     tabs to 8, no brackets): the oracle of FIM tests with blocks."""

@@ -20,7 +20,7 @@ from gramask.compiler.tables import walk_token
 from gramask.compiler.token_walk import TokenWalker
 from gramask.runtime.core import contextual_lexer, contextual_starts
 
-from ._support import BYTES, byte_ids
+from ._support import BYTES, byte_ids, walk_in_lockstep
 
 
 @functools.cache
@@ -272,15 +272,6 @@ def test_row0_walked_in_parts_matches_the_full_build(monkeypatch: pytest.MonkeyP
         assert (w.row0 is None) == (k < 3)
         rng = random.Random(k)
         for _ in range(6):
-            ca, cb = eager.constraint(), lazy.constraint()
-            for _ in range(30):
-                ma, mb = ca.allowed(), cb.allowed()
-                assert np.array_equal(ma, mb), (schema, np.flatnonzero(ma != mb)[:10])
-                ok = [t for t in np.flatnonzero(ma).tolist() if t != vocab.eos_token_id]
-                if not ok:
-                    break
-                t = rng.choice(ok)
-                ca.advance(t)
-                cb.advance(t)
+            walk_in_lockstep(eager, lazy, rng, 30, schema)
         if parts == 1:  # a second set of first bytes walked row 0 whole
             assert w.row0 is not None

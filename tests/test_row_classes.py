@@ -17,6 +17,7 @@ from gramask.compiler import token_walk
 from gramask.compiler.pipeline import build
 from gramask.compiler.row_classes import row_representatives
 
+from ._support import walk_in_lockstep
 from .test_lazy_tables import _greedy
 from .test_lazy_tables import _vocab as _mixed
 
@@ -88,13 +89,4 @@ def test_masks_inside_counted_strings(monkeypatch: pytest.MonkeyPatch, after: in
     assert w is not None and len(w.assembled) < N + after
     rng = random.Random(3)
     for _ in range(4):
-        ca, cb = eager.constraint(), lazy.constraint()
-        for _ in range(60):
-            ma, mb = ca.allowed(), cb.allowed()
-            assert np.array_equal(ma, mb), np.flatnonzero(ma != mb)[:10]
-            ok = [t for t in np.flatnonzero(ma).tolist() if t != vocab.eos_token_id]
-            if not ok:
-                break
-            t = rng.choice(ok)
-            ca.advance(t)
-            cb.advance(t)
+        walk_in_lockstep(eager, lazy, rng, 60)
