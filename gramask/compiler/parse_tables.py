@@ -101,13 +101,23 @@ def free_closure(rules: Sequence[Rule], free: Iterable[int]) -> frozenset[int]:
     """``free`` plus every symbol all of whose rule's right-hand side is free (a fixpoint;
     with nothing free, the nullable symbols)."""
     out = set(free)
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs not in out and all(x in out for x in rhs):
-                out.add(lhs)
-                changed = True
+    missing: list[int] = []  # per rule: the symbols of its right-hand side not yet free
+    uses: dict[int, list[int]] = {}  # symbol → the rules it is missing from
+    work: list[int] = []
+    for i, (lhs, rhs) in enumerate(rules):
+        need = [x for x in rhs if x not in out]
+        missing.append(len(need))
+        for x in need:
+            uses.setdefault(x, []).append(i)
+        if not need:
+            work.append(lhs)
+    while work:  # a worklist: each symbol's rules are visited once it is known free
+        x = work.pop()
+        out.add(x)
+        for i in uses.pop(x, ()):
+            missing[i] -= 1
+            if missing[i] == 0:
+                work.append(rules[i][0])
     return frozenset(out)
 
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...compiler.parse_tables import free_closure
 from ...encoding import BROKEN
 from ..core.indentation import advance
 
@@ -302,25 +303,5 @@ def restrict_last(base: _Base, rules: list[Rule], quotient: set[int], markers: s
 def _productive(rules: list[Rule], n_orig: int, markers: set[int]) -> list[Rule]:
     """``rules`` less those that mention a new symbol no rule derives a string from
     (original symbols and markers derive some)."""
-    good: set[int] = set()
-    missing: list[int] = []  # per rule: its new symbols not yet known to derive a string
-    uses: dict[int, list[int]] = {}
-    work: list[int] = []
-    for i, (lhs, rhs) in enumerate(rules):
-        need = [x for x in rhs if x >= n_orig and x not in markers]
-        missing.append(len(need))
-        for x in need:
-            uses.setdefault(x, []).append(i)
-        if not need:
-            work.append(lhs)
-    while work:
-        x = work.pop()
-        if x in good:
-            continue
-        good.add(x)
-        for i in uses.get(x, ()):
-            missing[i] -= 1
-            if missing[i] == 0:
-                work.append(rules[i][0])
-    return [(lhs, rhs) for i, (lhs, rhs) in enumerate(rules)
-            if missing[i] == 0 and lhs in good]
+    good = free_closure(rules, [*range(n_orig), *markers])
+    return [(lhs, rhs) for lhs, rhs in rules if lhs in good and all(x in good for x in rhs)]
