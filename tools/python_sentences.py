@@ -14,11 +14,9 @@ fields are the documented superset)::
 from __future__ import annotations
 
 import argparse
-import ast
 import collections
 import random
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lark.grammar import NonTerminal, Terminal
 from lark.load_grammar import load_grammar
+from soundness_walk import parse_error
 
 import gramask
 import gramask.grammars
@@ -111,18 +110,6 @@ def render(tokens: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def parse_error(text: str) -> str | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-    except (SyntaxError, ValueError) as e:
-        return str(getattr(e, "msg", e))
-    except (RecursionError, MemoryError):
-        return "too deep"
-    return None
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sentences", type=int, default=1000)
@@ -142,7 +129,7 @@ def main() -> int:
         if len(text) > 3000:
             continue
         checked += 1
-        err = parse_error(text)
+        err = parse_error(text, grouped=True)
         if err is None:
             continue
         try:

@@ -51,14 +51,17 @@ from gramask.grammar import LEXER_MODES
 MODES = ("prefix", "fim", "budget", "fim+budget")
 
 
-def parse_error(text: str) -> str | None:
-    """``None`` if the running interpreter's ``ast.parse`` accepts ``text``, else its error."""
+def parse_error(text: str, grouped: bool = False) -> str | None:
+    """``None`` if the running interpreter's ``ast.parse`` accepts ``text``, else its error
+    (``grouped``: the bare message, without line numbers, so errors of one kind group)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ast.parse(text)
     except (SyntaxError, ValueError) as e:
-        return f"{type(e).__name__}: {e}"
+        return str(getattr(e, "msg", e)) if grouped else f"{type(e).__name__}: {e}"
+    except (RecursionError, MemoryError):
+        return "too deep"
     return None
 
 
