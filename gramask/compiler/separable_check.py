@@ -132,17 +132,26 @@ def never_adjacent(grammar: Grammar, dfa: LexerDFA, nxt: dict[int, int],
 
 def _answer(grammar: Grammar, dfa: LexerDFA, dead: dict[int, int]) -> None:
     names = [t.name for t in grammar.terminals]
-    parts = []
+    produced = {int(t) for t in np.unique(dfa.accept) if t >= 0}
+    glued, lost = [], []
     for a, f in sorted(dead.items()):
-        fol = [names[b] for b in range(len(names)) if (f >> b) & 1]
-        wa, wb = shortest_lexeme(dfa, a), shortest_lexeme(dfa, (f & -f).bit_length() - 1)
+        fol = [b for b in range(len(names)) if (f >> b) & 1]
+        live = [b for b in fol if b in produced]
+        if not live:  # its followers lose every text to another terminal: no gluing problem
+            lost.append(f"{names[a]} by {', '.join(names[b] for b in fol)}")
+            continue
+        wa, wb = shortest_lexeme(dfa, a), shortest_lexeme(dfa, live[0])
         eg = (f" (e.g. {wa.decode('utf-8', 'replace')!r} then "
               f"{wb.decode('utf-8', 'replace')!r}: {(wa + wb).decode('utf-8', 'replace')!r} "
               "is not read as those two)"
               if wa is not None and wb is not None else "")
-        parts.append(f"{names[a]} can never be followed by {', '.join(fol)}{eg}")
-    why = ("the greedy lexer cannot end a lexeme where the next one starts with a byte that "
-           "continues it: " + "; ".join(parts))
+        glued.append(f"{names[a]} can never be followed by "
+                     f"{', '.join(names[b] for b in fol)}{eg}")
+    why = "; ".join(
+        ([("the greedy lexer cannot end a lexeme where the next one starts with a byte that "
+           "continues it: " + "; ".join(glued))] if glued else [])
+        + ([("followed only by terminals the lexer never produces (another terminal always "
+             "wins their texts): " + "; ".join(lost))] if lost else []))
     terms = {t.name for t in grammar.terminals} | set(grammar.declared)
     good = productive_symbols(grammar.rules, terms - {names[a] for a in dead})
     src = grammar.source or "<grammar>"
