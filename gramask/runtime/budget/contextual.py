@@ -421,7 +421,9 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         return r
 
     def _budget_planner(self) -> ContextualBudgetPlanner:
-        return cast(ContextualBudgetPlanner, super()._budget_planner())
+        pl = cast(ContextualBudgetPlanner, super()._budget_planner())
+        pl.bounds()  # (built with the planner, when the budget is set up: not on a step)
+        return pl
 
     def _apply_budget(self, st: LexState, m: np.ndarray) -> None:
         """Keep in ``m`` only the tokens after which a walked completion of at most
