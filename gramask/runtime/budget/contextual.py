@@ -30,6 +30,8 @@ from ..core.indentation import BROKEN, FORMFEED, NEWLINE, TAB_UNIT
 from ..core.parse_state import PUID
 from ..limits import memo_size
 from ..memo import MISSING, BoundedMemo
+from .bounded import PLAN_FAILED
+from .contextual_bounds import greedy_bounds
 from .contextual_costs import ContextualLexemeCosts, ContextualPlanSearch, ContextualView
 from .grammar_costs import Rules
 from .planner import BudgetPlanner
@@ -78,6 +80,17 @@ class ContextualBudgetPlanner(BudgetPlanner):
             memo_size(mb.limits.mask_cache))
         # (lexer state, allowed set) → :meth:`_first_ends` (a vocabulary's worth each)
         self._firsts: BoundedMemo[tuple[int, int], np.ndarray] = BoundedMemo(_FIRSTS)
+        self._bounds_of = (mb, vocab, rules, tab_len) if parent is None and not markers else None
+        self._bounds: BudgetPlanner | None = None
+
+    def bounds(self) -> BudgetPlanner | None:
+        """The greedy lexer's planner, whose bounds are upper bounds for the contextual walk
+        (:mod:`.contextual_bounds`; built on first use), or None where they are not (an
+        indentation terminal, or a fill-in-the-middle quotient's planner)."""
+        if self._bounds_of is not None:
+            self._bounds = greedy_bounds(*self._bounds_of)
+            self._bounds_of = None
+        return self._bounds
 
     def norm_carry(self, s: LexState) -> int:
         """``s``'s carry where it can decide something (the indentation newline is live at
@@ -408,7 +421,9 @@ class ContextualBudgetConstraint(Constraint[LexState]):
         return r
 
     def _budget_planner(self) -> ContextualBudgetPlanner:
-        return cast(ContextualBudgetPlanner, super()._budget_planner())
+        pl = cast(ContextualBudgetPlanner, super()._budget_planner())
+        pl.bounds()  # (built with the planner, when the budget is set up: not on a step)
+        return pl
 
     def _apply_budget(self, st: LexState, m: np.ndarray) -> None:
         """Keep in ``m`` only the tokens after which a walked completion of at most
@@ -424,6 +439,17 @@ class ContextualBudgetConstraint(Constraint[LexState]):
             # is dropped, so the plans of one (lexer state, parser state) are shared
             ver = WalkedVerifier(self, left - 1, pl.state_key, pl.norm_state, rec.plan)
             groups = self._state_groups(st, np.flatnonzero(m))[: self.MAX_GROUPS]
+            bounds = pl.bounds()
+            if bounds is not None:
+                # a group whose greedy bound fits is admitted as it is (a completion that
+                # fits exists, :mod:`.contextual_bounds`); the chosen token's own completion
+                # is walked when it is taken
+                fit = [bounds.state_cost(*s) <= left - 1 for s, _ in groups]
+                for (_s, members), ok in zip(groups, fit, strict=True):
+                    if ok:
+                        rec.keep[members] = True
+                groups = [g for g, ok in zip(groups, fit, strict=True) if not ok]
+                rec.lazy = lambda t: self._bound_completion(st, t, left - 1, rec.plan)
             # where the budget binds, the groups the planner's bound says fit first (plans
             # are capped), the largest first within each kind: the bound orders, the walked
             # plan decides; elsewhere (room for a detour beyond the step's plan) the largest
@@ -438,6 +464,28 @@ class ContextualBudgetConstraint(Constraint[LexState]):
                 if done is not None:
                     rec.add(members, done)
         rec.apply(m, self._complete(st))
+
+    def _bound_completion(self, st: LexState, token_id: int, fits: int,
+                          plan: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        """The walked completion after ``token_id`` (admitted by its greedy bound at state
+        ``st``) that the next step plans from: the step's checks as a walked group would
+        have had them, else the greedy planner's plan (the route its bound prices)."""
+        data = self._vocab.token_bytes(token_id)
+        s = self._walk(st, data)
+        if isinstance(s, int):
+            return None
+        pl = self._budget_planner()
+        ver = WalkedVerifier(self, fits, pl.state_key, pl.norm_state, plan)
+        done = ver.state(s, s[2][PUID], data)
+        bounds = pl.bounds()
+        if done is None and bounds is not None:
+            for search in (0, self.VERIFY_SEARCH * 16):
+                try:
+                    done = bounds.plan(s, self._walk, self._complete, search=search)
+                except PLAN_FAILED:
+                    continue
+                break
+        return done if done is not None and len(done) <= fits else None
 
     def _state_groups(self, st: LexState, toks: np.ndarray
                       ) -> list[tuple[LexState, np.ndarray]]:
