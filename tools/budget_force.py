@@ -202,9 +202,11 @@ def forced_walk(c: gramask.Constraint, ids: list[int], eos: int | None,
 
 def force(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: list[int],
           budget: int, times: list[float], stats: Stats | None = None,
-          digests: list[str] | None = None) -> str | None:
+          digests: list[str] | None = None,
+          masks: list[np.ndarray] | None = None) -> str | None:
     """Walk ``ids`` then EOS under ``budget``; None if every token was allowed, else why not.
-    ``digests`` gets one line per step (the mask's SHA-256 prefix), to compare two commits."""
+    ``digests`` gets one line per step (the mask's SHA-256 prefix), to compare two commits;
+    ``masks`` the masks themselves, bit-packed (to tell a superset from a change)."""
     vocab = cg.vocab
     try:
         c = cg.constraint(prefix, suffix=suffix, max_tokens=budget)
@@ -217,6 +219,8 @@ def force(cg: gramask.CompiledGrammar, prefix: str, suffix: str | None, ids: lis
         times.append(step.wall)
         if digests is not None:
             digests.append(hashlib.sha256(np.packbits(m).tobytes()).hexdigest()[:16])
+        if masks is not None:
+            masks.append(np.packbits(m))
         if step.plain is not None and stats is not None:
             stats.plain.append(step.plain_cpu)
             stats.budget.append(step.cpu)
@@ -258,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--digests", default="",
                     help="write one line per step (request, k, step, mask digest) to this "
                     "file: two commits' files must be identical where masks are meant to be")
+    ap.add_argument("--masks", default="",
+                    help="write every step's mask, bit-packed, to this .npz file (key "
+                    "'request k step'): tools/mask_superset.py compares two commits' files")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     ks = [int(x) for x in args.ks.split(",")]
@@ -274,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     c_start = time.process_time()
     digest_lines: list[str] = []
+    mask_arrays: dict[str, np.ndarray] = {}
     todo = list(enumerate(cases(args.grammar, args.fim, args.cases, args.seed)))
     if args.only:
         keep = {int(x) for x in args.only.split(",")}
@@ -284,8 +292,11 @@ def main(argv: list[str] | None = None) -> int:
         runs += 1
         for k in ks:
             steps: list[str] = []
-            why = force(cg, case.prefix, suffix, ids, len(ids) + k, times, stats, steps)
+            packed: list[np.ndarray] | None = [] if args.masks else None
+            why = force(cg, case.prefix, suffix, ids, len(ids) + k, times, stats, steps,
+                        packed)
             digest_lines += [f"{index} {k} {i} {d}" for i, d in enumerate(steps)]
+            mask_arrays.update({f"{index} {k} {i}": pm for i, pm in enumerate(packed or [])})
             if why is not None:
                 blocked[k] += 1
                 if args.verbose or k >= 4:
@@ -295,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join(f"k={k}: {blocked[k]}" for k in ks), file=sys.stderr, flush=True)
     if args.digests:
         Path(args.digests).write_text("".join(f"{line}\n" for line in digest_lines))
+    if args.masks:
+        np.savez_compressed(args.masks, **mask_arrays)
     mode = "fill-in-the-middle" if args.fim else "prefix"
     plain, budget = np.array(stats.plain) * 1000, np.array(stats.budget) * 1000
     extra = budget - plain  # the budgeted mask's CPU time over the plain one, same state

@@ -64,7 +64,13 @@ class CompletionPool:
     admitted by its walk, so what the pool holds never decides soundness. Used with a
     suffix only: a pooled completion fits but need not be short, and once it is the next
     step's plan the steps after it plan from a longer route (on the small contextual-mode
-    grammars of ``tests/test_budget_contextual.py`` that forbade more fitting tokens)."""
+    grammars of ``tests/test_budget_contextual.py`` that forbade more fitting tokens).
+
+    The tokens left never grow during a generation, so a completion longer than what a
+    check has left is never usable again: it is not pooled, and :meth:`fit` drops those
+    pooled before (held, they pushed usable ones out of the eight, so a mask depended on
+    plans that could not be used, and skipping a search that could only find one changed
+    masks)."""
 
     def __init__(self, size: int = 8) -> None:
         self.size = size
@@ -75,13 +81,18 @@ class CompletionPool:
         # generation's history
         self.verified: dict[tuple[int, ...], tuple[int, ...]] = {}
 
-    def add(self, completion: tuple[int, ...]) -> None:
-        if not completion:
+    def add(self, completion: tuple[int, ...], left: int) -> None:
+        """Pool ``completion`` first, where it fits ``left`` (the tokens a check has)."""
+        if not completion or len(completion) > left:
             return
         if completion in self.items:
             self.items.remove(completion)
         self.items.insert(0, completion)
         del self.items[self.size:]
+
+    def fit(self, left: int) -> None:
+        """Drop the completions longer than ``left``: no later check has more."""
+        self.items = [c for c in self.items if len(c) <= left]
 
 
 class WalkedConstraint(Protocol[S]):
@@ -199,6 +210,8 @@ class WalkedVerifier(Generic[S]):
         self._rejoins: list[bytes] | None = None  # see _by_detour
         self.retries = _RETRIES
         self.pool = pool  # None: no pooled candidates
+        if pool is not None:
+            pool.fit(left)
         self.key = key
         self.norm = norm
         # (vertex, terminal) → (state key after the shared plan's first token, the plan), or
@@ -356,7 +369,7 @@ class WalkedVerifier(Generic[S]):
             return None
         for cand in self.pool.items:
             if len(cand) <= self.left and self._ends_complete(s, cand):
-                self.pool.add(cand)  # to the front: the next state likely ends so too
+                self.pool.add(cand, self.left)  # to the front: the next state likely ends so too
                 return cand
         return None
 
@@ -386,7 +399,7 @@ class WalkedVerifier(Generic[S]):
         except (NoCompletionError, LimitExceededError):
             return None
         if p is not None and self.pool is not None:
-            self.pool.add(p)
+            self.pool.add(p, self.left)
         return p
 
     def _ends_complete(self, s: S, ids: tuple[int, ...]) -> bool:
