@@ -422,7 +422,7 @@ class WalkedVerifier(Generic[S]):
         plan)."""
         if self.c._complete(s):
             return ()
-        if self.left == 0:
+        if self.left == 0 or self._dead(s):
             return None
         r = self._by_rest(s, data) if data else None
         if r is None:
@@ -456,13 +456,21 @@ class WalkedVerifier(Generic[S]):
             memo[k] = r
         return r
 
+    def _dead(self, s: S) -> bool:
+        """Is ``s`` proven to have no completion at all (:mod:`.dead_ends`)? Then every walk
+        and search from it fails: skipped, they spend none of the step's plans, detours and
+        retries, which go to the other groups (a search is the cost: the first plan searches
+        of such states found nothing after 16 states, their retries after 128)."""
+        dead = self.planner.search.dead
+        return dead is not None and dead.dead(*self.c._view(s))
+
     def _state(self, s: S, vertex: Hashable, data: bytes, size: int,
                ) -> tuple[int, ...] | None:
         c = self.c
         search = c.VERIFY_SEARCH * (_DEEP if size >= _LARGE else 1)
         if c._complete(s):
             return ()
-        if self.left == 0:
+        if self.left == 0 or self._dead(s):
             return None
         if data:
             r = self._by_rest(s, data)
