@@ -41,6 +41,12 @@ _RETRIES = 8
 # (`0\n if:\n ` first, six tokens) takes about 100 (fim_fuzz --indent 1 --seed 410,
 # grammar 8, contextual: forbidden at every k with 4)
 _RETRY_DEEP = 8
+# with a suffix, where the budget does not bind (budget_binds: the room issue 24 promises
+# completeness in), a step's first retry searches _SLACK_DEEP times as many states: `` 1``
+# after `` y():\n`` needs a 9-token plan (back to a level the suffix returns to) that takes
+# 256 to 512 (tests/test_fim_suffix_levels.py); every retry so deep cost a third more CPU
+_SLACK_DEEP = 32
+_SLACK_RETRIES = 1
 # a step binds (see budget_binds) where a token may take fewer than this many tokens of
 # detour beyond the step's plan: the margin issue 24 promises completeness at (k >= 4)
 _DETOUR = 4
@@ -210,6 +216,8 @@ class WalkedVerifier(Generic[S]):
         self._rejoins: list[bytes] | None = None  # see _by_detour
         self.retries = _RETRIES
         self.pool = pool  # None: no pooled candidates
+        slack = pool is not None and not budget_binds(step_plan, left)
+        self.deep = _SLACK_RETRIES if slack else 0  # retries left _SLACK_DEEP times deeper
         if pool is not None:
             pool.fit(left)
         self.key = key
@@ -486,7 +494,11 @@ class WalkedVerifier(Generic[S]):
             p = self._by_detour(s)
         if p is None and self.retries > 0 and self.plans > 0:
             self.retries -= 1
-            p = self._plan(s, search * _RETRY_DEEP, pooled=False, escalate=True)
+            deep = _RETRY_DEEP
+            if self.deep > 0:
+                self.deep -= 1
+                deep = _SLACK_DEEP
+            p = self._plan(s, search * deep, pooled=False, escalate=True)
         return p if p is not None and len(p) <= self.left else None
 
     def _by_shared(self, s: S, vertex: Hashable, plan: bool = True, search: int = 0,
