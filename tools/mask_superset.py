@@ -1,44 +1,55 @@
-"""Does one run's every mask contain another's? ``tools/budget_force.py --masks FILE`` writes
-a run's masks; a change allowed to widen masks (never to narrow them) is checked by
+"""Is every mask of one run a superset of the same step's mask in another? Reads two
+``.npz`` files written by ``tools/budget_force.py --masks`` (old first) and reports, per
+step both runs reached, tokens the new mask drops (must be none where a change may only
+admit more) and tokens it adds.
 
-    python tools/mask_superset.py OLD.npz NEW.npz
-
-which prints, per run, the steps compared, the steps where NEW forbids a token OLD allowed
-(exits 1 if any) and the steps and tokens NEW allows beyond OLD. Steps are matched by
-(request, k, step): a forced walk takes the same tokens in both runs, so the same step is the
-same state; a step only one run has (the other's walk was blocked before it) is counted apart.
+    python tools/budget_force.py --grammar python --fim --cases 8 --ks 0,4 --masks old.npz
+    python tools/mask_superset.py old.npz new.npz
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
+
+
+def compare(old: dict[str, np.ndarray], new: dict[str, np.ndarray]
+            ) -> tuple[int, int, int, int, list[str]]:
+    """(steps both have, steps with a token added, tokens added, tokens dropped, keys of
+    the steps that drop one)."""
+    both = sorted(set(old) & set(new))
+    grown = added = dropped = 0
+    bad: list[str] = []
+    for key in both:
+        a, b = np.unpackbits(old[key]), np.unpackbits(new[key])
+        lost = int((a & ~b).sum())
+        more = int((b & ~a).sum())
+        grown += more > 0
+        added += more
+        dropped += lost
+        if lost:
+            bad.append(key)
+    return len(both), grown, added, dropped, bad
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("old")
     ap.add_argument("new")
-    a = ap.parse_args(argv)
-    old, new = np.load(a.old), np.load(a.new)
-    both = sorted(set(old.files) & set(new.files))
-    narrowed = widened = extra = 0
-    for key in both:
-        o, n = old[key], new[key]
-        lost = int(np.unpackbits(o & ~n).sum())
-        gained = int(np.unpackbits(n & ~o).sum())
-        if lost:
-            narrowed += 1
-            print(f"  {key}: {lost} tokens the old mask allowed are forbidden")
-        widened += gained > 0
-        extra += gained
-    only = len(set(old.files) ^ set(new.files))
-    print(f"{len(both)} steps compared ({only} in one run only); narrowed at {narrowed}; "
-          f"widened at {widened} ({extra} tokens)")
-    return 1 if narrowed else 0
+    args = ap.parse_args(argv)
+    with np.load(args.old, allow_pickle=False) as fo, np.load(args.new,
+                                                               allow_pickle=False) as fn:
+        old = {k: fo[k] for k in fo.files}
+        new = {k: fn[k] for k in fn.files}
+    n, grown, added, dropped, bad = compare(old, new)
+    only = len(set(old) ^ set(new))
+    print(f"{n} steps in both ({only} in one only); {grown} steps admit more "
+          f"({added} tokens); {len(bad)} steps drop a token ({dropped} tokens)")
+    for key in bad[:20]:
+        print(f"  drops at request/k/step {key}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.indentation import text_carry
+from .dead_ends import DeadEnds
 from .planner import INF, BudgetPlanner
 
 if TYPE_CHECKING:
     from ...vocab import Vocabulary
     from ..core.masks import MaskBuilder
     from ..fim.suffix_lexing import Branch
+    from .lexeme_costs import LexemeCosts
     from .state_costs import BoundaryStack
 
 __all__ = ["quotient_planner"]
@@ -94,6 +96,8 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
             rules = list(qb.ctx.automaton.rules)  # type: ignore[attr-defined]  # a LazyAutomaton
             pl = cls(qb, vocab, rules, tab, parent=base, markers=loose)
             pl.boundary = {m: d for m, d in bounds.items() if m not in glued}
+            dead = _dead_ends(qb, lex, markers, suffix) if cls is BudgetPlanner else None
+            pl.search.dead = dead
             pl.set_suffix(suffix, stacks)
             pl.search.glued_starts = sorted({w for m, d in bounds.items() if m in glued
                                              and d[0] < INF and (w := lex.path(0, d))})
@@ -104,6 +108,7 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
                     sp.glued = glued
                     sp.end_check = pl.end_check
                     sp.set_suffix(suffix, stacks)
+                    sp.search.dead = dead
                     return sp
 
                 pl.strict = make_strict
@@ -111,6 +116,18 @@ def quotient_planner(qb: MaskBuilder, vocab: Vocabulary, tab: int,
         return made[0]
 
     return get
+
+
+def _dead_ends(qb: MaskBuilder, lex: LexemeCosts, markers: list[tuple[Branch, int, int]],
+               suffix: bytes) -> DeadEnds | None:
+    """The proofs of states with no completion (:mod:`.dead_ends`), for the basic lexer mode
+    (its walk is the one they read), where the quotient lexes with the base's DFA."""
+    trans = np.asarray(qb.trans)
+    if trans.shape != lex.trans.shape or not np.array_equal(trans, lex.trans):
+        return None
+    return DeadEnds(qb, lex, [(suffix[:br.k], a) for br, _m, a in markers if a >= 0],
+                    [(suffix[:br.k], suffix[br.k] if br.k < len(suffix) else None, m)
+                     for br, m, a in markers if a < 0])
 
 
 def _last_line_width(head: bytes, tab: int, at_eof: bool) -> int | None:

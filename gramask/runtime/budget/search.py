@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ...vocab import Vocabulary
     from ..core.masks import MaskBuilder
     from ..core.parse_state import PState
+    from .dead_ends import DeadEnds
     from .lexeme_costs import LexemeCosts
     from .spelling import TokenCounter
     from .state_costs import BoundaryStack, StateCosts
@@ -83,6 +84,9 @@ class PlanSearch(BoundsRoute):
         # bounds price as free ends (a line continuation the suffix's newline finishes): the
         # fallback search tries them as chunks too (the costs do not lead to them)
         self.glued_starts: list[bytes] = []
+        # fill-in-the-middle: proofs that a state has no completion at all (see
+        # ``budget.dead_ends``), where the planner's constraint walks as they read
+        self.dead: DeadEnds | None = None
         # bytes from each lexer state to one where the lexeme is an ignored terminal
         acc = lex.accept
         self._ignored_end = lex.distances_to((acc >= 0) & lex.ignored[np.maximum(acc, 0)])
@@ -139,6 +143,8 @@ class PlanSearch(BoundsRoute):
             reach one).
         """
         view = view or _plain_view
+        if self.dead is not None and self.dead.dead(*view(st)):
+            raise NoCompletionError(_NO_PLAN)  # (no search could find one: none exists)
         full = search >= SEARCH_NODES  # a step's own plan, not a token's check
         ids = self._own_plan(st, walk, complete, view, search)
         if ids is None and self.strict is not None and (full or escalate):

@@ -41,6 +41,12 @@ _RETRIES = 8
 # (`0\n if:\n ` first, six tokens) takes about 100 (fim_fuzz --indent 1 --seed 410,
 # grammar 8, contextual: forbidden at every k with 4)
 _RETRY_DEEP = 8
+# with a suffix, where the budget does not bind (budget_binds: the room issue 24 promises
+# completeness in), a step's first retry searches _SLACK_DEEP times as many states: `` 1``
+# after `` y():\n`` needs a 9-token plan (back to a level the suffix returns to) that takes
+# 256 to 512 (tests/test_fim_suffix_levels.py); every retry so deep cost a third more CPU
+_SLACK_DEEP = 32
+_SLACK_RETRIES = 1
 # a step binds (see budget_binds) where a token may take fewer than this many tokens of
 # detour beyond the step's plan: the margin issue 24 promises completeness at (k >= 4)
 _DETOUR = 4
@@ -64,7 +70,13 @@ class CompletionPool:
     admitted by its walk, so what the pool holds never decides soundness. Used with a
     suffix only: a pooled completion fits but need not be short, and once it is the next
     step's plan the steps after it plan from a longer route (on the small contextual-mode
-    grammars of ``tests/test_budget_contextual.py`` that forbade more fitting tokens)."""
+    grammars of ``tests/test_budget_contextual.py`` that forbade more fitting tokens).
+
+    The tokens left never grow during a generation, so a completion longer than what a
+    check has left is never usable again: it is not pooled, and :meth:`fit` drops those
+    pooled before (held, they pushed usable ones out of the eight, so a mask depended on
+    plans that could not be used, and skipping a search that could only find one changed
+    masks)."""
 
     def __init__(self, size: int = 8) -> None:
         self.size = size
@@ -75,13 +87,18 @@ class CompletionPool:
         # generation's history
         self.verified: dict[tuple[int, ...], tuple[int, ...]] = {}
 
-    def add(self, completion: tuple[int, ...]) -> None:
-        if not completion:
+    def add(self, completion: tuple[int, ...], left: int) -> None:
+        """Pool ``completion`` first, where it fits ``left`` (the tokens a check has)."""
+        if not completion or len(completion) > left:
             return
         if completion in self.items:
             self.items.remove(completion)
         self.items.insert(0, completion)
         del self.items[self.size:]
+
+    def fit(self, left: int) -> None:
+        """Drop the completions longer than ``left``: no later check has more."""
+        self.items = [c for c in self.items if len(c) <= left]
 
 
 class WalkedConstraint(Protocol[S]):
@@ -199,6 +216,10 @@ class WalkedVerifier(Generic[S]):
         self._rejoins: list[bytes] | None = None  # see _by_detour
         self.retries = _RETRIES
         self.pool = pool  # None: no pooled candidates
+        slack = pool is not None and not budget_binds(step_plan, left)
+        self.deep = _SLACK_RETRIES if slack else 0  # retries left _SLACK_DEEP times deeper
+        if pool is not None:
+            pool.fit(left)
         self.key = key
         self.norm = norm
         # (vertex, terminal) → (state key after the shared plan's first token, the plan), or
@@ -356,7 +377,7 @@ class WalkedVerifier(Generic[S]):
             return None
         for cand in self.pool.items:
             if len(cand) <= self.left and self._ends_complete(s, cand):
-                self.pool.add(cand)  # to the front: the next state likely ends so too
+                self.pool.add(cand, self.left)  # to the front: the next state likely ends so too
                 return cand
         return None
 
@@ -386,7 +407,7 @@ class WalkedVerifier(Generic[S]):
         except (NoCompletionError, LimitExceededError):
             return None
         if p is not None and self.pool is not None:
-            self.pool.add(p)
+            self.pool.add(p, self.left)
         return p
 
     def _ends_complete(self, s: S, ids: tuple[int, ...]) -> bool:
@@ -409,7 +430,7 @@ class WalkedVerifier(Generic[S]):
         plan)."""
         if self.c._complete(s):
             return ()
-        if self.left == 0:
+        if self.left == 0 or self._dead(s):
             return None
         r = self._by_rest(s, data) if data else None
         if r is None:
@@ -443,13 +464,21 @@ class WalkedVerifier(Generic[S]):
             memo[k] = r
         return r
 
+    def _dead(self, s: S) -> bool:
+        """Is ``s`` proven to have no completion at all (:mod:`.dead_ends`)? Then every walk
+        and search from it fails: skipped, they spend none of the step's plans, detours and
+        retries, which go to the other groups (a search is the cost: the first plan searches
+        of such states found nothing after 16 states, their retries after 128)."""
+        dead = self.planner.search.dead
+        return dead is not None and dead.dead(*self.c._view(s))
+
     def _state(self, s: S, vertex: Hashable, data: bytes, size: int,
                ) -> tuple[int, ...] | None:
         c = self.c
         search = c.VERIFY_SEARCH * (_DEEP if size >= _LARGE else 1)
         if c._complete(s):
             return ()
-        if self.left == 0:
+        if self.left == 0 or self._dead(s):
             return None
         if data:
             r = self._by_rest(s, data)
@@ -465,7 +494,11 @@ class WalkedVerifier(Generic[S]):
             p = self._by_detour(s)
         if p is None and self.retries > 0 and self.plans > 0:
             self.retries -= 1
-            p = self._plan(s, search * _RETRY_DEEP, pooled=False, escalate=True)
+            deep = _RETRY_DEEP
+            if self.deep > 0:
+                self.deep -= 1
+                deep = _SLACK_DEEP
+            p = self._plan(s, search * deep, pooled=False, escalate=True)
         return p if p is not None and len(p) <= self.left else None
 
     def _by_shared(self, s: S, vertex: Hashable, plan: bool = True, search: int = 0,
