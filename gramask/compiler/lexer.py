@@ -117,6 +117,9 @@ class LexerDFA:
     # the reversed edges, kept from the build for ignored_follows (None: built from trans)
     _reverse: ReverseEdges | None = field(default=None, init=False, repr=False,
                                           compare=False)
+    # per byte, its class in the build (bytes every state treats alike; None: not kept)
+    _byte_class: np.ndarray | None = field(default=None, init=False, repr=False,
+                                           compare=False)
 
     @property
     def num_states(self) -> int:
@@ -328,6 +331,7 @@ def build_lexer_dfa(
         accepting=accepting,
     )
     out._reverse = reverse
+    out._byte_class = byte_class
     return out
 
 

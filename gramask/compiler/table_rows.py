@@ -69,7 +69,8 @@ def lazy_diff(w: TokenWalker, q: int, most: int
             return None
         r = w.rep_of(q)
         if r != q:  # the same row as ``r``'s (row_classes): nothing differs
-            w.row(r)
+            if r not in w.assembled:  # (assembled once: not again per state of its class)
+                w.row(r)
             return r, _EMPTY, _EMPTY, _EMPTY
         if not w.assembled:
             return None

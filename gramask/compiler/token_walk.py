@@ -46,8 +46,8 @@ from .walk_inputs import (
 __all__ = ["SHARE_AFTER", "TokenWalker"]
 
 # rows assembled in full before a lazy table looks for rows to share (row_classes): the
-# partition costs ~0.2 ms per lexer state (a 46k-state counted string: ~9 s on a loaded
-# machine), a row ~60 ms; most requests walk a handful of rows and never pay for it
+# partition costs ~0.2 s at 44k lexer states (a counted string; 220k: ~1.2 s), a row ~60
+# ms; most requests walk a handful of rows and never pay for it
 SHARE_AFTER = 16
 
 
