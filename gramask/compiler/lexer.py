@@ -51,8 +51,8 @@ class Terminal(Protocol):
 MAX_LEXER_STATES = 16_384
 # Tables walked lazily (a compile without the cache: a request's JSON Schema) pay for the
 # states a request reaches only, so the automaton itself may be larger (a long counted string
-# beside a format's strings: their product)
-MAX_LAZY_LEXER_STATES = 131_072
+# beside a format's strings: their product; a JSON Schema maxLength of 10,000: 220,004)
+MAX_LAZY_LEXER_STATES = 262_144
 
 
 class LexerRows(dict[int, list[int]]):
