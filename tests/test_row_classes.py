@@ -13,9 +13,10 @@ import pytest
 
 import gramask
 from gramask import Grammar
-from gramask.compiler import token_walk
+from gramask.compiler import table_rows, token_walk
 from gramask.compiler.pipeline import build
 from gramask.compiler.row_classes import row_representatives
+from gramask.compiler.table_rows import near_row
 
 from ._support import walk_in_lockstep
 from .test_lazy_tables import _greedy
@@ -137,3 +138,23 @@ def test_refinement_is_moore(schema: dict[str, object]) -> None:
     w.dfa._byte_class = None
     assert row_representatives(w.dfa, w.state_class, 9).tolist() == _moore(
         w.dfa, w.state_class, 9)
+
+
+def test_near_rows_are_the_walked_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count near the end of the string, its row made from a count far from it (the
+    tokens no longer than the depth they agree to keep its entries, the others walked),
+    equals the row walked byte by byte; most of the string's end is made so."""
+    monkeypatch.setattr(token_walk, "SHARE_AFTER", 0)
+    monkeypatch.setattr(table_rows, "_NEAR_LONG", 1.0)  # (however many tokens are longer)
+    w = build(Grammar.from_json_schema(SCHEMA), _vocab(), progress=False,
+              lazy=True).tables.walker
+    assert w is not None
+    made = 0
+    for q in range(1, w.dfa.num_states):
+        got = near_row(w, q, {})
+        if got is None:
+            continue
+        made += 1
+        ids, nodes = w.row(q)
+        assert np.array_equal(got[0], ids) and np.array_equal(got[1], nodes), q
+    assert made > 2 * w.lmax
