@@ -13,9 +13,10 @@ import pytest
 
 import gramask
 from gramask import Grammar
-from gramask.compiler import token_walk
+from gramask.compiler import table_rows, token_walk
 from gramask.compiler.pipeline import build
 from gramask.compiler.row_classes import row_representatives
+from gramask.compiler.table_rows import near_row
 
 from ._support import walk_in_lockstep
 from .test_lazy_tables import _greedy
@@ -90,3 +91,70 @@ def test_masks_inside_counted_strings(monkeypatch: pytest.MonkeyPatch, after: in
     rng = random.Random(3)
     for _ in range(4):
         walk_in_lockstep(eager, lazy, rng, 60)
+
+
+def _moore(dfa: object, state_class: np.ndarray, rounds: int) -> list[int]:
+    """Moore's refinement written out plainly: per state, the smallest state whose block it
+    shares after ``rounds`` rounds (the start state apart), every state re-read each round."""
+    d = dfa  # (a LexerDFA)
+    n = d.num_states  # type: ignore[attr-defined]
+    trans = d.trans.tolist()  # type: ignore[attr-defined]
+    block = [(q == 0, int(state_class[q]), int(d.accept[q]),  # type: ignore[attr-defined]
+              d.accepting[q].tobytes(), d.live[q].tobytes())  # type: ignore[attr-defined]
+             for q in range(n)]
+    ids = _number(block)
+    for _ in range(rounds):
+        new = _number([(ids[q], *(ids[t] if t >= 0 else -1 for t in trans[q]))
+                       for q in range(n)])
+        if len(set(new)) == len(set(ids)):
+            break
+        ids = new
+    first: dict[int, int] = {}
+    return [first.setdefault(b, q) for q, b in enumerate(ids)]
+
+
+def _number(keys: list[object]) -> list[int]:
+    seen: dict[object, int] = {}
+    return [seen.setdefault(k, len(seen)) for k in keys]
+
+
+@pytest.mark.parametrize("schema", [
+    SCHEMA,
+    {"type": "object", "properties": {"a": {"type": "string", "minLength": 30, "maxLength": 40},
+                                      "b": {"type": "string", "format": "date"},
+                                      "c": {"type": "array", "items": {"type": "string",
+                                                                      "maxLength": 3}}}},
+])
+def test_refinement_is_moore(schema: dict[str, object]) -> None:
+    """The refinement that re-reads only the predecessors of the states that moved gives
+    Moore's partition, round for round, with the build's byte classes or without them (an
+    automaton read back from a cache)."""
+    w = build(Grammar.from_json_schema(schema), _vocab(), progress=False,
+              lazy=True).tables.walker
+    assert w is not None
+    for rounds in (1, 2, 3, 9, w.lmax, 200):
+        want = _moore(w.dfa, w.state_class, rounds)
+        assert row_representatives(w.dfa, w.state_class, rounds).tolist() == want, rounds
+    w.dfa._byte_class = None
+    assert row_representatives(w.dfa, w.state_class, 9).tolist() == _moore(
+        w.dfa, w.state_class, 9)
+
+
+def test_near_rows_are_the_walked_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count near the end of the string, its row made from a count far from it (the
+    tokens no longer than the depth they agree to keep its entries, the others walked),
+    equals the row walked byte by byte; most of the string's end is made so."""
+    monkeypatch.setattr(token_walk, "SHARE_AFTER", 0)
+    monkeypatch.setattr(table_rows, "_NEAR_LONG", 1.0)  # (however many tokens are longer)
+    w = build(Grammar.from_json_schema(SCHEMA), _vocab(), progress=False,
+              lazy=True).tables.walker
+    assert w is not None
+    made = 0
+    for q in range(1, w.dfa.num_states):
+        got = near_row(w, q, {})
+        if got is None:
+            continue
+        made += 1
+        ids, nodes = w.row(q)
+        assert np.array_equal(got[0], ids) and np.array_equal(got[1], nodes), q
+    assert made > 2 * w.lmax

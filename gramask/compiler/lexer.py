@@ -51,8 +51,8 @@ class Terminal(Protocol):
 MAX_LEXER_STATES = 16_384
 # Tables walked lazily (a compile without the cache: a request's JSON Schema) pay for the
 # states a request reaches only, so the automaton itself may be larger (a long counted string
-# beside a format's strings: their product)
-MAX_LAZY_LEXER_STATES = 131_072
+# beside a format's strings: their product; a JSON Schema maxLength of 10,000: 220,004)
+MAX_LAZY_LEXER_STATES = 262_144
 
 
 class LexerRows(dict[int, list[int]]):
@@ -117,6 +117,9 @@ class LexerDFA:
     # the reversed edges, kept from the build for ignored_follows (None: built from trans)
     _reverse: ReverseEdges | None = field(default=None, init=False, repr=False,
                                           compare=False)
+    # per byte, its class in the build (bytes every state treats alike; None: not kept)
+    _byte_class: np.ndarray | None = field(default=None, init=False, repr=False,
+                                           compare=False)
 
     @property
     def num_states(self) -> int:
@@ -328,6 +331,7 @@ def build_lexer_dfa(
         accepting=accepting,
     )
     out._reverse = reverse
+    out._byte_class = byte_class
     return out
 
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .tables import TokenTables
     from .token_walk import TokenWalker
 
-__all__ = ["expand_row", "group_row", "lazy_diff", "row0_part", "select_tokens"]
+__all__ = ["expand_row", "group_row", "lazy_diff", "near_row", "row0_part", "select_tokens"]
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTY.flags.writeable = False
@@ -29,7 +29,8 @@ def expand_row(
     lazily built table walks the row on first use (the caller keeps it)."""
     w = tables.walker
     if w is not None:
-        idx, node = w.row(q)
+        got = near_row(w, q, bases)
+        idx, node = got if got is not None else w.row(q)
         return idx.astype(np.int64), node.astype(np.int64)
     lo, hi = tables.rows_indptr[q], tables.rows_indptr[q + 1]
     idx, dat = tables.rows_indices[lo:hi], tables.rows_data[lo:hi]
@@ -69,7 +70,8 @@ def lazy_diff(w: TokenWalker, q: int, most: int
             return None
         r = w.rep_of(q)
         if r != q:  # the same row as ``r``'s (row_classes): nothing differs
-            w.row(r)
+            if r not in w.assembled:  # (assembled once: not again per state of its class)
+                w.row(r)
             return r, _EMPTY, _EMPTY, _EMPTY
         if not w.assembled:
             return None
@@ -89,6 +91,51 @@ def lazy_diff(w: TokenWalker, q: int, most: int
         idx = w.tokens_of(cont)
         keep = node >= 0
         return base, w.tokens_of(diff), idx[keep], node[keep].astype(np.int64)
+
+
+# a row made from a near state's (near_row) where its tokens longer than the depth the two
+# agree to are at most this share of the vocabulary (the rest: walked as any row)
+_NEAR_LONG = 0.25
+
+
+def near_row(w: TokenWalker, q: int, memo: dict[int, tuple[np.ndarray, np.ndarray]] | None
+             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Row ``q`` of a lazily built table from the row of a state that agrees with ``q`` on
+    every input of ``d`` bytes (:func:`gramask.compiler.row_classes.row_partition`): the
+    tokens of at most ``d`` bytes read only what the two agree on, so they keep that row's
+    entries, and only the longer ones are walked from ``q``. None where there is no such
+    state (``d`` 0, or the partition not made yet) or too many tokens are longer than ``d``.
+
+    The counts of a long string near its end: each is a class of its own (how many
+    characters are left tells them apart), and walking its row took ~30 ms; ``k``
+    characters from the end, only the tokens of more than ``k`` bytes are walked (past a
+    dozen, a few percent of the vocabulary). ``memo``: the caller's memo of the near rows."""
+    with w.lock:
+        if q == 0 or w.rep_of(q) != q or w.near is None:
+            return None
+        s, d = int(w.near[0][q]), int(w.near[1][q])
+        if d < 1 or s == q:
+            return None
+        long = np.flatnonzero(w.lens > d)
+        if len(long) > _NEAR_LONG * w.v:
+            return None
+        got = memo.get(s) if memo is not None else None
+        if got is None:
+            got = w.row(s)
+            if memo is not None:
+                memo[s] = got
+        sidx, snode = got
+        first = w.trans[q, w.buf[long, 0]]
+        long = long[first >= 0]
+        node = w.walk(None, long, 0, False, first=first[first >= 0])
+        short = w.lens[sidx] <= d
+        dense = w._dense  # (all -1 between uses)
+        dense[sidx[short]] = snode[short]
+        dense[long] = node
+        idx = np.flatnonzero(dense >= 0)
+        nodes = dense[idx]
+        dense[:] = -1
+        return idx, nodes
 
 
 def row0_part(w: TokenWalker, first: list[int]) -> tuple[np.ndarray, np.ndarray] | None:

@@ -29,7 +29,7 @@ from .kept import drop_oldest
 from .lexer import LexerDFA
 from .local_walks import Successors, first_appearance, group_outcomes, local_automaton
 from .plain_chars import PlainChains
-from .row_classes import row_representatives
+from .row_classes import row_partition
 from .suffix_memo import SuffixMemo
 from .walk_inputs import (
     TAIL,
@@ -45,9 +45,8 @@ from .walk_inputs import (
 
 __all__ = ["SHARE_AFTER", "TokenWalker"]
 
-# rows assembled in full before a lazy table looks for rows to share (row_classes): the
-# partition costs ~0.2 ms per lexer state (a 46k-state counted string: ~9 s on a loaded
-# machine), a row ~60 ms; most requests walk a handful of rows and never pay for it
+# rows assembled before a lazy table looks for rows to share (row_classes): the partition
+# costs ~0.2 s at 44k lexer states (220k: ~1.2 s), a row ~60 ms; most requests never pay it
 SHARE_AFTER = 16
 
 
@@ -111,6 +110,7 @@ class TokenWalker:
         self.lock = threading.RLock()
         self.share_rows = share_rows  # (a lazy table) equal rows walked once: row_classes
         self._rep: np.ndarray | None = None
+        self.near: tuple[np.ndarray, np.ndarray] | None = None  # row_partition's near, depth
 
     # ------------------------------------------------------------------ memos
     def suffix(self, t: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -246,15 +246,15 @@ class TokenWalker:
         if self._rep is None:  # (once rows are many: a request in a long counted string)
             if not self.share_rows or len(self.assembled) < SHARE_AFTER:
                 return q
-            self._rep = row_representatives(self.dfa, self.state_class, self.lmax)
+            self._rep, near, depth = row_partition(self.dfa, self.state_class, self.lmax)
+            self.near = (near, depth)
         return int(self._rep[q])
 
     def key_row(self, q: int | np.ndarray) -> np.ndarray:
         """DFA row ``q`` (or rows) with each state replaced by :meth:`rep_of`'s: the shared walks'
         keys (the walks from states that agree on every token's bytes are equal)."""
         row: np.ndarray = self.trans[q]
-        self.rep_of(0)
-        if self._rep is None:
+        if self.rep_of(0) != 0 or self._rep is None:  # (rep_of(0) is 0: it only computes)
             return row
         keys: np.ndarray = np.where(row >= 0, self._rep[np.maximum(row, 0)], -1)
         return keys

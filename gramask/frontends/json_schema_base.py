@@ -97,7 +97,11 @@ _MAX_BOUND = 10**30
 # (json_strings.length_string_dfa); combined with a pattern or format it is a product that is
 # built and minimised state by state, which costs ~1 s at 64 characters
 MAX_COUNTED_LENGTH = 64
-MAX_PLAIN_LENGTH = 512  # 11,300 of the lexer's 16,384 states
+# A plain one has ~22 states per count (220,004 at 10,000: within MAX_LAZY_LEXER_STATES; a
+# cached compile stops at MAX_LEXER_STATES, ~740 characters). Its table rows are shared by
+# the counts with room for any token (compiler/row_classes), so what grows with N is the
+# lexer's build (~1 s per 1,000 characters) and its memory (~60 MB per 1,000)
+MAX_PLAIN_LENGTH = 10_000
 
 def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))

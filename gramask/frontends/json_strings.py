@@ -37,7 +37,8 @@ from .json_keys import key_region, plain, words_dfa
 __all__ = ["build_source", "build_spec_dfa", "json_string_dfa", "length_string_dfa", "spec_dfa"]
 
 # a counted string laid out directly (length_string_dfa): 22 states per counted character
-MAX_STRING_STATES = 4 * MAX_BYTE_STATES
+# (json_schema_base.MAX_PLAIN_LENGTH, 10,000 characters: 220,004 states)
+MAX_STRING_STATES = 16 * MAX_BYTE_STATES
 # states json_string_dfa may build before minimising: a pattern's counted Unicode class,
 # /[^"\s]{1,128}/, builds ~20,000 for its 2,947 (each takes ~0.2 ms; more would cost seconds)
 _MAX_BUILT_STATES = 2 * MAX_BYTE_STATES
