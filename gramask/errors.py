@@ -44,6 +44,16 @@ class UnsupportedRegexError(GrammarError):
     """A terminal's regex is valid but has no finite automaton (lookaround, backreference)."""
 
 
+class LexerTooLargeError(GrammarError):
+    """The lexer automaton exceeds the states a build may walk (``lazy_fits``: a compile
+    without the cache, whose rows are walked as masks need them, allows more states)."""
+
+    def __init__(self, message: str, *, name: str | None = None, lazy_fits: bool = False
+                 ) -> None:
+        super().__init__(message, name=name)
+        self.lazy_fits = lazy_fits
+
+
 class InvalidRegexError(GrammarError):
     """A terminal's regex does not parse."""
 

@@ -15,6 +15,7 @@ import pytest
 
 import gramask
 from gramask import Grammar
+from gramask.cache.store import CacheWarning
 from gramask.errors import GrammarError
 
 from ._support import BYTES, accepts, byte_ids, hf_tokenizer
@@ -122,3 +123,16 @@ def test_above_the_limit_is_refused() -> None:
         Grammar.from_json_schema({"type": "string", "maxLength": 10_001})
     with pytest.raises(GrammarError, match="'minLength' at #"):
         Grammar.from_json_schema({"type": "string", "minLength": 10_001})
+
+
+def test_a_cached_compile_too_large_to_walk_ahead_falls_back_to_lazy_rows(tmp_path: Any) -> None:
+    """A compile through the cache walks every row ahead and stops at 16,384 lexer states:
+    there a grammar the lazy rows allow is compiled without the cache, with a warning, rather
+    than refused (``maxLength`` 1,000 needs 22,004 states)."""
+    g = Grammar.from_json_schema({"type": "string", "maxLength": 1000})
+    with pytest.warns(CacheWarning, match="compiled without the cache"):
+        cg = gramask.compile(g, BYTES, cache_dir=tmp_path, progress=False)
+    assert not cg.info["from_cache"] and not list(tmp_path.iterdir())
+    rng = random.Random(3)
+    assert accepts(cg, byte_ids(_spelled(rng, _text(rng, 1000))))
+    assert not accepts(cg, byte_ids(_spelled(rng, _text(rng, 1001))))

@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from ..encoding import rows_of_bits
-from ..errors import GrammarError
+from ..errors import LexerTooLargeError
 from .kept import drop_oldest
 from .product_search import explore_dense
 from .reach_back import BITS, ReverseEdges, reach_back
@@ -391,10 +391,10 @@ def _too_many_lexer_states(
     lazy = (f"; a compile without the cache (cache=False: each table row walked when a mask "
             f"first needs it) allows {MAX_LAZY_LEXER_STATES:,}"
             if max_states < MAX_LAZY_LEXER_STATES else "")
-    raise GrammarError(
+    raise LexerTooLargeError(
         f"the lexer needs more than {max_states:,} states (their combinations while "
         f"lexing); the terminals taking part most: {names}. Simplify or merge them{lazy}",
-        name=terminals[worst[0]].name if worst else None,
+        name=terminals[worst[0]].name if worst else None, lazy_fits=bool(lazy),
     )
 
 

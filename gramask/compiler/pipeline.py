@@ -16,7 +16,7 @@ from typing import Any
 from ..artifact import FORMAT_VERSION
 from ..cache.store import CacheWarning, cache_key, cached_path, default_cache_dir, report_bad_entry
 from ..compiled import CompiledGrammar, package_version
-from ..errors import ArtifactError
+from ..errors import ArtifactError, LexerTooLargeError
 from ..grammar import Grammar
 from ..vocab import Vocabulary
 
@@ -149,7 +149,17 @@ class Compiler:
                 return cg
             except ArtifactError as e:
                 report_bad_entry(path, e)
-        cg = build(grammar, vocab, progress=self.progress)
+        try:
+            cg = build(grammar, vocab, progress=self.progress)
+        except LexerTooLargeError as e:
+            if not e.lazy_fits:
+                raise
+            # (a long counted string: too many rows to walk ahead, few a request reaches)
+            warnings.warn(f"gramask: not cached: {e}; compiled without the cache instead",
+                          CacheWarning, stacklevel=2)
+            cg = build(grammar, vocab, progress=self.progress, lazy=True)
+            cg.info["from_cache"] = False
+            return cg
         try:
             cg.save(path)
             cg.info["cache_path"] = str(path)
