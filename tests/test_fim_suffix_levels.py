@@ -62,3 +62,28 @@ def test_budget_check_finds_the_plan_back_to_a_lower_level() -> None:
         assert c.is_allowed(i), (c.text, vocab.token_bytes(i))
         c.advance(i)
     assert c.is_allowed(vocab.eos_token_id)
+
+
+# The quotient's "no" was taken as exact wherever its branches did not accept, but the
+# branches only hold the suffix's terminals under their hypotheses about the stack at the
+# boundary: at most 2 levels more than the prefix's, the levels below the first line the
+# prefix's (or a few variants). A middle outside them had EOS refused after it, in both
+# modes; now the end is walked there (the basic mode where no branch's assumptions hold,
+# the contextual mode wherever the quotient says no). Three levels above the prefix's, the
+# last one's line continued by the suffix's blanks (fim_fuzz --indent 1 --seed 8846, grammar
+# 0, basic: ``do1:\n  `` + ``  do734:\n        do0592:\n\n        `` before ``  :]]\n…``),
+# or begun by the middle, or after a prefix that ends on a block's header; and a middle
+# that closes the prefix's level 5 and opens 6 (seed 8846, grammar 2).
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n", " "], "  b\n"),
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n", " ", " "], " b\nb\n"),
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n", " ", " ", " "], "b\n"),
+    ("if:\n if:", ["\n", " ", " ", "if", ":", "\n", " ", " ", " ", "if", ":", "\n", " ", " ",
+                   " ", " "], "b\n"),
+    ("if:\n    if:\n     b\n ", [" ", " ", " ", "if", ":", "\n", " ", " ", " ", " ", " ", " "],
+     "b\n      b\n"),
+])
+def test_a_middle_outside_the_suffixs_stack_hypotheses_ends_complete(
+        lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
+    _end_after_the_middle(lexer, prefix, middle, suffix)
