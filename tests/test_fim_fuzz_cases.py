@@ -4,6 +4,8 @@ turns them red, and then the mark goes)."""
 
 from __future__ import annotations
 
+import warnings
+
 import lark
 import pytest
 
@@ -766,3 +768,27 @@ def test_budget_check_finds_a_plan_that_opens_the_suffixs_level(k: int) -> None:
 def test_a_middle_that_closes_a_prefix_block_then_opens_the_suffixs_level_ends_complete(
         lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
     _end_after_the_middle(lexer, prefix, middle, suffix)
+
+
+# A terminal the basic lexer never produces (T3 always wins ``:``) is a lost shift of the
+# original parser (viability.never_lexed), but the FIM masks were the quotient's alone, which
+# keeps T2's rules: ``::`` (two T3s, which only ``start* T2`` could follow) was allowed at the
+# start and then rejected by ``advance()`` (fim_fuzz --seed 9420, grammar 0, basic, an empty
+# suffix: ``::::::::`` allowed, TokenRejected). The original's mask now counts too, as where
+# it refuses openers nothing closes.
+NEVER_LEXED = r"""
+start: T3 r0 | "."
+r0: start* T2 | "abc"
+T2: ":" | "aa"
+T3: T2 ("-" T2)*
+"""
+
+
+@pytest.mark.parametrize("suffix", ["", "abc"])
+def test_fim_masks_refuse_what_only_a_never_lexed_terminal_finishes(suffix: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cg, vocab = tiny(NEVER_LEXED, [":", "::", ".", "abc"])
+    c = cg.constraint("", suffix=suffix)
+    assert c.is_allowed(vocab.token_id(":"))
+    assert not c.is_allowed(vocab.token_id("::"))

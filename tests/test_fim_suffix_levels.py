@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
 import gramask
-from tests._support import hf_tokenizer, indenter_oracle, lark_accepts
-from tests.test_fim_fuzz_cases import _end_after_the_middle
+from tests._support import hf_tokenizer, indenter_oracle, lark_accepts, tiny
+from tests.test_fim_fuzz_cases import IF_BLOCKS, _end_after_the_middle
 
 
 # The suffix's first line opens a block (width 5) and a later one returns to 4, a level the
@@ -63,3 +66,76 @@ def test_budget_check_finds_the_plan_back_to_a_lower_level() -> None:
         assert c.is_allowed(i), (c.text, vocab.token_bytes(i))
         c.advance(i)
     assert c.is_allowed(vocab.eos_token_id)
+
+
+# The quotient's "no" was taken as exact wherever its branches did not accept, but the
+# branches only hold the suffix's terminals under their hypotheses about the stack at the
+# boundary: at most 2 levels more than the prefix's, the levels below the first line the
+# prefix's (or a few variants). A middle outside them had EOS refused after it, in both
+# modes; now the end is walked there (the basic mode where no branch's assumptions hold,
+# the contextual mode wherever the quotient says no). Three levels above the prefix's, the
+# last one's line continued by the suffix's blanks (fim_fuzz --indent 1 --seed 8846, grammar
+# 0, basic: ``do1:\n  `` + ``  do734:\n        do0592:\n\n        `` before ``  :]]\n…``),
+# or begun by the middle, or after a prefix that ends on a block's header; and a middle
+# that closes the prefix's level 5 and opens 6 (seed 8846, grammar 2).
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(("prefix", "middle", "suffix"), [
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n", " "], "  b\n"),
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n", " ", " "], " b\nb\n"),
+    ("if:\n", [" ", "if", ":", "\n", " ", " ", "if", ":", "\n", " ", " ", " "], "b\n"),
+    ("if:\n if:", ["\n", " ", " ", "if", ":", "\n", " ", " ", " ", "if", ":", "\n", " ", " ",
+                   " ", " "], "b\n"),
+    ("if:\n    if:\n     b\n ", [" ", " ", " ", "if", ":", "\n", " ", " ", " ", " ", " ", " "],
+     "b\n      b\n"),
+])
+def test_a_middle_outside_the_suffixs_stack_hypotheses_ends_complete(
+        lexer: str, prefix: str, middle: list[str], suffix: str) -> None:
+    _end_after_the_middle(lexer, prefix, middle, suffix)
+
+
+def _blocks_program(rnd: random.Random) -> str:
+    """A random IF_BLOCKS program: blocks of random widths (1-3 more than the level above),
+    returns to any level below, now and then a blank line."""
+    lines: list[str] = []
+    stack, body = [0], False
+    for _ in range(rnd.randint(2, 12)):
+        if body:
+            stack.append(stack[-1] + rnd.randint(1, 3))
+            body = False
+        elif len(stack) > 1 and rnd.random() < 0.4:
+            del stack[rnd.randint(1, len(stack) - 1):]
+        header = rnd.random() < 0.5
+        lines.append(" " * stack[-1] + ("if:" if header else "b" * rnd.randint(1, 2)))
+        body = header
+    if body:
+        lines.append(" " * (stack[-1] + 1) + "b")
+    text = "\n".join(lines) + "\n"
+    if rnd.random() < 0.3:
+        j = text.find("\n", rnd.randint(0, len(text)))
+        if j >= 0:
+            text = text[:j] + "\n" + " " * rnd.randint(0, 4) + text[j:]
+    return text
+
+
+def _pieces(s: str) -> list[str]:
+    return re.findall(r"if|.", s, re.S)
+
+
+# The same property on random programs cut at random (14 of these 80 seeds ended with EOS
+# refused before, in one mode or both: deeper stacks, levels re-indented).
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_random_block_cuts_end_complete(lexer: str) -> None:
+    cg, vocab = tiny(IF_BLOCKS, ["if", ":", "\n", " ", "b"], lexer=lexer)
+    oracle = indenter_oracle(IF_BLOCKS)
+    for seed in range(80):
+        rnd = random.Random(seed)
+        text = _blocks_program(rnd)
+        i, j = sorted((rnd.randint(0, len(text)), rnd.randint(0, len(text))))
+        if not lark_accepts(oracle, text) or "if" in (text[i - 1:i + 1], text[j - 1:j + 1]):
+            continue  # (a cut inside ``if``: not spelt by these tokens)
+        c = cg.constraint(text[:i], suffix=text[j:])
+        for piece in _pieces(text[i:j]):
+            t = vocab.token_id(piece)
+            assert t is not None and c.is_allowed(t), (seed, piece, c.text)
+            c.advance(t)
+        assert c.is_allowed(vocab.eos_token_id), (seed, text[:i], text[i:j], text[j:])

@@ -116,7 +116,8 @@ class FimBase(Constraint[F]):
         # the suffix lexing compares indentation widths as numbers, which CPython's two
         # measures do not when tabs or form feeds indent: then only the walk decides
         self._tabbed = ob.nl_t >= 0 and (b"\t" in self._suffix or b"\f" in self._suffix)
-        self._closing = ob.ctx.closable is not None  # (see FimConstraint._walk)
+        # (see FimConstraint._walk; a terminal the basic lexer never produces: the same)
+        self._closing = ob.ctx.closable is not None or ob.ctx.shifts_tried
         self._ends: dict[tuple[int, int, int], bool] = _shared if _shared is not None else {}
         # (suffix offset, parser state uid) at a lexeme boundary → verdict; states kept alive
         self._ends_at: dict[tuple[int, int], tuple[bool]] = (

@@ -27,6 +27,9 @@ class BasicFimBase(FimBase[FimState]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # per lexer state: the branches its glue can end (:meth:`_glued_branches`)
         self._glued: dict[int, list[tuple[Branch, int, int, int, int, int]]] = {}
+        # per (lexer state, carry, original parser uid): do the branches hold the suffix's
+        # real terminals there (FimConstraint._covered)
+        self._covers: dict[tuple[int, int, int], bool] = {}
         # walks per (lexer state, carry, both parsers' uids, bytes) (FimConstraint._walk)
         self._walks: BoundedMemo[tuple[int, int, int, int, bytes], FimState | int] = (
             BoundedMemo(1 << 14))

@@ -88,9 +88,45 @@ class FimConstraint(BasicFimBase):
     def _complete(self, st: FimState) -> bool:
         q, carry, _, po = st
         v = self._quotient_end(st)
-        if v != 1:
+        if v == 2 or (v == 0 and self._covered(q, carry, po)):
             return v == 2  # the quotient's verdict, exact
         return self._exact_end(q, carry, po)
+
+    def _covered(self, q: int, carry: int, po: PState) -> bool:
+        """Is the quotient's "no" exact here: do the branches hold the suffix's real
+        terminals after this state (original parser ``po``)? Greedy lexing ends the lexeme
+        in progress at one ``k`` only, so the branches glued to ``q`` are the readings there;
+        one whose boundary assumptions hold (or a boundary lexeme the parser refuses) is
+        the real one. Where none holds, the middle lies outside the hypotheses (a stack
+        deeper than the caps, or levels below the first line re-indented: after ``if:\n``
+        the middle `` if:\n  if:\n `` before ``"  b\n"`` had EOS refused) and the end is
+        walked (as every "no" is where tabs indent: widths that do not compare as numbers)."""
+        if self._ob.nl_t < 0:
+            return True
+        key = (q, carry, po[PUID])
+        r = self._covers.get(key)
+        if r is None:
+            if len(self._covers) >= self.MAX_ENDS:
+                self._covers.clear()
+            r = self._covers[key] = self._covered_fresh(q, carry, po)
+        return r
+
+    def _covered_fresh(self, q: int, carry: int, po: PState) -> bool:
+        glued = self._glued.get(q)
+        if glued is None:
+            glued = self._glued[q] = self._glued_branches(q)
+        n = len(self._suffix)
+        for br, _, a, qq, reset, width in glued:
+            if not br.assumptions:
+                return True  # no indentation: the branch's terminals are the suffix's
+            if a >= 0:  # a plain terminal the suffix continues
+                p2 = self._ob.ctx.shift(po, a)
+            else:
+                c2 = width if reset else join(carry, width)
+                p2 = self._ob.lexeme_end(po, qq, c2, at_eof=br.k == n)
+            if p2 is None or (not self._tabbed and _holds(br, p2)):
+                return True
+        return not glued
 
     def _suffix_completes(self, q: int, carry: int, p: PState) -> bool:
         """Exact: does the suffix, read from this state with the original grammar, end a

@@ -91,7 +91,15 @@ class ContextualFimConstraint(FimBase[CtxFimState]):
         return m
 
     def _complete(self, st: CtxFimState) -> bool:
-        if not self._quotient_end(st):
+        # with indentation the quotient's "no" is not exact: its lattice assumes the stacks
+        # under the suffix's first line (suffix_indent.py), and a middle outside them (more
+        # levels than the caps, or the levels below re-indented) has the suffix's real
+        # terminals in no branch. The suffix is walked then, as the exact end check does; such
+        # walks mostly stop at the suffix's first lexemes (Python, 15 cuts of
+        # tools/budget_force.py forced and walked: 76 walks before, 184 now, 0.34 -> 0.38 s).
+        # (After ``if:\n    if:\n     b\n `` the middle ``   if:\n      `` before
+        # ``b\n      b\n``, the stack 0, 4, 6, had EOS refused.)
+        if not self._quotient_end(st) and self._ob.nl_t < 0:
             return False
         return self._exact_end(st[3], st[4], st[5])
 
