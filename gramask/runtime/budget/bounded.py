@@ -32,6 +32,10 @@ S = TypeVar("S", bound=RunState)
 # (at most this many per step; beyond, the bound decides)
 _REFINE_SLACK = 2
 _REFINE_MAX = 32
+# tokens the grammar allows whose bound is INF (the tables could not price the state: an
+# ignored ``#`` comment only a significant newline ends) get a plan searching this many
+# states, at most _REFINE_MAX groups a step
+_UNPRICED_SEARCH = 16
 # a plan that could not be made (none found, or a parse outgrew its limits while planning):
 # the token or group it was for is not allowed by the budget
 PLAN_FAILED = (NoCompletionError, LimitExceededError)
@@ -99,6 +103,20 @@ class BoundedBudget(Generic[S]):
                     # the prefix cut: the constraint's states are the units' LexStates
                     plan = planner.plan(cast(S, units.state(i)), c._walk, c._complete,
                                         search=0)
+                except PLAN_FAILED:
+                    continue
+                if len(plan) <= left - 1:
+                    over[i] = False
+            # a bound of INF on tokens the grammar allows is a state the tables could not
+            # price, not a proof: a small search decides (a comment before ``_NL: /\n+/``
+            # was forbidden at every budget)
+            unpriced = [i for i in cut.tolist() if units.costs[i] >= INF
+                        and not units.nl_live[units.finals[i]]]
+            unpriced.sort(key=lambda i: (-int(units.sizes[i]), int(units.gids[i])))
+            for i in unpriced[:_REFINE_MAX]:
+                try:
+                    plan = planner.plan(cast(S, units.state(i)), c._walk, c._complete,
+                                        search=_UNPRICED_SEARCH)
                 except PLAN_FAILED:
                     continue
                 if len(plan) <= left - 1:
