@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .lexeme_paths import distances_to, reversed_transitions, witness_counts
 from .spelling import INF, TokenCounter
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class LexemeCosts:
         self.nl_t = mb.nl_t
         self.continuation_t = mb.continuation_t
         self._dist: dict[int, np.ndarray] = {}
+        self._reverse: tuple[np.ndarray, np.ndarray] | None = None  # see distances_to
         self._fin_str: dict[tuple[int, int], bytes] = {}
         self.closer: dict[int, bytes] = {}  # see _closers
         self._clean_closed: dict[int, frozenset[int]] = {}  # per closer terminal: its clean ends
@@ -99,10 +101,9 @@ class LexemeCosts:
         # fin[q, t]: tokens that end the lexeme in progress at q as t (0: it can end now)
         self.fin = np.full((S, T), INF, dtype=np.int64)
         for t in range(T):
-            d = self._distances(t)
-            for q in np.flatnonzero(d < INF).tolist():
+            for q, n in self._witness_counts(t).items():
                 if q:  # state 0: no lexeme in progress
-                    self.fin[q, t] = tok.count(self.witness(q, t))
+                    self.fin[q, t] = n
         # per state, the finite entries of fin, cheapest first
         self.fin_list: list[list[tuple[int, int]]] = [
             sorted(((t, int(self.fin[q, t])) for t in np.flatnonzero(self.fin[q] < INF).tolist()),
@@ -298,21 +299,10 @@ class LexemeCosts:
 
     def distances_to(self, targets: np.ndarray) -> np.ndarray:
         """Bytes from each lexer state to one of ``targets`` (bool per state), staying in
-        one lexeme (BFS backwards over the DFA)."""
-        S = self.num_states
-        d = np.full(S, INF, dtype=np.int64)
-        frontier = targets.copy()
-        d[frontier] = 0
-        trans = self.trans
-        valid = trans >= 0
-        idx = np.where(valid, trans, 0)
-        level = 0
-        while frontier.any():
-            level += 1
-            reach = (frontier[idx] & valid).any(axis=1) & (d == INF)
-            d[reach] = level
-            frontier = reach
-        return d
+        one lexeme (:func:`.lexeme_paths.distances_to`)."""
+        if self._reverse is None:
+            self._reverse = reversed_transitions(self.trans)
+        return distances_to(self._reverse, targets)
 
     def boundary_targets(self, head: bytes, a: int | Iterable[int], after: int | None,
                          ) -> np.ndarray:
@@ -360,6 +350,13 @@ class LexemeCosts:
             w += c
         self._fin_str[key] = w
         return w
+
+    def _witness_counts(self, t: int) -> dict[int, int]:
+        """``tok.count(self.witness(q, t))`` for every state that reaches a clean end of
+        ``t`` (:func:`.lexeme_paths.witness_counts`)."""
+        closer, clean = self.closer.get(t), self._clean_closed.get(t, frozenset())
+        return witness_counts(self._distances(t), self.trans, self.byte_order, self.tok,
+                              lambda e: closer if closer is not None and e not in clean else b"")
 
     def end_state(self, q: int, data: bytes) -> int:
         """The lexer state after ``data`` from ``q`` within one lexeme (-1: it dies)."""

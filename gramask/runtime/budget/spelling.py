@@ -24,6 +24,14 @@ class TokenCounter:
                 self.ids[t] = i
         self.max_len = max((len(t) for t in self.ids), default=1)
         self._memo: dict[bytes, tuple[int, ...] | None] = {}
+        self._prefixes: frozenset[bytes] | None = None
+
+    def prefixes(self) -> frozenset[bytes]:
+        """Every prefix of a token (the tokens included): a walk along a long text stops at
+        the first byte no token continues (built on first use: ~1 s for 129k tokens)."""
+        if self._prefixes is None:
+            self._prefixes = frozenset(t[:j] for t in self.ids for j in range(1, len(t) + 1))
+        return self._prefixes
 
     def tokenize(self, data: bytes) -> tuple[int, ...] | None:
         """The fewest token ids whose bytes concatenate to ``data`` (None if impossible)."""
