@@ -311,6 +311,41 @@ def budget_walk_digests(cg: gramask.CompiledGrammar, prefix: str, suffix: str | 
     return taken, out
 
 
+def assert_budget_keeps_what_fits(cg: gramask.CompiledGrammar, tokens: list[str], prefix: str,
+                                  budgets: tuple[int, ...]) -> None:
+    """Completeness of a budget mask over a small vocabulary (``tokens``, then EOS): after
+    ``prefix``, every token the grammar allows whose shortest completion fits the budget
+    stays allowed."""
+    free = cg.constraint(prefix).allowed()
+    eos = len(tokens)
+    for budget in budgets:
+        m = cg.constraint(prefix, max_tokens=budget).allowed()
+        for t in map(int, free.nonzero()[0]):
+            if t == eos:
+                continue
+            plan = cg.constraint(prefix + tokens[t]).shortest_completion().token_ids
+            if 1 + len(plan) <= budget:  # a completion that fits: the token must stay
+                assert m[t], (prefix, tokens[t], budget, plan)
+
+
+def every_budgeted_walk_ends_complete(cg: gramask.CompiledGrammar, eos: int,
+                                      budgets: range) -> None:
+    """Soundness of budget masks, exhaustively: every path through them from the start, at
+    each budget, ends complete within it, and no mask on the way is empty."""
+    for budget in budgets:
+        stack = [cg.constraint("", max_tokens=budget)]
+        while stack:
+            c = stack.pop()
+            m = c.allowed()
+            assert c.remaining_tokens or c.is_complete(), (budget, c)
+            assert m.any(), (budget, c)
+            for t in map(int, m.nonzero()[0]):
+                if t != eos:
+                    d = c.clone()
+                    d.advance(t)
+                    stack.append(d)
+
+
 def longest_end(dfa: Any, data: bytes) -> int | None:
     """Where a longest-match lexer ends a terminal's lexeme (its byte automaton ``dfa``) at
     the start of ``data``."""

@@ -13,6 +13,8 @@ import pytest
 
 import gramask
 
+from ._support import assert_budget_keeps_what_fits, every_budgeted_walk_ends_complete
+
 GO_LIKE = 'start: ":=" INT _NL\nINT: /\\d+/\n_NL: /\\s*\\n\\s*/\n%ignore /[ \\t]+/\n'
 SHORT = [":=", " ", "1", "\n"]
 LONG = [*SHORT, " 1", "12", ":= ", "1\n", " \n", "\n ", "\t", "2"]
@@ -30,18 +32,7 @@ def _compiled(mode: str, vocab: tuple[str, ...]) -> gramask.CompiledGrammar:
 @pytest.mark.parametrize("prefix", [":=", ":= ", ":= 1", ":=1 "])
 def test_a_token_whose_completion_fits_is_allowed(mode: str, vocab: list[str],
                                                   prefix: str) -> None:
-    cg = _compiled(mode, tuple(vocab))
-    free = cg.constraint(prefix).allowed()
-    eos = len(vocab)
-    for budget in (3, 4, 10):
-        m = cg.constraint(prefix, max_tokens=budget).allowed()
-        for t in map(int, free.nonzero()[0]):
-            if t == eos:
-                continue
-            after = cg.constraint(prefix + vocab[t])
-            plan = after.shortest_completion().token_ids
-            if 1 + len(plan) <= budget:  # a completion that fits: the token must stay
-                assert m[t], (prefix, vocab[t], budget, plan)
+    assert_budget_keeps_what_fits(_compiled(mode, tuple(vocab)), vocab, prefix, (3, 4, 10))
 
 
 @pytest.mark.parametrize("mode", ["basic", "contextual"])
@@ -58,17 +49,4 @@ def test_the_blank_is_allowed_before_a_suffix(mode: str, vocab: list[str]) -> No
 def test_every_budgeted_walk_ends_complete_in_time(mode: str) -> None:
     # soundness beside the fix: the blank's new clean end never admits a token that
     # strands the walk (every path through the budgeted masks, budgets 2 to 5)
-    cg = _compiled(mode, tuple(LONG))
-    eos = len(LONG)
-    for budget in range(2, 6):
-        stack = [cg.constraint("", max_tokens=budget)]
-        while stack:
-            c = stack.pop()
-            m = c.allowed()
-            assert c.remaining_tokens or c.is_complete(), (budget, c)
-            assert m.any(), (budget, c)
-            for t in map(int, m.nonzero()[0]):
-                if t != eos:
-                    d = c.clone()
-                    d.advance(t)
-                    stack.append(d)
+    every_budgeted_walk_ends_complete(_compiled(mode, tuple(LONG)), len(LONG), range(2, 6))

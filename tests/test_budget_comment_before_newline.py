@@ -14,6 +14,8 @@ import pytest
 
 import gramask
 
+from ._support import assert_budget_keeps_what_fits, every_budgeted_walk_ends_complete
+
 LINES = ('start: stmt+\nstmt: NAME? _NL\nNAME: /[a-z]+/\nCOMMENT: /#[^\\n]*/\n'
          '%ignore COMMENT\n%ignore " "\n_NL: /(\\r?\\n)+/\n')
 VOCAB = ["#", " #", "# x", "#\n", "abc", " ", "\n", "\n\n", "x", " x"]
@@ -29,32 +31,9 @@ def _compiled(mode: str) -> gramask.CompiledGrammar:
 @pytest.mark.parametrize("mode", ["basic", "contextual"])
 @pytest.mark.parametrize("prefix", ["", "abc", "abc ", "abc\n", "x #"])
 def test_a_comment_whose_completion_fits_is_allowed(mode: str, prefix: str) -> None:
-    cg = _compiled(mode)
-    free = cg.constraint(prefix).allowed()
-    eos = len(VOCAB)
-    for budget in (2, 3, 20):
-        m = cg.constraint(prefix, max_tokens=budget).allowed()
-        for t in map(int, free.nonzero()[0]):
-            if t == eos:
-                continue
-            plan = cg.constraint(prefix + VOCAB[t]).shortest_completion().token_ids
-            if 1 + len(plan) <= budget:  # a completion that fits: the token must stay
-                assert m[t], (prefix, VOCAB[t], budget, plan)
+    assert_budget_keeps_what_fits(_compiled(mode), VOCAB, prefix, (2, 3, 20))
 
 
 @pytest.mark.parametrize("mode", ["basic", "contextual"])
 def test_every_budgeted_walk_ends_complete_in_time(mode: str) -> None:
-    cg = _compiled(mode)
-    eos = len(VOCAB)
-    for budget in range(1, 5):
-        stack = [cg.constraint("", max_tokens=budget)]
-        while stack:
-            c = stack.pop()
-            m = c.allowed()
-            assert c.remaining_tokens or c.is_complete(), (budget, c)
-            assert m.any(), (budget, c)
-            for t in map(int, m.nonzero()[0]):
-                if t != eos:
-                    d = c.clone()
-                    d.advance(t)
-                    stack.append(d)
+    every_budgeted_walk_ends_complete(_compiled(mode), len(VOCAB), range(1, 5))
