@@ -98,14 +98,17 @@ class BoundedBudget(Generic[S]):
             near.sort(key=lambda i: (int(units.costs[i]) > left - 1 + _REFINE_SLACK,
                                      -int(units.sizes[i]), int(units.costs[i]),
                                      int(units.gids[i])))
-            for i in near[:_REFINE_MAX]:
-                try:
-                    # the prefix cut: the constraint's states are the units' LexStates
+
+            def plan_fits(i: int, search: int) -> bool:
+                try:  # the prefix cut: the constraint's states are the units' LexStates
                     plan = planner.plan(cast(S, units.state(i)), c._walk, c._complete,
-                                        search=0)
+                                        search=search)
                 except PLAN_FAILED:
-                    continue
-                if len(plan) <= left - 1:
+                    return False
+                return len(plan) <= left - 1
+
+            for i in near[:_REFINE_MAX]:
+                if plan_fits(i, 0):
                     over[i] = False
             # a bound of INF on tokens the grammar allows is a state the tables could not
             # price, not a proof: a small search decides (a comment before ``_NL: /\n+/``
@@ -114,12 +117,7 @@ class BoundedBudget(Generic[S]):
                         and not units.nl_live[units.finals[i]]]
             unpriced.sort(key=lambda i: (-int(units.sizes[i]), int(units.gids[i])))
             for i in unpriced[:_REFINE_MAX]:
-                try:
-                    plan = planner.plan(cast(S, units.state(i)), c._walk, c._complete,
-                                        search=_UNPRICED_SEARCH)
-                except PLAN_FAILED:
-                    continue
-                if len(plan) <= left - 1:
+                if plan_fits(i, _UNPRICED_SEARCH):
                     over[i] = False
             # a group that leaves a newline lexeme open holds tokens of different widths
             # (its state has no one carry): those near the budget are planned token by
